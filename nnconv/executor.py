@@ -1,0 +1,212 @@
+"""Runs an NNAPI model on the numpy kernels.
+
+`SubgraphRunner` executes one subgraph's operations in order, keeping values by operand index and
+releasing each intermediate after its last use. `Executor` wraps a `ConvertedModel` (or a bare `Model`):
+inputs by TFLite tensor name (or numpy's positional `arr_0`, `arr_1`, ...), outputs by name, dtypes as in
+the original TFLite model.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence, TextIO
+
+import numpy as np
+
+from nnconv.errors import ExecutionError, InputDataError
+from nnconv.kernels import KERNELS, KernelCall
+from nnconv.nnapi.enums import OperandLifeTime, OperandType
+from nnconv.nnapi.model import Model, Operand, Subgraph
+from nnconv.nnapi.program import ConvertedModel, IoTensor
+
+_L = OperandLifeTime
+
+
+@dataclass
+class Trace:
+    """Per-operation record of an execution (verbose mode and per-op parity)."""
+
+    stream: TextIO | None = None
+    keep: bool = False
+    values: dict[int, np.ndarray] = field(default_factory=dict)  # operand -> value (main subgraph)
+
+    def record(self, op_index: int, op_name: str, outputs: Sequence[int], arrays: Sequence[np.ndarray]) -> None:
+        if self.keep:
+            for o, a in zip(outputs, arrays):
+                self.values[o] = a
+        if self.stream is not None:
+            for o, a in zip(outputs, arrays):
+                rng = ""
+                if a.size and a.dtype != np.bool_:
+                    rng = f" [{a.min()}, {a.max()}]"
+                print(f"#{op_index} {op_name} -> operand {o}: {a.dtype}{list(a.shape)}{rng}", file=self.stream)
+
+
+class SubgraphRunner:
+    """Executes subgraphs of one model; IF / WHILE kernels call back into `run_subgraph`."""
+
+    def __init__(self, model: Model, trace: Trace | None = None) -> None:
+        self.model = model
+        self.trace = trace
+        self._constants: dict[tuple[int, int], np.ndarray] = {}
+
+    def constant(self, sg_index: int, idx: int, operand: Operand) -> np.ndarray:
+        key = (sg_index, idx)
+        v = self._constants.get(key)
+        if v is None:
+            v = self.model.constant_value(operand)
+            self._constants[key] = v
+        return v
+
+    def run_subgraph(self, sg_index: int, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Runs `model.subgraphs()[sg_index]` (0 = main) on arrays in storage dtypes."""
+        sg = self.model.subgraphs()[sg_index]
+        if len(inputs) != len(sg.input_indexes):
+            raise ExecutionError(f"subgraph {sg_index} takes {len(sg.input_indexes)} inputs, got {len(inputs)}")
+        values: dict[int, np.ndarray] = {}
+        for idx, arr in zip(sg.input_indexes, inputs):
+            values[idx] = arr
+        last_use = _last_uses(sg)
+        keep = set(sg.output_indexes)
+        trace = self.trace if sg_index == 0 else None
+        for k, op in enumerate(sg.operations):
+            ins: list[np.ndarray | None] = []
+            for i in op.inputs:
+                ins.append(self._value(sg_index, sg, i, values, op.type.name))
+            call = KernelCall(operation=op, inputs=ins, in_operands=[sg.operands[i] for i in op.inputs],
+                              out_operands=[sg.operands[o] for o in op.outputs], runner=self)
+            fn = KERNELS.get(op.type)
+            if fn is None:
+                raise ExecutionError(f"no kernel for NNAPI operation {op.type.name}")
+            outs = list(fn(call))
+            if len(outs) != len(op.outputs):
+                raise ExecutionError(f"{op.type.name} produced {len(outs)} outputs, the model declares "
+                                     f"{len(op.outputs)}")
+            for o, arr in zip(op.outputs, outs):
+                values[o] = _conform(arr, sg.operands[o], op.type.name)
+            if trace is not None:
+                trace.record(k, op.type.name, op.outputs, [values[o] for o in op.outputs])
+            # Release intermediates whose last reader was this operation.
+            for i in op.inputs:
+                if last_use.get(i) == k and i not in keep and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE:
+                    values.pop(i, None)
+        out = []
+        for o in sg.output_indexes:
+            if o not in values:
+                raise ExecutionError(f"output operand {o} of subgraph {sg_index} was never computed")
+            out.append(values[o])
+        return out
+
+    def _value(self, sg_index: int, sg: Subgraph, i: int, values: dict[int, np.ndarray],
+               op_name: str) -> np.ndarray | None:
+        od = sg.operands[i]
+        if od.lifetime in (_L.CONSTANT_COPY, _L.CONSTANT_REFERENCE):
+            return self.constant(sg_index, i, od)
+        if od.lifetime is _L.NO_VALUE:
+            return None
+        if od.lifetime is _L.SUBGRAPH:
+            return np.asarray(od.location.offset + 1, dtype=np.int32)  # index into model.subgraphs()
+        if i not in values:
+            raise ExecutionError(f"{op_name} reads operand {i} ({od.name or od.describe()}), which has no value")
+        return values[i]
+
+
+def _last_uses(sg: Subgraph) -> dict[int, int]:
+    last: dict[int, int] = {}
+    for k, op in enumerate(sg.operations):
+        for i in op.inputs:
+            last[i] = k
+    return last
+
+
+def _conform(arr: np.ndarray, od: Operand, op_name: str) -> np.ndarray:
+    """Checks a kernel result against its declared operand (dtype cast, known dimensions)."""
+    arr = np.asarray(arr)
+    if od.type is not OperandType.SUBGRAPH and arr.dtype != od.dtype:
+        arr = arr.astype(od.dtype)
+    if od.type.is_tensor and od.dimensions and all(d > 0 for d in od.dimensions):
+        if tuple(arr.shape) != tuple(od.dimensions):
+            raise ExecutionError(f"{op_name} produced shape {list(arr.shape)} for operand "
+                                 f"{od.name or od.describe()} declared as {list(od.dimensions)}")
+    return arr
+
+
+class Executor:
+    """Runs a converted model: `Executor(converted).run({"input": array})` -> {"output": array}."""
+
+    def __init__(self, model: ConvertedModel | Model, trace: Trace | None = None) -> None:
+        if isinstance(model, Model):
+            model = _bare(model)
+        self.converted = model
+        self.runner = SubgraphRunner(model.model, trace)
+
+    @property
+    def input_specs(self) -> list[IoTensor]:
+        return self.converted.inputs
+
+    @property
+    def output_specs(self) -> list[IoTensor]:
+        return self.converted.outputs
+
+    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+        arrays = self._bind(inputs)
+        nn_inputs = [self._to_nnapi(spec, a) for spec, a in zip(self.input_specs, arrays)]
+        outs = self.runner.run_subgraph(0, nn_inputs)
+        return {spec.name: self._from_nnapi(spec, a) for spec, a in zip(self.output_specs, outs)}
+
+    def _bind(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[np.ndarray]:
+        specs = self.input_specs
+        if isinstance(inputs, Mapping):
+            out = []
+            for k, spec in enumerate(specs):
+                if spec.name in inputs:
+                    out.append(np.asarray(inputs[spec.name]))
+                elif f"arr_{k}" in inputs:
+                    out.append(np.asarray(inputs[f"arr_{k}"]))
+                else:
+                    raise InputDataError(f"missing input '{spec.name}' (or positional 'arr_{k}'); the model "
+                                         f"takes {', '.join(repr(s.name) for s in specs)}")
+            extra = set(inputs) - {s.name for s in specs} - {f"arr_{k}" for k in range(len(specs))}
+            if extra:
+                raise InputDataError(f"unknown input(s) {', '.join(sorted(extra))}; the model takes "
+                                     f"{', '.join(repr(s.name) for s in specs)}")
+            return out
+        if len(inputs) != len(specs):
+            raise InputDataError(f"the model takes {len(specs)} inputs, got {len(inputs)}")
+        return [np.asarray(a) for a in inputs]
+
+    @staticmethod
+    def _to_nnapi(spec: IoTensor, a: np.ndarray) -> np.ndarray:
+        if a.dtype != spec.np_dtype:
+            raise InputDataError(f"input '{spec.name}' has dtype {a.dtype}, the model takes {spec.dtype}")
+        if len(a.shape) != len(spec.shape) or any(d and d != s for d, s in zip(spec.shape, a.shape)):
+            raise InputDataError(f"input '{spec.name}' has shape {list(a.shape)}, the model takes "
+                                 f"{list(spec.shape)}")
+        if spec.offset:
+            # int8 carried as uint8 (API < 30): zero point and values shift by +128.
+            return (a.astype(np.int16) + spec.offset).astype(np.uint8)
+        if spec.dtype == "int64":
+            return a.astype(np.int32)
+        if spec.dtype == "float16":
+            return a
+        return a
+
+    @staticmethod
+    def _from_nnapi(spec: IoTensor, a: np.ndarray) -> np.ndarray:
+        if spec.offset:
+            return (a.astype(np.int16) - spec.offset).astype(spec.np_dtype)
+        if a.dtype != spec.np_dtype:
+            return a.astype(spec.np_dtype)
+        return a
+
+
+def _bare(model: Model) -> ConvertedModel:
+    """I/O specs for a Model without metadata: positional names, storage dtypes."""
+    def spec(k: int, idx: int, prefix: str) -> IoTensor:
+        od = model.main.operands[idx]
+        return IoTensor(name=f"{prefix}{k}", tflite_tensor=-1, dtype=od.dtype.name, shape=od.dimensions,
+                        scale=od.scale, zero_point=od.zero_point)
+    return ConvertedModel(model=model, inputs=[spec(k, i, "arr_") for k, i in enumerate(model.main.input_indexes)],
+                          outputs=[spec(k, o, "out_") for k, o in enumerate(model.main.output_indexes)],
+                          api_level=0)

@@ -1,0 +1,1 @@
+"""TFLite -> NNAPI lowering: rules, checks, diagnostics and the conversion driver."""

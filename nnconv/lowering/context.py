@@ -1,0 +1,341 @@
+"""What a lowering rule sees: `CheckContext` for its support check, `LowerContext` for emitting NNAPI.
+
+Both are bound to one TFLite operator. The TFLite -> NNAPI operand type policy lives here, once, so every
+rule agrees on it:
+
+- float32 -> TENSOR_FLOAT32; a constant float16 tensor is widened to a float32 constant (the delegate's
+  HALF_TO_FLOAT conversion), a non-constant one is TENSOR_FLOAT16;
+- int32 -> TENSOR_INT32; int64 constants are narrowed to TENSOR_INT32 when every value fits;
+- uint8 -> TENSOR_QUANT8_ASYMM; int16 -> TENSOR_QUANT16_SYMM; bool -> TENSOR_BOOL8;
+- int8 with several scales -> TENSOR_QUANT8_SYMM_PER_CHANNEL (channel dim = quantized_dimension);
+  other int8 -> TENSOR_QUANT8_ASYMM_SIGNED from API 30, and below API 30 TENSOR_QUANT8_ASYMM with zero
+  point +128 and constant data shifted by +128 (NNAPI has no signed asymmetric type before feature level 4);
+- a rank-0 tensor becomes a [1] tensor, since NNAPI tensors need at least one dimension.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from nnconv.lowering.diagnostics import Code, Diagnostic
+from nnconv.nnapi.builder import SubgraphBuilder
+from nnconv.nnapi.enums import FuseCode, OperandType, OperationType, feature_level
+from nnconv.nnapi.model import Operand, SymmPerChannelQuantParams
+from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
+from nnconv.tflite.schema_enums import ActivationFunctionType, TensorType
+
+if TYPE_CHECKING:
+    from nnconv.lowering.convert import ConversionOptions, SubgraphLowering
+
+INT8_SHIFT = 128
+
+_DTYPE_NAMES = {TensorType.FLOAT32: "float32", TensorType.FLOAT16: "float16", TensorType.INT32: "int32",
+                TensorType.UINT8: "uint8", TensorType.INT64: "int64", TensorType.BOOL: "bool",
+                TensorType.INT16: "int16", TensorType.INT8: "int8"}
+
+
+def dtype_name(t: TensorType) -> str:
+    return _DTYPE_NAMES.get(t, t.name.lower())
+
+
+@dataclass
+class ConversionState:
+    """Shared by every operator of one conversion."""
+
+    model: TfliteModel
+    api_level: int
+    options: "ConversionOptions"
+    folded: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # (subgraph, tensor) -> value
+
+
+class CheckContext:
+    """The operator under check, its tensors, the target level, and `refuse` to record a reason."""
+
+    def __init__(self, state: ConversionState, subgraph: Subgraph, op: Operator) -> None:
+        self.state = state
+        self.subgraph = subgraph
+        self.op = op
+        self.diagnostics: list[Diagnostic] = []
+
+    # -- target -----------------------------------------------------------------------------------
+    @property
+    def api_level(self) -> int:
+        return self.state.api_level
+
+    @property
+    def feature_level(self) -> int:
+        return feature_level(self.state.api_level)
+
+    @property
+    def options(self) -> Any:
+        """The op's builtin options dataclass (None when the op has none)."""
+        return self.op.options
+
+    @property
+    def model(self) -> TfliteModel:
+        return self.state.model
+
+    # -- tensors ----------------------------------------------------------------------------------
+    def tensor(self, index: int) -> Tensor:
+        return self.subgraph.tensors[index]
+
+    def input(self, i: int) -> Tensor | None:
+        """The op's i-th input tensor; None when absent or omitted (-1)."""
+        if i >= len(self.op.inputs) or self.op.inputs[i] < 0:
+            return None
+        return self.subgraph.tensors[self.op.inputs[i]]
+
+    def output(self, i: int = 0) -> Tensor:
+        return self.subgraph.tensors[self.op.outputs[i]]
+
+    @property
+    def inputs(self) -> list[Tensor | None]:
+        return [self.input(i) for i in range(len(self.op.inputs))]
+
+    @property
+    def outputs(self) -> list[Tensor]:
+        return [self.output(i) for i in range(len(self.op.outputs))]
+
+    def is_const(self, t: Tensor | None) -> bool:
+        return t is not None and (t.data is not None or (self.subgraph.index, t.index) in self.state.folded)
+
+    def const_value(self, t: Tensor) -> np.ndarray:
+        """Value of a constant (or folded) tensor, shaped like the tensor."""
+        folded = self.state.folded.get((self.subgraph.index, t.index))
+        if folded is not None:
+            return folded
+        if t.data is None:
+            raise ValueError(f"tensor '{t.name}' is not constant")
+        return t.data
+
+    def nnapi_type(self, t: Tensor) -> OperandType | None:
+        """The NNAPI operand type a TFLite tensor gets at this level (module docstring); None if none."""
+        tt = t.type
+        if tt == TensorType.FLOAT32:
+            return OperandType.TENSOR_FLOAT32
+        if tt == TensorType.FLOAT16:
+            return OperandType.TENSOR_FLOAT32 if self.is_const(t) else OperandType.TENSOR_FLOAT16
+        if tt == TensorType.INT32:
+            return OperandType.TENSOR_INT32
+        if tt == TensorType.INT64:
+            return OperandType.TENSOR_INT32 if self.is_const(t) else None
+        if tt == TensorType.UINT8:
+            return OperandType.TENSOR_QUANT8_ASYMM
+        if tt == TensorType.INT8:
+            if t.quantization.is_per_channel:
+                return OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
+            return (OperandType.TENSOR_QUANT8_ASYMM_SIGNED if self.api_level >= 30
+                    else OperandType.TENSOR_QUANT8_ASYMM)
+        if tt == TensorType.INT16:
+            return OperandType.TENSOR_QUANT16_SYMM
+        if tt == TensorType.BOOL:
+            return OperandType.TENSOR_BOOL8
+        return None
+
+    def int8_shifted(self, t: Tensor) -> bool:
+        """True when this int8 tensor is carried as uint8 with zero point +128 (API < 30)."""
+        return (t.type == TensorType.INT8 and not t.quantization.is_per_channel and self.api_level < 30)
+
+    # -- recording refusals -----------------------------------------------------------------------
+    def refuse(self, code: Code, message: str, hint: str = "", min_api_level: int | None = None) -> None:
+        self.diagnostics.append(Diagnostic(code=code, message=message, hint=hint, min_api_level=min_api_level,
+                                           op_index=self.op.index, op_name=self.op.name,
+                                           subgraph=self.subgraph.index))
+
+    def warn_driver(self, message: str) -> None:
+        self.refuse(Code.DRIVER_SUPPORT, message)
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+    def require(self, condition: bool, code: Code, message: str, hint: str = "") -> bool:
+        if not condition:
+            self.refuse(code, message, hint)
+        return condition
+
+    def require_api(self, level: int, what: str, hint: str = "") -> bool:
+        """Refuses with API_LEVEL when the target is below `level`; `what` names the feature."""
+        if self.api_level >= level:
+            return True
+        self.refuse(Code.API_LEVEL, f"{what} needs API {level}",
+                    hint or f"raise --api-level to {level} or above", min_api_level=level)
+        return False
+
+    def require_inputs(self, minimum: int, maximum: int | None = None) -> bool:
+        n = len(self.op.inputs)
+        hi = minimum if maximum is None else maximum
+        return self.require(minimum <= n <= hi, Code.MISSING_OPERAND,
+                            f"expects {minimum}{'' if hi == minimum else f'..{hi}'} inputs, has {n}")
+
+    def require_dtype(self, t: Tensor | None, allowed: Iterable[TensorType], what: str = "input",
+                      hint: str = "") -> bool:
+        allowed = tuple(allowed)
+        if t is None:
+            self.refuse(Code.MISSING_OPERAND, f"{what} is missing")
+            return False
+        if t.type in allowed:
+            return True
+        names = "/".join(dtype_name(a) for a in allowed)
+        self.refuse(Code.DTYPE, f"{what} '{t.name}' is {dtype_name(t.type)}; NNAPI takes {names} here", hint)
+        return False
+
+    def require_const(self, t: Tensor | None, what: str) -> bool:
+        if t is not None and self.is_const(t):
+            return True
+        self.refuse(Code.NON_CONSTANT, f"{what} must be a constant tensor",
+                    "NNAPI needs this parameter at compilation time")
+        return False
+
+    def require_rank(self, t: Tensor | None, max_rank: int = 4, min_rank: int = 0, what: str = "input") -> bool:
+        if t is None:
+            return False
+        return self.require(min_rank <= t.rank <= max_rank, Code.RANK,
+                            f"{what} '{t.name}' has rank {t.rank}; NNAPI takes rank {min_rank}..{max_rank} here")
+
+    def require_static_shapes(self) -> bool:
+        ok = True
+        for t in [*self.inputs, *self.outputs]:
+            if t is not None and not self.is_const(t) and (t.has_dynamic_shape or 0 in t.shape):
+                self.refuse(Code.DYNAMIC_SHAPE, f"tensor '{t.name}' has a dynamic or zero-sized shape "
+                            f"{list(t.shape_signature or t.shape)}", "give the model static input shapes")
+                ok = False
+                break
+        return ok
+
+    def require_activation(self, act: int, allowed: Sequence[int] = (0, 1, 2, 3, 4, 5, 6)) -> bool:
+        if act in allowed:
+            return True
+        self.refuse(Code.OPTION, f"fused activation {_act_name(act)} cannot be expressed here")
+        return False
+
+    def check_fused_activation(self, act: int) -> None:
+        """TANH / SIGN_BIT / SIGMOID are lowered as an extra op, which must itself be available."""
+        if act == ActivationFunctionType.SIGN_BIT:
+            self.refuse(Code.OPTION, "fused activation SIGN_BIT has no NNAPI equivalent")
+        elif act not in (0, 1, 2, 3, 4, 6):
+            self.refuse(Code.OPTION, f"unknown fused activation {act}")
+        elif act == 4 and self.output(0).type != TensorType.FLOAT32:
+            self.require_api(29, "fused TANH on a quantized output")
+
+
+def _act_name(act: int) -> str:
+    try:
+        return ActivationFunctionType(act).name
+    except ValueError:
+        return "SIGMOID" if act == 6 else str(act)
+
+
+# Fused activations with an NNAPI FuseCode (same numeric values in TFLite and NNAPI).
+_FUSE_CODES = {0: FuseCode.NONE, 1: FuseCode.RELU, 2: FuseCode.RELU1, 3: FuseCode.RELU6}
+# The others run as an extra operation after the fused op (TFLite's kTfLiteActTanh=4, kTfLiteActSigmoid=6).
+_ACT_OPS = {4: OperationType.TANH, 6: OperationType.LOGISTIC}
+
+
+@dataclass
+class FusedOutput:
+    """Result of `LowerContext.fused_output`: pass `code` as the op's FuseCode and write to `operand`,
+    then call `finish()`, which emits the trailing activation op when one is needed."""
+
+    code: FuseCode
+    operand: int
+    finish: Callable[[], None]
+
+
+class LowerContext(CheckContext):
+    """Adds NNAPI emission to `CheckContext`. Operands for TFLite tensors are created on first use."""
+
+    def __init__(self, state: ConversionState, subgraph: Subgraph, op: Operator,
+                 lowering: "SubgraphLowering") -> None:
+        super().__init__(state, subgraph, op)
+        self.lowering = lowering
+
+    @property
+    def sg(self) -> SubgraphBuilder:
+        return self.lowering.builder
+
+    # -- operands ---------------------------------------------------------------------------------
+    def operand(self, tensor_index: int) -> int:
+        """The NNAPI operand of a TFLite tensor (created, with its constant value if any, on first use)."""
+        return self.lowering.operand_for(tensor_index)
+
+    def in_(self, i: int) -> int:
+        """NNAPI operand of the op's i-th input."""
+        return self.operand(self.op.inputs[i])
+
+    def out(self, i: int = 0) -> int:
+        """NNAPI operand of the op's i-th output."""
+        return self.operand(self.op.outputs[i])
+
+    def info(self, operand: int) -> Operand:
+        return self.sg.operand(operand)
+
+    def i32(self, value: int) -> int:
+        return self.sg.add_scalar(int(value), OperandType.INT32)
+
+    def f32(self, value: float) -> int:
+        return self.sg.add_scalar(float(value), OperandType.FLOAT32)
+
+    def f16(self, value: float) -> int:
+        return self.sg.add_scalar(float(value), OperandType.FLOAT16)
+
+    def boolean(self, value: bool) -> int:
+        return self.sg.add_scalar(bool(value), OperandType.BOOL)
+
+    def scalar_like(self, value: float, tensor_type: OperandType) -> int:
+        """A FLOAT16 scalar for TENSOR_FLOAT16 operations, FLOAT32 otherwise (NNAPI pairs them)."""
+        return self.f16(value) if tensor_type is OperandType.TENSOR_FLOAT16 else self.f32(value)
+
+    def i32_vector(self, values: Sequence[int]) -> int:
+        return self.sg.add_constant(OperandType.TENSOR_INT32, np.asarray(list(values), dtype=np.int32))
+
+    def constant(self, type: OperandType, value: np.ndarray, scale: float = 0.0, zero_point: int = 0,
+                 channel_quant: SymmPerChannelQuantParams | None = None, name: str = "") -> int:
+        return self.sg.add_constant(type, np.asarray(value), scale=scale, zero_point=zero_point,
+                                    channel_quant=channel_quant, name=name)
+
+    def temp(self, type: OperandType, dims: Sequence[int], scale: float = 0.0, zero_point: int = 0,
+             name: str = "") -> int:
+        """A new intermediate operand not backed by a TFLite tensor (composite lowerings)."""
+        return self.sg.add_tensor(type, dims, scale=scale, zero_point=zero_point,
+                                  name=name or f"op{self.op.index}_tmp{len(self.sg.subgraph.operands)}")
+
+    def temp_like(self, operand: int, dims: Sequence[int] | None = None, name: str = "") -> int:
+        od = self.info(operand)
+        return self.temp(od.type, od.dimensions if dims is None else dims, od.scale, od.zero_point, name)
+
+    def no_value(self, type: OperandType = OperandType.TENSOR_FLOAT32) -> int:
+        return self.sg.add_no_value(type)
+
+    # -- operations -------------------------------------------------------------------------------
+    def emit(self, type: OperationType, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+        self.sg.add_operation(type, inputs, outputs, source_op=self.op.index)
+
+    def fused_output(self, activation: int, output_index: int = 0) -> FusedOutput:
+        """Maps a TFLite fused activation: NONE/RELU/RELU_N1_TO_1/RELU6 become the FuseCode; TANH and
+        SIGMOID write to a temporary that a trailing TANH / LOGISTIC op turns into the real output."""
+        out = self.out(output_index)
+        if activation in _FUSE_CODES:
+            return FusedOutput(_FUSE_CODES[activation], out, lambda: None)
+        act_op = _ACT_OPS[activation]
+        od = self.info(out)
+        t = self.output(output_index)
+        if od.type.is_quantized:
+            # The pre-activation value needs its own range; TFLite keeps none, so use the input's.
+            src = self.info(self.in_(0))
+            tmp = self.temp(od.type, od.dimensions, src.scale or od.scale, src.zero_point)
+        else:
+            tmp = self.temp(od.type, od.dimensions, name=f"{t.name}/pre_{act_op.name.lower()}")
+
+        def finish() -> None:
+            self.emit(act_op, [tmp], [out])
+        return FusedOutput(FuseCode.NONE, tmp, finish)
+
+    def lower_subgraph(self, tflite_subgraph: int) -> int:
+        """Lowers a whole TFLite subgraph (WHILE / IF bodies) as a referenced NNAPI subgraph and returns
+        the SUBGRAPH operand that refers to it."""
+        ref = self.lowering.converter.referenced_subgraph(tflite_subgraph)
+        return self.sg.add_subgraph_ref(ref, name=f"subgraph{tflite_subgraph}")

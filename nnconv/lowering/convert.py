@@ -1,0 +1,387 @@
+"""The conversion driver: check every operator, then lower them into one NNAPI model.
+
+`check_model` runs every rule's check (all problems at once) and finds, for each refused op, the lowest
+API level at which the same check passes. `convert` additionally lowers the model and validates the
+result; `lower_ops` lowers any subset of a subgraph's operators (one partition) with the tensors crossing
+its boundary as model inputs and outputs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from nnconv.errors import ConversionError, NnconvError
+from nnconv.lowering import rules as _rules  # noqa: F401  (registers every rule)
+from nnconv.lowering.context import INT8_SHIFT, CheckContext, ConversionState, LowerContext, dtype_name
+from nnconv.lowering.diagnostics import Code, Diagnostic, Verdict
+from nnconv.lowering.registry import CUSTOM_RULES, RULES, Rule
+from nnconv.nnapi.builder import ModelBuilder, SubgraphBuilder
+from nnconv.nnapi.enums import API_LEVELS, OperandType
+from nnconv.nnapi.model import SymmPerChannelQuantParams
+from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.nnapi.validate import validate_model
+from nnconv.tflite.ir import Operator, Subgraph, TfliteModel
+from nnconv.tflite.reader import read_model
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+
+DEFAULT_API_LEVEL = 30
+
+
+@dataclass(frozen=True)
+class ConversionOptions:
+    """Choices a user can make about a conversion."""
+
+    fold_constants: bool = True  # evaluate ops whose inputs are all constant at conversion time
+    fold_dynamic_range_weights: bool = False  # hybrid int8 weights -> float32 constants (API 27/28)
+    relax_float32_to_float16: bool = False  # set relaxComputationFloat32toFloat16 (API 28+)
+
+
+@dataclass
+class OpReport:
+    """What the converter decided for one TFLite operator."""
+
+    index: int
+    op: str
+    version: int
+    status: Verdict
+    nnapi_ops: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    min_api_level: int | None = None
+    input_dtypes: list[str] = field(default_factory=list)
+    quantization: str = ""
+    subgraph: int = 0
+
+    @property
+    def supported(self) -> bool:
+        return self.status in (Verdict.LOWERED, Verdict.FOLDED, Verdict.DRIVER_WARNING)
+
+    @property
+    def reason(self) -> str:
+        errs = [d for d in self.diagnostics if d.is_error] or self.diagnostics
+        return "; ".join(d.message for d in errs)
+
+    @property
+    def hint(self) -> str:
+        return next((d.hint for d in self.diagnostics if d.hint), "")
+
+
+@dataclass
+class Report:
+    """Per-op verdicts of one model at one API level."""
+
+    model: str
+    api_level: int
+    ops: list[OpReport]
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return [d for r in self.ops for d in r.diagnostics]
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.is_error]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.supported for r in self.ops)
+
+    @property
+    def ops_lowered(self) -> int:
+        return sum(1 for r in self.ops if r.supported)
+
+
+@dataclass
+class ConversionResult:
+    converted: ConvertedModel
+    report: Report
+
+    def __iter__(self):  # allows `model, report = nnconv.convert(...)`
+        return iter((self.converted, self.report))
+
+
+# -- rules ------------------------------------------------------------------------------------------
+def rule_for(op: Operator) -> Rule | None:
+    if op.builtin_code == BuiltinOperator.CUSTOM:
+        return CUSTOM_RULES.get(op.custom_code or "")
+    return RULES.get(op.builtin_code)
+
+
+def _load(model: TfliteModel | str | os.PathLike | bytes) -> TfliteModel:
+    return model if isinstance(model, TfliteModel) else read_model(model)
+
+
+def make_state(model: TfliteModel, api_level: int, options: ConversionOptions | None = None) -> ConversionState:
+    if api_level not in API_LEVELS and api_level != 32:
+        raise NnconvError(f"API level {api_level} is not one of {', '.join(map(str, API_LEVELS))}")
+    state = ConversionState(model=model, api_level=api_level, options=options or ConversionOptions())
+    if state.options.fold_constants:
+        from nnconv.lowering.folding import fold_constants
+        fold_constants(state)
+    return state
+
+
+def check_op(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnostic]:
+    """Every diagnostic for one op at `state.api_level` (empty: it lowers)."""
+    if is_folded(state, sg, op):
+        return []
+    rule = rule_for(op)
+    if rule is None:
+        if op.builtin_code == BuiltinOperator.CUSTOM:
+            d = Diagnostic(Code.CUSTOM_OPERATOR, f"custom op '{op.custom_code}' has no NNAPI equivalent",
+                           hint="keep it on the CPU (partial delegation) or replace it with builtins")
+        else:
+            d = Diagnostic(Code.UNSUPPORTED_OPERATOR, f"no NNAPI lowering for TFLite {op.name}",
+                           hint="this op stays on the TFLite CPU kernels")
+        return [d.at(op.index, op.name, sg.index)]
+    c = CheckContext(state, sg, op)
+    rule.check(c)
+    return c.diagnostics
+
+
+def is_folded(state: ConversionState, sg: Subgraph, op: Operator) -> bool:
+    return bool(op.outputs) and all((sg.index, o) in state.folded for o in op.outputs if o >= 0)
+
+
+def lowest_accepting_level(state: ConversionState, sg: Subgraph, op: Operator) -> int | None:
+    for level in API_LEVELS:
+        if level <= state.api_level:
+            continue
+        probe = replace(state, api_level=level)
+        if not any(d.is_error for d in check_op(probe, sg, op)):
+            return level
+    return None
+
+
+def _quant_summary(c: CheckContext) -> str:
+    schemes = []
+    for t in c.inputs:
+        if t is None or not t.quantization.is_quantized:
+            continue
+        kind = "per-channel" if t.quantization.is_per_channel else "per-tensor"
+        schemes.append(f"{dtype_name(t.type)} {kind}")
+    return ", ".join(dict.fromkeys(schemes))
+
+
+def check_model(model: TfliteModel | str | os.PathLike | bytes, api_level: int = DEFAULT_API_LEVEL,
+                options: ConversionOptions | None = None, subgraph: int = 0,
+                state: ConversionState | None = None) -> Report:
+    """Runs every check of one subgraph; refused ops get their lowest accepting API level."""
+    m = _load(model)
+    state = state or make_state(m, api_level, options)
+    sg = m.subgraphs[subgraph]
+    ops = []
+    for op in sg.operators:
+        diags = check_op(state, sg, op)
+        c = CheckContext(state, sg, op)
+        errors = [d for d in diags if d.is_error]
+        if is_folded(state, sg, op):
+            status = Verdict.FOLDED
+        elif errors:
+            status = errors[0].verdict
+        elif diags:
+            status = Verdict.DRIVER_WARNING
+        else:
+            status = Verdict.LOWERED
+        rule = rule_for(op)
+        rep = OpReport(index=op.index, op=op.name, version=op.version, status=status, diagnostics=diags,
+                       input_dtypes=[dtype_name(t.type) if t is not None else "-" for t in c.inputs],
+                       quantization=_quant_summary(c), subgraph=sg.index)
+        if errors:
+            rep.min_api_level = lowest_accepting_level(state, sg, op)
+            if rule is not None:
+                rep.nnapi_ops = [o.name for o in rule.describe_lowering(rep.min_api_level or state.api_level)]
+        else:
+            rep.min_api_level = _lowest_passing(state, sg, op)
+        ops.append(rep)
+    return Report(model=m.path, api_level=state.api_level, ops=ops)
+
+
+def _lowest_passing(state: ConversionState, sg: Subgraph, op: Operator) -> int:
+    """The lowest level at which an accepted op is also accepted (for the report)."""
+    for level in API_LEVELS:
+        if level >= state.api_level:
+            return state.api_level
+        if not any(d.is_error for d in check_op(replace(state, api_level=level), sg, op)):
+            return level
+    return state.api_level
+
+
+# -- lowering ---------------------------------------------------------------------------------------
+class SubgraphLowering:
+    """Lowers a set of operators of one TFLite subgraph into one NNAPI subgraph."""
+
+    def __init__(self, converter: "Converter", sg: Subgraph, builder: SubgraphBuilder) -> None:
+        self.converter = converter
+        self.state = converter.state
+        self.sg = sg
+        self.builder = builder
+        self.operands: dict[int, int] = {}
+
+    def operand_for(self, tensor_index: int) -> int:
+        found = self.operands.get(tensor_index)
+        if found is not None:
+            return found
+        t = self.sg.tensors[tensor_index]
+        c = CheckContext(self.state, self.sg, _NO_OP)
+        ntype = c.nnapi_type(t)
+        if ntype is None:
+            raise ConversionError(f"tensor '{t.name}' of type {dtype_name(t.type)} has no NNAPI operand type")
+        dims = t.shape if t.shape else (1,)
+        q = t.quantization
+        scale = q.scale[0] if q.scale and not q.is_per_channel else 0.0
+        zp = q.zero_point[0] if q.zero_point and not q.is_per_channel else 0
+        if ntype is OperandType.TENSOR_QUANT8_ASYMM and scale == 0.0:
+            scale = 1.0  # NNAPI requires a positive scale; unquantized uint8 data is taken as-is
+        channel = None
+        if ntype is OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+            channel = SymmPerChannelQuantParams(q.quantized_dimension, tuple(float(s) for s in q.scale))
+            zp = 0
+        shifted = c.int8_shifted(t)
+        if shifted:
+            zp += INT8_SHIFT
+            if scale == 0.0:
+                scale = 1.0
+        if c.is_const(t):
+            value = np.asarray(c.const_value(t))
+            if t.type == TensorType.FLOAT16:
+                value = value.astype(np.float32)  # the delegate's HALF_TO_FLOAT constant conversion
+            elif t.type == TensorType.INT64:
+                if value.size and (value.min() < -2**31 or value.max() >= 2**31):
+                    raise ConversionError(f"int64 constant '{t.name}' does not fit in int32")
+                value = value.astype(np.int32)
+            elif shifted:
+                value = (value.astype(np.int16) + INT8_SHIFT).astype(np.uint8)
+            value = value.reshape(dims)
+            idx = self.builder.add_constant(ntype, value, scale=scale, zero_point=zp, channel_quant=channel,
+                                            name=t.name)
+        else:
+            idx = self.builder.add_tensor(ntype, dims, scale=scale, zero_point=zp, channel_quant=channel,
+                                          name=t.name)
+        self.operands[tensor_index] = idx
+        return idx
+
+    def lower(self, ops: Sequence[Operator], inputs: Sequence[int], outputs: Sequence[int]) -> None:
+        in_operands = [self.operand_for(t) for t in inputs]
+        for op in ops:
+            if is_folded(self.state, self.sg, op):
+                continue
+            rule = rule_for(op)
+            if rule is None:
+                raise ConversionError(f"op #{op.index} {op.name} has no lowering rule")
+            rule.lower(LowerContext(self.state, self.sg, op, self))
+        out_operands = [self.operand_for(t) for t in outputs]
+        for t, o in zip(outputs, out_operands):
+            if self.builder.operand(o).is_constant or o in in_operands:
+                raise ConversionError(f"output tensor '{self.sg.tensors[t].name}' is not computed by any "
+                                      "lowered operation (constant or pass-through outputs are not supported)")
+        self.builder.set_io(in_operands, out_operands)
+
+
+class _NoOp:
+    index = -1
+    name = ""
+    inputs: tuple = ()
+    outputs: tuple = ()
+    options = None
+
+
+_NO_OP = _NoOp()
+
+
+class Converter:
+    """Owns the NNAPI model under construction; referenced subgraphs are lowered once each."""
+
+    def __init__(self, state: ConversionState) -> None:
+        self.state = state
+        self.builder = ModelBuilder()
+        self._referenced: dict[int, int] = {}
+
+    def referenced_subgraph(self, tflite_subgraph: int) -> int:
+        if tflite_subgraph in self._referenced:
+            return self._referenced[tflite_subgraph]
+        sg = self.state.model.subgraphs[tflite_subgraph]
+        ref, builder = self.builder.add_referenced()
+        self._referenced[tflite_subgraph] = ref
+        SubgraphLowering(self, sg, builder).lower(sg.operators, sg.inputs, sg.outputs)
+        return ref
+
+
+def io_spec(state: ConversionState, sg: Subgraph, tensor_index: int) -> IoTensor:
+    t = sg.tensors[tensor_index]
+    c = CheckContext(state, sg, _NO_OP)
+    q = t.quantization
+    np_name = t.dtype.name if t.dtype is not None else dtype_name(t.type)
+    return IoTensor(name=t.name or f"tensor{tensor_index}", tflite_tensor=tensor_index, dtype=np_name,
+                    shape=t.shape, offset=INT8_SHIFT if c.int8_shifted(t) else 0,
+                    scale=q.scale[0] if q.scale and not q.is_per_channel else 0.0,
+                    zero_point=q.zero_point[0] if q.zero_point and not q.is_per_channel else 0)
+
+
+def partition_boundary(sg: Subgraph, op_indices: Iterable[int], state: ConversionState
+                       ) -> tuple[list[int], list[int]]:
+    """Tensors entering and leaving a set of operators: (inputs, outputs) in first-use order."""
+    chosen = set(op_indices)
+    produced_inside: set[int] = set()
+    inputs: list[int] = []
+    for k in sorted(chosen):
+        op = sg.operators[k]
+        for t in op.inputs:
+            if t < 0 or t in produced_inside or t in inputs:
+                continue
+            tensor = sg.tensors[t]
+            if tensor.data is not None or (sg.index, t) in state.folded:
+                continue
+            inputs.append(t)
+        produced_inside.update(o for o in op.outputs if o >= 0)
+    consumed_outside = {t for k, op in enumerate(sg.operators) if k not in chosen for t in op.inputs}
+    outputs = [t for k in sorted(chosen) for t in sg.operators[k].outputs
+               if t >= 0 and (t in consumed_outside or t in sg.outputs)
+               and (sg.index, t) not in state.folded]
+    return inputs, list(dict.fromkeys(outputs))
+
+
+def lower_ops(state: ConversionState, op_indices: Sequence[int] | None = None, subgraph: int = 0) -> ConvertedModel:
+    """Lowers the given operators (all when None) of a subgraph into a validated ConvertedModel."""
+    sg = state.model.subgraphs[subgraph]
+    conv = Converter(state)
+    if op_indices is None:
+        ops = list(sg.operators)
+        inputs, outputs = list(sg.inputs), list(sg.outputs)
+    else:
+        ops = [sg.operators[k] for k in sorted(op_indices)]
+        inputs, outputs = partition_boundary(sg, op_indices, state)
+    lowering = SubgraphLowering(conv, sg, conv.builder.main)
+    lowering.lower(ops, inputs, outputs)
+    model = conv.builder.finish()
+    if state.options.relax_float32_to_float16 and state.api_level >= 28:
+        model.relax_computation_float32_to_float16 = True
+    validate_model(model)
+    return ConvertedModel(model=model, inputs=[io_spec(state, sg, t) for t in inputs],
+                          outputs=[io_spec(state, sg, t) for t in outputs], api_level=state.api_level,
+                          tflite_ops=[op.index for op in ops], subgraph=subgraph)
+
+
+def convert(model: TfliteModel | str | os.PathLike | bytes, api_level: int = DEFAULT_API_LEVEL,
+            options: ConversionOptions | None = None) -> ConversionResult:
+    """Converts a whole TFLite model; raises ConversionError (with `.report`) when any op is refused."""
+    m = _load(model)
+    state = make_state(m, api_level, options)
+    report = check_model(m, api_level, state=state)
+    if not report.ok:
+        refused = [r for r in report.ops if not r.supported]
+        err = ConversionError(f"{len(refused)} of {len(report.ops)} ops cannot be lowered at API {api_level}",
+                              report.errors)
+        err.report = report  # type: ignore[attr-defined]
+        raise err
+    converted = lower_ops(state)
+    by_op: dict[int, list[str]] = {}
+    for op in converted.model.main.operations:
+        if op.source_op is not None:
+            by_op.setdefault(op.source_op, []).append(op.type.name)
+    for r in report.ops:
+        r.nnapi_ops = by_op.get(r.index, [])
+    return ConversionResult(converted, report)

@@ -1,0 +1,71 @@
+"""The lowering registry: one `Rule` per TFLite BuiltinOperator, registered with `@lowering_rule`.
+
+A rule has a `check` (records diagnostics on the context, never returns a bare False) and a `lower` (emits
+NNAPI operands and operations). The converter runs every check before lowering anything, the report and
+`nnconv ops` are derived from the same rules, and the lowest accepting API level of a refused op is found
+by re-running the same check at higher levels, so no separate support table can drift.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, ClassVar
+
+from nnconv.nnapi.enums import OperationType
+from nnconv.tflite.schema_enums import BuiltinOperator
+
+if TYPE_CHECKING:
+    from nnconv.lowering.context import CheckContext, LowerContext
+
+RULES: dict[int, "Rule"] = {}  # keyed by BuiltinOperator value
+CUSTOM_RULES: dict[str, "Rule"] = {}  # keyed by custom_code
+
+
+class Rule:
+    """Base of every lowering rule.
+
+    Class attributes describe the rule for `nnconv ops` and docs/ops.md:
+    `nnapi_ops` every NNAPI operation the rule may emit (a registry test checks each has a kernel),
+    `min_api_level` the lowest level at which some variant lowers, `dtypes` the TFLite input dtypes it
+    takes, `constraints` a one-line summary of what the check refuses.
+    """
+
+    op: ClassVar[BuiltinOperator]
+    custom_code: ClassVar[str | None] = None
+    nnapi_ops: ClassVar[tuple[OperationType, ...]] = ()
+    min_api_level: ClassVar[int] = 27
+    dtypes: ClassVar[tuple[str, ...]] = ("float32",)
+    constraints: ClassVar[str] = ""
+    beyond_delegate: ClassVar[bool] = False  # True where TFLite's NNAPI delegate does not lower the op
+
+    def check(self, c: "CheckContext") -> None:
+        """Records every reason the op cannot be lowered at `c.api_level` (nothing when it can)."""
+
+    def lower(self, c: "LowerContext") -> None:
+        """Emits the NNAPI operations for the op. Only called when `check` recorded no error."""
+        raise NotImplementedError(f"{type(self).__name__} has no lowering")
+
+    def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
+        """The NNAPI ops this rule typically emits at `api_level` (for docs when the op is refused)."""
+        return self.nnapi_ops
+
+
+def lowering_rule(op: BuiltinOperator) -> Callable[[type[Rule]], type[Rule]]:
+    """Class decorator registering a rule for a TFLite builtin operator."""
+    def register(cls: type[Rule]) -> type[Rule]:
+        if int(op) in RULES:
+            raise RuntimeError(f"two lowering rules for {op.name}: {type(RULES[int(op)]).__name__} and "
+                               f"{cls.__name__}")
+        cls.op = op
+        RULES[int(op)] = cls()
+        return cls
+    return register
+
+
+def custom_rule(custom_code: str) -> Callable[[type[Rule]], type[Rule]]:
+    """Class decorator registering a rule for a custom op name (e.g. MediaPipe's)."""
+    def register(cls: type[Rule]) -> type[Rule]:
+        cls.op = BuiltinOperator.CUSTOM
+        cls.custom_code = custom_code
+        CUSTOM_RULES[custom_code] = cls()
+        return cls
+    return register

@@ -1,0 +1,111 @@
+"""Checks a `Model` against the structural rules of the HAL (`validateModel` in the NNAPI runtime).
+
+Rules: every operand index is in range; each non-input, non-constant operand is written by exactly one
+operation, before any operation reads it; subgraph inputs/outputs carry matching lifetimes; constants have
+a location whose length equals their byte size; scalars have no dimensions; constant tensors have at least
+one dimension (non-constant tensors may have an unknown rank, as FL3+ dynamic shapes allow); SUBGRAPH
+operands reference an existing subgraph. All problems are collected and raised together.
+"""
+
+from __future__ import annotations
+
+from nnconv.errors import ModelValidationError
+from nnconv.nnapi.enums import OperandLifeTime, OperandType
+from nnconv.nnapi.model import Model, Subgraph
+
+_L = OperandLifeTime
+
+
+def validate_model(model: Model) -> None:
+    """Raises `ModelValidationError` listing every problem, or returns None for a valid model."""
+    problems: list[str] = []
+    for si, sg in enumerate(model.subgraphs()):
+        where = "main" if si == 0 else f"referenced[{si - 1}]"
+        _validate_subgraph(model, sg, where, problems)
+    if problems:
+        raise ModelValidationError(problems)
+
+
+def _validate_subgraph(model: Model, sg: Subgraph, where: str, problems: list[str]) -> None:
+    n = len(sg.operands)
+    for idx, od in enumerate(sg.operands):
+        tag = f"{where} operand {idx}"
+        if od.type.is_scalar and od.dimensions:
+            problems.append(f"{tag}: scalar {od.type.name} has dimensions {list(od.dimensions)}")
+        if od.type.is_tensor and not od.dimensions and od.is_constant:
+            problems.append(f"{tag}: constant tensor {od.type.name} has no dimensions")
+        if od.is_constant:
+            expected = od.byte_size()
+            if od.location.length != expected:
+                problems.append(f"{tag}: constant holds {od.location.length} bytes, "
+                                f"{od.describe()} needs {expected}")
+            if od.lifetime is _L.CONSTANT_COPY:
+                if od.location.offset + od.location.length > len(model.operand_values):
+                    problems.append(f"{tag}: CONSTANT_COPY value lies outside operandValues")
+            else:
+                if not 0 <= od.location.pool_index < len(model.pools):
+                    problems.append(f"{tag}: pool {od.location.pool_index} does not exist")
+                else:
+                    size = memoryview(model.pools[od.location.pool_index]).nbytes
+                    if od.location.offset + od.location.length > size:
+                        problems.append(f"{tag}: CONSTANT_REFERENCE value lies outside pool "
+                                        f"{od.location.pool_index}")
+        if od.lifetime is _L.SUBGRAPH or od.type is OperandType.SUBGRAPH:
+            if od.lifetime is not _L.SUBGRAPH or od.type is not OperandType.SUBGRAPH:
+                problems.append(f"{tag}: SUBGRAPH type and lifetime must go together")
+            elif not 0 <= od.location.offset < len(model.referenced):
+                problems.append(f"{tag}: references subgraph {od.location.offset}, which does not exist")
+        if od.type.is_quantized and od.type is not OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+            if od.scale < 0:
+                problems.append(f"{tag}: negative scale {od.scale}")
+        if od.type is OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+            cq = od.channel_quant
+            if cq is None:
+                problems.append(f"{tag}: per-channel operand without channel parameters")
+            elif od.dimensions and (cq.channel_dim >= len(od.dimensions)
+                                    or (od.dimensions[cq.channel_dim]
+                                        and len(cq.scales) != od.dimensions[cq.channel_dim])):
+                problems.append(f"{tag}: {len(cq.scales)} channel scales do not fit dimensions "
+                                f"{list(od.dimensions)} at channel dim {cq.channel_dim}")
+
+    for i in sg.input_indexes:
+        if not 0 <= i < n:
+            problems.append(f"{where}: input index {i} out of range")
+        elif sg.operands[i].lifetime is not _L.SUBGRAPH_INPUT:
+            problems.append(f"{where}: input operand {i} has lifetime {sg.operands[i].lifetime.name}")
+    for o in sg.output_indexes:
+        if not 0 <= o < n:
+            problems.append(f"{where}: output index {o} out of range")
+        elif sg.operands[o].lifetime is not _L.SUBGRAPH_OUTPUT:
+            problems.append(f"{where}: output operand {o} has lifetime {sg.operands[o].lifetime.name}")
+    declared_inputs = set(sg.input_indexes)
+    declared_outputs = set(sg.output_indexes)
+    for idx, od in enumerate(sg.operands):
+        if od.lifetime is _L.SUBGRAPH_INPUT and idx not in declared_inputs:
+            problems.append(f"{where} operand {idx}: SUBGRAPH_INPUT but not among the inputs")
+        if od.lifetime is _L.SUBGRAPH_OUTPUT and idx not in declared_outputs:
+            problems.append(f"{where} operand {idx}: SUBGRAPH_OUTPUT but not among the outputs")
+
+    written: set[int] = set()
+    for k, op in enumerate(sg.operations):
+        tag = f"{where} operation {k} ({op.type.name})"
+        for i in op.inputs:
+            if not 0 <= i < n:
+                problems.append(f"{tag}: input operand {i} out of range")
+                continue
+            lt = sg.operands[i].lifetime
+            if lt in (_L.TEMPORARY_VARIABLE, _L.SUBGRAPH_OUTPUT) and i not in written:
+                problems.append(f"{tag}: reads operand {i} before any operation writes it")
+        for o in op.outputs:
+            if not 0 <= o < n:
+                problems.append(f"{tag}: output operand {o} out of range")
+                continue
+            lt = sg.operands[o].lifetime
+            if lt not in (_L.TEMPORARY_VARIABLE, _L.SUBGRAPH_OUTPUT):
+                problems.append(f"{tag}: writes operand {o} whose lifetime is {lt.name}")
+            if o in written:
+                problems.append(f"{tag}: operand {o} is written a second time")
+            written.add(o)
+    for o in sg.output_indexes:
+        if 0 <= o < n and o not in written and o not in declared_inputs:
+            problems.append(f"{where}: output operand {o} is never written")

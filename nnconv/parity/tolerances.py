@@ -1,0 +1,42 @@
+"""The tolerance policy of `nnconv verify` and of the parity tests, in one table.
+
+| output dtype | passes when | why |
+| --- | --- | --- |
+| float32 / float16 | max |diff| <= atol + rtol * max|expected| over the output (rtol 1e-4 of the output range, atol 1e-5) | BLAS summation order and libm differ between TFLite's kernels and numpy |
+| uint8 / int8 / int16 | max |diff| <= 1 LSB | TFLite's optimized kernels and the NNAPI reference may round one step differently |
+| int32 / int64 / bool | exact | integer results of index ops, comparisons, casts |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FLOAT_RTOL = 1e-4
+FLOAT_ATOL = 1e-5
+QUANT_LSB = 1
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    kind: str  # "float", "quant" or "exact"
+    rtol: float = 0.0
+    atol: float = 0.0
+    lsb: int = 0
+
+    def describe(self) -> str:
+        if self.kind == "float":
+            return f"|diff| <= {self.atol:g} + {self.rtol:g} * range"
+        if self.kind == "quant":
+            return f"<= {self.lsb} LSB"
+        return "exact"
+
+
+def tolerance_for(dtype: np.dtype) -> Tolerance:
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return Tolerance("float", rtol=FLOAT_RTOL, atol=FLOAT_ATOL)
+    if dtype in (np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.int16)):
+        return Tolerance("quant", lsb=QUANT_LSB)
+    return Tolerance("exact")

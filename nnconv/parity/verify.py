@@ -1,0 +1,124 @@
+"""Parity: run our executor and TFLite's interpreter on the same inputs and compare every output."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from nnconv.executor import Executor
+from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
+from nnconv.parity.tolerances import Tolerance, tolerance_for
+
+
+def random_inputs(specs: list[IoTensor], seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded inputs covering each input's real range: the full integer range of quantized inputs,
+    [-1, 1] for float inputs (the usual normalized-image range), small non-negative ints for indices."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, np.ndarray] = {}
+    for spec in specs:
+        dt = spec.np_dtype
+        shape = tuple(spec.shape)
+        if dt.kind == "f":
+            a = rng.uniform(-1.0, 1.0, size=shape).astype(dt)
+        elif dt == np.bool_:
+            a = rng.integers(0, 2, size=shape).astype(np.bool_)
+        elif dt in (np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.int16)):
+            info = np.iinfo(dt)
+            a = rng.integers(info.min, int(info.max) + 1, size=shape, dtype=np.int64).astype(dt)
+        else:
+            a = rng.integers(0, 8, size=shape).astype(dt)
+        out[spec.name] = a
+    return out
+
+
+@dataclass
+class OutputParity:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    tolerance: Tolerance
+    max_abs: float
+    max_rel: float  # max |diff| / max |expected|
+    max_lsb: int | None  # quantized outputs
+    histogram: dict[int, int] = field(default_factory=dict)  # |diff| in LSB -> count
+    passed: bool = True
+    detail: str = ""
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "max_abs": self.max_abs,
+                "max_rel": self.max_rel, "max_lsb": self.max_lsb,
+                "histogram": {str(k): v for k, v in self.histogram.items()},
+                "tolerance": self.tolerance.describe(), "passed": self.passed, "detail": self.detail}
+
+
+def compare(name: str, actual: np.ndarray, expected: np.ndarray) -> OutputParity:
+    tol = tolerance_for(expected.dtype)
+    shape = tuple(expected.shape)
+    if actual.shape != expected.shape:
+        return OutputParity(name, expected.dtype.name, shape, tol, float("inf"), float("inf"), None, passed=False,
+                            detail=f"shape {list(actual.shape)} != TFLite's {list(expected.shape)}")
+    if expected.size == 0:
+        return OutputParity(name, expected.dtype.name, shape, tol, 0.0, 0.0, 0 if tol.kind == "quant" else None)
+    a64 = actual.astype(np.float64)
+    e64 = expected.astype(np.float64)
+    both_nan = np.isnan(a64) & np.isnan(e64)
+    diff = np.where(both_nan, 0.0, np.abs(a64 - e64))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    max_abs = float(diff.max())
+    ref = float(np.nanmax(np.abs(e64))) if np.isfinite(e64).any() else 0.0
+    max_rel = max_abs / ref if ref > 0 else (0.0 if max_abs == 0 else float("inf"))
+    if tol.kind == "float":
+        passed = max_abs <= tol.atol + tol.rtol * ref
+        return OutputParity(name, expected.dtype.name, shape, tol, max_abs, max_rel, None, passed=passed)
+    lsb = diff.astype(np.int64)
+    values, counts = np.unique(lsb, return_counts=True)
+    hist = {int(v): int(c) for v, c in zip(values, counts)}
+    max_lsb = int(lsb.max())
+    passed = max_lsb <= tol.lsb if tol.kind == "quant" else max_lsb == 0
+    return OutputParity(name, expected.dtype.name, shape, tol, max_abs, max_rel, max_lsb, hist, passed)
+
+
+@dataclass
+class ParityReport:
+    model: str
+    api_level: int
+    kernels: str
+    outputs: list[OutputParity]
+
+    @property
+    def passed(self) -> bool:
+        return all(o.passed for o in self.outputs)
+
+    def to_json(self) -> dict:
+        return {"model": self.model, "api_level": self.api_level, "tflite_kernels": self.kernels,
+                "passed": self.passed, "outputs": [o.to_json() for o in self.outputs]}
+
+
+def run_parity(tflite_source: str | os.PathLike | bytes, converted: ConvertedModel,
+               inputs: Mapping[str, np.ndarray], kernels: str = BUILTIN_KERNELS,
+               runner: TfliteRunner | None = None) -> ParityReport:
+    """Runs both engines on `inputs` (keyed by input name) and compares every output of `converted`."""
+    ours = Executor(converted).run(dict(inputs))
+    runner = runner or TfliteRunner(tflite_source, kernels=kernels)
+    feed = {}
+    by_name = {spec.name: spec for spec in converted.inputs}
+    for d in runner.input_details():
+        spec = next((s for s in converted.inputs if s.tflite_tensor == d["index"]), None)
+        if spec is None:
+            spec = by_name.get(d["name"])
+        if spec is None:
+            raise ValueError(f"TFLite input {d['name']} has no counterpart in the converted model")
+        feed[d["index"]] = np.asarray(inputs[spec.name])
+    theirs = runner.run(feed)
+    results = []
+    for spec in converted.outputs:
+        expected = theirs.get(spec.tflite_tensor)
+        if expected is None:
+            expected = runner.tensor(spec.tflite_tensor)
+        results.append(compare(spec.name, ours[spec.name], expected))
+    name = tflite_source if isinstance(tflite_source, (str, os.PathLike)) else "<bytes>"
+    return ParityReport(model=str(name), api_level=converted.api_level, kernels=kernels, outputs=results)

@@ -1,0 +1,286 @@
+"""Our own `.tflite` writer, for tests and fixtures: builds models op by op without TensorFlow.
+
+    b = TfliteBuilder()
+    x = b.input("x", (1, 5, 7, 3), np.float32)
+    w = b.const("w", weights)
+    y = b.tensor("y", (1, 5, 7, 4), np.float32)
+    b.op(BuiltinOperator.CONV_2D, [x, w, bias], [y], Conv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1))
+    b.output(y)
+    data = b.finish()            # bytes of a valid TFL3 flatbuffer
+
+Quantized tensors take `quant=QuantParams(scale, zero_point, quantized_dimension)`. Extra subgraphs (for
+WHILE / IF bodies) come from `b.subgraph()`, which returns a builder with the same methods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import flatbuffers
+import numpy as np
+import tflite
+
+from nnconv.tflite.ir import TENSOR_TYPE_OF_DTYPE
+from nnconv.tflite.options_codec import encode_options
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+
+
+@dataclass(frozen=True)
+class QuantParams:
+    scale: float | Sequence[float]
+    zero_point: int | Sequence[int] = 0
+    quantized_dimension: int = 0
+
+
+@dataclass
+class _TensorSpec:
+    name: str
+    shape: tuple[int, ...]
+    type: TensorType
+    buffer: int
+    quant: QuantParams | None
+    shape_signature: tuple[int, ...] | None
+    is_variable: bool = False
+
+
+@dataclass
+class _OpSpec:
+    opcode: int
+    inputs: list[int]
+    outputs: list[int]
+    options: Any
+    intermediates: list[int] = field(default_factory=list)
+    custom_options: bytes | None = None
+
+
+def tensor_type_of(dtype: Any) -> TensorType:
+    if isinstance(dtype, TensorType):
+        return dtype
+    return TENSOR_TYPE_OF_DTYPE[np.dtype(dtype)]
+
+
+class SubgraphBuilder:
+    def __init__(self, owner: "TfliteBuilder", name: str = "") -> None:
+        self._owner = owner
+        self.name = name
+        self.tensors: list[_TensorSpec] = []
+        self.ops: list[_OpSpec] = []
+        self.inputs: list[int] = []
+        self.outputs: list[int] = []
+
+    def tensor(self, name: str, shape: Sequence[int], dtype: Any, quant: QuantParams | None = None,
+               shape_signature: Sequence[int] | None = None, is_variable: bool = False) -> int:
+        """A tensor computed by an operator (no buffer data)."""
+        self.tensors.append(_TensorSpec(name, tuple(int(d) for d in shape), tensor_type_of(dtype),
+                                        self._owner.add_buffer(None), quant,
+                                        None if shape_signature is None else tuple(shape_signature),
+                                        is_variable))
+        return len(self.tensors) - 1
+
+    def input(self, name: str, shape: Sequence[int], dtype: Any, quant: QuantParams | None = None,
+              shape_signature: Sequence[int] | None = None) -> int:
+        """A subgraph input."""
+        t = self.tensor(name, shape, dtype, quant, shape_signature)
+        self.inputs.append(t)
+        return t
+
+    def const(self, name: str, value: Any, dtype: Any = None, quant: QuantParams | None = None,
+              shape: Sequence[int] | None = None) -> int:
+        """A constant tensor; `dtype` defaults to the array's own dtype."""
+        arr = np.asarray(value, dtype=dtype)
+        ttype = tensor_type_of(arr.dtype)
+        self.tensors.append(_TensorSpec(name, tuple(arr.shape if shape is None else shape), ttype,
+                                        self._owner.add_buffer(np.ascontiguousarray(arr).tobytes()), quant,
+                                        None))
+        return len(self.tensors) - 1
+
+    def output(self, *tensors: int) -> None:
+        self.outputs.extend(tensors)
+
+    def op(self, opcode: BuiltinOperator | int, inputs: Sequence[int], outputs: Sequence[int],
+           options: Any = None, version: int = 1, custom_code: str | None = None,
+           intermediates: Sequence[int] = (), custom_options: bytes | None = None) -> None:
+        """An operator; `-1` in `inputs` is an omitted optional input."""
+        idx = self._owner.opcode_index(int(opcode), version, custom_code)
+        self.ops.append(_OpSpec(idx, list(inputs), list(outputs), options, list(intermediates), custom_options))
+
+
+class TfliteBuilder(SubgraphBuilder):
+    """Builds a whole model; its own methods build subgraph 0."""
+
+    def __init__(self, description: str = "nnconv test model") -> None:
+        super().__init__(self, "main")
+        self.description = description
+        self.buffers: list[bytes | None] = [None]  # buffer 0 is the conventional empty buffer
+        self.opcodes: list[tuple[int, int, str | None]] = []
+        self.subgraphs: list[SubgraphBuilder] = [self]
+        self.signatures: list[tuple[str, int]] = []
+
+    def subgraph(self, name: str = "") -> SubgraphBuilder:
+        sb = SubgraphBuilder(self, name)
+        self.subgraphs.append(sb)
+        return sb
+
+    def subgraph_index(self, sb: SubgraphBuilder) -> int:
+        return self.subgraphs.index(sb)
+
+    def add_buffer(self, data: bytes | None) -> int:
+        if data is None:
+            return 0
+        self.buffers.append(data)
+        return len(self.buffers) - 1
+
+    def opcode_index(self, code: int, version: int, custom_code: str | None) -> int:
+        key = (code, version, custom_code)
+        if key not in self.opcodes:
+            self.opcodes.append(key)
+        return self.opcodes.index(key)
+
+    def add_signature(self, key: str = "serving_default", subgraph_index: int = 0) -> None:
+        self.signatures.append((key, subgraph_index))
+
+    # -- serialization ----------------------------------------------------------------------------
+    def finish(self) -> bytes:
+        b = flatbuffers.Builder(1024)
+        buf_offs = []
+        for data in self.buffers:
+            if data:
+                b.StartVector(1, len(data), 16)  # 16-byte alignment keeps every numpy view aligned
+                b.head = b.head - len(data)
+                b.Bytes[b.head:b.head + len(data)] = data
+                vec = b.EndVector()
+                tflite.BufferStart(b)
+                tflite.BufferAddData(b, vec)
+            else:
+                tflite.BufferStart(b)
+            buf_offs.append(tflite.BufferEnd(b))
+        oc_offs = []
+        for code, version, custom in self.opcodes:
+            cc = b.CreateString(custom) if custom is not None else None
+            tflite.OperatorCodeStart(b)
+            # Opcode quirk: the int8 deprecated field saturates at 127 (PLACEHOLDER_FOR_GREATER_OP_CODES).
+            tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
+            tflite.OperatorCodeAddBuiltinCode(b, code)
+            tflite.OperatorCodeAddVersion(b, version)
+            if cc is not None:
+                tflite.OperatorCodeAddCustomCode(b, cc)
+            oc_offs.append(tflite.OperatorCodeEnd(b))
+        sg_offs = [self._write_subgraph(b, sg) for sg in self.subgraphs]
+        sig_offs = [self._write_signature(b, key, si) for key, si in self.signatures]
+        desc = b.CreateString(self.description)
+        vectors = {}
+        for name, offs in (("Buffers", buf_offs), ("OperatorCodes", oc_offs), ("Subgraphs", sg_offs),
+                           ("SignatureDefs", sig_offs)):
+            b.StartVector(4, len(offs), 4)
+            for o in reversed(offs):
+                b.PrependUOffsetTRelative(o)
+            vectors[name] = b.EndVector()
+        tflite.ModelStart(b)
+        tflite.ModelAddVersion(b, 3)
+        tflite.ModelAddOperatorCodes(b, vectors["OperatorCodes"])
+        tflite.ModelAddSubgraphs(b, vectors["Subgraphs"])
+        tflite.ModelAddDescription(b, desc)
+        tflite.ModelAddBuffers(b, vectors["Buffers"])
+        if sig_offs:
+            tflite.ModelAddSignatureDefs(b, vectors["SignatureDefs"])
+        b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+        return bytes(b.Output())
+
+    def _write_signature(self, b: flatbuffers.Builder, key: str, si: int) -> int:
+        sg = self.subgraphs[si]
+        def maps(indices: list[int]) -> int:
+            offs = []
+            for t in indices:
+                name = b.CreateString(sg.tensors[t].name)
+                tflite.TensorMapStart(b)
+                tflite.TensorMapAddName(b, name)
+                tflite.TensorMapAddTensorIndex(b, t)
+                offs.append(tflite.TensorMapEnd(b))
+            b.StartVector(4, len(offs), 4)
+            for o in reversed(offs):
+                b.PrependUOffsetTRelative(o)
+            return b.EndVector()
+        ins, outs = maps(sg.inputs), maps(sg.outputs)
+        k = b.CreateString(key)
+        tflite.SignatureDefStart(b)
+        tflite.SignatureDefAddInputs(b, ins)
+        tflite.SignatureDefAddOutputs(b, outs)
+        tflite.SignatureDefAddSignatureKey(b, k)
+        tflite.SignatureDefAddSubgraphIndex(b, si)
+        return tflite.SignatureDefEnd(b)
+
+    @staticmethod
+    def _int_vector(b: flatbuffers.Builder, values: Sequence[int]) -> int:
+        return b.CreateNumpyVector(np.asarray(list(values), dtype=np.int32))
+
+    def _write_subgraph(self, b: flatbuffers.Builder, sg: SubgraphBuilder) -> int:
+        t_offs = []
+        for t in sg.tensors:
+            name = b.CreateString(t.name)
+            shape = self._int_vector(b, t.shape)
+            sig = self._int_vector(b, t.shape_signature) if t.shape_signature is not None else None
+            q = None
+            if t.quant is not None:
+                scales = np.atleast_1d(np.asarray(t.quant.scale, dtype=np.float32))
+                zps = np.atleast_1d(np.asarray(t.quant.zero_point, dtype=np.int64))
+                if zps.size == 1 and scales.size > 1:
+                    zps = np.repeat(zps, scales.size)
+                sv = b.CreateNumpyVector(scales)
+                zv = b.CreateNumpyVector(zps)
+                tflite.QuantizationParametersStart(b)
+                tflite.QuantizationParametersAddScale(b, sv)
+                tflite.QuantizationParametersAddZeroPoint(b, zv)
+                tflite.QuantizationParametersAddQuantizedDimension(b, t.quant.quantized_dimension)
+                q = tflite.QuantizationParametersEnd(b)
+            tflite.TensorStart(b)
+            tflite.TensorAddShape(b, shape)
+            tflite.TensorAddType(b, int(t.type))
+            tflite.TensorAddBuffer(b, t.buffer)
+            tflite.TensorAddName(b, name)
+            if q is not None:
+                tflite.TensorAddQuantization(b, q)
+            if sig is not None:
+                tflite.TensorAddShapeSignature(b, sig)
+            if t.is_variable:
+                tflite.TensorAddIsVariable(b, True)
+            t_offs.append(tflite.TensorEnd(b))
+        op_offs = []
+        for op in sg.ops:
+            ins = self._int_vector(b, op.inputs)
+            outs = self._int_vector(b, op.outputs)
+            inter = self._int_vector(b, op.intermediates) if op.intermediates else None
+            copts = b.CreateNumpyVector(np.frombuffer(op.custom_options, np.uint8)) if op.custom_options else None
+            opts = encode_options(b, op.options) if op.options is not None else None
+            tflite.OperatorStart(b)
+            tflite.OperatorAddOpcodeIndex(b, op.opcode)
+            tflite.OperatorAddInputs(b, ins)
+            tflite.OperatorAddOutputs(b, outs)
+            if inter is not None:
+                tflite.OperatorAddIntermediates(b, inter)
+            if copts is not None:
+                tflite.OperatorAddCustomOptions(b, copts)
+            if opts is not None:
+                if op.options.UNION == "BuiltinOptions":
+                    tflite.OperatorAddBuiltinOptionsType(b, op.options.UNION_TYPE)
+                    tflite.OperatorAddBuiltinOptions(b, opts)
+                else:
+                    tflite.OperatorAddBuiltinOptions2Type(b, op.options.UNION_TYPE)
+                    tflite.OperatorAddBuiltinOptions2(b, opts)
+            op_offs.append(tflite.OperatorEnd(b))
+        vecs = []
+        for offs in (t_offs, op_offs):
+            b.StartVector(4, len(offs), 4)
+            for o in reversed(offs):
+                b.PrependUOffsetTRelative(o)
+            vecs.append(b.EndVector())
+        ins = self._int_vector(b, sg.inputs)
+        outs = self._int_vector(b, sg.outputs)
+        name = b.CreateString(sg.name)
+        tflite.SubGraphStart(b)
+        tflite.SubGraphAddTensors(b, vecs[0])
+        tflite.SubGraphAddOperators(b, vecs[1])
+        tflite.SubGraphAddInputs(b, ins)
+        tflite.SubGraphAddOutputs(b, outs)
+        tflite.SubGraphAddName(b, name)
+        return tflite.SubGraphEnd(b)

@@ -1,0 +1,290 @@
+"""Reads a `.tflite` flatbuffer into the TFLite IR, through the `tflite` package over an mmap.
+
+Every offset and index is range-checked, so a truncated or hostile file ends in `ModelFormatError` (never a
+hang, a huge allocation or a raw flatbuffers exception). Constant buffers become read-only numpy views
+into the mmap: weights are never copied.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from typing import Any, Callable, TypeVar
+
+import numpy as np
+import tflite
+
+from nnconv.errors import ModelFormatError
+from nnconv.tflite.ir import (NUMPY_DTYPE, DimensionMetadata, Operator, Quantization, SignatureDef,
+                              Sparsity, Subgraph, Tensor, TfliteModel)
+from nnconv.tflite.options_codec import decode_options
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+
+FILE_IDENTIFIER = b"TFL3"
+_T = TypeVar("_T")
+
+
+def read_model(source: str | os.PathLike | bytes | bytearray | memoryview) -> TfliteModel:
+    """Decodes a TFLite model from a path or from bytes."""
+    path = ""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        buf: Any = bytes(source)
+    else:
+        path = os.fspath(source)
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size == 0:
+                    raise ModelFormatError(f"{path}: empty file, not a TFLite model")
+                buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as e:
+            raise ModelFormatError(f"{path}: cannot read ({e.strerror or e})") from None
+    return _Decoder(buf, path or "<bytes>").decode()
+
+
+class _Decoder:
+    def __init__(self, buf: Any, name: str) -> None:
+        self.buf = buf
+        self.size = len(buf)
+        self.name = name
+
+    def fail(self, what: str) -> ModelFormatError:
+        return ModelFormatError(f"{self.name}: {what}")
+
+    def guarded(self, what: str, fn: Callable[[], _T]) -> _T:
+        """Runs a flatbuffer access, turning low-level decoding errors into ModelFormatError."""
+        try:
+            return fn()
+        except ModelFormatError:
+            raise
+        except (struct.error, IndexError, ValueError, TypeError, OverflowError, UnicodeDecodeError,
+                AttributeError, MemoryError) as e:
+            raise self.fail(f"corrupt {what} ({type(e).__name__})") from None
+
+    def count(self, n: int, what: str, elem_size: int = 4) -> int:
+        if n < 0 or n * elem_size > self.size:
+            raise self.fail(f"{what} claims {n} entries, more than the file can hold (truncated?)")
+        return n
+
+    def decode(self) -> TfliteModel:
+        if self.size < 8:
+            raise self.fail(f"only {self.size} bytes, too short for a TFLite model")
+        ident = bytes(self.buf[4:8])
+        if ident != FILE_IDENTIFIER:
+            raise self.fail(f"file identifier is {ident!r}, expected {FILE_IDENTIFIER!r}: not a TFLite model")
+        root = struct.unpack_from("<I", self.buf, 0)[0]
+        if root + 4 > self.size:
+            raise self.fail("root table offset points past the end of the file (truncated?)")
+        m = self.guarded("model header", lambda: tflite.Model.GetRootAs(self.buf, 0))
+        version = self.guarded("model version", m.Version)
+        desc = self.guarded("description", lambda: (m.Description() or b"").decode("utf-8", "replace"))
+        buffers = self.decode_buffers(m)
+        opcodes = self.decode_opcodes(m)
+        n_sub = self.count(self.guarded("subgraphs", m.SubgraphsLength), "subgraph table")
+        if n_sub == 0:
+            raise self.fail("the model has no subgraph")
+        subgraphs = tuple(self.decode_subgraph(m, i, buffers, opcodes) for i in range(n_sub))
+        sigs = self.decode_signatures(m, subgraphs)
+        return TfliteModel(version=version, description=desc, subgraphs=subgraphs, signature_defs=sigs,
+                           path=self.name)
+
+    # -- buffers ----------------------------------------------------------------------------------
+    def decode_buffers(self, m: Any) -> list[tuple[int, int] | None]:
+        """(byte offset, size) into the file of each buffer, or None when empty."""
+        n = self.count(self.guarded("buffer table", m.BuffersLength), "buffer table")
+        out: list[tuple[int, int] | None] = []
+        for i in range(n):
+            def one(i: int = i) -> tuple[int, int] | None:
+                b = m.Buffers(i)
+                if b is None:
+                    return None
+                off, size = b.Offset(), b.Size()
+                if off > 1:  # data stored after the flatbuffer (models over 2 GB); offset 0/1 means none
+                    if off + size > self.size:
+                        raise self.fail(f"buffer {i} spans bytes {off}..{off + size}, past the end of the "
+                                        f"file ({self.size} bytes)")
+                    return (off, size) if size else None
+                length = b.DataLength()
+                if length == 0:
+                    return None
+                o = b._tab.Offset(4)
+                start = b._tab.Vector(o)
+                if start + length > self.size:
+                    raise self.fail(f"buffer {i} runs past the end of the file (truncated?)")
+                return start, length
+            out.append(self.guarded(f"buffer {i}", one))
+        return out
+
+    def decode_opcodes(self, m: Any) -> list[tuple[int, str | None, int]]:
+        n = self.count(self.guarded("operator codes", m.OperatorCodesLength), "operator code table")
+        out = []
+        for i in range(n):
+            def one(i: int = i) -> tuple[int, str | None, int]:
+                oc = m.OperatorCodes(i)
+                # Opcode quirk: builtin codes above 127 live only in `builtin_code`; older files have only
+                # the int8 `deprecated_builtin_code` (and builtin_code 0). The real code is the max.
+                code = max(oc.DeprecatedBuiltinCode(), oc.BuiltinCode())
+                custom = oc.CustomCode()
+                return code, (custom.decode("utf-8", "replace") if custom is not None else None), oc.Version()
+            out.append(self.guarded(f"operator code {i}", one))
+        return out
+
+    # -- subgraphs --------------------------------------------------------------------------------
+    def decode_subgraph(self, m: Any, si: int, buffers: list, opcodes: list) -> Subgraph:
+        sg = self.guarded(f"subgraph {si}", lambda: m.Subgraphs(si))
+        if sg is None:
+            raise self.fail(f"subgraph {si} is missing")
+        n_t = self.count(self.guarded("tensor table", sg.TensorsLength), f"subgraph {si} tensor table")
+        tensors = tuple(self.decode_tensor(sg, si, ti, buffers) for ti in range(n_t))
+        n_op = self.count(self.guarded("operator table", sg.OperatorsLength), f"subgraph {si} operator table")
+        ops = tuple(self.decode_operator(sg, si, k, n_t, opcodes) for k in range(n_op))
+        inputs = self.index_vector(lambda: sg.InputsAsNumpy(), f"subgraph {si} inputs", n_t)
+        outputs = self.index_vector(lambda: sg.OutputsAsNumpy(), f"subgraph {si} outputs", n_t)
+        name = self.guarded("subgraph name", lambda: (sg.Name() or b"").decode("utf-8", "replace"))
+        return Subgraph(index=si, name=name, tensors=tensors, operators=ops, inputs=inputs, outputs=outputs)
+
+    def index_vector(self, fn: Callable[[], Any], what: str, limit: int, optional: bool = False) -> tuple[int, ...]:
+        arr = self.guarded(what, fn)
+        if isinstance(arr, int):
+            return ()
+        values = tuple(int(v) for v in arr)
+        for v in values:
+            if v >= limit or v < (-1 if optional else 0):
+                raise self.fail(f"{what} refer to tensor {v}, but the subgraph has {limit} tensors")
+        return values
+
+    def decode_tensor(self, sg: Any, si: int, ti: int, buffers: list) -> Tensor:
+        def one() -> Tensor:
+            t = sg.Tensors(ti)
+            shape_arr = t.ShapeAsNumpy()
+            shape = () if isinstance(shape_arr, int) else tuple(int(d) for d in shape_arr)
+            sig_arr = t.ShapeSignatureAsNumpy()
+            sig = None if isinstance(sig_arr, int) else tuple(int(d) for d in sig_arr)
+            ttype = t.Type()
+            try:
+                ttype = TensorType(ttype)
+            except ValueError:
+                raise self.fail(f"tensor {ti} of subgraph {si} has unknown type {ttype}") from None
+            name = (t.Name() or b"").decode("utf-8", "replace")
+            buf_index = t.Buffer()
+            if buf_index >= len(buffers):
+                raise self.fail(f"tensor {ti} ('{name}') of subgraph {si} uses buffer {buf_index}, but the "
+                                f"model has {len(buffers)} buffers")
+            quant = self.decode_quantization(t.Quantization())
+            sparsity = self.decode_sparsity(t.Sparsity())
+            data = None
+            span = buffers[buf_index]
+            if span is not None:
+                data = self.tensor_view(span, ttype, shape, sparsity is not None, ti, name)
+            return Tensor(index=ti, name=name, shape=shape, shape_signature=sig, type=ttype, buffer=buf_index,
+                          quantization=quant, sparsity=sparsity, is_variable=bool(t.IsVariable()), data=data)
+        return self.guarded(f"tensor {ti} of subgraph {si}", one)
+
+    def tensor_view(self, span: tuple[int, int], ttype: TensorType, shape: tuple[int, ...], sparse: bool,
+                    ti: int, name: str) -> np.ndarray:
+        off, size = span
+        dtype = NUMPY_DTYPE.get(ttype)
+        if dtype is None:  # strings, resources, int4: keep the raw bytes
+            return np.frombuffer(self.buf, dtype=np.uint8, count=size, offset=off)
+        if size % dtype.itemsize:
+            raise self.fail(f"tensor {ti} ('{name}'): buffer of {size} bytes is not a whole number of "
+                            f"{dtype.name} values")
+        arr = np.frombuffer(self.buf, dtype=dtype, count=size // dtype.itemsize, offset=off)
+        if sparse:
+            return arr  # sparse values are densified by the lowering (DENSIFY), not here
+        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if arr.size != n:
+            raise self.fail(f"tensor {ti} ('{name}') has shape {list(shape)} ({n} values) but its buffer "
+                            f"holds {arr.size}")
+        return arr.reshape(shape)
+
+    def decode_quantization(self, q: Any) -> Quantization:
+        if q is None:
+            return Quantization()
+        def vec(fn: Callable[[], Any]) -> tuple:
+            a = fn()
+            return () if isinstance(a, int) else tuple(a.tolist())
+        scale = vec(q.ScaleAsNumpy)
+        zp = vec(q.ZeroPointAsNumpy)
+        return Quantization(scale=tuple(float(s) for s in scale), zero_point=tuple(int(z) for z in zp),
+                            quantized_dimension=q.QuantizedDimension(),
+                            min=vec(q.MinAsNumpy), max=vec(q.MaxAsNumpy))
+
+    def decode_sparsity(self, s: Any) -> Sparsity | None:
+        if s is None:
+            return None
+        def vec(fn: Callable[[], Any]) -> tuple:
+            a = fn()
+            return () if isinstance(a, int) else tuple(int(v) for v in a)
+        dims = []
+        for i in range(self.count(s.DimMetadataLength(), "sparsity metadata")):
+            d = s.DimMetadata(i)
+            segs = idx = ()
+            if d.ArraySegmentsType():
+                seg_tab = d.ArraySegments()
+                segs = self.sparse_index_vector(d.ArraySegmentsType(), seg_tab)
+            if d.ArrayIndicesType():
+                idx = self.sparse_index_vector(d.ArrayIndicesType(), d.ArrayIndices())
+            dims.append(DimensionMetadata(format=d.Format(), dense_size=d.DenseSize(),
+                                          array_segments=segs, array_indices=idx))
+        return Sparsity(traversal_order=vec(s.TraversalOrderAsNumpy), block_map=vec(s.BlockMapAsNumpy),
+                        dim_metadata=tuple(dims))
+
+    def sparse_index_vector(self, kind: int, table: Any) -> tuple[int, ...]:
+        cls = {1: tflite.Int32Vector, 2: tflite.Uint16Vector, 3: tflite.Uint8Vector}.get(kind)
+        if cls is None or table is None:
+            raise self.fail(f"unknown sparse index vector type {kind}")
+        v = cls()
+        v.Init(table.Bytes, table.Pos)
+        a = v.ValuesAsNumpy()
+        return () if isinstance(a, int) else tuple(int(x) for x in a)
+
+    def decode_operator(self, sg: Any, si: int, k: int, n_tensors: int, opcodes: list) -> Operator:
+        def one() -> Operator:
+            op = sg.Operators(k)
+            oi = op.OpcodeIndex()
+            if oi >= len(opcodes):
+                raise self.fail(f"operator {k} of subgraph {si} uses opcode {oi}, but the model has "
+                                f"{len(opcodes)} operator codes")
+            code, custom, version = opcodes[oi]
+            ins = self.index_vector(op.InputsAsNumpy, f"operator {k} inputs", n_tensors, optional=True)
+            outs = self.index_vector(op.OutputsAsNumpy, f"operator {k} outputs", n_tensors, optional=True)
+            inter = self.index_vector(op.IntermediatesAsNumpy, f"operator {k} intermediates", n_tensors,
+                                      optional=True)
+            options = None
+            ot = op.BuiltinOptionsType()
+            if ot:
+                options = decode_options("BuiltinOptions", ot, op.BuiltinOptions())
+            else:
+                ot2 = op.BuiltinOptions2Type() if hasattr(op, "BuiltinOptions2Type") else 0
+                if ot2:
+                    options = decode_options("BuiltinOptions2", ot2, op.BuiltinOptions2())
+            copts = op.CustomOptionsAsNumpy()
+            custom_options = None if isinstance(copts, int) else copts.tobytes()
+            return Operator(index=k, opcode_index=oi, builtin_code=code,
+                            custom_code=custom if code == BuiltinOperator.CUSTOM else None, version=version,
+                            inputs=ins, outputs=outs, intermediates=inter, options=options,
+                            custom_options=custom_options)
+        return self.guarded(f"operator {k} of subgraph {si}", one)
+
+    def decode_signatures(self, m: Any, subgraphs: tuple[Subgraph, ...]) -> tuple[SignatureDef, ...]:
+        n = self.count(self.guarded("signature defs", m.SignatureDefsLength), "signature table")
+        out = []
+        for i in range(n):
+            def one(i: int = i) -> SignatureDef:
+                s = m.SignatureDefs(i)
+                si = s.SubgraphIndex()
+                if si >= len(subgraphs):
+                    raise self.fail(f"signature {i} names subgraph {si}, which does not exist")
+                def maps(length: Callable[[], int], get: Callable[[int], Any]) -> tuple:
+                    items = []
+                    for j in range(self.count(length(), "signature tensor map")):
+                        tm = get(j)
+                        items.append(((tm.Name() or b"").decode("utf-8", "replace"), tm.TensorIndex()))
+                    return tuple(items)
+                key = (s.SignatureKey() or b"").decode("utf-8", "replace")
+                return SignatureDef(signature_key=key, subgraph_index=si,
+                                    inputs=maps(s.InputsLength, s.Inputs), outputs=maps(s.OutputsLength, s.Outputs))
+            out.append(self.guarded(f"signature {i}", one))
+        return tuple(out)

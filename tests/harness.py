@@ -1,0 +1,76 @@
+"""Parity harness for lowering tests: build a model with our builder, lower it, run our executor and the
+TFLite interpreter on seeded inputs, and compare with the tolerance policy of nnconv.parity."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+import nnconv
+from nnconv.errors import ConversionError
+from nnconv.lowering.convert import ConversionOptions
+from nnconv.lowering.diagnostics import Code
+from nnconv.parity import random_inputs, run_parity
+from nnconv.parity.tflite_runner import BUILTIN_KERNELS
+from nnconv.tflite.builder import QuantParams, TfliteBuilder
+
+__all__ = ["QuantParams", "TfliteBuilder", "assert_parity", "assert_refused", "single_op_model"]
+
+
+def single_op_model(opcode, inputs: Sequence[tuple], outputs: Sequence[tuple], options=None, version: int = 1,
+                    custom_code: str | None = None) -> bytes:
+    """A one-op model. Each input is ("name", shape, dtype[, quant]) for a model input, or
+    ("name", ndarray[, quant]) for a constant, or None for an omitted optional input; outputs are
+    ("name", shape, dtype[, quant])."""
+    b = TfliteBuilder()
+    ins = []
+    for spec in inputs:
+        if spec is None:
+            ins.append(-1)
+        elif isinstance(spec[1], np.ndarray):
+            ins.append(b.const(spec[0], spec[1], quant=spec[2] if len(spec) > 2 else None))
+        else:
+            ins.append(b.input(spec[0], spec[1], spec[2], quant=spec[3] if len(spec) > 3 else None))
+    outs = [b.tensor(s[0], s[1], s[2], quant=s[3] if len(s) > 3 else None) for s in outputs]
+    b.op(opcode, ins, outs, options, version=version, custom_code=custom_code)
+    b.output(*outs)
+    return b.finish()
+
+
+def assert_parity(model: bytes, api_level: int = 30, seed: int = 0, options: ConversionOptions | None = None,
+                  inputs: dict | None = None, kernels: str = BUILTIN_KERNELS,
+                  expect_ops: Sequence[str] | None = None,
+                  input_fn: Callable[[dict], dict] | None = None) -> nnconv.ConversionResult:
+    """Converts at `api_level`, runs both engines and fails on any output outside tolerance.
+    `expect_ops` (optional) is the exact list of NNAPI operation names the lowering must emit."""
+    result = nnconv.convert(model, api_level=api_level, options=options)
+    converted = result.converted
+    if expect_ops is not None:
+        emitted = [op.type.name for op in converted.model.main.operations]
+        assert emitted == list(expect_ops), f"emitted {emitted}, expected {list(expect_ops)}"
+    feed = inputs if inputs is not None else random_inputs(converted.inputs, seed)
+    if input_fn is not None:
+        feed = input_fn(feed)
+    report = run_parity(model, converted, feed, kernels=kernels)
+    bad = [o for o in report.outputs if not o.passed]
+    assert not bad, "parity failed: " + "; ".join(
+        f"{o.name}: max|diff|={o.max_abs:.3g} rel={o.max_rel:.3g} lsb={o.max_lsb} {o.detail}" for o in bad)
+    return result
+
+
+def assert_refused(model: bytes, api_level: int, code: Code, min_api_level: int | None = "any",
+                   options: ConversionOptions | None = None) -> list:
+    """Asserts the conversion is refused with diagnostic `code` (and, if given, that lowest API level)."""
+    try:
+        nnconv.convert(model, api_level=api_level, options=options)
+    except ConversionError as e:
+        codes = [d.code for d in e.diagnostics]
+        assert code in codes, f"expected {code.value}, got {[c.value for c in codes]}: " + \
+            "; ".join(d.message for d in e.diagnostics)
+        if min_api_level != "any":
+            report = e.report  # type: ignore[attr-defined]
+            levels = {r.min_api_level for r in report.ops if not r.supported}
+            assert min_api_level in levels, f"lowest accepting level {levels}, expected {min_api_level}"
+        return e.diagnostics
+    raise AssertionError(f"conversion at API {api_level} was accepted; expected refusal {code.value}")
