@@ -50,6 +50,7 @@ class SubgraphRunner:
         self.model = model
         self.trace = trace
         self._constants: dict[tuple[int, int], np.ndarray] = {}
+        self.peak_live_values = 0  # most non-constant values held at once (shows intermediates are freed)
 
     def constant(self, sg_index: int, idx: int, operand: Operand) -> np.ndarray:
         key = (sg_index, idx)
@@ -87,6 +88,7 @@ class SubgraphRunner:
                 values[o] = _conform(arr, sg.operands[o], op.type.name)
             if trace is not None:
                 trace.record(k, op.type.name, op.outputs, [values[o] for o in op.outputs])
+            self.peak_live_values = max(self.peak_live_values, len(values))
             # Release intermediates whose last reader was this operation.
             for i in op.inputs:
                 if last_use.get(i) == k and i not in keep and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE:

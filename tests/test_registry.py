@@ -1,0 +1,32 @@
+"""Consistency of the registries: every NNAPI op a rule can emit has a kernel, and docs/ops.md is what the
+registry says."""
+
+from __future__ import annotations
+
+import pathlib
+
+from nnconv.kernels import KERNELS
+from nnconv.lowering import rules as _rules  # noqa: F401
+from nnconv.lowering.registry import CUSTOM_RULES, RULES
+from nnconv.opsdoc import ops_markdown
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def test_every_emitted_nnapi_op_has_a_kernel():
+    missing = sorted({f"{type(rule).__name__} -> {op.name}" for rule in [*RULES.values(), *CUSTOM_RULES.values()]
+                      for op in rule.nnapi_ops if op not in KERNELS})
+    assert not missing, "rules can emit NNAPI ops without a kernel: " + ", ".join(missing)
+
+
+def test_every_rule_declares_what_it_emits_and_documents_its_slots():
+    for rule in [*RULES.values(), *CUSTOM_RULES.values()]:
+        assert rule.nnapi_ops, f"{type(rule).__name__} declares no nnapi_ops"
+        assert (type(rule).__doc__ or "").strip(), f"{type(rule).__name__} has no docstring"
+        assert 27 <= rule.min_api_level <= 35
+
+
+def test_ops_doc_matches_registry():
+    doc = ROOT / "docs" / "ops.md"
+    assert doc.exists(), "docs/ops.md is missing: run `nnconv ops --format md > docs/ops.md`"
+    assert doc.read_text() == ops_markdown(), "docs/ops.md is stale: run `nnconv ops --format md > docs/ops.md`"
