@@ -47,7 +47,8 @@ def lsh_projection(call: KernelCall) -> list[np.ndarray]:
     seed_bytes = seeds.view(np.uint8).reshape(-1, 4)
     keys = np.concatenate([np.repeat(seed_bytes, n, axis=0), np.tile(rows, (seeds.size, 1))], axis=1)
     signed = fingerprint64(keys).view(np.int64).astype(np.float64).reshape(seeds.size, n)
-    score = np.cumsum(signed * weight, axis=1)[:, -1]  # sequential double sum in row order, as the reference
+    # A sequential double sum in row order, as the reference accumulates.
+    score = np.cumsum(signed * weight, axis=1)[:, -1] if n else np.zeros(seeds.size)
     bits = (score > 0).astype(np.int32).reshape(num_hash, num_bits)
     if kind == DENSE:
         return [bits.reshape(-1)]
