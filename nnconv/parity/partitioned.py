@@ -1,29 +1,159 @@
-"""`nnconv verify`: convert, run both engines, compare."""
+"""`nnconv verify`: convert, run both engines, compare; partition by partition when the model is partial.
+
+When the whole model lowers, its outputs are compared with TFLite's. When some ops are refused, the model is
+verified the way it would run under TFLite's NNAPI delegate: each delegated partition (see nnconv/partition.py)
+is fed the TFLite interpreter's OWN intermediate tensors at its boundary (the interpreter keeps every tensor
+with `preserve_all_tensors`), and each partition output is compared with the interpreter's value of the same
+tensor. Errors therefore never accumulate across partitions, and a failing row names the partition at fault.
+`.nnapi` files holding several partitions are verified the same way against their source `.tflite`.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from nnconv.lowering.convert import ConversionOptions, convert
-from nnconv.parity.tflite_runner import BUILTIN_KERNELS
-from nnconv.parity.verify import ParityReport, random_inputs, run_parity
+from nnconv.errors import ConversionError, InputDataError, NnconvError
+from nnconv.executor import Executor
+from nnconv.lowering.convert import ConversionOptions, convert, io_spec, make_state
+from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
+from nnconv.parity.verify import OutputParity, ParityReport, compare, random_inputs, run_parity
 from nnconv.tflite.reader import read_model
+
+NNAPI_FILE_MAGIC = b"NNAP"  # flatbuffer file identifier, bytes 4..8 of a .nnapi file
+
+
+@dataclass
+class PartitionParity:
+    """The comparison of one partition's outputs, fed with TFLite's own boundary tensors."""
+
+    index: int
+    ops: list[int]
+    outputs: list[OutputParity]
+
+    @property
+    def passed(self) -> bool:
+        return all(o.passed for o in self.outputs)
+
+    def to_json(self) -> dict:
+        return {"index": self.index, "ops": self.ops, "passed": self.passed,
+                "outputs": [o.to_json() for o in self.outputs]}
+
+
+@dataclass
+class PartitionedParityReport(ParityReport):
+    """A ParityReport whose `outputs` are every partition's outputs (named "pN/tensor"), plus the rows of
+    each partition and a note saying why the model was verified in this mode."""
+
+    partitions: list[PartitionParity] = field(default_factory=list)
+    note: str = ""
+    mode: str = "partitioned"
+
+    def to_json(self) -> dict:
+        data = super().to_json()
+        data.update({"mode": self.mode, "note": self.note, "partitions": [p.to_json() for p in self.partitions]})
+        return data
 
 
 def verify_model(path: str | os.PathLike, api_level: int, options: ConversionOptions | None = None,
                  inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
                  kernels: str = BUILTIN_KERNELS) -> ParityReport:
-    """Converts the whole model (raises ConversionError when refused) and compares it with TFLite."""
+    """Verifies a .tflite model (whole, or partition by partition when full conversion is refused) or a
+    .nnapi file against its source model."""
+    if _is_nnapi_file(path):
+        return verify_nnapi_file(path, inputs=inputs, seed=seed, kernels=kernels)
     model = read_model(path)
-    converted, _report = convert(model, api_level, options)
+    try:
+        converted, _report = convert(model, api_level, options)
+    except ConversionError as e:
+        from nnconv.partition import convert_partial
+        plan = convert_partial(model, api_level, options)
+        note = (f"full conversion refused ({e}); verified the {len(plan.converted)} delegated partition(s) one "
+                f"by one on TFLite's own boundary tensors: {plan.summary_line()}")
+        return verify_partitions(path, plan.converted, api_level, inputs=inputs, seed=seed, kernels=kernels,
+                                 note=note)
     feed = dict(inputs) if inputs is not None else random_inputs(converted.inputs, seed)
     if inputs is not None:
-        from nnconv.executor import Executor
         feed = _named(Executor(converted), feed)
     return run_parity(path, converted, feed, kernels=kernels)
+
+
+def verify_partitions(tflite_path: str | os.PathLike, partitions: Sequence[ConvertedModel], api_level: int,
+                      inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
+                      kernels: str = BUILTIN_KERNELS, note: str = "") -> PartitionedParityReport:
+    """Runs TFLite once on the model inputs keeping every tensor, then each partition on the interpreter's
+    tensors at its boundary, comparing each partition output with the interpreter's value."""
+    model = read_model(tflite_path)
+    subgraph = partitions[0].subgraph if partitions else 0
+    sg = model.subgraphs[subgraph]
+    state = make_state(model, api_level)
+    model_inputs = [io_spec(state, sg, t) for t in sg.inputs]
+    feed = _bind_model_inputs(model_inputs, inputs) if inputs is not None else random_inputs(model_inputs, seed)
+    runner = TfliteRunner(tflite_path, kernels=kernels, preserve_all_tensors=True)
+    runner.run({spec.tflite_tensor: np.asarray(feed[spec.name]) for spec in model_inputs})
+    rows: list[PartitionParity] = []
+    for k, cm in enumerate(partitions):
+        boundary = {spec.name: runner.tensor(spec.tflite_tensor) for spec in cm.inputs}
+        ours = Executor(cm).run(boundary)
+        outs = [compare(f"p{k}/{spec.name}", ours[spec.name], runner.tensor(spec.tflite_tensor))
+                for spec in cm.outputs]
+        rows.append(PartitionParity(k, list(cm.tflite_ops), outs))
+    name = os.fspath(tflite_path)
+    return PartitionedParityReport(model=name, api_level=api_level, kernels=kernels,
+                                   outputs=[o for r in rows for o in r.outputs], partitions=rows, note=note)
+
+
+def verify_nnapi_file(path: str | os.PathLike, tflite_path: str | os.PathLike | None = None,
+                      inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
+                      kernels: str = BUILTIN_KERNELS) -> PartitionedParityReport:
+    """Verifies every partition of a .nnapi file against its source .tflite (named by the file's partition
+    plan, or given), partition by partition."""
+    from nnconv.nnapi import serialize
+    loaded = serialize.load(path)
+    source = tflite_path or _source_of(path, loaded.plan)
+    note = (f"{os.path.basename(os.fspath(path))}: {len(loaded.partitions)} partition(s) verified one by one "
+            f"against {source} on TFLite's own boundary tensors")
+    return verify_partitions(source, loaded.partitions, loaded.api_level, inputs=inputs, seed=seed,
+                             kernels=kernels, note=note)
+
+
+def _source_of(path: str | os.PathLike, plan: dict | None) -> str:
+    """The source .tflite recorded in the plan, as written or relative to the .nnapi file's folder."""
+    model = plan.get("model") if isinstance(plan, dict) else None
+    if not isinstance(model, str) or not model:
+        raise NnconvError(f"{os.fspath(path)} records no source .tflite (only files written with "
+                          "`convert --allow-partial` carry a partition plan); verify the .tflite instead")
+    for candidate in (model, os.path.join(os.path.dirname(os.fspath(path)), model),
+                      os.path.join(os.path.dirname(os.fspath(path)), os.path.basename(model))):
+        if os.path.isfile(candidate):
+            return candidate
+    raise NnconvError(f"{os.fspath(path)}: its source model {model} is not found")
+
+
+def _is_nnapi_file(path: str | os.PathLike) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return False  # read_model reports the problem with one line
+    return head[4:8] == NNAPI_FILE_MAGIC
+
+
+def _bind_model_inputs(specs: Sequence[IoTensor], inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """User inputs by name or positional `arr_k`, keyed by input name."""
+    out = {}
+    for k, spec in enumerate(specs):
+        if spec.name in inputs:
+            out[spec.name] = np.asarray(inputs[spec.name])
+        elif f"arr_{k}" in inputs:
+            out[spec.name] = np.asarray(inputs[f"arr_{k}"])
+        else:
+            raise InputDataError(f"missing input '{spec.name}' (or positional 'arr_{k}')")
+    return out
 
 
 def _named(ex, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
