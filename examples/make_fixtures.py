@@ -1,0 +1,249 @@
+"""Builds the real TensorFlow-converted fixture models of `examples/models/` (see its README).
+
+Optional to run; needs TensorFlow (tested with tensorflow-cpu 2.20 and tf_keras 2.20, because only the
+Keras 2 LSTM layer is fused into UNIDIRECTIONAL_SEQUENCE_LSTM by the converter). The package and the tests
+never import this file: they only read the committed .tflite files.
+
+    python examples/make_fixtures.py [--out examples/models] [--only name ...]
+
+Every model has seeded random weights (nothing is downloaded) and is small enough for the test suite.
+Batch-norm statistics are randomized too so that the converter's batch-norm folding produces
+non-trivial weights and biases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+try:
+    import tf_keras as keras  # Keras 2: its LSTM carries the annotation the converter fuses
+except ImportError:  # pragma: no cover - only the RNN fixtures need it
+    keras = tf.keras
+
+layers = keras.layers
+SEED = 1234
+IMAGE = (64, 64, 3)
+CLASSES = 10
+
+
+# -- model definitions --------------------------------------------------------------------------------
+def _bn(x):
+    return layers.BatchNormalization(epsilon=1e-3, momentum=0.999)(x)
+
+
+def _inverted_residual(x, expansion: int, filters: int, stride: int):
+    """MobileNetV2's block: 1x1 expand + ReLU6, 3x3 depthwise (zero-padded when strided) + ReLU6,
+    1x1 linear projection, residual add when shapes match."""
+    in_ch = x.shape[-1]
+    h = x
+    if expansion != 1:
+        h = layers.ReLU(6.0)(_bn(layers.Conv2D(in_ch * expansion, 1, use_bias=False)(h)))
+    if stride == 2:
+        h = layers.ZeroPadding2D(((0, 1), (0, 1)))(h)  # Keras MobileNetV2 pads before strided depthwise
+    h = layers.DepthwiseConv2D(3, strides=stride, padding="valid" if stride == 2 else "same", use_bias=False)(h)
+    h = layers.ReLU(6.0)(_bn(h))
+    h = _bn(layers.Conv2D(filters, 1, use_bias=False)(h))
+    if stride == 1 and in_ch == filters:
+        h = layers.Add()([x, h])
+    return h
+
+
+def mobilenet_v2() -> keras.Model:
+    inp = layers.Input(IMAGE, batch_size=1, name="image")
+    x = layers.ZeroPadding2D(((0, 1), (0, 1)))(inp)
+    x = layers.ReLU(6.0)(_bn(layers.Conv2D(16, 3, strides=2, use_bias=False)(x)))
+    for expansion, filters, stride in ((1, 8, 1), (6, 12, 2), (6, 12, 1), (6, 16, 2), (6, 16, 1)):
+        x = _inverted_residual(x, expansion, filters, stride)
+    x = layers.ReLU(6.0)(_bn(layers.Conv2D(64, 1, use_bias=False)(x)))
+    x = layers.GlobalAveragePooling2D()(x)
+    x = layers.Dense(CLASSES, activation="softmax", name="probabilities")(x)
+    return keras.Model(inp, x, name="mobilenet_v2_mini")
+
+
+def _hard_sigmoid(x):
+    return layers.ReLU(6.0)(x + 3.0) * (1.0 / 6.0)
+
+
+def _hard_swish(x):
+    # the converter pattern-matches x * relu6(x + 3) / 6 into HARD_SWISH
+    return layers.Multiply()([x, _hard_sigmoid(x)])
+
+
+def _act(x, name: str):
+    return _hard_swish(x) if name == "hs" else layers.ReLU()(x)
+
+
+def _squeeze_excite(x, ratio: float = 0.25):
+    ch = x.shape[-1]
+    s = layers.GlobalAveragePooling2D(keepdims=True)(x)
+    s = layers.Conv2D(max(8, int(ch * ratio)), 1, activation="relu")(s)
+    s = _hard_sigmoid(layers.Conv2D(ch, 1)(s))
+    return layers.Multiply()([x, s])
+
+
+def _v3_block(x, expanded: int, filters: int, kernel: int, stride: int, se: bool, act: str):
+    in_ch = x.shape[-1]
+    h = x
+    if expanded != in_ch:
+        h = _act(_bn(layers.Conv2D(expanded, 1, use_bias=False)(h)), act)
+    h = _act(_bn(layers.DepthwiseConv2D(kernel, strides=stride, padding="same", use_bias=False)(h)), act)
+    if se:
+        h = _squeeze_excite(h)
+    h = _bn(layers.Conv2D(filters, 1, use_bias=False)(h))
+    if stride == 1 and in_ch == filters:
+        h = layers.Add()([x, h])
+    return h
+
+
+def mobilenet_v3_small() -> keras.Model:
+    inp = layers.Input(IMAGE, batch_size=1, name="image")
+    x = _hard_swish(_bn(layers.Conv2D(16, 3, strides=2, padding="same", use_bias=False)(inp)))
+    x = _v3_block(x, 16, 16, 3, 2, True, "re")
+    x = _v3_block(x, 48, 24, 3, 2, False, "re")
+    x = _v3_block(x, 64, 24, 5, 1, True, "hs")
+    x = _hard_swish(_bn(layers.Conv2D(96, 1, use_bias=False)(x)))
+    x = layers.GlobalAveragePooling2D(keepdims=True)(x)
+    x = _hard_swish(layers.Conv2D(64, 1)(x))
+    x = layers.Flatten()(layers.Conv2D(CLASSES, 1)(x))
+    x = layers.Softmax(name="probabilities")(x)
+    return keras.Model(inp, x, name="mobilenet_v3_small_mini")
+
+
+def efficientnet_se() -> keras.Model:
+    """EfficientNet's MBConv with swish and squeeze-excite. The excitation is reshaped with the batch
+    taken from the tensor (`tf.shape(x)[0]`) and the model is traced with a None batch, so the converter
+    keeps SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE like the published EfficientNet-Lite files."""
+    inp = layers.Input(IMAGE[:2] + (3,), name="image")  # batch None: keeps the dynamic-batch reshape
+    x = layers.Activation("swish")(_bn(layers.Conv2D(16, 3, strides=2, padding="same", use_bias=False)(inp)))
+    for expanded, filters in ((64, 24), (96, 24)):
+        in_ch = x.shape[-1]
+        h = layers.Activation("swish")(_bn(layers.Conv2D(expanded, 1, use_bias=False)(x)))
+        h = layers.Activation("swish")(_bn(layers.DepthwiseConv2D(3, strides=2 if in_ch != filters else 1,
+                                                                  padding="same", use_bias=False)(h)))
+        s = layers.GlobalAveragePooling2D()(h)
+        s = layers.Dense(8, activation="swish")(s)
+        s = layers.Dense(expanded, activation="sigmoid")(s)
+        s = layers.Lambda(lambda t: tf.reshape(t, [tf.shape(t)[0], 1, 1, t.shape[-1]]))(s)
+        h = layers.Multiply()([h, s])
+        h = _bn(layers.Conv2D(filters, 1, use_bias=False)(h))
+        x = layers.Add()([x, h]) if in_ch == filters else h
+    x = layers.GlobalAveragePooling2D()(x)
+    x = layers.Dense(CLASSES, activation="softmax", name="probabilities")(x)
+    return keras.Model(inp, x, name="efficientnet_se_mini")
+
+
+def recurrent(kind: str) -> keras.Model:
+    inp = layers.Input((6, 5), batch_size=1, name="sequence")
+    cell = layers.LSTM if kind == "lstm" else layers.GRU
+    x = cell(8, return_sequences=True)(inp)
+    x = layers.Dense(3, name="scores")(x)
+    return keras.Model(inp, x, name=f"{kind}_mini")
+
+
+def randomize_batch_norms(model: keras.Model, rng: np.random.Generator) -> None:
+    for layer in model.layers:
+        if isinstance(layer, layers.BatchNormalization):
+            gamma, beta, mean, var = layer.get_weights()
+            layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape).astype(np.float32),
+                               rng.uniform(-0.2, 0.2, beta.shape).astype(np.float32),
+                               rng.uniform(-0.2, 0.2, mean.shape).astype(np.float32),
+                               rng.uniform(0.5, 1.5, var.shape).astype(np.float32)])
+
+
+# -- conversion ---------------------------------------------------------------------------------------
+def representative_images(count: int = 32):
+    rng = np.random.default_rng(SEED)
+
+    def gen():
+        for _ in range(count):
+            yield [rng.uniform(-1.0, 1.0, (1,) + IMAGE).astype(np.float32)]
+    return gen
+
+
+def converter_for(model: keras.Model) -> tf.lite.TFLiteConverter:
+    return tf.lite.TFLiteConverter.from_keras_model(model)
+
+
+def full_integer(conv: tf.lite.TFLiteConverter, io_type) -> None:
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = representative_images()
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv.inference_input_type = io_type
+    conv.inference_output_type = io_type
+
+
+def fix_batch(flatbuffer: bytes) -> bytes:
+    """Drops the -1 batch of every shape_signature: the model keeps its SHAPE/PACK/RESHAPE ops but
+    declares static batch-1 shapes, as models produced by the older converters do."""
+    from tensorflow.lite.tools import flatbuffer_utils as fbu
+    model = fbu.convert_bytearray_to_object(bytearray(flatbuffer))
+    for sg in model.subgraphs:
+        for t in sg.tensors:
+            if t.shapeSignature is not None and any(d < 0 for d in t.shapeSignature):
+                t.shapeSignature = None
+    return bytes(fbu.convert_object_to_bytearray(model))
+
+
+def build(name: str) -> bytes:
+    keras.utils.set_random_seed(SEED)
+    rng = np.random.default_rng(SEED)
+    if name.startswith("mobilenet_v2"):
+        model = mobilenet_v2()
+    elif name.startswith("mobilenet_v3"):
+        model = mobilenet_v3_small()
+    elif name.startswith("efficientnet"):
+        model = efficientnet_se()
+    else:
+        model = recurrent(name.split("_")[0])
+    randomize_batch_norms(model, rng)
+    conv = converter_for(model)
+    if name.endswith("_fp16"):
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        conv.target_spec.supported_types = [tf.float16]
+    elif name.endswith("_int8"):
+        full_integer(conv, tf.int8)
+    elif name.endswith("_uint8io"):
+        full_integer(conv, tf.uint8)
+    elif name.endswith("_dynamic_range"):
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]  # no representative dataset: int8 weights only
+    data = conv.convert()
+    if name.startswith("efficientnet"):
+        data = fix_batch(data)
+    return data
+
+
+FIXTURES = ("mobilenet_v2_float", "mobilenet_v2_fp16", "mobilenet_v2_int8", "mobilenet_v2_uint8io",
+            "mobilenet_v3_int8", "mobilenet_v2_dynamic_range", "efficientnet_se_float", "lstm_keras",
+            "gru_keras")
+
+
+def op_names(data: bytes) -> list[str]:
+    interp = tf.lite.Interpreter(model_content=data)
+    return sorted({d["op_name"] for d in interp._get_ops_details()})
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(pathlib.Path(__file__).parent / "models"))
+    ap.add_argument("--only", nargs="*", default=None, choices=FIXTURES)
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    for name in args.only or FIXTURES:
+        data = build(name)
+        path = os.path.join(args.out, f"{name}.tflite")
+        with open(path, "wb") as f:
+            f.write(data)
+        print(f"{path}: {len(data) / 1024:.1f} KB, ops {', '.join(op_names(data))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
