@@ -27,9 +27,11 @@ EXIT_INTERNAL = 4
 
 
 def _console(stderr: bool = False) -> Console:
+    # NO_COLOR (https://no-color.org): any non-empty value turns every ANSI style off, not only colours.
     no_color = bool(os.environ.get("NO_COLOR"))
-    return Console(stderr=stderr, no_color=no_color, highlight=False, soft_wrap=True,
-                   width=None if (sys.stderr if stderr else sys.stdout).isatty() else 160)
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, no_color=no_color, color_system=None if no_color else "auto", highlight=False,
+                   soft_wrap=True, width=None if stream.isatty() else 160)
 
 
 out = _console()
@@ -38,7 +40,8 @@ err = _console(stderr=True)
 
 def fail(message: str, code: int) -> None:
     """Prints one line to stderr and exits with `code`."""
-    err.print(f"nnconv: error: {message}", markup=False)
+    one_line = " ".join(str(message).split())
+    err.print(f"nnconv: error: {one_line}", markup=False)
     raise SystemExit(code)
 
 
@@ -102,10 +105,19 @@ relax_option = click.option("--relax-fp16", is_flag=True,
                             help="Set relaxComputationFloat32toFloat16 in the NNAPI model (API 28+).")
 
 
+def _version() -> str:
+    from nnconv import __version__
+    return __version__
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="nnconv")
+@click.version_option(version=_version(), prog_name="nnconv")  # works from a source tree, not only installed
 def main() -> None:
     """Convert TFLite models to Android NNAPI, check NNAPI compatibility offline, and prove parity."""
+    # Consoles are rebuilt per invocation so NO_COLOR and the current streams apply (tests, embedding).
+    global out, err
+    out = _console()
+    err = _console(stderr=True)
 
 
 # -- convert ----------------------------------------------------------------------------------------
@@ -118,9 +130,12 @@ def main() -> None:
                                                      "instead of failing on refused ops.")
 @fold_weights_option
 @relax_option
+@click.option("--emit-c", "emit_c_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write C source that builds the model with the NDK, reading the weights from the "
+                   ".nnapi file (docs/nnapi-format.md).")
 @handle_errors
 def convert(model: str, output: str, api_level: int | None, feature_level: int | None, allow_partial: bool,
-            fold_weights: bool, relax_fp16: bool) -> None:
+            fold_weights: bool, relax_fp16: bool, emit_c_path: str | None) -> None:
     """Convert MODEL (.tflite) into an NNAPI model file (.nnapi)."""
     from nnconv.lowering.convert import convert as do_convert
     from nnconv.nnapi import serialize
@@ -132,23 +147,49 @@ def convert(model: str, output: str, api_level: int | None, feature_level: int |
         plan = convert_partial(model, level, options)
         serialize.save(output, plan.converted, plan=plan.to_json())
         err.print(f"wrote {output}: {len(plan.converted)} partition(s), {plan.summary_line()}", markup=False)
-        return
-    converted, report = do_convert(model, level, options)
-    serialize.save(output, [converted])
-    n_ops = len(converted.model.main.operations)
-    err.print(f"wrote {output}: {len(report.ops)} TFLite ops -> {n_ops} NNAPI operations at API {level}",
-              markup=False)
+    else:
+        converted, report = do_convert(model, level, options)
+        serialize.save(output, [converted])
+        n_ops = len(converted.model.main.operations)
+        err.print(f"wrote {output}: {len(report.ops)} TFLite ops -> {n_ops} NNAPI operations at API {level}",
+                  markup=False)
+    if emit_c_path:
+        from nnconv.nnapi.emit_c import write_c
+        # From the file just written, so the C code's pool offsets are those of the file on disk.
+        write_c(emit_c_path, serialize.load(output), output)
+        err.print(f"wrote {emit_c_path}: NDK C source reading its weights from {output}", markup=False)
 
 
 # -- run --------------------------------------------------------------------------------------------
 def load_npz(path: str) -> dict[str, np.ndarray]:
+    """The arrays of an .npz file by key; any unreadable file is an InputDataError (exit 2)."""
     try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+        data = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise InputDataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputDataError(f"{path}: is a directory, not an .npz file") from None
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise InputDataError(f"{path}: not a readable .npz file ({e})") from None
+        raise InputDataError(f"{path}: not a readable .npz file ({_reason(e)})") from None
+    if isinstance(data, np.ndarray):  # a bare .npy: say what is expected rather than guessing its name
+        raise InputDataError(f"{path}: is a single .npy array; pass an .npz (np.savez) with one array per input")
+    try:
+        with data:
+            return {k: data[k] for k in data.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as e:
+        raise InputDataError(f"{path}: not a readable .npz file ({_reason(e)})") from None
+
+
+def _reason(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
+    try:
+        with open(path, "wb") as f:
+            np.savez(f, **arrays)
+    except OSError as e:
+        raise NnconvError(f"{path}: cannot write ({e.strerror or e})") from None
 
 
 @main.command()
@@ -169,7 +210,7 @@ def run(nnapi_model: str, inputs_path: str, output: str, trace: bool) -> None:
     inputs = load_npz(inputs_path)
     ex = Executor(loaded.partitions[0], trace=Trace(stream=sys.stderr) if trace else None)
     outputs = ex.run(inputs)
-    np.savez(output, **outputs)
+    save_npz(output, outputs)
     err.print(f"wrote {output}: " + ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in outputs.items()),
               markup=False)
 

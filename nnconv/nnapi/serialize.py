@@ -13,7 +13,7 @@ import json
 import mmap
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
 import flatbuffers
@@ -55,6 +55,8 @@ class NnapiFile:
     format_version: int = FORMAT_VERSION
     producer: str = ""
     buffer: Any = None
+    # (file offset, size) of each pool of each partition: what NDK code passes to setOperandValueFromMemory.
+    pool_spans: list[list[tuple[int, int]]] = field(default_factory=list)
 
 
 def _align(n: int, to: int = POOL_ALIGNMENT) -> int:
@@ -283,6 +285,7 @@ class _Decoder:
         # the claimed entries of all vectors together cannot exceed the file size. Charging every count
         # to this budget bounds the decoding work by the file size even when vectors overlap.
         self.budget = self.size
+        self.spans: list[list[tuple[int, int]]] = []
 
     def fail(self, what: str) -> ModelFormatError:
         return ModelFormatError(f"{self.name}: {what}")
@@ -359,7 +362,7 @@ class _Decoder:
             if not isinstance(plan, dict):
                 raise self.fail("the partition plan is not a JSON object")
         return NnapiFile(partitions=partitions, plan=plan, api_level=api_level, format_version=version,
-                         producer=producer, buffer=self.buf)
+                         producer=producer, buffer=self.buf, pool_spans=self.spans)
 
     def check_api_level(self, level: int, what: str) -> None:
         if not MIN_API_LEVEL <= level <= MAX_API_LEVEL:
@@ -411,6 +414,8 @@ class _Decoder:
         values = self.array(m.OperandValuesAsNumpy, f"{where} operand values", np.uint8)
         n_pools = self.count(self.guarded(f"{where} pools", m.PoolsLength), f"{where} pool table", 16)
         pools = []
+        spans: list[tuple[int, int]] = []
+        self.spans.append(spans)
         for i in range(n_pools):
             span = self.guarded(f"{where} pool {i}", lambda i=i: m.Pools(i))
             off, size = self.guarded(f"{where} pool {i}", lambda: (span.Offset(), span.Size()))
@@ -419,6 +424,7 @@ class _Decoder:
                                 f"{self.size} bytes or not {POOL_ALIGNMENT}-byte aligned (truncated?)")
             # A read-only view of the mapping: the weights stay on disk until a kernel touches them.
             pools.append(np.frombuffer(self.buf, dtype=np.uint8, count=size, offset=off))
+            spans.append((off, size))
         relax = self.guarded(f"{where} relax flag", m.RelaxComputationFloat32ToFloat16)
         return Model(main=main, referenced=referenced, operand_values=bytearray(values.tobytes()), pools=pools,
                      relax_computation_float32_to_float16=bool(relax))
