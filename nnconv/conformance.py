@@ -2,12 +2,23 @@
 run it on the executor and compare with the tolerances of the Android test harness.
 
 Each case is a dict as described in the data's README (model, inputs, outputs, ignored_outputs,
-expect_failure). `run_case` returns a `CaseResult` whose status is "passed", "failed" or "unsupported"
-(an operation without a kernel).
+expect_failure, multinomial_tolerance). `run_case` returns a `CaseResult` whose status is "passed",
+"failed" or "unsupported" (an operation without a kernel).
+
+As CTS does (nn/runtime/test/TestGenerated.cpp, TestHarness.cpp):
+- an empty input list is an omitted optional input (no buffer): the operand gets no value;
+- every compared output must come out with exactly its declared dimensions, so an output declared with
+  a 0 dimension (the `*zero_sized*` cases) must be zero-sized;
+- `expect_failure` cases pass when validation or execution raises an `NnconvError`;
+- RANDOM_MULTINOMIAL outputs are checked statistically (`multinomial_problems`);
+- QuantizationCouplingTest: single-operation cases with a TENSOR_QUANT8_ASYMM operand are re-run with
+  every such operand turned TENSOR_QUANT8_ASYMM_SIGNED (`signed_coupling_case`), id suffix
+  `/signed_coupling`.
 """
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
 import os
@@ -26,6 +37,12 @@ from nnconv.nnapi.model import (STORAGE_DTYPE, DataLocation, Model, Operand, Ope
 from nnconv.nnapi.validate import validate_model
 
 FOLDERS = ("V1_0", "V1_1", "V1_2", "V1_3", "V1_3_cts_only")
+SIGNED_COUPLING = "signed_coupling"
+# Operations TestHarness.h `hasQuant8CoupledOperands` skips: their quant8 operands are not coupled to
+# real values (HASHTABLE_LOOKUP's hits tensor is a bool, LSH_PROJECTION hashes raw bytes, PAD_V2's pad
+# value is an int32 scalar, CAST ignores quantization, QUANTIZED_16BIT_LSTM has no signed variant).
+COUPLING_EXCLUDED_OPS = frozenset({"HASHTABLE_LOOKUP", "LSH_PROJECTION", "PAD_V2", "CAST",
+                                   "QUANTIZED_16BIT_LSTM"})
 
 
 def cts_dir() -> pathlib.Path:
@@ -35,8 +52,10 @@ def cts_dir() -> pathlib.Path:
     return pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "nnapi_cts"
 
 
-def iter_cases(root: pathlib.Path | None = None, folders: tuple[str, ...] = FOLDERS) -> Iterator[tuple[str, dict]]:
-    """(id, case) for every case, id = '<folder>/<case name>'."""
+def iter_cases(root: pathlib.Path | None = None, folders: tuple[str, ...] = FOLDERS,
+               derived: bool = True) -> Iterator[tuple[str, dict]]:
+    """(id, case) for every case, id = '<folder>/<case name>'; with `derived`, each case eligible for
+    CTS's QuantizationCouplingTest is followed by its signed twin, id '<folder>/<case name>/signed_coupling'."""
     root = root or cts_dir()
     for folder in folders:
         d = root / folder
@@ -45,7 +64,56 @@ def iter_cases(root: pathlib.Path | None = None, folders: tuple[str, ...] = FOLD
         for f in sorted(d.glob("*.json.gz")):
             with gzip.open(f, "rt") as fh:
                 for case in json.load(fh):
-                    yield f"{folder}/{case['name']}", case
+                    cid = f"{folder}/{case['name']}"
+                    yield cid, case
+                    if derived and is_coupling_candidate(case):
+                        yield f"{cid}/{SIGNED_COUPLING}", signed_coupling_case(case)
+
+
+def _subgraph_specs(spec: dict) -> list[dict]:
+    return [spec, *spec.get("referenced", [])]
+
+
+def has_quant8_coupled_operands(case: dict) -> bool:
+    """TestHarness.h `hasQuant8CoupledOperands`: some operation outside `COUPLING_EXCLUDED_OPS` reads or
+    writes a TENSOR_QUANT8_ASYMM operand."""
+    for sg in _subgraph_specs(case["model"]):
+        ops = sg["operands"]
+        for op in sg["operations"]:
+            if op["type"] in COUPLING_EXCLUDED_OPS:
+                continue
+            if any(ops[i]["type"] == "TENSOR_QUANT8_ASYMM" for i in (*op["inputs"], *op["outputs"])):
+                return True
+    return False
+
+
+def is_coupling_candidate(case: dict) -> bool:
+    """The QuantizationCouplingTest filter of TestGenerated.cpp: a case expected to succeed, one operation,
+    no referenced subgraph, quant8-coupled operands."""
+    spec = case["model"]
+    return (not case.get("expect_failure") and len(spec["operations"]) == 1
+            and not spec.get("referenced") and has_quant8_coupled_operands(case))
+
+
+def signed_coupling_case(case: dict) -> dict:
+    """TestHarness.cpp `convertQuant8AsymmOperandsToSigned`: every TENSOR_QUANT8_ASYMM operand becomes
+    TENSOR_QUANT8_ASYMM_SIGNED with zero point and values (constants, inputs, expected outputs) minus 128;
+    the expected results are otherwise unchanged, since the real values are the same."""
+    out = copy.deepcopy(case)
+    out[SIGNED_COUPLING] = True
+    spec = out["model"]
+    for sg in _subgraph_specs(spec):
+        for od in sg["operands"]:
+            if od["type"] == "TENSOR_QUANT8_ASYMM":
+                od["type"] = "TENSOR_QUANT8_ASYMM_SIGNED"
+                od["zero_point"] = int(od.get("zero_point", 0)) - 128
+                if "value" in od:
+                    od["value"] = [int(v) - 128 for v in od["value"]]
+    ops = spec["operands"]
+    for key, indexes in (("inputs", spec["input_indexes"]), ("outputs", spec["output_indexes"])):
+        out[key] = [[int(v) - 128 for v in values] if ops[idx]["type"] == "TENSOR_QUANT8_ASYMM_SIGNED" else values
+                    for idx, values in zip(indexes, out[key])]
+    return out
 
 
 def _operand(spec: dict, model: Model) -> Operand:
@@ -99,11 +167,14 @@ def _inputs(case: dict, model: Model) -> list[np.ndarray | None]:
     arrays: list[np.ndarray | None] = []
     for idx, values in zip(model.main.input_indexes, case["inputs"]):
         od = model.main.operands[idx]
-        if len(values) == 0 and od.dimensions and 0 not in od.dimensions and od.byte_size() > 0:
-            arrays.append(None)  # an omitted optional input
+        if len(values) == 0:
+            # CTS passes no buffer for empty data (createRequest: setInput(i, nullptr, 0)): an omitted
+            # optional input, whatever its declared dimensions.
+            arrays.append(None)
             continue
         arr = np.asarray(values, dtype=np.float64 if od.type.is_float else None).astype(od.dtype)
         if od.type.is_tensor:
+            # Every main input with data has fully specified dimensions in the vectors.
             dims = od.dimensions if (od.dimensions and 0 not in od.dimensions) else arr.shape
             arr = arr.reshape(dims)
         else:
@@ -133,6 +204,35 @@ def tolerance(od: Operand, case: dict, model: Model) -> tuple[float, float]:
     if t in (OperandType.TENSOR_BOOL8, OperandType.BOOL):
         return 0.0, 0.0
     return 1.0, 0.0
+
+
+def multinomial_problems(logits: np.ndarray, samples: np.ndarray, tolerance: float) -> list[str]:
+    """The RANDOM_MULTINOMIAL check of TestHarness.cpp, per batch: for every class, the observed frequency
+    of the class among that batch's samples must lie within `tolerance` of softmax(logits) (computed in
+    float32 like the harness). (The harness itself pools the counts of all batches, which only works for a
+    single batch; every CTS case has one.)"""
+    logits = np.asarray(logits, dtype=np.float32)
+    samples = np.asarray(samples)
+    if logits.ndim != 2 or samples.ndim != 2 or samples.shape[0] != logits.shape[0]:
+        return [f"multinomial: logits {list(logits.shape)} and samples {list(samples.shape)} do not match"]
+    batches, classes = logits.shape
+    n = samples.shape[1]
+    if n == 0:
+        return ["multinomial: no samples"]
+    out_of_range = (samples < 0) | (samples >= classes)
+    if out_of_range.any():
+        return [f"multinomial: {int(out_of_range.sum())} sampled indices outside [0, {classes})"]
+    flat = samples.astype(np.int64) + np.arange(batches, dtype=np.int64)[:, None] * classes
+    counts = np.bincount(flat.ravel(), minlength=batches * classes).reshape(batches, classes)
+    e = np.exp(logits.astype(np.float32))
+    expected = e / e.sum(axis=1, keepdims=True, dtype=np.float32)
+    observed = counts.astype(np.float32) / np.float32(n)
+    bad = np.abs(observed - expected) > np.float32(tolerance)
+    if not bad.any():
+        return []
+    b, c = (int(v) for v in np.argwhere(bad)[0])
+    return [f"multinomial: {int(bad.sum())} (batch, class) frequencies off by more than {tolerance:g}, e.g. "
+            f"batch {b} class {c}: {observed[b, c]:.4f} observed vs {expected[b, c]:.4f}"]
 
 
 @dataclass
@@ -179,12 +279,16 @@ def run_case(case: dict) -> CaseResult:
             continue
         od = model.main.operands[idx]
         got = np.asarray(outputs[k])
-        if "multinomial_tolerance" in case:
-            continue  # sampled indices are checked statistically by a dedicated test
-        exp = np.asarray(expected, dtype=np.float64)
-        if od.dimensions and 0 not in od.dimensions and tuple(got.shape) != tuple(od.dimensions):
+        # CTS asserts the actual dimensions equal the declared ones exactly; a declared 0 (the zero-sized
+        # cases) must therefore come out as 0. Main outputs never have an unspecified rank.
+        if (od.dimensions or not od.type.is_tensor) and tuple(got.shape) != tuple(od.dimensions):
             problems.append(f"output {k}: shape {list(got.shape)} != {list(od.dimensions)}")
             continue
+        if "multinomial_tolerance" in case:
+            # Sampled class indices: compared statistically with the softmax of the logits input.
+            problems += multinomial_problems(_inputs(case, model)[0], got, float(case["multinomial_tolerance"]))
+            continue
+        exp = np.asarray(expected, dtype=np.float64)
         if got.size != exp.size:
             problems.append(f"output {k}: {got.size} values, expected {exp.size}")
             continue
@@ -206,6 +310,8 @@ def summarize(results: dict[str, CaseResult]) -> dict[str, Any]:
     table: dict[str, dict[str, dict[str, int]]] = {}
     for cid, r in results.items():
         folder = cid.split("/", 1)[0]
+        if cid.endswith("/" + SIGNED_COUPLING):
+            folder += "/" + SIGNED_COUPLING
         for key in ("(all)", *r.operations):
             row = table.setdefault(folder, {}).setdefault(key, {"cases": 0, "passed": 0, "failed": 0,
                                                                 "unsupported": 0})
