@@ -46,7 +46,7 @@ def c_float(v: float) -> str:
         return "NAN"
     if math.isinf(f):
         return "INFINITY" if f > 0 else "(-INFINITY)"
-    text = repr(f)
+    text = str(np.float32(f))  # numpy's shortest text that reads back as the same float32
     if "e" not in text and "." not in text:
         text += ".0"
     return text + "f"
