@@ -86,8 +86,11 @@ def apply_float_activation(x: np.ndarray, code: int) -> np.ndarray:
 
 # -- rounding ---------------------------------------------------------------------------------------
 def round_half_away(x: np.ndarray | float) -> np.ndarray:
-    """C's `std::round`: halves away from zero (numpy's `round` rounds halves to even)."""
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+    """C's `std::round`: halves away from zero (numpy's `round` rounds halves to even). Exact: `|x| + 0.5`
+    would itself round (0.49999997f + 0.5 is 1.0f), while `|x| - floor(|x|)` is always representable."""
+    a = np.abs(x)
+    f = np.floor(a)
+    return np.copysign(f + (a - f >= 0.5), x)
 
 
 # -- padding ----------------------------------------------------------------------------------------
