@@ -139,6 +139,9 @@ def check_op(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnos
         return [d.at(op.index, op.name, sg.index)]
     c = CheckContext(state, sg, op)
     rule.check(c)
+    if c.ok:  # spec-valid cases drivers commonly refuse: warnings from the same check (driver_support.py)
+        from nnconv.lowering.driver_support import warn_driver_issues
+        warn_driver_issues(c)
     return c.diagnostics
 
 

@@ -1,0 +1,226 @@
+"""The partition plan (nnconv/partition.py) and partition-by-partition verification (parity/partitioned.py).
+
+Models are chains or small DAGs of CONV_2D ops: a plain conv lowers at every level, a dilated conv is refused
+below API 29 (but TFLite runs it, so partition-wise parity can be checked), a custom op is refused always
+(TFLite cannot run it, so it only appears in plan tests).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nnconv.errors import ConversionError
+from nnconv.lowering.convert import check_model, make_state
+from nnconv.lowering.diagnostics import Verdict
+from nnconv.nnapi import serialize
+from nnconv.parity.partitioned import PartitionedParityReport, verify_model
+from nnconv.partition import analyse, build_plan, convert_partial, group_nodes
+from nnconv.tflite.builder import TfliteBuilder
+from nnconv.tflite.options import Conv2DOptions
+from nnconv.tflite.reader import read_model
+from nnconv.tflite.schema_enums import BuiltinOperator, Padding
+
+SHAPE = (1, 6, 5, 3)  # unequal extents; conv 3x3 SAME keeps it
+NBYTES = 6 * 5 * 3 * 4
+
+
+def _conv(b: TfliteBuilder, rng: np.random.Generator, x: int, y: int, i: int, dilation: int = 1) -> None:
+    w = b.const(f"w{i}", (rng.standard_normal((3, 3, 3, 3)) * 0.5).astype(np.float32))
+    bias = b.const(f"b{i}", rng.standard_normal(3).astype(np.float32))
+    b.op(BuiltinOperator.CONV_2D, [x, w, bias], [y],
+         Conv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1, dilation_w_factor=dilation,
+                       dilation_h_factor=dilation))
+
+
+def add_op(b: TfliteBuilder, rng: np.random.Generator, kind: str, x: int, y: int, i: int) -> None:
+    """kind: "conv" (lowers), "dilated" (refused below API 29), "custom" (refused: custom op)."""
+    if kind == "custom":
+        b.op(BuiltinOperator.CUSTOM, [x], [y], custom_code="MyOp")
+    else:
+        _conv(b, rng, x, y, i, dilation=2 if kind == "dilated" else 1)
+
+
+def chain(kinds: list[str], seed: int = 0) -> bytes:
+    """x -> op0 -> t0 -> op1 -> t1 ... -> output."""
+    rng = np.random.default_rng(seed)
+    b = TfliteBuilder()
+    cur = b.input("x", SHAPE, np.float32)
+    for i, kind in enumerate(kinds):
+        y = b.tensor(f"t{i}", SHAPE, np.float32)
+        add_op(b, rng, kind, cur, y, i)
+        cur = y
+    b.output(cur)
+    return b.finish()
+
+
+def branchy(side: str = "custom") -> bytes:
+    """op0 conv(x)->a; op1 <side>(x)->c; op2 conv(a)->b; op3 conv(c)->d; outputs b, d.
+    op0 and op2 are not consecutive but can run together: the delegate puts them in one partition."""
+    rng = np.random.default_rng(1)
+    b = TfliteBuilder()
+    x = b.input("x", SHAPE, np.float32)
+    a, c, bb, d = (b.tensor(n, SHAPE, np.float32) for n in ("a", "c", "b", "d"))
+    add_op(b, rng, "conv", x, a, 0)
+    add_op(b, rng, side, x, c, 1)
+    add_op(b, rng, "conv", a, bb, 2)
+    add_op(b, rng, "conv", c, d, 3)
+    b.output(bb, d)
+    return b.finish()
+
+
+def plan_of(model: bytes, level: int = 30, max_partitions: int = 3):
+    return analyse(model, level, max_partitions=max_partitions)
+
+
+# -- grouping -------------------------------------------------------------------------------------
+def test_partition_is_dependency_closed_not_just_consecutive():
+    report, plan = plan_of(branchy())
+    assert [p.ops for p in plan.partitions] == [[0, 2], [3]]
+    assert [r.index for r in report.ops if r.status == Verdict.CUSTOM] == [1]
+    p0 = plan.partitions[0]
+    assert [t.name for t in p0.inputs] == ["x"] and [t.name for t in p0.outputs] == ["b"]
+    assert plan.partitions[1].inputs[0].peers == ("CPU op #1 CUSTOM(MyOp)",)
+
+
+def test_first_ready_node_decides_the_epoch_kind():
+    # Execution order C (custom), A, D: the CPU epoch runs first, then A and D form one partition.
+    sg = read_model(branchy()).subgraphs[0]
+    epochs = group_nodes(sg, [1, 0, 2, 3], delegated={0, 2, 3})
+    assert epochs == [(False, [1]), (True, [0, 2, 3])]
+
+
+@pytest.mark.parametrize("kinds,expected,boundary", [
+    pytest.param(["conv", "conv", "custom", "conv", "conv"], [[0, 1], [3, 4]],
+                 [(["x"], ["t1"]), (["t2"], ["t4"])], id="refused-in-the-middle"),
+    pytest.param(["custom", "conv", "conv", "conv"], [[1, 2, 3]], [(["t0"], ["t3"])], id="refused-at-start"),
+    pytest.param(["conv", "conv", "conv", "custom"], [[0, 1, 2]], [(["x"], ["t2"])], id="refused-at-end"),
+    pytest.param(["conv", "conv", "conv"], [[0, 1, 2]], [(["x"], ["t2"])], id="nothing-refused"),
+    pytest.param(["custom", "custom"], [], [], id="everything-refused"),
+])
+def test_partitions_around_refused_ops(kinds, expected, boundary):
+    _report, plan = plan_of(chain(kinds))
+    assert [p.ops for p in plan.partitions] == expected
+    assert [([t.name for t in p.inputs], [t.name for t in p.outputs]) for p in plan.partitions] == boundary
+    assert all(t.nbytes == NBYTES for p in plan.partitions for t in [*p.inputs, *p.outputs])
+    assert len(plan.converted) == len(expected)
+
+
+def test_custom_op_in_the_middle_lists_boundary_tensors_with_sizes():
+    report, plan = plan_of(chain(["conv", "conv", "custom", "conv", "conv"]))
+    assert plan.summary_line() == "2 partitions, 4/5 ops (80%)"
+    p0, p1 = plan.partitions
+    assert p0.outputs[0].to_json() == {"tensor": 4, "name": "t1", "dtype": "float32", "shape": list(SHAPE),
+                                       "bytes": NBYTES, "peers": ["CPU op #2 CUSTOM(MyOp)"]}
+    assert p1.inputs[0].peers == ("CPU op #2 CUSTOM(MyOp)",) and p1.outputs[0].peers == ("model output",)
+    assert p0.inputs[0].peers == ("model input",)
+    assert p0.boundary_bytes == 2 * NBYTES
+    assert any("2 partitions" in w for w in plan.warnings())
+    # lowered ops report the NNAPI operations actually emitted for them
+    assert [r.nnapi_ops for r in report.ops if r.supported] == [["CONV_2D"]] * 4
+
+
+def test_one_partition_has_no_warning():
+    _report, plan = plan_of(chain(["conv", "conv"]))
+    assert plan.summary_line() == "1 partition, 2/2 ops (100%)"
+    assert plan.warnings() == []
+
+
+def test_max_partitions_keeps_the_largest():
+    kinds = ["conv", "custom", "conv", "conv", "conv", "custom", "conv", "custom", "conv", "conv"]
+    _r, plan = plan_of(chain(kinds), max_partitions=2)
+    assert [p.ops for p in plan.partitions] == [[2, 3, 4], [8, 9]]
+    assert plan.partitions_formed == 4 and plan.dropped == [[0], [6]]
+    assert plan.ops_delegated == 5 and len(plan.converted) == 2
+    assert any("--max-partitions" in w for w in plan.warnings())
+    # ties go to the partition that runs first
+    _r, plan = plan_of(chain(kinds), max_partitions=3)
+    assert [p.ops for p in plan.partitions] == [[0], [2, 3, 4], [8, 9]]
+    _r, plan = plan_of(chain(kinds), max_partitions=0)  # unlimited
+    assert len(plan.partitions) == 4 and not plan.dropped
+
+
+def test_dropped_partition_ops_still_name_their_nnapi_ops():
+    report, plan = plan_of(chain(["conv", "custom", "conv", "conv"]), max_partitions=1)
+    assert [p.ops for p in plan.partitions] == [[2, 3]]
+    assert report.ops[0].nnapi_ops == ["CONV_2D"] and plan.partition_of(0) is None
+
+
+def test_folded_ops_are_constants_not_nodes():
+    m = read_model(chain(["conv", "conv", "conv"]))
+    state = make_state(m, 30)
+    state.folded[(0, m.subgraphs[0].operators[0].outputs[0])] = np.zeros(SHAPE, np.float32)
+    report = check_model(m, 30, state=state)
+    assert report.ops[0].status == Verdict.FOLDED
+    plan = build_plan(state, report)
+    assert [p.ops for p in plan.partitions] == [[1, 2]] and plan.folded == [0]
+    assert plan.partitions[0].inputs == []  # its only input is now a constant
+    assert plan.summary_line() == "1 partition, 3/3 ops (100%)"
+
+
+# -- convert_partial ------------------------------------------------------------------------------
+def test_convert_partial_one_model_per_partition():
+    plan = convert_partial(chain(["conv", "dilated", "conv", "conv"]), 28)
+    assert [cm.tflite_ops for cm in plan.converted] == [[0], [2, 3]]
+    assert [s.name for s in plan.converted[1].inputs] == ["t1"]
+    data = plan.to_json()
+    assert data["api_level"] == 28 and [p["ops"] for p in data["partitions"]] == [[0], [2, 3]]
+    assert plan.summary_line() == "2 partitions, 3/4 ops (75%)"
+    assert convert_partial(chain(["conv", "dilated"]), 29).summary_line() == "1 partition, 2/2 ops (100%)"
+
+
+def test_convert_partial_refuses_when_nothing_lowers():
+    with pytest.raises(ConversionError, match="none of the 2 ops"):
+        convert_partial(chain(["custom", "custom"]), 30)
+
+
+# -- partition-by-partition verification -------------------------------------------------------------
+def test_verify_falls_back_to_partitions(tmp_path):
+    path = tmp_path / "mid.tflite"
+    path.write_bytes(chain(["conv", "dilated", "conv", "conv"], seed=3))
+    report = verify_model(str(path), 28)
+    assert isinstance(report, PartitionedParityReport) and report.passed
+    assert [p.ops for p in report.partitions] == [[0], [2, 3]]
+    assert [o.name for o in report.outputs] == ["p0/t0", "p1/t3"]
+    data = report.to_json()
+    assert data["mode"] == "partitioned" and "full conversion refused" in data["note"]
+    assert all(p["passed"] for p in data["partitions"])
+    # At API 29 the whole model lowers: an ordinary whole-model report.
+    whole = verify_model(str(path), 29)
+    assert not isinstance(whole, PartitionedParityReport) and whole.passed
+
+
+def test_partition_verification_catches_a_wrong_partition(tmp_path, monkeypatch):
+    """Feeding boundary tensors really matters: corrupt partition 1's weights and only its row fails."""
+    path = tmp_path / "mid.tflite"
+    path.write_bytes(chain(["conv", "dilated", "conv"], seed=4))
+    import nnconv.partition as partition_mod
+    real = partition_mod.convert_partial
+
+    def corrupted(*args, **kwargs):
+        plan = real(*args, **kwargs)
+        model = plan.converted[1].model
+        assert model.pools, "the 3x3x3x3 float weights (324 bytes) live in a pool"
+        flipped = []
+        for pool in model.pools:
+            raw = np.frombuffer(bytes(memoryview(pool).cast("B")), np.uint8).copy()
+            raw[3::4] ^= 0x80  # flips the sign of every little-endian float32
+            flipped.append(raw)
+        model.pools = flipped
+        return plan
+    monkeypatch.setattr(partition_mod, "convert_partial", corrupted)
+    report = verify_model(str(path), 28)
+    assert report.partitions[0].passed and not report.passed
+
+
+def test_verify_multi_partition_nnapi_file(tmp_path):
+    src = tmp_path / "model.tflite"
+    src.write_bytes(chain(["conv", "conv", "dilated", "conv", "dilated", "conv"], seed=5))
+    plan = convert_partial(str(src), 27)
+    assert len(plan.converted) == 3
+    out = tmp_path / "model.nnapi"
+    serialize.save(out, plan.converted, plan=plan.to_json())
+    report = verify_model(str(out), 27)
+    assert isinstance(report, PartitionedParityReport) and report.passed
+    assert [p.ops for p in report.partitions] == [[0, 1], [3], [5]]
+    assert "3 partition(s)" in report.note
