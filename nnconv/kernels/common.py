@@ -7,6 +7,7 @@ reference CPU implementation calls, vectorized over int64 numpy arrays.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -267,3 +268,25 @@ def requantize_accumulator(acc: np.ndarray, multipliers: np.ndarray, shifts: np.
     y = multiply_by_quantized_multiplier(acc, multipliers, shifts) + out.zero_point
     lo, hi = quantized_activation_range(activation, out)
     return np.clip(y, lo, hi).astype(out.dtype)
+
+
+# -- data movement helpers --------------------------------------------------------------------------
+def requantize_to(q: np.ndarray, src: Operand, dst: Operand) -> np.ndarray:
+    """Moves quant8 storage values from `src`'s (scale, zero point) to `dst`'s the way the reference
+    CONCATENATION does (in float: `round(q*s - zp_in*s) + zp_out` with `s = s_in * (1/s_out)`, clamped).
+    Values pass through unchanged when both operands share their parameters or are not quantized."""
+    if not (is_quant8(src.type) and is_quant8(dst.type)):
+        return q.astype(dst.dtype) if q.dtype != dst.dtype else q
+    if src.scale == dst.scale and src.zero_point == dst.zero_point and src.type is dst.type:
+        return q
+    s = np.float32(src.scale) * (np.float32(1.0) / np.float32(dst.scale))
+    v = q.astype(np.float32) * s - np.float32(src.zero_point) * s
+    lo, hi = qrange(dst.type)
+    return np.clip(round_half_away(v) + dst.zero_point, lo, hi).astype(dst.dtype)
+
+
+def normalize_axis(axis: int, rank: int, fail: Callable[[str], Exception]) -> int:
+    """An axis in [-rank, rank) as a non-negative index; anything else raises `fail(message)`."""
+    if not -rank <= axis < rank:
+        raise fail(f"axis {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
