@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from nnconv.kernels.common import (apply_float_activation, dequantize, is_quant8, qrange,
+from nnconv.kernels.common import (apply_float_activation, dequantize, is_quant8, qrange, round_half_away,
                                    quantize_multiplier_smaller_than_one_exp, quantized_activation_range,
                                    rounding_divide_by_pot, saturating_rounding_doubling_high_mul)
 from nnconv.kernels.registry import KernelCall
@@ -54,11 +54,11 @@ def activation_code(call: KernelCall, slot: int) -> int:
 
 
 def float_binary(call: KernelCall, fn: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                 activation: int = FuseCode.NONE) -> np.ndarray:
+                 activation: int = FuseCode.NONE, max_rank: int | None = 4) -> np.ndarray:
     """fn(a, b) computed in float32 (float16 operands too, like the reference), then the activation clamp."""
     a = call.tensor(0).astype(np.float32, copy=False)
     b = call.tensor(1).astype(np.float32, copy=False)
-    broadcast_shape(call, a, b)
+    broadcast_shape(call, a, b, max_rank)
     with np.errstate(all="ignore"):  # inf/NaN results are the operation's defined float behaviour
         y = np.asarray(fn(a, b), dtype=np.float32)
     y = apply_float_activation(np.array(y, dtype=np.float32), activation)
@@ -77,13 +77,13 @@ def float_unary(call: KernelCall, fn: Callable[[np.ndarray], np.ndarray]) -> np.
 
 
 def int32_binary(call: KernelCall, fn: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                 activation: int = FuseCode.NONE) -> np.ndarray:
+                 activation: int = FuseCode.NONE, max_rank: int | None = 4) -> np.ndarray:
     """TENSOR_INT32 arithmetic with C's int32 wrap-around; the spec allows only FuseCode NONE here."""
     if activation != FuseCode.NONE:
         raise call.fail("a TENSOR_INT32 operation takes fused activation NONE only")
     a = call.tensor(0).astype(np.int32, copy=False)
     b = call.tensor(1).astype(np.int32, copy=False)
-    broadcast_shape(call, a, b)
+    broadcast_shape(call, a, b, max_rank)
     with np.errstate(all="ignore"):
         return np.asarray(fn(a, b)).astype(np.int32)
 
@@ -145,6 +145,20 @@ def real_values(call: KernelCall, slot: int) -> np.ndarray:
     return x.astype(np.float32, copy=False)
 
 
+def requantize_ref(call: KernelCall, slot: int) -> np.ndarray:
+    """Input `slot` moved to the output's quantization as the reference `requantize<T>` does: the real
+    value `(q - zp) * scale` is a float product, then `real / out_scale + out_zp` in double is clamped to
+    the storage range and rounded half away from zero."""
+    od, out = call.in_operands[slot], call.out_operands[0]
+    if od.scale == out.scale and od.zero_point == out.zero_point:
+        return call.tensor(slot)
+    real = ((call.tensor(slot).astype(np.int32) - od.zero_point).astype(np.float32)
+            * np.float32(od.scale)).astype(np.float64)
+    v = real / float(np.float32(out.scale)) + out.zero_point
+    lo, hi = qrange(out.type)
+    return round_half_away(np.clip(v, lo, hi)).astype(out.dtype)
+
+
 def requantize_float(y: np.ndarray, out_type: OperandType, scale: float, zero_point: int, dtype: np.dtype) -> np.ndarray:
     """Float32 real values -> quant8 storage: zp + round(y / scale) (halves away from zero), clamped."""
     lo, hi = qrange(out_type)
@@ -154,4 +168,4 @@ def requantize_float(y: np.ndarray, out_type: OperandType, scale: float, zero_po
 
 __all__ = ["ADD_LEFT_SHIFT", "FLOAT_TYPES", "activation_code", "broadcast_shape", "check_same_type", "dequantize",
            "float_binary", "float_unary", "int32_binary", "offsets", "quant_add", "quant_mul", "real_values",
-           "requantize_float"]
+           "requantize_float", "requantize_ref"]
