@@ -1,0 +1,290 @@
+"""`nnconv check`: verdicts, API-level targeting, `--api-level all`, formats, several models, CI policies and exit
+codes. Models come from tests/test_partition.py's builders (CONV_2D chains) plus single ops made to hit each
+verdict."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from harness import single_op_model
+from nnconv.cli import main
+from nnconv.lowering import driver_support
+from nnconv.lowering.convert import check_model, make_state
+from nnconv.lowering.diagnostics import Code, Verdict
+from nnconv.lowering.driver_support import DriverIssue, warn_driver_issues
+from nnconv.lowering.context import CheckContext
+from nnconv.lowering.registry import RULES
+from nnconv.partition import build_plan
+from nnconv.report import ModelCheck, report_json
+from nnconv.tflite.builder import TfliteBuilder
+from nnconv.tflite.options import Conv2DOptions
+from nnconv.tflite.reader import read_model
+from nnconv.tflite.schema_enums import BuiltinOperator, Padding
+from test_partition import SHAPE, add_op, chain
+
+# Builtins no rule is expected to lower (NNAPI has no counterpart); the first without a rule is used.
+_EXOTIC = ("RFFT2D", "BUCKETIZE", "RANDOM_UNIFORM", "MULTINOMIAL", "UNSORTED_SEGMENT_PROD", "SEGMENT_SUM")
+
+
+def unsupported_builtin() -> BuiltinOperator:
+    for name in _EXOTIC:
+        op = BuiltinOperator[name]
+        if int(op) not in RULES:
+            return op
+    pytest.fail("every candidate builtin has a rule now: pick another unsupported one")
+
+
+def every_verdict_model() -> bytes:
+    """op0 conv (lowered), op1 dilated conv (refused_level below 29), op2 custom, op3 unsupported builtin,
+    op4 conv on a dynamic-batch input (refused_operand)."""
+    rng = np.random.default_rng(2)
+    b = TfliteBuilder()
+    x = b.input("x", SHAPE, np.float32)
+    t0, t1, t2, t3 = (b.tensor(f"t{i}", SHAPE, np.float32) for i in range(4))
+    add_op(b, rng, "conv", x, t0, 0)
+    add_op(b, rng, "dilated", t0, t1, 1)
+    add_op(b, rng, "custom", t1, t2, 2)
+    b.op(unsupported_builtin(), [t2], [t3])
+    dyn = b.input("dyn", SHAPE, np.float32, shape_signature=(-1, *SHAPE[1:]))
+    t4 = b.tensor("t4", SHAPE, np.float32, shape_signature=(-1, *SHAPE[1:]))
+    add_op(b, rng, "conv", dyn, t4, 4)
+    b.output(t3, t4)
+    return b.finish()
+
+
+@pytest.fixture
+def models(tmp_path):
+    paths = {}
+    for name, data in {"verdicts": every_verdict_model(), "mid": chain(["conv", "dilated", "conv", "conv"]),
+                       "clean": chain(["conv", "conv"])}.items():
+        p = tmp_path / f"{name}.tflite"
+        p.write_bytes(data)
+        paths[name] = str(p)
+    return paths
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, ["check", *args], catch_exceptions=False)
+
+
+def check_json(*args: str) -> dict:
+    res = run(*args, "--format", "json")
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+# -- verdicts -------------------------------------------------------------------------------------
+def test_every_refusal_verdict_with_reason_hint_and_level(models):
+    data = check_json(models["verdicts"], "--api-level", "28")
+    ops = {o["index"]: o for o in data["ops"]}
+    assert [ops[k]["status"] for k in range(5)] == ["lowered", "refused_level", "custom", "unsupported",
+                                                   "refused_operand"]
+    assert ops[0]["nnapi_ops"] == ["CONV_2D"] and ops[0]["min_api_level"] == 27 and ops[0]["partition"] == 0
+    lvl = ops[1]
+    assert "needs API 29" in lvl["reason"] and "--api-level" in lvl["hint"] and lvl["min_api_level"] == 29
+    assert lvl["nnapi_ops"] == [] and "CONV_2D" in lvl["nnapi_ops_at_min_api_level"]
+    assert lvl["diagnostics"][0]["code"] == Code.API_LEVEL.value
+    assert ops[2]["diagnostics"][0]["code"] == Code.CUSTOM_OPERATOR.value and ops[2]["min_api_level"] is None
+    assert ops[3]["diagnostics"][0]["code"] == Code.UNSUPPORTED_OPERATOR.value
+    assert ops[4]["diagnostics"][0]["code"] == Code.DYNAMIC_SHAPE.value and ops[4]["min_api_level"] is None
+    assert ops[0]["input_dtypes"] == ["float32"] * 3 and ops[0]["version"] == 1
+    assert data["summary"]["by_status"]["refused_level"] == 1 and data["summary"]["ops_refused"] == 4
+
+
+def test_driver_warning_comes_from_the_check(models, monkeypatch):
+    issue = DriverIssue(frozenset({"CONV_2D"}), lambda c: c.api_level >= 30, "test row", "test source")
+    monkeypatch.setitem(driver_support._BY_OP, "CONV_2D", [issue])
+    data = check_json(models["clean"], "--api-level", "30")
+    assert [o["status"] for o in data["ops"]] == ["driver_warning"] * 2
+    d = data["ops"][0]["diagnostics"][0]
+    assert d["code"] == Code.DRIVER_SUPPORT.value and d["severity"] == "warning" and "test row" in d["message"]
+    assert data["ops"][0]["nnapi_ops"] == ["CONV_2D"] and data["summary"]["partitions"] == 1  # still delegated
+    assert [o["status"] for o in check_json(models["clean"], "--api-level", "29")["ops"]] == ["lowered"] * 2
+    res = run(models["clean"], "--api-level", "30", "--fail-on", "warning")
+    assert res.exit_code == 1 and "--fail-on warning" in res.stderr
+    assert run(models["clean"], "--api-level", "30", "--fail-on", "refused").exit_code == 0
+
+
+def _table_warnings(model: bytes, level: int) -> list:
+    m = read_model(model)
+    c = CheckContext(make_state(m, level), m.subgraphs[0], m.subgraphs[0].operators[0])
+    warn_driver_issues(c)
+    return c.diagnostics
+
+
+def test_driver_issue_table_rows_apply_by_condition():
+    def mul(dtype):
+        return single_op_model(BuiltinOperator.MUL, [("a", (2, 3), dtype), ("b", (2, 3), dtype)],
+                               [("y", (2, 3), dtype)])
+    diags = _table_warnings(mul(np.int32), 30)
+    assert [d.code for d in diags] == [Code.DRIVER_SUPPORT] and "Arm NN" in diags[0].message
+    assert not diags[0].is_error
+    assert _table_warnings(mul(np.float32), 30) == []  # float32 MUL is on every driver's list
+    assert _table_warnings(chain(["conv"]), 30) == []
+
+
+def test_folded_verdict_in_the_report():
+    m = read_model(chain(["conv", "conv"]))
+    state = make_state(m, 30)
+    state.folded[(0, m.subgraphs[0].operators[0].outputs[0])] = np.zeros(SHAPE, np.float32)
+    report = check_model(m, 30, state=state)
+    data = report_json(ModelCheck("m.tflite", report, build_plan(state, report)))
+    assert [o["status"] for o in data["ops"]] == ["folded", "lowered"]
+    assert data["ops"][0]["nnapi_ops"] == [] and data["summary"]["ops_folded"] == 1
+    assert data["summary"]["ops_delegated"] == 2
+
+
+def test_lowered_ops_name_the_nnapi_ops_actually_emitted(tmp_path):
+    rng = np.random.default_rng(0)
+    b = TfliteBuilder()
+    x = b.input("x", (1, 7, 5, 6), np.float32)
+    y = b.tensor("y", (1, 7, 5, 9), np.float32)
+    w = b.const("w", rng.standard_normal((9, 3, 3, 2)).astype(np.float32))  # 3 groups
+    b.op(BuiltinOperator.CONV_2D, [x, w, b.const("b", np.zeros(9, np.float32))], [y],
+         Conv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1))
+    b.output(y)
+    p = tmp_path / "grouped.tflite"
+    p.write_bytes(b.finish())
+    assert check_json(str(p), "--api-level", "29")["ops"][0]["nnapi_ops"] == ["GROUPED_CONV_2D"]
+
+
+# -- targeting ------------------------------------------------------------------------------------
+def test_level_is_echoed_and_feature_level_is_an_alias(models):
+    assert check_json(models["clean"], "--api-level", "29")["api_level"] == 29
+    data = check_json(models["clean"], "--feature-level", "6")
+    assert (data["api_level"], data["feature_level"]) == (33, 6) and data["warnings"] == []
+    res = run(models["clean"], "--api-level", "27")
+    assert "at API 27 (NNAPI feature level 1)" in res.stdout and "API 27: 1 partition, 2/2 ops (100%)" in res.stdout
+
+
+def test_api_35_warns_that_nnapi_is_deprecated(models):
+    assert any("deprecated" in w for w in check_json(models["clean"], "--api-level", "35")["warnings"])
+    assert "deprecated" in run(models["clean"], "--api-level", "35").stdout
+    assert "deprecated" in run(models["clean"], "--api-level", "35", "--format", "md").stdout
+
+
+def test_bad_level_is_a_usage_error(models):
+    for args in (["--api-level", "26"], ["--api-level", "abc"], ["--api-level", "30", "--feature-level", "4"]):
+        res = run(models["clean"], *args)
+        assert res.exit_code == 2, args
+
+
+# -- --api-level all ------------------------------------------------------------------------------
+def test_all_levels_json(models):
+    data = check_json(models["mid"], "--api-level", "all")
+    assert data["api_level"] == "all" and data["levels"] == [27, 28, 29, 30, 31, 33, 34, 35]
+    dilated = data["ops"][1]
+    assert dilated["min_api_level"] == 29
+    assert [dilated["status_by_level"][str(lv)] for lv in (27, 28, 29, 35)] == \
+        ["refused_level", "refused_level", "lowered", "lowered"]
+    s = data["summary_by_level"]
+    assert (s["28"]["partitions"], s["28"]["coverage"]) == (2, 75.0)
+    assert (s["29"]["partitions"], s["29"]["coverage"]) == (1, 100.0)
+
+
+def test_all_levels_table_csv_md(models):
+    table = run(models["mid"], "--api-level", "all").stdout
+    assert "from API" in table and "coverage" in table and "partitions" in table and "L refused" in table
+    rows = list(csv.reader(io.StringIO(run(models["mid"], "--api-level", "all", "--format", "csv").stdout)))
+    assert rows[0] == ["index", "op", "27", "28", "29", "30", "31", "33", "34", "35", "min_api_level"]
+    assert rows[2][2:5] == ["refused_level", "refused_level", "lowered"] and rows[2][-1] == "29"
+    assert rows[-1][:4] == ["partitions", "", "2", "2"]
+    md = run(models["mid"], "--api-level", "all", "--format", "md").stdout
+    assert "| 1 | CONV_2D | L | L | ✓ |" in md
+
+
+def test_all_levels_several_models(models):
+    res = run(models["mid"], models["clean"], "--api-level", "all", "--format", "csv")
+    rows = list(csv.reader(io.StringIO(res.stdout)))
+    assert rows[1][0].endswith("mid.tflite") and rows[1][1:4] == ["75% / 2p", "75% / 2p", "100% / 1p"]
+    assert rows[-1][0] == "total"
+
+
+# -- formats --------------------------------------------------------------------------------------
+def test_json_schema_keys(models):
+    data = check_json(models["mid"], "--api-level", "28")
+    assert {"schema_version", "model", "api_level", "feature_level", "ops", "partitions", "summary",
+            "warnings"} <= set(data)
+    assert {"index", "op", "version", "status", "nnapi_ops", "reason", "hint", "min_api_level", "input_dtypes",
+            "quantization", "partition", "diagnostics"} <= set(data["ops"][0])
+    assert {"ops_total", "ops_lowered", "partitions", "coverage", "ops_delegated"} <= set(data["summary"])
+    assert data["summary"]["ops_total"] == 4 and data["summary"]["ops_lowered"] == 3
+    p1 = data["partitions"][1]
+    assert p1["ops"] == [2, 3] and p1["inputs"][0]["peers"] == ["CPU op #1 CONV_2D"]
+    assert p1["inputs"][0]["bytes"] == 6 * 5 * 3 * 4
+    assert data["summary"]["line"] == "2 partitions, 3/4 ops (75%)"
+
+
+def test_table_and_md_and_csv(models):
+    table = run(models["mid"], "--api-level", "28").stdout
+    assert "refused_level" in table and "partitions (as TFLite's NNAPI delegate forms them)" in table
+    assert "API 28: 2 partitions, 3/4 ops (75%)" in table and "warning: 2 partitions" in table
+    md = run(models["mid"], "--api-level", "28", "--format", "md").stdout
+    assert md.startswith("## mid.tflite at API 28") and "| # | op | v |" in md and "**API 28: 2 partitions" in md
+    rows = list(csv.DictReader(io.StringIO(run(models["mid"], "--api-level", "28", "--format", "csv").stdout)))
+    assert [r["status"] for r in rows] == ["lowered", "refused_level", "lowered", "lowered"]
+    assert rows[1]["min_api_level"] == "29" and rows[2]["partition"] == "1" and rows[0]["nnapi_ops"] == "CONV_2D"
+
+
+def test_several_models_and_folders(models, tmp_path):
+    res = run(str(tmp_path), "--api-level", "28", "--format", "csv")  # a folder: its .tflite files
+    rows = list(csv.reader(io.StringIO(res.stdout)))
+    assert [r[0].rsplit("/", 1)[-1] for r in rows[1:-1]] == ["clean.tflite", "mid.tflite", "verdicts.tflite"]
+    assert rows[-1][0] == "total (3 models)" and rows[-1][1] == str(2 + 4 + 5)
+    data = check_json(models["clean"], models["mid"], "--api-level", "28")
+    assert [m["summary"]["partitions"] for m in data["models"]] == [1, 2]
+    assert data["total"] == {"models": 2, "ops_total": 6, "ops_lowered": 5, "ops_delegated": 5, "ops_refused": 1,
+                             "coverage": 83.33, "partitions": 3}
+    table = run(models["clean"], models["mid"], "--api-level", "28").stdout
+    assert "total (2 models)" in table and "checking" not in table
+    md = run(models["clean"], models["mid"], "--api-level", "28", "--format", "md").stdout
+    assert "| total (2 models) | 6 | 5 | 1 | 5 | 83.3 | 3 |" in md
+
+
+# -- policies and exit codes ----------------------------------------------------------------------
+@pytest.mark.parametrize("args,rule", [
+    pytest.param(["--fail-on", "refused"], "--fail-on refused: 1 op(s) refused", id="fail-on-refused"),
+    pytest.param(["--min-coverage", "80"], "--min-coverage 80: mid.tflite has 75.0%", id="min-coverage"),
+    pytest.param(["--max-partitions-allowed", "1"], "--max-partitions-allowed 1: mid.tflite forms 2", id="max-parts"),
+])
+def test_policy_violations_exit_1_naming_the_rule(models, args, rule):
+    res = run(models["mid"], "--api-level", "28", *args)
+    assert res.exit_code == 1 and rule in res.stderr
+    assert run(models["mid"], "--api-level", "29", *args).exit_code == 0  # all lowered at 29
+
+
+def test_policies_pass(models):
+    res = run(models["mid"], "--api-level", "28", "--min-coverage", "75", "--max-partitions-allowed", "2")
+    assert res.exit_code == 0 and res.stderr == ""
+
+
+def test_max_partitions_option(models, tmp_path):
+    p = tmp_path / "many.tflite"
+    p.write_bytes(chain(["conv", "dilated", "conv", "conv", "dilated", "conv"]))
+    data = check_json(str(p), "--api-level", "28", "--max-partitions", "1")
+    assert [q["ops"] for q in data["partitions"]] == [[2, 3]] and data["dropped_partitions"] == [[0], [5]]
+    assert data["summary"]["partitions_formed"] == 3
+    assert check_json(str(p), "--api-level", "28", "--max-partitions", "0")["summary"]["partitions"] == 3
+
+
+def test_unreadable_input_exits_2_with_one_line(models, tmp_path):
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(b"not a flatbuffer at all")
+    for path in (str(bad), str(tmp_path / "missing.tflite")):
+        res = run(models["clean"], path)
+        assert res.exit_code == 2 and res.stdout == ""
+        assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run(str(empty)).exit_code == 2
+
+
+def test_policies_need_one_level(models):
+    res = run(models["mid"], "--api-level", "all", "--fail-on", "refused")
+    assert res.exit_code == 2 and "one target level" in res.stderr
