@@ -117,8 +117,10 @@ class PartitionPlan:
                        "the CPU/NNAPI boundary and runs the ops between them on the CPU")
         if self.dropped:
             n = sum(len(d) for d in self.dropped)
-            out.append(f"{self.partitions_formed} partitions formed but only {self.max_partitions} are delegated "
-                       f"(--max-partitions): {n} supported ops stay on the CPU")
+            out.append(f"{self.partitions_formed} partitions formed but only the largest {self.max_partitions} "
+                       f"are delegated (--max-partitions): {n} supported op(s) stay on the CPU")
+        if not self.partitions and self.ops_total > self.ops_delegated:
+            out.append("no op is delegated: the whole model runs on the TFLite CPU kernels")
         out += [f"partition {p.index} failed to lower: {p.error}" for p in self.partitions if p.error]
         return out
 
