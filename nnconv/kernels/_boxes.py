@@ -1,0 +1,151 @@
+"""Helpers of the detection operations (ROI_ALIGN, ROI_POOLING, AXIS_ALIGNED_BBOX_TRANSFORM,
+BOX_WITH_NMS_LIMIT, GENERATE_PROPOSALS, DETECTION_POSTPROCESSING, HEATMAP_MAX_KEYPOINT).
+
+The Android reference CPU runs these operations in float32: quantized tensors are converted with
+`(float(q) - zero_point) * scale` and results converted back with `round(x / scale + zero_point)`
+(CpuOperationUtils.h `convertQuantToFloat32` / `convertFloat32ToQuant`), float16 tensors are widened to
+float32. Boxes are (x1, y1, x2, y2); quantized boxes are TENSOR_QUANT16_ASYMM with scale 0.125, zero
+point 0. NMS follows the reference's in-place candidate bookkeeping (`hardNmsSingleClass` /
+`softNmsSingleClass` in GenerateProposals.cpp) so that ties between equal scores resolve the same way.
+(A leading underscore keeps this module out of the kernel auto-discovery.)
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from nnconv.kernels.common import qrange, round_half_away
+from nnconv.kernels.registry import KernelCall
+from nnconv.nnapi.enums import OperandType
+from nnconv.nnapi.model import Operand
+
+F32 = np.float32
+FLOAT_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16)
+
+
+def to_float(call: KernelCall, i: int) -> np.ndarray:
+    """Input `i` as float32 real values, the reference's conversion for its type."""
+    x = call.tensor(i)
+    od = call.in_operands[i]
+    if od.type.is_quantized:
+        return dequantize_ref(x, od)
+    return x.astype(F32)
+
+
+def dequantize_ref(q: np.ndarray, od: Operand) -> np.ndarray:
+    """`convertQuantToFloat32`: (float(q) - zero_point) * scale, all in float32."""
+    return (q.astype(F32) - F32(od.zero_point)) * F32(od.scale)
+
+
+def from_float(x: np.ndarray, od: Operand) -> np.ndarray:
+    """float32 results -> storage of `od`: float16 by rounding, quantized types by `convertFloat32ToQuant`
+    (round half away of x / scale + zero_point in float32, saturated to the type)."""
+    x = np.asarray(x, dtype=F32)
+    if od.type.is_quantized:
+        lo, hi = qrange(od.type)
+        with np.errstate(invalid="ignore", over="ignore"):
+            q = round_half_away(x / F32(od.scale) + F32(od.zero_point))
+        return np.clip(np.nan_to_num(q), lo, hi).astype(od.dtype)
+    return x.astype(od.dtype)
+
+
+def float_scalar(call: KernelCall, i: int) -> np.float32:
+    """A FLOAT32 / FLOAT16 scalar input as float32 (float16 widens exactly)."""
+    return F32(call.scalar(i))
+
+
+def check_quant_boxes(call: KernelCall, i: int, what: str = "boxes") -> None:
+    """Quantized boxes must be TENSOR_QUANT16_ASYMM with scale 0.125 and zero point 0."""
+    od = call.in_operands[i]
+    if od.type.is_quantized and (od.type is not OperandType.TENSOR_QUANT16_ASYMM or od.scale != 0.125
+                                 or od.zero_point != 0):
+        raise call.fail(f"input {i} ({what}) must be TENSOR_QUANT16_ASYMM with scale 0.125 and zero point 0, "
+                        f"got {od.type.name} scale {od.scale:g} zero point {od.zero_point}")
+
+
+def iou_one_to_many(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """`getIoUAxisAligned(boxes[k], box)` for every k, in float32 and the reference's operation order
+    (a zero union gives NaN, which never reaches a threshold)."""
+    area1 = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    area2 = (box[2] - box[0]) * (box[3] - box[1])
+    w = np.maximum(np.minimum(boxes[:, 2], box[2]) - np.maximum(boxes[:, 0], box[0]), F32(0))
+    h = np.maximum(np.minimum(boxes[:, 3], box[3]) - np.maximum(boxes[:, 1], box[1]), F32(0))
+    inter = w * h
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (inter / ((area1 + area2) - inter)).astype(F32)
+
+
+# A soft-NMS kernel: (iou of the candidates with the box just selected) -> score multipliers.
+SoftKernel = Callable[[np.ndarray], np.ndarray]
+
+
+def soft_kernel(kind: int, iou_threshold: float, sigma: float) -> SoftKernel | None:
+    """BOX_WITH_NMS_LIMIT's kernels: 0 hard, 1 linear, 2 gaussian; None for an unknown kind."""
+    thr, sig = F32(iou_threshold), F32(sigma)
+    if kind == 0:
+        return lambda iou: np.where(iou < thr, F32(1), F32(0)).astype(F32)
+    if kind == 1:
+        return lambda iou: np.where(iou < thr, F32(1), F32(1) - iou).astype(F32)
+    if kind == 2:
+        return lambda iou: np.exp(F32(-1) * iou * iou / sig).astype(F32)
+    return None
+
+
+def nms_single_class(select: np.ndarray, scores: np.ndarray, boxes: np.ndarray, max_detections: int,
+                     iou_threshold: float | None = None, kernel: SoftKernel | None = None,
+                     score_threshold: float = 0.0) -> np.ndarray:
+    """Greedy NMS over the candidate indices `select` (into `scores` and `boxes`), in their given order.
+
+    Hard NMS (`kernel` None) drops candidates whose IoU with the selected box is >= `iou_threshold`.
+    Soft NMS multiplies the candidates' scores (in place in `scores`) by `kernel(iou)` and drops those
+    below `score_threshold`. Returns the selected indices in selection order, at most `max_detections`
+    (all when negative).
+
+    The reference keeps candidates in an array, moves each round's best (the first maximum) to the
+    front and swaps every dropped candidate with the last live one; the later rounds' first-maximum
+    choice among equal scores depends on that order, so it is reproduced here: the live candidates
+    that sat behind the dropped ones refill the dropped slots in reverse order.
+    """
+    sel = np.array(select, dtype=np.int64)
+    limit = len(sel) if max_detections < 0 else max_detections
+    start, end = 0, len(sel)
+    thr = F32(iou_threshold) if iou_threshold is not None else None
+    while start < end and start < limit:  # one round per selected box: inherent to greedy NMS
+        window = sel[start:end]
+        k = int(np.argmax(scores[window]))
+        sel[start], sel[start + k] = sel[start + k], sel[start]
+        rest = sel[start + 1:end]
+        if rest.size:
+            iou = iou_one_to_many(boxes[sel[start]], boxes[rest])
+            if kernel is None:
+                drop = iou >= thr
+            else:
+                scores[rest] = (scores[rest] * kernel(iou)).astype(scores.dtype)
+                drop = scores[rest] < F32(score_threshold)
+            if drop.any():
+                kept = int(rest.size - drop.sum())
+                front = rest[:kept].copy()
+                back = rest[kept:]
+                front[np.flatnonzero(drop[:kept])] = back[~drop[kept:]][::-1]
+                sel[start + 1:start + 1 + kept] = front
+                end = start + 1 + kept
+        start += 1
+    return sel[:start]
+
+
+def stable_order_desc(values: np.ndarray) -> np.ndarray:
+    """Indices sorting `values` descending, ties in their current order (the reference's std::sort leaves
+    the order of ties unspecified; keeping it stable is the deterministic choice)."""
+    return np.argsort(-values.astype(np.float64), kind="stable")
+
+
+def batch_splits(batches: np.ndarray) -> list[tuple[int, int]]:
+    """(start, stop) runs of equal consecutive batch indices, as BOX_WITH_NMS_LIMIT groups its boxes."""
+    if batches.size == 0:
+        return []
+    cuts = np.flatnonzero(np.diff(batches) != 0) + 1
+    starts = np.concatenate(([0], cuts))
+    stops = np.concatenate((cuts, [batches.size]))
+    return list(zip(starts.tolist(), stops.tolist()))
