@@ -148,8 +148,13 @@ def recurrent(kind: str) -> keras.Model:
     return keras.Model(inp, x, name=f"{kind}_mini")
 
 
-def randomize_batch_norms(model: keras.Model, rng: np.random.Generator) -> None:
+def randomize_statistics(model: keras.Model, rng: np.random.Generator) -> None:
+    """Random batch-norm statistics and biases (Keras initializes them to constants, and the converter
+    drops all-zero biases, which would leave the bias paths of the lowering untested)."""
     for layer in model.layers:
+        bias = getattr(getattr(layer, "cell", layer), "bias", None)
+        if bias is not None and not isinstance(layer, layers.BatchNormalization):
+            bias.assign(rng.uniform(-0.1, 0.1, tuple(bias.shape)).astype(np.float32))
         if isinstance(layer, layers.BatchNormalization):
             gamma, beta, mean, var = layer.get_weights()
             layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape).astype(np.float32),
@@ -192,7 +197,29 @@ def fix_batch(flatbuffer: bytes) -> bytes:
     return bytes(fbu.convert_object_to_bytearray(model))
 
 
+def custom_op_middle() -> bytes:
+    """Builtins around a custom op the TFLite interpreter can run: MUL/ADD -> AudioSpectrogram (a custom
+    op registered by TFLite's builtin op resolver; the converter writes its attributes as the flexbuffer map
+    that kernel reads) -> FULLY_CONNECTED -> SOFTMAX. Partial delegation: two partitions around the CPU op."""
+    rng = np.random.default_rng(SEED)
+    weights = tf.constant(rng.normal(0.0, 0.02, (129, 6)).astype(np.float32))
+    bias = tf.constant(rng.uniform(-0.1, 0.1, (6,)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([512, 1], tf.float32, name="audio")])
+    def model(audio):
+        x = audio * 0.5 + 0.1
+        spec = tf.raw_ops.AudioSpectrogram(input=x, window_size=256, stride=128, magnitude_squared=False)
+        frames = tf.reshape(spec, [-1, 129])
+        return tf.nn.softmax(tf.matmul(frames, weights) + bias)
+
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([model.get_concrete_function()], model)
+    conv.allow_custom_ops = True
+    return conv.convert()
+
+
 def build(name: str) -> bytes:
+    if name == "custom_op_middle":
+        return custom_op_middle()
     keras.utils.set_random_seed(SEED)
     rng = np.random.default_rng(SEED)
     if name.startswith("mobilenet_v2"):
@@ -203,7 +230,7 @@ def build(name: str) -> bytes:
         model = efficientnet_se()
     else:
         model = recurrent(name.split("_")[0])
-    randomize_batch_norms(model, rng)
+    randomize_statistics(model, rng)
     conv = converter_for(model)
     if name.endswith("_fp16"):
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -222,10 +249,12 @@ def build(name: str) -> bytes:
 
 FIXTURES = ("mobilenet_v2_float", "mobilenet_v2_fp16", "mobilenet_v2_int8", "mobilenet_v2_uint8io",
             "mobilenet_v3_int8", "mobilenet_v2_dynamic_range", "efficientnet_se_float", "lstm_keras",
-            "gru_keras")
+            "gru_keras", "custom_op_middle")
 
 
 def op_names(data: bytes) -> list[str]:
+    import warnings
+    warnings.filterwarnings("ignore", category=UserWarning)  # tf.lite.Interpreter's deprecation notice
     interp = tf.lite.Interpreter(model_content=data)
     return sorted({d["op_name"] for d in interp._get_ops_details()})
 

@@ -1,0 +1,224 @@
+"""End-to-end tests on real TensorFlow-converted models (examples/models/, built by
+examples/make_fixtures.py): whole-model conversion at the API levels each model family targets, and parity
+with TFLite's interpreter under the tolerance policy of nnconv.parity (float: 1e-4 of the output range;
+quantized: 1 LSB)."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from click.testing import CliRunner
+
+import nnconv
+from nnconv.errors import ConversionError
+from nnconv.lowering.diagnostics import Code, Verdict
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.parity import random_inputs, run_parity
+
+MODELS = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models"
+
+QUANT8 = {OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED}
+INT8_MODELS = ("mobilenet_v2_int8", "mobilenet_v3_int8", "mobilenet_v2_uint8io")
+
+
+def path(name: str) -> str:
+    p = MODELS / f"{name}.tflite"
+    if not p.is_file():  # the fixtures are committed; a missing one is a packaging error, not a skip
+        raise FileNotFoundError(p)
+    return str(p)
+
+
+def convert_or_explain(name: str, api_level: int, options: nnconv.ConversionOptions | None = None
+                       ) -> nnconv.ConversionResult:
+    """nnconv.convert; a refusal fails the test naming each refused op and why (not just a count)."""
+    try:
+        return nnconv.convert(path(name), api_level=api_level, options=options)
+    except ConversionError as e:
+        refused = [r for r in e.report.ops if not r.supported]  # type: ignore[attr-defined]
+        pytest.fail(f"{name} refused at API {api_level}: " + "; ".join(
+            f"#{r.index} {r.op}({','.join(r.input_dtypes)}): {r.reason}" for r in refused))
+
+
+def assert_model_parity(name: str, api_level: int, options: nnconv.ConversionOptions | None = None,
+                        seeds: tuple[int, ...] = (0, 1)) -> nnconv.ConversionResult:
+    """Converts the whole model at `api_level`, runs both engines on seeded inputs, fails on any output
+    outside tolerance (the message names every failing output)."""
+    result = convert_or_explain(name, api_level, options)
+    for seed in seeds:
+        feed = random_inputs(result.converted.inputs, seed)
+        report = run_parity(path(name), result.converted, feed)
+        bad = [o for o in report.outputs if not o.passed]
+        assert not bad, f"{name} at API {api_level}, seed {seed}: " + "; ".join(
+            f"{o.name}: max|diff|={o.max_abs:.3g} rel={o.max_rel:.3g} lsb={o.max_lsb} {o.detail}" for o in bad)
+    return result
+
+
+def operand_types(result: nnconv.ConversionResult) -> set[OperandType]:
+    model = result.converted.model
+    return {o.type for sg in [model.main, *model.referenced] for o in sg.operands}
+
+
+def operation_types(result: nnconv.ConversionResult) -> list[OperationType]:
+    model = result.converted.model
+    return [op.type for sg in [model.main, *model.referenced] for op in sg.operations]
+
+
+def refusal(name: str, api_level: int, options: nnconv.ConversionOptions | None = None) -> ConversionError:
+    with pytest.raises(ConversionError) as info:
+        nnconv.convert(path(name), api_level=api_level, options=options)
+    return info.value
+
+
+# -- float MobileNetV2 and its float16-weight variant --------------------------------------------------
+@pytest.mark.parametrize("api_level", [27, 28, 29, 30])
+@pytest.mark.parametrize("name", ["mobilenet_v2_float", "mobilenet_v2_fp16"])
+def test_float_mobilenet_v2(name: str, api_level: int) -> None:
+    result = assert_model_parity(name, api_level)
+    ops = operation_types(result)
+    assert ops.count(OperationType.CONV_2D) == 11 and ops.count(OperationType.DEPTHWISE_CONV_2D) == 5
+    assert OperandType.TENSOR_FLOAT16 not in operand_types(result)  # float16 weights become float32
+
+
+def test_fp16_weights_are_folded() -> None:
+    """Every DEQUANTIZE of a float16 weight is evaluated at conversion time, as the delegate does."""
+    report = nnconv.check_model(path("mobilenet_v2_fp16"), api_level=27)
+    dequantize = [r for r in report.ops if r.op == "DEQUANTIZE"]
+    assert len(dequantize) == 34  # every weight and bias of the model
+    assert all(r.status == Verdict.FOLDED for r in dequantize)
+
+
+# -- full-integer MobileNetV2 / V3 --------------------------------------------------------------------
+@pytest.mark.parametrize("name", INT8_MODELS)
+def test_int8_api29_uint8_path(name: str) -> None:
+    """Below API 30 the int8 activations travel as TENSOR_QUANT8_ASYMM with zero point +128."""
+    result = assert_model_parity(name, 29)
+    types = operand_types(result)
+    assert OperandType.TENSOR_QUANT8_ASYMM in types
+    assert OperandType.TENSOR_QUANT8_ASYMM_SIGNED not in types
+    assert OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL in types  # the per-channel int8 filters
+    spec = result.converted.inputs[0]
+    assert spec.offset == (128 if spec.dtype == "int8" else 0)
+
+
+@pytest.mark.parametrize("name", INT8_MODELS)
+def test_int8_api30_signed_path(name: str) -> None:
+    result = assert_model_parity(name, 30)
+    types = operand_types(result)
+    assert OperandType.TENSOR_QUANT8_ASYMM_SIGNED in types
+    assert OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL in types
+    assert result.converted.inputs[0].offset == 0
+
+
+@pytest.mark.parametrize("name", INT8_MODELS)
+def test_int8_refused_at_api27(name: str) -> None:
+    """Per-channel int8 filters need API 29: every convolution is refused saying so, with API 29 as its lowest
+    accepting level; no refused op needs more than API 29 (the model converts there)."""
+    err = refusal(name, 27)
+    refused = [r for r in err.report.ops if not r.supported]  # type: ignore[attr-defined]
+    convs = [r for r in refused if r.op in ("CONV_2D", "DEPTHWISE_CONV_2D")]
+    assert len(convs) == sum(1 for r in err.report.ops if r.op in ("CONV_2D", "DEPTHWISE_CONV_2D"))  # type: ignore[attr-defined]
+    assert all("per-channel" in r.reason.lower() for r in convs), [r.reason for r in convs]
+    assert {r.min_api_level for r in convs} == {29}
+    assert all(r.min_api_level is not None and r.min_api_level <= 29 for r in refused)
+    assert Code.API_LEVEL in {d.code for d in err.diagnostics}
+
+
+def test_uint8_io_keeps_uint8_interface() -> None:
+    """The uint8 model's QUANTIZE edges: users feed and read uint8 at both levels."""
+    for level in (29, 30):
+        converted = nnconv.convert(path("mobilenet_v2_uint8io"), api_level=level).converted
+        assert [s.dtype for s in converted.inputs] == ["uint8"]
+        assert [s.dtype for s in converted.outputs] == ["uint8"]
+
+
+def test_mobilenet_v3_lowers_hard_swish() -> None:
+    result = nnconv.convert(path("mobilenet_v3_int8"), api_level=30)
+    assert operation_types(result).count(OperationType.HARD_SWISH) == 5
+
+
+# -- dynamic-range (hybrid) MobileNetV2 -------------------------------------------------------------
+def test_dynamic_range_api29() -> None:
+    assert_model_parity("mobilenet_v2_dynamic_range", 29)
+
+
+def test_dynamic_range_api27_with_folded_weights() -> None:
+    options = nnconv.ConversionOptions(fold_dynamic_range_weights=True)
+    result = assert_model_parity("mobilenet_v2_dynamic_range", 27, options)
+    assert not (operand_types(result) & QUANT8)
+
+
+def test_dynamic_range_api27_refused_without_folding() -> None:
+    err = refusal("mobilenet_v2_dynamic_range", 27)
+    refused = [r for r in err.report.ops if not r.supported]  # type: ignore[attr-defined]
+    hybrid = [r for r in refused if "int8" in r.input_dtypes]
+    assert [r.op for r in hybrid] == ["CONV_2D"] * 4  # the four convolutions with int8 filters
+    assert {r.min_api_level for r in hybrid} == {29}
+    assert all(r.min_api_level is not None and r.min_api_level <= 29 for r in refused)
+
+
+# -- EfficientNet squeeze-excite, LSTM, GRU: one partition at API 30 ----------------------------------
+@pytest.mark.parametrize("name", ["efficientnet_se_float", "lstm_keras", "gru_keras"])
+def test_single_partition_api30(name: str) -> None:
+    from nnconv.partition import analyse
+    report, plan = analyse(path(name), 30)
+    assert report.ok, "; ".join(f"#{r.index} {r.op}: {r.reason}" for r in report.ops if not r.supported)
+    assert len(plan.partitions) == 1, plan.summary_line()
+    assert not plan.partitions[0].error, plan.partitions[0].error
+    assert_model_parity(name, 30)
+
+
+def test_efficientnet_dynamic_batch_reshape_is_folded() -> None:
+    """SHAPE -> STRIDED_SLICE -> PACK computes the reshape target from the static batch-1 input shape:
+    the chain folds to a constant and the RESHAPE keeps a constant shape operand."""
+    report = nnconv.check_model(path("efficientnet_se_float"), api_level=30)
+    by_op: dict[str, set] = {}
+    for r in report.ops:
+        by_op.setdefault(r.op, set()).add(r.status)
+    assert by_op["SHAPE"] == by_op["STRIDED_SLICE"] == by_op["PACK"] == {Verdict.FOLDED}
+    assert by_op["RESHAPE"] == {Verdict.LOWERED}
+
+
+def test_lstm_is_one_sequence_op() -> None:
+    ops = operation_types(nnconv.convert(path("lstm_keras"), api_level=30))
+    assert OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM in ops
+
+
+def test_gru_keeps_its_while_loop() -> None:
+    result = nnconv.convert(path("gru_keras"), api_level=30)
+    assert OperationType.WHILE in [op.type for op in result.converted.model.main.operations]
+    assert len(result.converted.model.referenced) == 2  # condition and body
+
+
+# -- a custom op between builtins: partial delegation ----------------------------------------------------
+def test_custom_op_middle_refused_whole() -> None:
+    err = refusal("custom_op_middle", 30)
+    refused = [r for r in err.report.ops if not r.supported]  # type: ignore[attr-defined]
+    assert [(r.op, r.status) for r in refused] == [("CUSTOM(AudioSpectrogram)", Verdict.CUSTOM)]
+    assert Code.CUSTOM_OPERATOR in {d.code for d in err.diagnostics}
+
+
+def test_custom_op_middle_partitions_verify() -> None:
+    """Two partitions around the CPU-only custom op, each verified on TFLite's own boundary tensors."""
+    from nnconv.parity.partitioned import verify_model
+    from nnconv.partition import analyse
+    _report, plan = analyse(path("custom_op_middle"), 30)
+    assert [p.ops for p in plan.partitions] == [[0, 1], [3, 4]], plan.summary_line()
+    report = verify_model(path("custom_op_middle"), 30)
+    assert report.passed, report.to_json()
+    assert len(report.partitions) == 2  # type: ignore[attr-defined]
+
+
+# -- the README's quick start -------------------------------------------------------------------------
+def test_quick_start_verify_command() -> None:
+    from nnconv.cli import main
+    res = CliRunner().invoke(main, ["verify", path("mobilenet_v2_float"), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert '"passed": true' in res.output
+    assert '"mode": "partitioned"' not in res.output  # the whole model converted, not partition by partition
+
+
+def test_fixtures_are_small() -> None:
+    sizes = {p.name: p.stat().st_size for p in MODELS.glob("*.tflite")}
+    assert len(sizes) >= 9
+    assert max(sizes.values()) < 400_000 and sum(sizes.values()) < 3_000_000, sizes
