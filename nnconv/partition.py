@@ -33,8 +33,10 @@ from nnconv.lowering.diagnostics import Verdict
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.tflite.ir import Subgraph, TfliteModel
 from nnconv.tflite.reader import read_model
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 DEFAULT_MAX_PARTITIONS = 3  # the delegate's default max_number_delegated_partitions
+_CONTROL_FLOW = frozenset({int(BuiltinOperator.IF), int(BuiltinOperator.WHILE), int(BuiltinOperator.CALL_ONCE)})
 
 
 @dataclass(frozen=True)
@@ -135,11 +137,26 @@ PartialPlan = PartitionPlan  # the name `convert --allow-partial` knows it by
 
 
 # -- the delegate's grouping ------------------------------------------------------------------------
+def side_effect_ops(sg: Subgraph, nodes: Sequence[int]) -> list[int]:
+    """Nodes the interpreter marks `might_have_side_effect`: IF, WHILE, CALL_ONCE and any op reading or
+    writing a resource tensor. The greedy partitioner keeps them in their original relative order."""
+    out = []
+    for k in nodes:
+        op = sg.operators[k]
+        if op.builtin_code in _CONTROL_FLOW or any(
+                t >= 0 and sg.tensors[t].type == TensorType.RESOURCE for t in (*op.inputs, *op.outputs)):
+            out.append(k)
+    return out
+
+
 def group_nodes(sg: Subgraph, nodes: Sequence[int], delegated: Iterable[int]) -> list[tuple[bool, list[int]]]:
     """Splits `nodes` (execution order) into epochs of one kind each, as the interpreter's greedy partitioner
     does: [(is_delegated, [op indices in the order they run])]. Tensors not produced by a node in `nodes`
-    (model inputs, weights, folded constants) are available from the start."""
+    (model inputs, weights, folded constants) are available from the start; side-effecting nodes also wait
+    for the previous side-effecting node (the control-edge chain the partitioner adds in greedy mode)."""
     chosen = set(delegated)
+    chain = side_effect_ops(sg, nodes)
+    after = {b: a for a, b in zip(chain, chain[1:])}
     pending = {t for k in nodes for t in sg.operators[k].outputs if t >= 0}
     done: set[int] = set()
     epochs: list[tuple[bool, list[int]]] = []
@@ -154,6 +171,8 @@ def group_nodes(sg: Subgraph, nodes: Sequence[int], delegated: Iterable[int]) ->
                     continue
                 op = sg.operators[k]
                 if any(t >= 0 and t in pending for t in op.inputs):
+                    continue
+                if k in after and after[k] not in done:
                     continue
                 if kind is None:
                     kind = k in chosen  # the first ready node decides what this epoch is

@@ -90,6 +90,25 @@ def test_first_ready_node_decides_the_epoch_kind():
     assert epochs == [(False, [1]), (True, [0, 2, 3])]
 
 
+def test_side_effect_ops_keep_their_order():
+    """Ops touching a resource tensor are chained in execution order (the partitioner's control edges), so
+    S2 cannot join S0's CPU epoch ahead of S1, and the delegated ops split into two partitions."""
+    from nnconv.tflite.schema_enums import TensorType
+    rng = np.random.default_rng(0)
+    b = TfliteBuilder()
+    x = b.input("x", SHAPE, np.float32)
+    r = b.input("r", (1,), TensorType.RESOURCE)
+    a, bb, c, d, e = (b.tensor(n, SHAPE, np.float32) for n in "abcde")
+    b.op(BuiltinOperator.CUSTOM, [x], [a], custom_code="S0")
+    add_op(b, rng, "conv", x, bb, 1)
+    b.op(BuiltinOperator.CUSTOM, [bb, r], [c], custom_code="S1")
+    b.op(BuiltinOperator.CUSTOM, [x, r], [d], custom_code="S2")
+    add_op(b, rng, "conv", d, e, 4)
+    b.output(a, c, e)
+    sg = read_model(b.finish()).subgraphs[0]
+    assert group_nodes(sg, range(5), delegated={1, 4}) == [(False, [0]), (True, [1]), (False, [2, 3]), (True, [4])]
+
+
 @pytest.mark.parametrize("kinds,expected,boundary", [
     pytest.param(["conv", "conv", "custom", "conv", "conv"], [[0, 1], [3, 4]],
                  [(["x"], ["t1"]), (["t2"], ["t4"])], id="refused-in-the-middle"),
