@@ -288,3 +288,21 @@ def test_unreadable_input_exits_2_with_one_line(models, tmp_path):
 def test_policies_need_one_level(models):
     res = run(models["mid"], "--api-level", "all", "--fail-on", "refused")
     assert res.exit_code == 2 and "one target level" in res.stderr
+
+
+def test_progress_bar_only_on_a_terminal():
+    from rich.console import Console
+
+    from nnconv.report import _progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Tty()
+    assert _progress(["a.tflite", "b.tflite"], Console(file=tty, force_terminal=True), str.upper) == \
+        ["A.TFLITE", "B.TFLITE"]
+    assert "checking" in tty.getvalue()
+    pipe = io.StringIO()
+    assert _progress(["a.tflite", "b.tflite"], Console(file=pipe), str.upper) == ["A.TFLITE", "B.TFLITE"]
+    assert pipe.getvalue() == ""
