@@ -5,9 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import assert_parity, assert_refused, single_op_model
+import nnconv
+from nnconv.executor import Executor
+
+from harness import QuantParams, assert_parity, assert_refused, single_op_model
 from nnconv.lowering.diagnostics import Code
-from nnconv.tflite.options import Conv2DOptions
+from nnconv.lowering.convert import ConversionOptions
+from nnconv.parity.tflite_runner import TfliteRunner
+from nnconv.tflite.options import Conv2DOptions, DepthwiseConv2DOptions, TransposeConvOptions
 from nnconv.tflite.schema_enums import BuiltinOperator, Padding
 
 RNG = np.random.default_rng(7)
@@ -16,7 +21,8 @@ RNG = np.random.default_rng(7)
 def conv_model(in_shape, filt_shape, out_shape, padding, stride=(1, 1), dilation=(1, 1), act=0, bias=True):
     w = RNG.standard_normal(filt_shape).astype(np.float32)
     inputs = [("x", in_shape, np.float32), ("w", w)]
-    inputs.append(("b", RNG.standard_normal(filt_shape[0]).astype(np.float32)) if bias else None)
+    if bias:  # TFLite's CONV_2D takes a missing bias as two inputs, not an omitted (-1) third one
+        inputs.append(("b", RNG.standard_normal(filt_shape[0]).astype(np.float32)))
     opts = Conv2DOptions(padding=padding, stride_w=stride[1], stride_h=stride[0], fused_activation_function=act,
                          dilation_w_factor=dilation[1], dilation_h_factor=dilation[0])
     return single_op_model(BuiltinOperator.CONV_2D, inputs, [("y", out_shape, np.float32)], opts)
@@ -42,7 +48,22 @@ def test_conv2d_dilation_parity_and_refusal():
 
 
 def test_conv2d_without_bias_gets_zero_bias():
-    assert_parity(conv_model((1, 5, 6, 3), (2, 3, 3, 3), (1, 5, 6, 2), Padding.SAME, bias=False), api_level=27)
+    # TFLite's float CONV_2D kernel refuses a bias-less node, so the reference is the same filter with an
+    # explicit zero bias, itself checked against TFLite.
+    w = RNG.standard_normal((2, 3, 3, 3)).astype(np.float32)
+    opts = Conv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1)
+    out = [("y", (1, 5, 6, 2), np.float32)]
+    no_bias = single_op_model(BuiltinOperator.CONV_2D, [("x", (1, 5, 6, 3), np.float32), ("w", w)], out, opts)
+    zero_bias = single_op_model(BuiltinOperator.CONV_2D, [("x", (1, 5, 6, 3), np.float32), ("w", w),
+                                                          ("b", np.zeros(2, np.float32))], out, opts)
+    assert_parity(zero_bias, api_level=27)
+    conv = nnconv.convert(no_bias, api_level=27).converted
+    bias = conv.model.main.operands[conv.model.main.operations[0].inputs[2]]
+    assert bias.is_constant and bias.type.name == "TENSOR_FLOAT32"
+    x = {"x": RNG.uniform(-1, 1, (1, 5, 6, 3)).astype(np.float32)}
+    got = Executor(conv).run(x)["y"]
+    ref = Executor(nnconv.convert(zero_bias, api_level=27).converted).run(x)["y"]
+    np.testing.assert_array_equal(got, ref)
 
 
 def test_grouped_conv_parity():
@@ -55,3 +76,145 @@ def test_grouped_conv_parity():
 def test_conv2d_sign_bit_activation_refused():
     m = conv_model((1, 5, 6, 3), (2, 3, 3, 3), (1, 5, 6, 2), Padding.SAME, act=5)
     assert_refused(m, 30, Code.OPTION)
+
+
+# -- quantized CONV_2D ------------------------------------------------------------------------------
+def quant_conv_model(dtype, in_shape, filt_shape, out_shape, padding=Padding.SAME, stride=(1, 1), act=0,
+                     per_channel=False, out_scale=0.25, dilation=(1, 1)):
+    """uint8 (asymmetric filter) or int8 (per-tensor or per-channel symmetric filter) CONV_2D."""
+    in_q = QuantParams(0.05, 131 if dtype == np.uint8 else -3)
+    out_q = QuantParams(out_scale, 120 if dtype == np.uint8 else 5)
+    o = filt_shape[0]
+    if dtype == np.uint8:
+        w = RNG.integers(0, 256, filt_shape).astype(np.uint8)
+        w_q = QuantParams(0.02, 127)
+        b_scale = [0.05 * 0.02] * o
+    elif per_channel:
+        w = RNG.integers(-127, 128, filt_shape).astype(np.int8)
+        scales = list(RNG.uniform(0.005, 0.03, o))
+        w_q = QuantParams(scales, [0] * o, quantized_dimension=0)
+        b_scale = [0.05 * s for s in scales]
+    else:
+        w = RNG.integers(-127, 128, filt_shape).astype(np.int8)
+        w_q = QuantParams(0.02, 0)
+        b_scale = [0.05 * 0.02] * o
+    b = RNG.integers(-2000, 2000, o).astype(np.int32)
+    b_q = QuantParams(b_scale if per_channel else b_scale[0], [0] * o if per_channel else 0)
+    opts = Conv2DOptions(padding=padding, stride_w=stride[1], stride_h=stride[0], fused_activation_function=act,
+                         dilation_w_factor=dilation[1], dilation_h_factor=dilation[0])
+    return single_op_model(BuiltinOperator.CONV_2D, [("x", in_shape, dtype, in_q), ("w", w, w_q), ("b", b, b_q)],
+                           [("y", out_shape, dtype, out_q)], opts)
+
+
+@pytest.mark.parametrize("api", [27, 29, 30])
+@pytest.mark.parametrize("act", [0, 1, 3])
+def test_conv2d_uint8_parity(api, act):
+    m = quant_conv_model(np.uint8, (2, 9, 7, 3), (5, 3, 2, 3), (2, 5, 4, 5), stride=(2, 2), act=act)
+    assert_parity(m, api_level=api, expect_ops=["CONV_2D"])
+
+
+@pytest.mark.parametrize("api", [27, 30])
+def test_conv2d_int8_per_tensor_parity(api):
+    # API 27: carried as uint8 + 128 (NNAPI 1.0 runs it); API 30: TENSOR_QUANT8_ASYMM_SIGNED.
+    m = quant_conv_model(np.int8, (1, 8, 6, 3), (4, 3, 3, 3), (1, 8, 6, 4), act=1)
+    assert_parity(m, api_level=api, expect_ops=["CONV_2D"])
+
+
+@pytest.mark.parametrize("api", [29, 30])
+def test_conv2d_int8_per_channel_parity(api):
+    m = quant_conv_model(np.int8, (2, 7, 9, 3), (6, 3, 3, 3), (2, 4, 5, 6), stride=(2, 2), per_channel=True)
+    result = assert_parity(m, api_level=api, expect_ops=["CONV_2D"])
+    ops = result.converted.model.main
+    filt = ops.operands[ops.operations[0].inputs[1]]
+    assert filt.type.name == "TENSOR_QUANT8_SYMM_PER_CHANNEL"
+    assert ops.operands[ops.operations[0].inputs[0]].type.name == (
+        "TENSOR_QUANT8_ASYMM_SIGNED" if api >= 30 else "TENSOR_QUANT8_ASYMM")
+
+
+def test_conv2d_int8_dilated_per_channel_parity():
+    m = quant_conv_model(np.int8, (1, 11, 9, 2), (3, 3, 3, 2), (1, 11, 9, 3), per_channel=True, dilation=(2, 3))
+    assert_parity(m, api_level=30, expect_ops=["CONV_2D"])
+
+
+def test_conv2d_per_channel_refused_below_29():
+    m = quant_conv_model(np.int8, (1, 7, 9, 3), (6, 3, 3, 3), (1, 7, 9, 6), per_channel=True)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_conv2d_uint8_scale_restriction_below_29():
+    # input_scale * filter_scale (0.05 * 0.02 = 1e-3) >= output_scale 5e-4: NNAPI 1.0/1.1 forbid it.
+    m = quant_conv_model(np.uint8, (1, 5, 4, 2), (2, 1, 1, 2), (1, 5, 4, 2), out_scale=5e-4)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    assert_parity(m, api_level=29)
+
+
+def test_conv2d_quantized_filter_dtype_mismatch_refused():
+    w = RNG.integers(0, 255, (2, 3, 3, 2)).astype(np.uint8)
+    m = single_op_model(BuiltinOperator.CONV_2D,
+                        [("x", (1, 5, 4, 2), np.int8, QuantParams(0.05, 0)), ("w", w, QuantParams(0.02, 128)),
+                         ("b", np.zeros(2, np.int32), QuantParams(0.001, 0))],
+                        [("y", (1, 5, 4, 2), np.int8, QuantParams(0.1, 0))],
+                        Conv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1))
+    assert_refused(m, 30, Code.DTYPE)
+
+
+# -- dynamic-range (hybrid) weights -----------------------------------------------------------------
+def hybrid_model(op, in_shape, w_q, out_shape, options, per_channel=True):
+    """Float input, int8 symmetric weights (per-channel on `dim` when per_channel), float bias."""
+    shape, dim = w_q
+    w = RNG.integers(-127, 128, shape).astype(np.int8)
+    n = shape[dim]
+    q = (QuantParams(list(RNG.uniform(0.002, 0.01, n)), [0] * n, quantized_dimension=dim) if per_channel
+         else QuantParams(0.005, 0))
+    b = RNG.standard_normal(n).astype(np.float32) * 0.1
+    return single_op_model(op, [("x", in_shape, np.float32), ("w", w, q), ("b", b)],
+                           [("y", out_shape, np.float32)], options), w, q, b
+
+
+def _float_twin(op, in_shape, w, q, b, out_shape, options):
+    """The same op with the weights dequantized to float32 (what NNAPI computes for a hybrid op)."""
+    scales = np.asarray(q.scale, np.float32)
+    if scales.size > 1:
+        shape = [1] * w.ndim
+        shape[q.quantized_dimension] = -1
+        scales = scales.reshape(shape)
+    wf = (w.astype(np.float32) * scales).astype(np.float32)
+    return single_op_model(op, [("x", in_shape, np.float32), ("w", wf), ("b", b)],
+                           [("y", out_shape, np.float32)], options)
+
+
+HYBRID_CASES = [
+    pytest.param(BuiltinOperator.CONV_2D, (2, 7, 5, 3), ((4, 3, 3, 3), 0), (2, 7, 5, 4),
+                 Conv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1), id="conv"),
+    pytest.param(BuiltinOperator.DEPTHWISE_CONV_2D, (1, 7, 5, 3), ((1, 3, 3, 6), 3), (1, 4, 3, 6),
+                 DepthwiseConv2DOptions(padding=Padding.SAME, stride_w=2, stride_h=2, depth_multiplier=2),
+                 id="depthwise"),
+]
+
+
+@pytest.mark.parametrize("op,in_shape,w_q,out_shape,options", HYBRID_CASES)
+def test_hybrid_dequantize_at_29_and_fold_at_27(op, in_shape, w_q, out_shape, options):
+    m, w, q, b = hybrid_model(op, in_shape, w_q, out_shape, options)
+    twin = _float_twin(op, in_shape, w, q, b, out_shape, options)
+    assert_parity(twin, api_level=27)  # the float computation NNAPI runs, checked against TFLite
+    x = {"x": RNG.uniform(-1, 1, in_shape).astype(np.float32)}
+    ref = Executor(nnconv.convert(twin, api_level=27).converted).run(x)["y"]
+    name = op.name
+    at29 = nnconv.convert(m, api_level=29).converted
+    assert [o.type.name for o in at29.model.main.operations] == ["DEQUANTIZE", name]
+    np.testing.assert_allclose(Executor(at29).run(x)["y"], ref, rtol=0, atol=1e-6)
+    folded = nnconv.convert(m, api_level=27, options=ConversionOptions(fold_dynamic_range_weights=True))
+    assert [o.type.name for o in folded.converted.model.main.operations] == [name]
+    np.testing.assert_allclose(Executor(folded.converted).run(x)["y"], ref, rtol=0, atol=1e-6)
+    # TFLite's own hybrid kernel quantizes the activations on the fly: agreement to within that error.
+    tfl = TfliteRunner(m)
+    idx = tfl.input_details()[0]["index"]
+    expected = next(iter(tfl.run({idx: x["x"]}).values()))
+    assert np.max(np.abs(expected - ref)) <= 0.02 * np.max(np.abs(ref))
+
+
+@pytest.mark.parametrize("op,in_shape,w_q,out_shape,options", HYBRID_CASES)
+def test_hybrid_refused_below_29_without_folding(op, in_shape, w_q, out_shape, options):
+    m, *_ = hybrid_model(op, in_shape, w_q, out_shape, options)
+    diags = assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    assert any("--fold-weights" in d.hint for d in diags)

@@ -1,13 +1,25 @@
-"""Convolutions: CONV_2D (and GROUPED_CONV_2D when the filter depth divides the input depth)."""
+"""Convolutions: CONV_2D (GROUPED_CONV_2D when the filter depth divides the input depth), DEPTHWISE_CONV_2D,
+TRANSPOSE_CONV, and MediaPipe's Convolution2DTransposeBias custom op.
+
+Float, quantized (uint8 / int8, per-channel int8 weights) and dynamic-range (hybrid) variants share the
+operand policy of `_weights`.
+"""
 
 from __future__ import annotations
 
-from nnconv.lowering.common import FLOAT, bias_operand, padding_code
+import struct
+
+import numpy as np
+
+from nnconv.lowering.common import padding_code
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
-from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.registry import Rule, custom_rule, lowering_rule
+from nnconv.lowering.rules._weights import bias_for, check_weighted_op, kernel_activation, weights_operand
 from nnconv.nnapi.enums import OperationType
-from nnconv.tflite.schema_enums import BuiltinOperator
+from nnconv.tflite.schema_enums import BuiltinOperator, Padding, TensorType
+
+CONV_DTYPES = ("float32", "uint8", "int8", "float32+int8 weights (hybrid)")
 
 
 @lowering_rule(BuiltinOperator.CONV_2D)
@@ -16,19 +28,24 @@ class Conv2D(Rule):
     (input, filter, bias, padding code, stride_w, stride_h, fuse code[, NCHW=false, dilation_w, dilation_h]).
 
     Dilation needs the API 29 operand form. When C is a multiple of C' > 1 groups, the op becomes
-    GROUPED_CONV_2D (API 29) with num_groups = C / C'. A missing bias becomes a zero constant.
+    GROUPED_CONV_2D (API 29) with num_groups = C / C'. A missing bias becomes a zero constant (int32 with
+    scale input_scale * filter_scale when quantized). Quantized: uint8, or int8 (TENSOR_QUANT8_ASYMM_SIGNED
+    from API 30, uint8 + 128 below; per-channel int8 filters TENSOR_QUANT8_SYMM_PER_CHANNEL from API 29).
+    TFLite's NNAPI delegate takes int8 only from API 29; NNAPI itself runs the shifted per-tensor form at 27.
+    Hybrid (float input, int8 weights): DEQUANTIZE of the weights feeding a float CONV_2D from API 29, or
+    weights folded to float32 with --fold-weights at any level.
     """
 
-    nnapi_ops = (OperationType.CONV_2D, OperationType.GROUPED_CONV_2D)
-    dtypes = ("float32",)
-    constraints = "rank-4 input; dilation and grouped filters need API 29; constant filter"
+    nnapi_ops = (OperationType.CONV_2D, OperationType.GROUPED_CONV_2D, OperationType.DEQUANTIZE)
+    dtypes = CONV_DTYPES
+    constraints = ("rank-4 input; dilation, grouped filters, per-channel weights and hybrid weights need API 29; "
+                   "below 29 input_scale*filter_scale < output_scale")
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2, 3):
             return
         x, w = c.input(0), c.input(1)
-        c.require_dtype(x, FLOAT)
-        c.require_dtype(w, FLOAT, "filter")
+        check_weighted_op(c, x, w, c.input(2), "CONV_2D")
         c.require_rank(x, 4, 4)
         c.require_rank(w, 4, 4, "filter")
         c.require_static_shapes()
@@ -47,12 +64,13 @@ class Conv2D(Rule):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
-        x, w = c.in_(0), c.in_(1)
+        x = c.in_(0)
+        w = weights_operand(c, 1)
         x_t, w_t = c.input(0), c.input(1)
-        bias = bias_operand(c, 2, w_t.shape[0], x, w)
+        bias = bias_for(c, 2, w_t.shape[0], x, w)
         groups = x_t.shape[3] // w_t.shape[3]
         dilated = o.dilation_w_factor != 1 or o.dilation_h_factor != 1
-        fused = c.fused_output(o.fused_activation_function)
+        fused = c.fused_output(kernel_activation(o.fused_activation_function))
         args = [x, w, bias, c.i32(padding_code(o.padding)), c.i32(o.stride_w), c.i32(o.stride_h)]
         if groups > 1:
             args += [c.i32(groups), c.i32(fused.code), c.boolean(False)]
@@ -63,3 +81,172 @@ class Conv2D(Rule):
                 args += [c.boolean(False), c.i32(o.dilation_w_factor), c.i32(o.dilation_h_factor)]
             c.emit(OperationType.CONV_2D, args, [fused.operand])
         fused.finish()
+
+
+@lowering_rule(BuiltinOperator.DEPTHWISE_CONV_2D)
+class DepthwiseConv2D(Rule):
+    """TFLite DEPTHWISE_CONV_2D(input [N,H,W,C], filter [1,KH,KW,C*M], bias [C*M]?) -> NNAPI
+    DEPTHWISE_CONV_2D (input, filter, bias, padding code, stride_w, stride_h, depth multiplier M, fuse code
+    [, NCHW=false, dilation_w, dilation_h]).
+
+    M is taken from the shapes (filter depth / input depth), which is what the computation means even when
+    a converter left the option at a stale value. Dilation needs API 29. Quantized and hybrid variants as
+    CONV_2D (per-channel weights on dimension 3).
+    """
+
+    nnapi_ops = (OperationType.DEPTHWISE_CONV_2D, OperationType.DEQUANTIZE)
+    dtypes = CONV_DTYPES
+    constraints = ("rank-4 input; filter depth a multiple of the input depth; dilation, per-channel and hybrid "
+                   "weights need API 29")
+
+    def check(self, c: CheckContext) -> None:
+        if not c.require_inputs(2, 3):
+            return
+        x, w = c.input(0), c.input(1)
+        check_weighted_op(c, x, w, c.input(2), "DEPTHWISE_CONV_2D")
+        c.require_rank(x, 4, 4)
+        c.require_rank(w, 4, 4, "filter")
+        c.require_static_shapes()
+        o = c.options
+        if x is not None and w is not None and x.rank == 4 and w.rank == 4:
+            if w.shape[0] != 1 or x.shape[3] == 0 or w.shape[3] % x.shape[3]:
+                c.refuse(Code.OPERAND_VALUE, f"filter {list(w.shape)} is not [1, KH, KW, {x.shape[3]} * M]")
+        if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
+            c.require_api(29, "dilated DEPTHWISE_CONV_2D")
+        c.check_fused_activation(o.fused_activation_function)
+
+    def lower(self, c: LowerContext) -> None:
+        o = c.options
+        x = c.in_(0)
+        w = weights_operand(c, 1)
+        x_t, w_t = c.input(0), c.input(1)
+        bias = bias_for(c, 2, w_t.shape[3], x, w)
+        fused = c.fused_output(kernel_activation(o.fused_activation_function))
+        args = [x, w, bias, c.i32(padding_code(o.padding)), c.i32(o.stride_w), c.i32(o.stride_h),
+                c.i32(w_t.shape[3] // x_t.shape[3]), c.i32(fused.code)]
+        if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
+            args += [c.boolean(False), c.i32(o.dilation_w_factor), c.i32(o.dilation_h_factor)]
+        c.emit(OperationType.DEPTHWISE_CONV_2D, args, [fused.operand])
+        fused.finish()
+
+
+def transpose_padding(in_size: int, out_size: int, stride: int, filter_size: int) -> tuple[int, int]:
+    """TFLite's transpose-conv padding for a given output size: total = (in - 1) * stride + filter - out,
+    head = total // 2, the odd remainder at the tail (`ComputePaddingWithOffset`)."""
+    total = max((in_size - 1) * stride + filter_size - out_size, 0)
+    return total // 2, total - total // 2
+
+
+def _emit_transpose_conv(c: LowerContext, x_slot: int, w_slot: int, bias_slot: int, padding: int,
+                         stride_w: int, stride_h: int, act: int) -> None:
+    """NNAPI TRANSPOSE_CONV_2D in the explicit-padding form, with TFLite's padding for the output size."""
+    x_t, w_t, out_t = c.input(x_slot), c.input(w_slot), c.output(0)
+    x = c.in_(x_slot)
+    w = weights_operand(c, w_slot, x_slot)
+    bias = bias_for(c, bias_slot, w_t.shape[0], x, w)
+    if padding == Padding.VALID:
+        pl = pr = pt = pb = 0
+        # A VALID output larger than the natural size is padded at the tail (negative tail padding).
+        pr = (x_t.shape[2] - 1) * stride_w + w_t.shape[2] - out_t.shape[2]
+        pb = (x_t.shape[1] - 1) * stride_h + w_t.shape[1] - out_t.shape[1]
+    else:
+        pl, pr = transpose_padding(x_t.shape[2], out_t.shape[2], stride_w, w_t.shape[2])
+        pt, pb = transpose_padding(x_t.shape[1], out_t.shape[1], stride_h, w_t.shape[1])
+    fused = c.fused_output(kernel_activation(act))
+    args = [x, w, bias, c.i32(pl), c.i32(pr), c.i32(pt), c.i32(pb), c.i32(stride_w), c.i32(stride_h),
+            c.i32(fused.code), c.boolean(False)]
+    c.emit(OperationType.TRANSPOSE_CONV_2D, args, [fused.operand])
+    fused.finish()
+
+
+def _check_transpose_conv(c: CheckContext, x_slot: int, w_slot: int, bias_slot: int, act: int) -> None:
+    c.require_api(29, "TRANSPOSE_CONV_2D")
+    x, w = c.input(x_slot), c.input(w_slot)
+    check_weighted_op(c, x, w, c.input(bias_slot), "TRANSPOSE_CONV")
+    c.require_rank(x, 4, 4)
+    c.require_rank(w, 4, 4, "filter")
+    c.require_static_shapes()
+    if x is not None and w is not None and x.rank == 4 and w.rank == 4 and x.shape[3] != w.shape[3]:
+        c.refuse(Code.OPERAND_VALUE, f"input depth {x.shape[3]} differs from filter depth {w.shape[3]}")
+    out = c.output(0)
+    if x is not None and w is not None and x.rank == 4 and w.rank == 4 and out.rank == 4:
+        if out.shape[3] != w.shape[0] or out.shape[0] != x.shape[0]:
+            c.refuse(Code.OPERAND_VALUE, f"output shape {list(out.shape)} does not match the filter and input")
+    c.check_fused_activation(act)
+
+
+@lowering_rule(BuiltinOperator.TRANSPOSE_CONV)
+class TransposeConv(Rule):
+    """TFLite TRANSPOSE_CONV(output_shape [4], weights [O,KH,KW,C], input [N,H,W,C][, bias [O]]) -- note the
+    order: the input comes third -> NNAPI TRANSPOSE_CONV_2D (input, filter, bias, pad left/right/top/bottom,
+    stride_w, stride_h, fuse code, NCHW=false), API 29.
+
+    The explicit-padding form carries TFLite's padding exactly (head = total // 2, odd remainder at the
+    tail, total = (in - 1) * stride + K - out), also where NNAPI's implicit scheme would round differently;
+    the output shape must be constant and equal to the output tensor's. A missing bias becomes zeros.
+    """
+
+    nnapi_ops = (OperationType.TRANSPOSE_CONV_2D, OperationType.DEQUANTIZE)
+    min_api_level = 29
+    dtypes = CONV_DTYPES
+    constraints = "API 29; constant output_shape; rank-4 input; hybrid weights need API 29 or --fold-weights"
+
+    def check(self, c: CheckContext) -> None:
+        if not c.require_inputs(3, 4):
+            return
+        shape_t = c.input(0)
+        if c.require_const(shape_t, "output_shape"):
+            shape = [int(v) for v in np.asarray(c.const_value(shape_t)).reshape(-1)]
+            if shape != list(c.output(0).shape):
+                c.refuse(Code.OPERAND_VALUE, f"output_shape {shape} differs from the output tensor's "
+                         f"{list(c.output(0).shape)}")
+        opts = c.options
+        _check_transpose_conv(c, 2, 1, 3, getattr(opts, "fused_activation_function", 0))
+
+    def lower(self, c: LowerContext) -> None:
+        o = c.options
+        _emit_transpose_conv(c, 2, 1, 3, o.padding, o.stride_w, o.stride_h,
+                             getattr(o, "fused_activation_function", 0))
+
+
+# TfLitePadding of MediaPipe's custom options: 0 unknown, 1 same, 2 valid.
+_MP_PADDING = {1: Padding.SAME, 2: Padding.VALID}
+
+
+def mediapipe_transpose_options(raw: bytes | None) -> tuple[int, int, int] | None:
+    """(TFLite Padding, stride_w, stride_h) from the TfLiteTransposeConvParams-like struct (three
+    little-endian int32: padding, stride_width, stride_height); None when unreadable."""
+    if raw is None or len(raw) < 12:
+        return None
+    padding, sw, sh = struct.unpack_from("<iii", bytes(raw), 0)
+    if padding not in _MP_PADDING or sw < 1 or sh < 1:
+        return None
+    return int(_MP_PADDING[padding]), sw, sh
+
+
+@custom_rule("Convolution2DTransposeBias")
+class Convolution2DTransposeBias(Rule):
+    """MediaPipe custom op Convolution2DTransposeBias(input [N,H,W,C], weights [O,KH,KW,C], bias [O]):
+    a transpose convolution with bias; padding and strides in custom_options as three int32 (TfLitePadding
+    1 = SAME / 2 = VALID, stride_width, stride_height); the output size is the output tensor's.
+    -> NNAPI TRANSPOSE_CONV_2D in the explicit-padding form (API 29), like TFLite's TRANSPOSE_CONV.
+    """
+
+    nnapi_ops = (OperationType.TRANSPOSE_CONV_2D,)
+    min_api_level = 29
+    dtypes = ("float32",)
+    constraints = "API 29; float32; custom options (padding, stride_w, stride_h) readable"
+    beyond_delegate = True
+
+    def check(self, c: CheckContext) -> None:
+        if not c.require_inputs(3, 3):
+            return
+        if mediapipe_transpose_options(c.op.custom_options) is None:
+            c.refuse(Code.OPTION, "custom options are not a (padding, stride_width, stride_height) struct")
+        x = c.input(0)
+        c.require_dtype(x, (TensorType.FLOAT32,))
+        _check_transpose_conv(c, 0, 1, 2, 0)
+
+    def lower(self, c: LowerContext) -> None:
+        padding, sw, sh = mediapipe_transpose_options(c.op.custom_options)  # type: ignore[misc]
+        _emit_transpose_conv(c, 0, 1, 2, padding, sw, sh, 0)

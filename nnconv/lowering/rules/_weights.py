@@ -1,0 +1,135 @@
+"""Operand policy shared by the weight-carrying rules (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED,
+TRANSPOSE_CONV, MediaPipe's Convolution2DTransposeBias).
+
+Three cases, told apart by the input and weight dtypes:
+- float: float32 input and float32 (or constant float16, widened by the operand policy) weights;
+- quantized: uint8 or int8 input with weights of the same family. Per-channel int8 weights become
+  TENSOR_QUANT8_SYMM_PER_CHANNEL, which NNAPI has from API 29. Before API 29, NNAPI documents
+  `output_scale > input_scale * filter_scale` for these ops;
+- dynamic-range ("hybrid"): float32 input with constant int8 / uint8 weights. NNAPI has no hybrid
+  convolution; from API 29 the weights go through a DEQUANTIZE into a float temporary, as TFLite's NNAPI
+  delegate does. With `ConversionOptions.fold_dynamic_range_weights` they are dequantized at conversion
+  time into a float32 constant instead, which also works at API 27/28.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.lowering.common import bias_operand
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.tflite.ir import Tensor
+from nnconv.tflite.schema_enums import TensorType
+
+FLOAT_WEIGHTS = (TensorType.FLOAT32, TensorType.FLOAT16)
+QUANT_WEIGHTS = (TensorType.INT8, TensorType.UINT8)
+
+
+def kernel_activation(act: int) -> int:
+    """The fused activation TFLite's kernels actually apply: their activation ranges know RELU, RELU_N1_TO_1
+    and RELU6 only, so a fused TANH or SIGMOID on these ops computes nothing (measured against the
+    interpreter). Lowering it as NONE keeps parity with what the model does under TFLite."""
+    return 0 if act in (4, 6) else act
+
+
+def is_hybrid(x: Tensor | None, w: Tensor | None) -> bool:
+    """Float activations with quantized weights (TFLite's dynamic-range quantization)."""
+    return (x is not None and w is not None and x.type == TensorType.FLOAT32 and w.type in QUANT_WEIGHTS)
+
+
+def folding_weights(c: CheckContext) -> bool:
+    return bool(getattr(c.state.options, "fold_dynamic_range_weights", False))
+
+
+def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias: Tensor | None, what: str,
+                      per_channel: bool = True) -> None:
+    """Records every dtype / quantization refusal of a weighted op. `per_channel`: whether the NNAPI op
+    takes per-channel quantized weights at all (FULLY_CONNECTED does not)."""
+    if x is None or w is None:
+        return
+    out = c.output(0)
+    if x.type == TensorType.FLOAT32:
+        if w.type in FLOAT_WEIGHTS:
+            if w.type == TensorType.FLOAT16:
+                c.require_const(w, "float16 weights")
+        elif w.type in QUANT_WEIGHTS:
+            c.require_const(w, f"dynamic-range (hybrid) {what} weights")
+            if not folding_weights(c):
+                c.require_api(29, f"dynamic-range (hybrid) {what}: DEQUANTIZE of the weights",
+                              hint="raise --api-level to 29, or pass --fold-weights to dequantize the weights "
+                                   "into float32 constants at conversion time")
+        else:
+            c.require_dtype(w, FLOAT_WEIGHTS + QUANT_WEIGHTS, "weights")
+        c.require_dtype(out, (TensorType.FLOAT32,), "output")
+        if bias is not None:
+            c.require_dtype(bias, (TensorType.FLOAT32,), "bias")
+        return
+    if x.type not in QUANT_WEIGHTS:
+        c.require_dtype(x, (TensorType.FLOAT32,) + QUANT_WEIGHTS)
+        return
+    c.require_dtype(w, (x.type,), "weights")
+    c.require_dtype(out, (x.type,), "output")
+    if bias is not None:
+        c.require_dtype(bias, (TensorType.INT32,), "bias")
+    if not x.quantization.scale or not out.quantization.scale:
+        c.refuse(Code.QUANTIZATION, "quantized input and output need a scale")
+        return
+    if w.quantization.is_per_channel:
+        if not per_channel:
+            c.refuse(Code.QUANTIZATION, f"{what} takes per-tensor quantized weights only")
+        elif c.require_api(29, "per-channel quantized weights (TENSOR_QUANT8_SYMM_PER_CHANNEL)"):
+            if any(z != 0 for z in w.quantization.zero_point):
+                c.refuse(Code.QUANTIZATION, "per-channel weights must be symmetric (zero point 0)")
+        return
+    if not w.quantization.scale:
+        c.refuse(Code.QUANTIZATION, "quantized weights need a scale")
+        return
+    product = float(np.float32(x.quantization.scale[0]) * np.float32(w.quantization.scale[0]))
+    if product >= out.quantization.scale[0]:
+        c.require_api(29, f"quantized {what} with input_scale * filter_scale >= output_scale")
+
+
+def weights_operand(c: LowerContext, slot: int, x_slot: int = 0) -> int:
+    """The NNAPI weights operand: the tensor itself, or float32 weights for a hybrid op (a folded constant
+    with `fold_dynamic_range_weights`, else a DEQUANTIZE into a temporary)."""
+    x, w = c.input(x_slot), c.input(slot)
+    if not is_hybrid(x, w) or w is None:
+        return c.in_(slot)
+    if folding_weights(c):
+        return c.constant(OperandType.TENSOR_FLOAT32, dequantize_tensor(c, w), name=f"{w.name}/dequantized")
+    tmp = c.temp(OperandType.TENSOR_FLOAT32, w.shape, name=f"{w.name}/dequantized")
+    c.emit(OperationType.DEQUANTIZE, [c.in_(slot)], [tmp])
+    return tmp
+
+
+def dequantize_tensor(c: CheckContext, w: Tensor) -> np.ndarray:
+    """Real values of a constant quantized tensor (per-tensor or per-channel), float32."""
+    q = w.quantization
+    value = np.asarray(c.const_value(w)).astype(np.float32)
+    scales = np.asarray(q.scale or [1.0], dtype=np.float32)
+    zps = np.asarray(q.zero_point or [0], dtype=np.float32)
+    if q.is_per_channel:
+        shape = [1] * value.ndim
+        shape[q.quantized_dimension] = -1
+        scales = scales.reshape(shape)
+        zps = (zps if zps.size == scales.size else np.zeros(scales.size, np.float32)).reshape(shape)
+    else:
+        scales, zps = scales[0], zps[0]
+    return ((value - zps) * scales).astype(np.float32)
+
+
+def bias_for(c: LowerContext, slot: int, units: int, x_operand: int, w_operand: int) -> int:
+    """The op's bias: a zero bias when TFLite omits it; a constant quantized bias is re-emitted with the
+    scale NNAPI requires (input_scale * filter_scale, or 0 for per-channel weights), since TFLite files
+    do not always carry it."""
+    t = c.input(slot)
+    if t is None:
+        return bias_operand(c, slot, units, x_operand, w_operand)
+    od_x, od_w = c.info(x_operand), c.info(w_operand)
+    if t.type == TensorType.INT32 and od_x.type.is_quantized and c.is_const(t):
+        scale = 0.0 if od_w.channel_quant is not None else float(np.float32(od_x.scale) * np.float32(od_w.scale))
+        return c.constant(OperandType.TENSOR_INT32, np.asarray(c.const_value(t), np.int32).reshape(units),
+                          scale=scale, name=t.name)
+    return c.in_(slot)
