@@ -310,6 +310,14 @@ class LowerContext(CheckContext):
     def no_value(self, type: OperandType = OperandType.TENSOR_FLOAT32) -> int:
         return self.sg.add_no_value(type)
 
+    def alias(self, tensor_index: int, operand: int) -> None:
+        """Makes `operand` the NNAPI operand of a TFLite tensor, for an op lowered to no operation (its
+        output is an existing operand or a new constant, e.g. DEQUANTIZE of a constant float16 tensor that
+        the operand policy already widened to float32). Consumers lowered later read `operand`."""
+        if tensor_index in self.lowering.operands:
+            raise ValueError(f"tensor {tensor_index} already has NNAPI operand {self.lowering.operands[tensor_index]}")
+        self.lowering.operands[tensor_index] = operand
+
     # -- operations -------------------------------------------------------------------------------
     def emit(self, type: OperationType, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         self.sg.add_operation(type, inputs, outputs, source_op=self.op.index)
