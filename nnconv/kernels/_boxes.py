@@ -149,3 +149,24 @@ def batch_splits(batches: np.ndarray) -> list[tuple[int, int]]:
     starts = np.concatenate(([0], cuts))
     stops = np.concatenate((cuts, [batches.size]))
     return list(zip(starts.tolist(), stops.tolist()))
+
+
+def bbox_transform(rois: np.ndarray, deltas: np.ndarray, image_h: np.ndarray, image_w: np.ndarray) -> np.ndarray:
+    """`bboxTransformFloat32`: rois [R, 4] (x1, y1, x2, y2), deltas [R, K, 4] (dx, dy, dw, dh, relative to
+    the roi's width and height, log-scale sizes), image sizes [R] -> boxes [R, K, 4] clipped to the image.
+    float32 throughout, in the reference's operation order."""
+    w = (rois[:, 2] - rois[:, 0])[:, None]
+    h = (rois[:, 3] - rois[:, 1])[:, None]
+    cx = ((rois[:, 0] + rois[:, 2]) / F32(2))[:, None]
+    cy = ((rois[:, 1] + rois[:, 3]) / F32(2))[:, None]
+    with np.errstate(over="ignore"):
+        nw = np.exp(deltas[..., 2]).astype(F32) * w
+        nh = np.exp(deltas[..., 3]).astype(F32) * h
+    nx = cx + deltas[..., 0] * w
+    ny = cy + deltas[..., 1] * h
+    iw, ih = image_w[:, None], image_h[:, None]
+    out = np.stack([np.minimum(np.maximum(nx - nw / F32(2), F32(0)), iw),
+                    np.minimum(np.maximum(ny - nh / F32(2), F32(0)), ih),
+                    np.minimum(np.maximum(nx + nw / F32(2), F32(0)), iw),
+                    np.minimum(np.maximum(ny + nh / F32(2), F32(0)), ih)], axis=-1)
+    return out.astype(F32)

@@ -1,0 +1,134 @@
+"""ROI_POOLING (NNAPI OperationType 82): max over each output bin of each region.
+
+Slots: 0 input [N, H, W, C] (NCHW with slot 7), 1 rois [R, 4] (x1, y1, x2, y2 in input-image
+coordinates), 2 batch index of each roi [R], 3 output height, 4 output width, 5 height stride, 6 width
+stride, 7 NCHW bool.
+Types: float32, float16, quant8 asymm / signed with TENSOR_QUANT16_ASYMM rois (scale 0.125); the output
+keeps the input's quantization (a max needs no requantization).
+Semantics (RoiPooling.cpp): roi corners scaled by 1/stride and rounded; bin i covers
+[floor(i * size / out), ceil((i + 1) * size / out)) from the rounded start, clamped to the input; an
+empty bin yields the input zero point (0 for floats).
+The windows differ per roi and bin, so the maxima come from sparse tables (max over power-of-two spans)
+along W and then H: two gathers per axis instead of a loop over bins.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.kernels._boxes import F32, check_quant_boxes, dequantize_ref, float_scalar
+from nnconv.kernels.common import is_quant8, nchw_to_nhwc, nhwc_to_nchw, round_half_away
+from nnconv.kernels.registry import KernelCall, kernel
+from nnconv.nnapi.enums import OperationType
+
+
+@kernel(OperationType.ROI_POOLING)
+def roi_pooling(call: KernelCall) -> list[np.ndarray]:
+    x, rois, batch = call.tensor(0), call.tensor(1), call.tensor(2)
+    nchw = bool(call.scalar(7))
+    if x.ndim != 4 or rois.ndim != 2:
+        raise call.fail("input must be 4-D and rois 2-D")
+    xh = nchw_to_nhwc(x) if nchw else x
+    n, in_h, in_w, depth = xh.shape
+    num_rois = rois.shape[0]
+    if rois.shape[1] != 4 or batch.shape != (num_rois,):
+        raise call.fail(f"rois {list(rois.shape)} must be [R, 4] with R batch indices, got {list(batch.shape)}")
+    out_h, out_w = int(call.scalar(3)), int(call.scalar(4))
+    h_stride, w_stride = float_scalar(call, 5), float_scalar(call, 6)
+    if out_h <= 0 or out_w <= 0 or not (h_stride > 0 and w_stride > 0):
+        raise call.fail("output size and strides must be positive")
+    in_od, out_od = call.in_operands[0], call.out_operands[0]
+    quant = is_quant8(in_od.type)
+    if quant:
+        check_quant_boxes(call, 1, "rois")
+        r = dequantize_ref(rois, call.in_operands[1])
+    else:
+        r = rois.astype(F32)
+    if num_rois == 0:
+        y = np.zeros((0, out_h, out_w, depth), dtype=out_od.dtype)
+        return [nhwc_to_nchw(y) if nchw else y]
+    h_scale, w_scale = F32(1.0) / h_stride, F32(1.0) / w_stride
+    bad = (batch < 0) | (batch >= n) | (r < 0).any(axis=1) | (r[:, 0] > r[:, 2]) | (r[:, 1] > r[:, 3])
+    bad |= (r[:, 0] * w_scale > in_w) | (r[:, 1] * h_scale > in_h) | (r[:, 2] * w_scale > in_w)
+    bad |= r[:, 3] * h_scale > in_h
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise call.fail(f"roi {k} ({rois[k].tolist()}, batch {int(batch[k])}) is malformed or out of the image")
+
+    w_start, h_start = (round_half_away(r[:, 0] * w_scale).astype(np.int64),
+                        round_half_away(r[:, 1] * h_scale).astype(np.int64))
+    w_end, h_end = (round_half_away(r[:, 2] * w_scale).astype(np.int64),
+                    round_half_away(r[:, 3] * h_scale).astype(np.int64))
+    w_lo, w_hi = _bins(w_start, w_end, out_w, in_w)  # [R, out_w]
+    h_lo, h_hi = _bins(h_start, h_end, out_h, in_h)  # [R, out_h]
+
+    # Max in a wide signed type with a sentinel below every value; empty bins become the zero point.
+    if quant:
+        work, floor = xh.astype(np.int32), np.int32(-(1 << 20))
+    else:
+        work, floor = xh.astype(F32), F32(-np.inf)
+    b = batch.astype(np.int64)
+    # Along W: [R, H, out_w, C].
+    table_w = _sparse_table(work, axis=2, floor=floor)  # [L, N, H, W, C]
+    rows = np.arange(in_h)
+    cols = _range_max(table_w, b[:, None, None], rows[None, :, None], w_lo[:, None, :], w_hi[:, None, :], floor)
+    # Along H, per roi: [R, out_h, out_w, C].
+    table_h = _sparse_table(cols, axis=1, floor=floor)  # [L, R, H, out_w, C]
+    rr = np.arange(num_rois)[:, None, None]
+    y = _range_max_h(table_h, rr, h_lo[:, :, None], h_hi[:, :, None], np.arange(out_w)[None, None, :], floor)
+    empty = y == floor
+    if empty.any():
+        y = np.where(empty, in_od.zero_point if quant else 0, y)
+    y = y.astype(out_od.dtype)
+    return [nhwc_to_nchw(y) if nchw else y]
+
+
+def _bins(start: np.ndarray, end: np.ndarray, out: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """[lo, hi) of each bin along one axis, per roi: float32 bin edges as the reference computes them."""
+    extent = np.maximum(end - start + 1, 1).astype(F32)
+    step = extent / F32(out)
+    i = np.arange(out, dtype=F32)
+    lo = np.floor(step[:, None] * i[None, :] + start[:, None].astype(F32)).astype(np.int64)
+    hi = np.ceil(step[:, None] * (i[None, :] + F32(1)) + start[:, None].astype(F32)).astype(np.int64)
+    return np.minimum(lo, size), np.minimum(hi, size)
+
+
+def _sparse_table(a: np.ndarray, axis: int, floor) -> np.ndarray:
+    """Level k holds the max of a[..., i : i + 2**k, ...] along `axis` (floor past the end)."""
+    levels = [a]
+    span = 1
+    n = a.shape[axis]
+    while span * 2 <= n:
+        prev = levels[-1]
+        shifted = np.full_like(prev, floor)
+        src = [slice(None)] * a.ndim
+        dst = [slice(None)] * a.ndim
+        src[axis], dst[axis] = slice(span, None), slice(0, n - span)
+        shifted[tuple(dst)] = prev[tuple(src)]
+        levels.append(np.maximum(prev, shifted))
+        span *= 2
+    return np.stack(levels)
+
+
+def _level(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    length = np.maximum(hi - lo, 1)
+    k = np.floor(np.log2(length)).astype(np.int64)
+    return k, np.int64(1) << k
+
+
+def _range_max(table: np.ndarray, b, h, lo, hi, floor) -> np.ndarray:
+    """max over W in [lo, hi) of table[., b, h, :, :] (floor for an empty range), shapes broadcast."""
+    k, span = _level(lo, hi)
+    lo_c = np.minimum(lo, table.shape[3] - 1)
+    hi_c = np.clip(hi - span, 0, table.shape[3] - 1)
+    v = np.maximum(table[k, b, h, lo_c], table[k, b, h, hi_c])
+    return np.where((hi > lo)[..., None], v, floor)
+
+
+def _range_max_h(table: np.ndarray, r, lo, hi, j, floor) -> np.ndarray:
+    """max over H in [lo, hi) of table[., r, :, j, :] (floor for an empty range)."""
+    k, span = _level(lo, hi)
+    lo_c = np.minimum(lo, table.shape[2] - 1)
+    hi_c = np.clip(hi - span, 0, table.shape[2] - 1)
+    v = np.maximum(table[k, r, lo_c, j], table[k, r, hi_c, j])
+    return np.where((hi > lo)[..., None], v, floor)
