@@ -183,6 +183,9 @@ def full_integer(conv: tf.lite.TFLiteConverter, io_type) -> None:
     conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     conv.inference_input_type = io_type
     conv.inference_output_type = io_type
+    # Per-tensor FULLY_CONNECTED weights, as in the published quantized MobileNets: NNAPI's FULLY_CONNECTED
+    # has no per-channel weight type (TF >= 2.16 quantizes dense layers per channel by default).
+    conv._experimental_disable_per_channel_quantization_for_dense_layers = True
 
 
 def fix_batch(flatbuffer: bytes) -> bytes:
