@@ -127,7 +127,9 @@ class PartitionPlan:
         return out
 
     def to_json(self) -> dict:
-        return {"model": self.model, "api_level": self.api_level, "max_partitions": self.max_partitions,
+        source = os.path.abspath(self.model) if os.path.isfile(self.model) else None
+        return {"model": self.model, "model_abspath": source, "api_level": self.api_level,
+                "max_partitions": self.max_partitions,
                 "partitions_formed": self.partitions_formed, "ops_total": self.ops_total,
                 "ops_delegated": self.ops_delegated, "coverage": round(self.coverage, 2), "folded": self.folded,
                 "partitions": [p.to_json() for p in self.partitions], "dropped": self.dropped}

@@ -243,3 +243,22 @@ def test_verify_multi_partition_nnapi_file(tmp_path):
     assert isinstance(report, PartitionedParityReport) and report.passed
     assert [p.ops for p in report.partitions] == [[0, 1], [3], [5]]
     assert "3 partition(s)" in report.note
+
+
+def test_nnapi_file_finds_its_source_from_another_folder(tmp_path, monkeypatch):
+    from nnconv.errors import NnconvError
+    (tmp_path / "src").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "src" / "m.tflite").write_bytes(chain(["conv", "dilated", "conv"], seed=6))
+    monkeypatch.chdir(tmp_path / "src")
+    plan = convert_partial("m.tflite", 28)  # a relative path, as typed on a command line
+    out = tmp_path / "src" / "m.nnapi"
+    serialize.save(out, plan.converted, plan=plan.to_json())
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert verify_model(str(out), 28).passed
+    (tmp_path / "src" / "m.tflite").unlink()
+    with pytest.raises(NnconvError, match="source model m.tflite is not found"):
+        verify_model(str(out), 28)
+    serialize.save(out, plan.converted)  # no plan: nothing names the source
+    with pytest.raises(NnconvError, match="records no source"):
+        verify_model(str(out), 28)

@@ -127,7 +127,9 @@ def _source_of(path: str | os.PathLike, plan: dict | None) -> str:
     if not isinstance(model, str) or not model:
         raise NnconvError(f"{os.fspath(path)} records no source .tflite (only files written with "
                           "`convert --allow-partial` carry a partition plan); verify the .tflite instead")
-    for candidate in (model, os.path.join(os.path.dirname(os.fspath(path)), model),
+    absolute = plan.get("model_abspath") if isinstance(plan, dict) else None
+    for candidate in (model, *([absolute] if isinstance(absolute, str) else []),
+                      os.path.join(os.path.dirname(os.fspath(path)), model),
                       os.path.join(os.path.dirname(os.fspath(path)), os.path.basename(model))):
         if os.path.isfile(candidate):
             return candidate
