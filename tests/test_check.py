@@ -16,7 +16,7 @@ from harness import single_op_model
 from nnconv.cli import main
 from nnconv.lowering import driver_support
 from nnconv.lowering.convert import check_model, make_state
-from nnconv.lowering.diagnostics import Code, Verdict
+from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import DriverIssue, warn_driver_issues
 from nnconv.lowering.context import CheckContext
 from nnconv.lowering.registry import RULES
