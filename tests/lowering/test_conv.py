@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pytest
 
 import nnconv
 from nnconv.executor import Executor
 
-from harness import QuantParams, assert_parity, assert_refused, single_op_model
+from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused, single_op_model
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.parity.tflite_runner import TfliteRunner
@@ -218,3 +220,178 @@ def test_hybrid_refused_below_29_without_folding(op, in_shape, w_q, out_shape, o
     m, *_ = hybrid_model(op, in_shape, w_q, out_shape, options)
     diags = assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
     assert any("--fold-weights" in d.hint for d in diags)
+
+
+# -- DEPTHWISE_CONV_2D ------------------------------------------------------------------------------
+def dw_model(dtype, in_shape, mult, k, out_shape, padding=Padding.SAME, stride=(1, 1), dilation=(1, 1), act=0,
+             per_channel=False):
+    c = in_shape[3]
+    oc = c * mult
+    opts = DepthwiseConv2DOptions(padding=padding, stride_w=stride[1], stride_h=stride[0], depth_multiplier=mult,
+                                  fused_activation_function=act, dilation_w_factor=dilation[1],
+                                  dilation_h_factor=dilation[0])
+    fshape = (1, k[0], k[1], oc)
+    if dtype == np.float32:
+        ins = [("x", in_shape, np.float32), ("w", RNG.standard_normal(fshape).astype(np.float32)),
+               ("b", RNG.standard_normal(oc).astype(np.float32))]
+        return single_op_model(BuiltinOperator.DEPTHWISE_CONV_2D, ins, [("y", out_shape, np.float32)], opts)
+    if dtype == np.uint8:
+        w, w_q, b_s = RNG.integers(0, 256, fshape).astype(np.uint8), QuantParams(0.03, 130), 0.05 * 0.03
+    elif per_channel:
+        scales = list(RNG.uniform(0.01, 0.04, oc))
+        w, w_q = RNG.integers(-127, 128, fshape).astype(np.int8), QuantParams(scales, [0] * oc, 3)
+        b_s = [0.05 * s for s in scales]
+    else:
+        w, w_q, b_s = RNG.integers(-127, 128, fshape).astype(np.int8), QuantParams(0.03, 0), 0.05 * 0.03
+    b_q = QuantParams(b_s, [0] * oc) if per_channel else QuantParams(b_s, 0)
+    zp = 128 if dtype == np.uint8 else 0
+    ins = [("x", in_shape, dtype, QuantParams(0.05, zp + 3)), ("w", w, w_q),
+           ("b", RNG.integers(-500, 500, oc).astype(np.int32), b_q)]
+    return single_op_model(BuiltinOperator.DEPTHWISE_CONV_2D, ins, [("y", out_shape, dtype, QuantParams(0.1, zp - 2))],
+                           opts)
+
+
+@pytest.mark.parametrize("api", [27, 30])
+@pytest.mark.parametrize("case", [
+    pytest.param(((2, 9, 7, 3), 1, (3, 3), (2, 9, 7, 3), Padding.SAME, (1, 1), 0), id="m1-same"),
+    pytest.param(((1, 9, 7, 2), 3, (3, 2), (1, 4, 3, 6), Padding.VALID, (2, 2), 3), id="m3-valid-s2-relu6"),
+    pytest.param(((1, 8, 6, 4), 2, (2, 3), (1, 4, 3, 8), Padding.SAME, (2, 2), 1), id="m2-same-s2-relu"),
+])
+def test_depthwise_float_parity(api, case):
+    in_shape, mult, k, out_shape, padding, stride, act = case
+    m = dw_model(np.float32, in_shape, mult, k, out_shape, padding, stride, act=act)
+    assert_parity(m, api_level=api, expect_ops=["DEPTHWISE_CONV_2D"])
+
+
+def test_depthwise_dilation_needs_29():
+    m = dw_model(np.float32, (1, 11, 9, 3), 2, (3, 3), (1, 11, 9, 6), dilation=(2, 3))
+    assert_parity(m, api_level=29, expect_ops=["DEPTHWISE_CONV_2D"])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+@pytest.mark.parametrize("api", [27, 29])
+def test_depthwise_uint8_parity(api):
+    m = dw_model(np.uint8, (2, 7, 9, 3), 2, (3, 3), (2, 4, 5, 6), stride=(2, 2), act=1)
+    assert_parity(m, api_level=api)
+
+
+@pytest.mark.parametrize("api,per_channel", [(27, False), (30, False), (29, True), (30, True)])
+def test_depthwise_int8_parity(api, per_channel):
+    m = dw_model(np.int8, (1, 7, 9, 4), 2, (3, 3), (1, 7, 9, 8), per_channel=per_channel)
+    assert_parity(m, api_level=api)
+
+
+def test_depthwise_per_channel_refused_below_29():
+    m = dw_model(np.int8, (1, 7, 9, 4), 1, (3, 3), (1, 7, 9, 4), per_channel=True)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_depthwise_bad_filter_refused():
+    # Filter depth 5 is not a multiple of the input depth 3.
+    opts = DepthwiseConv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1, depth_multiplier=1)
+    m = single_op_model(BuiltinOperator.DEPTHWISE_CONV_2D,
+                        [("x", (1, 5, 4, 3), np.float32), ("w", np.ones((1, 3, 3, 5), np.float32)),
+                         ("b", np.zeros(5, np.float32))], [("y", (1, 5, 4, 5), np.float32)], opts)
+    assert_refused(m, 30, Code.OPERAND_VALUE)
+
+
+# -- TRANSPOSE_CONV ---------------------------------------------------------------------------------
+def tconv_model(dtype, in_shape, filt_shape, out_shape, padding, stride, bias=True, per_channel=False):
+    o = filt_shape[0]
+    opts = TransposeConvOptions(padding=padding, stride_w=stride[1], stride_h=stride[0])
+    shape = ("shape", np.asarray(out_shape, np.int32))
+    if dtype == np.float32:
+        ins = [shape, ("w", RNG.standard_normal(filt_shape).astype(np.float32)), ("x", in_shape, np.float32)]
+        if bias:
+            ins.append(("b", RNG.standard_normal(o).astype(np.float32)))
+        return single_op_model(BuiltinOperator.TRANSPOSE_CONV, ins, [("y", out_shape, np.float32)], opts,
+                               version=3)
+    if dtype == np.uint8:
+        w, w_q, b_s = RNG.integers(0, 256, filt_shape).astype(np.uint8), QuantParams(0.02, 125), [0.001] * o
+    elif per_channel:
+        scales = list(RNG.uniform(0.01, 0.03, o))
+        w, w_q = RNG.integers(-127, 128, filt_shape).astype(np.int8), QuantParams(scales, [0] * o, 0)
+        b_s = [0.05 * s for s in scales]
+    else:
+        w, w_q, b_s = RNG.integers(-127, 128, filt_shape).astype(np.int8), QuantParams(0.02, 0), [0.001] * o
+    zp = 128 if dtype == np.uint8 else 0
+    ins = [shape, ("w", w, w_q), ("x", in_shape, dtype, QuantParams(0.05, zp + 1))]
+    if bias:
+        b_q = QuantParams(b_s, [0] * o) if per_channel else QuantParams(b_s[0], 0)
+        ins.append(("b", RNG.integers(-300, 300, o).astype(np.int32), b_q))
+    return single_op_model(BuiltinOperator.TRANSPOSE_CONV, ins, [("y", out_shape, dtype, QuantParams(0.2, zp))],
+                           opts, version=3)
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(((2, 4, 3, 3), (5, 3, 3, 3), (2, 8, 6, 5), Padding.SAME, (2, 2)), id="same-s2"),
+    pytest.param(((1, 4, 5, 2), (3, 3, 2, 2), (1, 9, 10, 3), Padding.VALID, (2, 2)), id="valid-s2"),
+    pytest.param(((1, 3, 5, 2), (4, 2, 3, 2), (1, 9, 10, 4), Padding.SAME, (3, 2)), id="same-s3x2"),
+    pytest.param(((1, 5, 4, 3), (2, 3, 3, 3), (1, 5, 4, 2), Padding.SAME, (1, 1)), id="same-s1"),
+])
+def test_transpose_conv_float_parity(case):
+    in_shape, f_shape, out_shape, padding, stride = case
+    assert_parity(tconv_model(np.float32, in_shape, f_shape, out_shape, padding, stride), api_level=29,
+                  expect_ops=["TRANSPOSE_CONV_2D"])
+
+
+def test_transpose_conv_without_bias_and_refused_below_29():
+    m = tconv_model(np.float32, (1, 4, 3, 3), (2, 3, 3, 3), (1, 8, 6, 2), Padding.SAME, (2, 2), bias=False)
+    assert_parity(m, api_level=29)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+@pytest.mark.parametrize("dtype,per_channel,api", [(np.uint8, False, 29), (np.int8, False, 29),
+                                                   (np.int8, True, 29), (np.int8, True, 30)])
+def test_transpose_conv_quantized_parity(dtype, per_channel, api):
+    m = tconv_model(dtype, (1, 4, 3, 3), (4, 3, 3, 3), (1, 8, 6, 4), Padding.SAME, (2, 2),
+                    per_channel=per_channel)
+    assert_parity(m, api_level=api, expect_ops=["TRANSPOSE_CONV_2D"])
+
+
+def test_transpose_conv_non_constant_output_shape_refused():
+    opts = TransposeConvOptions(padding=Padding.SAME, stride_w=2, stride_h=2)
+    m = single_op_model(BuiltinOperator.TRANSPOSE_CONV,
+                        [("shape", (4,), np.int32), ("w", np.ones((2, 3, 3, 3), np.float32)),
+                         ("x", (1, 4, 3, 3), np.float32)], [("y", (1, 8, 6, 2), np.float32)], opts)
+    assert_refused(m, 30, Code.NON_CONSTANT)
+
+
+# -- MediaPipe Convolution2DTransposeBias ------------------------------------------------------------
+def _mediapipe_model(w, b, in_shape, out_shape, padding_code, stride, custom_options=None):
+    bld = TfliteBuilder()
+    x = bld.input("x", in_shape, np.float32)
+    wi, bi = bld.const("w", w), bld.const("b", b)
+    y = bld.tensor("y", out_shape, np.float32)
+    raw = struct.pack("<iii", padding_code, stride[1], stride[0]) if custom_options is None else custom_options
+    bld.op(BuiltinOperator.CUSTOM, [x, wi, bi], [y], custom_code="Convolution2DTransposeBias", custom_options=raw)
+    bld.output(y)
+    return bld.finish()
+
+
+@pytest.mark.parametrize("padding,code,in_shape,out_shape", [
+    (Padding.SAME, 1, (1, 4, 3, 3), (1, 8, 6, 2)),
+    (Padding.VALID, 2, (2, 3, 4, 3), (2, 7, 9, 2)),
+])
+def test_mediapipe_transpose_conv_bias(padding, code, in_shape, out_shape):
+    # TFLite cannot run the custom op; its builtin TRANSPOSE_CONV with the same weights is the reference.
+    w = RNG.standard_normal((2, 3, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(2).astype(np.float32)
+    builtin = single_op_model(BuiltinOperator.TRANSPOSE_CONV,
+                              [("shape", np.asarray(out_shape, np.int32)), ("w", w), ("x", in_shape, np.float32),
+                               ("b", b)], [("y", out_shape, np.float32)],
+                              TransposeConvOptions(padding=padding, stride_w=2, stride_h=2), version=3)
+    assert_parity(builtin, api_level=29)
+    custom = _mediapipe_model(w, b, in_shape, out_shape, code, (2, 2))
+    conv = nnconv.convert(custom, api_level=29).converted
+    assert [o.type.name for o in conv.model.main.operations] == ["TRANSPOSE_CONV_2D"]
+    x = {"x": RNG.uniform(-1, 1, in_shape).astype(np.float32)}
+    ref = Executor(nnconv.convert(builtin, api_level=29).converted).run(x)["y"]
+    np.testing.assert_array_equal(Executor(conv).run(x)["y"], ref)
+    assert_refused(custom, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_mediapipe_transpose_conv_bad_options_refused():
+    w = np.ones((2, 3, 3, 3), np.float32)
+    m = _mediapipe_model(w, np.zeros(2, np.float32), (1, 4, 3, 3), (1, 8, 6, 2), 1, (2, 2), custom_options=b"\x01")
+    assert_refused(m, 30, Code.OPTION)

@@ -131,10 +131,12 @@ class DepthwiseConv2D(Rule):
 
 
 def transpose_padding(in_size: int, out_size: int, stride: int, filter_size: int) -> tuple[int, int]:
-    """TFLite's transpose-conv padding for a given output size: total = (in - 1) * stride + filter - out,
-    head = total // 2, the odd remainder at the tail (`ComputePaddingWithOffset`)."""
-    total = max((in_size - 1) * stride + filter_size - out_size, 0)
-    return total // 2, total - total // 2
+    """TFLite's transpose-conv padding for a given output size (`ComputePaddingWithOffset`): with
+    total = (in - 1) * stride + filter - out, head = max(total, 0) // 2. NNAPI's tail is whatever makes
+    its output size equal `out`; it is negative when the output reaches past the last filter tap."""
+    total = (in_size - 1) * stride + filter_size - out_size
+    head = max(total, 0) // 2
+    return head, total - head
 
 
 def _emit_transpose_conv(c: LowerContext, x_slot: int, w_slot: int, bias_slot: int, padding: int,
@@ -145,8 +147,8 @@ def _emit_transpose_conv(c: LowerContext, x_slot: int, w_slot: int, bias_slot: i
     w = weights_operand(c, w_slot, x_slot)
     bias = bias_for(c, bias_slot, w_t.shape[0], x, w)
     if padding == Padding.VALID:
-        pl = pr = pt = pb = 0
-        # A VALID output larger than the natural size is padded at the tail (negative tail padding).
+        # No head padding; the tail makes the output size the requested one (negative when larger).
+        pl, pt = 0, 0
         pr = (x_t.shape[2] - 1) * stride_w + w_t.shape[2] - out_t.shape[2]
         pb = (x_t.shape[1] - 1) * stride_h + w_t.shape[1] - out_t.shape[1]
     else:
