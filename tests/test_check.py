@@ -306,3 +306,10 @@ def test_progress_bar_only_on_a_terminal():
     pipe = io.StringIO()
     assert _progress(["a.tflite", "b.tflite"], Console(file=pipe), str.upper) == ["A.TFLITE", "B.TFLITE"]
     assert pipe.getvalue() == ""
+
+
+def test_driver_issue_table_names_real_ops_and_sources():
+    for issue in driver_support.DRIVER_ISSUES:
+        assert issue.source and issue.message
+        for name in issue.ops:
+            assert name.startswith("CUSTOM(") or name in BuiltinOperator.__members__, name
