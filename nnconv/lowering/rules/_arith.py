@@ -1,0 +1,127 @@
+"""Helpers shared by the elementwise / activation / comparison / quantize rule modules.
+
+Not a rule module (the leading underscore keeps the loader from importing it as one).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from nnconv.lowering.common import check_int8
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
+from nnconv.tflite.ir import Tensor
+from nnconv.tflite.schema_enums import TensorType
+
+F32 = TensorType.FLOAT32
+U8 = TensorType.UINT8
+I8 = TensorType.INT8
+I32 = TensorType.INT32
+BOOL = TensorType.BOOL
+QUANT = (U8, I8)
+FLOAT_QUANT = (F32, U8, I8)
+
+# TFLite fused activations that become a trailing op rather than a FuseCode.
+ACT_TANH, ACT_SIGMOID = 4, 6
+
+
+def is_quant(t: Tensor | None) -> bool:
+    return t is not None and t.type in QUANT
+
+
+def quant_params(t: Tensor) -> tuple[float, int]:
+    q = t.quantization
+    return (q.scale[0] if q.scale else 0.0), (q.zero_point[0] if q.zero_point else 0)
+
+
+def same_quant(*tensors: Tensor) -> bool:
+    """True when all tensors share the same type, scale and zero point."""
+    first = tensors[0]
+    return all(t.type == first.type and quant_params(t) == quant_params(first) for t in tensors[1:])
+
+
+def check_common(c: CheckContext, n_inputs: int | tuple[int, int], allowed: Iterable[TensorType],
+                 max_rank: int | None = 4, same_type: bool = True) -> bool:
+    """Input count, dtype of every data input (and the output when `same_type`), rank, static shapes and
+    per-tensor quantization. Records every problem; returns False when later checks would be meaningless."""
+    lo, hi = (n_inputs, n_inputs) if isinstance(n_inputs, int) else n_inputs
+    if not c.require_inputs(lo, hi):
+        return False
+    allowed = tuple(allowed)
+    ok = True
+    tensors = [t for t in c.inputs if t is not None]
+    if same_type:
+        tensors.append(c.output(0))
+    for k, t in enumerate(tensors):
+        what = "output" if same_type and k == len(tensors) - 1 else f"input {k}"
+        ok &= c.require_dtype(t, allowed, what)
+        if max_rank is not None:
+            ok &= c.require_rank(t, max_rank, 0, what)
+        if t.type in QUANT and t.quantization.is_per_channel:
+            c.refuse(Code.QUANTIZATION, f"{what} '{t.name}' is quantized per channel; the operation takes "
+                     "per-tensor quantization")
+            ok = False
+    if same_type and ok:
+        types = {t.type for t in tensors}
+        if len(types) > 1:
+            c.refuse(Code.DTYPE, "inputs and output must share one element type, got "
+                     + "/".join(sorted(TensorType(x).name.lower() for x in types)))
+            ok = False
+    c.require_static_shapes()
+    check_int8(c)
+    return ok
+
+
+def check_activation(c: CheckContext, act: int) -> None:
+    """Fused activation of a float or quantized op: TANH/SIGMOID run as a trailing op on float outputs;
+    TFLite's quantized kernels only honour the RELU family, so a quantized TANH/SIGMOID is refused."""
+    c.check_fused_activation(act)
+    if act in (ACT_TANH, ACT_SIGMOID) and is_quant(c.output(0)):
+        c.refuse(Code.OPTION, "fused TANH / SIGMOID on a quantized output has no TFLite kernel to match")
+
+
+def zero_point_constant(c: LowerContext, like: int) -> int:
+    """A [1] constant of `like`'s type, scale and zero point holding the real value 0."""
+    od = c.info(like)
+    if od.type.is_quantized:
+        return c.constant(od.type, np.asarray([od.zero_point], dtype=od.dtype), scale=od.scale,
+                          zero_point=od.zero_point)
+    if od.type is OperandType.TENSOR_INT32:
+        return c.constant(od.type, np.zeros(1, np.int32))
+    # -0.0 is the float identity of addition (x + -0.0 == x for every x, including -0.0).
+    return c.constant(od.type, np.asarray([-0.0], dtype=np.float32))
+
+
+def scalar_tensor(c: LowerContext, value: float, type_: OperandType = OperandType.TENSOR_FLOAT32) -> int:
+    """A [1] float32 (or int32) constant tensor (NNAPI broadcasts it)."""
+    dt = np.int32 if type_ is OperandType.TENSOR_INT32 else np.float32
+    return c.constant(type_, np.asarray([value], dtype=dt))
+
+
+def requantize(c: LowerContext, src: int, dst: int, activation: FuseCode = FuseCode.NONE) -> None:
+    """dst = src moved to dst's scale / zero point (and clamped by a FuseCode): ADD(src, real 0).
+
+    The reference quantized ADD rescales exactly when both inputs share one scale, and otherwise rounds
+    once more than TFLite's single MultiplyByQuantizedMultiplier: the results agree within 1 LSB."""
+    c.emit(OperationType.ADD, [src, zero_point_constant(c, src), c.i32(activation)], [dst])
+
+
+def negate_float(c: LowerContext, x: int, dims: Iterable[int] | None = None) -> int:
+    """-x for a float operand as MUL(x, -1) (API 27; exact: only the sign bit changes)."""
+    od = c.info(x)
+    t = c.temp(od.type, list(od.dimensions if dims is None else dims))
+    c.emit(OperationType.MUL, [x, scalar_tensor(c, -1.0), c.i32(FuseCode.NONE)], [t])
+    return t
+
+
+def broadcast_shape(*shapes: Iterable[int]) -> tuple[int, ...]:
+    """numpy / TFLite / NNAPI broadcasting (right-aligned, 1 stretches); raises ValueError if incompatible."""
+    return tuple(int(d) for d in np.broadcast_shapes(*[tuple(s) for s in shapes]))
+
+
+def nnapi_dims(t: Tensor) -> tuple[int, ...]:
+    """The operand dimensions the policy gives a tensor (rank 0 becomes [1])."""
+    return tuple(t.shape) if t.shape else (1,)

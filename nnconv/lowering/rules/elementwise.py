@@ -1,0 +1,471 @@
+"""Elementwise arithmetic: ADD, SUB, MUL, DIV, ADD_N, SQUARE, SQUARED_DIFFERENCE, MAXIMUM, MINIMUM, POW, the
+float unary functions (ABS, EXP, LOG, RSQRT, SQRT, SIN, COS, NEG, FLOOR, CEIL), CAST, ZEROS_LIKE.
+(TFLite has no ONES_LIKE builtin: models express it as FILL, another family's rule.)
+
+Broadcasting: TFLite and NNAPI broadcast alike (dimensions aligned from the right, 1 stretches), so
+operands pass through unchanged; rank-0 tensors become [1] tensors through the operand policy, which
+broadcast the same way. NNAPI limits the binary arithmetic ops to rank 4.
+
+Compositions used below API levels that lack an operation are exact in float32 (each is justified next to
+its rule): -x = x * -1 only flips the sign bit; relu(x) + relu(-x) has one zero term; x + (-0.0) == x.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._arith import (F32, I8, I32, QUANT, U8, check_activation, check_common, is_quant,
+                                          nnapi_dims, quant_params, same_quant, scalar_tensor)
+from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+
+F16 = TensorType.FLOAT16
+
+
+def negate(c: LowerContext, x: int) -> int:
+    """-x of a float operand: NEG from API 29, MUL(x, -1) before (exact: only the sign bit changes)."""
+    t = c.temp_like(x)
+    if c.api_level >= 29:
+        c.emit(OperationType.NEG, [x], [t])
+    else:
+        c.emit(OperationType.MUL, [x, scalar_tensor(c, -1.0), c.i32(FuseCode.NONE)], [t])
+    return t
+
+
+# -- binary arithmetic with a fused activation -----------------------------------------------------
+class _FusedBinary(Rule):
+    """TFLite OP(x, y) with fused activation -> NNAPI OP(input1 = x, input2 = y, fuse code). TANH / SIGMOID
+    activations become a trailing TANH / LOGISTIC on float outputs."""
+
+    nnapi_op: ClassVar[OperationType]
+    float_api: ClassVar[int] = 27
+    quant_api: ClassVar[int | None] = 27  # None: no quantized form
+    int32_api: ClassVar[int | None] = 30
+
+    def check(self, c: CheckContext) -> None:
+        allowed = [F32]
+        if self.quant_api is not None:
+            allowed += [U8, I8]
+        if self.int32_api is not None:
+            allowed.append(I32)
+        if not check_common(c, 2, allowed):
+            return
+        x = c.input(0)
+        name = self.op.name
+        act = c.options.fused_activation_function
+        if x.type == F32:
+            c.require_api(self.float_api, f"float32 {name}")
+        elif is_quant(x):
+            c.require_api(self.quant_api, f"quantized {name}")
+            self.check_quant(c)
+        else:  # int32
+            c.require_api(self.int32_api, f"int32 {name}")
+            if act != 0:
+                c.refuse(Code.OPTION, f"int32 {name} takes no fused activation in NNAPI")
+        check_activation(c, act)
+
+    def check_quant(self, c: CheckContext) -> None:
+        """Extra constraints of the quantized form (none by default)."""
+
+    def lower(self, c: LowerContext) -> None:
+        fused = c.fused_output(c.options.fused_activation_function)
+        c.emit(self.nnapi_op, [c.in_(0), c.in_(1), c.i32(fused.code)], [fused.operand])
+        fused.finish()
+
+
+@lowering_rule(BuiltinOperator.ADD)
+class Add(_FusedBinary):
+    """TFLite ADD(x, y) -> NNAPI ADD(x, y, fuse code). Quantized inputs may each have their own scale and
+    zero point; NNAPI's reference pipeline (left shift 20, per-input multipliers) is TFLite's."""
+
+    nnapi_op = OperationType.ADD
+    nnapi_ops = (OperationType.ADD, OperationType.TANH, OperationType.LOGISTIC)
+    dtypes = ("float32", "uint8", "int8", "int32")
+    constraints = "rank <= 4; int32 needs API 30 and no fused activation"
+
+
+@lowering_rule(BuiltinOperator.SUB)
+class Sub(_FusedBinary):
+    """TFLite SUB(x, y) -> NNAPI SUB(x, y, fuse code) (API 28 float, 29 quantized, 30 int32)."""
+
+    nnapi_op = OperationType.SUB
+    nnapi_ops = (OperationType.SUB, OperationType.TANH, OperationType.LOGISTIC)
+    min_api_level = 28
+    float_api = 28
+    quant_api = 29
+    dtypes = ("float32", "uint8", "int8", "int32")
+    constraints = "rank <= 4; API 28 float, 29 quantized, 30 int32 (no fused activation)"
+
+
+@lowering_rule(BuiltinOperator.MUL)
+class Mul(_FusedBinary):
+    """TFLite MUL(x, y) -> NNAPI MUL(x, y, fuse code). Quantized: NNAPI requires
+    output_scale > input1_scale * input2_scale (its multiplier must be below 1)."""
+
+    nnapi_op = OperationType.MUL
+    nnapi_ops = (OperationType.MUL, OperationType.TANH, OperationType.LOGISTIC)
+    dtypes = ("float32", "uint8", "int8", "int32")
+    constraints = "rank <= 4; quantized: output scale > product of input scales; int32 needs API 30"
+
+    def check_quant(self, c: CheckContext) -> None:
+        s1, s2, so = (quant_params(t)[0] for t in (c.input(0), c.input(1), c.output(0)))
+        if not float(np.float32(so)) > float(np.float32(np.float32(s1) * np.float32(s2))):
+            c.refuse(Code.QUANTIZATION, f"quantized MUL needs output scale {so:g} > input scales' product "
+                     f"{s1 * s2:g}", "requantize the model's output range")
+
+
+@lowering_rule(BuiltinOperator.DIV)
+class Div(_FusedBinary):
+    """TFLite DIV(x, y) -> NNAPI DIV(x, y, fuse code), float32 from API 28.
+
+    int32 is refused: TFLite truncates the quotient toward zero while NNAPI's int32 DIV floors it."""
+
+    nnapi_op = OperationType.DIV
+    nnapi_ops = (OperationType.DIV, OperationType.TANH, OperationType.LOGISTIC)
+    min_api_level = 28
+    float_api = 28
+    quant_api = None
+    int32_api = None
+    dtypes = ("float32",)
+    constraints = "float32 only; rank <= 4"
+
+
+@lowering_rule(BuiltinOperator.ADD_N)
+class AddN(Rule):
+    """TFLite ADD_N(x0, x1, ..., xk) -> a chain of NNAPI ADDs ((x0 + x1) + x2) + ..., TFLite's summation
+    order, so float results are identical. One input: ADD(x0, -0.0), an exact copy."""
+
+    nnapi_ops = (OperationType.ADD,)
+    dtypes = ("float32", "int32")
+    constraints = "rank <= 4; int32 needs API 30"
+    beyond_delegate = True
+
+    def check(self, c: CheckContext) -> None:
+        if not check_common(c, (1, 64), (F32, I32)):
+            return
+        if c.input(0).type == I32:
+            c.require_api(30, "int32 ADD_N (int32 ADD)")
+
+    def lower(self, c: LowerContext) -> None:
+        n = len(c.op.inputs)
+        out = c.out(0)
+        if n == 1:
+            x = c.in_(0)
+            zero = scalar_tensor(c, -0.0) if c.input(0).type == F32 else scalar_tensor(c, 0, OperandType.TENSOR_INT32)
+            c.emit(OperationType.ADD, [x, zero, c.i32(FuseCode.NONE)], [out])
+            return
+        acc = c.in_(0)
+        for k in range(1, n):
+            dst = out if k == n - 1 else c.temp_like(out)
+            c.emit(OperationType.ADD, [acc, c.in_(k), c.i32(FuseCode.NONE)], [dst])
+            acc = dst
+
+
+@lowering_rule(BuiltinOperator.SQUARE)
+class Square(Rule):
+    """TFLite SQUARE(x) -> NNAPI MUL(x, x, NONE): the same single float32 rounding of x * x."""
+
+    nnapi_ops = (OperationType.MUL,)
+    dtypes = ("float32",)
+    constraints = "float32; rank <= 4"
+    beyond_delegate = True
+
+    def check(self, c: CheckContext) -> None:
+        check_common(c, 1, (F32,))
+
+    def lower(self, c: LowerContext) -> None:
+        x = c.in_(0)
+        c.emit(OperationType.MUL, [x, x, c.i32(FuseCode.NONE)], [c.out(0)])
+
+
+@lowering_rule(BuiltinOperator.SQUARED_DIFFERENCE)
+class SquaredDifference(Rule):
+    """TFLite SQUARED_DIFFERENCE(x, y) = (x - y)^2 -> NNAPI SUB(x, y) then MUL(d, d).
+
+    float32: API 28 (SUB); at API 27 the difference is ADD(x, MUL(y, -1)), exact since x + (-y) is x - y.
+    int32: API 30. Quantized (API 29): the difference goes to an intermediate whose range covers
+    +-sqrt(max |output|), as TFLite's NNAPI delegate chooses (scale 2 sqrt(max_out) / 254, centred)."""
+
+    nnapi_ops = (OperationType.SUB, OperationType.MUL, OperationType.ADD)
+    dtypes = ("float32", "uint8", "int8", "int32")
+    constraints = "rank <= 4; quantized needs API 29, int32 API 30"
+
+    def check(self, c: CheckContext) -> None:
+        if not check_common(c, 2, (F32, U8, I8, I32)):
+            return
+        t = c.input(0).type
+        if t in QUANT:
+            c.require_api(29, "quantized SQUARED_DIFFERENCE (quantized SUB)")
+            so, _ = quant_params(c.output(0))
+            d_scale = self._diff_scale(c)
+            if not so > float(np.float32(d_scale) * np.float32(d_scale)):
+                c.refuse(Code.QUANTIZATION, "the squared difference's output scale is too small for NNAPI MUL")
+        elif t == I32:
+            c.require_api(30, "int32 SQUARED_DIFFERENCE")
+
+    @staticmethod
+    def _diff_scale(c: CheckContext) -> float:
+        so, zo = quant_params(c.output(0))
+        qmin = 0 if c.output(0).type == U8 else -128
+        max_out = so * (qmin + 255 - zo)
+        return 2.0 * float(np.sqrt(max(max_out, 0.0))) / 254.0 or so
+
+    def lower(self, c: LowerContext) -> None:
+        x, y, out = c.in_(0), c.in_(1), c.out(0)
+        od = c.info(out)
+        dims = list(od.dimensions)
+        if od.type.is_quantized:
+            zp = 128 if od.type is OperandType.TENSOR_QUANT8_ASYMM else 0
+            d = c.temp(od.type, dims, self._diff_scale(c), zp)
+        else:
+            d = c.temp(od.type, dims)
+        if c.api_level >= 28:
+            c.emit(OperationType.SUB, [x, y, c.i32(FuseCode.NONE)], [d])
+        else:
+            c.emit(OperationType.ADD, [x, negate(c, y), c.i32(FuseCode.NONE)], [d])
+        c.emit(OperationType.MUL, [d, d, c.i32(FuseCode.NONE)], [out])
+
+
+@lowering_rule(BuiltinOperator.POW)
+class Pow(Rule):
+    """TFLite POW(base, exponent) -> NNAPI POW(base, exponent), float32, API 29 (int32 POW has no NNAPI form)."""
+
+    nnapi_ops = (OperationType.POW,)
+    min_api_level = 29
+    dtypes = ("float32",)
+    constraints = "float32 only"
+
+    def check(self, c: CheckContext) -> None:
+        if check_common(c, 2, (F32,), max_rank=None):
+            c.require_api(29, "POW")
+
+    def lower(self, c: LowerContext) -> None:
+        c.emit(OperationType.POW, [c.in_(0), c.in_(1)], [c.out(0)])
+
+
+class _MinMax(Rule):
+    """TFLite OP(x, y) -> NNAPI OP(x, y) (API 29). Quantized: TFLite compares the stored integers, NNAPI the
+    values requantized to the output, which agree only when both inputs and the output share their
+    quantization; other cases are refused."""
+
+    nnapi_op: ClassVar[OperationType]
+    min_api_level = 29
+    dtypes = ("float32", "uint8", "int8", "int32")
+    constraints = "quantized inputs and output must share scale and zero point"
+
+    def check(self, c: CheckContext) -> None:
+        if not check_common(c, 2, (F32, U8, I8, I32), max_rank=None):
+            return
+        c.require_api(29, self.op.name)
+        if is_quant(c.input(0)) and not same_quant(c.input(0), c.input(1), c.output(0)):
+            c.refuse(Code.QUANTIZATION, f"quantized {self.op.name} needs one scale and zero point for both "
+                     "inputs and the output (TFLite compares stored values)")
+
+    def lower(self, c: LowerContext) -> None:
+        c.emit(self.nnapi_op, [c.in_(0), c.in_(1)], [c.out(0)])
+
+
+@lowering_rule(BuiltinOperator.MAXIMUM)
+class Maximum(_MinMax):
+    __doc__ = _MinMax.__doc__.replace("OP", "MAXIMUM")
+    nnapi_op = OperationType.MAXIMUM
+    nnapi_ops = (OperationType.MAXIMUM,)
+
+
+@lowering_rule(BuiltinOperator.MINIMUM)
+class Minimum(_MinMax):
+    __doc__ = _MinMax.__doc__.replace("OP", "MINIMUM")
+    nnapi_op = OperationType.MINIMUM
+    nnapi_ops = (OperationType.MINIMUM,)
+
+
+# -- unary float functions -------------------------------------------------------------------------
+class _UnaryFloat(Rule):
+    """TFLite OP(x) -> NNAPI OP(x), float32 (TFLite's quantized variants have no NNAPI counterpart)."""
+
+    nnapi_op: ClassVar[OperationType]
+    min_api_level = 29
+    dtypes = ("float32",)
+    constraints = "float32 only"
+    max_rank: ClassVar[int | None] = None
+
+    def check(self, c: CheckContext) -> None:
+        if check_common(c, 1, (F32,), max_rank=self.max_rank):
+            c.require_api(self.min_api_level, self.op.name)
+
+    def lower(self, c: LowerContext) -> None:
+        c.emit(self.nnapi_op, [c.in_(0)], [c.out(0)])
+
+
+def _unary(op: BuiltinOperator, nn_op: OperationType, doc: str) -> type[Rule]:
+    cls = type(op.name.title().replace("_", ""), (_UnaryFloat,),
+               {"__doc__": doc, "nnapi_op": nn_op, "nnapi_ops": (nn_op,), "__module__": __name__})
+    return lowering_rule(op)(cls)
+
+
+Exp = _unary(BuiltinOperator.EXP, OperationType.EXP, "TFLite EXP(x) -> NNAPI EXP(x), float32, API 29.")
+Log = _unary(BuiltinOperator.LOG, OperationType.LOG, "TFLite LOG(x) -> NNAPI LOG(x), float32, API 29.")
+Sqrt = _unary(BuiltinOperator.SQRT, OperationType.SQRT, "TFLite SQRT(x) -> NNAPI SQRT(x), float32, API 29.")
+Rsqrt = _unary(BuiltinOperator.RSQRT, OperationType.RSQRT,
+               "TFLite RSQRT(x) -> NNAPI RSQRT(x), float32, API 29 (quantized RSQRT is not lowered).")
+Sin = _unary(BuiltinOperator.SIN, OperationType.SIN, "TFLite SIN(x) -> NNAPI SIN(x), float32, API 29.")
+
+
+@lowering_rule(BuiltinOperator.FLOOR)
+class Floor(_UnaryFloat):
+    """TFLite FLOOR(x) -> NNAPI FLOOR(x), float32 from API 27 (rank <= 4)."""
+
+    nnapi_op = OperationType.FLOOR
+    nnapi_ops = (OperationType.FLOOR,)
+    min_api_level = 27
+    max_rank = 4
+    constraints = "float32; rank <= 4"
+
+
+@lowering_rule(BuiltinOperator.COS)
+class Cos(_UnaryFloat):
+    """TFLite COS(x) -> NNAPI SUB(pi/2, x) then SIN (API 29), the delegate's identity cos(x) = sin(pi/2 - x).
+    Not bit-exact: pi/2 is rounded to float32 and pi/2 - x rounds once (absolute error ~1e-7 per unit of x)."""
+
+    nnapi_ops = (OperationType.SUB, OperationType.SIN)
+
+    def lower(self, c: LowerContext) -> None:
+        x, out = c.in_(0), c.out(0)
+        t = c.temp_like(out)
+        c.emit(OperationType.SUB, [scalar_tensor(c, float(np.float32(np.pi / 2))), x, c.i32(FuseCode.NONE)], [t])
+        c.emit(OperationType.SIN, [t], [out])
+
+
+@lowering_rule(BuiltinOperator.NEG)
+class Neg(Rule):
+    """TFLite NEG(x) -> NNAPI NEG(x) (API 29; float32 or int32). Below API 29, float32 NEG is
+    MUL(x, [-1]) (exact: multiplying by -1 only flips the sign bit)."""
+
+    nnapi_ops = (OperationType.NEG, OperationType.MUL)
+    dtypes = ("float32", "int32")
+    constraints = "int32 needs API 29"
+
+    def check(self, c: CheckContext) -> None:
+        if check_common(c, 1, (F32, I32), max_rank=None) and c.input(0).type == I32:
+            c.require_api(29, "int32 NEG")
+        if c.api_level < 29 and c.input(0) is not None:
+            c.require_rank(c.input(0), 4, 0)  # the MUL form
+
+    def lower(self, c: LowerContext) -> None:
+        x, out = c.in_(0), c.out(0)
+        if c.api_level >= 29:
+            c.emit(OperationType.NEG, [x], [out])
+        else:
+            c.emit(OperationType.MUL, [x, scalar_tensor(c, -1.0), c.i32(FuseCode.NONE)], [out])
+
+
+@lowering_rule(BuiltinOperator.ABS)
+class Abs(Rule):
+    """TFLite ABS(x) -> NNAPI ABS(x) (API 29 float32, API 30 int32).
+
+    Below API 29, float32 ABS is ADD(RELU(x), RELU(MUL(x, -1))): exact, since for every x one of the two
+    RELUs is 0 and the other is |x|."""
+
+    nnapi_ops = (OperationType.ABS, OperationType.RELU, OperationType.MUL, OperationType.ADD)
+    dtypes = ("float32", "int32")
+    constraints = "rank <= 4 below API 29; int32 needs API 30"
+
+    def check(self, c: CheckContext) -> None:
+        if not check_common(c, 1, (F32, I32), max_rank=None):
+            return
+        if c.input(0).type == I32:
+            c.require_api(30, "int32 ABS")
+        elif c.api_level < 29:
+            c.require_rank(c.input(0), 4, 0)
+
+    def lower(self, c: LowerContext) -> None:
+        x, out = c.in_(0), c.out(0)
+        if c.api_level >= 29:
+            c.emit(OperationType.ABS, [x], [out])
+            return
+        pos, neg = c.temp_like(out), c.temp_like(out)
+        c.emit(OperationType.RELU, [x], [pos])
+        c.emit(OperationType.RELU, [negate(c, x)], [neg])
+        c.emit(OperationType.ADD, [pos, neg, c.i32(FuseCode.NONE)], [out])
+
+
+@lowering_rule(BuiltinOperator.CEIL)
+class Ceil(Rule):
+    """TFLite CEIL(x) -> -FLOOR(-x): NEG / FLOOR / NEG from API 29, MUL(-1) / FLOOR / MUL(-1) before.
+    Exact: ceil(x) == -floor(-x) in IEEE arithmetic (negation is exact), including the sign of zero."""
+
+    nnapi_ops = (OperationType.NEG, OperationType.FLOOR, OperationType.MUL)
+    dtypes = ("float32",)
+    constraints = "float32; rank <= 4"
+    beyond_delegate = True
+
+    def check(self, c: CheckContext) -> None:
+        check_common(c, 1, (F32,))
+
+    def lower(self, c: LowerContext) -> None:
+        x, out = c.in_(0), c.out(0)
+        f = c.temp_like(out)
+        c.emit(OperationType.FLOOR, [negate(c, x)], [f])
+        if c.api_level >= 29:
+            c.emit(OperationType.NEG, [f], [out])
+        else:
+            c.emit(OperationType.MUL, [f, scalar_tensor(c, -1.0), c.i32(FuseCode.NONE)], [out])
+
+
+# -- CAST and constant-producing ops ---------------------------------------------------------------
+@lowering_rule(BuiltinOperator.CAST)
+class Cast(Rule):
+    """TFLite CAST(x) -> NNAPI CAST(x) (API 29) among float32, float16, int32 and uint8.
+
+    Both cast stored values (a uint8 tensor's quantization is ignored) and truncate floats toward zero.
+    Out-of-range values differ: NNAPI clamps to [0, 255] when casting to uint8, TFLite wraps; bool and int8
+    casts have no NNAPI form."""
+
+    nnapi_ops = (OperationType.CAST,)
+    min_api_level = 29
+    dtypes = ("float32", "float16", "int32", "uint8")
+    constraints = "float32/float16/int32/uint8 only; values cast to uint8 are clamped to [0, 255]"
+
+    def check(self, c: CheckContext) -> None:
+        if not check_common(c, 1, (F32, F16, I32, U8), max_rank=None, same_type=False):
+            return
+        c.require_dtype(c.output(0), (F32, F16, I32, U8), "output")
+        c.require_api(29, "CAST")
+
+    def lower(self, c: LowerContext) -> None:
+        c.emit(OperationType.CAST, [c.in_(0)], [c.out(0)])
+
+
+class _FillLike(Rule):
+    """TFLite OP(x) with a static shape -> no NNAPI operation: the output becomes a constant of x's shape
+    that consumers read directly (a model output cannot be a constant, so that case is refused)."""
+
+    fill_value: ClassVar[float]
+    dtypes = ("float32", "int32")
+    constraints = "static shape; the output must not be a model output"
+    beyond_delegate = True
+
+    def check(self, c: CheckContext) -> None:
+        if not check_common(c, 1, (F32, I32), max_rank=None):
+            return
+        if c.op.outputs[0] in c.subgraph.outputs:
+            c.refuse(Code.OPERAND_VALUE, f"{self.op.name} output '{c.output(0).name}' is a model output; an "
+                     "NNAPI model output cannot be a constant")
+
+    def lower(self, c: LowerContext) -> None:
+        t = c.output(0)
+        ntype = OperandType.TENSOR_FLOAT32 if t.type == F32 else OperandType.TENSOR_INT32
+        value = np.full(nnapi_dims(t), self.fill_value, dtype=np.float32 if t.type == F32 else np.int32)
+        c.alias(c.op.outputs[0], c.constant(ntype, value, name=t.name))
+
+
+@lowering_rule(BuiltinOperator.ZEROS_LIKE)
+class ZerosLike(_FillLike):
+    __doc__ = _FillLike.__doc__.replace("OP", "ZEROS_LIKE")
+    fill_value = 0
+
