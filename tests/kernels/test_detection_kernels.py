@@ -1,0 +1,220 @@
+"""Detection kernels beyond the CTS vectors: the vectorized NMS bookkeeping and window maxima against
+literal transcriptions of the reference loops, on random data with ties, plus the failure modes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nnconv.errors import ExecutionError
+from nnconv.kernels import KERNELS, KernelCall
+from nnconv.kernels._boxes import iou_one_to_many, nms_single_class, soft_kernel
+from nnconv.nnapi.enums import OperandType as T
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.model import Operand, Operation
+
+F32 = np.float32
+
+
+def _run(op: OperationType, inputs: list, in_types: list, out_ops: list[Operand], quant: dict | None = None):
+    quant = quant or {}
+    ods = []
+    for k, (arr, t) in enumerate(zip(inputs, in_types)):
+        scale, zp = quant.get(k, (0.0, 0))
+        ods.append(Operand(type=t, dimensions=tuple(np.shape(arr)), scale=scale, zero_point=zp))
+    arrays = [np.asarray(a, dtype=od.dtype) for a, od in zip(inputs, ods)]
+    call = KernelCall(Operation(op, list(range(len(arrays))), []), arrays, ods, out_ops)
+    return KERNELS[op](call)
+
+
+# -- NMS candidate bookkeeping ----------------------------------------------------------------------
+def _literal_nms(select, scores, boxes, max_det, iou_thr=None, kernel=None, score_thr=0.0):
+    """The reference's in-place loop, transcribed element by element."""
+    sel = list(select)
+    start, end, count = 0, len(sel), 0
+    limit = len(sel) if max_det < 0 else max_det
+    while start < end and count < limit:
+        best = max(range(start, end), key=lambda j: (scores[sel[j]], -j))  # first maximum
+        sel[start], sel[best] = sel[best], sel[start]
+        i = start + 1
+        while i < end:
+            iou = iou_one_to_many(boxes[sel[start]], boxes[[sel[i]]])[0]
+            if kernel is None:
+                drop = iou >= F32(iou_thr)
+            else:
+                scores[sel[i]] = F32(scores[sel[i]] * kernel(np.array([iou], F32))[0])
+                drop = scores[sel[i]] < F32(score_thr)
+            if drop:
+                end -= 1
+                sel[i], sel[end] = sel[end], sel[i]
+            else:
+                i += 1
+        start += 1
+        count += 1
+    return sel[:start]
+
+
+def _random_boxes(rng, n):
+    xy = rng.integers(0, 20, size=(n, 2)).astype(F32)
+    wh = rng.integers(1, 12, size=(n, 2)).astype(F32)
+    return np.concatenate([xy, xy + wh], axis=1)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_hard_nms_matches_the_reference_loop_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    boxes = _random_boxes(rng, n)
+    scores = rng.integers(0, 5, size=n).astype(F32)  # many ties
+    select = rng.permutation(n)[: int(rng.integers(1, n + 1))]
+    max_det = int(rng.integers(-1, n + 1))
+    got = nms_single_class(select, scores.copy(), boxes, max_det, iou_threshold=0.3)
+    assert got.tolist() == _literal_nms(select, scores.copy(), boxes, max_det, iou_thr=0.3)
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2])
+@pytest.mark.parametrize("seed", range(15))
+def test_soft_nms_matches_the_reference_loop(kind, seed):
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(2, 30))
+    boxes = _random_boxes(rng, n)
+    scores = (rng.integers(1, 8, size=n) / 8).astype(F32)
+    kern = soft_kernel(kind, 0.4, 0.5)
+    s1, s2 = scores.copy(), scores.copy()
+    got = nms_single_class(np.arange(n), s1, boxes, -1, kernel=kern, score_threshold=0.3)
+    assert got.tolist() == _literal_nms(range(n), s2, boxes, -1, kernel=kern, score_thr=0.3)
+    np.testing.assert_array_equal(s1[got], s2[got])
+
+
+# -- ROI_POOLING against the reference loops ---------------------------------------------------------
+def _literal_roi_pool(x, rois, batch, oh, ow, hs, ws, zp):
+    n, h, w, c = x.shape
+    out = np.zeros((len(rois), oh, ow, c), x.dtype)
+    for r, (roi, b) in enumerate(zip(rois, batch)):
+        x1, y1, x2, y2 = (int(np.sign(v) * np.floor(abs(v) + 0.5)) for v in
+                          (roi[0] / F32(ws), roi[1] / F32(hs), roi[2] / F32(ws), roi[3] / F32(hs)))
+        sw = F32(max(x2 - x1 + 1, 1)) / F32(ow)
+        sh = F32(max(y2 - y1 + 1, 1)) / F32(oh)
+        for i in range(oh):
+            for j in range(ow):
+                h0 = min(int(np.floor(sh * F32(i) + F32(y1))), h)
+                h1 = min(int(np.ceil(sh * F32(i + 1) + F32(y1))), h)
+                w0 = min(int(np.floor(sw * F32(j) + F32(x1))), w)
+                w1 = min(int(np.ceil(sw * F32(j + 1) + F32(x1))), w)
+                win = x[b, h0:h1, w0:w1]
+                out[r, i, j] = win.max(axis=(0, 1)) if win.size else zp
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("quant", [False, True])
+def test_roi_pooling_matches_the_reference_loops(seed, quant):
+    rng = np.random.default_rng(seed)
+    n, h, w, c = 2, 7, 9, 3
+    x = rng.integers(0, 255, size=(n, h, w, c)) if quant else rng.normal(size=(n, h, w, c))
+    r = 9
+    x1 = rng.uniform(0, 2 * w - 2, r)
+    y1 = rng.uniform(0, 2 * h - 2, r)
+    rois = np.stack([x1, y1, np.minimum(x1 + rng.uniform(0, 9, r), 2 * w),
+                     np.minimum(y1 + rng.uniform(0, 9, r), 2 * h)], axis=1)
+    if quant:
+        rois = np.round(rois * 8).astype(np.uint16)
+    batch = rng.integers(0, n, r).astype(np.int32)
+    xt, rt = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT16_ASYMM) if quant else (T.TENSOR_FLOAT32, T.TENSOR_FLOAT32)
+    q = {0: (0.5, 100), 1: (0.125, 0)} if quant else {}
+    out = Operand(type=xt, scale=0.5, zero_point=100)
+    for nchw in (False, True):
+        xin = np.transpose(x, (0, 3, 1, 2)) if nchw else x
+        (got,) = _run(OperationType.ROI_POOLING, [xin, rois, batch, 3, 4, 2.0, 2.0, nchw],
+                      [xt, rt, T.TENSOR_INT32, T.INT32, T.INT32, T.FLOAT32, T.FLOAT32, T.BOOL], [out], q)
+        if nchw:
+            got = np.transpose(got, (0, 2, 3, 1))
+        real_rois = rois.astype(F32) * F32(0.125) if quant else rois.astype(F32)
+        want = _literal_roi_pool(x.astype(out.dtype), real_rois, batch, 3, 4, 2.0, 2.0, 100 if quant else 0)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_roi_pooling_rejects_a_roi_outside_the_image():
+    x = np.zeros((1, 4, 5, 2), F32)
+    with pytest.raises(ExecutionError, match="roi 0"):
+        _run(OperationType.ROI_POOLING, [x, [[0, 0, 30, 2]], [0], 2, 2, 1.0, 1.0, False],
+             [T.TENSOR_FLOAT32, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.INT32, T.INT32, T.FLOAT32, T.FLOAT32,
+              T.BOOL], [Operand(type=T.TENSOR_FLOAT32)])
+
+
+# -- ROI_ALIGN ---------------------------------------------------------------------------------------
+def _literal_roi_align(x, rois, batch, oh, ow, ratio):
+    """float64 transcription of the reference's float path (stride 1)."""
+    n, h, w, c = x.shape
+    out = np.zeros((len(rois), oh, ow, c))
+    for r, (roi, b) in enumerate(zip(rois, batch)):
+        sw = max(roi[2] - roi[0], 1.0) / ow
+        sh = max(roi[3] - roi[1], 1.0) / oh
+        rw = ratio or int(np.ceil(sw))
+        rh = ratio or int(np.ceil(sh))
+        for i in range(oh):
+            for j in range(ow):
+                acc = np.zeros(c)
+                for yi in range(rh):
+                    for xi in range(rw):
+                        yy = sh * i + roi[1] + sh / rh / 2 + sh / rh * yi
+                        xx = sw * j + roi[0] + sw / rw / 2 + sw / rw * xi
+                        y0, x0 = int(np.floor(yy)), int(np.floor(xx))
+                        dy, dx = yy - y0, xx - x0
+                        y1_, x1_ = y0 + 1, x0 + 1
+                        if x0 >= w - 1:
+                            x0 = x1_ = w - 1
+                            dx = 0
+                        if y0 >= h - 1:
+                            y0 = y1_ = h - 1
+                            dy = 0
+                        acc += ((1 - dx) * (1 - dy) * x[b, y0, x0] + dx * (1 - dy) * x[b, y0, x1_]
+                                + (1 - dx) * dy * x[b, y1_, x0] + dx * dy * x[b, y1_, x1_])
+                out[r, i, j] = acc / (rh * rw)
+    return out
+
+
+@pytest.mark.parametrize("ratio", [0, 2])
+def test_roi_align_float_matches_the_reference_loops(ratio):
+    rng = np.random.default_rng(ratio)
+    x = rng.normal(size=(2, 6, 8, 3)).astype(F32)
+    rois = np.array([[0, 0, 7, 5], [1.5, 0.5, 3, 2], [0, 0, 8, 6], [2, 1, 2.5, 1.2], [4, 3, 8, 6]], F32)
+    batch = np.array([0, 1, 1, 0, 1], np.int32)
+    (got,) = _run(OperationType.ROI_ALIGN, [x, rois, batch, 2, 3, 1.0, 1.0, ratio, ratio, False],
+                  [T.TENSOR_FLOAT32, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.INT32, T.INT32, T.FLOAT32, T.FLOAT32,
+                   T.INT32, T.INT32, T.BOOL], [Operand(type=T.TENSOR_FLOAT32)])
+    np.testing.assert_allclose(got, _literal_roi_align(x.astype(np.float64), rois.astype(np.float64), batch,
+                                                       2, 3, ratio), rtol=1e-5, atol=1e-5)
+
+
+def test_roi_align_zero_rois_and_bad_batch():
+    x = np.ones((1, 3, 4, 5), F32)  # NCHW: 3 channels
+    types = [T.TENSOR_FLOAT32, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.INT32, T.INT32, T.FLOAT32, T.FLOAT32,
+             T.INT32, T.INT32, T.BOOL]
+    (got,) = _run(OperationType.ROI_ALIGN, [x, np.zeros((0, 4)), np.zeros(0), 2, 6, 1.0, 1.0, 0, 0, True],
+                  types, [Operand(type=T.TENSOR_FLOAT32)])
+    assert got.shape == (0, 3, 2, 6)
+    with pytest.raises(ExecutionError, match="batch 3"):
+        _run(OperationType.ROI_ALIGN, [x, [[0, 0, 1, 1]], [3], 2, 2, 1.0, 1.0, 0, 0, False], types,
+             [Operand(type=T.TENSOR_FLOAT32)])
+
+
+# -- BOX_WITH_NMS_LIMIT / HEATMAP failure modes ------------------------------------------------------
+def test_box_with_nms_limit_rejects_an_unknown_kernel():
+    types = [T.TENSOR_FLOAT32, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.FLOAT32, T.INT32, T.INT32, T.FLOAT32,
+             T.FLOAT32, T.FLOAT32]
+    outs = [Operand(type=T.TENSOR_FLOAT32), Operand(type=T.TENSOR_FLOAT32), Operand(type=T.TENSOR_INT32),
+            Operand(type=T.TENSOR_INT32)]
+    scores = np.array([[0.1, 0.9], [0.2, 0.8]], F32)
+    boxes = np.array([[0, 0, 1, 1, 0, 0, 2, 2], [0, 0, 1, 1, 1, 1, 3, 3]], F32)
+    got = _run(OperationType.BOX_WITH_NMS_LIMIT, [scores, boxes, [0, 0], 0.3, -1, 0, 0.4, 1.0, 0.3], types, outs)
+    assert got[0].tolist() == pytest.approx([0.9, 0.8]) and got[2].tolist() == [1, 1]
+    with pytest.raises(ExecutionError, match="kernel 7"):
+        _run(OperationType.BOX_WITH_NMS_LIMIT, [scores, boxes, [0, 0], 0.3, -1, 7, 0.4, 1.0, 0.3], types, outs)
+
+
+def test_heatmap_rejects_a_one_cell_heatmap():
+    with pytest.raises(ExecutionError, match="square"):
+        _run(OperationType.HEATMAP_MAX_KEYPOINT, [np.zeros((1, 1, 1, 2), F32), [[0, 0, 1, 1]], False],
+             [T.TENSOR_FLOAT32, T.TENSOR_FLOAT32, T.BOOL],
+             [Operand(type=T.TENSOR_FLOAT32), Operand(type=T.TENSOR_FLOAT32)])
