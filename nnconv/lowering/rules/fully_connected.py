@@ -1,0 +1,71 @@
+"""FULLY_CONNECTED."""
+
+from __future__ import annotations
+
+import math
+
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._weights import bias_for, check_weighted_op, kernel_activation, weights_operand
+from nnconv.nnapi.enums import OperationType
+from nnconv.tflite.schema_enums import BuiltinOperator
+
+
+@lowering_rule(BuiltinOperator.FULLY_CONNECTED)
+class FullyConnected(Rule):
+    """TFLite FULLY_CONNECTED(input [..., K], weights [U, K], bias [U]?) -> NNAPI FULLY_CONNECTED
+    (input, weights, bias, fuse code) with output [batch, U], batch = numel(input) / K.
+
+    NNAPI flattens an input of rank > 2 itself. A missing bias becomes a zero constant (int32 with scale
+    input_scale * weights_scale when quantized). When the TFLite output is not [batch, U] (keep_num_dims,
+    or a rank-1 output), the FC writes a [batch, U] temporary and a RESHAPE gives the output shape; TFLite's
+    delegate does this from API 30 only, NNAPI runs it from API 27. A rank-1 input is first reshaped to
+    [1, K]. Quantized uint8 / int8 (per-tensor weights only: NNAPI's FC has no per-channel form); hybrid
+    weights through DEQUANTIZE (API 29) or --fold-weights.
+    """
+
+    nnapi_ops = (OperationType.FULLY_CONNECTED, OperationType.RESHAPE, OperationType.DEQUANTIZE)
+    dtypes = ("float32", "uint8", "int8", "float32+int8 weights (hybrid)")
+    constraints = ("default weights format; per-tensor quantized weights; hybrid weights need API 29; below 29 "
+                   "input_scale*weights_scale < output_scale")
+
+    def check(self, c: CheckContext) -> None:
+        if not c.require_inputs(2, 3):
+            return
+        x, w = c.input(0), c.input(1)
+        check_weighted_op(c, x, w, c.input(2), "FULLY_CONNECTED", per_channel=False)
+        c.require_rank(x, 4, 1)
+        c.require_rank(w, 2, 2, "weights")
+        c.require_static_shapes()
+        o = c.options
+        if o is not None and o.weights_format != 0:
+            c.refuse(Code.OPTION, "shuffled (SHUFFLED4x16INT8) weights format has no NNAPI equivalent")
+        if x is not None and w is not None and w.rank == 2 and w.shape[1]:
+            if math.prod(x.shape) % w.shape[1]:
+                c.refuse(Code.OPERAND_VALUE, f"input of {math.prod(x.shape)} elements does not divide into rows "
+                         f"of {w.shape[1]}")
+        c.check_fused_activation(o.fused_activation_function if o is not None else 0)
+
+    def lower(self, c: LowerContext) -> None:
+        o = c.options
+        x_t, w_t, out_t = c.input(0), c.input(1), c.output(0)
+        units, k = w_t.shape
+        batch = math.prod(x_t.shape) // k
+        x = c.in_(0)
+        if x_t.rank == 1:
+            flat = c.temp_like(x, (1, k))
+            c.emit(OperationType.RESHAPE, [x, c.i32_vector([1, k])], [flat])
+            x = flat
+        w = weights_operand(c, 1)
+        bias = bias_for(c, 2, units, x, w)
+        act = kernel_activation(o.fused_activation_function if o is not None else 0)
+        if tuple(out_t.shape) == (batch, units):
+            fused = c.fused_output(act)
+            c.emit(OperationType.FULLY_CONNECTED, [x, w, bias, c.i32(fused.code)], [fused.operand])
+            fused.finish()
+            return
+        out = c.out(0)
+        flat_out = c.temp_like(out, (batch, units))
+        c.emit(OperationType.FULLY_CONNECTED, [x, w, bias, c.i32(act)], [flat_out])
+        c.emit(OperationType.RESHAPE, [flat_out, c.i32_vector(list(out_t.shape))], [out])

@@ -1,0 +1,127 @@
+"""FULLY_CONNECTED lowering: parity with TFLite and refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nnconv
+from harness import QuantParams, assert_parity, assert_refused, single_op_model
+from nnconv.executor import Executor
+from nnconv.lowering.convert import ConversionOptions
+from nnconv.lowering.diagnostics import Code
+from nnconv.parity.tflite_runner import TfliteRunner
+from nnconv.tflite.options import FullyConnectedOptions
+from nnconv.tflite.schema_enums import BuiltinOperator
+
+RNG = np.random.default_rng(17)
+
+
+def fc_model(in_shape, units, out_shape, act=0, keep_num_dims=False, bias=True):
+    k = in_shape[-1]
+    ins = [("x", in_shape, np.float32), ("w", RNG.standard_normal((units, k)).astype(np.float32))]
+    ins.append(("b", RNG.standard_normal(units).astype(np.float32)) if bias else None)
+    opts = FullyConnectedOptions(fused_activation_function=act, keep_num_dims=keep_num_dims)
+    return single_op_model(BuiltinOperator.FULLY_CONNECTED, ins, [("y", out_shape, np.float32)], opts)
+
+
+def qfc_model(dtype, in_shape, units, out_shape, out_scale=0.2, act=0, keep_num_dims=False):
+    k = in_shape[-1]
+    zp = 128 if dtype == np.uint8 else 0
+    lo, hi = (0, 256) if dtype == np.uint8 else (-127, 128)
+    w = RNG.integers(lo, hi, (units, k)).astype(dtype)
+    ins = [("x", in_shape, dtype, QuantParams(0.04, zp + 5)), ("w", w, QuantParams(0.02, zp if dtype == np.uint8 else 0)),
+           ("b", RNG.integers(-1000, 1000, units).astype(np.int32), QuantParams(0.04 * 0.02, 0))]
+    opts = FullyConnectedOptions(fused_activation_function=act, keep_num_dims=keep_num_dims)
+    return single_op_model(BuiltinOperator.FULLY_CONNECTED, ins,
+                           [("y", out_shape, dtype, QuantParams(out_scale, zp - 7))], opts)
+
+
+@pytest.mark.parametrize("api", [27, 30])
+@pytest.mark.parametrize("act", [0, 1, 2, 3])
+def test_fc_float_parity(api, act):
+    assert_parity(fc_model((3, 7), 5, (3, 5), act=act), api_level=api, expect_ops=["FULLY_CONNECTED"])
+
+
+def test_fc_rank3_input_is_flattened():
+    assert_parity(fc_model((2, 3, 7), 4, (6, 4)), api_level=27, expect_ops=["FULLY_CONNECTED"])
+
+
+@pytest.mark.parametrize("api", [27, 30])
+def test_fc_keep_num_dims_reshapes(api):
+    # TFLite's delegate needs API 30 for this; FC + RESHAPE is plain NNAPI 1.0.
+    m = fc_model((2, 3, 7), 4, (2, 3, 4), keep_num_dims=True)
+    assert_parity(m, api_level=api, expect_ops=["FULLY_CONNECTED", "RESHAPE"])
+
+
+def test_fc_without_bias():
+    result = assert_parity(fc_model((4, 6), 3, (4, 3), bias=False), api_level=27, expect_ops=["FULLY_CONNECTED"])
+    main = result.converted.model.main
+    assert main.operands[main.operations[0].inputs[2]].is_constant
+
+
+@pytest.mark.parametrize("api", [27, 29, 30])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_fc_quantized_parity(api, dtype):
+    m = qfc_model(dtype, (5, 9), 6, (5, 6), act=1)
+    result = assert_parity(m, api_level=api, expect_ops=["FULLY_CONNECTED"])
+    x_type = result.converted.model.main.operands[result.converted.model.main.operations[0].inputs[0]].type.name
+    signed = dtype == np.int8 and api >= 30
+    assert x_type == ("TENSOR_QUANT8_ASYMM_SIGNED" if signed else "TENSOR_QUANT8_ASYMM")
+
+
+def test_fc_quantized_keep_num_dims():
+    assert_parity(qfc_model(np.int8, (2, 3, 8), 5, (2, 3, 5), keep_num_dims=True), api_level=30,
+                  expect_ops=["FULLY_CONNECTED", "RESHAPE"])
+
+
+def test_fc_scale_restriction_below_29():
+    m = qfc_model(np.uint8, (2, 4), 3, (2, 3), out_scale=5e-4)  # 0.04 * 0.02 = 8e-4 >= 5e-4
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    assert_parity(m, api_level=29)
+
+
+def test_fc_per_channel_weights_refused():
+    w = RNG.integers(-127, 128, (3, 4)).astype(np.int8)
+    m = single_op_model(BuiltinOperator.FULLY_CONNECTED,
+                        [("x", (2, 4), np.int8, QuantParams(0.05, 0)),
+                         ("w", w, QuantParams([0.01, 0.02, 0.03], [0, 0, 0], 0))],
+                        [("y", (2, 3), np.int8, QuantParams(0.1, 0))], FullyConnectedOptions())
+    assert_refused(m, 30, Code.QUANTIZATION)
+
+
+def test_fc_int16_output_refused():
+    m = single_op_model(BuiltinOperator.FULLY_CONNECTED,
+                        [("x", (2, 4), np.int16, QuantParams(0.05, 0)),
+                         ("w", np.ones((3, 4), np.int8), QuantParams(0.01, 0))],
+                        [("y", (2, 3), np.int16, QuantParams(0.1, 0))], FullyConnectedOptions())
+    assert_refused(m, 30, Code.DTYPE)
+
+
+def _hybrid_fc(in_shape, units):
+    w = RNG.integers(-127, 128, (units, in_shape[-1])).astype(np.int8)
+    b = (RNG.standard_normal(units) * 0.1).astype(np.float32)
+    m = single_op_model(BuiltinOperator.FULLY_CONNECTED,
+                        [("x", in_shape, np.float32), ("w", w, QuantParams(0.01, 0)), ("b", b)],
+                        [("y", (in_shape[0], units), np.float32)], FullyConnectedOptions())
+    twin = single_op_model(BuiltinOperator.FULLY_CONNECTED,
+                           [("x", in_shape, np.float32), ("w", (w.astype(np.float32) * np.float32(0.01))), ("b", b)],
+                           [("y", (in_shape[0], units), np.float32)], FullyConnectedOptions())
+    return m, twin
+
+
+def test_fc_hybrid_dequantize_and_fold():
+    m, twin = _hybrid_fc((3, 10), 4)
+    assert_parity(twin, api_level=27)
+    x = {"x": RNG.uniform(-1, 1, (3, 10)).astype(np.float32)}
+    ref = Executor(nnconv.convert(twin, api_level=27).converted).run(x)["y"]
+    at29 = nnconv.convert(m, api_level=29).converted
+    assert [o.type.name for o in at29.model.main.operations] == ["DEQUANTIZE", "FULLY_CONNECTED"]
+    np.testing.assert_allclose(Executor(at29).run(x)["y"], ref, atol=1e-6, rtol=0)
+    folded = nnconv.convert(m, api_level=27, options=ConversionOptions(fold_dynamic_range_weights=True)).converted
+    np.testing.assert_allclose(Executor(folded).run(x)["y"], ref, atol=1e-6, rtol=0)
+    tfl = TfliteRunner(m)
+    expected = next(iter(tfl.run({tfl.input_details()[0]["index"]: x["x"]}).values()))
+    assert np.max(np.abs(expected - ref)) <= 0.02 * np.max(np.abs(ref))
+    diags = assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    assert any("--fold-weights" in d.hint for d in diags)
