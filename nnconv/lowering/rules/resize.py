@@ -1,0 +1,87 @@
+"""RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.lowering.common import FLOAT_OR_QUANT8, check_int8
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.nnapi.enums import OperationType
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+
+
+class _Resize(Rule):
+    """TFLite <RESIZE>(input [N,H,W,C], size [2] = [new_h, new_w]) -> NNAPI <RESIZE>(input, output WIDTH,
+    output HEIGHT[, NCHW=false[, align_corners, half_pixel_centers]]). NNAPI takes the width before the
+    height, as INT32 scalars, so the size tensor must be constant. align_corners / half_pixel_centers exist
+    in NNAPI from API 30. Quantized output keeps the input's scale and zero point."""
+
+    nnapi_op: OperationType
+    dtypes = ("float32", "uint8", "int8")
+    quant_api = 29  # NNAPI's first level with a quantized variant
+
+    def check(self, c: CheckContext) -> None:
+        self.check_level(c)
+        if not c.require_inputs(2):
+            return
+        x, size, out = c.input(0), c.input(1), c.output(0)
+        if c.require_dtype(x, FLOAT_OR_QUANT8):
+            c.require_dtype(out, (x.type,), "output")
+            if x.type != TensorType.FLOAT32:
+                c.require_api(self.quant_api, f"quantized {c.op.name}")
+                xq, oq = x.quantization, out.quantization
+                if (list(xq.scale), list(xq.zero_point)) != (list(oq.scale), list(oq.zero_point)):
+                    c.refuse(Code.QUANTIZATION, "the output's scale and zero point differ from the input's")
+        c.require_rank(x, 4, 4)
+        c.require_static_shapes()
+        if c.require_const(size, "size"):
+            value = np.asarray(c.const_value(size)).reshape(-1)
+            if value.size != 2 or value.min() < 1:
+                c.refuse(Code.OPERAND_VALUE, f"size {value.tolist()} is not two positive extents")
+        o = c.options
+        if o is not None and (o.align_corners or o.half_pixel_centers):
+            c.require_api(30, f"{c.op.name} with align_corners / half_pixel_centers")
+            if o.align_corners and o.half_pixel_centers:
+                c.refuse(Code.OPTION, "align_corners and half_pixel_centers together")
+        check_int8(c)
+
+    def check_level(self, c: CheckContext) -> None:
+        """Level of the op itself."""
+
+    def lower(self, c: LowerContext) -> None:
+        h, w = (int(v) for v in np.asarray(c.const_value(c.input(1))).reshape(-1))
+        o = c.options
+        align = bool(o.align_corners) if o is not None else False
+        half = bool(o.half_pixel_centers) if o is not None else False
+        args = [c.in_(0), c.i32(w), c.i32(h)]
+        if align or half or self.nnapi_op is OperationType.RESIZE_NEAREST_NEIGHBOR:
+            args.append(c.boolean(False))  # NCHW; NEAREST_NEIGHBOR requires the operand
+        if align or half:
+            args += [c.boolean(align), c.boolean(half)]
+        c.emit(self.nnapi_op, args, [c.out(0)])
+
+
+@lowering_rule(BuiltinOperator.RESIZE_BILINEAR)
+class ResizeBilinear(_Resize):
+    __doc__ = _Resize.__doc__.replace("<RESIZE>", "RESIZE_BILINEAR") + """
+    Float from API 27; quantized from API 29 (int8 as uint8 + 128 below 30, exact since the interpolation
+    commutes with the shift). TFLite's delegate also asks out H == W below 29, a restriction of old drivers
+    that NNAPI 1.0 itself does not have."""
+    nnapi_op = OperationType.RESIZE_BILINEAR
+    nnapi_ops = (OperationType.RESIZE_BILINEAR,)
+    constraints = "rank-4 input; constant size; quantized needs API 29; align_corners/half_pixel_centers API 30"
+
+
+@lowering_rule(BuiltinOperator.RESIZE_NEAREST_NEIGHBOR)
+class ResizeNearestNeighbor(_Resize):
+    __doc__ = _Resize.__doc__.replace("<RESIZE>", "RESIZE_NEAREST_NEIGHBOR") + """
+    The operation exists from API 29 (with the NCHW operand always present)."""
+    nnapi_op = OperationType.RESIZE_NEAREST_NEIGHBOR
+    nnapi_ops = (OperationType.RESIZE_NEAREST_NEIGHBOR,)
+    min_api_level = 29
+    constraints = "API 29; rank-4 input; constant size; align_corners/half_pixel_centers API 30"
+
+    def check_level(self, c: CheckContext) -> None:
+        c.require_api(29, "RESIZE_NEAREST_NEIGHBOR")

@@ -1,0 +1,65 @@
+"""RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR lowering: parity with TFLite and refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import QuantParams, assert_parity, assert_refused, single_op_model
+from nnconv.lowering.diagnostics import Code
+from nnconv.tflite.options import ResizeBilinearOptions, ResizeNearestNeighborOptions
+from nnconv.tflite.schema_enums import BuiltinOperator
+
+BIL, NN = BuiltinOperator.RESIZE_BILINEAR, BuiltinOperator.RESIZE_NEAREST_NEIGHBOR
+
+
+def resize_model(op, dtype, in_shape, size, align=False, half=False, q=None, const_size=True):
+    opts = (ResizeBilinearOptions if op == BIL else ResizeNearestNeighborOptions)(align_corners=align,
+                                                                                  half_pixel_centers=half)
+    spec = (dtype, q) if q is not None else (dtype,)
+    size_in = ("size", np.asarray(size, np.int32)) if const_size else ("size", (2,), np.int32)
+    out_shape = (in_shape[0], size[0], size[1], in_shape[3])
+    return single_op_model(op, [("x", in_shape, *spec), size_in], [("y", out_shape, *spec)], opts, version=3)
+
+
+SIZES = [pytest.param((2, 5, 7, 3), (9, 13), id="up-unequal"), pytest.param((1, 8, 6, 2), (3, 4), id="down"),
+         pytest.param((1, 4, 5, 3), (12, 5), id="h-only")]
+FLAGS = [pytest.param(False, False, id="plain"), pytest.param(True, False, id="align"),
+         pytest.param(False, True, id="half-pixel")]
+
+
+@pytest.mark.parametrize("op", [BIL, NN], ids=["bilinear", "nearest"])
+@pytest.mark.parametrize("align,half", FLAGS)
+@pytest.mark.parametrize("in_shape,size", SIZES)
+def test_resize_float_parity(op, align, half, in_shape, size):
+    api = 30 if (align or half) else (27 if op == BIL else 29)
+    m = resize_model(op, np.float32, in_shape, size, align, half)
+    assert_parity(m, api_level=api, expect_ops=[op.name])
+
+
+@pytest.mark.parametrize("op", [BIL, NN], ids=["bilinear", "nearest"])
+@pytest.mark.parametrize("dtype,api", [(np.uint8, 29), (np.int8, 29), (np.int8, 30)])
+@pytest.mark.parametrize("align,half", FLAGS)
+def test_resize_quantized_parity(op, dtype, api, align, half):
+    if (align or half) and api < 30:
+        api = 30
+    q = QuantParams(0.05, 128 if dtype == np.uint8 else -3)
+    m = resize_model(op, dtype, (2, 5, 7, 3), (9, 11), align, half, q)
+    assert_parity(m, api_level=api, expect_ops=[op.name])
+
+
+def test_resize_flags_need_30():
+    m = resize_model(BIL, np.float32, (1, 4, 5, 2), (8, 10), align=True)
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+    m = resize_model(NN, np.float32, (1, 4, 5, 2), (8, 10), half=True)
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_resize_quantized_bilinear_needs_29_and_nearest_needs_29():
+    q = QuantParams(0.05, 128)
+    assert_refused(resize_model(BIL, np.uint8, (1, 4, 5, 2), (8, 10), q=q), 28, Code.API_LEVEL, min_api_level=29)
+    assert_refused(resize_model(NN, np.float32, (1, 4, 5, 2), (8, 10)), 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_resize_dynamic_size_refused():
+    assert_refused(resize_model(BIL, np.float32, (1, 4, 5, 2), (8, 10), const_size=False), 30, Code.NON_CONSTANT)
