@@ -1,0 +1,75 @@
+"""SOFTMAX and LOG_SOFTMAX."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.lowering.common import FLOAT, FLOAT_OR_QUANT8, check_int8
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.nnapi.enums import OperationType
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+
+
+@lowering_rule(BuiltinOperator.SOFTMAX)
+class Softmax(Rule):
+    """TFLite SOFTMAX(input) with beta, over the last axis -> NNAPI SOFTMAX(input, beta FLOAT32) (the axis
+    operand defaults to the last axis and is omitted).
+
+    NNAPI 1.0/1.1 take rank 2 or 4 only; from API 29 rank 1..4. Quantized output must be scale 1/256 with
+    zero point 0 (uint8) or -128 (int8): the reference computes it in fixed point and fails on any other.
+    int8 is TENSOR_QUANT8_ASYMM_SIGNED from API 30, uint8 + 128 below (zero point -128 becomes 0, as NNAPI
+    1.0 requires).
+    """
+
+    nnapi_ops = (OperationType.SOFTMAX,)
+    dtypes = ("float32", "uint8", "int8")
+    constraints = "beta > 0; rank 2 or 4 below API 29, 1..4 from 29; quantized output 1/256"
+
+    def check(self, c: CheckContext) -> None:
+        if not c.require_inputs(1):
+            return
+        x, out = c.input(0), c.output(0)
+        if c.require_dtype(x, FLOAT_OR_QUANT8):
+            c.require_dtype(out, (x.type,), "output")
+            if x.type != TensorType.FLOAT32:
+                zp = 0 if x.type == TensorType.UINT8 else -128
+                oq = out.quantization
+                if not oq.scale or np.float32(oq.scale[0]) != np.float32(1 / 256) or list(oq.zero_point) != [zp]:
+                    c.refuse(Code.QUANTIZATION, f"quantized output must have scale 1/256 and zero point {zp}")
+        c.require_rank(x, 4, 1)
+        if x is not None and x.rank not in (2, 4):
+            c.require_api(29, f"SOFTMAX of rank {x.rank}")
+        c.require_static_shapes()
+        beta = c.options.beta if c.options is not None else 1.0
+        if not beta > 0:
+            c.refuse(Code.OPTION, f"beta {beta} must be positive")
+        check_int8(c)
+
+    def lower(self, c: LowerContext) -> None:
+        beta = c.options.beta if c.options is not None else 1.0
+        c.emit(OperationType.SOFTMAX, [c.in_(0), c.f32(beta)], [c.out(0)])
+
+
+@lowering_rule(BuiltinOperator.LOG_SOFTMAX)
+class LogSoftmax(Rule):
+    """TFLite LOG_SOFTMAX(input) over the last axis -> NNAPI LOG_SOFTMAX(input, beta = 1.0, axis = -1), API 29.
+    Float32 only (NNAPI has no quantized LOG_SOFTMAX)."""
+
+    nnapi_ops = (OperationType.LOG_SOFTMAX,)
+    min_api_level = 29
+    dtypes = ("float32",)
+    constraints = "API 29; float32"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "LOG_SOFTMAX")
+        if not c.require_inputs(1):
+            return
+        x = c.input(0)
+        c.require_dtype(x, FLOAT)
+        c.require_rank(x, 4, 1)
+        c.require_static_shapes()
+
+    def lower(self, c: LowerContext) -> None:
+        c.emit(OperationType.LOG_SOFTMAX, [c.in_(0), c.f32(1.0), c.i32(-1)], [c.out(0)])

@@ -1,0 +1,57 @@
+"""SOFTMAX / LOG_SOFTMAX lowering: parity with TFLite and refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import QuantParams, assert_parity, assert_refused, single_op_model
+from nnconv.lowering.diagnostics import Code
+from nnconv.tflite.options import LogSoftmaxOptions, SoftmaxOptions
+from nnconv.tflite.schema_enums import BuiltinOperator
+
+OUT_Q = {np.uint8: QuantParams(1 / 256, 0), np.int8: QuantParams(1 / 256, -128)}
+
+
+def softmax_model(dtype, shape, beta=1.0, in_q=None, out_q=None):
+    ins = [("x", shape, dtype) + ((in_q,) if in_q else ())]
+    outs = [("y", shape, dtype) + ((out_q,) if out_q else ())]
+    return single_op_model(BuiltinOperator.SOFTMAX, ins, outs, SoftmaxOptions(beta=beta))
+
+
+@pytest.mark.parametrize("api,shape", [(27, (3, 7)), (27, (2, 3, 4, 5)), (29, (9,)), (29, (2, 5, 6)),
+                                       (30, (4, 11))])
+@pytest.mark.parametrize("beta", [1.0, 0.3, 2.5])
+def test_softmax_float_parity(api, shape, beta):
+    assert_parity(softmax_model(np.float32, shape, beta), api_level=api, expect_ops=["SOFTMAX"])
+
+
+@pytest.mark.parametrize("dtype,api", [(np.uint8, 27), (np.uint8, 30), (np.int8, 27), (np.int8, 29), (np.int8, 30)])
+@pytest.mark.parametrize("beta,in_scale", [(1.0, 0.1), (0.5, 0.05), (2.0, 0.02)])
+def test_softmax_quantized_parity(dtype, api, beta, in_scale):
+    in_q = QuantParams(in_scale, 128 if dtype == np.uint8 else 3)
+    m = softmax_model(dtype, (3, 2, 17), beta, in_q, OUT_Q[dtype]) if api >= 29 else \
+        softmax_model(dtype, (6, 17), beta, in_q, OUT_Q[dtype])
+    assert_parity(m, api_level=api, expect_ops=["SOFTMAX"])
+
+
+def test_softmax_refusals():
+    assert_refused(softmax_model(np.float32, (2, 5, 6)), 28, Code.API_LEVEL, min_api_level=29)
+    q = QuantParams(0.1, 128)
+    assert_refused(softmax_model(np.uint8, (2, 6), 1.0, q, QuantParams(1 / 128, 0)), 30, Code.QUANTIZATION)
+    assert_refused(softmax_model(np.int32, (2, 6)), 30, Code.DTYPE)
+
+
+def log_softmax_model(shape, dtype=np.float32):
+    return single_op_model(BuiltinOperator.LOG_SOFTMAX, [("x", shape, dtype)], [("y", shape, dtype)],
+                           LogSoftmaxOptions())
+
+
+@pytest.mark.parametrize("shape", [(3, 7), (2, 3, 5), (2, 3, 4, 6), (10,)])
+def test_log_softmax_parity(shape):
+    assert_parity(log_softmax_model(shape), api_level=29, expect_ops=["LOG_SOFTMAX"])
+
+
+def test_log_softmax_refusals():
+    assert_refused(log_softmax_model((3, 7)), 28, Code.API_LEVEL, min_api_level=29)
+    assert_refused(log_softmax_model((3, 7), np.int32), 30, Code.DTYPE)
