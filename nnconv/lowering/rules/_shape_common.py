@@ -1,0 +1,96 @@
+"""Helpers shared by the shape, slicing, reduction, gather and lookup rules (no rules here).
+
+Data-movement ops copy stored values, so NNAPI (whose reference forces the output's quantization to the
+input's for most of them) and TFLite agree only when the input and output share scale and zero point;
+`check_same_quant` refuses otherwise. `const_ints` reads a constant or folded integer tensor.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from nnconv.lowering.common import check_int8
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.nnapi.enums import FuseCode, OperationType
+from nnconv.tflite.ir import Tensor
+from nnconv.tflite.schema_enums import TensorType
+
+F32 = TensorType.FLOAT32
+U8 = TensorType.UINT8
+I8 = TensorType.INT8
+I32 = TensorType.INT32
+I64 = TensorType.INT64
+BOOL = TensorType.BOOL
+BASIC = (F32, U8, I8)
+BASIC_I32 = (F32, U8, I8, I32)
+INDEX_TYPES = (I32, I64)
+
+
+def quant_params(t: Tensor) -> tuple[float, int]:
+    q = t.quantization
+    return (q.scale[0] if q.scale else 0.0, q.zero_point[0] if q.zero_point else 0)
+
+
+def same_quant(a: Tensor, b: Tensor) -> bool:
+    return quant_params(a) == quant_params(b)
+
+
+def check_same_quant(c: CheckContext, a: Tensor | None, b: Tensor | None, what: str = "output") -> bool:
+    """Quantized data-movement: TFLite copies stored values, so the parameters must match."""
+    if a is None or b is None or a.type not in (U8, I8):
+        return True
+    if same_quant(a, b):
+        return True
+    c.refuse(Code.QUANTIZATION, f"{what} '{b.name}' has scale/zero point {quant_params(b)} but input "
+             f"'{a.name}' has {quant_params(a)}; the op copies stored values, so they must match")
+    return False
+
+
+def check_data_movement(c: CheckContext, dtypes: Sequence[TensorType], max_rank: int = 4,
+                        data: int = 0) -> Tensor | None:
+    """The common checks of a data-movement op whose data input is `data`: dtype, rank, static shapes,
+    int8 policy, and input/output quantization equality on every output."""
+    x = c.input(data)
+    if not c.require_dtype(x, dtypes):
+        return None
+    c.require_rank(x, max_rank)
+    for o in c.outputs:
+        c.require_rank(o, max_rank, what="output")
+        check_same_quant(c, x, o)
+    c.require_static_shapes()
+    check_int8(c)
+    return x
+
+
+def const_ints(c: CheckContext, t: Tensor) -> list[int]:
+    """A constant (or folded) integer tensor as a flat list."""
+    return [int(v) for v in np.asarray(c.const_value(t)).reshape(-1)]
+
+
+def require_const_ints(c: CheckContext, i: int, what: str) -> list[int] | None:
+    """Input `i` as constant integers (int32, or int64 fitting int32), recording a refusal otherwise."""
+    t = c.input(i)
+    if not c.require_dtype(t, INDEX_TYPES, what) or not c.require_const(t, what):
+        return None
+    values = const_ints(c, t)
+    if any(v < -2**31 or v >= 2**31 for v in values):
+        c.refuse(Code.OPERAND_VALUE, f"{what} holds values outside int32")
+        return None
+    return values
+
+
+def out_dims(t: Tensor) -> list[int]:
+    """The NNAPI dimensions of a tensor: rank 0 becomes [1]."""
+    return list(t.shape) if t.shape else [1]
+
+
+def requantize_add(c: LowerContext, src: int, dst: int) -> None:
+    """Moves a quantized temporary to the output's (scale, zero point) exactly as an NNAPI ADD with a zero
+    constant does (the reference ADD requantizes both inputs to the output scale)."""
+    od = c.info(src)
+    zero = c.constant(od.type, np.asarray([od.zero_point], dtype=od.dtype), scale=od.scale,
+                      zero_point=od.zero_point)
+    c.emit(OperationType.ADD, [src, zero, c.i32(FuseCode.NONE)], [dst])

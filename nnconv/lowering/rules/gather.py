@@ -1,0 +1,105 @@
+"""Gathers: GATHER and GATHER_ND.
+
+GATHER_ND has no NNAPI operation; with constant indices it is an exact composition (beyond the delegate):
+for params of shape [d_0..d_{n-1}] and indices of shape [..., k],
+    gather_nd(params, idx) == gather(reshape(params, [d_0*..*d_{k-1}, d_k..]), axis 0, ravel(idx))
+where ravel(i_0..i_{k-1}) = ((i_0*d_1 + i_1)*d_2 + ...) is the row-major flat index: the reshape only
+relabels the first k axes as one, and row-major flattening maps each k-tuple to the same element.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._shape_common import (BASIC_I32, I32, INDEX_TYPES, check_data_movement, const_ints,
+                                                  out_dims)
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.tflite.schema_enums import BuiltinOperator
+
+
+@lowering_rule(BuiltinOperator.GATHER)
+class Gather(Rule):
+    """TFLite GATHER(params, indices) [axis, batch_dims] -> NNAPI GATHER(input, axis INT32, indices)
+    (API 29). NNAPI's operand order puts the axis between input and indices; batch_dims must be 0; indices
+    must be int32 (or constant int64 fitting int32) with rank >= 1."""
+
+    nnapi_ops = (OperationType.GATHER,)
+    min_api_level = 29
+    dtypes = ("float32", "uint8", "int8", "int32")
+    constraints = "batch_dims 0; indices rank >= 1; rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "GATHER")
+        if not c.require_inputs(2):
+            return
+        x = check_data_movement(c, BASIC_I32)
+        idx = c.input(1)
+        if not c.require_dtype(idx, INDEX_TYPES, "indices") or x is None:
+            return
+        if c.nnapi_type(idx) is None:
+            c.refuse(Code.DTYPE, "non-constant int64 indices have no NNAPI type", "use int32 indices")
+        c.require_rank(idx, 4, 1, "indices")
+        o = c.options
+        axis = o.axis if o is not None else 0
+        if not -x.rank <= axis < x.rank:
+            c.refuse(Code.OPTION, f"axis {axis} is out of range for rank {x.rank}")
+        if o is not None and o.batch_dims != 0:
+            c.refuse(Code.OPTION, f"batch_dims={o.batch_dims}; NNAPI GATHER has no batch dimensions")
+        if c.is_const(idx):
+            v = np.asarray(c.const_value(idx))
+            if v.size and (v.min() < 0 or v.max() >= x.shape[axis]):
+                c.refuse(Code.OPERAND_VALUE, "constant indices are out of range")
+
+    def lower(self, c: LowerContext) -> None:
+        axis = (c.options.axis if c.options is not None else 0) % c.input(0).rank
+        c.emit(OperationType.GATHER, [c.in_(0), c.i32(axis), c.in_(1)], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.GATHER_ND)
+class GatherNd(Rule):
+    """TFLite GATHER_ND(params, indices [..., k]) with constant indices -> RESHAPE(params, flattened first k
+    axes) + GATHER(axis 0, constant flat indices) (API 29; module docstring for the identity). With k = 1
+    the RESHAPE is skipped. Beyond the delegate."""
+
+    nnapi_ops = (OperationType.RESHAPE, OperationType.GATHER)
+    min_api_level = 29
+    dtypes = ("float32", "uint8", "int8", "int32")
+    beyond_delegate = True
+    constraints = "constant in-range indices; rank <= 4; int32 params with k > 1 need API 33"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "GATHER_ND (RESHAPE + GATHER)")
+        if not c.require_inputs(2):
+            return
+        x = check_data_movement(c, BASIC_I32)
+        idx = c.input(1)
+        if not c.require_dtype(idx, INDEX_TYPES, "indices") or not c.require_const(idx, "indices") or x is None:
+            return
+        v = np.asarray(c.const_value(idx))
+        if v.ndim < 1 or v.shape[-1] < 1 or v.shape[-1] > x.rank:
+            c.refuse(Code.OPERAND_VALUE, f"indices of shape {list(v.shape)} do not index rank {x.rank}")
+            return
+        k = v.shape[-1]
+        if v.size and ((v < 0).any() or (v >= np.asarray(x.shape[:k])).any()):
+            c.refuse(Code.OPERAND_VALUE, "constant indices are out of range")
+        if v.ndim == 1:
+            c.refuse(Code.RANK, "indices of rank 1 give a GATHER with scalar indices, which NNAPI lacks")
+        if k > 1 and x.type == I32:
+            c.require_api(33, "GATHER_ND of int32 params (RESHAPE of int32, feature level 6)")
+
+    def lower(self, c: LowerContext) -> None:
+        x = c.input(0)
+        v = np.asarray(c.const_value(c.input(1))).astype(np.int64)
+        k = v.shape[-1]
+        flat = np.ravel_multi_index(tuple(np.moveaxis(v, -1, 0)), x.shape[:k]).astype(np.int32)
+        src = c.in_(0)
+        if k > 1:
+            shape = [int(np.prod(x.shape[:k]))] + list(x.shape[k:])
+            tmp = c.temp_like(src, shape)
+            c.emit(OperationType.RESHAPE, [src, c.i32_vector(shape)], [tmp])
+            src = tmp
+        indices = c.constant(OperandType.TENSOR_INT32, flat.reshape(v.shape[:-1]))
+        c.emit(OperationType.GATHER, [src, c.i32(0), indices], [c.out()])

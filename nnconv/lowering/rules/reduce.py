@@ -1,0 +1,213 @@
+"""Reductions and index reductions: MEAN, SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ANY, ARG_MAX,
+ARG_MIN and TOPK_V2.
+
+NNAPI's reductions take the axes as a constant TENSOR_INT32 (a scalar TFLite axis becomes a [1] vector) and
+keep_dims as an INT32 scalar (MEAN) or a BOOL scalar (REDUCE_*). A TFLite result of rank 0 becomes a [1]
+tensor. Quantized MEAN keeps the input's parameters in NNAPI; a TFLite output quantized differently gets a
+requantizing ADD with a zero constant (what TFLite's NNAPI delegate does too).
+"""
+
+from __future__ import annotations
+
+from nnconv.lowering.common import check_int8
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, BOOL, F32, I32, check_data_movement,
+                                                  check_same_quant, const_ints, requantize_add,
+                                                  require_const_ints, same_quant)
+from nnconv.nnapi.enums import OperationType
+from nnconv.tflite.schema_enums import BuiltinOperator
+
+
+def _check_axes(c: CheckContext, rank: int) -> None:
+    axes = require_const_ints(c, 1, "axis")
+    if axes is not None and any(not -rank <= a < rank for a in axes):
+        c.refuse(Code.OPERAND_VALUE, f"axes {axes} are out of range for rank {rank}")
+
+
+def _keep_dims(c: CheckContext) -> bool:
+    return bool(c.options.keep_dims) if c.options is not None else False
+
+
+@lowering_rule(BuiltinOperator.MEAN)
+class Mean(Rule):
+    """TFLite MEAN(input, axis) [keep_dims] -> NNAPI MEAN(input, axes TENSOR_INT32, keep_dims INT32)
+    (API 28 float; quantized API 29). A quantized output with other parameters than the input's: MEAN into a
+    temporary with the input's parameters, then ADD(temporary, zero) into the output."""
+
+    nnapi_ops = (OperationType.MEAN, OperationType.ADD)
+    min_api_level = 28
+    dtypes = ("float32", "uint8", "int8")
+    constraints = "constant axes; rank <= 4; quantized needs API 29"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(28, "MEAN")
+        if not c.require_inputs(2):
+            return
+        x = c.input(0)
+        if not c.require_dtype(x, BASIC):
+            return
+        c.require_rank(x, 4, 1)
+        c.require_static_shapes()
+        check_int8(c)
+        if x.type != F32:
+            c.require_api(29, "quantized MEAN")
+        _check_axes(c, x.rank)
+
+    def lower(self, c: LowerContext) -> None:
+        x, out_t = c.input(0), c.output()
+        axes = c.i32_vector(const_ints(c, c.input(1)))
+        out = c.out()
+        if x.type == F32 or same_quant(x, out_t):
+            c.emit(OperationType.MEAN, [c.in_(0), axes, c.i32(int(_keep_dims(c)))], [out])
+            return
+        src = c.info(c.in_(0))
+        tmp = c.temp(src.type, c.info(out).dimensions, src.scale, src.zero_point)
+        c.emit(OperationType.MEAN, [c.in_(0), axes, c.i32(int(_keep_dims(c)))], [tmp])
+        requantize_add(c, tmp, out)
+
+
+class _Reduce(Rule):
+    """TFLite <op>(input, axis) [keep_dims] -> NNAPI REDUCE_<op>(input, axes TENSOR_INT32, keep_dims BOOL)
+    (API 29)."""
+
+    min_api_level = 29
+    nnapi_op: OperationType
+    allowed: tuple = (F32,)
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, self.nnapi_op.name)
+        if not c.require_inputs(2):
+            return
+        x = check_data_movement(c, self.allowed)
+        if x is None:
+            return
+        c.require_rank(x, 4, 1)
+        _check_axes(c, x.rank)
+
+    def lower(self, c: LowerContext) -> None:
+        axes = c.i32_vector(const_ints(c, c.input(1)))
+        c.emit(self.nnapi_op, [c.in_(0), axes, c.boolean(_keep_dims(c))], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.SUM)
+class Sum(_Reduce):
+    __doc__ = _Reduce.__doc__ + " NNAPI REDUCE_SUM is float only."
+    nnapi_ops = (OperationType.REDUCE_SUM,)
+    nnapi_op = OperationType.REDUCE_SUM
+    dtypes = ("float32",)
+    constraints = "float32; constant axes; rank <= 4"
+
+
+@lowering_rule(BuiltinOperator.REDUCE_PROD)
+class ReduceProd(_Reduce):
+    __doc__ = _Reduce.__doc__ + " NNAPI REDUCE_PROD is float only."
+    nnapi_ops = (OperationType.REDUCE_PROD,)
+    nnapi_op = OperationType.REDUCE_PROD
+    dtypes = ("float32",)
+    constraints = "float32; constant axes; rank <= 4"
+
+
+@lowering_rule(BuiltinOperator.REDUCE_MAX)
+class ReduceMax(_Reduce):
+    __doc__ = _Reduce.__doc__ + " Quantized inputs and outputs must share their parameters."
+    nnapi_ops = (OperationType.REDUCE_MAX,)
+    nnapi_op = OperationType.REDUCE_MAX
+    allowed = BASIC
+    dtypes = ("float32", "uint8", "int8")
+    constraints = "constant axes; rank <= 4; same input/output quantization"
+
+
+@lowering_rule(BuiltinOperator.REDUCE_MIN)
+class ReduceMin(_Reduce):
+    __doc__ = _Reduce.__doc__ + " Quantized inputs and outputs must share their parameters."
+    nnapi_ops = (OperationType.REDUCE_MIN,)
+    nnapi_op = OperationType.REDUCE_MIN
+    allowed = BASIC
+    dtypes = ("float32", "uint8", "int8")
+    constraints = "constant axes; rank <= 4; same input/output quantization"
+
+
+@lowering_rule(BuiltinOperator.REDUCE_ANY)
+class ReduceAny(_Reduce):
+    __doc__ = _Reduce.__doc__ + " On TENSOR_BOOL8."
+    nnapi_ops = (OperationType.REDUCE_ANY,)
+    nnapi_op = OperationType.REDUCE_ANY
+    allowed = (BOOL,)
+    dtypes = ("bool",)
+    constraints = "bool; constant axes; rank <= 4"
+
+
+class _ArgReduce(Rule):
+    """TFLite ARG_MAX / ARG_MIN(input, axis) [output_type] -> NNAPI ARGMAX / ARGMIN(input, axis INT32
+    scalar) (API 29). NNAPI's output is TENSOR_INT32, so TFLite's int64 output type is refused."""
+
+    min_api_level = 29
+    dtypes = ("float32", "uint8", "int8", "int32")
+    constraints = "constant axis; int32 output; rank <= 4"
+    nnapi_op: OperationType
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, self.nnapi_op.name)
+        if not c.require_inputs(2):
+            return
+        x = c.input(0)
+        if not c.require_dtype(x, BASIC_I32):
+            return
+        c.require_rank(x, 4, 1)
+        c.require_dtype(c.output(), (I32,), "output", hint="convert with output_type=tf.int32")
+        c.require_static_shapes()
+        check_int8(c)
+        axis = require_const_ints(c, 1, "axis")
+        if axis is not None and (len(axis) != 1 or not -x.rank <= axis[0] < x.rank):
+            c.refuse(Code.OPERAND_VALUE, f"axis {axis} must be one axis of a rank-{x.rank} tensor")
+
+    def lower(self, c: LowerContext) -> None:
+        axis = const_ints(c, c.input(1))[0] % c.input(0).rank
+        c.emit(self.nnapi_op, [c.in_(0), c.i32(axis)], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.ARG_MAX)
+class ArgMax(_ArgReduce):
+    __doc__ = _ArgReduce.__doc__
+    nnapi_ops = (OperationType.ARGMAX,)
+    nnapi_op = OperationType.ARGMAX
+
+
+@lowering_rule(BuiltinOperator.ARG_MIN)
+class ArgMin(_ArgReduce):
+    __doc__ = _ArgReduce.__doc__
+    nnapi_ops = (OperationType.ARGMIN,)
+    nnapi_op = OperationType.ARGMIN
+
+
+@lowering_rule(BuiltinOperator.TOPK_V2)
+class TopKV2(Rule):
+    """TFLite TOPK_V2(input, k) -> NNAPI TOPK_V2(input, k INT32 scalar) -> (values, indices TENSOR_INT32)
+    (API 29). Both search the last axis; equal values keep the lower index first."""
+
+    nnapi_ops = (OperationType.TOPK_V2,)
+    min_api_level = 29
+    dtypes = ("float32", "uint8", "int8", "int32")
+    constraints = "constant k; int32 indices; rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "TOPK_V2")
+        if not c.require_inputs(2):
+            return
+        x = c.input(0)
+        if not c.require_dtype(x, BASIC_I32):
+            return
+        c.require_rank(x, 4, 1)
+        check_same_quant(c, x, c.output(0), "values")
+        c.require_dtype(c.output(1), (I32,), "indices")
+        c.require_static_shapes()
+        check_int8(c)
+        k = require_const_ints(c, 1, "k")
+        if k is not None and (len(k) != 1 or not 1 <= k[0] <= x.shape[-1]):
+            c.refuse(Code.OPERAND_VALUE, f"k={k} must be in [1, {x.shape[-1]}]")
+
+    def lower(self, c: LowerContext) -> None:
+        k = const_ints(c, c.input(1))[0]
+        c.emit(OperationType.TOPK_V2, [c.in_(0), c.i32(k)], [c.out(0), c.out(1)])

@@ -1,0 +1,633 @@
+"""Shape and data-movement ops: RESHAPE, SQUEEZE, EXPAND_DIMS, CONCATENATION, PAD, PADV2, MIRROR_PAD,
+TRANSPOSE, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND, SPACE_TO_DEPTH, DEPTH_TO_SPACE, TILE, FILL, REVERSE_V2,
+BROADCAST_TO, PACK, UNPACK and SHAPE (folded only).
+
+These ops move stored values without arithmetic, so quantized inputs and outputs must share their
+parameters (CONCATENATION excepted: NNAPI requantizes mismatched inputs from API 29). Parameters NNAPI
+needs at compilation time (shapes, paddings, permutations, axes) must be constant or folded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, F32, I32, I8, U8, check_data_movement,
+                                                  check_same_quant, const_ints, out_dims, require_const_ints)
+from nnconv.lowering.common import check_int8
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.tflite.schema_enums import ActivationFunctionType, BuiltinOperator, TensorType
+
+FS = ("float32", "uint8", "int8")
+FSI = ("float32", "uint8", "int8", "int32")
+
+
+def _resolve_shape(shape: list[int], size: int) -> list[int] | None:
+    """TFLite's RESHAPE target with its single -1 resolved; None when no shape holds `size` elements."""
+    if shape.count(-1) > 1 or any(d < -1 for d in shape):
+        return None
+    known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+    if -1 in shape:
+        if known == 0 or size % known:
+            return None
+        return [size // known if d == -1 else d for d in shape]
+    return shape if known == size else None
+
+
+@lowering_rule(BuiltinOperator.RESHAPE)
+class Reshape(Rule):
+    """TFLite RESHAPE(input, shape?) [new_shape option] -> NNAPI RESHAPE(input, shape TENSOR_INT32).
+
+    The target comes from the constant (or folded) shape input, else from the `new_shape` option; its -1 is
+    resolved here and checked against the output tensor, and NNAPI gets the resolved static shape (a rank-0
+    result becomes [1], NNAPI's smallest tensor). TENSOR_INT32 data needs feature level 6 (API 33).
+    """
+
+    nnapi_ops = (OperationType.RESHAPE,)
+    dtypes = FSI
+    constraints = "constant or folded shape; rank <= 4; int32 data needs API 33"
+
+    def check(self, c: CheckContext) -> None:
+        if not c.require_inputs(1, 2):
+            return
+        x = check_data_movement(c, BASIC_I32)
+        if x is None:
+            return
+        if x.type == I32:
+            c.require_api(33, "RESHAPE of int32 data (feature level 6)")
+        shape_t = c.input(1)
+        if shape_t is not None:
+            if not c.require_const(shape_t, "shape"):
+                return
+            target = const_ints(c, shape_t)
+        elif c.options is not None and c.options.new_shape is not None:
+            target = list(c.options.new_shape)
+        else:
+            c.refuse(Code.MISSING_OPERAND, "RESHAPE has neither a shape input nor a new_shape option")
+            return
+        size = int(np.prod(x.shape, dtype=np.int64))
+        resolved = _resolve_shape(target, size)
+        if resolved is None or resolved != list(c.output().shape):
+            c.refuse(Code.OPERAND_VALUE, f"shape {target} does not give output shape {list(c.output().shape)} "
+                     f"for input shape {list(x.shape)}")
+
+    def lower(self, c: LowerContext) -> None:
+        c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(out_dims(c.output()))], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.SQUEEZE)
+class Squeeze(Rule):
+    """TFLite SQUEEZE(input) [squeeze_dims] -> NNAPI SQUEEZE(input, squeeze dims TENSOR_INT32) (API 28).
+
+    The squeezed dimensions are always passed explicitly (every size-1 dimension when the option is
+    empty), since an empty dims operand is not accepted at API 28; a squeeze that removes nothing becomes a
+    RESHAPE.
+    """
+
+    nnapi_ops = (OperationType.SQUEEZE, OperationType.RESHAPE)
+    min_api_level = 28
+    dtypes = FS
+    constraints = "rank <= 4; squeezed dimensions must be 1"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(28, "SQUEEZE")
+        x = check_data_movement(c, BASIC)
+        if x is None:
+            return
+        dims = list(c.options.squeeze_dims or ()) if c.options is not None else []
+        if any(not -x.rank <= d < x.rank or x.shape[d] != 1 for d in dims):
+            c.refuse(Code.OPERAND_VALUE, f"squeeze_dims {dims} name dimensions of {list(x.shape)} that are not 1")
+
+    def lower(self, c: LowerContext) -> None:
+        x = c.input(0)
+        dims = list(c.options.squeeze_dims or ()) if c.options is not None else []
+        axes = sorted({d % x.rank for d in dims}) if dims else [k for k, d in enumerate(x.shape) if d == 1]
+        if axes:
+            c.emit(OperationType.SQUEEZE, [c.in_(0), c.i32_vector(axes)], [c.out()])
+        else:
+            c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(out_dims(c.output()))], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.EXPAND_DIMS)
+class ExpandDims(Rule):
+    """TFLite EXPAND_DIMS(input, axis) -> NNAPI EXPAND_DIMS(input, axis INT32 scalar) (API 29).
+
+    The constant axis (int32 or int64) is normalized to [0, rank] and passed as a scalar."""
+
+    nnapi_ops = (OperationType.EXPAND_DIMS,)
+    min_api_level = 29
+    dtypes = FSI
+    constraints = "constant axis; output rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "EXPAND_DIMS")
+        if not c.require_inputs(2):
+            return
+        x = check_data_movement(c, BASIC_I32)
+        axis = require_const_ints(c, 1, "axis")
+        if x is not None and axis is not None and (len(axis) != 1 or not -x.rank - 1 <= axis[0] <= x.rank):
+            c.refuse(Code.OPERAND_VALUE, f"axis {axis} is out of range for rank {x.rank}")
+
+    def lower(self, c: LowerContext) -> None:
+        axis = const_ints(c, c.input(1))[0] % (c.input(0).rank + 1)
+        c.emit(OperationType.EXPAND_DIMS, [c.in_(0), c.i32(axis)], [c.out()])
+
+
+_ACT_OPS = {ActivationFunctionType.RELU: OperationType.RELU,
+            ActivationFunctionType.RELU_N1_TO_1: OperationType.RELU1,
+            ActivationFunctionType.RELU6: OperationType.RELU6}
+
+
+@lowering_rule(BuiltinOperator.CONCATENATION)
+class Concatenation(Rule):
+    """TFLite CONCATENATION(x0..xn-1) [axis, fused activation] -> NNAPI CONCATENATION(x0..xn-1, axis).
+
+    The axis is normalized (negative axes need API 29 in NNAPI). NNAPI has no fused activation here: RELU,
+    RELU_N1_TO_1 and RELU6 become a trailing RELU / RELU1 / RELU6 op. Quantized inputs whose scale or zero
+    point differ from the output's are requantized by NNAPI from API 29 (before, all must match).
+    """
+
+    nnapi_ops = (OperationType.CONCATENATION, OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
+    dtypes = FS
+    constraints = "rank <= 4; fused activation NONE/RELU/RELU1/RELU6; mixed quantization needs API 29"
+
+    def check(self, c: CheckContext) -> None:
+        out = c.output()
+        if not c.require_dtype(out, BASIC, "output"):
+            return
+        c.require_rank(out, 4, 1, "output")
+        for i, t in enumerate(c.inputs):
+            if not c.require_dtype(t, (out.type,), f"input {i}"):
+                return
+        c.require_static_shapes()
+        check_int8(c)
+        axis = c.options.axis if c.options is not None else 0
+        if not -out.rank <= axis < out.rank:
+            c.refuse(Code.OPTION, f"axis {axis} is out of range for rank {out.rank}")
+        act = c.options.fused_activation_function if c.options is not None else 0
+        if act != ActivationFunctionType.NONE and act not in _ACT_OPS:
+            c.refuse(Code.OPTION, f"fused activation {act} after CONCATENATION is not lowered")
+        if out.type in (U8, I8) and any(t is not None and (t.quantization.scale, t.quantization.zero_point)
+                                        != (out.quantization.scale, out.quantization.zero_point)
+                                        for t in c.inputs):
+            c.require_api(29, "CONCATENATION of inputs quantized differently from the output")
+
+    def lower(self, c: LowerContext) -> None:
+        out_t = c.output()
+        axis = (c.options.axis if c.options is not None else 0) % out_t.rank
+        act = c.options.fused_activation_function if c.options is not None else 0
+        ins = [c.in_(i) for i in range(len(c.op.inputs))]
+        out = c.out()
+        dst = out if act == ActivationFunctionType.NONE else c.temp_like(out)
+        c.emit(OperationType.CONCATENATION, [*ins, c.i32(axis)], [dst])
+        if dst != out:
+            c.emit(_ACT_OPS[act], [dst], [out])
+
+
+def _check_paddings(c: CheckContext, rank: int) -> list[int] | None:
+    pads = require_const_ints(c, 1, "paddings")
+    if pads is None:
+        return None
+    if len(pads) != 2 * rank or any(p < 0 for p in pads):
+        c.refuse(Code.OPERAND_VALUE, f"paddings {pads} must be {rank}x2 non-negative values")
+        return None
+    return pads
+
+
+def _paddings_operand(c: LowerContext) -> int:
+    pads = np.asarray(const_ints(c, c.input(1)), dtype=np.int32).reshape(-1, 2)
+    return c.constant(OperandType.TENSOR_INT32, pads)
+
+
+def _no_zero_sized(c: CheckContext) -> None:
+    x = c.input(0)
+    if x is not None and 0 in x.shape:
+        c.refuse(Code.OPERAND_VALUE, f"input '{x.name}' has a zero-sized dimension")
+
+
+@lowering_rule(BuiltinOperator.PAD)
+class Pad(Rule):
+    """TFLite PAD(input, paddings [rank, 2]) -> NNAPI PAD(input, paddings) (API 28; quantized API 29).
+
+    Both pad quantized tensors with the zero point (real 0), floats with 0."""
+
+    nnapi_ops = (OperationType.PAD,)
+    min_api_level = 28
+    dtypes = FS
+    constraints = "constant paddings; rank <= 4; quantized needs API 29"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(28, "PAD")
+        if not c.require_inputs(2):
+            return
+        x = check_data_movement(c, BASIC)
+        if x is None:
+            return
+        if x.type != F32:
+            c.require_api(29, "quantized PAD")
+        _no_zero_sized(c)
+        _check_paddings(c, x.rank)
+
+    def lower(self, c: LowerContext) -> None:
+        c.emit(OperationType.PAD, [c.in_(0), _paddings_operand(c)], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.PADV2)
+class PadV2(Rule):
+    """TFLite PADV2(input, paddings, constant_values?) -> NNAPI PAD_V2(input, paddings, value) (API 29).
+
+    The pad value is a FLOAT32 scalar for float tensors and the stored integer (INT32 scalar, +128 when int8
+    is carried as uint8) for quantized ones, which is what TFLite pads with. Without a value: PAD."""
+
+    nnapi_ops = (OperationType.PAD_V2, OperationType.PAD)
+    min_api_level = 28
+    dtypes = FS
+    constraints = "constant paddings and value; rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        if not c.require_inputs(2, 3):
+            return
+        x = check_data_movement(c, BASIC)
+        if x is None:
+            return
+        v = c.input(2)
+        if v is None:
+            c.require_api(28 if x.type == F32 else 29, "PADV2 without a value (PAD)")
+        else:
+            c.require_api(29, "PAD_V2")
+            if c.require_dtype(v, (x.type,), "constant_values") and c.require_const(v, "constant_values"):
+                c.require(np.asarray(c.const_value(v)).size == 1, Code.OPERAND_VALUE,
+                          "constant_values must hold one value")
+        _no_zero_sized(c)
+        _check_paddings(c, x.rank)
+
+    def lower(self, c: LowerContext) -> None:
+        v = c.input(2)
+        if v is None:
+            c.emit(OperationType.PAD, [c.in_(0), _paddings_operand(c)], [c.out()])
+            return
+        value = np.asarray(c.const_value(v)).reshape(-1)[0]
+        if v.type == F32:
+            scalar = c.f32(float(value))
+        else:
+            scalar = c.i32(int(value) + (128 if c.int8_shifted(c.input(0)) else 0))
+        c.emit(OperationType.PAD_V2, [c.in_(0), _paddings_operand(c), scalar], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.MIRROR_PAD)
+class MirrorPad(Rule):
+    """TFLite MIRROR_PAD(input, paddings) [mode] -> NNAPI MIRROR_PAD(input, paddings, mode INT32)
+    (feature level 7 = API 34). REFLECT = 0 and SYMMETRIC = 1 in both."""
+
+    nnapi_ops = (OperationType.MIRROR_PAD,)
+    min_api_level = 34
+    dtypes = FSI
+    constraints = "constant paddings within the input extents; no zero-sized dimensions"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(34, "MIRROR_PAD (feature level 7)")
+        if not c.require_inputs(2):
+            return
+        x = check_data_movement(c, BASIC_I32)
+        if x is None:
+            return
+        _no_zero_sized(c)
+        pads = _check_paddings(c, x.rank)
+        mode = c.options.mode if c.options is not None else 0
+        if pads is not None:
+            limit = [d - 1 if mode == 0 else d for d in x.shape]
+            if any(max(pads[2 * k], pads[2 * k + 1]) > limit[k] for k in range(x.rank)):
+                c.refuse(Code.OPERAND_VALUE, f"paddings {pads} exceed what mirroring {list(x.shape)} allows")
+
+    def lower(self, c: LowerContext) -> None:
+        mode = c.options.mode if c.options is not None else 0
+        c.emit(OperationType.MIRROR_PAD, [c.in_(0), _paddings_operand(c), c.i32(mode)], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.TRANSPOSE)
+class Transpose(Rule):
+    """TFLite TRANSPOSE(input, perm) -> NNAPI TRANSPOSE(input, perm TENSOR_INT32) (API 28)."""
+
+    nnapi_ops = (OperationType.TRANSPOSE,)
+    min_api_level = 28
+    dtypes = FS
+    constraints = "constant perm; rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(28, "TRANSPOSE")
+        if not c.require_inputs(2):
+            return
+        x = check_data_movement(c, BASIC)
+        perm = require_const_ints(c, 1, "perm")
+        if x is not None and perm is not None and sorted(p % max(x.rank, 1) for p in perm) != list(range(x.rank)):
+            c.refuse(Code.OPERAND_VALUE, f"perm {perm} is not a permutation of {x.rank} dimensions")
+
+    def lower(self, c: LowerContext) -> None:
+        rank = c.input(0).rank
+        perm = [p % rank for p in const_ints(c, c.input(1))]
+        c.emit(OperationType.TRANSPOSE, [c.in_(0), c.i32_vector(perm)], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.SPACE_TO_BATCH_ND)
+class SpaceToBatchNd(Rule):
+    """TFLite SPACE_TO_BATCH_ND(input, block_shape [2], paddings [2, 2]) -> NNAPI SPACE_TO_BATCH_ND (API 28).
+
+    NNAPI takes 4-D NHWC only. Quantized padding is the zero point in both."""
+
+    nnapi_ops = (OperationType.SPACE_TO_BATCH_ND,)
+    min_api_level = 28
+    dtypes = FS
+    constraints = "4-D input; constant block shape and paddings"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(28, "SPACE_TO_BATCH_ND")
+        if not c.require_inputs(3):
+            return
+        x = check_data_movement(c, BASIC)
+        if x is None or not c.require_rank(x, 4, 4):
+            return
+        block = require_const_ints(c, 1, "block_shape")
+        pads = require_const_ints(c, 2, "paddings")
+        if block is not None and (len(block) != 2 or min(block) < 1):
+            c.refuse(Code.OPERAND_VALUE, f"block_shape {block} must be two positive values")
+        if pads is not None and (len(pads) != 4 or min(pads) < 0):
+            c.refuse(Code.OPERAND_VALUE, f"paddings {pads} must be 2x2 non-negative values")
+
+    def lower(self, c: LowerContext) -> None:
+        pads = np.asarray(const_ints(c, c.input(2)), dtype=np.int32).reshape(2, 2)
+        c.emit(OperationType.SPACE_TO_BATCH_ND,
+               [c.in_(0), c.i32_vector(const_ints(c, c.input(1))), c.constant(OperandType.TENSOR_INT32, pads)],
+               [c.out()])
+
+
+@lowering_rule(BuiltinOperator.BATCH_TO_SPACE_ND)
+class BatchToSpaceNd(Rule):
+    """TFLite BATCH_TO_SPACE_ND(input, block_shape [2], crops [2, 2]) -> NNAPI BATCH_TO_SPACE_ND(input,
+    block_shape) (API 28). NNAPI has no crops, so they must all be zero."""
+
+    nnapi_ops = (OperationType.BATCH_TO_SPACE_ND,)
+    min_api_level = 28
+    dtypes = FS
+    constraints = "4-D input; constant block shape; crops must be zero"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(28, "BATCH_TO_SPACE_ND")
+        if not c.require_inputs(3):
+            return
+        x = check_data_movement(c, BASIC)
+        if x is None or not c.require_rank(x, 4, 4):
+            return
+        block = require_const_ints(c, 1, "block_shape")
+        crops = require_const_ints(c, 2, "crops")
+        if block is not None and (len(block) != 2 or min(block) < 1):
+            c.refuse(Code.OPERAND_VALUE, f"block_shape {block} must be two positive values")
+        if crops is not None and any(crops):
+            c.refuse(Code.OPERAND_VALUE, f"crops {crops} are not zero; NNAPI's BATCH_TO_SPACE_ND has no crops")
+
+    def lower(self, c: LowerContext) -> None:
+        c.emit(OperationType.BATCH_TO_SPACE_ND, [c.in_(0), c.i32_vector(const_ints(c, c.input(1)))], [c.out()])
+
+
+class _BlockRearrange(Rule):
+    """Shared by SPACE_TO_DEPTH and DEPTH_TO_SPACE: (input [N,H,W,C]) [block_size] -> NNAPI (input,
+    block_size INT32) (API 27). Both use TensorFlow's DCR ordering."""
+
+    min_api_level = 27
+    dtypes = FS
+    constraints = "4-D input; block size >= 1"
+    nnapi_op: OperationType
+
+    def check(self, c: CheckContext) -> None:
+        x = check_data_movement(c, BASIC)
+        if x is None or not c.require_rank(x, 4, 4):
+            return
+        b = c.options.block_size if c.options is not None else 0
+        if b < 1:
+            c.refuse(Code.OPTION, f"block_size {b} must be at least 1")
+
+    def lower(self, c: LowerContext) -> None:
+        c.emit(self.nnapi_op, [c.in_(0), c.i32(c.options.block_size)], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.SPACE_TO_DEPTH)
+class SpaceToDepth(_BlockRearrange):
+    __doc__ = _BlockRearrange.__doc__
+    nnapi_ops = (OperationType.SPACE_TO_DEPTH,)
+    nnapi_op = OperationType.SPACE_TO_DEPTH
+
+
+@lowering_rule(BuiltinOperator.DEPTH_TO_SPACE)
+class DepthToSpace(_BlockRearrange):
+    __doc__ = _BlockRearrange.__doc__
+    nnapi_ops = (OperationType.DEPTH_TO_SPACE,)
+    nnapi_op = OperationType.DEPTH_TO_SPACE
+
+
+@lowering_rule(BuiltinOperator.TILE)
+class Tile(Rule):
+    """TFLite TILE(input, multiples) -> NNAPI TILE(input, multiples TENSOR_INT32) (API 29)."""
+
+    nnapi_ops = (OperationType.TILE,)
+    min_api_level = 29
+    dtypes = FSI
+    constraints = "constant multiples; rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "TILE")
+        if not c.require_inputs(2):
+            return
+        x = check_data_movement(c, BASIC_I32)
+        reps = require_const_ints(c, 1, "multiples")
+        if x is not None and reps is not None and (len(reps) != x.rank or min(reps, default=1) < 1):
+            c.refuse(Code.OPERAND_VALUE, f"multiples {reps} must be {x.rank} positive values")
+
+    def lower(self, c: LowerContext) -> None:
+        c.emit(OperationType.TILE, [c.in_(0), c.i32_vector(const_ints(c, c.input(1)))], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.FILL)
+class Fill(Rule):
+    """TFLite FILL(dims, value) -> NNAPI FILL(dims TENSOR_INT32, value scalar) (API 30).
+
+    With constant inputs FILL is normally folded; this lowering serves model outputs and --no-fold."""
+
+    nnapi_ops = (OperationType.FILL,)
+    min_api_level = 30
+    dtypes = ("int32", "int64")
+    constraints = "constant dims and value; float32 or int32 value"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(30, "FILL")
+        if not c.require_inputs(2):
+            return
+        dims = require_const_ints(c, 0, "dims")
+        v = c.input(1)
+        if c.require_dtype(v, (F32, I32), "value") and c.require_const(v, "value"):
+            c.require(np.asarray(c.const_value(v)).size == 1, Code.OPERAND_VALUE, "value must be a scalar")
+        c.require_rank(c.output(), 4, what="output")
+        if dims is not None and any(d < 1 for d in dims):
+            c.refuse(Code.OPERAND_VALUE, f"dims {dims} must be positive")
+
+    def lower(self, c: LowerContext) -> None:
+        v = np.asarray(c.const_value(c.input(1))).reshape(-1)[0]
+        scalar = c.f32(float(v)) if c.input(1).type == F32 else c.i32(int(v))
+        c.emit(OperationType.FILL, [c.i32_vector(out_dims(c.output())), scalar], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.REVERSE_V2)
+class ReverseV2(Rule):
+    """TFLite REVERSE_V2(input, axis [1]) -> NNAPI REVERSE(input, axis TENSOR_INT32 [1]) (feature level 7 =
+    API 34). NNAPI reverses one axis only."""
+
+    nnapi_ops = (OperationType.REVERSE,)
+    min_api_level = 34
+    dtypes = FSI
+    constraints = "one constant axis; rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(34, "REVERSE (feature level 7)")
+        if not c.require_inputs(2):
+            return
+        x = check_data_movement(c, BASIC_I32)
+        axes = require_const_ints(c, 1, "axis")
+        if x is not None and axes is not None and (len(axes) != 1 or not -x.rank <= axes[0] < x.rank):
+            c.refuse(Code.OPERAND_VALUE, f"axis {axes} must be one axis of a rank-{x.rank} tensor")
+
+    def lower(self, c: LowerContext) -> None:
+        axis = const_ints(c, c.input(1))[0] % c.input(0).rank
+        c.emit(OperationType.REVERSE, [c.in_(0), c.i32_vector([axis])], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.BROADCAST_TO)
+class BroadcastTo(Rule):
+    """TFLite BROADCAST_TO(input, shape) -> RESHAPE (when the rank grows) + TILE (API 29). Beyond the delegate.
+
+    Identity: broadcasting [d_0..d_k] to [D_0..D_n] equals reshaping to [1]*(n-k) + [d_0..d_k] (a pure
+    relabelling) and tiling each axis by D_i / d_i, which is D_i where d_i = 1 and 1 where d_i = D_i."""
+
+    nnapi_ops = (OperationType.RESHAPE, OperationType.TILE)
+    min_api_level = 29
+    dtypes = FS
+    beyond_delegate = True
+    constraints = "static shapes; output rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "BROADCAST_TO (RESHAPE + TILE)")
+        x = check_data_movement(c, BASIC)
+        out = c.output()
+        if x is None or x.rank > out.rank:
+            return
+        padded = [1] * (out.rank - x.rank) + list(x.shape)
+        if any(d != 1 and d != o for d, o in zip(padded, out.shape)):
+            c.refuse(Code.OPERAND_VALUE, f"shape {list(x.shape)} does not broadcast to {list(out.shape)}")
+
+    def lower(self, c: LowerContext) -> None:
+        x, out = c.input(0), c.output()
+        padded = [1] * (out.rank - x.rank) + list(x.shape)
+        src = c.in_(0)
+        if out.rank != x.rank:
+            tmp = c.temp_like(src, padded)
+            c.emit(OperationType.RESHAPE, [src, c.i32_vector(padded)], [tmp])
+            src = tmp
+        reps = [o // d for o, d in zip(out.shape, padded)]
+        c.emit(OperationType.TILE, [src, c.i32_vector(reps)], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.PACK)
+class Pack(Rule):
+    """TFLite PACK(x0..xn-1) [axis] -> NNAPI PACK(axis INT32, x0..xn-1) from feature level 6 (API 33);
+    below, each input is RESHAPEd to insert the new size-1 axis and the results are CONCATENATED along it
+    (API 27, so earlier than the delegate's 30; any axis, including the last; no int32)."""
+
+    nnapi_ops = (OperationType.PACK, OperationType.RESHAPE, OperationType.CONCATENATION)
+    dtypes = FSI
+    constraints = "output rank <= 4; int32 needs API 33"
+
+    def check(self, c: CheckContext) -> None:
+        out = c.output()
+        x = c.input(0)
+        if not c.require_dtype(x, BASIC_I32):
+            return
+        c.require_rank(out, 4, what="output")
+        for i, t in enumerate(c.inputs):
+            if c.require_dtype(t, (x.type,), f"input {i}"):
+                check_same_quant(c, t, out)
+        c.require_static_shapes()
+        check_int8(c)
+        if x.type == I32:
+            c.require_api(33, "PACK of int32 tensors (feature level 6)")
+
+    def lower(self, c: LowerContext) -> None:
+        out_t = c.output()
+        axis = (c.options.axis if c.options is not None else 0) % out_t.rank
+        ins = [c.in_(i) for i in range(len(c.op.inputs))]
+        if c.api_level >= 33:
+            c.emit(OperationType.PACK, [c.i32(axis), *ins], [c.out()])
+            return
+        x = c.input(0)
+        expanded = list(x.shape[:axis]) + [1] + list(x.shape[axis:])
+        parts = []
+        for src in ins:
+            tmp = c.temp_like(src, expanded)
+            c.emit(OperationType.RESHAPE, [src, c.i32_vector(expanded)], [tmp])
+            parts.append(tmp)
+        c.emit(OperationType.CONCATENATION, [*parts, c.i32(axis)], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.UNPACK)
+class Unpack(Rule):
+    """TFLite UNPACK(input) [num, axis] -> NNAPI SPLIT(input, axis, num) into [.., 1, ..] temporaries, then
+    one RESHAPE per output dropping the axis (API 29, earlier than the delegate's 30; any axis). A single
+    output is one RESHAPE. int32 data needs API 33 (RESHAPE of TENSOR_INT32)."""
+
+    nnapi_ops = (OperationType.SPLIT, OperationType.RESHAPE)
+    min_api_level = 29
+    dtypes = FSI
+    constraints = "input rank 1..4; int32 needs API 33"
+
+    def check(self, c: CheckContext) -> None:
+        x = check_data_movement(c, BASIC_I32)
+        if x is None:
+            return
+        c.require_rank(x, 4, 1)
+        if x.type == I32:
+            c.require_api(33, "UNPACK of int32 tensors (RESHAPE of int32, feature level 6)")
+        elif len(c.op.outputs) > 1:
+            c.require_api(29, "UNPACK (SPLIT + RESHAPE)")
+
+    def lower(self, c: LowerContext) -> None:
+        x = c.input(0)
+        axis = (c.options.axis if c.options is not None else 0) % x.rank
+        n = len(c.op.outputs)
+        src = c.in_(0)
+        parts = [src]
+        if n > 1:
+            part_shape = list(x.shape)
+            part_shape[axis] = 1
+            parts = [c.temp_like(src, part_shape) for _ in range(n)]
+            c.emit(OperationType.SPLIT, [src, c.i32(axis), c.i32(n)], parts)
+        for k, part in enumerate(parts):
+            c.emit(OperationType.RESHAPE, [part, c.i32_vector(out_dims(c.output(k)))], [c.out(k)])
+
+
+@lowering_rule(BuiltinOperator.SHAPE)
+class Shape(Rule):
+    """TFLite SHAPE(input): the shape of a statically shaped tensor is evaluated at conversion time by
+    constant folding (lowering/folding.py); NNAPI has no SHAPE operation. Refused only when it cannot be
+    folded: a dynamic input shape, or a SHAPE output that is a model output (outputs must be computed)."""
+
+    nnapi_ops = ()
+    dtypes = ("float32", "uint8", "int8", "int32")
+    constraints = "folded at conversion time; static input shape; not a model output"
+
+    def check(self, c: CheckContext) -> None:
+        x = c.input(0)
+        if x is not None and (x.has_dynamic_shape or 0 in x.shape):
+            c.refuse(Code.DYNAMIC_SHAPE, f"SHAPE of '{x.name}' with a dynamic shape cannot be folded",
+                     "give the model static input shapes")
+        elif not c.state.options.fold_constants:
+            c.refuse(Code.OPTION, "SHAPE is only evaluated by constant folding, which is disabled")
+        else:
+            c.refuse(Code.OPTION, "SHAPE is folded at conversion time, so its output cannot be a model output")

@@ -1,0 +1,248 @@
+"""Slicing: STRIDED_SLICE, SLICE, SPLIT, SPLIT_V.
+
+TFLite's STRIDED_SLICE masks are canonicalized here into NNAPI's dense form (one begin/end/stride per input
+dimension with begin, end and shrink masks): an ellipsis expands to full ranges, a shrunk axis becomes
+[b, b+1) with stride 1, and new axes (which insert size-1 dimensions and consume no input dimension) are
+added afterwards by a RESHAPE of the slice, an exact composition since a reshape only relabels dimensions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, check_data_movement, const_ints,
+                                                  out_dims, require_const_ints)
+from nnconv.nnapi.enums import OperationType
+from nnconv.tflite.schema_enums import BuiltinOperator
+
+
+@dataclass
+class DenseSlice:
+    """NNAPI STRIDED_SLICE operands for one TFLite strided slice, plus the final (TFLite) output shape."""
+
+    begin: list[int]
+    end: list[int]
+    strides: list[int]
+    begin_mask: int
+    end_mask: int
+    shrink_mask: int
+    slice_shape: list[int]  # NNAPI STRIDED_SLICE output (shrunk axes removed)
+    final_shape: list[int]  # with the new axes inserted
+
+
+def _axis_len(dim: int, b: int, e: int, s: int, bfull: bool, efull: bool) -> int:
+    lo, hi = (0, dim) if s > 0 else (-1, dim - 1)
+    start = (0 if s > 0 else dim - 1) if bfull else min(max(b + dim if b < 0 else b, lo), hi)
+    stop = (dim if s > 0 else -1) if efull else min(max(e + dim if e < 0 else e, lo), hi)
+    return len(range(start, stop, s))
+
+
+def dense_slice(shape: tuple[int, ...], begin: list[int], end: list[int], strides: list[int],
+                opts) -> DenseSlice | str:
+    """Canonicalizes TFLite's sparse strided-slice spec (TensorFlow's rules); a string explains a refusal."""
+    n, rank = len(begin), len(shape)
+    if not len(end) == len(strides) == n:
+        return "begin, end and strides differ in length"
+    ell, new = opts.ellipsis_mask, opts.new_axis_mask
+    if bin(ell & ((1 << n) - 1)).count("1") > 1:
+        return "more than one ellipsis"
+    if opts.offset:
+        end = [b + e for b, e in zip(begin, end)]
+    # Each entry: ("dim", b, e, s, bfull, efull, shrink) consuming one input dim, or ("new",).
+    entries: list[tuple] = []
+    consuming = sum(1 for i in range(n) if not (ell >> i & 1) and not (new >> i & 1))
+    seen_ellipsis = False
+    for i in range(n):
+        if ell >> i & 1:
+            seen_ellipsis = True
+            entries += [("dim", 0, 0, 1, True, True, False)] * (rank - consuming)
+        elif new >> i & 1:
+            if opts.shrink_axis_mask >> i & 1:
+                return f"entry {i} is both a new axis and shrunk"
+            entries.append(("new",))
+        else:
+            entries.append(("dim", begin[i], end[i], strides[i], bool(opts.begin_mask >> i & 1),
+                            bool(opts.end_mask >> i & 1), bool(opts.shrink_axis_mask >> i & 1)))
+    if not seen_ellipsis:
+        entries += [("dim", 0, 0, 1, True, True, False)] * (rank - consuming)
+    dims = [e for e in entries if e[0] == "dim"]
+    if len(dims) != rank:
+        return f"the slice spec addresses {len(dims)} dimensions of a rank-{rank} input"
+    d = DenseSlice([], [], [], 0, 0, 0, [], [])
+    k = 0
+    for e in entries:
+        if e[0] == "new":
+            d.final_shape.append(1)
+            continue
+        _, b, en, s, bfull, efull, shrink = e
+        dim = shape[k]
+        if s == 0:
+            return "a stride is zero"
+        if shrink:
+            # TFLite takes the element at begin (0 when begin-masked) and ignores end.
+            start = 0 if bfull else (b + dim if b < 0 else b)
+            if not 0 <= start < dim:
+                return f"shrunk index {b} is outside an axis of extent {dim}"
+            d.begin.append(start)
+            d.end.append(start + 1)
+            d.strides.append(1)
+            d.shrink_mask |= 1 << k
+        else:
+            d.begin.append(b)
+            d.end.append(en)
+            d.strides.append(s)
+            d.begin_mask |= int(bfull) << k
+            d.end_mask |= int(efull) << k
+            size = _axis_len(dim, b, en, s, bfull, efull)
+            d.slice_shape.append(size)
+            d.final_shape.append(size)
+        k += 1
+    return d
+
+
+@lowering_rule(BuiltinOperator.STRIDED_SLICE)
+class StridedSlice(Rule):
+    """TFLite STRIDED_SLICE(input, begin, end, strides) [masks] -> NNAPI STRIDED_SLICE(input, begin, end,
+    strides, begin_mask, end_mask, shrink_axis_mask) (API 28), + RESHAPE when new_axis_mask inserts axes.
+
+    Ellipsis and new-axis masks, which NNAPI lacks, are canonicalized away (module docstring); `offset`
+    (end relative to begin) is resolved from the constants. Empty results are refused."""
+
+    nnapi_ops = (OperationType.STRIDED_SLICE, OperationType.RESHAPE)
+    min_api_level = 28
+    dtypes = ("float32", "uint8", "int8")
+    constraints = "constant begin/end/strides; rank <= 4; non-empty result"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(28, "STRIDED_SLICE")
+        if not c.require_inputs(4):
+            return
+        x = check_data_movement(c, BASIC)
+        vals = [require_const_ints(c, i, what) for i, what in ((1, "begin"), (2, "end"), (3, "strides"))]
+        if x is None or any(v is None for v in vals):
+            return
+        d = dense_slice(x.shape, *vals, c.options)
+        if isinstance(d, str):
+            c.refuse(Code.OPERAND_VALUE, f"strided slice cannot be lowered: {d}")
+        elif 0 in d.slice_shape:
+            c.refuse(Code.OPERAND_VALUE, "the slice is empty; NNAPI has no zero-sized tensors")
+        elif d.final_shape != list(c.output().shape):
+            c.refuse(Code.OPERAND_VALUE, f"computed output shape {d.final_shape} differs from the output "
+                     f"tensor's {list(c.output().shape)}")
+
+    def lower(self, c: LowerContext) -> None:
+        vals = [const_ints(c, c.input(i)) for i in (1, 2, 3)]
+        d = dense_slice(c.input(0).shape, *vals, c.options)
+        out = c.out()
+        needs_reshape = d.final_shape != d.slice_shape and len(d.final_shape) != len(d.slice_shape or [1])
+        dst = c.temp_like(out, d.slice_shape or [1]) if needs_reshape else out
+        c.emit(OperationType.STRIDED_SLICE,
+               [c.in_(0), c.i32_vector(d.begin), c.i32_vector(d.end), c.i32_vector(d.strides),
+                c.i32(d.begin_mask), c.i32(d.end_mask), c.i32(d.shrink_mask)], [dst])
+        if needs_reshape:
+            c.emit(OperationType.RESHAPE, [dst, c.i32_vector(out_dims(c.output()))], [out])
+
+
+@lowering_rule(BuiltinOperator.SLICE)
+class Slice(Rule):
+    """TFLite SLICE(input, begin, size) -> NNAPI SLICE(input, begin, size TENSOR_INT32) (API 29); a size
+    of -1 ("to the end") is resolved from the static shape."""
+
+    nnapi_ops = (OperationType.SLICE,)
+    min_api_level = 29
+    dtypes = ("float32", "uint8", "int8", "int32")
+    constraints = "constant begin and size; rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "SLICE")
+        if not c.require_inputs(3):
+            return
+        x = check_data_movement(c, BASIC_I32)
+        begin, size = require_const_ints(c, 1, "begin"), require_const_ints(c, 2, "size")
+        if x is None or begin is None or size is None:
+            return
+        if not len(begin) == len(size) == x.rank:
+            c.refuse(Code.OPERAND_VALUE, f"begin {begin} and size {size} must have {x.rank} entries")
+            return
+        for b, s, d in zip(begin, size, x.shape):
+            if b < 0 or s == 0 or s < -1 or (s != -1 and b + s > d) or b >= d:
+                c.refuse(Code.OPERAND_VALUE, f"slice begin={begin} size={size} is empty or outside {list(x.shape)}")
+                return
+
+    def lower(self, c: LowerContext) -> None:
+        x = c.input(0)
+        begin, size = const_ints(c, c.input(1)), const_ints(c, c.input(2))
+        size = [d - b if s == -1 else s for b, s, d in zip(begin, size, x.shape)]
+        c.emit(OperationType.SLICE, [c.in_(0), c.i32_vector(begin), c.i32_vector(size)], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.SPLIT)
+class Split(Rule):
+    """TFLite SPLIT(axis, input) [num_splits] -> NNAPI SPLIT(input, axis INT32, num_splits INT32) (API 29).
+    Note the operand order: TFLite's axis comes first."""
+
+    nnapi_ops = (OperationType.SPLIT,)
+    min_api_level = 29
+    dtypes = ("float32", "uint8", "int8", "int32")
+    constraints = "constant axis; equal splits; rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "SPLIT")
+        if not c.require_inputs(2):
+            return
+        x = check_data_movement(c, BASIC_I32, data=1)
+        axis = require_const_ints(c, 0, "axis")
+        if x is None or axis is None:
+            return
+        n = len(c.op.outputs)
+        if len(axis) != 1 or not -x.rank <= axis[0] < x.rank:
+            c.refuse(Code.OPERAND_VALUE, f"axis {axis} is out of range for rank {x.rank}")
+        elif x.shape[axis[0]] % n:
+            c.refuse(Code.OPERAND_VALUE, f"extent {x.shape[axis[0]]} does not split into {n} parts")
+
+    def lower(self, c: LowerContext) -> None:
+        x = c.input(1)
+        axis = const_ints(c, c.input(0))[0] % x.rank
+        n = len(c.op.outputs)
+        c.emit(OperationType.SPLIT, [c.in_(1), c.i32(axis), c.i32(n)], [c.out(k) for k in range(n)])
+
+
+@lowering_rule(BuiltinOperator.SPLIT_V)
+class SplitV(Rule):
+    """TFLite SPLIT_V(input, size_splits, axis) -> one NNAPI SLICE(input, begin, size) per output (API 29,
+    where NNAPI has SLICE; the delegate waits for 30). The -1 size is resolved from the static shape."""
+
+    nnapi_ops = (OperationType.SLICE,)
+    min_api_level = 29
+    dtypes = ("float32", "uint8", "int8", "int32")
+    constraints = "constant size_splits and axis; no zero sizes; rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "SPLIT_V (SLICE per output)")
+        if not c.require_inputs(3):
+            return
+        x = check_data_movement(c, BASIC_I32)
+        sizes, axis = require_const_ints(c, 1, "size_splits"), require_const_ints(c, 2, "axis")
+        if x is None or sizes is None or axis is None:
+            return
+        if len(axis) != 1 or not -x.rank <= axis[0] < x.rank:
+            c.refuse(Code.OPERAND_VALUE, f"axis {axis} is out of range for rank {x.rank}")
+            return
+        outs = [o.shape[axis[0] % x.rank] for o in c.outputs]
+        if 0 in outs or sum(outs) != x.shape[axis[0]]:
+            c.refuse(Code.OPERAND_VALUE, f"split sizes {sizes} are empty or do not cover the axis")
+
+    def lower(self, c: LowerContext) -> None:
+        x = c.input(0)
+        axis = const_ints(c, c.input(2))[0] % x.rank
+        offset = 0
+        for k, o in enumerate(c.outputs):
+            begin = [0] * x.rank
+            begin[axis] = offset
+            c.emit(OperationType.SLICE, [c.in_(0), c.i32_vector(begin), c.i32_vector(list(o.shape))], [c.out(k)])
+            offset += o.shape[axis]
