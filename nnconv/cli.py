@@ -122,7 +122,7 @@ def main() -> None:
 
 # -- convert ----------------------------------------------------------------------------------------
 @main.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path())
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="The .nnapi file to write.")
 @api_level_option
 @feature_level_option
@@ -193,8 +193,8 @@ def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 
 
 @main.command()
-@click.argument("nnapi_model", type=click.Path(dir_okay=False))
-@click.option("--inputs", "inputs_path", type=click.Path(dir_okay=False), required=True,
+@click.argument("nnapi_model", type=click.Path())
+@click.option("--inputs", "inputs_path", type=click.Path(), required=True,
               help=".npz with one array per model input, by input name or arr_0, arr_1, ...")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help=".npz to write the outputs to.")
 @click.option("--trace", is_flag=True, help="Print each NNAPI operation's output dtype, shape and range to stderr.")
@@ -217,10 +217,10 @@ def run(nnapi_model: str, inputs_path: str, output: str, trace: bool) -> None:
 
 # -- verify -----------------------------------------------------------------------------------------
 @main.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path())
 @api_level_option
 @feature_level_option
-@click.option("--inputs", "inputs_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--inputs", "inputs_path", type=click.Path(), default=None,
               help=".npz of inputs (default: seeded random inputs).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--kernels", type=click.Choice(["builtin", "reference", "xnnpack"]), default="builtin",

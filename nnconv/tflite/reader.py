@@ -48,6 +48,11 @@ class _Decoder:
         self.buf = buf
         self.size = len(buf)
         self.name = name
+        # Every vector entry of a well-formed file takes at least one byte of its own, so the entries of all
+        # vectors together cannot exceed the file size. Each count is charged to this budget (with 2x slack
+        # for writers that share vectors), which bounds the decoding work by the file size even when a
+        # hostile file points many tables at one huge vector.
+        self.budget = 2 * self.size + 64
 
     def fail(self, what: str) -> ModelFormatError:
         return ModelFormatError(f"{self.name}: {what}")
@@ -58,14 +63,26 @@ class _Decoder:
             return fn()
         except ModelFormatError:
             raise
-        except (struct.error, IndexError, ValueError, TypeError, OverflowError, UnicodeDecodeError,
-                AttributeError, MemoryError) as e:
-            raise self.fail(f"corrupt {what} ({type(e).__name__})") from None
+        except UnicodeDecodeError:
+            raise self.fail(f"{what}: text that is not UTF-8 (corrupt file)") from None
+        except (struct.error, IndexError, ValueError, TypeError, OverflowError, AttributeError, MemoryError,
+                RecursionError) as e:
+            detail = (f"an offset or length points outside the file's {self.size} bytes"
+                      if isinstance(e, (struct.error, IndexError, ValueError)) else type(e).__name__)
+            raise self.fail(f"{what} is corrupt ({detail}; truncated or not a TFLite model?)") from None
 
     def count(self, n: int, what: str, elem_size: int = 4) -> int:
-        if n < 0 or n * elem_size > self.size:
-            raise self.fail(f"{what} claims {n} entries, more than the file can hold (truncated?)")
+        if n < 0 or n * elem_size > self.size or n > self.budget:
+            raise self.fail(f"{what} claims {n} entries, more than the file can hold (truncated or corrupt)")
+        self.budget -= n
         return n
+
+    def values(self, arr: Any, what: str) -> tuple:
+        """The entries of a numpy vector from the tflite accessors (0 when absent), charged to the budget."""
+        if isinstance(arr, int):
+            return ()
+        self.count(int(arr.size), what, 1)
+        return tuple(arr.tolist())
 
     def decode(self) -> TfliteModel:
         if self.size < 8:
@@ -85,9 +102,40 @@ class _Decoder:
         if n_sub == 0:
             raise self.fail("the model has no subgraph")
         subgraphs = tuple(self.decode_subgraph(m, i, buffers, opcodes) for i in range(n_sub))
+        self.check_subgraph_calls(subgraphs)
         sigs = self.decode_signatures(m, subgraphs)
         return TfliteModel(version=version, description=desc, subgraphs=subgraphs, signature_defs=sigs,
                            path=self.name)
+
+    def check_subgraph_calls(self, subgraphs: tuple[Subgraph, ...]) -> None:
+        """Subgraph indexes in options (IF, WHILE, CALL_ONCE, ...) exist, and no subgraph calls itself
+        directly or indirectly (TFLite forbids recursion; a cycle would recurse forever in the lowering)."""
+        calls: dict[int, set[int]] = {}
+        for sg in subgraphs:
+            for op in sg.operators:
+                for field_name, value in _subgraph_fields(op.options):
+                    if not 0 <= value < len(subgraphs):
+                        raise self.fail(f"operator {op.index} of subgraph {sg.index} has {field_name} {value}, "
+                                        f"but the model has {len(subgraphs)} subgraphs")
+                    calls.setdefault(sg.index, set()).add(value)
+        state: dict[int, int] = {}  # 1 = on the DFS stack, 2 = done
+        for start in calls:
+            if state.get(start):
+                continue
+            stack = [(start, iter(sorted(calls.get(start, ()))))]
+            state[start] = 1
+            while stack:
+                node, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    state[node] = 2
+                    stack.pop()
+                elif state.get(nxt) == 1:
+                    raise self.fail(f"subgraph {nxt} calls itself through control flow (recursion is not "
+                                    "allowed in TFLite models)")
+                elif not state.get(nxt):
+                    state[nxt] = 1
+                    stack.append((nxt, iter(sorted(calls.get(nxt, ())))))
 
     # -- buffers ----------------------------------------------------------------------------------
     def decode_buffers(self, m: Any) -> list[tuple[int, int] | None]:
@@ -122,6 +170,8 @@ class _Decoder:
         for i in range(n):
             def one(i: int = i) -> tuple[int, str | None, int]:
                 oc = m.OperatorCodes(i)
+                if oc is None:
+                    raise self.fail(f"operator code {i} is missing")
                 # Opcode quirk: builtin codes above 127 live only in `builtin_code`; older files have only
                 # the int8 `deprecated_builtin_code` (and builtin_code 0). The real code is the max.
                 code = max(oc.DeprecatedBuiltinCode(), oc.BuiltinCode())
@@ -157,10 +207,13 @@ class _Decoder:
     def decode_tensor(self, sg: Any, si: int, ti: int, buffers: list) -> Tensor:
         def one() -> Tensor:
             t = sg.Tensors(ti)
-            shape_arr = t.ShapeAsNumpy()
-            shape = () if isinstance(shape_arr, int) else tuple(int(d) for d in shape_arr)
+            if t is None:
+                raise self.fail(f"tensor {ti} of subgraph {si} is missing")
+            shape = tuple(int(d) for d in self.values(t.ShapeAsNumpy(), "tensor shape"))
             sig_arr = t.ShapeSignatureAsNumpy()
-            sig = None if isinstance(sig_arr, int) else tuple(int(d) for d in sig_arr)
+            sig = None if isinstance(sig_arr, int) else tuple(int(d) for d in self.values(sig_arr, "shape signature"))
+            if any(d < -1 for d in shape + (sig or ())):
+                raise self.fail(f"tensor {ti} of subgraph {si} has a negative extent in shape {list(shape)}")
             ttype = t.Type()
             try:
                 ttype = TensorType(ttype)
@@ -203,8 +256,7 @@ class _Decoder:
         if q is None:
             return Quantization()
         def vec(fn: Callable[[], Any]) -> tuple:
-            a = fn()
-            return () if isinstance(a, int) else tuple(a.tolist())
+            return self.values(fn(), "quantization parameters")
         scale = vec(q.ScaleAsNumpy)
         zp = vec(q.ZeroPointAsNumpy)
         return Quantization(scale=tuple(float(s) for s in scale), zero_point=tuple(int(z) for z in zp),
@@ -215,11 +267,12 @@ class _Decoder:
         if s is None:
             return None
         def vec(fn: Callable[[], Any]) -> tuple:
-            a = fn()
-            return () if isinstance(a, int) else tuple(int(v) for v in a)
+            return tuple(int(v) for v in self.values(fn(), "sparsity parameters"))
         dims = []
         for i in range(self.count(s.DimMetadataLength(), "sparsity metadata")):
             d = s.DimMetadata(i)
+            if d is None:
+                raise self.fail(f"sparsity dimension {i} is missing")
             segs = idx = ()
             if d.ArraySegmentsType():
                 seg_tab = d.ArraySegments()
@@ -237,12 +290,13 @@ class _Decoder:
             raise self.fail(f"unknown sparse index vector type {kind}")
         v = cls()
         v.Init(table.Bytes, table.Pos)
-        a = v.ValuesAsNumpy()
-        return () if isinstance(a, int) else tuple(int(x) for x in a)
+        return tuple(int(x) for x in self.values(v.ValuesAsNumpy(), "sparse index vector"))
 
     def decode_operator(self, sg: Any, si: int, k: int, n_tensors: int, opcodes: list) -> Operator:
         def one() -> Operator:
             op = sg.Operators(k)
+            if op is None:
+                raise self.fail(f"operator {k} of subgraph {si} is missing")
             oi = op.OpcodeIndex()
             if oi >= len(opcodes):
                 raise self.fail(f"operator {k} of subgraph {si} uses opcode {oi}, but the model has "
@@ -260,6 +314,9 @@ class _Decoder:
                 ot2 = op.BuiltinOptions2Type() if hasattr(op, "BuiltinOptions2Type") else 0
                 if ot2:
                     options = decode_options("BuiltinOptions2", ot2, op.BuiltinOptions2())
+            for value in vars(options).values() if options is not None else ():
+                if isinstance(value, (tuple, str)):
+                    self.count(len(value), "operator options", 1)
             copts = op.CustomOptionsAsNumpy()
             custom_options = None if isinstance(copts, int) else copts.tobytes()
             return Operator(index=k, opcode_index=oi, builtin_code=code,
@@ -274,17 +331,34 @@ class _Decoder:
         for i in range(n):
             def one(i: int = i) -> SignatureDef:
                 s = m.SignatureDefs(i)
+                if s is None:
+                    raise self.fail(f"signature {i} is missing")
                 si = s.SubgraphIndex()
                 if si >= len(subgraphs):
                     raise self.fail(f"signature {i} names subgraph {si}, which does not exist")
+                n_tensors = len(subgraphs[si].tensors)
+
                 def maps(length: Callable[[], int], get: Callable[[int], Any]) -> tuple:
                     items = []
                     for j in range(self.count(length(), "signature tensor map")):
                         tm = get(j)
-                        items.append(((tm.Name() or b"").decode("utf-8", "replace"), tm.TensorIndex()))
+                        if tm is None:
+                            raise self.fail(f"signature {i} tensor map {j} is missing")
+                        ti = tm.TensorIndex()
+                        if ti >= n_tensors:
+                            raise self.fail(f"signature {i} names tensor {ti}, but subgraph {si} has "
+                                            f"{n_tensors} tensors")
+                        items.append(((tm.Name() or b"").decode("utf-8", "replace"), ti))
                     return tuple(items)
                 key = (s.SignatureKey() or b"").decode("utf-8", "replace")
                 return SignatureDef(signature_key=key, subgraph_index=si,
                                     inputs=maps(s.InputsLength, s.Inputs), outputs=maps(s.OutputsLength, s.Outputs))
             out.append(self.guarded(f"signature {i}", one))
         return tuple(out)
+
+
+def _subgraph_fields(options: Any) -> list[tuple[str, int]]:
+    """(field name, value) of every `*_subgraph_index` field of an options dataclass."""
+    if options is None:
+        return []
+    return [(k, v) for k, v in vars(options).items() if k.endswith("subgraph_index") and isinstance(v, int)]
