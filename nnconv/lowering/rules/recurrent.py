@@ -1,0 +1,492 @@
+"""Recurrent and sequence ops: LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM, BIDIRECTIONAL_SEQUENCE_LSTM, RNN,
+UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN, SVDF, LSH_PROJECTION.
+
+State tensors. TFLite keeps an RNN's recurrent state in *variable* tensors (`is_variable`): an op input
+that is not a model input, zeroed when the interpreter allocates its tensors and updated in place by each
+invocation. TFLite's NNAPI delegate turns each into an extra NNAPI model input (fed from the variable) and an
+extra model output (copied back into the variable after every run), so the NNAPI model stays stateless
+while the delegate carries the state between invocations.
+
+nnconv converts a model for one inference from its initial state, the way the interpreter runs it right
+after `allocate_tensors()`: a variable state input becomes a zero-filled NNAPI constant of its shape and
+type, and the state outputs NNAPI requires (output_state_out, cell_state_out, the LSTM scratch buffer,
+RNN's hidden_state_out, SVDF's state_out) become temporaries that nothing reads. The converted model then
+keeps exactly the TFLite model's inputs and outputs, a variable never leaks into the I/O signature, and
+parity with the interpreter holds by construction. The cost is that streaming use (carrying state across
+invocations) needs the caller to run the whole sequence in one call, i.e. to use the sequence ops.
+(TFLite's kernels insist on variable state tensors; should a state input be an ordinary tensor anyway, it
+is passed through as one.)
+
+Fused activations: the recurrent kernels take TFLite's activation codes as they are (NONE, RELU,
+RELU_N1_TO_1, RELU6, TANH; the delegate passes them untranslated). SIGMOID (6) is a special case: TFLite's
+`ApplyActivationToVector` in these kernels applies nothing for it (measured against the interpreter for RNN,
+sequence RNN and SVDF), so it is lowered as NONE to keep parity with what the model computes under TFLite.
+The LSTM kernels compute something else again for it, neither a sigmoid nor any other NNAPI activation
+(measured), so the LSTM rules refuse it. SIGN_BIT is refused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.lowering.common import FLOAT
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.model import STORAGE_DTYPE
+from nnconv.tflite.ir import Tensor
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+
+RECURRENT_ACTIVATIONS = (0, 1, 2, 3, 4, 6)  # NONE, RELU, RELU_N1_TO_1, RELU6, TANH, SIGMOID
+
+
+# -- shared checks ----------------------------------------------------------------------------------
+def activation_code(act: int) -> int:
+    """The NNAPI activation operand for a TFLite activation (SIGMOID acts as NONE, module docstring)."""
+    return 0 if act == 6 else act
+
+
+def check_activation(c: CheckContext, act: int, lstm: bool = False) -> None:
+    if act not in RECURRENT_ACTIVATIONS:
+        c.refuse(Code.OPTION, f"activation code {act} (SIGN_BIT or unknown) has no NNAPI equivalent here")
+    elif lstm and act == 6:
+        c.refuse(Code.OPTION, "a SIGMOID cell activation: TFLite's LSTM kernels do not compute a plain sigmoid "
+                 "for it, so no NNAPI activation reproduces the model")
+
+
+def check_float_operands(c: CheckContext, slots: range | list[int], state_slots: tuple[int, ...] = ()) -> None:
+    """Every present input in `slots` and every output must be float32 (no hybrid / quantized variants);
+    state inputs must be variable tensors, constants or ordinary float32 tensors."""
+    for i in slots:
+        t = c.input(i)
+        if t is None:
+            continue
+        if t.type != TensorType.FLOAT32:
+            what = "state" if i in state_slots else f"input {i}"
+            hint = ("dynamic-range (hybrid) weights are not lowered for this op; keep float weights"
+                    if i not in state_slots and t.type in (TensorType.INT8, TensorType.UINT8) else "")
+            c.refuse(Code.DTYPE, f"{what} '{t.name}' is {t.type.name.lower()}; this lowering takes float32",
+                     hint)
+    for t in c.outputs:
+        if t.type != TensorType.FLOAT32:
+            c.refuse(Code.DTYPE, f"output '{t.name}' is {t.type.name.lower()}; this lowering takes float32")
+
+
+def check_state_inputs(c: CheckContext, slots: tuple[int, ...]) -> None:
+    for i in slots:
+        if c.input(i) is None:
+            c.refuse(Code.MISSING_OPERAND, f"state input {i} is missing; NNAPI needs the initial state")
+
+
+def check_static(c: CheckContext) -> None:
+    """Static shapes on every non-variable tensor (variables get their declared shape as a constant)."""
+    for t in [*c.inputs, *c.outputs]:
+        if t is None or t.is_variable or c.is_const(t):
+            continue
+        if t.has_dynamic_shape or 0 in t.shape:
+            c.refuse(Code.DYNAMIC_SHAPE, f"tensor '{t.name}' has a dynamic or zero-sized shape "
+                     f"{list(t.shape_signature or t.shape)}", "give the model static input shapes")
+            return
+
+
+# -- shared lowering --------------------------------------------------------------------------------
+def opt_in(c: LowerContext, i: int) -> int:
+    """NNAPI operand of optional input i, or an omitted (NO_VALUE) operand."""
+    return c.in_(i) if c.input(i) is not None else c.no_value(OperandType.TENSOR_FLOAT32)
+
+
+def state_in(c: LowerContext, i: int) -> int:
+    """A variable state input becomes a zero constant of its shape (see the module docstring)."""
+    t = c.input(i)
+    if t is None or not t.is_variable:
+        return c.in_(i)
+    ntype = c.nnapi_type(t) or OperandType.TENSOR_FLOAT32
+    dims = t.shape if t.shape else (1,)
+    q = t.quantization
+    scale = q.scale[0] if q.scale else 0.0
+    zp = q.zero_point[0] if q.zero_point else 0
+    if c.int8_shifted(t):
+        zp += 128
+    zeros = np.full(dims, zp, dtype=STORAGE_DTYPE[ntype]) if ntype.is_quantized else \
+        np.zeros(dims, dtype=STORAGE_DTYPE[ntype])
+    return c.constant(ntype, zeros, scale=scale, zero_point=zp, name=f"{t.name}/initial_zero")
+
+
+def unread(c: LowerContext, like: int, dims: tuple[int, ...], name: str) -> int:
+    """A state output NNAPI requires but nothing reads."""
+    return c.temp_like(like, dims, name=f"op{c.op.index}_{name}")
+
+
+def dim(t: Tensor | None, axis: int) -> int:
+    return int(t.shape[axis]) if t is not None and t.rank > axis else 0
+
+
+# -- LSTM family ------------------------------------------------------------------------------------
+LSTM_WEIGHT_SLOTS = range(1, 18)
+LSTM_STATE_SLOTS = (18, 19)
+
+
+def check_lstm_weights(c: CheckContext, first: int) -> None:
+    """The all-or-none rules of the 17 weight slots starting at `first` (TFLite layout = NNAPI's)."""
+    def has(k: int) -> bool:
+        return c.input(first + k) is not None
+    for k, what in ((1, "input-to-forget"), (2, "input-to-cell"), (3, "input-to-output"),
+                    (5, "recurrent-to-forget"), (6, "recurrent-to-cell"), (7, "recurrent-to-output"),
+                    (12, "forget gate bias"), (13, "cell gate bias"), (14, "output gate bias")):
+        if not has(k):
+            c.refuse(Code.MISSING_OPERAND, f"{what} weights (input {first + k}) are required")
+    if has(0) != has(4):
+        c.refuse(Code.MISSING_OPERAND, "input-to-input and recurrent-to-input weights must be both given "
+                 "or both omitted (CIFG)")
+    if not has(15) and has(16):
+        c.refuse(Code.MISSING_OPERAND, "a projection bias needs projection weights")
+
+
+def check_layer_norm(c: CheckContext, slots: range, cifg: bool) -> bool:
+    present = [c.input(i) is not None for i in slots]
+    if not any(present):
+        return False
+    needed = present[1:] if cifg else present
+    if not all(needed):
+        c.refuse(Code.MISSING_OPERAND, "layer-norm weights must be all given or all omitted")
+    return True
+
+
+@lowering_rule(BuiltinOperator.LSTM)
+class Lstm(Rule):
+    """TFLite LSTM (full kernel, 20 or 24 inputs) -> NNAPI LSTM.
+
+    TFLite inputs 0..17 (input, 4 input-to-gate weights, 4 recurrent weights, 3 peephole, 4 biases,
+    projection weights and bias; optional ones -1) map to NNAPI slots 0..17 one to one; 18 output state
+    and 19 cell state (variables -> zero constants) to slots 18, 19; then NNAPI 20 activation, 21 cell_clip,
+    22 proj_clip from the options; TFLite 20..23 layer-norm weights -> NNAPI 23..26 (the 27-input form of
+    API 29). NNAPI outputs: scratch buffer, output_state_out, cell_state_out (unread temporaries) and
+    output (TFLite's output 0).
+    """
+
+    nnapi_ops = (OperationType.LSTM,)
+    min_api_level = 28
+    dtypes = ("float32",)
+    constraints = "float32; full kernel only; layer norm needs API 29; state from zero (variables)"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(28, "LSTM (as TFLite's NNAPI delegate)")
+        o = c.options
+        if o is not None and o.kernel_type == 1:
+            c.refuse(Code.OPTION, "the BASIC LSTM kernel (5 inputs) is not lowered",
+                     "convert the model with the full LSTM kernel")
+            return
+        if not c.require_inputs(20, 24):
+            return
+        x = c.input(0)
+        c.require_dtype(x, FLOAT)
+        c.require_rank(x, 2, 2)
+        check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS)
+        check_lstm_weights(c, 1)
+        check_state_inputs(c, LSTM_STATE_SLOTS)
+        if len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None):
+            c.require_api(29, "layer-normalized LSTM (27-input NNAPI LSTM)")
+        check_static(c)
+        if o is not None:
+            check_activation(c, o.fused_activation_function, lstm=True)
+            if o.asymmetric_quantize_inputs:
+                c.refuse(Code.QUANTIZATION, "asymmetric input quantization (hybrid LSTM) is not lowered")
+
+    def lower(self, c: LowerContext) -> None:
+        o = c.options
+        ins = [c.in_(0)] + [opt_in(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
+        ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip)]
+        layer_norm = len(c.op.inputs) == 24 and any(c.input(i) is not None for i in range(20, 24))
+        if layer_norm:
+            ins += [opt_in(c, i) for i in range(20, 24)]
+        out = c.out(0)
+        batch = dim(c.input(0), 0)
+        n_cell = dim(c.input(4), 0)
+        n_out = dim(c.output(0), 1)
+        gates = 3 if c.input(1) is None else 4
+        outs = [unread(c, out, (batch, gates * n_cell), "scratch"), unread(c, out, (batch, n_out), "h_out"),
+                unread(c, out, (batch, n_cell), "c_out"), out]
+        c.emit(OperationType.LSTM, ins, outs)
+
+
+@lowering_rule(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM)
+class UnidirectionalSequenceLstm(Rule):
+    """TFLite UNIDIRECTIONAL_SEQUENCE_LSTM (20 or 24 inputs) -> NNAPI UNIDIRECTIONAL_SEQUENCE_LSTM.
+
+    Inputs 0..19 map one to one (18/19 the variable states -> zero constants); NNAPI 20 activation,
+    21 cell_clip, 22 proj_clip, 23 time_major from the options; TFLite 20..23 layer-norm weights -> NNAPI
+    24..27 (omitted operands when absent). One NNAPI output (the sequence output), as in feature level 3;
+    the state outputs of feature level 4 are not requested since nothing reads them.
+    """
+
+    nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM,)
+    min_api_level = 29
+    dtypes = ("float32",)
+    constraints = "float32 (hybrid refused); rank-3 input; state from zero (variables)"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "UNIDIRECTIONAL_SEQUENCE_LSTM")
+        if not c.require_inputs(20, 24):
+            return
+        x = c.input(0)
+        c.require_dtype(x, FLOAT)
+        c.require_rank(x, 3, 3)
+        check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS)
+        check_lstm_weights(c, 1)
+        check_state_inputs(c, LSTM_STATE_SLOTS)
+        if len(c.op.inputs) == 24:
+            check_layer_norm(c, range(20, 24), c.input(1) is None)
+        check_static(c)
+        o = c.options
+        if o is not None:
+            check_activation(c, o.fused_activation_function, lstm=True)
+            if o.asymmetric_quantize_inputs:
+                c.refuse(Code.QUANTIZATION, "asymmetric input quantization (hybrid LSTM) is not lowered")
+            if o.diagonal_recurrent_tensors:
+                c.refuse(Code.OPTION, "diagonal recurrent weights have no NNAPI equivalent")
+
+    def lower(self, c: LowerContext) -> None:
+        o = c.options
+        ins = [c.in_(0)] + [opt_in(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
+        ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip),
+                c.boolean(o.time_major)]
+        ins += [opt_in(c, i) for i in range(20, 24)]
+        c.emit(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [c.out(0)])
+
+
+@lowering_rule(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM)
+class BidirectionalSequenceLstm(Rule):
+    """TFLite BIDIRECTIONAL_SEQUENCE_LSTM (48 inputs) -> NNAPI BIDIRECTIONAL_SEQUENCE_LSTM (61 inputs).
+
+    TFLite 0..47 map one to one: input, forward weights 1..17, backward weights 18..34, forward output and
+    cell state 35/36 and backward ones 37/38 (variables -> zero constants), aux input 39, forward aux
+    weights 40..43, backward aux weights 44..47; then NNAPI 48 activation, 49 cell_clip, 50 proj_clip,
+    51 merge_outputs, 52 time_major, and 53..60 layer-norm weights as omitted operands (TFLite's op has
+    none). Outputs: forward and (unless merged) backward sequence outputs.
+    """
+
+    nnapi_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_LSTM,)
+    min_api_level = 29
+    dtypes = ("float32",)
+    constraints = "float32 (hybrid refused); rank-3 input; state from zero (variables)"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "BIDIRECTIONAL_SEQUENCE_LSTM")
+        if not c.require_inputs(48):
+            return
+        x = c.input(0)
+        c.require_dtype(x, FLOAT)
+        c.require_rank(x, 3, 3)
+        states = (35, 36, 37, 38)
+        check_float_operands(c, range(0, 48), states)
+        check_lstm_weights(c, 1)
+        check_lstm_weights(c, 18)
+        check_state_inputs(c, states)
+        aux_w = [c.input(i) is not None for i in range(40, 48)]
+        if any(aux_w) and c.input(39) is None:
+            c.refuse(Code.MISSING_OPERAND, "aux input weights without an aux input")
+        check_static(c)
+        o = c.options
+        if o is not None:
+            check_activation(c, o.fused_activation_function, lstm=True)
+            if o.asymmetric_quantize_inputs:
+                c.refuse(Code.QUANTIZATION, "asymmetric input quantization (hybrid LSTM) is not lowered")
+            if o.merge_outputs and not o.time_major:
+                # Measured: the interpreter's merged output for batch-major input misplaces the forward
+                # half for every batch after the first, while NNAPI concatenates correctly.
+                c.refuse(Code.OPTION, "merge_outputs with batch-major input: TFLite's kernel lays out the "
+                         "merged forward output differently from NNAPI, so parity cannot hold",
+                         "use time-major input, or separate outputs and a CONCATENATION")
+
+    def lower(self, c: LowerContext) -> None:
+        o = c.options
+        ins = [c.in_(0)] + [opt_in(c, i) for i in range(1, 35)]
+        ins += [state_in(c, i) for i in (35, 36, 37, 38)]
+        ins += [opt_in(c, i) for i in range(39, 48)]
+        ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip),
+                c.boolean(o.merge_outputs), c.boolean(o.time_major)]
+        ins += [c.no_value(OperandType.TENSOR_FLOAT32) for _ in range(8)]
+        outs = [c.out(0)] if o.merge_outputs else [c.out(0), c.out(1)]
+        c.emit(OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, ins, outs)
+
+
+# -- RNN family -------------------------------------------------------------------------------------
+@lowering_rule(BuiltinOperator.RNN)
+class Rnn(Rule):
+    """TFLite RNN(input, weights, recurrent weights, bias, hidden state) -> NNAPI RNN slots 0..4 (the
+    variable hidden state -> a zero constant) + 5 activation. NNAPI outputs: hidden_state_out (an unread
+    temporary) and output (TFLite's output 0)."""
+
+    nnapi_ops = (OperationType.RNN,)
+    dtypes = ("float32",)
+    constraints = "float32 weights (hybrid refused); rank-2 input; state from zero (variables)"
+
+    def check(self, c: CheckContext) -> None:
+        if not c.require_inputs(5):
+            return
+        x = c.input(0)
+        c.require_dtype(x, FLOAT)
+        c.require_rank(x, 2, 2)
+        check_float_operands(c, range(5), (4,))
+        check_state_inputs(c, (4,))
+        check_static(c)
+        if c.options is not None:
+            check_activation(c, c.options.fused_activation_function)
+
+    def lower(self, c: LowerContext) -> None:
+        out = c.out(0)
+        ins = [c.in_(0), c.in_(1), c.in_(2), c.in_(3), state_in(c, 4), c.i32(activation_code(c.options.fused_activation_function))]
+        c.emit(OperationType.RNN, ins, [unread(c, out, tuple(c.output(0).shape), "h_out"), out])
+
+
+@lowering_rule(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN)
+class UnidirectionalSequenceRnn(Rule):
+    """TFLite UNIDIRECTIONAL_SEQUENCE_RNN(input, weights, recurrent weights, bias, hidden state) -> NNAPI
+    slots 0..4 (the variable hidden state -> a zero constant), 5 activation, 6 time_major (INT32).
+    One output (the feature level 3 form)."""
+
+    nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_RNN,)
+    min_api_level = 29
+    dtypes = ("float32",)
+    constraints = "float32 (hybrid refused); rank-3 input; state from zero (variables)"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "UNIDIRECTIONAL_SEQUENCE_RNN")
+        if not c.require_inputs(5):
+            return
+        x = c.input(0)
+        c.require_dtype(x, FLOAT)
+        c.require_rank(x, 3, 3)
+        check_float_operands(c, range(5), (4,))
+        check_state_inputs(c, (4,))
+        check_static(c)
+        if c.options is not None:
+            check_activation(c, c.options.fused_activation_function)
+
+    def lower(self, c: LowerContext) -> None:
+        o = c.options
+        ins = [c.in_(0), c.in_(1), c.in_(2), c.in_(3), state_in(c, 4), c.i32(activation_code(o.fused_activation_function)),
+               c.i32(int(o.time_major))]
+        c.emit(OperationType.UNIDIRECTIONAL_SEQUENCE_RNN, ins, [c.out(0)])
+
+
+@lowering_rule(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_RNN)
+class BidirectionalSequenceRnn(Rule):
+    """TFLite BIDIRECTIONAL_SEQUENCE_RNN (12 inputs) -> NNAPI BIDIRECTIONAL_SEQUENCE_RNN (15 inputs).
+
+    TFLite 0..11 map one to one: input, forward weights/recurrent/bias/hidden state 1..4, backward ones
+    5..8 (variable hidden states -> zero constants), aux input 9, forward and backward aux weights 10, 11;
+    then NNAPI 12 activation, 13 time_major, 14 merge_outputs. Outputs: forward and (unless merged)
+    backward. TFLite's NNAPI delegate does not lower this op; NNAPI has it from API 29.
+    """
+
+    nnapi_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_RNN,)
+    min_api_level = 29
+    dtypes = ("float32",)
+    constraints = "float32; rank-3 input; state from zero (variables)"
+    beyond_delegate = True
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "BIDIRECTIONAL_SEQUENCE_RNN")
+        if not c.require_inputs(12):
+            return
+        x = c.input(0)
+        c.require_dtype(x, FLOAT)
+        c.require_rank(x, 3, 3)
+        check_float_operands(c, range(12), (4, 8))
+        check_state_inputs(c, (4, 8))
+        if (c.input(10) is None) != (c.input(11) is None):
+            c.refuse(Code.MISSING_OPERAND, "forward and backward aux weights must be both given or both omitted")
+        if c.input(10) is not None and c.input(9) is None:
+            c.refuse(Code.MISSING_OPERAND, "aux weights without an aux input")
+        check_static(c)
+        if c.options is not None:
+            check_activation(c, c.options.fused_activation_function)
+
+    def lower(self, c: LowerContext) -> None:
+        o = c.options
+        ins = [c.in_(i) for i in range(4)] + [state_in(c, 4)] + [c.in_(i) for i in range(5, 8)]
+        ins += [state_in(c, 8)] + [opt_in(c, i) for i in (9, 10, 11)]
+        ins += [c.i32(activation_code(o.fused_activation_function)), c.boolean(o.time_major), c.boolean(o.merge_outputs)]
+        outs = [c.out(0)] if o.merge_outputs else [c.out(0), c.out(1)]
+        c.emit(OperationType.BIDIRECTIONAL_SEQUENCE_RNN, ins, outs)
+
+
+# -- SVDF, LSH_PROJECTION ---------------------------------------------------------------------------
+@lowering_rule(BuiltinOperator.SVDF)
+class Svdf(Rule):
+    """TFLite SVDF(input, weights_feature, weights_time, bias?, activation state) -> NNAPI SVDF slots 0..4
+    (an omitted bias stays omitted; the variable state -> a zero constant) + 5 rank, 6 activation.
+    NNAPI outputs: state_out (an unread temporary) and output. From a zero state both runtimes compute the
+    same first output (they differ only in when the state history is shifted, which nothing reads here)."""
+
+    nnapi_ops = (OperationType.SVDF,)
+    min_api_level = 28
+    dtypes = ("float32",)
+    constraints = "float32 weights (hybrid refused); rank-2 input; API 28 as the delegate"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(28, "SVDF (as TFLite's NNAPI delegate)")
+        if not c.require_inputs(5):
+            return
+        x = c.input(0)
+        c.require_dtype(x, FLOAT)
+        c.require_rank(x, 2, 2)
+        check_float_operands(c, range(5), (4,))
+        check_state_inputs(c, (4,))
+        check_static(c)
+        o = c.options
+        if o is not None:
+            check_activation(c, o.fused_activation_function)
+            wf = c.input(1)
+            if o.rank < 1 or (wf is not None and wf.rank == 2 and wf.shape[0] % o.rank):
+                c.refuse(Code.OPTION, f"rank {o.rank} does not divide the number of filters")
+
+    def lower(self, c: LowerContext) -> None:
+        o = c.options
+        out = c.out(0)
+        state_t = c.input(4)
+        ins = [c.in_(0), c.in_(1), c.in_(2), opt_in(c, 3), state_in(c, 4), c.i32(o.rank),
+               c.i32(activation_code(o.fused_activation_function))]
+        c.emit(OperationType.SVDF, ins, [unread(c, out, tuple(state_t.shape), "state_out"), out])
+
+
+@lowering_rule(BuiltinOperator.LSH_PROJECTION)
+class LshProjection(Rule):
+    """TFLite LSH_PROJECTION(hash [H, B], input [N, ...], weight [N]?) -> NNAPI LSH_PROJECTION slots
+    0..2 + 3 type. TFLite's SPARSE (1) adds i * 2^B to hash i's code, which is NNAPI's type 3 (API 29);
+    NNAPI's type 1 is the deprecated variant without the offset, so sparse needs API 29. DENSE is 2 in both.
+    """
+
+    nnapi_ops = (OperationType.LSH_PROJECTION,)
+    dtypes = ("float32", "int32", "uint8")
+    constraints = "float32 hash; sparse projection needs API 29; dense needs the weight"
+
+    def check(self, c: CheckContext) -> None:
+        if not c.require_inputs(2, 3):
+            return
+        h, x, w = c.input(0), c.input(1), c.input(2)
+        c.require_dtype(h, FLOAT, "hash")
+        c.require_rank(h, 2, 2, "hash")
+        if h is not None and h.rank == 2 and h.shape[1] > 32:
+            c.refuse(Code.OPERAND_VALUE, f"{h.shape[1]} bits per hash; NNAPI takes at most 32")
+        if x is None or c.nnapi_type(x) is None or x.type == TensorType.INT8:
+            c.refuse(Code.DTYPE, "input must be a tensor type NNAPI carries unchanged (not int8/int64)")
+        elif x.rank < 1:
+            c.refuse(Code.RANK, "input must have at least one dimension")
+        if w is not None:
+            c.require_dtype(w, FLOAT, "weight")
+        kind = c.options.type if c.options is not None else 0
+        if kind == 1:
+            c.require_api(29, "sparse LSH_PROJECTION (NNAPI type 3)")
+        elif kind == 2:
+            c.require(w is not None, Code.MISSING_OPERAND, "the dense projection needs a weight tensor")
+        else:
+            c.refuse(Code.OPTION, f"unknown projection type {kind}")
+        check_static(c)
+
+    def lower(self, c: LowerContext) -> None:
+        kind = 3 if c.options.type == 1 else 2
+        ins = [c.in_(0), c.in_(1), opt_in(c, 2), c.i32(kind)]
+        c.emit(OperationType.LSH_PROJECTION, ins, [c.out(0)])

@@ -1,0 +1,288 @@
+"""Recurrent / sequence ops: parity with TFLite (variable state tensors start at zero) and refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import TfliteBuilder, assert_parity, assert_refused
+from nnconv.lowering.diagnostics import Code
+from nnconv.tflite.options import (BidirectionalSequenceLSTMOptions, BidirectionalSequenceRNNOptions,
+                                   LSHProjectionOptions, LSTMOptions, RNNOptions, SequenceRNNOptions,
+                                   SVDFOptions, UnidirectionalSequenceLSTMOptions)
+from nnconv.tflite.schema_enums import BuiltinOperator
+
+RNG = np.random.default_rng(11)
+F32 = np.float32
+
+
+def w(*shape: int, scale: float = 0.4) -> np.ndarray:
+    return (RNG.standard_normal(shape) * scale).astype(F32)
+
+
+def lstm_weights(b: TfliteBuilder, prefix: str, n_in: int, n_cell: int, n_out: int, cifg: bool = False,
+                 peephole: bool = False, projection: bool = False, proj_bias: bool = False) -> list[int]:
+    """The 17 weight slots of a TFLite LSTM cell (-1 for omitted ones)."""
+    gates = ("i", "f", "c", "o")
+    ids = []
+    for g in gates:
+        ids.append(-1 if cifg and g == "i" else b.const(f"{prefix}w_x{g}", w(n_cell, n_in)))
+    for g in gates:
+        ids.append(-1 if cifg and g == "i" else b.const(f"{prefix}w_h{g}", w(n_cell, n_out)))
+    for g in ("i", "f", "o"):
+        ids.append(b.const(f"{prefix}p_{g}", w(n_cell)) if peephole and not (cifg and g == "i") else -1)
+    for g in gates:
+        ids.append(-1 if cifg and g == "i" else b.const(f"{prefix}b_{g}", w(n_cell, scale=0.2)))
+    ids.append(b.const(f"{prefix}proj_w", w(n_out, n_cell)) if projection else -1)
+    ids.append(b.const(f"{prefix}proj_b", w(n_out, scale=0.1)) if projection and proj_bias else -1)
+    return ids
+
+
+def lstm_model(batch=2, n_in=5, n_cell=4, n_out=4, cifg=False, peephole=False, projection=False,
+               layer_norm=False, act=4, cell_clip=0.0, proj_clip=0.0) -> bytes:
+    if not projection:
+        n_out = n_cell
+    b = TfliteBuilder()
+    x = b.input("x", (batch, n_in), F32)
+    ws = lstm_weights(b, "", n_in, n_cell, n_out, cifg, peephole, projection, proj_bias=projection)
+    h = b.tensor("h_state", (batch, n_out), F32, is_variable=True)
+    cst = b.tensor("c_state", (batch, n_cell), F32, is_variable=True)
+    ins = [x, *ws, h, cst]
+    if layer_norm:
+        ins += [-1 if cifg and g == "i" else b.const(f"ln_{g}", (1 + w(n_cell, scale=0.1)).astype(F32))
+                for g in ("i", "f", "c", "o")]
+    y = b.tensor("y", (batch, n_out), F32)
+    b.op(BuiltinOperator.LSTM, ins, [y], LSTMOptions(fused_activation_function=act, cell_clip=cell_clip,
+                                                     proj_clip=proj_clip), version=1)
+    b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("kw", [
+    pytest.param({}, id="basic"),
+    pytest.param({"cifg": True, "peephole": True}, id="cifg-peephole"),
+    pytest.param({"peephole": True, "projection": True, "n_out": 3, "proj_clip": 0.3}, id="peephole-proj-clip"),
+    pytest.param({"cell_clip": 0.5, "act": 1}, id="cellclip-relu"),
+])
+def test_lstm_parity(kw):
+    m = lstm_model(**kw)
+    assert_parity(m, api_level=28, expect_ops=["LSTM"])
+    assert_parity(m, api_level=30, expect_ops=["LSTM"])
+
+
+def test_lstm_layer_norm_needs_api29():
+    m = lstm_model(layer_norm=True, peephole=True, batch=3, n_in=6, n_cell=5)
+    assert_parity(m, api_level=29, expect_ops=["LSTM"])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_lstm_layer_norm_cifg_parity():
+    assert_parity(lstm_model(layer_norm=True, cifg=True, projection=True, n_out=3), api_level=29)
+
+
+def test_lstm_refused_at_27():
+    assert_refused(lstm_model(), 27, Code.API_LEVEL, min_api_level=28)
+
+
+@pytest.mark.parametrize("act", [5, 6], ids=["sign-bit", "sigmoid"])
+def test_lstm_activation_refused(act):
+    assert_refused(lstm_model(act=act), 30, Code.OPTION)
+
+
+@pytest.mark.parametrize("act", [2, 3], ids=["relu1", "relu6"])
+def test_lstm_other_activations_parity(act):
+    assert_parity(lstm_model(act=act), api_level=30)
+
+
+def seq_lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=4, time_major=False, cifg=False, peephole=False,
+                   projection=False, layer_norm=False, act=4, cell_clip=0.0) -> bytes:
+    if not projection:
+        n_out = n_cell
+    b = TfliteBuilder()
+    shape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
+    x = b.input("x", shape, F32)
+    ws = lstm_weights(b, "", n_in, n_cell, n_out, cifg, peephole, projection)
+    h = b.tensor("h_state", (batch, n_out), F32, is_variable=True)
+    cst = b.tensor("c_state", (batch, n_cell), F32, is_variable=True)
+    ins = [x, *ws, h, cst]
+    if layer_norm:
+        ins += [-1 if cifg and g == "i" else b.const(f"ln_{g}", (1 + w(n_cell, scale=0.1)).astype(F32))
+                for g in ("i", "f", "c", "o")]
+    y = b.tensor("y", (shape[0], shape[1], n_out), F32)
+    b.op(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [y],
+         UnidirectionalSequenceLSTMOptions(fused_activation_function=act, cell_clip=cell_clip,
+                                           time_major=time_major))
+    b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("kw", [
+    pytest.param({}, id="batch-major"),
+    pytest.param({"time_major": True, "steps": 4}, id="time-major"),
+    pytest.param({"cifg": True, "peephole": True, "projection": True, "n_out": 3}, id="cifg-peephole-proj"),
+    pytest.param({"layer_norm": True, "peephole": True, "cell_clip": 0.8}, id="layer-norm"),
+])
+def test_unidirectional_sequence_lstm_parity(kw):
+    assert_parity(seq_lstm_model(**kw), api_level=29, expect_ops=["UNIDIRECTIONAL_SEQUENCE_LSTM"])
+
+
+def test_unidirectional_sequence_lstm_needs_api29():
+    assert_refused(seq_lstm_model(), 28, Code.API_LEVEL, min_api_level=29)
+
+
+def bidi_lstm_model(batch=2, steps=3, n_in=4, n_cell=3, merge=False, time_major=True, aux=False) -> bytes:
+    b = TfliteBuilder()
+    shape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
+    x = b.input("x", shape, F32)
+    fw = lstm_weights(b, "fw_", n_in, n_cell, n_cell)
+    bw = lstm_weights(b, "bw_", n_in, n_cell, n_cell, cifg=True, peephole=True)
+    states = [b.tensor(n, (batch, n_cell), F32, is_variable=True) for n in ("fw_h", "fw_c", "bw_h", "bw_c")]
+    ins = [x, *fw, *bw, *states]
+    if aux:
+        n_aux = 2
+        ins.append(b.input("aux", shape[:2] + (n_aux,), F32))
+        ins += [b.const(f"fw_aux_{g}", w(n_cell, n_aux)) for g in "ifco"]
+        ins += [-1] + [b.const(f"bw_aux_{g}", w(n_cell, n_aux)) for g in "fco"]
+    else:
+        ins += [-1] * 9
+    outs = [b.tensor("y_fw", shape[:2] + (2 * n_cell if merge else n_cell,), F32)]
+    if not merge:
+        outs.append(b.tensor("y_bw", shape[:2] + (n_cell,), F32))
+    b.op(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM, ins, outs,
+         BidirectionalSequenceLSTMOptions(fused_activation_function=4, merge_outputs=merge, time_major=time_major))
+    b.output(*outs)
+    return b.finish()
+
+
+@pytest.mark.parametrize("kw", [
+    pytest.param({}, id="time-major"),
+    pytest.param({"time_major": False}, id="batch-major"),
+    pytest.param({"merge": True}, id="merged-time-major"),
+    pytest.param({"aux": True}, id="aux-input-cross-linking"),
+])
+def test_bidirectional_sequence_lstm_parity(kw):
+    m = bidi_lstm_model(**kw)
+    assert_parity(m, api_level=29, expect_ops=["BIDIRECTIONAL_SEQUENCE_LSTM"])
+
+
+def test_bidirectional_sequence_lstm_merged_batch_major_refused():
+    assert_refused(bidi_lstm_model(merge=True, time_major=False), 30, Code.OPTION)
+
+
+def test_bidirectional_sequence_lstm_needs_api29():
+    assert_refused(bidi_lstm_model(), 28, Code.API_LEVEL, min_api_level=29)
+
+
+def rnn_model(op, batch=2, steps=3, n_in=5, units=4, act=1, time_major=False) -> bytes:
+    b = TfliteBuilder()
+    seq = op != BuiltinOperator.RNN
+    shape = ((steps, batch, n_in) if time_major else (batch, steps, n_in)) if seq else (batch, n_in)
+    x = b.input("x", shape, F32)
+    ins = [x, b.const("w", w(units, n_in)), b.const("r", w(units, units)), b.const("b", w(units, scale=0.1)),
+           b.tensor("h", (batch, units), F32, is_variable=True)]
+    y = b.tensor("y", shape[:-1] + (units,), F32)
+    opts = SequenceRNNOptions(time_major=time_major, fused_activation_function=act) if seq else \
+        RNNOptions(fused_activation_function=act)
+    b.op(op, ins, [y], opts)
+    b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("act", [1, 4, 6], ids=["relu", "tanh", "sigmoid"])
+def test_rnn_parity(act):
+    m = rnn_model(BuiltinOperator.RNN, act=act)
+    assert_parity(m, api_level=27, expect_ops=["RNN"])
+
+
+@pytest.mark.parametrize("time_major", [False, True], ids=["batch-major", "time-major"])
+def test_unidirectional_sequence_rnn_parity(time_major):
+    m = rnn_model(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN, time_major=time_major, act=4)
+    assert_parity(m, api_level=29, expect_ops=["UNIDIRECTIONAL_SEQUENCE_RNN"])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def bidi_rnn_model(batch=2, steps=4, n_in=3, units=5, merge=False, time_major=False) -> bytes:
+    b = TfliteBuilder()
+    shape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
+    x = b.input("x", shape, F32)
+    ins = [x]
+    for d in ("fw", "bw"):
+        ins += [b.const(f"{d}_w", w(units, n_in)), b.const(f"{d}_r", w(units, units)),
+                b.const(f"{d}_b", w(units, scale=0.1)), b.tensor(f"{d}_h", (batch, units), F32, is_variable=True)]
+    ins += [-1, -1, -1]
+    outs = [b.tensor("y_fw", shape[:2] + (2 * units if merge else units,), F32)]
+    if not merge:
+        outs.append(b.tensor("y_bw", shape[:2] + (units,), F32))
+    b.op(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_RNN, ins, outs,
+         BidirectionalSequenceRNNOptions(time_major=time_major, fused_activation_function=4, merge_outputs=merge))
+    b.output(*outs)
+    return b.finish()
+
+
+@pytest.mark.parametrize("kw", [pytest.param({}, id="batch-major"),
+                                pytest.param({"merge": True, "time_major": True}, id="merged-time-major")])
+def test_bidirectional_sequence_rnn_parity(kw):
+    m = bidi_rnn_model(**kw)
+    assert_parity(m, api_level=29, expect_ops=["BIDIRECTIONAL_SEQUENCE_RNN"])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def svdf_model(batch=2, n_in=5, units=3, rank=2, memory=4, bias=True, act=0) -> bytes:
+    b = TfliteBuilder()
+    x = b.input("x", (batch, n_in), F32)
+    filters = units * rank
+    ins = [x, b.const("wf", w(filters, n_in)), b.const("wt", w(filters, memory)),
+           b.const("bias", w(units, scale=0.1)) if bias else -1,
+           b.tensor("state", (batch, memory * filters), F32, is_variable=True)]
+    y = b.tensor("y", (batch, units), F32)
+    b.op(BuiltinOperator.SVDF, ins, [y], SVDFOptions(rank=rank, fused_activation_function=act))
+    b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("kw", [pytest.param({}, id="bias"), pytest.param({"bias": False, "act": 1}, id="nobias-relu"),
+                                pytest.param({"rank": 1, "units": 4}, id="rank1"),
+                                pytest.param({"act": 6}, id="sigmoid-is-none-in-tflite")])
+def test_svdf_parity(kw):
+    m = svdf_model(**kw)
+    assert_parity(m, api_level=28, expect_ops=["SVDF"])
+    assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
+
+
+def lsh_model(kind: int, weight: bool = True, in_dtype=np.int32) -> bytes:
+    b = TfliteBuilder()
+    hashes = RNG.uniform(-1, 1, (4, 3)).astype(F32)
+    ins = [b.const("hash", hashes), b.input("x", (5, 2), in_dtype)]
+    if weight:  # TFLite's kernel takes exactly 2 inputs when there is no weight
+        ins.append(b.const("weight", RNG.uniform(0.1, 1, 5).astype(F32)))
+    y = b.tensor("y", (4,) if kind == 1 else (12,), np.int32)
+    b.op(BuiltinOperator.LSH_PROJECTION, ins, [y], LSHProjectionOptions(type=kind))
+    b.output(y)
+    return b.finish()
+
+
+def test_lsh_projection_dense_parity():
+    assert_parity(lsh_model(2), api_level=27, expect_ops=["LSH_PROJECTION"])
+    assert_parity(lsh_model(2, in_dtype=F32), api_level=27)
+
+
+def test_lsh_projection_sparse_needs_api29():
+    m = lsh_model(1, weight=False)
+    assert_parity(m, api_level=29, expect_ops=["LSH_PROJECTION"])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_lsh_projection_dense_without_weight_refused():
+    assert_refused(lsh_model(2, weight=False), 30, Code.MISSING_OPERAND)
+
+
+def test_rnn_hybrid_weights_refused():
+    b = TfliteBuilder()
+    from harness import QuantParams
+    x = b.input("x", (2, 5), F32)
+    wq = b.const("w", RNG.integers(-127, 128, (4, 5)).astype(np.int8), quant=QuantParams(0.02, 0))
+    ins = [x, wq, b.const("r", w(4, 4)), b.const("b", w(4)), b.tensor("h", (2, 4), F32, is_variable=True)]
+    y = b.tensor("y", (2, 4), F32)
+    b.op(BuiltinOperator.RNN, ins, [y], RNNOptions(fused_activation_function=1))
+    b.output(y)
+    assert_refused(b.finish(), 30, Code.DTYPE)
