@@ -338,6 +338,8 @@ def partition_boundary(sg: Subgraph, op_indices: Iterable[int], state: Conversio
             tensor = sg.tensors[t]
             if tensor.data is not None or (sg.index, t) in state.folded:
                 continue
+            if tensor.is_variable:
+                continue  # recurrent state: the rules lower it as a zero constant (rules/recurrent.py)
             inputs.append(t)
         produced_inside.update(o for o in op.outputs if o >= 0)
     consumed_outside = {t for k, op in enumerate(sg.operators) if k not in chosen for t in op.inputs}
