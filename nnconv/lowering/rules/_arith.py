@@ -24,10 +24,6 @@ BOOL = TensorType.BOOL
 QUANT = (U8, I8)
 FLOAT_QUANT = (F32, U8, I8)
 
-# TFLite fused activations that become a trailing op rather than a FuseCode.
-ACT_TANH, ACT_SIGMOID = 4, 6
-
-
 def is_quant(t: Tensor | None) -> bool:
     return t is not None and t.type in QUANT
 
@@ -75,12 +71,18 @@ def check_common(c: CheckContext, n_inputs: int | tuple[int, int], allowed: Iter
     return ok
 
 
-def check_activation(c: CheckContext, act: int) -> None:
-    """Fused activation of a float or quantized op: TANH/SIGMOID run as a trailing op on float outputs;
-    TFLite's quantized kernels only honour the RELU family, so a quantized TANH/SIGMOID is refused."""
-    c.check_fused_activation(act)
-    if act in (ACT_TANH, ACT_SIGMOID) and is_quant(c.output(0)):
-        c.refuse(Code.OPTION, "fused TANH / SIGMOID on a quantized output has no TFLite kernel to match")
+def arithmetic_fuse_code(act: int) -> FuseCode:
+    """The FuseCode that reproduces a TFLite arithmetic op's fused activation.
+
+    TFLite's ADD / SUB / MUL / DIV kernels (float and quantized) clamp only for the RELU family: their
+    activation range for TANH, SIGN_BIT or SIGMOID is the full range, so those activations are no-ops at
+    run time, and the lowering reproduces what the interpreter computes (FuseCode NONE)."""
+    return FuseCode(act) if act in (0, 1, 2, 3) else FuseCode.NONE
+
+
+def check_arithmetic_activation(c: CheckContext, act: int) -> None:
+    if act not in range(7):
+        c.refuse(Code.OPTION, f"unknown fused activation {act}")
 
 
 def zero_point_constant(c: LowerContext, like: int) -> int:

@@ -19,8 +19,9 @@ import numpy as np
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import (F32, I8, I32, QUANT, U8, check_activation, check_common, is_quant,
-                                          nnapi_dims, quant_params, same_quant, scalar_tensor)
+from nnconv.lowering.rules._arith import (F32, I8, I32, QUANT, U8, arithmetic_fuse_code, check_arithmetic_activation,
+                                          check_common, is_quant, nnapi_dims, quant_params, same_quant,
+                                          scalar_tensor)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -39,8 +40,9 @@ def negate(c: LowerContext, x: int) -> int:
 
 # -- binary arithmetic with a fused activation -----------------------------------------------------
 class _FusedBinary(Rule):
-    """TFLite OP(x, y) with fused activation -> NNAPI OP(input1 = x, input2 = y, fuse code). TANH / SIGMOID
-    activations become a trailing TANH / LOGISTIC on float outputs."""
+    """TFLite OP(x, y) with fused activation -> NNAPI OP(input1 = x, input2 = y, fuse code). The RELU family
+    maps to the same FuseCode; TANH / SIGN_BIT / SIGMOID become NONE, because TFLite's arithmetic kernels
+    ignore them (`arithmetic_fuse_code`): the NNAPI graph computes what the interpreter computes."""
 
     nnapi_op: ClassVar[OperationType]
     float_api: ClassVar[int] = 27
@@ -65,17 +67,16 @@ class _FusedBinary(Rule):
             self.check_quant(c)
         else:  # int32
             c.require_api(self.int32_api, f"int32 {name}")
-            if act != 0:
+            if arithmetic_fuse_code(act) != FuseCode.NONE:
                 c.refuse(Code.OPTION, f"int32 {name} takes no fused activation in NNAPI")
-        check_activation(c, act)
+        check_arithmetic_activation(c, act)
 
     def check_quant(self, c: CheckContext) -> None:
         """Extra constraints of the quantized form (none by default)."""
 
     def lower(self, c: LowerContext) -> None:
-        fused = c.fused_output(c.options.fused_activation_function)
-        c.emit(self.nnapi_op, [c.in_(0), c.in_(1), c.i32(fused.code)], [fused.operand])
-        fused.finish()
+        code = arithmetic_fuse_code(c.options.fused_activation_function)
+        c.emit(self.nnapi_op, [c.in_(0), c.in_(1), c.i32(code)], [c.out(0)])
 
 
 @lowering_rule(BuiltinOperator.ADD)
@@ -84,7 +85,7 @@ class Add(_FusedBinary):
     zero point; NNAPI's reference pipeline (left shift 20, per-input multipliers) is TFLite's."""
 
     nnapi_op = OperationType.ADD
-    nnapi_ops = (OperationType.ADD, OperationType.TANH, OperationType.LOGISTIC)
+    nnapi_ops = (OperationType.ADD,)
     dtypes = ("float32", "uint8", "int8", "int32")
     constraints = "rank <= 4; int32 needs API 30 and no fused activation"
 
@@ -94,7 +95,7 @@ class Sub(_FusedBinary):
     """TFLite SUB(x, y) -> NNAPI SUB(x, y, fuse code) (API 28 float, 29 quantized, 30 int32)."""
 
     nnapi_op = OperationType.SUB
-    nnapi_ops = (OperationType.SUB, OperationType.TANH, OperationType.LOGISTIC)
+    nnapi_ops = (OperationType.SUB,)
     min_api_level = 28
     float_api = 28
     quant_api = 29
@@ -108,7 +109,7 @@ class Mul(_FusedBinary):
     output_scale > input1_scale * input2_scale (its multiplier must be below 1)."""
 
     nnapi_op = OperationType.MUL
-    nnapi_ops = (OperationType.MUL, OperationType.TANH, OperationType.LOGISTIC)
+    nnapi_ops = (OperationType.MUL,)
     dtypes = ("float32", "uint8", "int8", "int32")
     constraints = "rank <= 4; quantized: output scale > product of input scales; int32 needs API 30"
 
@@ -126,7 +127,7 @@ class Div(_FusedBinary):
     int32 is refused: TFLite truncates the quotient toward zero while NNAPI's int32 DIV floors it."""
 
     nnapi_op = OperationType.DIV
-    nnapi_ops = (OperationType.DIV, OperationType.TANH, OperationType.LOGISTIC)
+    nnapi_ops = (OperationType.DIV,)
     min_api_level = 28
     float_api = 28
     quant_api = None

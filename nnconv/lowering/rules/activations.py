@@ -1,0 +1,257 @@
+"""Activations: RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, ELU, HARD_SWISH, PRELU, LEAKY_RELU.
+
+Quantized activations: NNAPI's RELU family keeps the input's quantization on its output, LOGISTIC forces
+(1/256, 0) (int8: -128) and TANH (1/128, 128) (int8: 0) - the same fixed output ranges TFLite requires.
+When a TFLite RELU has different input and output quantization, it becomes ADD(x, real 0) with the
+RELU as fused activation, which requantizes and clamps in one operation.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._arith import (F32, I8, U8, check_common, is_quant, quant_params, requantize, same_quant,
+                                          scalar_tensor)
+from nnconv.lowering.rules.elementwise import negate
+from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
+from nnconv.tflite.schema_enums import BuiltinOperator
+
+
+class _Relu(Rule):
+    """TFLite OP(x) -> NNAPI OP(x) (API 27, float32 / uint8 / int8). Quantized with an output quantization
+    different from the input's: ADD(x, real 0, fuse code OP), since NNAPI's OP output keeps the input's."""
+
+    fuse: ClassVar[FuseCode]
+    dtypes = ("float32", "uint8", "int8")
+    constraints = "rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        check_common(c, 1, (F32, U8, I8))
+
+    def lower(self, c: LowerContext) -> None:
+        x_t, y_t = c.input(0), c.output(0)
+        if is_quant(x_t) and not same_quant(x_t, y_t):
+            requantize(c, c.in_(0), c.out(0), self.fuse)
+            return
+        c.emit(self.nnapi_ops[0], [c.in_(0)], [c.out(0)])
+
+
+@lowering_rule(BuiltinOperator.RELU)
+class Relu(_Relu):
+    __doc__ = _Relu.__doc__.replace("OP", "RELU")
+    fuse = FuseCode.RELU
+    nnapi_ops = (OperationType.RELU, OperationType.ADD)
+
+
+@lowering_rule(BuiltinOperator.RELU6)
+class Relu6(_Relu):
+    __doc__ = _Relu.__doc__.replace("OP", "RELU6")
+    fuse = FuseCode.RELU6
+    nnapi_ops = (OperationType.RELU6, OperationType.ADD)
+
+
+@lowering_rule(BuiltinOperator.RELU_N1_TO_1)
+class ReluN1To1(_Relu):
+    __doc__ = _Relu.__doc__.replace("OP", "RELU1")
+    fuse = FuseCode.RELU1
+    nnapi_ops = (OperationType.RELU1, OperationType.ADD)
+
+
+class _Sigmoidal(Rule):
+    """TFLite OP(x) -> NNAPI OP(x). Quantized outputs must have the fixed range both TFLite and NNAPI use."""
+
+    nnapi_op: ClassVar[OperationType]
+    quant_api: ClassVar[int] = 27
+    fixed_scale: ClassVar[float]
+    fixed_zp: ClassVar[dict]  # TFLite output type -> zero point
+    dtypes = ("float32", "uint8", "int8")
+
+    def check(self, c: CheckContext) -> None:
+        if not check_common(c, 1, (F32, U8, I8)):
+            return
+        y = c.output(0)
+        if is_quant(y):
+            c.require_api(self.quant_api, f"quantized {self.op.name}")
+            scale, zp = quant_params(y)
+            want = self.fixed_zp[y.type]
+            if np.float32(scale) != np.float32(self.fixed_scale) or zp != want:
+                c.refuse(Code.QUANTIZATION, f"quantized {self.op.name} output must have scale "
+                         f"{self.fixed_scale:g} and zero point {want}, got {scale:g} and {zp}")
+
+    def lower(self, c: LowerContext) -> None:
+        c.emit(self.nnapi_op, [c.in_(0)], [c.out(0)])
+
+
+@lowering_rule(BuiltinOperator.LOGISTIC)
+class Logistic(_Sigmoidal):
+    """TFLite LOGISTIC(x) -> NNAPI LOGISTIC(x) (API 27); quantized output (1/256, 0), int8 (1/256, -128)."""
+
+    nnapi_op = OperationType.LOGISTIC
+    nnapi_ops = (OperationType.LOGISTIC,)
+    fixed_scale = 1.0 / 256
+    fixed_zp = {U8: 0, I8: -128}
+    constraints = "quantized output scale 1/256"
+
+
+@lowering_rule(BuiltinOperator.TANH)
+class Tanh(_Sigmoidal):
+    """TFLite TANH(x) -> NNAPI TANH(x) (float32 API 27, quantized API 29); quantized output (1/128, 128),
+    int8 (1/128, 0)."""
+
+    nnapi_op = OperationType.TANH
+    nnapi_ops = (OperationType.TANH,)
+    quant_api = 29
+    fixed_scale = 1.0 / 128
+    fixed_zp = {U8: 128, I8: 0}
+    constraints = "quantized needs API 29 and output scale 1/128"
+
+
+@lowering_rule(BuiltinOperator.ELU)
+class Elu(Rule):
+    """TFLite ELU(x) -> NNAPI ELU(x, alpha = 1.0) (API 30, float32). TFLite's int8 ELU (a lookup table) has
+    no NNAPI form."""
+
+    nnapi_ops = (OperationType.ELU,)
+    min_api_level = 30
+    dtypes = ("float32",)
+    constraints = "float32 only"
+
+    def check(self, c: CheckContext) -> None:
+        if check_common(c, 1, (F32,), max_rank=None):
+            c.require_api(30, "ELU")
+
+    def lower(self, c: LowerContext) -> None:
+        c.emit(OperationType.ELU, [c.in_(0), c.f32(1.0)], [c.out(0)])
+
+
+@lowering_rule(BuiltinOperator.HARD_SWISH)
+class HardSwish(Rule):
+    """TFLite HARD_SWISH(x) = x * relu6(x + 3) / 6 -> NNAPI HARD_SWISH(x) from API 30 (float32, uint8, int8).
+
+    Below API 30, float32 uses TFLite's NNAPI delegate composite, exact as an identity:
+    s1 = MUL(x, 1/3, RELU1) = clamp(x/3, -1, 1), s2 = MUL(x, 1/2), s3 = MUL(s1, s2), y = ADD(s2, s3)
+    = x/2 * (1 + clamp(x/3, -1, 1)) = x * clamp((x + 3)/6, 0, 1) = x * relu6(x + 3) / 6.
+    Numerically it rounds differently (1/3 is not a float32, four roundings instead of three): within a few
+    float32 ulps of TFLite. Quantized HARD_SWISH below API 30 is refused: the 8-bit intermediates of the
+    composite lose more than the 1 LSB the parity policy allows."""
+
+    nnapi_ops = (OperationType.HARD_SWISH, OperationType.MUL, OperationType.ADD)
+    dtypes = ("float32", "uint8", "int8")
+    constraints = "quantized needs API 30"
+
+    def check(self, c: CheckContext) -> None:
+        if not check_common(c, 1, (F32, U8, I8)):
+            return
+        if is_quant(c.input(0)):
+            c.require_api(30, "quantized HARD_SWISH")
+
+    def lower(self, c: LowerContext) -> None:
+        x, out = c.in_(0), c.out(0)
+        if c.api_level >= 30:
+            c.emit(OperationType.HARD_SWISH, [x], [out])
+            return
+        none = c.i32(FuseCode.NONE)
+        s1, s2, s3 = c.temp_like(out), c.temp_like(out), c.temp_like(out)
+        c.emit(OperationType.MUL, [x, scalar_tensor(c, 1.0 / 3.0), c.i32(FuseCode.RELU1)], [s1])
+        c.emit(OperationType.MUL, [x, scalar_tensor(c, 0.5), none], [s2])
+        c.emit(OperationType.MUL, [s1, s2, none], [s3])
+        c.emit(OperationType.ADD, [s2, s3, none], [out])
+
+
+def _prelu_float_composite(c: LowerContext, x: int, neg_alpha: int, out: int) -> None:
+    """PRELU below API 29 (float32): ADD(RELU(x), MUL(RELU(-x), -alpha)).
+
+    Exact: for x >= 0 the second term is 0 (or -0) and the sum is x; for x < 0 RELU(x) is 0 and
+    (-alpha) * (-x) equals alpha * x bit for bit (negation is exact). Only the sign of a zero output may
+    differ (+0 instead of -0)."""
+    od = c.info(out)
+    pos, neg = c.temp_like(x), c.temp_like(x)
+    c.emit(OperationType.RELU, [x], [pos])
+    c.emit(OperationType.RELU, [negate(c, x)], [neg])
+    scaled = c.temp(od.type, list(od.dimensions))
+    c.emit(OperationType.MUL, [neg, neg_alpha, c.i32(FuseCode.NONE)], [scaled])
+    c.emit(OperationType.ADD, [pos, scaled, c.i32(FuseCode.NONE)], [out])
+
+
+@lowering_rule(BuiltinOperator.PRELU)
+class Prelu(Rule):
+    """TFLite PRELU(x, alpha) -> NNAPI PRELU(x, alpha) (API 29), alpha broadcast against x alike in both.
+    Quantized alpha may have its own scale and zero point.
+
+    Below API 29, float32 PRELU with a constant alpha uses the exact composite
+    ADD(RELU(x), MUL(RELU(-x), -alpha)) (see `_prelu_float_composite`), -alpha computed at conversion."""
+
+    nnapi_ops = (OperationType.PRELU, OperationType.RELU, OperationType.MUL, OperationType.NEG,
+                 OperationType.ADD)
+    dtypes = ("float32", "uint8", "int8")
+    constraints = "quantized needs API 29; float below API 29 needs a constant alpha and rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        if not check_common(c, 2, (F32, U8, I8), max_rank=None):
+            return
+        if c.api_level < 29:
+            if is_quant(c.input(0)):
+                c.require_api(29, "quantized PRELU")
+            elif not c.is_const(c.input(1)):
+                c.require_api(29, "PRELU with a non-constant alpha")
+            else:
+                for t in (c.input(0), c.input(1), c.output(0)):
+                    c.require_rank(t, 4, 0)
+
+    def lower(self, c: LowerContext) -> None:
+        x, out = c.in_(0), c.out(0)
+        if c.api_level >= 29:
+            c.emit(OperationType.PRELU, [x, c.in_(1)], [out])
+            return
+        alpha = np.asarray(c.const_value(c.input(1)), dtype=np.float32)
+        shape = c.input(1).shape or (1,)
+        neg_alpha = c.constant(OperandType.TENSOR_FLOAT32, (-alpha).reshape(shape))
+        _prelu_float_composite(c, x, neg_alpha, out)
+
+
+@lowering_rule(BuiltinOperator.LEAKY_RELU)
+class LeakyRelu(Rule):
+    """TFLite LEAKY_RELU(x; alpha) -> NNAPI PRELU(x, [alpha]) with a [1] constant alpha (API 29), as the
+    delegate does. Quantized alpha is stored as one step of a scale |alpha| (value 1 at zero point 0, or
+    value 0 at zero point 1 for a negative uint8 alpha), so the PRELU multiplier is s_in * |alpha| / s_out.
+
+    Below API 29, float32 uses the exact PRELU composite with the constant -alpha."""
+
+    nnapi_ops = (OperationType.PRELU, OperationType.RELU, OperationType.MUL, OperationType.ADD)
+    dtypes = ("float32", "uint8", "int8")
+    constraints = "quantized needs API 29; rank <= 4 below API 29"
+
+    def check(self, c: CheckContext) -> None:
+        if not check_common(c, 1, (F32, U8, I8), max_rank=None if c.api_level >= 29 else 4):
+            return
+        if is_quant(c.input(0)):
+            c.require_api(29, "quantized LEAKY_RELU (PRELU)")
+
+    def _alpha_operand(self, c: LowerContext, x: int) -> int:
+        alpha = float(c.options.alpha)
+        od = c.info(x)
+        if not od.type.is_quantized:
+            return c.constant(OperandType.TENSOR_FLOAT32, np.asarray([alpha], dtype=np.float32))
+        scale = abs(alpha) or 1.0
+        if alpha == 0:
+            q, zp = 0, 0
+        elif alpha > 0:
+            q, zp = 1, 0
+        elif od.type is OperandType.TENSOR_QUANT8_ASYMM:
+            q, zp = 0, 1
+        else:
+            q, zp = -1, 0
+        return c.constant(od.type, np.asarray([q], dtype=od.dtype), scale=scale, zero_point=zp)
+
+    def lower(self, c: LowerContext) -> None:
+        x, out = c.in_(0), c.out(0)
+        if c.api_level >= 29:
+            c.emit(OperationType.PRELU, [x, self._alpha_operand(c, x)], [out])
+            return
+        neg_alpha = c.constant(OperandType.TENSOR_FLOAT32, np.asarray([-float(c.options.alpha)], dtype=np.float32))
+        _prelu_float_composite(c, x, neg_alpha, out)

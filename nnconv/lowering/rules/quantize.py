@@ -1,0 +1,118 @@
+"""QUANTIZE and DEQUANTIZE.
+
+QUANTIZE of a float tensor is NNAPI QUANTIZE (API 29). QUANTIZE of a quantized tensor (TFLite's
+requantization) is ADD(x, real 0) into the output's scale and zero point (API 27): one op instead of the
+delegate's DEQUANTIZE + QUANTIZE, exact when the scales match (a zero-point shift, e.g. uint8 <-> int8) and
+otherwise within 1 LSB of TFLite's single-multiplier requantization. NNAPI's ADD needs one operand type on
+both sides, so uint8 -> int8 at API 30 (QUANT8_ASYMM -> QUANT8_ASYMM_SIGNED) uses DEQUANTIZE + QUANTIZE.
+
+DEQUANTIZE of a constant (float16 weights, or int8 / uint8 constants) emits no operation: the output
+tensor becomes a float32 constant (float16 is widened exactly by the operand policy; integers are
+dequantized at conversion time exactly as NNAPI would, `float32(scale * (q - zp))`) that consumers read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._arith import F32, I8, QUANT, U8, check_common, nnapi_dims, quant_params, requantize
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+
+F16 = TensorType.FLOAT16
+I16 = TensorType.INT16
+
+
+@lowering_rule(BuiltinOperator.QUANTIZE)
+class Quantize(Rule):
+    """TFLite QUANTIZE(x) -> NNAPI QUANTIZE(x) for a float32 / float16 input (API 29; int8 output below
+    API 30 as uint8 + 128), or a requantizing ADD(x, real 0) for a uint8 / int8 input (module docstring)."""
+
+    nnapi_ops = (OperationType.QUANTIZE, OperationType.ADD, OperationType.DEQUANTIZE)
+    dtypes = ("float32", "float16", "uint8", "int8")
+    constraints = "per-tensor uint8/int8 output; a float input needs API 29"
+
+    def check(self, c: CheckContext) -> None:
+        if not check_common(c, 1, (F32, F16, U8, I8), max_rank=None, same_type=False):
+            return
+        y = c.output(0)
+        if not c.require_dtype(y, QUANT, "output"):
+            return
+        if y.quantization.is_per_channel or not y.quantization.is_quantized:
+            c.refuse(Code.QUANTIZATION, f"output '{y.name}' needs per-tensor quantization")
+            return
+        x = c.input(0)
+        if x.type in (F32, F16):
+            c.require_api(29, "QUANTIZE of a float tensor")
+        elif c.nnapi_type(x) is not c.nnapi_type(y):
+            c.require_api(29, "requantization between uint8 and int8 operand types (DEQUANTIZE + QUANTIZE)")
+        else:
+            c.require_rank(x, 4, 0)  # the ADD form
+
+    def lower(self, c: LowerContext) -> None:
+        x, out = c.in_(0), c.out(0)
+        x_type = c.info(x).type
+        if not x_type.is_quantized:
+            c.emit(OperationType.QUANTIZE, [x], [out])
+        elif x_type is c.info(out).type:
+            requantize(c, x, out)
+        else:
+            f = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(x).dimensions))
+            c.emit(OperationType.DEQUANTIZE, [x], [f])
+            c.emit(OperationType.QUANTIZE, [f], [out])
+
+
+@lowering_rule(BuiltinOperator.DEQUANTIZE)
+class Dequantize(Rule):
+    """TFLite DEQUANTIZE(x) -> NNAPI DEQUANTIZE(x) (uint8 API 27; int8 API 27 as uint8 + 128, 30 signed;
+    per-channel int8 API 29); a non-constant float16 input -> CAST to float32 (API 29, exact); a constant
+    input -> no operation, a float32 constant (module docstring)."""
+
+    nnapi_ops = (OperationType.DEQUANTIZE, OperationType.CAST)
+    dtypes = ("uint8", "int8", "float16")
+    constraints = "a constant input folds into a float32 constant; float16 activations need API 29"
+
+    def check(self, c: CheckContext) -> None:
+        if not c.require_inputs(1):
+            return
+        x, y = c.input(0), c.output(0)
+        c.require_dtype(y, (F32,), "output")
+        if not c.require_dtype(x, (U8, I8, F16), "input"):
+            return
+        c.require_static_shapes()
+        if c.is_const(x):
+            if c.op.outputs[0] in c.subgraph.outputs:
+                c.refuse(Code.OPERAND_VALUE, f"DEQUANTIZE of a constant into model output '{y.name}': an NNAPI "
+                         "model output cannot be a constant")
+            return
+        c.require_rank(x, 4, 0)
+        if x.type == F16:
+            c.require_api(29, "DEQUANTIZE of a float16 tensor (CAST)")
+        elif x.quantization.is_per_channel:
+            c.require_api(29, "DEQUANTIZE of a per-channel tensor")
+
+    def lower(self, c: LowerContext) -> None:
+        x_t = c.input(0)
+        if c.is_const(x_t):
+            if x_t.type == F16:
+                c.alias(c.op.outputs[0], c.in_(0))  # the policy already made it a float32 constant
+                return
+            q = np.asarray(c.const_value(x_t))
+            qp = x_t.quantization
+            if qp.is_per_channel:
+                shape = [1] * q.ndim
+                shape[qp.quantized_dimension] = -1
+                scales = np.asarray(qp.scale, dtype=np.float32).reshape(shape)
+                zps = np.asarray(qp.zero_point or [0], dtype=np.int32).reshape(shape if qp.zero_point else [1])
+                value = scales * (q.astype(np.int32) - zps).astype(np.float32)
+            else:
+                scale, zp = quant_params(x_t)
+                value = np.float32(scale) * (q.astype(np.int32) - zp).astype(np.float32)
+            value = np.asarray(value, dtype=np.float32).reshape(nnapi_dims(x_t))
+            c.alias(c.op.outputs[0], c.constant(OperandType.TENSOR_FLOAT32, value, name=c.output(0).name))
+            return
+        op = OperationType.CAST if x_t.type == F16 else OperationType.DEQUANTIZE
+        c.emit(op, [c.in_(0)], [c.out(0)])

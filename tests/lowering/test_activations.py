@@ -1,0 +1,149 @@
+"""Activation lowering: parity with TFLite for float32, uint8 and int8 at the API levels where the lowering
+differs, the pre-API-29/30 compositions, and refusals with their diagnostic codes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import QuantParams, assert_parity, assert_refused, single_op_model
+from nnconv.lowering.diagnostics import Code
+from nnconv.tflite.options import LeakyReluOptions
+from nnconv.tflite.schema_enums import BuiltinOperator as B
+
+SHAPE = (2, 5, 7, 3)
+Q_IN = {np.uint8: QuantParams(0.06, 120), np.int8: QuantParams(0.06, -8)}
+
+
+def act_model(op, dtype=np.float32, q_out=None, shape=SHAPE, options=None):
+    q_in = Q_IN.get(dtype)
+    q_out = q_out if q_out is not None else q_in
+    return single_op_model(op, [("x", shape, dtype, q_in)], [("y", shape, dtype, q_out)], options)
+
+
+def wide(feed):
+    """Float inputs spread over [-8, 8] so every activation's saturated regions are exercised."""
+    return {k: (v * np.float32(8)).astype(v.dtype) if v.dtype == np.float32 else v for k, v in feed.items()}
+
+
+RELUS = {B.RELU: "RELU", B.RELU6: "RELU6", B.RELU_N1_TO_1: "RELU1"}
+
+
+@pytest.mark.parametrize("op", list(RELUS), ids=lambda o: o.name)
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int8], ids=["f32", "u8", "i8"])
+def test_relu_family_parity(op, dtype):
+    m = act_model(op, dtype)
+    assert_parity(m, api_level=27, input_fn=wide, expect_ops=[RELUS[op]])
+    if dtype is np.int8:
+        assert_parity(m, api_level=30, expect_ops=[RELUS[op]])
+
+
+@pytest.mark.parametrize("op", list(RELUS), ids=lambda o: o.name)
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["u8", "i8"])
+def test_relu_family_requantizing(op, dtype):
+    # Output quantization differs from the input's: one ADD(x, 0) with the activation fused.
+    q_out = QuantParams(0.03, 10 if dtype is np.uint8 else -100)
+    m = act_model(op, dtype, q_out=q_out)
+    assert_parity(m, api_level=27, expect_ops=["ADD"])
+    assert_parity(m, api_level=30, expect_ops=["ADD"])
+
+
+SIGMOIDAL = {B.LOGISTIC: {np.uint8: QuantParams(1 / 256, 0), np.int8: QuantParams(1 / 256, -128)},
+             B.TANH: {np.uint8: QuantParams(1 / 128, 128), np.int8: QuantParams(1 / 128, 0)}}
+
+
+@pytest.mark.parametrize("op", list(SIGMOIDAL), ids=lambda o: o.name)
+def test_sigmoidal_float_parity(op):
+    assert_parity(act_model(op), api_level=27, input_fn=wide, expect_ops=[op.name])
+
+
+@pytest.mark.parametrize("op", list(SIGMOIDAL), ids=lambda o: o.name)
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["u8", "i8"])
+def test_sigmoidal_quantized_parity(op, dtype):
+    m = act_model(op, dtype, q_out=SIGMOIDAL[op][dtype])
+    assert_parity(m, api_level=27 if op is B.LOGISTIC else 29)
+    assert_parity(m, api_level=30)
+
+
+def test_tanh_quantized_needs_29():
+    m = act_model(B.TANH, np.uint8, q_out=SIGMOIDAL[B.TANH][np.uint8])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_logistic_wrong_output_quantization_refused():
+    assert_refused(act_model(B.LOGISTIC, np.uint8, q_out=QuantParams(1 / 128, 0)), 30, Code.QUANTIZATION)
+
+
+def test_elu_parity_and_level():
+    m = act_model(B.ELU)
+    assert_parity(m, api_level=30, input_fn=wide, expect_ops=["ELU"])
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+    assert_refused(act_model(B.ELU, np.int8), 30, Code.DTYPE)
+
+
+def test_hard_swish_float_native_and_composite():
+    m = act_model(B.HARD_SWISH)
+    assert_parity(m, api_level=30, input_fn=wide, expect_ops=["HARD_SWISH"])
+    assert_parity(m, api_level=27, input_fn=wide, expect_ops=["MUL", "MUL", "MUL", "ADD"])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["u8", "i8"])
+def test_hard_swish_quantized(dtype):
+    q_out = QuantParams(0.05, 30 if dtype is np.uint8 else -100)
+    m = act_model(B.HARD_SWISH, dtype, q_out=q_out)
+    assert_parity(m, api_level=30, expect_ops=["HARD_SWISH"])
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+
+
+def prelu_model(dtype=np.float32, alpha_shape=(7, 1), const_alpha=True):
+    rng = np.random.default_rng(5)
+    q_in, q_alpha = Q_IN.get(dtype), (QuantParams(0.01, 3) if dtype is not np.float32 else None)
+    if const_alpha:
+        if dtype is np.float32:
+            alpha = rng.uniform(-0.5, 1.5, alpha_shape).astype(np.float32)
+        else:
+            alpha = rng.integers(-40, 100, alpha_shape).astype(dtype)
+        a = ("alpha", alpha, q_alpha)
+    else:
+        a = ("alpha", alpha_shape, dtype, q_alpha)
+    q_out = QuantParams(0.05, 100 if dtype is np.uint8 else 10) if q_in else None
+    return single_op_model(B.PRELU, [("x", SHAPE, dtype, q_in), a], [("y", SHAPE, dtype, q_out)])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int8], ids=["f32", "u8", "i8"])
+def test_prelu_parity(dtype):
+    m = prelu_model(dtype)
+    assert_parity(m, api_level=29, expect_ops=["PRELU"])
+    assert_parity(m, api_level=30, expect_ops=["PRELU"])
+
+
+def test_prelu_float_below_29_is_exact_composite():
+    m = prelu_model(np.float32)
+    assert_parity(m, api_level=27, expect_ops=["RELU", "MUL", "RELU", "MUL", "ADD"])
+
+
+def test_prelu_refusals_below_29():
+    assert_refused(prelu_model(np.uint8), 28, Code.API_LEVEL, min_api_level=29)
+    assert_refused(prelu_model(np.float32, const_alpha=False), 28, Code.API_LEVEL, min_api_level=29)
+
+
+def leaky(dtype=np.float32, alpha=0.2):
+    q_out = QuantParams(0.04, 128 if dtype is np.uint8 else 0) if dtype is not np.float32 else None
+    return act_model(B.LEAKY_RELU, dtype, q_out=q_out, options=LeakyReluOptions(alpha=alpha))
+
+
+@pytest.mark.parametrize("alpha", [0.2, -0.3, 0.0], ids=["pos", "neg", "zero"])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int8], ids=["f32", "u8", "i8"])
+def test_leaky_relu_parity(dtype, alpha):
+    m = leaky(dtype, alpha)
+    assert_parity(m, api_level=29, input_fn=wide, expect_ops=["PRELU"])
+    assert_parity(m, api_level=30, input_fn=wide, expect_ops=["PRELU"])
+
+
+def test_leaky_relu_below_29():
+    assert_parity(leaky(), api_level=27, input_fn=wide, expect_ops=["RELU", "MUL", "RELU", "MUL", "ADD"])
+    assert_refused(leaky(np.uint8), 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_relu_rank5_refused():
+    assert_refused(act_model(B.RELU, shape=(2, 1, 3, 1, 2)), 30, Code.RANK)

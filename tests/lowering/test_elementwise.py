@@ -1,0 +1,272 @@
+"""Elementwise arithmetic lowering: parity with TFLite (float, uint8, int8, int32; broadcasting; every fused
+activation; the pre-API-29 compositions) and refusals with their diagnostic codes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused, single_op_model
+from nnconv.lowering.diagnostics import Code
+from nnconv.tflite.options import AddOptions, CastOptions, DivOptions, MulOptions, SubOptions
+from nnconv.tflite.schema_enums import BuiltinOperator as B
+from nnconv.tflite.schema_enums import TensorType
+
+X_SHAPE, Y_SHAPE = (2, 5, 7, 3), (5, 1, 3)  # unequal extents; y broadcasts over batch and width
+OPTIONS = {B.ADD: AddOptions, B.SUB: SubOptions, B.MUL: MulOptions, B.DIV: DivOptions}
+QX = {np.uint8: QuantParams(0.05, 128), np.int8: QuantParams(0.05, -3)}
+QY = {np.uint8: QuantParams(0.03, 100), np.int8: QuantParams(0.03, 10)}
+QOUT = {B.ADD: 0.08, B.SUB: 0.08, B.MUL: 0.2}
+
+
+def binary(op, dtype=np.float32, act=0, x_shape=X_SHAPE, y_shape=Y_SHAPE, out_scale=None, y_const=None):
+    out_shape = np.broadcast_shapes(x_shape, y_shape)
+    quant = dtype in (np.uint8, np.int8)
+    qx = QX[dtype] if quant else None
+    qy = QY[dtype] if quant else None
+    qo = QuantParams(out_scale or QOUT.get(op, 0.1), 120 if dtype == np.uint8 else 5) if quant else None
+    y = ("y", y_const, qy) if y_const is not None else ("y", y_shape, dtype, qy)
+    return single_op_model(op, [("x", x_shape, dtype, qx), y], [("z", out_shape, dtype, qo)],
+                           OPTIONS[op](fused_activation_function=act))
+
+
+def small_ints(feed):
+    """int32 inputs in [-50, 50) (and nonzero divisors) instead of the default [0, 8)."""
+    rng = np.random.default_rng(3)
+    return {k: rng.integers(-50, 50, size=v.shape).astype(v.dtype) if v.dtype == np.int32 else v
+            for k, v in feed.items()}
+
+
+@pytest.mark.parametrize("act", [0, 1, 2, 3, 4, 6], ids=["none", "relu", "relu1", "relu6", "tanh", "sigmoid"])
+@pytest.mark.parametrize("op", [B.ADD, B.SUB, B.MUL, B.DIV], ids=lambda o: o.name)
+def test_float_parity_every_activation(op, act):
+    # TFLite's arithmetic kernels ignore a fused TANH / SIGMOID, so the lowering emits the bare op for them.
+    api = 27 if op in (B.ADD, B.MUL) else 28
+    assert_parity(binary(op, act=act), api_level=api, expect_ops=[op.name])
+
+
+@pytest.mark.parametrize("act", [0, 1, 2, 3], ids=["none", "relu", "relu1", "relu6"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["uint8", "int8"])
+@pytest.mark.parametrize("op", [B.ADD, B.SUB, B.MUL], ids=lambda o: o.name)
+def test_quantized_parity(op, dtype, act):
+    m = binary(op, dtype, act)
+    low = 29 if op is B.SUB else 27
+    assert_parity(m, api_level=low)  # int8 as uint8 + 128 below API 30
+    assert_parity(m, api_level=30)  # int8 as TENSOR_QUANT8_ASYMM_SIGNED
+
+
+@pytest.mark.parametrize("op", [B.ADD, B.SUB, B.MUL], ids=lambda o: o.name)
+def test_int32_parity_and_levels(op):
+    m = binary(op, np.int32)
+    assert_parity(m, api_level=30, input_fn=small_ints, expect_ops=[op.name])
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_int32_with_fused_activation_refused():
+    assert_refused(binary(B.ADD, np.int32, act=1), 30, Code.OPTION)
+
+
+def test_quantized_fused_tanh_is_ignored_like_tflite():
+    assert_parity(binary(B.ADD, np.uint8, act=4), api_level=27, expect_ops=["ADD"])
+
+
+def test_rank0_and_constant_operands_broadcast():
+    # A rank-0 constant becomes a [1] tensor; NNAPI broadcasts it like TFLite.
+    m = binary(B.MUL, x_shape=(3, 4, 6), y_shape=(), y_const=np.asarray(1.5, np.float32))
+    assert_parity(m, api_level=27, expect_ops=["MUL"])
+    m = binary(B.SUB, x_shape=(), y_shape=(4, 1, 6))
+    assert_parity(m, api_level=28)
+
+
+def test_quantized_constant_int8_operand_below_30():
+    y = np.arange(-20, 25, dtype=np.int8).reshape(5, 1, 9)[:, :, :3]
+    m = binary(B.ADD, np.int8, y_const=np.ascontiguousarray(y))
+    assert_parity(m, api_level=27)
+    assert_parity(m, api_level=30)
+
+
+def test_level_refusals():
+    assert_refused(binary(B.SUB), 27, Code.API_LEVEL, min_api_level=28)
+    assert_refused(binary(B.DIV), 27, Code.API_LEVEL, min_api_level=28)
+    assert_refused(binary(B.SUB, np.uint8), 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_dtype_refusals():
+    assert_refused(binary(B.DIV, np.int32), 30, Code.DTYPE)  # TFLite truncates, NNAPI floors
+    assert_refused(binary(B.DIV, np.uint8), 30, Code.DTYPE)
+
+
+def test_mul_quantized_scale_constraint():
+    m = binary(B.MUL, np.uint8, out_scale=0.001)  # 0.05 * 0.03 = 0.0015 > 0.001
+    assert_refused(m, 30, Code.QUANTIZATION)
+
+
+def test_rank5_refused():
+    m = binary(B.ADD, x_shape=(2, 1, 3, 1, 2), y_shape=(2, 1))
+    assert_refused(m, 30, Code.RANK)
+
+
+# -- ADD_N, SQUARE, SQUARED_DIFFERENCE, POW, MAXIMUM / MINIMUM ---------------------------------------
+def test_add_n_parity():
+    ins = [(f"x{k}", (2, 3, 5), np.float32) for k in range(4)]
+    m = single_op_model(B.ADD_N, ins, [("y", (2, 3, 5), np.float32)])
+    assert_parity(m, api_level=27, expect_ops=["ADD", "ADD", "ADD"])
+    m = single_op_model(B.ADD_N, [(f"x{k}", (3, 4), np.int32) for k in range(3)], [("y", (3, 4), np.int32)])
+    assert_parity(m, api_level=30, input_fn=small_ints)
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_square_parity():
+    m = single_op_model(B.SQUARE, [("x", (2, 3, 5, 4), np.float32)], [("y", (2, 3, 5, 4), np.float32)])
+    assert_parity(m, api_level=27, expect_ops=["MUL"])
+
+
+def squared_difference(dtype=np.float32, q=None):
+    qx, qy, qo = (q or (None, None, None))
+    return single_op_model(B.SQUARED_DIFFERENCE, [("x", (2, 5, 7, 3), dtype, qx), ("y", (7, 1), dtype, qy)],
+                           [("z", (2, 5, 7, 3), dtype, qo)])
+
+
+def test_squared_difference_float_parity():
+    assert_parity(squared_difference(), api_level=27, expect_ops=["MUL", "ADD", "MUL"])  # y * -1 + x
+    assert_parity(squared_difference(), api_level=28, expect_ops=["SUB", "MUL"])
+
+
+def test_squared_difference_int32_parity():
+    m = squared_difference(np.int32)
+    assert_parity(m, api_level=30, input_fn=small_ints)
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_pow_parity():
+    m = single_op_model(B.POW, [("x", (2, 3, 5), np.float32), ("y", (3, 1), np.float32)],
+                        [("z", (2, 3, 5), np.float32)])
+    assert_parity(m, api_level=29, input_fn=lambda f: {k: np.abs(v) + 0.1 for k, v in f.items()})
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def minmax(op, dtype=np.float32, q=(None, None, None)):
+    return single_op_model(op, [("x", (2, 5, 7, 3), dtype, q[0]), ("y", (7, 3), dtype, q[1])],
+                           [("z", (2, 5, 7, 3), dtype, q[2])])
+
+
+@pytest.mark.parametrize("op", [B.MAXIMUM, B.MINIMUM], ids=lambda o: o.name)
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int8, np.int32], ids=["f32", "u8", "i8", "i32"])
+def test_min_max_parity(op, dtype):
+    q = QuantParams(0.1, 3)
+    m = minmax(op, dtype, (q, q, q) if dtype in (np.uint8, np.int8) else (None, None, None))
+    assert_parity(m, api_level=29, expect_ops=[op.name])
+    if dtype is np.int8:
+        assert_parity(m, api_level=30)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_min_max_mixed_quantization_refused():
+    m = minmax(B.MAXIMUM, np.uint8, (QuantParams(0.1, 3), QuantParams(0.2, 3), QuantParams(0.1, 3)))
+    assert_refused(m, 30, Code.QUANTIZATION)
+
+
+# -- unary float functions ----------------------------------------------------------------------------
+def positive(feed):
+    return {k: (np.abs(v) + np.float32(0.05)).astype(v.dtype) for k, v in feed.items()}
+
+
+def unary(op, dtype=np.float32, shape=(2, 3, 5, 4), out_dtype=None, options=None):
+    return single_op_model(op, [("x", shape, dtype)], [("y", shape, out_dtype or dtype)], options)
+
+
+@pytest.mark.parametrize("op", [B.EXP, B.LOG, B.SQRT, B.RSQRT, B.SIN, B.COS], ids=lambda o: o.name)
+def test_unary_float_api29(op):
+    m = unary(op)
+    fn = positive if op in (B.LOG, B.SQRT, B.RSQRT) else None
+    assert_parity(m, api_level=29, input_fn=fn)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_unary_quantized_refused():
+    m = single_op_model(B.EXP, [("x", (2, 3), np.uint8, QuantParams(0.1, 0))],
+                        [("y", (2, 3), np.uint8, QuantParams(0.1, 0))])
+    assert_refused(m, 30, Code.DTYPE)
+
+
+def test_cos_is_sub_then_sin():
+    assert_parity(unary(B.COS), api_level=29, expect_ops=["SUB", "SIN"])
+
+
+@pytest.mark.parametrize("api, ops", [(27, ["MUL"]), (29, ["NEG"])])
+def test_neg_float(api, ops):
+    assert_parity(unary(B.NEG), api_level=api, expect_ops=ops)
+
+
+def test_neg_int32():
+    m = unary(B.NEG, np.int32)
+    assert_parity(m, api_level=29, input_fn=small_ints)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+@pytest.mark.parametrize("api, ops", [(27, ["RELU", "MUL", "RELU", "ADD"]), (29, ["ABS"])])
+def test_abs_float(api, ops):
+    assert_parity(unary(B.ABS), api_level=api, expect_ops=ops)
+
+
+def test_abs_int32():
+    m = unary(B.ABS, np.int32)
+    assert_parity(m, api_level=30, input_fn=small_ints)
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_floor_and_ceil():
+    assert_parity(unary(B.FLOOR), api_level=27, expect_ops=["FLOOR"])
+    spread = lambda f: {k: v * np.float32(7) for k, v in f.items()}  # noqa: E731
+    assert_parity(unary(B.CEIL), api_level=27, input_fn=spread, expect_ops=["MUL", "FLOOR", "MUL"])
+    assert_parity(unary(B.CEIL), api_level=29, input_fn=spread, expect_ops=["NEG", "FLOOR", "NEG"])
+
+
+def test_floor_rank5_refused():
+    assert_refused(unary(B.FLOOR, shape=(2, 1, 3, 1, 2)), 30, Code.RANK)
+
+
+# -- CAST and ZEROS_LIKE ------------------------------------------------------------------------------
+TT = {np.float32: TensorType.FLOAT32, np.int32: TensorType.INT32, np.uint8: TensorType.UINT8,
+      np.bool_: TensorType.BOOL}
+
+
+def cast(src, dst):
+    return unary(B.CAST, src, shape=(2, 3, 5), out_dtype=dst, options=CastOptions(TT[src], TT[dst]))
+
+
+@pytest.mark.parametrize("src, dst", [(np.float32, np.int32), (np.int32, np.float32), (np.uint8, np.float32),
+                                      (np.float32, np.uint8), (np.uint8, np.int32)],
+                         ids=["f32-i32", "i32-f32", "u8-f32", "f32-u8", "u8-i32"])
+def test_cast_parity(src, dst):
+    def in_range(feed):  # values TFLite and NNAPI cast alike (NNAPI clamps to [0, 255] for uint8)
+        return {k: (np.abs(v) * 100).astype(v.dtype) if v.dtype == np.float32 else v for k, v in feed.items()}
+    m = cast(src, dst)
+    assert_parity(m, api_level=29, input_fn=in_range, expect_ops=["CAST"])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_cast_bool_refused():
+    assert_refused(cast(np.bool_, np.float32), 30, Code.DTYPE)
+
+
+def zeros_like_model(dtype=np.float32, consumed=True):
+    b = TfliteBuilder()
+    x = b.input("x", (2, 3, 4), dtype)
+    z = b.tensor("zeros", (2, 3, 4), dtype)
+    b.op(B.ZEROS_LIKE, [x], [z])
+    if consumed:
+        y = b.tensor("y", (2, 3, 4), dtype)
+        b.op(B.ADD, [x, z], [y], AddOptions())
+        b.output(y)
+    else:
+        b.output(z)
+    return b.finish()
+
+
+def test_zeros_like_becomes_a_constant():
+    assert_parity(zeros_like_model(), api_level=27, expect_ops=["ADD"])
+
+
+def test_zeros_like_as_model_output_refused():
+    assert_refused(zeros_like_model(consumed=False), 30, Code.OPERAND_VALUE)
