@@ -143,6 +143,15 @@ def test_broken_tflite_is_one_line_exit_2(tmp_path, runner, breakage, command):
         assert "not a TFLite model" in line
 
 
+def test_swapped_file_kinds_get_a_hint(tmp_path, runner, conv_path, nnapi_path):
+    result = runner.invoke(main, ["convert", str(nnapi_path), "-o", str(tmp_path / "again.nnapi")])
+    assert_one_line_error(result, EXIT_BAD_INPUT, "is an .nnapi file written by nnconv, not a TFLite model")
+    np.savez(tmp_path / "in.npz", x=np.ones(X_SHAPE, np.float32))
+    result = runner.invoke(main, ["run", str(conv_path), "--inputs", str(tmp_path / "in.npz"), "-o",
+                                  str(tmp_path / "o.npz")])
+    assert_one_line_error(result, EXIT_BAD_INPUT, "is a TFLite model, not an .nnapi file", "nnconv convert")
+
+
 # -- run ----------------------------------------------------------------------------------------------
 def run_with(runner, tmp_path, nnapi_path, arrays: dict | None = None, npz_bytes: bytes | None = None):
     inputs = tmp_path / "in.npz"

@@ -255,8 +255,8 @@ def test_random_bytes_refused(n):
 
 
 def test_wrong_identifier_refused():
-    msg = assert_format_error(GOOD[:4] + b"NNAP" + GOOD[8:])
-    assert "not a TFLite model" in msg
+    assert "file identifier is b'TFL2'" in assert_format_error(GOOD[:4] + b"TFL2" + GOOD[8:])
+    assert "is an .nnapi file written by nnconv" in assert_format_error(GOOD[:4] + b"NNAP" + GOOD[8:])
 
 
 def test_out_of_range_buffer_index():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import nnconv
 from harness import single_op_model
-from nnconv.errors import ModelFormatError
+from nnconv.errors import ModelFormatError, NnconvError
 from nnconv.executor import Executor
 from nnconv.nnapi import serialize
 from nnconv.nnapi.builder import ModelBuilder
@@ -200,8 +200,24 @@ def test_random_bytes_refused(tmp_path):
 
 
 def test_wrong_identifier(tmp_path, good_file):
+    msg = assert_format_error(tmp_path, good_file[:4] + b"ABCD" + good_file[8:])
+    assert "file identifier is b'ABCD'" in msg
     msg = assert_format_error(tmp_path, good_file[:4] + b"TFL3" + good_file[8:])
-    assert "identifier" in msg
+    assert "is a TFLite model, not an .nnapi file" in msg
+
+
+def test_save_replaces_atomically(tmp_path, good_file):
+    path = tmp_path / "m.nnapi"
+    path.write_bytes(good_file)
+    before = serialize.load(path)  # keeps the old file mapped
+    converted, _ = nnconv.convert(float_conv(), api_level=28)
+    serialize.save(path, [converted])
+    assert serialize.load(path).api_level == 28
+    assert before.api_level == 30 and bytes(before.partitions[0].model.pools[0])  # old mapping still valid
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.nnapi"]  # no temporary left behind
+    with pytest.raises(NnconvError, match="cannot write"):
+        serialize.save(tmp_path / "missing-dir" / "m.nnapi", [converted])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.nnapi"]
 
 
 def test_unknown_format_version(tmp_path, good_file):

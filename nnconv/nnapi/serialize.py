@@ -99,8 +99,12 @@ def save(path: str | os.PathLike, converted_models: Sequence[ConvertedModel], pl
     fb = build(spans)
     if len(fb) != len(head):  # cannot happen with fixed-size structs; refuse rather than write garbage
         raise NnconvError("internal error: the .nnapi header changed size between layout passes")
+    # Write beside the target and rename: a failed write never leaves a truncated .nnapi behind, and a
+    # process that has the old file mapped keeps reading the old bytes.
+    target = os.fspath(path)
+    tmp = f"{target}.tmp{os.getpid()}"
     try:
-        with open(path, "wb") as f:
+        with open(tmp, "wb") as f:
             f.write(fb)
             written = len(fb)
             for ps, row in zip(pools, spans):
@@ -108,8 +112,13 @@ def save(path: str | os.PathLike, converted_models: Sequence[ConvertedModel], pl
                     f.write(b"\0" * (off - written))
                     f.write(p)
                     written = off + size
+        os.replace(tmp, target)
     except OSError as e:
-        raise NnconvError(f"{os.fspath(path)}: cannot write ({e.strerror or e})") from None
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise NnconvError(f"{target}: cannot write ({e.strerror or e})") from None
 
 
 class _Writer:
@@ -335,6 +344,9 @@ class _Decoder:
 
     def decode(self) -> NnapiFile:
         ident = bytes(self.buf[4:8])
+        if ident == b"TFL3":
+            raise self.fail("is a TFLite model, not an .nnapi file (convert it first: nnconv convert MODEL -o "
+                            "OUT.nnapi)")
         if ident != FILE_IDENTIFIER:
             raise self.fail(f"file identifier is {ident!r}, expected {FILE_IDENTIFIER!r}: not an .nnapi file")
         root = struct.unpack_from("<I", self.buf, 0)[0]

@@ -88,6 +88,8 @@ class _Decoder:
         if self.size < 8:
             raise self.fail(f"only {self.size} bytes, too short for a TFLite model")
         ident = bytes(self.buf[4:8])
+        if ident == b"NNAP":
+            raise self.fail("is an .nnapi file written by nnconv, not a TFLite model (`nnconv run` takes it)")
         if ident != FILE_IDENTIFIER:
             raise self.fail(f"file identifier is {ident!r}, expected {FILE_IDENTIFIER!r}: not a TFLite model")
         root = struct.unpack_from("<I", self.buf, 0)[0]
