@@ -212,18 +212,19 @@ def _nbytes(sg: Subgraph, t: int) -> int:
     return int(np.prod(tensor.shape, dtype=np.int64)) * item if tensor.shape else item
 
 
-def _describe(sg: Subgraph, t: int, ops: Sequence[int], where: dict[int, int], inputs: bool) -> BoundaryTensor:
+def _describe(sg: Subgraph, t: int, ops: Sequence[int], where: dict[int, int], inputs: bool,
+              nodes: Sequence[int]) -> BoundaryTensor:
+    """A boundary tensor and its peers among `nodes` (the ops that exist at runtime: folded ones do not)."""
     tensor = sg.tensors[t]
     peers: list[str] = []
     if inputs:
         if t in sg.inputs:
             peers.append("model input")
-        producers = [k for k in range(len(sg.operators)) if t in sg.operators[k].outputs]
-        targets = producers
+        targets = [k for k in nodes if t in sg.operators[k].outputs]
     else:
         if t in sg.outputs:
             peers.append("model output")
-        targets = [k for k in range(len(sg.operators)) if k not in ops and t in sg.operators[k].inputs]
+        targets = [k for k in nodes if k not in ops and t in sg.operators[k].inputs]
     for k in targets:
         p = where.get(k)
         label = f"partition {p}" if p is not None else f"CPU op #{k} {sg.operators[k].name}"
@@ -248,8 +249,8 @@ def build_plan(state: ConversionState, report: Report, max_partitions: int = DEF
     partitions = []
     for i, members in enumerate(kept):
         ins, outs = partition_boundary(sg, members, state)
-        partitions.append(Partition(i, sorted(members), [_describe(sg, t, members, where, True) for t in ins],
-                                    [_describe(sg, t, members, where, False) for t in outs]))
+        partitions.append(Partition(i, sorted(members), [_describe(sg, t, members, where, True, nodes) for t in ins],
+                                    [_describe(sg, t, members, where, False, nodes) for t in outs]))
     plan = PartitionPlan(model=report.model, api_level=state.api_level, max_partitions=max_partitions,
                          ops_total=len(report.ops), folded=folded, partitions=partitions, dropped=dropped,
                          partitions_formed=formed)

@@ -262,3 +262,24 @@ def test_nnapi_file_finds_its_source_from_another_folder(tmp_path, monkeypatch):
     serialize.save(out, plan.converted)  # no plan: nothing names the source
     with pytest.raises(NnconvError, match="records no source"):
         verify_model(str(out), 28)
+
+
+def test_tensor_read_only_by_a_folded_op_is_not_a_partition_output():
+    """Like SHAPE of a computed tensor: once folded, nothing reads that tensor at runtime."""
+    rng = np.random.default_rng(0)
+    b = TfliteBuilder()
+    x = b.input("x", SHAPE, np.float32)
+    t0, t1 = b.tensor("t0", SHAPE, np.float32), b.tensor("t1", SHAPE, np.float32)
+    s = b.tensor("s", (4,), np.int32)
+    add_op(b, rng, "conv", x, t0, 0)
+    b.op(BuiltinOperator.CUSTOM, [t0], [s], custom_code="ShapeLike")
+    add_op(b, rng, "conv", t0, t1, 2)
+    b.output(t1)
+    m = read_model(b.finish())
+    state = make_state(m, 30)
+    state.folded[(0, s)] = np.asarray(SHAPE, np.int32)
+    report = check_model(m, 30, state=state)
+    plan = build_plan(state, report)
+    assert [p.ops for p in plan.partitions] == [[0, 2]]
+    assert [t.name for t in plan.partitions[0].outputs] == ["t1"]
+    assert [cm.outputs[0].name for cm in plan.converted] == ["t1"]

@@ -342,7 +342,10 @@ def partition_boundary(sg: Subgraph, op_indices: Iterable[int], state: Conversio
                 continue  # recurrent state: the rules lower it as a zero constant (rules/recurrent.py)
             inputs.append(t)
         produced_inside.update(o for o in op.outputs if o >= 0)
-    consumed_outside = {t for k, op in enumerate(sg.operators) if k not in chosen for t in op.inputs}
+    # Folded ops are gone from the converted model: what they read (e.g. a SHAPE of a computed tensor) is
+    # not needed at runtime, so it does not make a tensor an output.
+    consumed_outside = {t for k, op in enumerate(sg.operators)
+                        if k not in chosen and not is_folded(state, sg, op) for t in op.inputs}
     outputs = [t for k in sorted(chosen) for t in sg.operators[k].outputs
                if t >= 0 and (t in consumed_outside or t in sg.outputs)
                and (sg.index, t) not in state.folded]
