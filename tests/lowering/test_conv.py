@@ -395,3 +395,10 @@ def test_mediapipe_transpose_conv_bad_options_refused():
     w = np.ones((2, 3, 3, 3), np.float32)
     m = _mediapipe_model(w, np.zeros(2, np.float32), (1, 4, 3, 3), (1, 8, 6, 2), 1, (2, 2), custom_options=b"\x01")
     assert_refused(m, 30, Code.OPTION)
+
+
+@pytest.mark.parametrize("api", [27, 30])
+def test_quantized_conv_fused_tanh_is_what_tflite_computes(api):
+    # TFLite's kernels apply no TANH/SIGMOID fused into CONV_2D; the lowering matches that at every level.
+    m = quant_conv_model(np.uint8, (1, 6, 5, 2), (3, 3, 3, 2), (1, 6, 5, 3), act=4)
+    assert_parity(m, api_level=api, expect_ops=["CONV_2D"])

@@ -30,7 +30,7 @@ def qfc_model(dtype, in_shape, units, out_shape, out_scale=0.2, act=0, keep_num_
     zp = 128 if dtype == np.uint8 else 0
     lo, hi = (0, 256) if dtype == np.uint8 else (-127, 128)
     w = RNG.integers(lo, hi, (units, k)).astype(dtype)
-    ins = [("x", in_shape, dtype, QuantParams(0.04, zp + 5)), ("w", w, QuantParams(0.02, zp if dtype == np.uint8 else 0)),
+    ins = [("x", in_shape, dtype, QuantParams(0.04, zp + 5)), ("w", w, QuantParams(0.02, zp)),
            ("b", RNG.integers(-1000, 1000, units).astype(np.int32), QuantParams(0.04 * 0.02, 0))]
     opts = FullyConnectedOptions(fused_activation_function=act, keep_num_dims=keep_num_dims)
     return single_op_model(BuiltinOperator.FULLY_CONNECTED, ins,

@@ -15,7 +15,8 @@ from nnconv.lowering.common import padding_code
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, custom_rule, lowering_rule
-from nnconv.lowering.rules._weights import bias_for, check_weighted_op, kernel_activation, weights_operand
+from nnconv.lowering.rules._weights import (bias_for, check_kernel_activation, check_weighted_op, kernel_activation,
+                                             weights_operand)
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, Padding, TensorType
 
@@ -60,7 +61,7 @@ class Conv2D(Rule):
             else:
                 c.refuse(Code.OPERAND_VALUE, f"input depth {x.shape[3]} is not a multiple of filter depth "
                          f"{w.shape[3]}")
-        c.check_fused_activation(o.fused_activation_function)
+        check_kernel_activation(c, o.fused_activation_function)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
@@ -113,7 +114,7 @@ class DepthwiseConv2D(Rule):
                 c.refuse(Code.OPERAND_VALUE, f"filter {list(w.shape)} is not [1, KH, KW, {x.shape[3]} * M]")
         if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
             c.require_api(29, "dilated DEPTHWISE_CONV_2D")
-        c.check_fused_activation(o.fused_activation_function)
+        check_kernel_activation(c, o.fused_activation_function)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
@@ -174,7 +175,7 @@ def _check_transpose_conv(c: CheckContext, x_slot: int, w_slot: int, bias_slot: 
     if x is not None and w is not None and x.rank == 4 and w.rank == 4 and out.rank == 4:
         if out.shape[3] != w.shape[0] or out.shape[0] != x.shape[0]:
             c.refuse(Code.OPERAND_VALUE, f"output shape {list(out.shape)} does not match the filter and input")
-    c.check_fused_activation(act)
+    check_kernel_activation(c, act)
 
 
 @lowering_rule(BuiltinOperator.TRANSPOSE_CONV)

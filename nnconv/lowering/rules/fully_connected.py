@@ -7,7 +7,8 @@ import math
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._weights import bias_for, check_weighted_op, kernel_activation, weights_operand
+from nnconv.lowering.rules._weights import (bias_for, check_kernel_activation, check_weighted_op, kernel_activation,
+                                             weights_operand)
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -45,7 +46,7 @@ class FullyConnected(Rule):
             if math.prod(x.shape) % w.shape[1]:
                 c.refuse(Code.OPERAND_VALUE, f"input of {math.prod(x.shape)} elements does not divide into rows "
                          f"of {w.shape[1]}")
-        c.check_fused_activation(o.fused_activation_function if o is not None else 0)
+        check_kernel_activation(c, o.fused_activation_function if o is not None else 0)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options

@@ -6,7 +6,7 @@ from nnconv.lowering.common import FLOAT, FLOAT_OR_QUANT8, check_int8, padding_c
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._weights import kernel_activation
+from nnconv.lowering.rules._weights import check_kernel_activation, kernel_activation
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -37,7 +37,7 @@ class _Pool(Rule):
                 c.refuse(Code.QUANTIZATION, "NNAPI pooling keeps the input's scale and zero point; the output's "
                          "differ")
         check_int8(c)
-        c.check_fused_activation(o.fused_activation_function)
+        check_kernel_activation(c, o.fused_activation_function)
         self.check_more(c)
 
     def check_more(self, c: CheckContext) -> None:
