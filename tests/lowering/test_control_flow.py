@@ -1,0 +1,151 @@
+"""WHILE and IF: subgraphs lowered as referenced NNAPI subgraphs; parity with TFLite and refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import TfliteBuilder, assert_parity, assert_refused
+from nnconv.lowering.diagnostics import Code
+from nnconv.tflite.options import AddOptions, IfOptions, LessOptions, MulOptions, SubOptions, WhileOptions
+from nnconv.tflite.schema_enums import BuiltinOperator
+
+F32 = np.float32
+RNG = np.random.default_rng(5)
+SHAPE = (2, 3, 4)
+
+
+def if_model(else_op=BuiltinOperator.MUL, custom_else: bool = False) -> bytes:
+    """IF(cond, x): then = x + a, else = x * b (or a custom op, which NNAPI cannot lower)."""
+    b = TfliteBuilder()
+    cond = b.input("cond", (1,), np.bool_)
+    x = b.input("x", SHAPE, F32)
+    y = b.tensor("y", SHAPE, F32)
+    then_sg = b.subgraph("then")
+    tx = then_sg.input("tx", SHAPE, F32)
+    ty = then_sg.tensor("ty", SHAPE, F32)
+    then_sg.op(BuiltinOperator.ADD, [tx, then_sg.const("a", RNG.standard_normal(SHAPE).astype(F32))], [ty],
+               AddOptions())
+    then_sg.output(ty)
+    else_sg = b.subgraph("else")
+    ex = else_sg.input("ex", SHAPE, F32)
+    ey = else_sg.tensor("ey", SHAPE, F32)
+    if custom_else:
+        else_sg.op(BuiltinOperator.CUSTOM, [ex], [ey], custom_code="NoSuchOp")
+    else:
+        else_sg.op(else_op, [ex, else_sg.const("b", RNG.standard_normal(SHAPE).astype(F32))], [ey], MulOptions())
+    else_sg.output(ey)
+    b.op(BuiltinOperator.IF, [cond, x], [y], IfOptions(then_subgraph_index=b.subgraph_index(then_sg),
+                                                       else_subgraph_index=b.subgraph_index(else_sg)))
+    b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("flag", [True, False], ids=["then", "else"])
+def test_if_parity(flag):
+    def set_cond(feed: dict) -> dict:
+        feed["cond"] = np.array([flag])
+        return feed
+    assert_parity(if_model(), api_level=30, expect_ops=["IF"], input_fn=set_cond)
+
+
+def test_if_needs_api30():
+    assert_refused(if_model(), 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_if_reports_problems_inside_a_branch():
+    diags = assert_refused(if_model(custom_else=True), 30, Code.CUSTOM_OPERATOR)
+    inner = [d for d in diags if d.code is Code.CUSTOM_OPERATOR]
+    assert inner and inner[0].subgraph == 2
+
+
+def run_once_while_model(pass_through: bool = False) -> bytes:
+    """WHILE(done=False, x): cond = NOT done; body: done' = done OR true, x' = x * 2 + x. Runs once."""
+    b = TfliteBuilder()
+    done = b.input("done", (1,), np.bool_)
+    x = b.input("x", SHAPE, F32)
+    done_out, x_out = b.tensor("done_out", (1,), np.bool_), b.tensor("x_out", SHAPE, F32)
+    cond = b.subgraph("cond")
+    cd, cx = cond.input("cd", (1,), np.bool_), cond.input("cx", SHAPE, F32)
+    keep_going = cond.tensor("keep_going", (1,), np.bool_)
+    cond.op(BuiltinOperator.LOGICAL_NOT, [cd], [keep_going])
+    cond.output(keep_going)
+    body = b.subgraph("body")
+    bd, bx = body.input("bd", (1,), np.bool_), body.input("bx", SHAPE, F32)
+    bd2 = body.tensor("bd2", (1,), np.bool_)
+    body.op(BuiltinOperator.LOGICAL_OR, [bd, body.const("true", np.array([True]))], [bd2])
+    if pass_through:
+        body.output(bd2, bx)
+    else:
+        twice = body.tensor("twice", SHAPE, F32)
+        bx2 = body.tensor("bx2", SHAPE, F32)
+        body.op(BuiltinOperator.MUL, [bx, body.const("two", np.full(SHAPE, 2, F32))], [twice], MulOptions())
+        body.op(BuiltinOperator.ADD, [twice, bx], [bx2], AddOptions())
+        body.output(bd2, bx2)
+    b.op(BuiltinOperator.WHILE, [done, x], [done_out, x_out],
+         WhileOptions(cond_subgraph_index=b.subgraph_index(cond), body_subgraph_index=b.subgraph_index(body)))
+    b.output(done_out, x_out)
+    return b.finish()
+
+
+def _not_done(feed: dict) -> dict:
+    feed["done"] = np.array([False])
+    return feed
+
+
+def test_while_parity_runs_body():
+    result = assert_parity(run_once_while_model(), api_level=30, expect_ops=["WHILE"], input_fn=_not_done)
+    model = result.converted.model
+    assert len(model.referenced) == 2
+    assert [op.type.name for op in model.referenced[1].operations] == ["LOGICAL_OR", "MUL", "ADD"]
+
+
+def test_while_needs_api30():
+    assert_refused(run_once_while_model(), 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_while_pass_through_body_output_refused():
+    assert_refused(run_once_while_model(pass_through=True), 30, Code.OPERAND_VALUE)
+
+
+def counting_while_model(limit: int = 5, custom_cond: bool = False) -> bytes:
+    """WHILE(i=0, x): cond = i < limit; body: i' = i + 1, x' = x * 0.5 - 1. Runs `limit` times."""
+    b = TfliteBuilder()
+    i = b.input("i", (1,), np.int32)
+    x = b.input("x", SHAPE, F32)
+    i_out, x_out = b.tensor("i_out", (1,), np.int32), b.tensor("x_out", SHAPE, F32)
+    cond = b.subgraph("cond")
+    ci, cx = cond.input("ci", (1,), np.int32), cond.input("cx", SHAPE, F32)
+    more = cond.tensor("more", (1,), np.bool_)
+    if custom_cond:
+        cond.op(BuiltinOperator.CUSTOM, [ci], [more], custom_code="NoSuchOp")
+    else:
+        cond.op(BuiltinOperator.LESS, [ci, cond.const("limit", np.array([limit], np.int32))], [more],
+                LessOptions())
+    cond.output(more)
+    body = b.subgraph("body")
+    bi, bx = body.input("bi", (1,), np.int32), body.input("bx", SHAPE, F32)
+    bi2, half, bx2 = body.tensor("bi2", (1,), np.int32), body.tensor("half", SHAPE, F32), body.tensor("bx2", SHAPE, F32)
+    body.op(BuiltinOperator.ADD, [bi, body.const("one", np.array([1], np.int32))], [bi2], AddOptions())
+    body.op(BuiltinOperator.MUL, [bx, body.const("h", np.full(SHAPE, 0.5, F32))], [half], MulOptions())
+    body.op(BuiltinOperator.SUB, [half, body.const("m1", np.ones(SHAPE, F32))], [bx2], SubOptions())
+    body.output(bi2, bx2)
+    b.op(BuiltinOperator.WHILE, [i, x], [i_out, x_out],
+         WhileOptions(cond_subgraph_index=b.subgraph_index(cond), body_subgraph_index=b.subgraph_index(body)))
+    b.output(i_out, x_out)
+    return b.finish()
+
+
+def test_while_counting_loop_parity():
+    def start_at_zero(feed: dict) -> dict:
+        feed["i"] = np.array([0], np.int32)
+        return feed
+    m = counting_while_model()
+    assert_parity(m, api_level=30, expect_ops=["WHILE"], input_fn=start_at_zero)
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_while_problem_inside_cond_reported():
+    diags = assert_refused(counting_while_model(custom_cond=True), 30, Code.CUSTOM_OPERATOR)
+    inner = [d for d in diags if d.code is Code.CUSTOM_OPERATOR]
+    assert inner and inner[0].subgraph == 1
