@@ -305,3 +305,22 @@ def test_python_dash_m_subprocess(tmp_path, conv_path, module):
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert done.returncode == EXIT_BAD_INPUT
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("nnconv: error: ")
+
+
+FIXTURES = ROOT / "examples" / "models"
+
+
+@pytest.mark.skipif(not (FIXTURES / "custom_op_middle.tflite").exists(), reason="fixture model absent")
+def test_convert_allow_partial_writes_partitions_and_plan(tmp_path, runner):
+    out = tmp_path / "partial.nnapi"
+    result = runner.invoke(main, ["convert", str(FIXTURES / "custom_op_middle.tflite"), "-o", str(out),
+                                  "--allow-partial"])
+    assert result.exit_code == EXIT_OK, result.stderr
+    loaded = serialize.load(out)
+    assert len(loaded.partitions) == 2
+    assert loaded.plan is not None and loaded.plan["partitions_formed"] == 2
+    assert [p["ops"] for p in loaded.plan["partitions"]] == [p.tflite_ops for p in loaded.partitions]
+    np.savez(tmp_path / "in.npz", audio=np.ones((512, 1), np.float32))
+    result = runner.invoke(main, ["run", str(out), "--inputs", str(tmp_path / "in.npz"), "-o",
+                                  str(tmp_path / "o.npz")])
+    assert_one_line_error(result, EXIT_BAD_INPUT, "holds 2 partitions")

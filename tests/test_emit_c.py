@@ -121,3 +121,31 @@ def test_c_float_literals_round_trip_float32(value, text):
     assert c_float(value) == text
     if np.isfinite(value):
         assert np.float32(float(text.rstrip("f"))) == np.float32(value)
+
+
+FIXTURE = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models" / "mobilenet_v3_int8.tflite"
+
+
+@needs_gcc
+@pytest.mark.skipif(not FIXTURE.exists(), reason="mobilenet_v3_int8.tflite fixture absent")
+def test_generated_c_for_a_converted_network(tmp_path):
+    # A TF-converted int8 network (per-channel weights, many operation types) through the CLI path.
+    from click.testing import CliRunner
+    from nnconv.cli import main
+    out, c = tmp_path / "m.nnapi", tmp_path / "m.c"
+    result = CliRunner().invoke(main, ["convert", str(FIXTURE), "-o", str(out), "--emit-c", str(c)])
+    assert result.exit_code == 0, result.stderr
+    loaded = serialize.load(out)
+    ops = sorted({op.type for p in loaded.partitions for sg in p.model.subgraphs() for op in sg.operations})
+    # The stub lists only the test models' operations: declare this network's ones the same way.
+    stub = (STUB / "android" / "NeuralNetworks.h").read_text()
+    body = "".join(f"  ANEURALNETWORKS_{t.name} = {int(t)},\n" for t in ops)
+    stub = re.sub(r"(typedef enum \{\n)(  ANEURALNETWORKS_ADD = 0,.*?)(\} OperationCode;)",
+                  lambda m: m.group(1) + body + m.group(3), stub, flags=re.S)
+    include = tmp_path / "include"
+    (include / "android").mkdir(parents=True)
+    (include / "android" / "NeuralNetworks.h").write_text(stub)
+    source = c.read_text()
+    assert "setOperandSymmPerChannelQuantParams" in source
+    result = gcc_syntax(source, tmp_path, include)
+    assert result.returncode == 0, result.stderr[:2000]

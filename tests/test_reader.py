@@ -3,6 +3,7 @@ failure must be a one-line ModelFormatError, quickly."""
 
 from __future__ import annotations
 
+import pathlib
 import struct
 import time
 
@@ -375,3 +376,33 @@ def test_random_mutations_decode_or_raise_format_error(data):
         assert "\n" not in str(e)
     else:
         assert model.subgraphs  # a mutation the format cannot notice (a weight byte, a name)
+
+
+# -- models written by the TensorFlow converter -------------------------------------------------------
+FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models"
+TF_MODELS = sorted(FIXTURES.glob("*.tflite"))
+
+
+@pytest.mark.skipif(not TF_MODELS, reason="examples/models/ holds no fixture models")
+@pytest.mark.parametrize("path", TF_MODELS, ids=lambda p: p.stem)
+def test_tf_converted_models_decode_and_their_truncations_fail(path):
+    data = path.read_bytes()
+    model = read_model(path)
+    assert model.subgraphs[0].operators
+    assert read_model(data).subgraphs[0].operators == model.subgraphs[0].operators
+    for n in range(0, len(data), max(1, len(data) // 150)):
+        assert_format_error(data[:n])
+
+
+@pytest.mark.skipif(not (FIXTURES / "gru_keras.tflite").exists(), reason="gru_keras.tflite fixture absent")
+@settings(max_examples=100, deadline=2000)
+@given(data=st.data())
+def test_mutations_of_a_control_flow_model(data):
+    # gru_keras has WHILE subgraphs: mutations hit subgraph indexes, options and shared tensors.
+    buf = bytearray((FIXTURES / "gru_keras.tflite").read_bytes())
+    for _ in range(data.draw(st.integers(1, 6), label="mutations")):
+        buf[data.draw(st.integers(0, len(buf) - 1), label="pos")] = data.draw(st.integers(0, 255), label="byte")
+    try:
+        read_model(bytes(buf))
+    except ModelFormatError as e:
+        assert "\n" not in str(e)
