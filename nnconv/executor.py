@@ -196,6 +196,8 @@ class Executor:
 
     @staticmethod
     def _from_nnapi(spec: IoTensor, a: np.ndarray) -> np.ndarray:
+        if tuple(spec.shape) == () and a.size == 1:
+            a = a.reshape(())  # a rank-0 TFLite tensor travels as NNAPI [1]
         if spec.offset:
             return (a.astype(np.int16) - spec.offset).astype(spec.np_dtype)
         if a.dtype != spec.np_dtype:

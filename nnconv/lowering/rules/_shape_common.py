@@ -12,9 +12,8 @@ from typing import Sequence
 import numpy as np
 
 from nnconv.lowering.common import check_int8
-from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.context import CheckContext
 from nnconv.lowering.diagnostics import Code
-from nnconv.nnapi.enums import FuseCode, OperationType
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import TensorType
 
@@ -85,12 +84,3 @@ def require_const_ints(c: CheckContext, i: int, what: str) -> list[int] | None:
 def out_dims(t: Tensor) -> list[int]:
     """The NNAPI dimensions of a tensor: rank 0 becomes [1]."""
     return list(t.shape) if t.shape else [1]
-
-
-def requantize_add(c: LowerContext, src: int, dst: int) -> None:
-    """Moves a quantized temporary to the output's (scale, zero point) exactly as an NNAPI ADD with a zero
-    constant does (the reference ADD requantizes both inputs to the output scale)."""
-    od = c.info(src)
-    zero = c.constant(od.type, np.asarray([od.zero_point], dtype=od.dtype), scale=od.scale,
-                      zero_point=od.zero_point)
-    c.emit(OperationType.ADD, [src, zero, c.i32(FuseCode.NONE)], [dst])

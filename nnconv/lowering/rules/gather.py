@@ -14,8 +14,7 @@ import numpy as np
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._shape_common import (BASIC_I32, I32, INDEX_TYPES, check_data_movement, const_ints,
-                                                  out_dims)
+from nnconv.lowering.rules._shape_common import BASIC_I32, I32, INDEX_TYPES, check_data_movement
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator
 

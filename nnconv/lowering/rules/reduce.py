@@ -3,8 +3,8 @@ ARG_MIN and TOPK_V2.
 
 NNAPI's reductions take the axes as a constant TENSOR_INT32 (a scalar TFLite axis becomes a [1] vector) and
 keep_dims as an INT32 scalar (MEAN) or a BOOL scalar (REDUCE_*). A TFLite result of rank 0 becomes a [1]
-tensor. Quantized MEAN keeps the input's parameters in NNAPI; a TFLite output quantized differently gets a
-requantizing ADD with a zero constant (what TFLite's NNAPI delegate does too).
+tensor. Quantized MEAN keeps the input's parameters in NNAPI; a TFLite output quantized differently is
+computed in float (see `Mean`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, BOOL, F32, I32, check_data_movement,
-                                                  check_same_quant, const_ints, requantize_add,
+                                                  check_same_quant, const_ints,
                                                   require_const_ints, same_quant)
-from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -33,10 +33,14 @@ def _keep_dims(c: CheckContext) -> bool:
 @lowering_rule(BuiltinOperator.MEAN)
 class Mean(Rule):
     """TFLite MEAN(input, axis) [keep_dims] -> NNAPI MEAN(input, axes TENSOR_INT32, keep_dims INT32)
-    (API 28 float; quantized API 29). A quantized output with other parameters than the input's: MEAN into a
-    temporary with the input's parameters, then ADD(temporary, zero) into the output."""
+    (API 28 float; quantized API 29).
 
-    nnapi_ops = (OperationType.MEAN, OperationType.ADD)
+    NNAPI's quantized MEAN keeps the input's scale and zero point (and truncates the average). When TFLite's
+    output is quantized differently, requantizing that truncated result (the delegate's ADD) loses up to
+    s_in / s_out output steps, so nnconv instead computes DEQUANTIZE -> float MEAN -> QUANTIZE into the
+    output (all API 29), which rounds once like TFLite's kernel."""
+
+    nnapi_ops = (OperationType.MEAN, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     min_api_level = 28
     dtypes = ("float32", "uint8", "int8")
     constraints = "constant axes; rank <= 4; quantized needs API 29"
@@ -48,6 +52,7 @@ class Mean(Rule):
         x = c.input(0)
         if not c.require_dtype(x, BASIC):
             return
+        c.require_dtype(c.output(), (x.type,), "output")
         c.require_rank(x, 4, 1)
         c.require_static_shapes()
         check_int8(c)
@@ -58,14 +63,16 @@ class Mean(Rule):
     def lower(self, c: LowerContext) -> None:
         x, out_t = c.input(0), c.output()
         axes = c.i32_vector(const_ints(c, c.input(1)))
+        keep = c.i32(int(_keep_dims(c)))
         out = c.out()
         if x.type == F32 or same_quant(x, out_t):
-            c.emit(OperationType.MEAN, [c.in_(0), axes, c.i32(int(_keep_dims(c)))], [out])
+            c.emit(OperationType.MEAN, [c.in_(0), axes, keep], [out])
             return
-        src = c.info(c.in_(0))
-        tmp = c.temp(src.type, c.info(out).dimensions, src.scale, src.zero_point)
-        c.emit(OperationType.MEAN, [c.in_(0), axes, c.i32(int(_keep_dims(c)))], [tmp])
-        requantize_add(c, tmp, out)
+        x_f = c.temp(OperandType.TENSOR_FLOAT32, c.info(c.in_(0)).dimensions)
+        c.emit(OperationType.DEQUANTIZE, [c.in_(0)], [x_f])
+        mean_f = c.temp(OperandType.TENSOR_FLOAT32, c.info(out).dimensions)
+        c.emit(OperationType.MEAN, [x_f, axes, keep], [mean_f])
+        c.emit(OperationType.QUANTIZE, [mean_f], [out])
 
 
 class _Reduce(Rule):

@@ -18,7 +18,7 @@ from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, F32, I32, I8,
                                                   check_same_quant, const_ints, out_dims, require_const_ints)
 from nnconv.lowering.common import check_int8
 from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.tflite.schema_enums import ActivationFunctionType, BuiltinOperator, TensorType
+from nnconv.tflite.schema_enums import ActivationFunctionType, BuiltinOperator
 
 FS = ("float32", "uint8", "int8")
 FSI = ("float32", "uint8", "int8", "int32")

@@ -1,0 +1,116 @@
+"""Reduction lowerings: MEAN, SUM, REDUCE_PROD/MAX/MIN/ANY, ARG_MAX/ARG_MIN, TOPK_V2."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import QuantParams, assert_parity, assert_refused, single_op_model
+from nnconv.lowering.diagnostics import Code
+from nnconv.tflite.options import ArgMaxOptions, ArgMinOptions, ReducerOptions, TopKV2Options
+from nnconv.tflite.schema_enums import BuiltinOperator as B
+from shape_models import io, op_model
+
+I32 = np.int32
+AXES = [
+    pytest.param([1, 2], True, (2, 1, 1, 3), id="hw-keep"),
+    pytest.param([1, 2], False, (2, 3), id="hw"),
+    pytest.param([-1], False, (2, 5, 7), id="last"),
+    pytest.param([0, 1, 2, 3], False, (), id="all"),
+]
+
+
+@pytest.mark.parametrize("axes,keep,out", AXES)
+@pytest.mark.parametrize("dtype,api", [("float32", 28), ("float32", 30), ("uint8", 29), ("int8", 29),
+                                       ("int8", 30)])
+def test_mean_parity(axes, keep, out, dtype, api):
+    m = op_model(B.MEAN, (2, 5, 7, 3), out, dtype, [np.array(axes, I32)], ReducerOptions(keep_dims=keep))
+    assert_parity(m, api_level=api, expect_ops=["MEAN"])
+
+
+@pytest.mark.parametrize("dtype,api", [("uint8", 29), ("int8", 29), ("int8", 30)])
+def test_mean_requantized_output_goes_through_float(dtype, api):
+    q_in = QuantParams(0.05, 120) if dtype == "uint8" else QuantParams(0.05, -8)
+    q_out = QuantParams(0.02, 100) if dtype == "uint8" else QuantParams(0.02, 5)
+    np_dtype = np.uint8 if dtype == "uint8" else np.int8
+    m = single_op_model(B.MEAN, [("x", (2, 5, 7, 3), np_dtype, q_in), ("a", np.array([1, 2], I32))],
+                        [("y", (2, 3), np_dtype, q_out)], ReducerOptions(keep_dims=False))
+    assert_parity(m, api_level=api, expect_ops=["DEQUANTIZE", "MEAN", "QUANTIZE"])
+
+
+def test_mean_refusals():
+    m = op_model(B.MEAN, (2, 5, 7, 3), (2, 3), "float32", [np.array([1, 2], I32)])
+    assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
+    mq = op_model(B.MEAN, (2, 5, 7, 3), (2, 3), "uint8", [np.array([1, 2], I32)])
+    assert_refused(mq, 28, Code.API_LEVEL, min_api_level=29)
+    dyn = single_op_model(B.MEAN, [("x", (2, 5, 7, 3), np.float32), ("a", (2,), I32)],
+                          [("y", (2, 3), np.float32)], ReducerOptions())
+    assert_refused(dyn, 30, Code.NON_CONSTANT)
+
+
+@pytest.mark.parametrize("op,nnapi", [(B.SUM, "REDUCE_SUM"), (B.REDUCE_PROD, "REDUCE_PROD"),
+                                      (B.REDUCE_MAX, "REDUCE_MAX"), (B.REDUCE_MIN, "REDUCE_MIN")])
+@pytest.mark.parametrize("axes,keep,out", AXES[:3])
+def test_float_reductions_parity(op, nnapi, axes, keep, out):
+    m = op_model(op, (2, 5, 7, 3), out, "float32", [np.array(axes, I32)], ReducerOptions(keep_dims=keep))
+    assert_parity(m, api_level=29, expect_ops=[nnapi])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+@pytest.mark.parametrize("op,nnapi", [(B.REDUCE_MAX, "REDUCE_MAX"), (B.REDUCE_MIN, "REDUCE_MIN")])
+@pytest.mark.parametrize("dtype,api", [("uint8", 29), ("int8", 29), ("int8", 30)])
+def test_quantized_max_min_parity(op, nnapi, dtype, api):
+    m = op_model(op, (2, 5, 7, 3), (2, 7, 3), dtype, [np.array([1], I32)], ReducerOptions(keep_dims=False))
+    assert_parity(m, api_level=api, expect_ops=[nnapi])
+
+
+def test_quantized_sum_refused():
+    m = op_model(B.SUM, (2, 5, 7, 3), (2, 3), "uint8", [np.array([1, 2], I32)])
+    assert_refused(m, 30, Code.DTYPE)
+
+
+def test_reduce_any_parity():
+    m = single_op_model(B.REDUCE_ANY, [("x", (2, 5, 7), np.bool_), ("a", np.array([1], I32))],
+                        [("y", (2, 7), np.bool_)], ReducerOptions(keep_dims=False))
+    assert_parity(m, api_level=29, expect_ops=["REDUCE_ANY"])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+@pytest.mark.parametrize("op,opts,nnapi", [(B.ARG_MAX, ArgMaxOptions(output_type=2), "ARGMAX"),
+                                           (B.ARG_MIN, ArgMinOptions(output_type=2), "ARGMIN")])
+@pytest.mark.parametrize("dtype,api", [("float32", 29), ("uint8", 29), ("int8", 29), ("int8", 30),
+                                       ("int32", 29)])
+@pytest.mark.parametrize("axis,out", [(1, (2, 7, 3)), (-1, (2, 5, 7))])
+def test_arg_parity(op, opts, nnapi, dtype, api, axis, out):
+    m = single_op_model(op, [io("x", (2, 5, 7, 3), dtype), ("a", np.array([axis], I32))],
+                        [("y", out, np.int32)], opts)
+    assert_parity(m, api_level=api, expect_ops=[nnapi])
+
+
+def test_arg_refusals():
+    m = single_op_model(B.ARG_MAX, [("x", (2, 5), np.float32), ("a", np.array([1], I32))],
+                        [("y", (2,), np.int32)], ArgMaxOptions(output_type=2))
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    m64 = single_op_model(B.ARG_MAX, [("x", (2, 5), np.float32), ("a", np.array([1], I32))],
+                          [("y", (2,), np.int64)], ArgMaxOptions(output_type=4))
+    assert_refused(m64, 30, Code.DTYPE)
+
+
+@pytest.mark.parametrize("dtype,api", [("float32", 29), ("uint8", 29), ("int8", 29), ("int8", 30),
+                                       ("int32", 29)])
+def test_topk_parity(dtype, api):
+    m = single_op_model(B.TOPK_V2, [io("x", (2, 5, 7), dtype), ("k", np.array(3, I32))],
+                        [io("v", (2, 5, 3), dtype), ("i", (2, 5, 3), np.int32)], TopKV2Options())
+    # Distinct values per row so that the tie order (lower index first in both) cannot matter.
+    def distinct(feed):
+        x = feed["x"]
+        perm = np.argsort(np.random.default_rng(3).random(x.shape), axis=-1)
+        feed["x"] = (perm * 3 - 10).astype(x.dtype) if x.dtype.kind != "f" else (perm * 0.25 - 1).astype(x.dtype)
+        return feed
+    assert_parity(m, api_level=api, expect_ops=["TOPK_V2"], input_fn=distinct)
+
+
+def test_topk_non_constant_k_refused():
+    m = single_op_model(B.TOPK_V2, [("x", (2, 7), np.float32), ("k", (), I32)],
+                        [("v", (2, 3), np.float32), ("i", (2, 3), np.int32)])
+    assert_refused(m, 30, Code.NON_CONSTANT)
