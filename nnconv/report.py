@@ -288,7 +288,8 @@ def render_csv(checks: Sequence[ModelCheck]) -> str:
     for c in checks:
         for r in c.report.ops:
             part = c.plan.partition_of(r.index)
-            w.writerow([c.path, c.api_level, r.index, r.op, r.version, r.status.value, " ".join(r.nnapi_ops),
+            emitted = " ".join(r.nnapi_ops) if r.supported else ""  # as in the JSON's nnapi_ops
+            w.writerow([c.path, c.api_level, r.index, r.op, r.version, r.status.value, emitted,
                         " ".join(r.input_dtypes), r.quantization, "" if part is None else part,
                         r.min_api_level or "", r.reason, r.hint])
     return buf.getvalue()
