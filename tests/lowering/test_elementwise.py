@@ -268,5 +268,8 @@ def test_zeros_like_becomes_a_constant():
     assert_parity(zeros_like_model(), api_level=27, expect_ops=["ADD"])
 
 
-def test_zeros_like_as_model_output_refused():
-    assert_refused(zeros_like_model(consumed=False), 30, Code.OPERAND_VALUE)
+def test_zeros_like_as_model_output_is_copied():
+    assert_parity(zeros_like_model(consumed=False), api_level=27, expect_ops=["ADD"])
+    m = zeros_like_model(np.int32, consumed=False)
+    assert_parity(m, api_level=29, expect_ops=["MAXIMUM"])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)

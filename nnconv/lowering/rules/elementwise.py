@@ -443,30 +443,40 @@ class Cast(Rule):
 
 
 class _FillLike(Rule):
-    """TFLite OP(x) with a static shape -> no NNAPI operation: the output becomes a constant of x's shape
-    that consumers read directly (a model output cannot be a constant, so that case is refused)."""
+    """TFLite OP(x) with a static shape -> a constant of x's shape that consumers read directly, with no
+    NNAPI operation. When the output is a model output (which NNAPI cannot make a constant) the constant is
+    copied by an exact identity op: float32 ADD(c, [-0.0]) (API 27), int32 MAXIMUM(c, [INT32_MIN]) (API 29)."""
 
     fill_value: ClassVar[float]
+    nnapi_ops = (OperationType.ADD, OperationType.MAXIMUM)
     dtypes = ("float32", "int32")
-    constraints = "static shape; the output must not be a model output"
+    constraints = "static shape; an int32 model output needs API 29"
     beyond_delegate = True
 
     def check(self, c: CheckContext) -> None:
         if not check_common(c, 1, (F32, I32), max_rank=None):
             return
         if c.op.outputs[0] in c.subgraph.outputs:
-            c.refuse(Code.OPERAND_VALUE, f"{self.op.name} output '{c.output(0).name}' is a model output; an "
-                     "NNAPI model output cannot be a constant")
+            if c.output(0).type == I32:
+                c.require_api(29, f"{self.op.name} into an int32 model output (MAXIMUM copy)")
+            else:
+                c.require_rank(c.output(0), 4, 0, "output")  # the ADD copy
 
     def lower(self, c: LowerContext) -> None:
         t = c.output(0)
         ntype = OperandType.TENSOR_FLOAT32 if t.type == F32 else OperandType.TENSOR_INT32
         value = np.full(nnapi_dims(t), self.fill_value, dtype=np.float32 if t.type == F32 else np.int32)
-        c.alias(c.op.outputs[0], c.constant(ntype, value, name=t.name))
+        const = c.constant(ntype, value, name=t.name)
+        if c.op.outputs[0] not in c.subgraph.outputs:
+            c.alias(c.op.outputs[0], const)
+        elif t.type == F32:
+            c.emit(OperationType.ADD, [const, scalar_tensor(c, -0.0), c.i32(FuseCode.NONE)], [c.out(0)])
+        else:
+            lowest = c.constant(OperandType.TENSOR_INT32, np.asarray([-(1 << 31)], np.int32))
+            c.emit(OperationType.MAXIMUM, [const, lowest], [c.out(0)])
 
 
 @lowering_rule(BuiltinOperator.ZEROS_LIKE)
 class ZerosLike(_FillLike):
     __doc__ = _FillLike.__doc__.replace("OP", "ZEROS_LIKE")
     fill_value = 0
-
