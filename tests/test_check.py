@@ -313,3 +313,20 @@ def test_driver_issue_table_names_real_ops_and_sources():
         assert issue.source and issue.message
         for name in issue.ops:
             assert name.startswith("CUSTOM(") or name in BuiltinOperator.__members__, name
+
+
+def test_int32_mul_driver_warning_from_the_real_table(tmp_path):
+    """A real rule and a real row of the table: int32 MUL exists from API 30, and the Arm NN driver does not
+    list it, so it is lowered with a warning (and still delegated)."""
+    if int(BuiltinOperator.MUL) not in RULES:
+        pytest.fail("the MUL rule is gone")
+    from nnconv.tflite.options import MulOptions
+    p = tmp_path / "mul.tflite"
+    p.write_bytes(single_op_model(BuiltinOperator.MUL, [("a", (2, 3), np.int32), ("b", (2, 3), np.int32)],
+                                  [("y", (2, 3), np.int32)], MulOptions()))
+    op = check_json(str(p), "--api-level", "30")["ops"][0]
+    assert op["status"] == "driver_warning" and op["nnapi_ops"] == ["MUL"] and op["partition"] == 0
+    assert op["diagnostics"][0]["code"] == "NNW100" and "Arm NN" in op["reason"]
+    levels = check_json(str(p), "--api-level", "all")["ops"][0]
+    assert levels["status_by_level"]["29"] == "refused_level" and levels["status_by_level"]["30"] == "driver_warning"
+    assert levels["min_api_level"] == 30
