@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import TfliteBuilder, assert_parity, assert_refused
+from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
 from nnconv.lowering.diagnostics import Code
 from nnconv.tflite.options import (BidirectionalSequenceLSTMOptions, BidirectionalSequenceRNNOptions,
                                    LSHProjectionOptions, LSTMOptions, RNNOptions, SequenceRNNOptions,
@@ -278,7 +278,6 @@ def test_lsh_projection_dense_without_weight_refused():
 
 def test_rnn_hybrid_weights_refused():
     b = TfliteBuilder()
-    from harness import QuantParams
     x = b.input("x", (2, 5), F32)
     wq = b.const("w", RNG.integers(-127, 128, (4, 5)).astype(np.int8), quant=QuantParams(0.02, 0))
     ins = [x, wq, b.const("r", w(4, 4)), b.const("b", w(4)), b.tensor("h", (2, 4), F32, is_variable=True)]
@@ -286,3 +285,61 @@ def test_rnn_hybrid_weights_refused():
     b.op(BuiltinOperator.RNN, ins, [y], RNNOptions(fused_activation_function=1))
     b.output(y)
     assert_refused(b.finish(), 30, Code.DTYPE)
+
+
+def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=False, x_zp=0,
+                    layer_norm=True, cell_clip=0.0) -> bytes:
+    """TFLite's integer (8x8_16) LSTM: int8 activations and weights, int16 cell state / layer norm, five
+    quantized intermediates. Scales follow the kernel's fixed-point formats: gates in Q3.12, cell state in
+    Q4.11, layer-norm bias in units of ln_scale / 1024."""
+    b = TfliteBuilder()
+    x = b.input("x", (batch, n_in), np.int8, quant=QuantParams(1 / 128, x_zp))
+    n_o = n_out if projection else n_cell
+
+    def wq(name, shape):
+        return b.const(name, RNG.integers(-100, 101, shape).astype(np.int8), quant=QuantParams(0.01, 0))
+    ins = [x]
+    ins += [-1 if cifg and g == "i" else wq(f"wx_{g}", (n_cell, n_in)) for g in "ifco"]
+    ins += [-1 if cifg and g == "i" else wq(f"wh_{g}", (n_cell, n_o)) for g in "ifco"]
+    ins += [-1, -1, -1]
+    ln_scale = 1 / 4096
+    ins += [-1 if cifg and g == "i" else
+            b.const(f"b_{g}", RNG.integers(-1_000_000, 1_000_000, n_cell).astype(np.int32),
+                    quant=QuantParams(ln_scale / 1024, 0)) for g in "ifco"]
+    if projection:
+        ins += [wq("proj_w", (n_out, n_cell)),
+                b.const("proj_b", RNG.integers(-500, 500, n_out).astype(np.int32), quant=QuantParams(0.01 / 128, 0))]
+    else:
+        ins += [-1, -1]
+    ins.append(b.tensor("h", (batch, n_o), np.int8, quant=QuantParams(1 / 128, 0), is_variable=True))
+    ins.append(b.tensor("c", (batch, n_cell), np.int16, quant=QuantParams(2 ** -11, 0), is_variable=True))
+    if layer_norm:
+        ins += [-1 if cifg and g == "i" else
+                b.const(f"ln_{g}", RNG.integers(3000, 5000, n_cell).astype(np.int16), quant=QuantParams(ln_scale, 0))
+                for g in "ifco"]
+    inter = [b.tensor(f"inter_{g}", (0,), np.int16, quant=QuantParams(2 ** -12, 0)) for g in "ifco"]
+    inter.append(b.tensor("inter_hidden", (0,), np.int8, quant=QuantParams(2 ** -7, 0)))
+    y = b.tensor("y", (batch, n_o), np.int8, quant=QuantParams(1 / 128, 0))
+    b.op(BuiltinOperator.LSTM, ins, [y], LSTMOptions(fused_activation_function=4, cell_clip=cell_clip),
+         intermediates=inter, version=4)
+    b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("kw", [
+    pytest.param({}, id="projection"),
+    pytest.param({"x_zp": 5, "batch": 3}, id="input-zero-point"),
+    pytest.param({"cifg": True}, id="cifg"),
+    pytest.param({"cell_clip": 0.25}, id="cell-clip"),
+])
+def test_int8_lstm_parity(kw):
+    m = int8_lstm_model(**kw)
+    assert_parity(m, api_level=30, expect_ops=["QUANTIZED_LSTM"])
+
+
+def test_int8_lstm_needs_api30():
+    assert_refused(int8_lstm_model(), 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_int8_lstm_without_layer_norm_refused():
+    assert_refused(int8_lstm_model(layer_norm=False), 30, Code.OPTION)

@@ -155,20 +155,28 @@ def check_layer_norm(c: CheckContext, slots: range, cifg: bool) -> bool:
 
 @lowering_rule(BuiltinOperator.LSTM)
 class Lstm(Rule):
-    """TFLite LSTM (full kernel, 20 or 24 inputs) -> NNAPI LSTM.
+    """TFLite LSTM (full kernel, 20 or 24 inputs) -> NNAPI LSTM (float32) or QUANTIZED_LSTM (int8).
 
-    TFLite inputs 0..17 (input, 4 input-to-gate weights, 4 recurrent weights, 3 peephole, 4 biases,
-    projection weights and bias; optional ones -1) map to NNAPI slots 0..17 one to one; 18 output state
-    and 19 cell state (variables -> zero constants) to slots 18, 19; then NNAPI 20 activation, 21 cell_clip,
-    22 proj_clip from the options; TFLite 20..23 layer-norm weights -> NNAPI 23..26 (the 27-input form of
-    API 29). NNAPI outputs: scratch buffer, output_state_out, cell_state_out (unread temporaries) and
-    output (TFLite's output 0).
+    Float32: TFLite inputs 0..17 (input, 4 input-to-gate weights, 4 recurrent weights, 3 peephole,
+    4 biases, projection weights and bias; optional ones -1) map to NNAPI slots 0..17 one to one;
+    18 output state and 19 cell state (variables -> zero constants) to slots 18, 19; then NNAPI
+    20 activation, 21 cell_clip, 22 proj_clip from the options; TFLite 20..23 layer-norm weights -> NNAPI
+    23..26 (the 27-input form of API 29). NNAPI outputs: scratch buffer, output_state_out, cell_state_out
+    (unread temporaries) and output (TFLite's output 0).
+
+    Int8 (TFLite's 8x8_16 integer kernel, API 30, as TFLite's NNAPI delegate): TFLite inputs 0..19 map to
+    QUANTIZED_LSTM slots 0..19 (the int8 weights become TENSOR_QUANT8_SYMM constants, the int16 peephole
+    and layer-norm weights TENSOR_QUANT16_SYMM), layer norm 20..23 to 20..23, then 24 cell_clip,
+    25 proj_clip, 26..29 the scales of the op's four gate intermediates, 30/31 the zero point and scale of
+    its fifth (hidden state) intermediate. NNAPI outputs: output_state_out and cell_state_out (unread
+    temporaries) and output.
     """
 
-    nnapi_ops = (OperationType.LSTM,)
+    nnapi_ops = (OperationType.LSTM, OperationType.QUANTIZED_LSTM)
     min_api_level = 28
-    dtypes = ("float32",)
-    constraints = "float32; full kernel only; layer norm needs API 29; state from zero (variables)"
+    dtypes = ("float32", "int8")
+    constraints = ("full kernel; float32 (layer norm needs API 29) or int8 with layer norm (API 30); "
+                   "state from zero (variables)")
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "LSTM (as TFLite's NNAPI delegate)")
@@ -180,20 +188,63 @@ class Lstm(Rule):
         if not c.require_inputs(20, 24):
             return
         x = c.input(0)
-        c.require_dtype(x, FLOAT)
         c.require_rank(x, 2, 2)
-        check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS)
+        if x is not None and x.type == TensorType.INT8:
+            self._check_int8(c)
+        else:
+            c.require_dtype(x, FLOAT)
+            check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS)
+            if len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None):
+                c.require_api(29, "layer-normalized LSTM (27-input NNAPI LSTM)")
         check_lstm_weights(c, 1)
         check_state_inputs(c, LSTM_STATE_SLOTS)
-        if len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None):
-            c.require_api(29, "layer-normalized LSTM (27-input NNAPI LSTM)")
         check_static(c)
         if o is not None:
             check_activation(c, o.fused_activation_function, lstm=True)
             if o.asymmetric_quantize_inputs:
                 c.refuse(Code.QUANTIZATION, "asymmetric input quantization (hybrid LSTM) is not lowered")
 
+    @staticmethod
+    def _check_int8(c: CheckContext) -> None:
+        c.require_api(30, "int8 LSTM (QUANTIZED_LSTM)")
+        n = len(c.op.inputs)
+        if n != 24 or not check_layer_norm(c, range(20, 24), c.input(1) is None):
+            c.refuse(Code.OPTION, "an int8 LSTM without layer normalization runs TFLite's 8x8_8 kernel, which "
+                     "NNAPI has no equivalent of")
+        expected = {0: TensorType.INT8, 18: TensorType.INT8, 19: TensorType.INT16, 17: TensorType.INT32}
+        expected.update({i: TensorType.INT8 for i in (*range(1, 9), 16)})
+        expected.update({i: TensorType.INT16 for i in (9, 10, 11, 20, 21, 22, 23)})
+        expected.update({i: TensorType.INT32 for i in range(12, 16)})
+        for i, tt in expected.items():
+            t = c.input(i)
+            if t is not None and t.type != tt:
+                c.refuse(Code.DTYPE, f"input {i} '{t.name}' is {t.type.name.lower()}; the int8 LSTM takes "
+                         f"{tt.name.lower()} there")
+        for i in (*range(1, 9), 16):
+            t = c.input(i)
+            if t is None:
+                continue
+            c.require_const(t, f"int8 LSTM weight {i}")
+            q = t.quantization
+            if q.is_per_channel or any(z != 0 for z in q.zero_point):
+                c.refuse(Code.QUANTIZATION, f"weight '{t.name}' must be per-tensor symmetric (zero point 0)")
+        cell = c.input(19)
+        if cell is not None and cell.quantization.scale:
+            log2 = float(np.log2(cell.quantization.scale[0]))
+            if abs(log2 - round(log2)) >= 1e-3 or round(log2) > -9:
+                c.refuse(Code.QUANTIZATION, f"the cell state scale {cell.quantization.scale[0]} must be a power "
+                         "of two no larger than 2^-9")
+        if c.output(0).type != TensorType.INT8:
+            c.refuse(Code.DTYPE, "the int8 LSTM's output must be int8")
+        inter = [c.tensor(i) for i in c.op.intermediates]
+        if len(inter) != 5 or any(not t.quantization.scale for t in inter):
+            c.refuse(Code.QUANTIZATION, "the int8 LSTM needs its 5 quantized intermediates (gate and hidden "
+                     "state scales)")
+
     def lower(self, c: LowerContext) -> None:
+        if c.input(0).type == TensorType.INT8:
+            self._lower_int8(c)
+            return
         o = c.options
         ins = [c.in_(0)] + [opt_in(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
         ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip)]
@@ -208,6 +259,28 @@ class Lstm(Rule):
         outs = [unread(c, out, (batch, gates * n_cell), "scratch"), unread(c, out, (batch, n_out), "h_out"),
                 unread(c, out, (batch, n_cell), "c_out"), out]
         c.emit(OperationType.LSTM, ins, outs)
+
+    @staticmethod
+    def _lower_int8(c: LowerContext) -> None:
+        o = c.options
+
+        def symm_weight(i: int) -> int:
+            t = c.input(i)
+            if t is None:
+                return c.no_value(OperandType.TENSOR_QUANT8_SYMM)
+            return c.constant(OperandType.TENSOR_QUANT8_SYMM, np.asarray(c.const_value(t), dtype=np.int8),
+                              scale=t.quantization.scale[0], name=t.name)
+
+        ins = [c.in_(0)] + [symm_weight(i) for i in range(1, 9)] + [opt_in(c, i) for i in range(9, 16)]
+        ins += [symm_weight(16), opt_in(c, 17), state_in(c, 18), state_in(c, 19)]
+        ins += [opt_in(c, i) for i in range(20, 24)]
+        inter = [c.tensor(i).quantization for i in c.op.intermediates]
+        ins += [c.f32(o.cell_clip), c.f32(o.proj_clip)] + [c.f32(q.scale[0]) for q in inter[:4]]
+        ins += [c.i32(inter[4].zero_point[0] if inter[4].zero_point else 0), c.f32(inter[4].scale[0])]
+        h_state, c_state = ins[18], ins[19]
+        outs = [c.temp_like(h_state, name=f"op{c.op.index}_h_out"), c.temp_like(c_state, name=f"op{c.op.index}_c_out"),
+                c.out(0)]
+        c.emit(OperationType.QUANTIZED_LSTM, ins, outs)
 
 
 @lowering_rule(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM)
