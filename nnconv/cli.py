@@ -30,8 +30,9 @@ def _console(stderr: bool = False) -> Console:
     # NO_COLOR (https://no-color.org): any non-empty value turns every ANSI style off, not only colours.
     no_color = bool(os.environ.get("NO_COLOR"))
     stream = sys.stderr if stderr else sys.stdout
+    # emoji=False: a path such as "a:thumbs_up:b" must print as written.
     return Console(stderr=stderr, no_color=no_color, color_system=None if no_color else "auto", highlight=False,
-                   soft_wrap=True, width=None if stream.isatty() else 160)
+                   emoji=False, soft_wrap=True, width=None if stream.isatty() else 160)
 
 
 out = _console()

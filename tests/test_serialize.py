@@ -284,3 +284,13 @@ def test_random_mutations_load_or_raise_format_error(tmp_path, good_file, data):
         assert "\n" not in str(e)
     else:  # a mutation the format cannot notice (a weight byte, a name): the model is still valid
         assert loaded.partitions
+
+
+def test_io_shape_must_fit_its_operand(tmp_path, good_file):
+    root = FbNnapiFile.GetRootAs(good_file, 0)
+    io = root.Partitions(0).Inputs(0)
+    pos = io._tab.Vector(io._tab.Offset(10))  # shape[0] of input 'x' (1, 7, 6, 5)
+    data = bytearray(good_file)
+    struct.pack_into("<i", data, pos + 4, 8)
+    assert "has shape [1, 8, 6, 5], but its operand has dimensions [1, 7, 6, 5]" in assert_format_error(
+        tmp_path, bytes(data))

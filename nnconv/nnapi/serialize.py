@@ -393,6 +393,11 @@ class _Decoder:
         if len(inputs) != len(model.main.input_indexes) or len(outputs) != len(model.main.output_indexes):
             raise self.fail(f"{where} describes {len(inputs)} inputs and {len(outputs)} outputs, its model has "
                             f"{len(model.main.input_indexes)} and {len(model.main.output_indexes)}")
+        for kind, specs, indexes in (("input", inputs, model.main.input_indexes),
+                                     ("output", outputs, model.main.output_indexes)):
+            for spec, idx in zip(specs, indexes):
+                if 0 <= idx < len(model.main.operands):
+                    self.check_io_shape(spec, model.main.operands[idx].dimensions, f"{where} {kind}")
         api_level = self.guarded(f"{where} API level", p.ApiLevel)
         self.check_api_level(api_level, where)
         ops = self.array(p.TfliteOpsAsNumpy, f"{where} TFLite ops", np.int64)
@@ -403,6 +408,15 @@ class _Decoder:
             raise self.fail(f"{where}: {e}") from None
         return ConvertedModel(model=model, inputs=inputs, outputs=outputs, api_level=api_level,
                               tflite_ops=[int(v) for v in ops], subgraph=subgraph)
+
+    def check_io_shape(self, spec: IoTensor, dims: tuple[int, ...], where: str) -> None:
+        """The declared I/O shape fits the operand (unknown extents, 0 or -1, match anything; a TFLite scalar
+        is carried as a [1] operand)."""
+        if not spec.shape or not dims:
+            return
+        if len(spec.shape) != len(dims) or any(s > 0 and d > 0 and s != d for s, d in zip(spec.shape, dims)):
+            raise self.fail(f"{where} '{spec.name}' has shape {list(spec.shape)}, but its operand has "
+                            f"dimensions {list(dims)}")
 
     def io(self, t: Any, where: str) -> IoTensor:
         name = self.string(t.Name, f"{where} name")
