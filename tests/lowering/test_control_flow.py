@@ -149,3 +149,52 @@ def test_while_problem_inside_cond_reported():
     diags = assert_refused(counting_while_model(custom_cond=True), 30, Code.CUSTOM_OPERATOR)
     inner = [d for d in diags if d.code is Code.CUSTOM_OPERATOR]
     assert inner and inner[0].subgraph == 1
+
+
+def invariant_while_model(consume_invariant_output: bool = False) -> bytes:
+    """WHILE(i, x, limit, scale) as TF's while_loop lowers it: the body returns limit and scale unchanged.
+    cond = i < limit; body: i' = i + 1, x' = x * scale + 1."""
+    b = TfliteBuilder()
+    i = b.input("i", (1,), np.int32)
+    x = b.input("x", SHAPE, F32)
+    limit = b.input("limit", (1,), np.int32)
+    scale = b.const("scale", np.full(SHAPE, 0.75, F32))
+    outs = [b.tensor("i_out", (1,), np.int32), b.tensor("x_out", SHAPE, F32),
+            b.tensor("limit_out", (1,), np.int32), b.tensor("scale_out", SHAPE, F32)]
+    cond = b.subgraph("cond")
+    ci, _cx, cl, _cs = (cond.input("ci", (1,), np.int32), cond.input("cx", SHAPE, F32),
+                        cond.input("cl", (1,), np.int32), cond.input("cs", SHAPE, F32))
+    more = cond.tensor("more", (1,), np.bool_)
+    cond.op(BuiltinOperator.LESS, [ci, cl], [more], LessOptions())
+    cond.output(more)
+    body = b.subgraph("body")
+    bi, bx, bl, bs = (body.input("bi", (1,), np.int32), body.input("bx", SHAPE, F32),
+                      body.input("bl", (1,), np.int32), body.input("bs", SHAPE, F32))
+    bi2, scaled, bx2 = body.tensor("bi2", (1,), np.int32), body.tensor("scaled", SHAPE, F32), body.tensor("bx2", SHAPE, F32)
+    body.op(BuiltinOperator.ADD, [bi, body.const("one", np.array([1], np.int32))], [bi2], AddOptions())
+    body.op(BuiltinOperator.MUL, [bx, bs], [scaled], MulOptions())
+    body.op(BuiltinOperator.ADD, [scaled, body.const("c1", np.ones(SHAPE, F32))], [bx2], AddOptions())
+    body.output(bi2, bx2, bl, bs)
+    b.op(BuiltinOperator.WHILE, [i, x, limit, scale], outs,
+         WhileOptions(cond_subgraph_index=b.subgraph_index(cond), body_subgraph_index=b.subgraph_index(body)))
+    if consume_invariant_output:
+        # A consumer of the loop-invariant output reads the WHILE's input operand itself.
+        y = b.tensor("y", SHAPE, F32)
+        b.op(BuiltinOperator.MUL, [outs[1], outs[3]], [y], MulOptions())
+        b.output(outs[0], y)
+    else:
+        b.output(outs[0], outs[1])
+    return b.finish()
+
+
+@pytest.mark.parametrize("consume", [False, True], ids=["invariants-unused", "invariant-output-consumed"])
+def test_while_loop_invariants_become_input_only_operands(consume):
+    def feed(d: dict) -> dict:
+        d["i"] = np.array([1], np.int32)
+        d["limit"] = np.array([4], np.int32)
+        return d
+    result = assert_parity(invariant_while_model(consume), api_level=30, input_fn=feed)
+    model = result.converted.model
+    (loop,) = [op for op in model.main.operations if op.type.name == "WHILE"]
+    assert len(loop.inputs) == 2 + 4 and len(loop.outputs) == 2
+    assert len(model.referenced[1].output_indexes) == 2  # the body returns the computed i and x only
