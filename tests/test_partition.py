@@ -283,3 +283,17 @@ def test_tensor_read_only_by_a_folded_op_is_not_a_partition_output():
     assert [p.ops for p in plan.partitions] == [[0, 2]]
     assert [t.name for t in plan.partitions[0].outputs] == ["t1"]
     assert [cm.outputs[0].name for cm in plan.converted] == ["t1"]
+
+
+def test_partition_verify_takes_user_inputs(tmp_path):
+    from nnconv.errors import InputDataError
+    path = tmp_path / "mid.tflite"
+    path.write_bytes(chain(["conv", "dilated", "conv"], seed=7))
+    x = np.random.default_rng(1).uniform(-1, 1, SHAPE).astype(np.float32)
+    by_name = verify_model(str(path), 28, inputs={"x": x})
+    by_position = verify_model(str(path), 28, inputs={"arr_0": x})
+    assert by_name.passed and [o.max_abs for o in by_name.outputs] == [o.max_abs for o in by_position.outputs]
+    with pytest.raises(InputDataError, match="float32"):
+        verify_model(str(path), 28, inputs={"x": x.astype(np.float64)})
+    with pytest.raises(InputDataError, match="missing input 'x'"):
+        verify_model(str(path), 28, inputs={"y": x})

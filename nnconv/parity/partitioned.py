@@ -150,11 +150,15 @@ def _bind_model_inputs(specs: Sequence[IoTensor], inputs: Mapping[str, np.ndarra
     out = {}
     for k, spec in enumerate(specs):
         if spec.name in inputs:
-            out[spec.name] = np.asarray(inputs[spec.name])
+            a = np.asarray(inputs[spec.name])
         elif f"arr_{k}" in inputs:
-            out[spec.name] = np.asarray(inputs[f"arr_{k}"])
+            a = np.asarray(inputs[f"arr_{k}"])
         else:
             raise InputDataError(f"missing input '{spec.name}' (or positional 'arr_{k}')")
+        if a.dtype != spec.np_dtype or tuple(a.shape) != tuple(spec.shape):
+            raise InputDataError(f"input '{spec.name}' is {a.dtype}{list(a.shape)}; the model takes "
+                                 f"{spec.dtype}{list(spec.shape)}")
+        out[spec.name] = a
     return out
 
 
