@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from nnconv.kernels.common import (apply_float_activation, dequantize, is_quant8, qrange, round_half_away,
+from nnconv.kernels.common import (apply_float_activation, is_quant8, qrange, round_half_away,
                                    quantize_multiplier_smaller_than_one_exp, quantized_activation_range,
                                    rounding_divide_by_pot, saturating_rounding_doubling_high_mul)
 from nnconv.kernels.registry import KernelCall
@@ -159,13 +159,6 @@ def requantize_ref(call: KernelCall, slot: int) -> np.ndarray:
     return round_half_away(np.clip(v, lo, hi)).astype(out.dtype)
 
 
-def requantize_float(y: np.ndarray, out_type: OperandType, scale: float, zero_point: int, dtype: np.dtype) -> np.ndarray:
-    """Float32 real values -> quant8 storage: zp + round(y / scale) (halves away from zero), clamped."""
-    lo, hi = qrange(out_type)
-    q = np.floor(np.abs(y / np.float32(scale)) + np.float32(0.5)) * np.sign(y)
-    return np.clip(q + zero_point, lo, hi).astype(dtype)
-
-
-__all__ = ["ADD_LEFT_SHIFT", "FLOAT_TYPES", "activation_code", "broadcast_shape", "check_same_type", "dequantize",
+__all__ = ["ADD_LEFT_SHIFT", "FLOAT_TYPES", "activation_code", "broadcast_shape", "check_same_type",
            "float_binary", "float_unary", "int32_binary", "offsets", "quant_add", "quant_mul", "real_values",
-           "requantize_float", "requantize_ref"]
+           "requantize_ref"]

@@ -273,3 +273,14 @@ def test_zeros_like_as_model_output_is_copied():
     m = zeros_like_model(np.int32, consumed=False)
     assert_parity(m, api_level=29, expect_ops=["MAXIMUM"])
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_squared_difference_int8_parity():
+    q = (QuantParams(0.05, 0), QuantParams(0.04, 10), QuantParams(0.02, -128))
+    m = squared_difference(np.int8, q)
+    ops = ["DEQUANTIZE", "DEQUANTIZE", "SUB", "MUL", "QUANTIZE"]
+    assert_parity(m, api_level=29, expect_ops=ops)
+    assert_parity(m, api_level=30, expect_ops=ops)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    u8 = (QuantParams(0.05, 128), QuantParams(0.04, 100), QuantParams(0.02, 0))
+    assert_refused(squared_difference(np.uint8, u8), 30, Code.DTYPE)  # TFLite has no uint8 kernel

@@ -19,7 +19,7 @@ import numpy as np
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import (F32, I8, I32, QUANT, U8, arithmetic_fuse_code, check_arithmetic_activation,
+from nnconv.lowering.rules._arith import (F32, I8, I32, U8, arithmetic_fuse_code, check_arithmetic_activation,
                                           check_common, is_quant, nnapi_dims, quant_params, same_quant,
                                           scalar_tensor)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
@@ -189,47 +189,45 @@ class SquaredDifference(Rule):
     """TFLite SQUARED_DIFFERENCE(x, y) = (x - y)^2 -> NNAPI SUB(x, y) then MUL(d, d).
 
     float32: API 28 (SUB); at API 27 the difference is ADD(x, MUL(y, -1)), exact since x + (-y) is x - y.
-    int32: API 30. Quantized (API 29): the difference goes to an intermediate whose range covers
-    +-sqrt(max |output|), as TFLite's NNAPI delegate chooses (scale 2 sqrt(max_out) / 254, centred)."""
+    int32: API 30. int8 (TFLite has no uint8 kernel): DEQUANTIZE both inputs, SUB and MUL in float32, then
+    QUANTIZE (API 29). The delegate's all-8-bit form (an 8-bit difference spanning +-sqrt(max output))
+    measured 2 LSB off TFLite's integer kernel; the float form rounds the exact square once."""
 
-    nnapi_ops = (OperationType.SUB, OperationType.MUL, OperationType.ADD)
-    dtypes = ("float32", "uint8", "int8", "int32")
-    constraints = "rank <= 4; quantized needs API 29, int32 API 30"
+    nnapi_ops = (OperationType.SUB, OperationType.MUL, OperationType.ADD, OperationType.DEQUANTIZE,
+                 OperationType.QUANTIZE)
+    dtypes = ("float32", "int8", "int32")
+    constraints = "rank <= 4; int8 needs API 29, int32 API 30"
 
     def check(self, c: CheckContext) -> None:
-        if not check_common(c, 2, (F32, U8, I8, I32)):
+        if not check_common(c, 2, (F32, I8, I32)):
             return
         t = c.input(0).type
-        if t in QUANT:
-            c.require_api(29, "quantized SQUARED_DIFFERENCE (quantized SUB)")
-            so, _ = quant_params(c.output(0))
-            d_scale = self._diff_scale(c)
-            if not so > float(np.float32(d_scale) * np.float32(d_scale)):
-                c.refuse(Code.QUANTIZATION, "the squared difference's output scale is too small for NNAPI MUL")
+        if t == I8:
+            c.require_api(29, "quantized SQUARED_DIFFERENCE (DEQUANTIZE / QUANTIZE)")
         elif t == I32:
             c.require_api(30, "int32 SQUARED_DIFFERENCE")
-
-    @staticmethod
-    def _diff_scale(c: CheckContext) -> float:
-        so, zo = quant_params(c.output(0))
-        qmin = 0 if c.output(0).type == U8 else -128
-        max_out = so * (qmin + 255 - zo)
-        return 2.0 * float(np.sqrt(max(max_out, 0.0))) / 254.0 or so
 
     def lower(self, c: LowerContext) -> None:
         x, y, out = c.in_(0), c.in_(1), c.out(0)
         od = c.info(out)
         dims = list(od.dimensions)
+        none = c.i32(FuseCode.NONE)
         if od.type.is_quantized:
-            zp = 128 if od.type is OperandType.TENSOR_QUANT8_ASYMM else 0
-            d = c.temp(od.type, dims, self._diff_scale(c), zp)
-        else:
-            d = c.temp(od.type, dims)
+            fx = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(x).dimensions))
+            fy = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(y).dimensions))
+            c.emit(OperationType.DEQUANTIZE, [x], [fx])
+            c.emit(OperationType.DEQUANTIZE, [y], [fy])
+            d, sq = c.temp(OperandType.TENSOR_FLOAT32, dims), c.temp(OperandType.TENSOR_FLOAT32, dims)
+            c.emit(OperationType.SUB, [fx, fy, none], [d])
+            c.emit(OperationType.MUL, [d, d, none], [sq])
+            c.emit(OperationType.QUANTIZE, [sq], [out])
+            return
+        d = c.temp(od.type, dims)
         if c.api_level >= 28:
-            c.emit(OperationType.SUB, [x, y, c.i32(FuseCode.NONE)], [d])
+            c.emit(OperationType.SUB, [x, y, none], [d])
         else:
-            c.emit(OperationType.ADD, [x, negate(c, y), c.i32(FuseCode.NONE)], [d])
-        c.emit(OperationType.MUL, [d, d, c.i32(FuseCode.NONE)], [out])
+            c.emit(OperationType.ADD, [x, negate(c, y), none], [d])
+        c.emit(OperationType.MUL, [d, d, none], [out])
 
 
 @lowering_rule(BuiltinOperator.POW)
