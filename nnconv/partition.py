@@ -7,7 +7,9 @@ inputs are all available; that node fixes the epoch's kind (delegated or CPU); t
 kind whose inputs are available joins the epoch, sweeping the execution plan again and again until nothing
 more can join. So a partition is a maximal set of supported nodes that can run together while respecting
 dependencies, not merely a run of consecutive supported ops: a CPU op on a side branch does not split the
-partition of the main branch unless the main branch consumes its result.
+partition of the main branch unless the main branch consumes its result. Ops that may have side effects
+(IF, WHILE, CALL_ONCE, any op touching a resource tensor) are also chained in their original order, as the
+partitioner does with control edges in greedy mode.
 
 When there are more partitions than `max_number_delegated_partitions` (default 3; <= 0 means unlimited) the
 delegate keeps the largest by node count (`LimitDelegatedPartitions`) and partitions the kept nodes again.
