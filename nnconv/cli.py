@@ -149,7 +149,12 @@ def convert(model: str, output: str, api_level: int | None, feature_level: int |
         serialize.save(output, plan.converted, plan=plan.to_json())
         err.print(f"wrote {output}: {len(plan.converted)} partition(s), {plan.summary_line()}", markup=False)
     else:
-        converted, report = do_convert(model, level, options)
+        try:
+            converted, report = do_convert(model, level, options)
+        except ConversionError as e:
+            # Say what the user can do next; the diagnostics above the line say why.
+            raise ConversionError(f"{e}; --allow-partial writes the parts that lower, `nnconv check` "
+                                  "explains each op", e.diagnostics) from None
         serialize.save(output, [converted])
         n_ops = len(converted.model.main.operations)
         err.print(f"wrote {output}: {len(report.ops)} TFLite ops -> {n_ops} NNAPI operations at API {level}",
