@@ -7,8 +7,12 @@ below API 29 (but TFLite runs it, so partition-wise parity can be checked), a cu
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nnconv.errors import ConversionError
 from nnconv.lowering.convert import check_model, make_state
@@ -297,3 +301,35 @@ def test_partition_verify_takes_user_inputs(tmp_path):
         verify_model(str(path), 28, inputs={"x": x.astype(np.float64)})
     with pytest.raises(InputDataError, match="missing input 'x'"):
         verify_model(str(path), 28, inputs={"y": x})
+
+
+# -- properties of the grouping on random DAGs -------------------------------------------------------
+@st.composite
+def random_graph(draw):
+    """A random DAG in execution order: op k reads 1-3 tensors among the model input and earlier outputs."""
+    n = draw(st.integers(1, 14))
+    ops = []
+    for k in range(n):
+        reads = draw(st.lists(st.integers(0, k), min_size=1, max_size=3, unique=True))  # tensor j = output of op j-1
+        ops.append(SimpleNamespace(inputs=tuple(reads), outputs=(k + 1,), builtin_code=0))
+    tensors = [SimpleNamespace(type=0) for _ in range(n + 1)]
+    supported = draw(st.sets(st.integers(0, n - 1)))
+    return SimpleNamespace(index=0, operators=ops, tensors=tensors), supported
+
+
+@settings(max_examples=200, deadline=None)
+@given(random_graph())
+def test_grouping_properties(case):
+    sg, supported = case
+    n = len(sg.operators)
+    epochs = group_nodes(sg, list(range(n)), supported)
+    epoch_of = {k: i for i, (_, members) in enumerate(epochs) for k in members}
+    assert sorted(epoch_of) == list(range(n))  # every op exactly once
+    for i, (kind, members) in enumerate(epochs):
+        assert all((k in supported) == kind for k in members)  # one kind per epoch
+        if i:
+            assert epochs[i - 1][0] != kind  # maximal: the next epoch is always of the other kind
+    for k, op in enumerate(sg.operators):  # data only flows forward, so every partition runs as one unit
+        for t in op.inputs:
+            if t:
+                assert epoch_of[t - 1] <= epoch_of[k]
