@@ -356,8 +356,9 @@ def render_multi(checks: Sequence[ModelCheck], fmt: str, out: Console) -> None:
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["model", "ops_total", "ops_lowered", "ops_refused", "ops_delegated", "coverage", "partitions"])
-        w.writerows(rows)
+        w.writerow(["model", "api_level", "ops_total", "ops_lowered", "ops_refused", "ops_delegated", "coverage",
+                    "partitions"])
+        w.writerows([row[0], level, *row[1:]] for row in rows)
         _print_raw(out, buf.getvalue(), end="")
     elif fmt == "md":
         lines = [f"## {len(checks)} models at API {level} (NNAPI feature level {feature_level(level)})", "",

@@ -236,7 +236,8 @@ def test_several_models_and_folders(models, tmp_path):
     res = run(str(tmp_path), "--api-level", "28", "--format", "csv")  # a folder: its .tflite files
     rows = list(csv.reader(io.StringIO(res.stdout)))
     assert [r[0].rsplit("/", 1)[-1] for r in rows[1:-1]] == ["clean.tflite", "mid.tflite", "verdicts.tflite"]
-    assert rows[-1][0] == "total (3 models)" and rows[-1][1] == str(2 + 4 + 5)
+    assert rows[0][:3] == ["model", "api_level", "ops_total"]
+    assert rows[-1][0] == "total (3 models)" and rows[-1][1:3] == ["28", str(2 + 4 + 5)]
     data = check_json(models["clean"], models["mid"], "--api-level", "28")
     assert [m["summary"]["partitions"] for m in data["models"]] == [1, 2]
     assert data["total"] == {"models": 2, "ops_total": 6, "ops_lowered": 5, "ops_delegated": 5, "ops_refused": 1,
