@@ -115,9 +115,9 @@ def test_conv2d_uint8_parity(api, act):
     assert_parity(m, api_level=api, expect_ops=["CONV_2D"])
 
 
-@pytest.mark.parametrize("api", [27, 30])
+@pytest.mark.parametrize("api", [27, 29, 30])
 def test_conv2d_int8_per_tensor_parity(api):
-    # API 27: carried as uint8 + 128 (NNAPI 1.0 runs it); API 30: TENSOR_QUANT8_ASYMM_SIGNED.
+    # API 27/29: carried as uint8 + 128 (NNAPI 1.0 runs it); API 30: TENSOR_QUANT8_ASYMM_SIGNED.
     m = quant_conv_model(np.int8, (1, 8, 6, 3), (4, 3, 3, 3), (1, 8, 6, 4), act=1)
     assert_parity(m, api_level=api, expect_ops=["CONV_2D"])
 
