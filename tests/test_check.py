@@ -331,3 +331,18 @@ def test_int32_mul_driver_warning_from_the_real_table(tmp_path):
     levels = check_json(str(p), "--api-level", "all")["ops"][0]
     assert levels["status_by_level"]["29"] == "refused_level" and levels["status_by_level"]["30"] == "driver_warning"
     assert levels["min_api_level"] == 30
+
+
+def test_a_partition_that_fails_to_lower_is_reported_not_fatal(models, monkeypatch):
+    """A rule whose check accepts but whose lowering raises is a bug: the report names it per partition."""
+    rule = RULES[int(BuiltinOperator.CONV_2D)]
+
+    def broken(c):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(rule, "lower", broken)
+    data = check_json(models["clean"], "--api-level", "30")
+    assert "RuntimeError: boom" in data["partitions"][0]["error"]
+    assert any("failed to lower" in w for w in data["warnings"])
+    from nnconv.partition import convert_partial
+    with pytest.raises(RuntimeError, match="boom"):
+        convert_partial(models["clean"], 30)
