@@ -100,3 +100,21 @@ def test_dequantize_constant_into_model_output_refused():
     b.op(B.DEQUANTIZE, [c], [y])
     b.output(y)
     assert_refused(b.finish(), 30, Code.OPERAND_VALUE)
+
+
+def test_float16_weights_feed_a_convolution():
+    # The usual float16 model: DEQUANTIZE(fp16 filter / bias) -> CONV_2D; only the convolution is emitted.
+    from nnconv.tflite.options import Conv2DOptions
+    from nnconv.tflite.schema_enums import Padding
+    rng = np.random.default_rng(0)
+    b = TfliteBuilder()
+    x = b.input("x", (1, 6, 5, 3), np.float32)
+    w16 = b.const("w16", rng.standard_normal((4, 3, 3, 3)).astype(np.float16))
+    b16 = b.const("b16", rng.standard_normal(4).astype(np.float16))
+    w, bias = b.tensor("w", (4, 3, 3, 3), np.float32), b.tensor("b", (4,), np.float32)
+    b.op(B.DEQUANTIZE, [w16], [w])
+    b.op(B.DEQUANTIZE, [b16], [bias])
+    y = b.tensor("y", (1, 6, 5, 4), np.float32)
+    b.op(B.CONV_2D, [x, w, bias], [y], Conv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1))
+    b.output(y)
+    assert_parity(b.finish(), api_level=27, expect_ops=["CONV_2D"])
