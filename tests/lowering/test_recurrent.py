@@ -261,9 +261,15 @@ def lsh_model(kind: int, weight: bool = True, in_dtype=np.int32) -> bytes:
     return b.finish()
 
 
-def test_lsh_projection_dense_parity():
-    assert_parity(lsh_model(2), api_level=27, expect_ops=["LSH_PROJECTION"])
-    assert_parity(lsh_model(2, in_dtype=F32), api_level=27)
+@pytest.mark.parametrize("dtype", [np.int32, F32, np.uint8], ids=["int32", "float32", "uint8"])
+def test_lsh_projection_dense_parity(dtype):
+    assert_parity(lsh_model(2, in_dtype=dtype), api_level=27, expect_ops=["LSH_PROJECTION"])
+
+
+def test_lsh_projection_int8_input_needs_api30():
+    m = lsh_model(2, in_dtype=np.int8)
+    assert_parity(m, api_level=30, expect_ops=["LSH_PROJECTION"])
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
 
 
 def test_lsh_projection_sparse_needs_api29():

@@ -533,8 +533,8 @@ class LshProjection(Rule):
     """
 
     nnapi_ops = (OperationType.LSH_PROJECTION,)
-    dtypes = ("float32", "int32", "uint8")
-    constraints = "float32 hash; sparse projection needs API 29; dense needs the weight"
+    dtypes = ("float32", "int32", "uint8", "int8")
+    constraints = "float32 hash; sparse projection needs API 29; dense needs the weight; int8 input needs API 30"
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2, 3):
@@ -544,8 +544,11 @@ class LshProjection(Rule):
         c.require_rank(h, 2, 2, "hash")
         if h is not None and h.rank == 2 and h.shape[1] > 32:
             c.refuse(Code.OPERAND_VALUE, f"{h.shape[1]} bits per hash; NNAPI takes at most 32")
-        if x is None or c.nnapi_type(x) is None or x.type == TensorType.INT8:
-            c.refuse(Code.DTYPE, "input must be a tensor type NNAPI carries unchanged (not int8/int64)")
+        if x is None or c.nnapi_type(x) is None:
+            c.refuse(Code.DTYPE, "the input's type has no NNAPI operand type")
+        elif c.int8_shifted(x):
+            # The projection hashes raw bytes, so the +128 shift of int8 carried as uint8 would change them.
+            c.require_api(30, "an int8 LSH_PROJECTION input (hashed as raw bytes, so it cannot be shifted to uint8)")
         elif x.rank < 1:
             c.refuse(Code.RANK, "input must have at least one dimension")
         if w is not None:
