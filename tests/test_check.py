@@ -289,6 +289,8 @@ def test_unreadable_input_exits_2_with_one_line(models, tmp_path):
 def test_policies_need_one_level(models):
     res = run(models["mid"], "--api-level", "all", "--fail-on", "refused")
     assert res.exit_code == 2 and "one target level" in res.stderr
+    res = run(models["mid"], "--api-level", "all", "--feature-level", "3")
+    assert res.exit_code == 2 and "not both" in res.stderr
 
 
 def test_progress_bar_only_on_a_terminal():
