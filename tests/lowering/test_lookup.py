@@ -1,0 +1,46 @@
+"""EMBEDDING_LOOKUP and HASHTABLE_LOOKUP lowerings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import QuantParams, assert_parity, assert_refused, single_op_model
+from nnconv.lowering.diagnostics import Code
+from nnconv.tflite.schema_enums import BuiltinOperator as B
+
+I32 = np.int32
+RNG = np.random.default_rng(11)
+
+
+@pytest.mark.parametrize("api", [27, 30])
+@pytest.mark.parametrize("values_shape", [(8, 3), (8, 2, 5)])
+def test_embedding_lookup_parity(api, values_shape):
+    values = RNG.standard_normal(values_shape).astype(np.float32)
+    m = single_op_model(B.EMBEDDING_LOOKUP, [("ids", (6,), I32), ("table", values)],
+                        [("y", (6,) + values_shape[1:], np.float32)])
+    assert_parity(m, api_level=api, expect_ops=["EMBEDDING_LOOKUP"])  # random ids lie in [0, 8)
+
+
+def test_embedding_lookup_quantized_table_refused():
+    values = RNG.integers(0, 255, (8, 3)).astype(np.uint8)
+    m = single_op_model(B.EMBEDDING_LOOKUP, [("ids", (6,), I32), ("table", values, QuantParams(0.1, 0))],
+                        [("y", (6, 3), np.float32)])
+    assert_refused(m, 30, Code.DTYPE)
+
+
+@pytest.mark.parametrize("api", [27, 30])
+def test_hashtable_lookup_parity_with_hits_and_misses(api):
+    keys = np.array([-3, 0, 2, 5, 7], I32)  # sorted, as NNAPI requires
+    values = RNG.standard_normal((5, 4)).astype(np.float32)
+    m = single_op_model(B.HASHTABLE_LOOKUP, [("ids", (7,), I32), ("keys", keys), ("values", values)],
+                        [("y", (7, 4), np.float32), ("hits", (7,), np.uint8)])
+    feed = {"ids": np.array([0, 1, 2, 7, -3, 6, 5], I32)}
+    assert_parity(m, api_level=api, expect_ops=["HASHTABLE_LOOKUP"], inputs=feed)
+
+
+def test_hashtable_lookup_int32_values_refused():
+    m = single_op_model(B.HASHTABLE_LOOKUP, [("ids", (3,), I32), ("keys", np.array([1, 2], I32)),
+                                             ("values", np.array([[1], [2]], I32))],
+                        [("y", (3, 1), I32), ("hits", (3,), np.uint8)])
+    assert_refused(m, 30, Code.DTYPE)
