@@ -18,8 +18,10 @@ As CTS does (nn/runtime/test/TestGenerated.cpp, TestHarness.cpp):
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import gzip
+import importlib
 import json
 import os
 import pathlib
@@ -250,6 +252,36 @@ def _operations(case: dict) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ops))
 
 
+def is_infinite_loop_timeout_case(case: dict) -> bool:
+    """TestHarness.h `isInfiniteLoopTimeoutTest`: an expected failure whose first operation is a WHILE
+    (the `while_infinite_loop` cases)."""
+    ops = case["model"]["operations"]
+    return bool(case.get("expect_failure")) and bool(ops) and ops[0]["type"] == "WHILE"
+
+
+# CTS runs its never-ending loop with ANeuralNetworksExecution_setLoopTimeout(1 ms)
+# (TestControlFlow.cpp InfiniteLoop) rather than the 2 s default; so does `run_case`.
+INFINITE_LOOP_TIMEOUT_SECONDS = 0.001
+
+
+@contextlib.contextmanager
+def _loop_timeout(seconds: float) -> Iterator[None]:
+    """Runs the block with the WHILE kernel's loop timeout set to `seconds` (this process only)."""
+    try:
+        mod = importlib.import_module("nnconv.kernels.while_")
+    except ImportError:
+        mod = None
+    if mod is None or not hasattr(mod, "LOOP_TIMEOUT_SECONDS"):
+        yield
+        return
+    saved = mod.LOOP_TIMEOUT_SECONDS
+    mod.LOOP_TIMEOUT_SECONDS = seconds
+    try:
+        yield
+    finally:
+        mod.LOOP_TIMEOUT_SECONDS = saved
+
+
 def run_case(case: dict) -> CaseResult:
     ops = _operations(case)
     missing = [o for o in ops if o not in OperationType.__members__ or OperationType[o] not in KERNELS]
@@ -257,9 +289,12 @@ def run_case(case: dict) -> CaseResult:
         return CaseResult("unsupported", f"no kernel for {', '.join(missing)}", ops)
     model = build_model(case)
     if case.get("expect_failure"):
+        timeout = (_loop_timeout(INFINITE_LOOP_TIMEOUT_SECONDS) if is_infinite_loop_timeout_case(case)
+                   else contextlib.nullcontext())
         try:
             validate_model(model)
-            SubgraphRunner(model).run_subgraph(0, _inputs(case, model))
+            with timeout:
+                SubgraphRunner(model).run_subgraph(0, _inputs(case, model))
         except NnconvError:
             return CaseResult("passed", "failed as expected", ops)
         except Exception as e:  # noqa: BLE001 - any crash is a wrong failure mode

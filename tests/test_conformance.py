@@ -17,7 +17,8 @@ import pathlib
 import numpy as np
 import pytest
 
-from nnconv.conformance import (SIGNED_COUPLING, cts_dir, is_coupling_candidate, iter_cases,
+from nnconv.conformance import (INFINITE_LOOP_TIMEOUT_SECONDS, SIGNED_COUPLING, _loop_timeout, cts_dir,
+                                is_coupling_candidate, is_infinite_loop_timeout_case, iter_cases,
                                 multinomial_problems, run_case, signed_coupling_case)
 from nnconv.errors import ExecutionError
 from nnconv.kernels import KERNELS
@@ -211,3 +212,16 @@ def test_signed_coupling_filter_follows_cts():
     assert not is_coupling_candidate(two_ops)
     float_case = _zero_sized_case([2])
     assert not is_coupling_candidate(float_case)
+
+
+def test_infinite_loop_cases_run_with_the_cts_loop_timeout():
+    loop = _case([_operand("TENSOR_FLOAT32", [1], "SUBGRAPH_INPUT"), _operand("TENSOR_FLOAT32", [1], "SUBGRAPH_OUTPUT")],
+                 [{"type": "WHILE", "inputs": [0], "outputs": [1]}], [0], [1], [[0.0]], [[]], expect_failure=True)
+    assert is_infinite_loop_timeout_case(loop)
+    loop["expect_failure"] = False
+    assert not is_infinite_loop_timeout_case(loop)
+    from nnconv.kernels import while_
+    before = while_.LOOP_TIMEOUT_SECONDS
+    with _loop_timeout(INFINITE_LOOP_TIMEOUT_SECONDS):
+        assert while_.LOOP_TIMEOUT_SECONDS == INFINITE_LOOP_TIMEOUT_SECONDS
+    assert while_.LOOP_TIMEOUT_SECONDS == before
