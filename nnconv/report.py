@@ -90,6 +90,18 @@ def check_one(path: str, level: int, options: ConversionOptions | None = None,
     return ModelCheck(path, report, plan)
 
 
+def beyond_delegate(op_name: str) -> bool:
+    """True when nnconv lowers this op but TFLite's own NNAPI delegate leaves it on the CPU."""
+    from nnconv.lowering.registry import CUSTOM_RULES, RULES
+    from nnconv.tflite.schema_enums import BuiltinOperator
+    if op_name.startswith("CUSTOM(") and op_name.endswith(")"):
+        rule = CUSTOM_RULES.get(op_name[7:-1])
+    else:
+        member = BuiltinOperator.__members__.get(op_name)
+        rule = RULES.get(int(member)) if member is not None else None
+    return bool(rule is not None and rule.beyond_delegate)
+
+
 def op_json(r: OpReport, plan: PartitionPlan) -> dict:
     refused = not r.supported
     return {"index": r.index, "op": r.op, "version": r.version, "status": r.status.value,
@@ -99,6 +111,7 @@ def op_json(r: OpReport, plan: PartitionPlan) -> dict:
             "reason": r.reason, "hint": r.hint, "min_api_level": r.min_api_level,
             "input_dtypes": r.input_dtypes, "quantization": r.quantization,
             "partition": plan.partition_of(r.index),
+            "beyond_delegate": not refused and beyond_delegate(r.op),
             "diagnostics": [d.to_json() for d in r.diagnostics]}
 
 

@@ -348,3 +348,17 @@ def test_a_partition_that_fails_to_lower_is_reported_not_fatal(models, monkeypat
     from nnconv.partition import convert_partial
     with pytest.raises(RuntimeError, match="boom"):
         convert_partial(models["clean"], 30)
+
+
+def test_beyond_delegate_flag():
+    from nnconv.lowering.registry import CUSTOM_RULES
+    from nnconv.report import beyond_delegate
+    assert not beyond_delegate("CONV_2D") and not beyond_delegate("CUSTOM(MyOp)")
+    assert not beyond_delegate("BUILTIN_999")
+    flagged = [name for name, rule in CUSTOM_RULES.items() if rule.beyond_delegate]
+    if flagged:
+        assert beyond_delegate(f"CUSTOM({flagged[0]})")
+    builtins = [k for k, rule in RULES.items() if rule.beyond_delegate]
+    if builtins:
+        assert beyond_delegate(BuiltinOperator(builtins[0]).name)
+    assert flagged or builtins, "no rule declares beyond_delegate: the flag is never exercised"
