@@ -349,3 +349,21 @@ def test_int8_lstm_needs_api30():
 
 def test_int8_lstm_without_layer_norm_refused():
     assert_refused(int8_lstm_model(layer_norm=False), 30, Code.OPTION)
+
+
+def test_basic_uint8_lstm_kernel_refused():
+    b = TfliteBuilder()
+    batch, n_in, n_out = 2, 3, 4
+    x = b.input("x", (batch, n_in), np.uint8, quant=QuantParams(1 / 128, 128))
+    h = b.tensor("h", (batch, n_out), np.uint8, quant=QuantParams(1 / 128, 128), is_variable=True)
+    wt = b.const("w", RNG.integers(0, 256, (4 * n_out, n_in + n_out)).astype(np.uint8), quant=QuantParams(0.004, 100))
+    bt = b.const("b", RNG.integers(-3000, 3000, 4 * n_out).astype(np.int32), quant=QuantParams(0.004 / 128, 0))
+    c = b.tensor("c", (batch, n_out), np.int16, quant=QuantParams(2 ** -11, 0), is_variable=True)
+    outs = [b.tensor("y", (batch, n_out), np.uint8, quant=QuantParams(1 / 128, 128)),
+            b.tensor("c_out", (batch, n_out), np.int16, quant=QuantParams(2 ** -11, 0)),
+            b.tensor("concat", (batch, n_in + n_out), np.uint8, quant=QuantParams(1 / 128, 128)),
+            b.tensor("activ", (batch, 4 * n_out), np.int16, quant=QuantParams(2 ** -12, 0))]
+    b.op(BuiltinOperator.LSTM, [x, h, wt, bt, c], outs, LSTMOptions(fused_activation_function=4, kernel_type=1),
+         version=2)
+    b.output(outs[0])
+    assert_refused(b.finish(), 30, Code.OPTION)

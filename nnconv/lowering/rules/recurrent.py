@@ -164,6 +164,8 @@ class Lstm(Rule):
     23..26 (the 27-input form of API 29). NNAPI outputs: scratch buffer, output_state_out, cell_state_out
     (unread temporaries) and output (TFLite's output 0).
 
+    The BASIC kernel (uint8, 5 inputs) is refused: see the comment in `check`.
+
     Int8 (TFLite's 8x8_16 integer kernel, API 30, as TFLite's NNAPI delegate): TFLite inputs 0..19 map to
     QUANTIZED_LSTM slots 0..19 (the int8 weights become TENSOR_QUANT8_SYMM constants, the int16 peephole
     and layer-norm weights TENSOR_QUANT16_SYMM), layer norm 20..23 to 20..23, then 24 cell_clip,
@@ -182,7 +184,12 @@ class Lstm(Rule):
         c.require_api(28, "LSTM (as TFLite's NNAPI delegate)")
         o = c.options
         if o is not None and o.kernel_type == 1:
-            c.refuse(Code.OPTION, "the BASIC LSTM kernel (5 inputs) is not lowered",
+            # The uint8 basic kernel would map to QUANTIZED_16BIT_LSTM, but NNAPI's reference (and its CTS
+            # vectors) multiply the concatenation [input, previous output] by weight columns ordered
+            # [recurrent | input]; with TFLite's weights split as the delegate does, that disagrees with
+            # TFLite's kernel (measured), so parity cannot hold.
+            c.refuse(Code.OPTION, "the BASIC (uint8, 5-input) LSTM kernel is not lowered: NNAPI's "
+                     "QUANTIZED_16BIT_LSTM reference pairs its weights differently from TFLite's kernel",
                      "convert the model with the full LSTM kernel")
             return
         if not c.require_inputs(20, 24):
