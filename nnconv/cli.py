@@ -19,7 +19,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from nnconv.errors import (EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NOT_CONVERTIBLE, ConversionError, InputDataError,
+from nnconv.errors import (EXIT_FAILURE, EXIT_NOT_CONVERTIBLE, ConversionError, InputDataError,
                            NnconvError)
 from nnconv.nnapi.enums import API_LEVELS, DEPRECATED_FROM_API, api_level_of_feature_level
 
@@ -239,7 +239,6 @@ def run(nnapi_model: str, inputs_path: str, output: str, trace: bool) -> None:
 def verify(model: str, api_level: int | None, feature_level: int | None, inputs_path: str | None, seed: int,
            kernels: str, fmt: str, fold_weights: bool, relax_fp16: bool) -> None:
     """Convert MODEL, run it on our executor and on TFLite, and compare every output."""
-    from nnconv.parity.verify import random_inputs
     from nnconv.parity.partitioned import verify_model
     level = resolve_api_level(api_level, feature_level)
     warn_deprecated(level)

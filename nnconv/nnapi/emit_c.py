@@ -100,7 +100,7 @@ class _Emitter:
     def w(self, line: str = "") -> None:
         self.lines.append(line)
 
-    def operand(self, s: int, i: int, od: Operand) -> None:
+    def operand(self, i: int, od: Operand) -> None:
         dims = od.dimensions
         self.w(f"  {{  /* operand {i}: {c_comment(od.name or '-')} {od.type.name} "
                f"{list(dims) if dims else 'scalar'} */")
@@ -150,7 +150,7 @@ class _Emitter:
         self.w("  (void)file;")
         self.w("  (void)models;")
         for i, od in enumerate(sg.operands):
-            self.operand(s, i, od)
+            self.operand(i, od)
         for k, op in enumerate(sg.operations):
             src = "" if op.source_op is None else f" (TFLite op #{op.source_op})"
             self.index_call("ANeuralNetworksModel_addOperation", f"{operation_code(op.type)}, ", op.inputs,
