@@ -231,9 +231,13 @@ def _inputs_cell(r: OpReport) -> str:
     return f"{cell} ({r.quantization})" if r.quantization else cell
 
 
+BEYOND_NOTE = "* lowered by nnconv, but TFLite's own NNAPI delegate leaves this op on the CPU"
+
+
 def _nnapi_cell(r: OpReport) -> str:
     if r.supported:
-        return ", ".join(r.nnapi_ops) or ("-" if r.status == Verdict.FOLDED else "")
+        cell = ", ".join(r.nnapi_ops) or ("-" if r.status == Verdict.FOLDED else "")
+        return f"{cell} *" if r.status != Verdict.FOLDED and beyond_delegate(r.op) else cell
     return f"({', '.join(r.nnapi_ops)})" if r.nnapi_ops else ""
 
 
@@ -274,6 +278,8 @@ def render_table(check: ModelCheck, out: Console) -> None:
                        str(p.boundary_bytes))
         out.print(pt)
     out.print(f"API {check.api_level}: {summary_line(check)}", markup=False)
+    if any(r.supported and r.status != Verdict.FOLDED and beyond_delegate(r.op) for r in check.report.ops):
+        out.print(BEYOND_NOTE, markup=False)
     for w in check.warnings():
         out.print(f"warning: {w}", markup=False)
 
@@ -332,6 +338,8 @@ def render_md(check: ModelCheck) -> str:
                 p.index, _ops_range(p.ops), p.nnapi_ops, "<br>".join(_tensor_cell(t) for t in p.inputs),
                 "<br>".join(_tensor_cell(t) for t in p.outputs), p.boundary_bytes)) + " |")
     lines += ["", f"**API {check.api_level}: {summary_line(check)}**", ""]
+    if any(r.supported and r.status != Verdict.FOLDED and beyond_delegate(r.op) for r in check.report.ops):
+        lines += [_md_escape(BEYOND_NOTE), ""]
     return "\n".join(lines)
 
 

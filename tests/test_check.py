@@ -362,3 +362,21 @@ def test_beyond_delegate_flag():
     if builtins:
         assert beyond_delegate(BuiltinOperator(builtins[0]).name)
     assert flagged or builtins, "no rule declares beyond_delegate: the flag is never exercised"
+
+
+def test_beyond_delegate_marked_in_the_table(tmp_path):
+    if int(BuiltinOperator.SQUARE) not in RULES or not RULES[int(BuiltinOperator.SQUARE)].beyond_delegate:
+        pytest.fail("pick another op that nnconv lowers beyond TFLite's NNAPI delegate")
+    p = tmp_path / "square.tflite"
+    p.write_bytes(single_op_model(BuiltinOperator.SQUARE, [("x", (2, 3, 5), np.float32)],
+                                  [("y", (2, 3, 5), np.float32)]))
+    assert check_json(str(p))["ops"][0]["beyond_delegate"] is True
+    table = run(str(p)).stdout
+    assert "MUL *" in table and "TFLite's own NNAPI delegate leaves this op on the CPU" in table
+    assert "TFLite's own NNAPI delegate" not in run(chain_path(tmp_path)).stdout
+
+
+def chain_path(tmp_path) -> str:
+    p = tmp_path / "plain.tflite"
+    p.write_bytes(chain(["conv"]))
+    return str(p)
