@@ -7,8 +7,8 @@ never import this file: they only read the committed .tflite files.
     python examples/make_fixtures.py [--out examples/models] [--only name ...]
 
 Every model has seeded random weights (nothing is downloaded) and is small enough for the test suite.
-Batch-norm statistics are randomized too so that the converter's batch-norm folding produces
-non-trivial weights and biases.
+Batch-norm parameters and biases are randomized and the batch-norm statistics measured on blocky random
+images, so that the folded weights are non-trivial and the outputs depend on the input.
 """
 
 from __future__ import annotations
@@ -63,7 +63,10 @@ def mobilenet_v2() -> keras.Model:
     for expansion, filters, stride in ((1, 8, 1), (6, 12, 2), (6, 12, 1), (6, 16, 2), (6, 16, 1)):
         x = _inverted_residual(x, expansion, filters, stride)
     x = layers.ReLU(6.0)(_bn(layers.Conv2D(64, 1, use_bias=False)(x)))
-    x = layers.GlobalAveragePooling2D()(x)
+    # Average pool over the whole map as in the reference TF-slim MobileNetV2 .tflite (AVERAGE_POOL_2D, an API 27
+    # op; Keras' GlobalAveragePooling2D would give MEAN, which NNAPI only has from API 28).
+    x = layers.AveragePooling2D(pool_size=tuple(x.shape[1:3]))(x)
+    x = layers.Flatten()(x)
     x = layers.Dense(CLASSES, activation="softmax", name="probabilities")(x)
     return keras.Model(inp, x, name="mobilenet_v2_mini")
 
@@ -142,34 +145,52 @@ def efficientnet_se() -> keras.Model:
 
 def recurrent(kind: str) -> keras.Model:
     inp = layers.Input((6, 5), batch_size=1, name="sequence")
-    cell = layers.LSTM if kind == "lstm" else layers.GRU
-    x = cell(8, return_sequences=True)(inp)
+    # The LSTM returns every step (UNIDIRECTIONAL_SEQUENCE_LSTM does); the GRU only its last state: with
+    # return_sequences the converter writes the outputs through lowered tensor lists (SLICE/CONCATENATION
+    # with dynamic shapes inside the loop body), which no NNAPI model can express.
+    if kind == "lstm":
+        x = layers.LSTM(8, return_sequences=True)(inp)
+    else:
+        x = layers.GRU(8)(inp)
     x = layers.Dense(3, name="scores")(x)
     return keras.Model(inp, x, name=f"{kind}_mini")
 
 
+def structured_images(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Blocky images in [-1, 1] (8x8 random cells plus a little noise): unlike i.i.d. noise, whose global
+    average is the same for every draw, they move the pooled features, so outputs depend on the input."""
+    cells = rng.uniform(-1.0, 1.0, (count, 8, 8, IMAGE[2]))
+    up = np.kron(cells, np.ones((1, IMAGE[0] // 8, IMAGE[1] // 8, 1)))
+    return np.clip(up + rng.uniform(-0.1, 0.1, up.shape), -1.0, 1.0).astype(np.float32)
+
+
 def randomize_statistics(model: keras.Model, rng: np.random.Generator) -> None:
-    """Random batch-norm statistics and biases (Keras initializes them to constants, and the converter
-    drops all-zero biases, which would leave the bias paths of the lowering untested)."""
+    """Random biases and batch-norm scales/offsets, then batch-norm moving statistics measured on one batch
+    of structured images (one training-mode pass with momentum 0): activations keep unit scale through the
+    network instead of fading into the biases, which would make every output the same whatever the input.
+    (Keras initializes biases to zero, and the converter drops all-zero biases, which would also leave the
+    bias paths of the lowering untested.)"""
+    norms = []
     for layer in model.layers:
         bias = getattr(getattr(layer, "cell", layer), "bias", None)
         if bias is not None and not isinstance(layer, layers.BatchNormalization):
             bias.assign(rng.uniform(-0.1, 0.1, tuple(bias.shape)).astype(np.float32))
         if isinstance(layer, layers.BatchNormalization):
-            gamma, beta, mean, var = layer.get_weights()
-            layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape).astype(np.float32),
-                               rng.uniform(-0.2, 0.2, beta.shape).astype(np.float32),
-                               rng.uniform(-0.2, 0.2, mean.shape).astype(np.float32),
-                               rng.uniform(0.5, 1.5, var.shape).astype(np.float32)])
+            layer.gamma.assign(rng.uniform(0.5, 1.5, tuple(layer.gamma.shape)).astype(np.float32))
+            layer.beta.assign(rng.uniform(-0.2, 0.2, tuple(layer.beta.shape)).astype(np.float32))
+            layer.momentum = 0.0
+            norms.append(layer)
+    if norms:
+        model(structured_images(rng, 16), training=True)
 
 
 # -- conversion ---------------------------------------------------------------------------------------
 def representative_images(count: int = 32):
-    rng = np.random.default_rng(SEED)
+    rng = np.random.default_rng(SEED + 1)
 
     def gen():
-        for _ in range(count):
-            yield [rng.uniform(-1.0, 1.0, (1,) + IMAGE).astype(np.float32)]
+        for image in structured_images(rng, count):
+            yield [image[None]]
     return gen
 
 
@@ -220,9 +241,34 @@ def custom_op_middle() -> bytes:
     return conv.convert()
 
 
+def dequantized_twin(flatbuffer: bytes) -> bytes:
+    """The dynamic-range model with every int8 weight replaced by its float32 dequantization (q * scale per
+    channel): what NNAPI computes for a hybrid op (DEQUANTIZE the weights, then a float op). TFLite's own
+    hybrid kernels quantize the activations on the fly instead, which differs by ~1e-2 of the range, so
+    the tests check our conversion against TFLite running this twin."""
+    from tensorflow.lite.tools import flatbuffer_utils as fbu
+    model = fbu.convert_bytearray_to_object(bytearray(flatbuffer))
+    int8, float32 = 9, 0  # schema TensorType values
+    for sg in model.subgraphs:
+        for t in sg.tensors:
+            buf = model.buffers[t.buffer]
+            if t.type != int8 or buf.data is None or len(buf.data) == 0 or t.quantization is None:
+                continue
+            q = np.frombuffer(bytes(buf.data), np.int8).reshape(t.shape).astype(np.float32)
+            scale = np.asarray(t.quantization.scale, np.float32)
+            axis = t.quantization.quantizedDimension if scale.size > 1 else 0
+            shape = [1] * q.ndim
+            shape[axis] = scale.size
+            buf.data = np.frombuffer((q * scale.reshape(shape)).astype(np.float32).tobytes(), np.uint8)
+            t.type, t.quantization = float32, None
+    return bytes(fbu.convert_object_to_bytearray(model))
+
+
 def build(name: str) -> bytes:
     if name == "custom_op_middle":
         return custom_op_middle()
+    if name == "mobilenet_v2_dynamic_range_dequantized":
+        return dequantized_twin(build("mobilenet_v2_dynamic_range"))
     keras.utils.set_random_seed(SEED)
     rng = np.random.default_rng(SEED)
     if name.startswith("mobilenet_v2"):
@@ -251,7 +297,8 @@ def build(name: str) -> bytes:
 
 
 FIXTURES = ("mobilenet_v2_float", "mobilenet_v2_fp16", "mobilenet_v2_int8", "mobilenet_v2_uint8io",
-            "mobilenet_v3_int8", "mobilenet_v2_dynamic_range", "efficientnet_se_float", "lstm_keras",
+            "mobilenet_v3_int8", "mobilenet_v2_dynamic_range", "mobilenet_v2_dynamic_range_dequantized",
+            "efficientnet_se_float", "lstm_keras",
             "gru_keras", "custom_op_middle")
 
 
