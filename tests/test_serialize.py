@@ -294,3 +294,23 @@ def test_io_shape_must_fit_its_operand(tmp_path, good_file):
     struct.pack_into("<i", data, pos + 4, 8)
     assert "has shape [1, 8, 6, 5], but its operand has dimensions [1, 7, 6, 5]" in assert_format_error(
         tmp_path, bytes(data))
+
+
+def test_committed_bindings_match_the_schema(tmp_path):
+    import pathlib
+    import shutil
+    import subprocess
+    root = pathlib.Path(__file__).resolve().parent.parent
+    committed = root / "nnconv" / "nnapi" / "fbs"
+    flatc = shutil.which("flatc")
+    if flatc is None:
+        pytest.skip("flatc is not installed (Debian: flatbuffers-compiler); the bindings are committed")
+    version = subprocess.run([flatc, "--version"], capture_output=True, text=True).stdout.strip()
+    if version not in (committed / "Model.py").read_text().splitlines()[0]:
+        pytest.skip(f"the committed bindings come from another flatc than {version!r}")
+    subprocess.run(["sh", str(root / "schema" / "generate.sh"), str(tmp_path)], check=True, timeout=120)
+    fresh = tmp_path / "nnconv" / "nnapi" / "fbs"
+    names = sorted(p.name for p in committed.glob("*.py"))
+    assert names == sorted(p.name for p in fresh.glob("*.py"))
+    for name in names:
+        assert (committed / name).read_text() == (fresh / name).read_text(), f"{name} is stale: run schema/generate.sh"
