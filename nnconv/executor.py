@@ -154,6 +154,10 @@ class Executor:
     def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
         arrays = self._bind(inputs)
         nn_inputs = [self._to_nnapi(spec, a) for spec, a in zip(self.input_specs, arrays)]
+        main = self.converted.model.main
+        # A rank-0 TFLite input travels as NNAPI [1] (NNAPI tensors have at least one dimension).
+        nn_inputs = [a.reshape(1) if a.ndim == 0 and main.operands[i].type.is_tensor else a
+                     for a, i in zip(nn_inputs, main.input_indexes)]
         outs = self.runner.run_subgraph(0, nn_inputs)
         return {spec.name: self._from_nnapi(spec, a) for spec, a in zip(self.output_specs, outs)}
 

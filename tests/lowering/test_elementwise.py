@@ -284,3 +284,9 @@ def test_squared_difference_int8_parity():
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
     u8 = (QuantParams(0.05, 128), QuantParams(0.04, 100), QuantParams(0.02, 0))
     assert_refused(squared_difference(np.uint8, u8), 30, Code.DTYPE)  # TFLite has no uint8 kernel
+
+
+def test_rank0_inputs_and_output():
+    m = single_op_model(B.ADD, [("x", (), np.float32), ("y", (), np.float32)], [("z", (), np.float32)],
+                        AddOptions())
+    assert_parity(m, api_level=27, expect_ops=["ADD"])
