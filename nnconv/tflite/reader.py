@@ -1,8 +1,12 @@
 """Reads a `.tflite` flatbuffer into the TFLite IR, through the `tflite` package over an mmap.
 
 Every offset and index is range-checked, so a truncated or hostile file ends in `ModelFormatError` (never a
-hang, a huge allocation or a raw flatbuffers exception). Constant buffers become read-only numpy views
-into the mmap: weights are never copied.
+hang, a huge allocation or a raw flatbuffers exception): vector lengths are checked against the file size
+and charged to a budget proportional to it (bounded work even when tables share one vector); buffer, tensor,
+opcode and subgraph indexes (including those in IF / WHILE / CALL_ONCE options and signature defs) must
+exist; control flow must not recurse. Buffers stored after the flatbuffer (`Buffer.offset`/`size`, models
+over 2 GB) are supported. Constant buffers become read-only numpy views into the mmap: weights are never
+copied. Sparse tensors keep their compressed values; the lowering densifies them.
 """
 
 from __future__ import annotations
