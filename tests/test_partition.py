@@ -333,3 +333,19 @@ def test_grouping_properties(case):
         for t in op.inputs:
             if t:
                 assert epoch_of[t - 1] <= epoch_of[k]
+
+
+def test_custom_op_fixture_two_partitions_verified_one_by_one():
+    """examples/models/custom_op_middle.tflite: MUL, ADD, AudioSpectrogram (a custom op TFLite's interpreter
+    runs), FULLY_CONNECTED, SOFTMAX: two partitions around the custom op, each verified on TFLite's tensors."""
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models" / "custom_op_middle.tflite"
+    report, plan = analyse(str(path), 30)
+    assert [p.ops for p in plan.partitions] == [[0, 1], [3, 4]]
+    assert report.ops[2].status == Verdict.CUSTOM
+    p0, p1 = plan.partitions
+    assert [(t.name, t.nbytes, t.peers) for t in p0.outputs] == [("add", 512 * 4, ("CPU op #2 CUSTOM(AudioSpectrogram)",))]
+    assert [(t.name, t.peers) for t in p1.inputs] == [("AudioSpectrogram", ("CPU op #2 CUSTOM(AudioSpectrogram)",))]
+    result = verify_model(str(path), 30)
+    assert isinstance(result, PartitionedParityReport) and result.passed
+    assert [p.ops for p in result.partitions] == [[0, 1], [3, 4]]
