@@ -204,17 +204,25 @@ def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
               help=".npz with one array per model input, by input name or arr_0, arr_1, ...")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help=".npz to write the outputs to.")
 @click.option("--trace", is_flag=True, help="Print each NNAPI operation's output dtype, shape and range to stderr.")
+@click.option("--partition", type=int, default=None,
+              help="Run this partition of a file written with --allow-partial (its inputs are the TFLite "
+                   "tensors entering it).")
 @handle_errors
-def run(nnapi_model: str, inputs_path: str, output: str, trace: bool) -> None:
+def run(nnapi_model: str, inputs_path: str, output: str, trace: bool, partition: int | None) -> None:
     """Run an NNAPI model file on the numpy executor."""
     from nnconv.executor import Executor, Trace
     from nnconv.nnapi import serialize
     loaded = serialize.load(nnapi_model)
-    if len(loaded.partitions) != 1:
-        raise NnconvError(f"{nnapi_model} holds {len(loaded.partitions)} partitions; `run` needs a fully "
-                          "lowered model (use `nnconv verify` for partial models)")
+    n = len(loaded.partitions)
+    if partition is None:
+        if n != 1:
+            raise NnconvError(f"{nnapi_model} holds {n} partitions (written with --allow-partial); pass "
+                              f"--partition 0..{n - 1} to run one, or use `nnconv verify` on the .tflite")
+        partition = 0
+    elif not 0 <= partition < n:
+        raise click.BadParameter(f"{nnapi_model} has partitions 0..{n - 1}", param_hint="--partition")
     inputs = load_npz(inputs_path)
-    ex = Executor(loaded.partitions[0], trace=Trace(stream=sys.stderr) if trace else None)
+    ex = Executor(loaded.partitions[partition], trace=Trace(stream=sys.stderr) if trace else None)
     outputs = ex.run(inputs)
     save_npz(output, outputs)
     err.print(f"wrote {output}: " + ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in outputs.items()),

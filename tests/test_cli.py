@@ -323,4 +323,15 @@ def test_convert_allow_partial_writes_partitions_and_plan(tmp_path, runner):
     np.savez(tmp_path / "in.npz", audio=np.ones((512, 1), np.float32))
     result = runner.invoke(main, ["run", str(out), "--inputs", str(tmp_path / "in.npz"), "-o",
                                   str(tmp_path / "o.npz")])
-    assert_one_line_error(result, EXIT_BAD_INPUT, "holds 2 partitions")
+    assert_one_line_error(result, EXIT_BAD_INPUT, "holds 2 partitions", "--partition 0..1")
+    # One partition at a time: partition 1 starts after the custom op, at the tensor the CPU hands over.
+    first = loaded.partitions[1].inputs[0]
+    np.savez(tmp_path / "in1.npz", **{first.name: np.ones(first.shape, first.dtype)})
+    result = runner.invoke(main, ["run", str(out), "--partition", "1", "--inputs", str(tmp_path / "in1.npz"),
+                                  "-o", str(tmp_path / "o1.npz")])
+    assert result.exit_code == EXIT_OK, result.stderr
+    with np.load(tmp_path / "o1.npz") as data:
+        assert data.files == [o.name for o in loaded.partitions[1].outputs]
+    result = runner.invoke(main, ["run", str(out), "--partition", "2", "--inputs", str(tmp_path / "in1.npz"),
+                                  "-o", str(tmp_path / "o1.npz")])
+    assert result.exit_code == EXIT_BAD_INPUT and "partitions 0..1" in result.stderr
