@@ -511,12 +511,16 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
             _print_raw(out, json.dumps(report_json(check), indent=2))
         elif fmt == "csv":
             _print_raw(out, render_csv(checks), end="")
+            for w in check.warnings():  # CSV has no room for them: stderr, like other logs
+                err.print(f"warning: {w}", markup=False)
         elif fmt == "md":
             _print_raw(out, render_md(check))
         else:
             render_table(check, out)
     else:
         render_multi(checks, fmt, out)
+        if fmt == "csv" and deprecation_warning(level):
+            err.print(f"warning: {deprecation_warning(level)}", markup=False)
     violations = [v for c in checks for v in policies.violations(c)]
     for v in violations:
         err.print(f"nnconv: policy violated: {v}", markup=False)

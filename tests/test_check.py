@@ -167,6 +167,10 @@ def test_api_35_warns_that_nnapi_is_deprecated(models):
     assert any("deprecated" in w for w in check_json(models["clean"], "--api-level", "35")["warnings"])
     assert "deprecated" in run(models["clean"], "--api-level", "35").stdout
     assert "deprecated" in run(models["clean"], "--api-level", "35", "--format", "md").stdout
+    res = run(models["clean"], "--api-level", "35", "--format", "csv")  # stdout stays pure CSV
+    assert "deprecated" in res.stderr and "deprecated" not in res.stdout
+    res = run(models["clean"], models["mid"], "--api-level", "35", "--format", "csv")
+    assert "deprecated" in res.stderr and "deprecated" not in res.stdout
 
 
 def test_bad_level_is_a_usage_error(models):
