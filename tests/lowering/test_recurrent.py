@@ -130,7 +130,7 @@ def test_unidirectional_sequence_lstm_needs_api29():
     assert_refused(seq_lstm_model(), 28, Code.API_LEVEL, min_api_level=29)
 
 
-def bidi_lstm_model(batch=2, steps=3, n_in=4, n_cell=3, merge=False, time_major=True, aux=False) -> bytes:
+def bidi_lstm_model(batch=2, steps=3, n_in=4, n_cell=3, merge=False, time_major=True, aux: str | bool = False) -> bytes:
     b = TfliteBuilder()
     shape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
     x = b.input("x", shape, F32)
@@ -138,11 +138,14 @@ def bidi_lstm_model(batch=2, steps=3, n_in=4, n_cell=3, merge=False, time_major=
     bw = lstm_weights(b, "bw_", n_in, n_cell, n_cell, cifg=True, peephole=True)
     states = [b.tensor(n, (batch, n_cell), F32, is_variable=True) for n in ("fw_h", "fw_c", "bw_h", "bw_c")]
     ins = [x, *fw, *bw, *states]
-    if aux:
+    if aux is True:
         n_aux = 2
         ins.append(b.input("aux", shape[:2] + (n_aux,), F32))
         ins += [b.const(f"fw_aux_{g}", w(n_cell, n_aux)) for g in "ifco"]
         ins += [-1] + [b.const(f"bw_aux_{g}", w(n_cell, n_aux)) for g in "fco"]
+    elif aux == "parallel":  # the backward cell reads the aux input, which TFLite needs as wide as the input
+        ins.append(b.input("aux", shape, F32))
+        ins += [-1] * 8
     else:
         ins += [-1] * 9
     outs = [b.tensor("y_fw", shape[:2] + (2 * n_cell if merge else n_cell,), F32)]
@@ -159,6 +162,8 @@ def bidi_lstm_model(batch=2, steps=3, n_in=4, n_cell=3, merge=False, time_major=
     pytest.param({"time_major": False}, id="batch-major"),
     pytest.param({"merge": True}, id="merged-time-major"),
     pytest.param({"aux": True}, id="aux-input-cross-linking"),
+    pytest.param({"aux": "parallel"}, id="aux-input-parallel-linking"),
+    pytest.param({"aux": "parallel", "time_major": False}, id="aux-input-parallel-batch-major"),
 ])
 def test_bidirectional_sequence_lstm_parity(kw):
     m = bidi_lstm_model(**kw)
@@ -201,7 +206,8 @@ def test_unidirectional_sequence_rnn_parity(time_major):
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
-def bidi_rnn_model(batch=2, steps=4, n_in=3, units=5, merge=False, time_major=False) -> bytes:
+def bidi_rnn_model(batch=2, steps=4, n_in=3, units=5, merge=False, time_major=False, aux: str = "") -> bytes:
+    """aux: "" none, "cross" aux input + aux weights, "parallel" aux input read by the backward cell."""
     b = TfliteBuilder()
     shape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
     x = b.input("x", shape, F32)
@@ -209,7 +215,12 @@ def bidi_rnn_model(batch=2, steps=4, n_in=3, units=5, merge=False, time_major=Fa
     for d in ("fw", "bw"):
         ins += [b.const(f"{d}_w", w(units, n_in)), b.const(f"{d}_r", w(units, units)),
                 b.const(f"{d}_b", w(units, scale=0.1)), b.tensor(f"{d}_h", (batch, units), F32, is_variable=True)]
-    ins += [-1, -1, -1]
+    if aux == "cross":
+        ins += [b.input("aux", shape[:2] + (2,), F32), b.const("fw_aux_w", w(units, 2)), b.const("bw_aux_w", w(units, 2))]
+    elif aux == "parallel":  # TFLite needs the aux input as wide as the input here
+        ins += [b.input("aux", shape, F32), -1, -1]
+    else:
+        ins += [-1, -1, -1]
     outs = [b.tensor("y_fw", shape[:2] + (2 * units if merge else units,), F32)]
     if not merge:
         outs.append(b.tensor("y_bw", shape[:2] + (units,), F32))
@@ -220,11 +231,18 @@ def bidi_rnn_model(batch=2, steps=4, n_in=3, units=5, merge=False, time_major=Fa
 
 
 @pytest.mark.parametrize("kw", [pytest.param({}, id="batch-major"),
-                                pytest.param({"merge": True, "time_major": True}, id="merged-time-major")])
+                                pytest.param({"merge": True, "time_major": True}, id="merged-time-major"),
+                                pytest.param({"merge": True}, id="merged-batch-major"),
+                                pytest.param({"aux": "cross"}, id="aux-cross-linking"),
+                                pytest.param({"aux": "parallel", "time_major": True}, id="aux-parallel-time-major")])
 def test_bidirectional_sequence_rnn_parity(kw):
     m = bidi_rnn_model(**kw)
     assert_parity(m, api_level=29, expect_ops=["BIDIRECTIONAL_SEQUENCE_RNN"])
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_bidirectional_sequence_rnn_parallel_aux_batch_major_refused():
+    assert_refused(bidi_rnn_model(aux="parallel"), 30, Code.OPTION)
 
 
 def svdf_model(batch=2, n_in=5, units=3, rank=2, memory=4, bias=True, act=0) -> bytes:

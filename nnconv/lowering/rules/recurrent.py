@@ -480,6 +480,12 @@ class BidirectionalSequenceRnn(Rule):
             c.refuse(Code.MISSING_OPERAND, "forward and backward aux weights must be both given or both omitted")
         if c.input(10) is not None and c.input(9) is None:
             c.refuse(Code.MISSING_OPERAND, "aux weights without an aux input")
+        o = c.options
+        if o is not None and c.input(9) is not None and c.input(10) is None and not o.time_major:
+            # Measured: with batch-major input, the interpreter's backward cell does not read the aux input
+            # the way it does time-major (and as NNAPI specifies), so parity cannot hold.
+            c.refuse(Code.OPTION, "an aux input without aux weights (backward cell reads the aux input) with "
+                     "batch-major input: TFLite's kernel differs from NNAPI here", "use time-major input")
         check_static(c)
         if c.options is not None:
             check_activation(c, c.options.fused_activation_function)
