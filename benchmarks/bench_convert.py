@@ -5,7 +5,7 @@
 The model is generated with nnconv's own .tflite builder into a temporary directory (not committed):
 CONV_2D 3x3 stride 2 (64->256), CONV_2D 3x3 stride 2 (256->256), CONV_2D 3x3 (256->256), then
 FULLY_CONNECTED layers on the flattened 4x4x256 map, the first one sized so the file reaches `--mb`.
-The conversion runs in a fresh child process so that its peak RSS (`ru_maxrss`) is not polluted by building
+The conversion runs in a fresh child process so that its peak RSS (VmHWM) is not polluted by building
 the model; the report gives the child's RSS after importing nnconv as the baseline. The timed steps are
 read (mmap), check + lower + validate (`nnconv.convert`), and writing the .nnapi file.
 """
@@ -63,6 +63,19 @@ def build_model(path: str, megabytes: float) -> None:
         f.write(b.finish())
 
 
+def peak_rss_kb() -> int:
+    """This process's peak resident set (VmHWM). Not getrusage's ru_maxrss: Linux carries that across
+    execve, so a child would inherit the parent's peak from building the model."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # other systems: best effort
+
+
 def child(path: str, api_level: int, out_dir: str) -> dict:
     """Runs inside the fresh process: imports, converts, writes, and reports times and peak RSS."""
     sys.path.insert(0, str(ROOT))
@@ -70,8 +83,7 @@ def child(path: str, api_level: int, out_dir: str) -> dict:
     from nnconv.nnapi import serialize
     from nnconv.tflite.reader import read_model
 
-    rss_kb = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # noqa: E731 - KB on Linux
-    baseline = rss_kb()
+    baseline = peak_rss_kb()
     t0 = time.perf_counter()
     model = read_model(path)
     t1 = time.perf_counter()
@@ -83,7 +95,7 @@ def child(path: str, api_level: int, out_dir: str) -> dict:
     return {"model_mb": os.path.getsize(path) / 2**20, "api_level": api_level, "ops": len(report.ops),
             "nnapi_operations": len(converted.model.main.operations), "read_s": t1 - t0, "convert_s": t2 - t1,
             "write_s": t3 - t2, "total_s": t3 - t0, "nnapi_file_mb": os.path.getsize(out) / 2**20,
-            "baseline_rss_mb": baseline / 1024, "peak_rss_mb": rss_kb() / 1024}
+            "baseline_rss_mb": baseline / 1024, "peak_rss_mb": peak_rss_kb() / 1024}
 
 
 def main(argv: list[str] | None = None) -> int:
