@@ -20,9 +20,9 @@ from rich.console import Console
 from rich.table import Table
 
 from nnconv.errors import EXIT_FAILURE, NnconvError
-from nnconv.lowering.convert import ConversionOptions, OpReport, Report
+from nnconv.lowering.convert import DEFAULT_API_LEVEL, ConversionOptions, OpReport, Report
 from nnconv.lowering.diagnostics import Verdict
-from nnconv.nnapi.enums import API_LEVELS, DEPRECATED_FROM_API, feature_level
+from nnconv.nnapi.enums import API_LEVELS, DEPRECATED_FROM_API, api_level_of_feature_level, feature_level
 from nnconv.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, analyse
 from nnconv.tflite.reader import read_model
 
@@ -491,7 +491,6 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
               max_partitions: int, fail_on: str | None, min_coverage: float | None,
               max_partitions_allowed: int | None, options: ConversionOptions, out: Console, err: Console) -> int:
     """Runs `nnconv check`; returns the exit code (0, or 1 when a policy is violated)."""
-    from nnconv.cli import resolve_api_level
     policies = Policies(fail_on, min_coverage, max_partitions_allowed)
     paths = expand_models(models)
     if api_level is not None and api_level.strip().lower() == "all":
@@ -503,7 +502,7 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         mats = _progress(paths, err, lambda p: check_levels(p, options, max_partitions))
         render_matrix(mats, fmt, out)
         return 0
-    level = resolve_api_level(_parse_level(api_level), feature_level_)
+    level = resolve_level(_parse_level(api_level), feature_level_)
     checks = _progress(paths, err, lambda p: check_one(p, level, options, max_partitions))
     if len(checks) == 1:
         check = checks[0]
@@ -525,6 +524,21 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     for v in violations:
         err.print(f"nnconv: policy violated: {v}", markup=False)
     return EXIT_FAILURE if violations else 0
+
+
+def resolve_level(api_level: int | None, feature_level_: int | None) -> int:
+    """The target API level from --api-level or --feature-level (default 30; 32 is 31's feature level)."""
+    if api_level is not None and feature_level_ is not None:
+        raise CheckUsageError("give --api-level or --feature-level, not both")
+    if feature_level_ is not None:
+        try:
+            return api_level_of_feature_level(feature_level_)
+        except ValueError as e:
+            raise CheckUsageError(f"--feature-level: {e}") from None
+    level = DEFAULT_API_LEVEL if api_level is None else (31 if api_level == 32 else api_level)
+    if level not in API_LEVELS:
+        raise CheckUsageError(f"--api-level {api_level}: give one of {', '.join(map(str, API_LEVELS))} or 'all'")
+    return level
 
 
 def _parse_level(api_level: str | None) -> int | None:

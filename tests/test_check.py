@@ -384,3 +384,8 @@ def chain_path(tmp_path) -> str:
     p = tmp_path / "plain.tflite"
     p.write_bytes(chain(["conv"]))
     return str(p)
+
+
+def test_api_32_is_31_and_default_is_30(models):
+    assert check_json(models["clean"], "--api-level", "32")["api_level"] == 31
+    assert check_json(models["clean"])["api_level"] == 30
