@@ -370,7 +370,7 @@ def _mediapipe_model(w, b, in_shape, out_shape, padding_code, stride, custom_opt
 
 
 @pytest.mark.parametrize("padding,code,in_shape,out_shape", [
-    (Padding.SAME, 1, (1, 4, 3, 3), (1, 8, 6, 2)),
+    (Padding.SAME, 1, (1, 4, 2, 3), (1, 8, 4, 2)),
     (Padding.VALID, 2, (2, 3, 4, 3), (2, 7, 9, 2)),
 ])
 def test_mediapipe_transpose_conv_bias(padding, code, in_shape, out_shape):
@@ -391,10 +391,29 @@ def test_mediapipe_transpose_conv_bias(padding, code, in_shape, out_shape):
     assert_refused(custom, 28, Code.API_LEVEL, min_api_level=29)
 
 
-def test_mediapipe_transpose_conv_bad_options_refused():
+def test_mediapipe_transpose_conv_odd_size():
+    # K=1, stride 2, SAME: MediaPipe's output is 2 * (in - 1) + 1, not in * 2 (TFLite reference: an explicit
+    # output_shape of that size).
+    w = RNG.standard_normal((2, 1, 1, 3)).astype(np.float32)
+    b = RNG.standard_normal(2).astype(np.float32)
+    builtin = single_op_model(BuiltinOperator.TRANSPOSE_CONV,
+                              [("shape", np.asarray((1, 7, 5, 2), np.int32)), ("w", w), ("x", (1, 4, 3, 3), np.float32),
+                               ("b", b)], [("y", (1, 7, 5, 2), np.float32)],
+                              TransposeConvOptions(padding=Padding.SAME, stride_w=2, stride_h=2), version=3)
+    assert_parity(builtin, api_level=29)
+    custom = _mediapipe_model(w, b, (1, 4, 3, 3), (1, 7, 5, 2), 1, (2, 2))
+    x = {"x": RNG.uniform(-1, 1, (1, 4, 3, 3)).astype(np.float32)}
+    ref = Executor(nnconv.convert(builtin, api_level=29).converted).run(x)["y"]
+    np.testing.assert_array_equal(Executor(nnconv.convert(custom, api_level=29).converted).run(x)["y"], ref)
+
+
+def test_mediapipe_transpose_conv_refusals():
     w = np.ones((2, 3, 3, 3), np.float32)
     m = _mediapipe_model(w, np.zeros(2, np.float32), (1, 4, 3, 3), (1, 8, 6, 2), 1, (2, 2), custom_options=b"\x01")
     assert_refused(m, 30, Code.OPTION)
+    # 6 is TFLite's SAME width for 3 inputs at stride 2; MediaPipe's kernel makes 2 * 2 + 3 - 2 = 5.
+    m = _mediapipe_model(w, np.zeros(2, np.float32), (1, 4, 3, 3), (1, 8, 6, 2), 1, (2, 2))
+    assert_refused(m, 30, Code.OPERAND_VALUE)
 
 
 @pytest.mark.parametrize("api", [27, 30])

@@ -227,12 +227,21 @@ def mediapipe_transpose_options(raw: bytes | None) -> tuple[int, int, int] | Non
     return int(_MP_PADDING[padding]), sw, sh
 
 
+def _mediapipe_out_size(in_size: int, k: int, stride: int, padding: int) -> int:
+    pad = max(0, k - (in_size - 1) % stride - 1) if padding == Padding.SAME else 0
+    return stride * (in_size - 1) + k - pad
+
+
 @custom_rule("Convolution2DTransposeBias")
 class Convolution2DTransposeBias(Rule):
     """MediaPipe custom op Convolution2DTransposeBias(input [N,H,W,C], weights [O,KH,KW,C], bias [O]):
-    a transpose convolution with bias; padding and strides in custom_options as three int32 (TfLitePadding
-    1 = SAME / 2 = VALID, stride_width, stride_height); the output size is the output tensor's.
-    -> NNAPI TRANSPOSE_CONV_2D in the explicit-padding form (API 29), like TFLite's TRANSPOSE_CONV.
+    a float32 transpose convolution with bias; padding and strides in custom_options as three int32
+    (TfLitePadding 1 = SAME / 2 = VALID, stride_width, stride_height).
+    -> NNAPI TRANSPOSE_CONV_2D in the explicit-padding form (API 29).
+
+    MediaPipe sizes the output itself: P = max(0, K - (in - 1) % stride - 1) with SAME, 0 with VALID;
+    out = stride * (in - 1) + K - P, head padding P // 2. The output tensor must have that size; the
+    padding of `transpose_padding` for it is then MediaPipe's.
     """
 
     nnapi_ops = (OperationType.TRANSPOSE_CONV_2D,)
@@ -246,8 +255,16 @@ class Convolution2DTransposeBias(Rule):
             return
         if mediapipe_transpose_options(c.op.custom_options) is None:
             c.refuse(Code.OPTION, "custom options are not a (padding, stride_width, stride_height) struct")
-        x = c.input(0)
+        x, w, out = c.input(0), c.input(1), c.output(0)
         c.require_dtype(x, (TensorType.FLOAT32,))
+        opts = mediapipe_transpose_options(c.op.custom_options)
+        if opts is not None and x is not None and w is not None and x.rank == 4 and w.rank == 4 and out.rank == 4:
+            padding, sw, sh = opts
+            expected = [_mediapipe_out_size(x.shape[1], w.shape[1], sh, padding),
+                        _mediapipe_out_size(x.shape[2], w.shape[2], sw, padding)]
+            if list(out.shape[1:3]) != expected:
+                c.refuse(Code.OPERAND_VALUE, f"output size {list(out.shape[1:3])} differs from the {expected} "
+                         "MediaPipe's kernel computes")
         _check_transpose_conv(c, 0, 1, 2, 0)
 
     def lower(self, c: LowerContext) -> None:
