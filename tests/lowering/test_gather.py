@@ -33,6 +33,13 @@ def test_gather_runtime_indices_parity():
     assert_parity(m, api_level=29, expect_ops=["GATHER"])  # random indices lie in [0, 8)
 
 
+@pytest.mark.parametrize("dtype,api", LEVELS[:4] + [("int32", 33)])
+def test_gather_scalar_index_becomes_gather_reshape(dtype, api):
+    m = single_op_model(B.GATHER, [io("x", (8, 2, 5), dtype), ("i", (), I32)], [io("y", (2, 5), dtype)],
+                        GatherOptions(axis=0))
+    assert_parity(m, api_level=api, expect_ops=["GATHER", "RESHAPE"])
+
+
 def test_gather_int64_constant_indices_are_narrowed():
     m = single_op_model(B.GATHER, [("x", (5, 3), np.float32), ("i", np.array([4, 0], np.int64))],
                         [("y", (2, 3), np.float32)], GatherOptions(axis=0))
@@ -43,9 +50,9 @@ def test_gather_refusals():
     m = single_op_model(B.GATHER, [("x", (5, 3), np.float32), ("i", np.array([4, 0], I32))],
                         [("y", (2, 3), np.float32)], GatherOptions(axis=0))
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
-    scalar = single_op_model(B.GATHER, [("x", (5, 3), np.float32), ("i", np.array(4, I32))],
-                             [("y", (3,), np.float32)], GatherOptions(axis=0))
-    assert_refused(scalar, 30, Code.RANK)
+    scalar_i32 = single_op_model(B.GATHER, [("x", (5, 3), I32), ("i", (), I32)], [("y", (3,), I32)],
+                                 GatherOptions(axis=0))
+    assert_refused(scalar_i32, 30, Code.API_LEVEL, min_api_level=33)
     batch = single_op_model(B.GATHER, [("x", (2, 5), np.float32), ("i", np.array([[1], [0]], I32))],
                             [("y", (2, 1), np.float32)], GatherOptions(axis=1, batch_dims=1))
     assert_refused(batch, 30, Code.OPTION)

@@ -14,7 +14,7 @@ import numpy as np
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._shape_common import BASIC_I32, I32, INDEX_TYPES, check_data_movement
+from nnconv.lowering.rules._shape_common import BASIC_I32, I32, INDEX_TYPES, check_data_movement, out_dims
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -23,12 +23,16 @@ from nnconv.tflite.schema_enums import BuiltinOperator
 class Gather(Rule):
     """TFLite GATHER(params, indices) [axis, batch_dims] -> NNAPI GATHER(input, axis INT32, indices)
     (API 29). NNAPI's operand order puts the axis between input and indices; batch_dims must be 0; indices
-    must be int32 (or constant int64 fitting int32) with rank >= 1."""
+    must be int32 (or constant int64 fitting int32).
 
-    nnapi_ops = (OperationType.GATHER,)
+    Rank-0 indices (TensorFlow's `x[i]` with a tensor i, e.g. in WHILE bodies) travel as NNAPI [1]
+    tensors: GATHER then keeps the axis with extent 1 and a RESHAPE drops it (int32 params then need
+    API 33, where RESHAPE takes TENSOR_INT32)."""
+
+    nnapi_ops = (OperationType.GATHER, OperationType.RESHAPE)
     min_api_level = 29
     dtypes = ("float32", "uint8", "int8", "int32")
-    constraints = "batch_dims 0; indices rank >= 1; rank <= 4"
+    constraints = "batch_dims 0; indices rank <= 4; rank <= 4"
 
     def check(self, c: CheckContext) -> None:
         c.require_api(29, "GATHER")
@@ -40,11 +44,14 @@ class Gather(Rule):
             return
         if c.nnapi_type(idx) is None:
             c.refuse(Code.DTYPE, "non-constant int64 indices have no NNAPI type", "use int32 indices")
-        c.require_rank(idx, 4, 1, "indices")
+        c.require_rank(idx, 4, 0, "indices")
+        if idx.rank == 0 and x.type == I32:
+            c.require_api(33, "GATHER of int32 params with scalar indices (RESHAPE of int32)")
         o = c.options
         axis = o.axis if o is not None else 0
         if not -x.rank <= axis < x.rank:
             c.refuse(Code.OPTION, f"axis {axis} is out of range for rank {x.rank}")
+            return
         if o is not None and o.batch_dims != 0:
             c.refuse(Code.OPTION, f"batch_dims={o.batch_dims}; NNAPI GATHER has no batch dimensions")
         if c.is_const(idx):
@@ -53,8 +60,16 @@ class Gather(Rule):
                 c.refuse(Code.OPERAND_VALUE, "constant indices are out of range")
 
     def lower(self, c: LowerContext) -> None:
-        axis = (c.options.axis if c.options is not None else 0) % c.input(0).rank
-        c.emit(OperationType.GATHER, [c.in_(0), c.i32(axis), c.in_(1)], [c.out()])
+        x = c.input(0)
+        axis = (c.options.axis if c.options is not None else 0) % x.rank
+        if c.input(1).rank > 0:
+            c.emit(OperationType.GATHER, [c.in_(0), c.i32(axis), c.in_(1)], [c.out()])
+            return
+        kept = list(x.shape)
+        kept[axis] = 1
+        tmp = c.temp_like(c.in_(0), kept)
+        c.emit(OperationType.GATHER, [c.in_(0), c.i32(axis), c.in_(1)], [tmp])
+        c.emit(OperationType.RESHAPE, [tmp, c.i32_vector(out_dims(c.output()))], [c.out()])
 
 
 @lowering_rule(BuiltinOperator.GATHER_ND)

@@ -1,6 +1,7 @@
 """Shape and data-movement ops: RESHAPE, SQUEEZE, EXPAND_DIMS, CONCATENATION, PAD, PADV2, MIRROR_PAD,
 TRANSPOSE, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND, SPACE_TO_DEPTH, DEPTH_TO_SPACE, TILE, FILL, REVERSE_V2,
-BROADCAST_TO, PACK, UNPACK and SHAPE (folded only).
+BROADCAST_TO, PACK and UNPACK. (SHAPE has no NNAPI operation: constant folding evaluates it for statically
+shaped inputs, see lowering/folding.py; an unfolded SHAPE is reported as unsupported.)
 
 These ops move stored values without arithmetic, so quantized inputs and outputs must share their
 parameters (CONCATENATION excepted: NNAPI requantizes mismatched inputs from API 29). Parameters NNAPI
@@ -610,24 +611,3 @@ class Unpack(Rule):
             c.emit(OperationType.SPLIT, [src, c.i32(axis), c.i32(n)], parts)
         for k, part in enumerate(parts):
             c.emit(OperationType.RESHAPE, [part, c.i32_vector(out_dims(c.output(k)))], [c.out(k)])
-
-
-@lowering_rule(BuiltinOperator.SHAPE)
-class Shape(Rule):
-    """TFLite SHAPE(input): the shape of a statically shaped tensor is evaluated at conversion time by
-    constant folding (lowering/folding.py); NNAPI has no SHAPE operation. Refused only when it cannot be
-    folded: a dynamic input shape, or a SHAPE output that is a model output (outputs must be computed)."""
-
-    nnapi_ops = ()
-    dtypes = ("float32", "uint8", "int8", "int32")
-    constraints = "folded at conversion time; static input shape; not a model output"
-
-    def check(self, c: CheckContext) -> None:
-        x = c.input(0)
-        if x is not None and (x.has_dynamic_shape or 0 in x.shape):
-            c.refuse(Code.DYNAMIC_SHAPE, f"SHAPE of '{x.name}' with a dynamic shape cannot be folded",
-                     "give the model static input shapes")
-        elif not c.state.options.fold_constants:
-            c.refuse(Code.OPTION, "SHAPE is only evaluated by constant folding, which is disabled")
-        else:
-            c.refuse(Code.OPTION, "SHAPE is folded at conversion time, so its output cannot be a model output")
