@@ -246,8 +246,23 @@ def test_cast_parity(src, dst):
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
-def test_cast_bool_refused():
-    assert_refused(cast(np.bool_, np.float32), 30, Code.DTYPE)
+@pytest.mark.parametrize("src, dst, ops", [
+    (np.bool_, np.float32, ["SELECT"]), (np.bool_, np.int32, ["SELECT"]), (np.bool_, np.uint8, ["SELECT"]),
+    (np.float32, np.bool_, ["NOT_EQUAL"]), (np.int32, np.bool_, ["NOT_EQUAL"]), (np.uint8, np.bool_, ["NOT_EQUAL"]),
+], ids=["b-f32", "b-i32", "b-u8", "f32-b", "i32-b", "u8-b"])
+def test_cast_bool_compositions(src, dst, ops):
+    def with_zeros(feed):  # make sure exact zeros occur
+        return {k: np.where(np.arange(v.size).reshape(v.shape) % 3 == 0, 0, v).astype(v.dtype) if v.dtype != np.bool_
+                else v for k, v in feed.items()}
+    m = cast(src, dst)
+    assert_parity(m, api_level=29, input_fn=with_zeros, expect_ops=ops)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_cast_int8_refused():
+    m = single_op_model(B.CAST, [("x", (2, 3), np.int8)], [("y", (2, 3), np.float32)],
+                        CastOptions(TensorType.INT8, TensorType.FLOAT32))
+    assert_refused(m, 30, Code.DTYPE)
 
 
 def zeros_like_model(dtype=np.float32, consumed=True):

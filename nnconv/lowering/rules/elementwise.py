@@ -422,22 +422,37 @@ class Cast(Rule):
     """TFLite CAST(x) -> NNAPI CAST(x) (API 29) among float32, float16, int32 and uint8.
 
     Both cast stored values (a uint8 tensor's quantization is ignored) and truncate floats toward zero.
-    Out-of-range values differ: NNAPI clamps to [0, 255] when casting to uint8, TFLite wraps; bool and int8
-    casts have no NNAPI form."""
+    Out-of-range values differ: NNAPI clamps to [0, 255] when casting to uint8, TFLite wraps.
+    NNAPI's CAST has no bool form; these are exact compositions (API 29):
+    x -> bool is NOT_EQUAL(x, [0]) (the 0 stored with x's own quantization, so stored values compare);
+    bool -> y is SELECT(x, ones, zeros) with constants of x's shape."""
 
-    nnapi_ops = (OperationType.CAST,)
+    nnapi_ops = (OperationType.CAST, OperationType.NOT_EQUAL, OperationType.SELECT, OperationType.LOGICAL_OR)
     min_api_level = 29
-    dtypes = ("float32", "float16", "int32", "uint8")
-    constraints = "float32/float16/int32/uint8 only; values cast to uint8 are clamped to [0, 255]"
+    dtypes = ("float32", "float16", "int32", "uint8", "bool")
+    constraints = "float32/float16/int32/uint8/bool; values cast to uint8 are clamped to [0, 255]"
 
     def check(self, c: CheckContext) -> None:
-        if not check_common(c, 1, (F32, F16, I32, U8), max_rank=None, same_type=False):
+        if not check_common(c, 1, (F32, F16, I32, U8, TensorType.BOOL), max_rank=None, same_type=False):
             return
-        c.require_dtype(c.output(0), (F32, F16, I32, U8), "output")
+        c.require_dtype(c.output(0), (F32, F16, I32, U8, TensorType.BOOL), "output")
         c.require_api(29, "CAST")
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(OperationType.CAST, [c.in_(0)], [c.out(0)])
+        x, out = c.in_(0), c.out(0)
+        src, dst = c.info(x), c.info(out)
+        if src.type is dst.type is OperandType.TENSOR_BOOL8:
+            c.emit(OperationType.LOGICAL_OR, [x, c.constant(src.type, np.zeros(1, np.bool_))], [out])
+        elif dst.type is OperandType.TENSOR_BOOL8:
+            zero = c.constant(src.type, np.zeros(1, src.dtype), scale=src.scale, zero_point=src.zero_point)
+            c.emit(OperationType.NOT_EQUAL, [x, zero], [out])
+        elif src.type is OperandType.TENSOR_BOOL8:
+            dims = tuple(src.dimensions)
+            ones = c.constant(dst.type, np.ones(dims, dst.dtype), scale=dst.scale, zero_point=dst.zero_point)
+            zeros = c.constant(dst.type, np.zeros(dims, dst.dtype), scale=dst.scale, zero_point=dst.zero_point)
+            c.emit(OperationType.SELECT, [x, ones, zeros], [out])
+        else:
+            c.emit(OperationType.CAST, [x], [out])
 
 
 class _FillLike(Rule):
