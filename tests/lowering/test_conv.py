@@ -421,3 +421,27 @@ def test_quantized_conv_fused_tanh_is_what_tflite_computes(api):
     # TFLite's kernels apply no TANH/SIGMOID fused into CONV_2D; the lowering matches that at every level.
     m = quant_conv_model(np.uint8, (1, 6, 5, 2), (3, 3, 3, 2), (1, 6, 5, 3), act=4)
     assert_parity(m, api_level=api, expect_ops=["CONV_2D"])
+
+
+def test_transpose_conv_hybrid_weights():
+    w = RNG.integers(-127, 128, (3, 3, 3, 2)).astype(np.int8)
+    scales = list(RNG.uniform(0.005, 0.02, 3))
+    b = (RNG.standard_normal(3) * 0.1).astype(np.float32)
+    opts = TransposeConvOptions(padding=Padding.SAME, stride_w=2, stride_h=2)
+    shape = ("shape", np.asarray((1, 8, 6, 3), np.int32))
+    out = [("y", (1, 8, 6, 3), np.float32)]
+    m = single_op_model(BuiltinOperator.TRANSPOSE_CONV,
+                        [shape, ("w", w, QuantParams(scales, [0] * 3, 0)), ("x", (1, 4, 3, 2), np.float32), ("b", b)],
+                        out, opts, version=3)
+    wf = (w.astype(np.float32) * np.asarray(scales, np.float32).reshape(3, 1, 1, 1)).astype(np.float32)
+    twin = single_op_model(BuiltinOperator.TRANSPOSE_CONV, [shape, ("w", wf), ("x", (1, 4, 3, 2), np.float32), ("b", b)],
+                           out, opts, version=3)
+    assert_parity(twin, api_level=29)
+    x = {"x": RNG.uniform(-1, 1, (1, 4, 3, 2)).astype(np.float32)}
+    ref = Executor(nnconv.convert(twin, api_level=29).converted).run(x)["y"]
+    at29 = nnconv.convert(m, api_level=29).converted
+    assert [o.type.name for o in at29.model.main.operations] == ["DEQUANTIZE", "TRANSPOSE_CONV_2D"]
+    np.testing.assert_allclose(Executor(at29).run(x)["y"], ref, rtol=0, atol=1e-6)
+    folded = nnconv.convert(m, api_level=29, options=ConversionOptions(fold_dynamic_range_weights=True)).converted
+    assert [o.type.name for o in folded.model.main.operations] == ["TRANSPOSE_CONV_2D"]
+    np.testing.assert_allclose(Executor(folded).run(x)["y"], ref, rtol=0, atol=1e-6)
