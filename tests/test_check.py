@@ -389,3 +389,12 @@ def chain_path(tmp_path) -> str:
 def test_api_32_is_31_and_default_is_30(models):
     assert check_json(models["clean"], "--api-level", "32")["api_level"] == 31
     assert check_json(models["clean"])["api_level"] == 30
+
+
+def test_driver_issue_rows_name_ops_nnconv_lowers():
+    """A row for an op without a rule would never fire: keep the table honest."""
+    from nnconv.lowering.registry import CUSTOM_RULES
+    for issue in driver_support.DRIVER_ISSUES:
+        for name in issue.ops:
+            rule = CUSTOM_RULES.get(name[7:-1]) if name.startswith("CUSTOM(") else RULES.get(int(BuiltinOperator[name]))
+            assert rule is not None, f"{name}: no lowering rule"
