@@ -15,8 +15,8 @@ RNG = np.random.default_rng(5)
 SHAPE = (2, 3, 4)
 
 
-def if_model(else_op=BuiltinOperator.MUL, custom_else: bool = False) -> bytes:
-    """IF(cond, x): then = x + a, else = x * b (or a custom op, which NNAPI cannot lower)."""
+def if_model(else_op=BuiltinOperator.MUL, custom_else: bool = False, then_pass_through: bool = False) -> bytes:
+    """IF(cond, x): then = x + a (or x itself), else = x * b (or a custom op, which NNAPI cannot lower)."""
     b = TfliteBuilder()
     cond = b.input("cond", (1,), np.bool_)
     x = b.input("x", SHAPE, F32)
@@ -24,9 +24,12 @@ def if_model(else_op=BuiltinOperator.MUL, custom_else: bool = False) -> bytes:
     then_sg = b.subgraph("then")
     tx = then_sg.input("tx", SHAPE, F32)
     ty = then_sg.tensor("ty", SHAPE, F32)
-    then_sg.op(BuiltinOperator.ADD, [tx, then_sg.const("a", RNG.standard_normal(SHAPE).astype(F32))], [ty],
-               AddOptions())
-    then_sg.output(ty)
+    if then_pass_through:
+        then_sg.output(tx)
+    else:
+        then_sg.op(BuiltinOperator.ADD, [tx, then_sg.const("a", RNG.standard_normal(SHAPE).astype(F32))], [ty],
+                   AddOptions())
+        then_sg.output(ty)
     else_sg = b.subgraph("else")
     ex = else_sg.input("ex", SHAPE, F32)
     ey = else_sg.tensor("ey", SHAPE, F32)
@@ -47,6 +50,16 @@ def test_if_parity(flag):
         feed["cond"] = np.array([flag])
         return feed
     assert_parity(if_model(), api_level=30, expect_ops=["IF"], input_fn=set_cond)
+
+
+@pytest.mark.parametrize("flag", [True, False], ids=["then", "else"])
+def test_if_branch_returning_its_input_gets_a_copy(flag):
+    def set_cond(feed: dict) -> dict:
+        feed["cond"] = np.array([flag])
+        return feed
+    result = assert_parity(if_model(then_pass_through=True), api_level=30, input_fn=set_cond)
+    then_ops = [op.type.name for op in result.converted.model.referenced[0].operations]
+    assert then_ops == ["RESHAPE"]
 
 
 def test_if_needs_api30():
@@ -104,8 +117,11 @@ def test_while_needs_api30():
     assert_refused(run_once_while_model(), 29, Code.API_LEVEL, min_api_level=30)
 
 
-def test_while_pass_through_body_output_refused():
-    assert_refused(run_once_while_model(pass_through=True), 30, Code.OPERAND_VALUE)
+def test_while_invariant_model_output_is_copied():
+    # The body returns x unchanged and x_out is a model output: x becomes an input-only loop operand and
+    # x_out a RESHAPE copy of the WHILE's input.
+    result = assert_parity(run_once_while_model(pass_through=True), api_level=30, input_fn=_not_done)
+    assert [op.type.name for op in result.converted.model.main.operations] == ["WHILE", "RESHAPE"]
 
 
 def counting_while_model(limit: int = 5, custom_cond: bool = False) -> bytes:
@@ -198,3 +214,31 @@ def test_while_loop_invariants_become_input_only_operands(consume):
     (loop,) = [op for op in model.main.operations if op.type.name == "WHILE"]
     assert len(loop.inputs) == 2 + 4 and len(loop.outputs) == 2
     assert len(model.referenced[1].output_indexes) == 2  # the body returns the computed i and x only
+
+
+def flag_cond_while_model() -> bytes:
+    """WHILE(go, x): the cond returns the bool variable `go` itself; body: go' = go AND false, x' = 3x."""
+    b = TfliteBuilder()
+    go, x = b.input("go", (1,), np.bool_), b.input("x", SHAPE, F32)
+    go_out, x_out = b.tensor("go_out", (1,), np.bool_), b.tensor("x_out", SHAPE, F32)
+    cond = b.subgraph("cond")
+    cg, _cx = cond.input("cg", (1,), np.bool_), cond.input("cx", SHAPE, F32)
+    cond.output(cg)
+    body = b.subgraph("body")
+    bg, bx = body.input("bg", (1,), np.bool_), body.input("bx", SHAPE, F32)
+    bg2, bx2 = body.tensor("bg2", (1,), np.bool_), body.tensor("bx2", SHAPE, F32)
+    body.op(BuiltinOperator.LOGICAL_AND, [bg, body.const("false", np.array([False]))], [bg2])
+    body.op(BuiltinOperator.MUL, [bx, body.const("three", np.full(SHAPE, 3, F32))], [bx2], MulOptions())
+    body.output(bg2, bx2)
+    b.op(BuiltinOperator.WHILE, [go, x], [go_out, x_out],
+         WhileOptions(cond_subgraph_index=b.subgraph_index(cond), body_subgraph_index=b.subgraph_index(body)))
+    b.output(x_out)
+    return b.finish()
+
+
+def test_while_cond_returning_a_loop_variable_gets_a_copy():
+    def go(feed: dict) -> dict:
+        feed["go"] = np.array([True])
+        return feed
+    result = assert_parity(flag_cond_while_model(), api_level=30, input_fn=go)
+    assert [op.type.name for op in result.converted.model.referenced[0].operations] == ["LOGICAL_AND"]

@@ -6,22 +6,52 @@ branch is reported with its own subgraph and operator index, and the lowest API 
 control-flow op accounts for its contents. Lowering goes through `LowerContext.lower_subgraph`, which
 lowers each TFLite subgraph once as a referenced NNAPI subgraph and returns its SUBGRAPH operand.
 
-NNAPI's subgraph outputs must be written by an operation of that subgraph. A WHILE body returning a loop
-variable unchanged is a loop invariant, lowered as an NNAPI input-only operand (see `While`); any other
-output that is an input or a constant (an IF branch passing a value through, a body swapping variables)
-is refused, as is an int64 or other type without an NNAPI operand type among the loop variables / values.
+NNAPI's subgraph outputs must be written by an operation of that subgraph (and be distinct operands),
+while TFLite subgraphs often return an input unchanged or a constant. A WHILE body returning a loop
+variable unchanged is a loop invariant, lowered as an NNAPI input-only operand (see `While`). Any other
+such output (an IF branch passing a value through, a cond returning a bool loop variable, a body swapping
+variables, a constant, a value returned twice) gets an exact copy operation in the referenced subgraph:
+RESHAPE to its own shape for float and quant8 tensors, ADD of a zero for int32, LOGICAL_AND with itself
+for bool; other types are refused, as is a value whose type has no NNAPI operand type.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.builder import SubgraphBuilder
+from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.ir import Subgraph
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 CONTROL_FLOW_API = 30
+
+# The exact copy operation used for a subgraph output that no operation computes, by operand type.
+_RESHAPE_COPY = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_QUANT8_ASYMM,
+                 OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
+COPY_OPS = (OperationType.RESHAPE, OperationType.ADD, OperationType.LOGICAL_AND)
+
+
+def copyable(t: OperandType | None) -> bool:
+    return t in _RESHAPE_COPY or t in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8)
+
+
+def needs_copy(sg: Subgraph, skip: frozenset[int] = frozenset()) -> list[int]:
+    """Output positions of `sg` that no operation computes (inputs, constants) or that repeat an earlier
+    output, except the positions in `skip`."""
+    produced = {o for op in sg.operators for o in op.outputs}
+    seen: set[int] = set()
+    out = []
+    for k, t in enumerate(sg.outputs):
+        if k in skip:
+            continue
+        if t not in produced or t in sg.inputs or t in seen:
+            out.append(k)
+        seen.add(t)
+    return out
 
 
 def _subgraph(c: CheckContext, index: int, role: str) -> Subgraph | None:
@@ -50,14 +80,12 @@ def check_subgraph(c: CheckContext, sg: Subgraph, role: str, n_inputs: int, n_ou
         if probe.nnapi_type(tensor) is None:
             c.refuse(Code.DTYPE, f"{role} subgraph {sg.index} carries '{tensor.name}' of type "
                      f"{tensor.type.name.lower()}, which has no NNAPI operand type")
-    produced = {o for op in sg.operators for o in op.outputs}
-    for k, t in enumerate(sg.outputs):
-        if k in invariant:
-            continue
-        if t not in produced or t in sg.inputs:
-            c.refuse(Code.OPERAND_VALUE, f"{role} subgraph {sg.index} returns '{sg.tensors[t].name}' without "
-                     "computing it (an input passed through or a constant); NNAPI subgraph outputs must be "
-                     "written by an operation", "compute the value in the subgraph (e.g. x + 0)")
+    for k in needs_copy(sg, invariant):
+        tensor = sg.tensors[sg.outputs[k]]
+        if not copyable(probe.nnapi_type(tensor)):
+            c.refuse(Code.OPERAND_VALUE, f"{role} subgraph {sg.index} returns '{tensor.name}' without computing "
+                     f"it, and a {tensor.type.name.lower()} value cannot be copied by an NNAPI operation",
+                     "compute the value in the subgraph")
     for op in sg.operators:
         c.diagnostics.extend(check_op(c.state, sg, op))
 
@@ -83,12 +111,12 @@ class While(Rule):
     NNAPI has "input-only" loop operands for exactly this case: the variables the body computes become
     NNAPI's m input-output operands (in order), the invariants follow them as input-only operands (k = 0),
     and both referenced subgraphs are lowered with their inputs in that order, the body returning the m
-    computed values only. The WHILE's outputs for the invariants are the WHILE's inputs themselves, so
-    their TFLite tensors are aliased to the input operands. The cond subgraph returns TFLite's bool
-    scalar, which the operand policy makes the TENSOR_BOOL8 [1] that NNAPI requires. Execution is bounded
-    by the executor's loop timeout (kernels/while_.py)."""
+    computed values only. The WHILE's outputs for the invariants are the WHILE's inputs themselves: their
+    TFLite tensors get a copy of the input operand, made once outside the loop. The cond subgraph returns
+    TFLite's bool scalar, which the operand policy makes the TENSOR_BOOL8 [1] that NNAPI requires.
+    Execution is bounded by the executor's loop timeout (kernels/while_.py)."""
 
-    nnapi_ops = (OperationType.WHILE,)
+    nnapi_ops = (OperationType.WHILE, *COPY_OPS)
     min_api_level = CONTROL_FLOW_API
     dtypes = ("float32", "int32", "uint8", "int8", "bool")
     constraints = "API 30; every cond/body op checked; loop invariants become input-only operands"
@@ -114,9 +142,9 @@ class While(Rule):
                 c.refuse(Code.OPERAND_VALUE, "the WHILE body changes no loop variable; NNAPI needs at least one "
                          "computed output")
             for j in invariant:
-                if c.op.outputs[j] in c.subgraph.outputs:
+                if c.op.outputs[j] in c.subgraph.outputs and not copyable(c.nnapi_type(c.output(j))):
                     c.refuse(Code.OPERAND_VALUE, f"loop-invariant WHILE output '{c.output(j).name}' is a "
-                             "subgraph output; it would pass an input through unchanged")
+                             "subgraph output of a type no NNAPI operation can copy")
         if cond is not None:
             check_subgraph(c, cond, "cond", n, 1)
             if len(cond.outputs) == 1:
@@ -129,33 +157,63 @@ class While(Rule):
         o = c.options
         n = len(c.op.inputs)
         body_sg = c.model.subgraphs[o.body_subgraph_index]
+        cond_sg = c.model.subgraphs[o.cond_subgraph_index]
         invariant = set(loop_invariants(body_sg))
-        if not invariant:
-            cond = c.lower_subgraph(o.cond_subgraph_index)
-            body = c.lower_subgraph(o.body_subgraph_index)
-            ins = [cond, body] + [c.in_(i) for i in range(n)]
-            c.emit(OperationType.WHILE, ins, [c.out(i) for i in range(n)])
-            return
         computed = [j for j in range(n) if j not in invariant]
         order = computed + sorted(invariant)
-        cond_sg = c.model.subgraphs[o.cond_subgraph_index]
-        cond = _lower_reordered(c, cond_sg, order, list(cond_sg.outputs))
-        body = _lower_reordered(c, body_sg, order, [body_sg.outputs[j] for j in computed])
+        cond = lower_referenced(c, cond_sg, order, [0])
+        body = lower_referenced(c, body_sg, order, computed)
         ins = [cond, body] + [c.in_(j) for j in order]
         c.emit(OperationType.WHILE, ins, [c.out(j) for j in computed])
         for j in invariant:
-            c.lowering.operands[c.op.outputs[j]] = c.in_(j)  # the final value is the input itself
+            # The final value is the input itself: a copy of it (outside the loop) when NNAPI can copy the
+            # type, so the tensor may also be a model or partition output; else the input operand itself.
+            value = c.in_(j)
+            if copyable(c.info(value).type):
+                value = _copy(c.sg, value, c.op.index)
+            c.lowering.operands[c.op.outputs[j]] = value
 
 
-def _lower_reordered(c: LowerContext, sg: Subgraph, order: list[int], outputs: list[int]) -> int:
-    """Lowers TFLite subgraph `sg` as a new referenced NNAPI subgraph whose inputs are sg's inputs taken in
-    `order` and whose outputs are `outputs`; returns the SUBGRAPH operand."""
-    from nnconv.lowering.convert import SubgraphLowering  # the driver imports the rules; import lazily
+def lower_referenced(c: LowerContext, sg: Subgraph, order: list[int], outputs: list[int]) -> int:
+    """The SUBGRAPH operand of TFLite subgraph `sg` lowered with its inputs taken in `order` and its outputs
+    at positions `outputs`. The plain case goes through `lower_subgraph` (lowered once, shared); otherwise
+    a dedicated referenced subgraph is built, with a copy operation for each output no operation computes."""
+    plain = order == list(range(len(sg.inputs))) and outputs == list(range(len(sg.outputs)))
+    if plain and not needs_copy(sg):
+        return c.lower_subgraph(sg.index)
+    from nnconv.lowering.convert import SubgraphLowering, is_folded, rule_for  # lazy: the driver imports rules
 
     converter = c.lowering.converter
     ref, builder = converter.builder.add_referenced()
-    SubgraphLowering(converter, sg, builder).lower(sg.operators, [sg.inputs[j] for j in order], outputs)
-    return c.sg.add_subgraph_ref(ref, name=f"subgraph{sg.index}_reordered")
+    lowering = SubgraphLowering(converter, sg, builder)
+    in_operands = [lowering.operand_for(sg.inputs[j]) for j in order]
+    for op in sg.operators:
+        if not is_folded(c.state, sg, op):
+            rule_for(op).lower(LowerContext(c.state, sg, op, lowering))
+    out_operands: list[int] = []
+    for k in outputs:
+        operand = lowering.operand_for(sg.outputs[k])
+        if builder.operand(operand).is_constant or operand in in_operands or operand in out_operands:
+            operand = _copy(builder, operand, c.op.index)
+        out_operands.append(operand)
+    builder.set_io(in_operands, out_operands)
+    return c.sg.add_subgraph_ref(ref, name=f"subgraph{sg.index}")
+
+
+def _copy(builder: SubgraphBuilder, operand: int, source_op: int) -> int:
+    """A new operand holding exactly the value of `operand`, written by one NNAPI operation."""
+    od = builder.operand(operand)
+    new = builder.add_tensor(od.type, od.dimensions, scale=od.scale, zero_point=od.zero_point,
+                             name=f"{od.name}/copy")
+    if od.type is OperandType.TENSOR_BOOL8:
+        builder.add_operation(OperationType.LOGICAL_AND, [operand, operand], [new], source_op)
+    elif od.type is OperandType.TENSOR_INT32:
+        zero = builder.add_constant(OperandType.TENSOR_INT32, np.zeros(1, np.int32))
+        builder.add_operation(OperationType.ADD, [operand, zero, builder.add_scalar(0)], [new], source_op)
+    else:
+        shape = builder.add_constant(OperandType.TENSOR_INT32, np.asarray(od.dimensions or (1,), np.int32))
+        builder.add_operation(OperationType.RESHAPE, [operand, shape], [new], source_op)
+    return new
 
 
 @lowering_rule(BuiltinOperator.IF)
@@ -163,10 +221,10 @@ class If(Rule):
     """TFLite IF(cond, x_0 .. x_n-1) with then / else subgraphs -> NNAPI IF slots 0 cond (TENSOR_BOOL8 [1]),
     1 then (SUBGRAPH), 2 else (SUBGRAPH), 3.. the n branch inputs; outputs the branch's outputs."""
 
-    nnapi_ops = (OperationType.IF,)
+    nnapi_ops = (OperationType.IF, *COPY_OPS)
     min_api_level = CONTROL_FLOW_API
     dtypes = ("bool", "float32", "int32", "uint8", "int8")
-    constraints = "API 30; one-element bool condition; branch outputs must be computed (no pass-through)"
+    constraints = "API 30; one-element bool condition; every branch op checked; pass-through values copied"
     beyond_delegate = True
 
     def check(self, c: CheckContext) -> None:
@@ -190,7 +248,10 @@ class If(Rule):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
-        then_ref = c.lower_subgraph(o.then_subgraph_index)
-        else_ref = c.lower_subgraph(o.else_subgraph_index)
+        refs = []
+        for index in (o.then_subgraph_index, o.else_subgraph_index):
+            sg = c.model.subgraphs[index]
+            refs.append(lower_referenced(c, sg, list(range(len(sg.inputs))), list(range(len(sg.outputs)))))
+        then_ref, else_ref = refs
         ins = [c.in_(0), then_ref, else_ref] + [c.in_(i) for i in range(1, len(c.op.inputs))]
         c.emit(OperationType.IF, ins, [c.out(i) for i in range(len(c.op.outputs))])
