@@ -222,6 +222,25 @@ def test_sparse_tensor_metadata_decodes(kind):
     np.testing.assert_array_equal(t.data, values)  # sparse values stay compressed
 
 
+@pytest.mark.parametrize("kwargs,fragment", [
+    pytest.param({"traversal": (0, 0)}, "not a permutation", id="traversal-not-permutation"),
+    pytest.param({"traversal": (0, 1, 2)}, "need 2", id="traversal-too-long"),
+    pytest.param({"segments": (0, 2, 1)}, "inconsistent CSR", id="segments-decrease"),
+    pytest.param({"segments": (1, 2, 3)}, "inconsistent CSR", id="segments-start"),
+    pytest.param({"segments": (0, 2, 5)}, "inconsistent CSR", id="segments-past-indices"),
+])
+def test_inconsistent_sparse_metadata_refused(kwargs, fragment):
+    data = minimal_model(np.zeros(3, np.float32).tobytes(), (3, 4), TensorType.FLOAT32,
+                         sparsity=sparsity_table(**kwargs))
+    assert fragment in assert_format_error(data)
+
+
+def test_sparse_traversal_must_cover_the_shape():
+    data = minimal_model(np.zeros(3, np.float32).tobytes(), (3, 4, 1), TensorType.FLOAT32,
+                         sparsity=sparsity_table())
+    assert "need 3" in assert_format_error(data)
+
+
 def test_unknown_sparse_index_vector_type_refused():
     data = minimal_model(np.zeros(3, np.float32).tobytes(), (3, 4), TensorType.FLOAT32,
                          sparsity=sparsity_table(index_kind=9))

@@ -232,6 +232,8 @@ class _Decoder:
                                 f"model has {len(buffers)} buffers")
             quant = self.decode_quantization(t.Quantization())
             sparsity = self.decode_sparsity(t.Sparsity())
+            if sparsity is not None:
+                self.check_sparsity(sparsity, shape, f"tensor {ti} ('{name}') of subgraph {si}")
             data = None
             span = buffers[buf_index]
             if span is not None:
@@ -289,6 +291,32 @@ class _Decoder:
                                           array_segments=segs, array_indices=idx))
         return Sparsity(traversal_order=vec(s.TraversalOrderAsNumpy), block_map=vec(s.BlockMapAsNumpy),
                         dim_metadata=tuple(dims))
+
+    def check_sparsity(self, sp: Sparsity, shape: tuple[int, ...], where: str) -> None:
+        """The metadata describes the tensor's dense shape consistently, so densifying it cannot index out of
+        range: traversal_order permutes rank + block dimensions, block_map names real dimensions, one
+        DimensionMetadata per traversed dimension, CSR segments rise from 0 to the number of indices."""
+        n = len(sp.traversal_order)
+        if sorted(sp.traversal_order) != list(range(n)):
+            raise self.fail(f"{where}: sparse traversal order {list(sp.traversal_order)} is not a permutation")
+        if shape and n != len(shape) + len(sp.block_map):
+            raise self.fail(f"{where}: sparse traversal order has {n} dimensions, the shape {list(shape)} and "
+                            f"{len(sp.block_map)} block dimensions need {len(shape) + len(sp.block_map)}")
+        if any(not 0 <= b < max(len(shape), 1) for b in sp.block_map):
+            raise self.fail(f"{where}: sparse block map {list(sp.block_map)} names a dimension the tensor lacks")
+        if len(sp.dim_metadata) != n:
+            raise self.fail(f"{where}: {len(sp.dim_metadata)} sparse dimension metadata for {n} dimensions")
+        for k, d in enumerate(sp.dim_metadata):
+            if d.format == 0:
+                if d.dense_size < 0:
+                    raise self.fail(f"{where}: sparse dimension {k} has dense size {d.dense_size}")
+            elif d.format == 1:
+                segs = d.array_segments
+                if (not segs or segs[0] != 0 or any(b < a for a, b in zip(segs, segs[1:]))
+                        or segs[-1] != len(d.array_indices) or any(i < 0 for i in d.array_indices)):
+                    raise self.fail(f"{where}: sparse dimension {k} has inconsistent CSR segments/indices")
+            else:
+                raise self.fail(f"{where}: sparse dimension {k} has unknown format {d.format}")
 
     def sparse_index_vector(self, kind: int, table: Any) -> tuple[int, ...]:
         cls = {1: tflite.Int32Vector, 2: tflite.Uint16Vector, 3: tflite.Uint8Vector}.get(kind)
