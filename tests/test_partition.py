@@ -349,3 +349,23 @@ def test_custom_op_fixture_two_partitions_verified_one_by_one():
     result = verify_model(str(path), 30)
     assert isinstance(result, PartitionedParityReport) and result.passed
     assert [p.ops for p in result.partitions] == [[0, 1], [3, 4]]
+
+
+def test_cli_convert_allow_partial_then_verify_the_nnapi_file(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from nnconv.cli import main
+    src = tmp_path / "m.tflite"
+    src.write_bytes(chain(["conv", "dilated", "conv", "dilated", "conv"], seed=8))
+    out = tmp_path / "m.nnapi"
+    runner = CliRunner()
+    res = runner.invoke(main, ["convert", str(src), "-o", str(out), "--api-level", "28", "--allow-partial"])
+    assert res.exit_code == 0, res.output
+    assert "3 partitions, 3/5 ops (60%)" in res.stderr
+    res = runner.invoke(main, ["verify", str(out), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["mode"] == "partitioned" and [p["ops"] for p in data["partitions"]] == [[0], [2], [4]]
+    assert data["passed"] is True
