@@ -122,6 +122,9 @@ class While(Rule):
     constraints = "API 30; every cond/body op checked; loop invariants become input-only operands"
     beyond_delegate = True
 
+    def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
+        return (OperationType.WHILE,)  # the copy operations appear only for pass-through values
+
     def check(self, c: CheckContext) -> None:
         c.require_api(CONTROL_FLOW_API, "WHILE (NNAPI control flow)")
         o = c.options
@@ -226,6 +229,9 @@ class If(Rule):
     dtypes = ("bool", "float32", "int32", "uint8", "int8")
     constraints = "API 30; one-element bool condition; every branch op checked; pass-through values copied"
     beyond_delegate = True
+
+    def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
+        return (OperationType.IF,)  # the copy operations appear only for pass-through values
 
     def check(self, c: CheckContext) -> None:
         c.require_api(CONTROL_FLOW_API, "IF (NNAPI control flow)")
