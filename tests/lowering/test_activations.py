@@ -147,3 +147,13 @@ def test_leaky_relu_below_29():
 
 def test_relu_rank5_refused():
     assert_refused(act_model(B.RELU, shape=(2, 1, 3, 1, 2)), 30, Code.RANK)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int8], ids=["f32", "u8", "i8"])
+def test_relu_0_to_1(dtype):
+    m = act_model(B.RELU_0_TO_1, dtype)
+    assert_parity(m, api_level=27, expect_ops=["RELU1", "RELU"])
+    assert_parity(m, api_level=30, expect_ops=["RELU1", "RELU"])
+    if dtype is not np.float32:
+        q_out = QuantParams(1 / 255, 0 if dtype is np.uint8 else -128)
+        assert_parity(act_model(B.RELU_0_TO_1, dtype, q_out=q_out), api_level=27, expect_ops=["ADD", "RELU"])

@@ -305,3 +305,51 @@ def test_rank0_inputs_and_output():
     m = single_op_model(B.ADD, [("x", (), np.float32), ("y", (), np.float32)], [("z", (), np.float32)],
                         AddOptions())
     assert_parity(m, api_level=27, expect_ops=["ADD"])
+
+
+# -- FLOOR_DIV, FLOOR_MOD, SIGN (beyond the delegate) --------------------------------------------------
+def nonzero_ints(feed):
+    rng = np.random.default_rng(4)
+    out = {}
+    for k, v in feed.items():
+        if v.dtype == np.int32:
+            a = rng.integers(-60, 60, size=v.shape).astype(np.int32)
+            out[k] = np.where(a == 0, 7, a).astype(np.int32)
+        else:
+            out[k] = v
+    return out
+
+
+def two_input(op, dtype, options=None):
+    return single_op_model(op, [("x", (2, 5, 7, 3), dtype), ("y", (7, 3), dtype)], [("z", (2, 5, 7, 3), dtype)],
+                           options)
+
+
+def test_floor_div():
+    from nnconv.tflite.options import FloorDivOptions
+    m = two_input(B.FLOOR_DIV, np.float32, FloorDivOptions())
+    assert_parity(m, api_level=28, input_fn=lambda f: {k: v * np.float32(9) for k, v in f.items()},
+                  expect_ops=["DIV", "FLOOR"])
+    assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
+    m = two_input(B.FLOOR_DIV, np.int32, FloorDivOptions())
+    assert_parity(m, api_level=30, input_fn=nonzero_ints, expect_ops=["DIV"])
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_floor_mod_int32():
+    from nnconv.tflite.options import FloorModOptions
+    m = two_input(B.FLOOR_MOD, np.int32, FloorModOptions())
+    assert_parity(m, api_level=30, input_fn=nonzero_ints, expect_ops=["DIV", "MUL", "SUB"])
+    assert_refused(two_input(B.FLOOR_MOD, np.float32, FloorModOptions()), 30, Code.DTYPE)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32], ids=["f32", "i32"])
+def test_sign(dtype):
+    from nnconv.tflite.options import SignOptions
+    m = unary(B.SIGN, dtype, options=SignOptions())
+
+    def with_zeros(feed):
+        return {k: np.where(np.arange(v.size).reshape(v.shape) % 4 == 0, 0, v - (4 if dtype is np.int32 else 0))
+                .astype(v.dtype) for k, v in feed.items()}
+    assert_parity(m, api_level=29, input_fn=with_zeros, expect_ops=["GREATER", "LESS", "SELECT", "SELECT"])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)

@@ -40,9 +40,10 @@ def same_quant(*tensors: Tensor) -> bool:
 
 
 def check_common(c: CheckContext, n_inputs: int | tuple[int, int], allowed: Iterable[TensorType],
-                 max_rank: int | None = 4, same_type: bool = True) -> bool:
+                 max_rank: int | None = 4, same_type: bool = True, int8_shiftable: bool | None = None) -> bool:
     """Input count, dtype of every data input (and the output when `same_type`), rank, static shapes and
-    per-tensor quantization. Records every problem; returns False when later checks would be meaningless."""
+    per-tensor quantization. Records every problem; returns False when later checks would be meaningless.
+    `int8_shiftable` overrides the delegate's list of ops whose int8 tensors may travel as uint8 + 128."""
     lo, hi = (n_inputs, n_inputs) if isinstance(n_inputs, int) else n_inputs
     if not c.require_inputs(lo, hi):
         return False
@@ -67,7 +68,7 @@ def check_common(c: CheckContext, n_inputs: int | tuple[int, int], allowed: Iter
                      + "/".join(sorted(TensorType(x).name.lower() for x in types)))
             ok = False
     c.require_static_shapes()
-    check_int8(c)
+    check_int8(c, int8_shiftable)
     return ok
 
 

@@ -62,6 +62,32 @@ class ReluN1To1(_Relu):
     nnapi_ops = (OperationType.RELU1, OperationType.ADD)
 
 
+@lowering_rule(BuiltinOperator.RELU_0_TO_1)
+class Relu0To1(Rule):
+    """TFLite RELU_0_TO_1(x) = clamp(x, 0, 1) -> NNAPI RELU1 then RELU (API 27): clamping to [-1, 1] and then
+    to [0, inf) is clamping to [0, 1], bound for bound also on quantized values. Quantized with another output
+    quantization: ADD(x, real 0, RELU1) requantizes into the output's parameters first."""
+
+    nnapi_ops = (OperationType.RELU1, OperationType.RELU, OperationType.ADD)
+    dtypes = ("float32", "uint8", "int8")
+    constraints = "rank <= 4"
+    beyond_delegate = True
+
+    def check(self, c: CheckContext) -> None:
+        # Clamps commute with the +128 shift, so int8 may travel as uint8 below API 30 like RELU1 / RELU.
+        check_common(c, 1, (F32, U8, I8), int8_shiftable=True)
+
+    def lower(self, c: LowerContext) -> None:
+        x_t, y_t = c.input(0), c.output(0)
+        out = c.out(0)
+        tmp = c.temp_like(out)
+        if is_quant(x_t) and not same_quant(x_t, y_t):
+            requantize(c, c.in_(0), tmp, FuseCode.RELU1)
+        else:
+            c.emit(OperationType.RELU1, [c.in_(0)], [tmp])
+        c.emit(OperationType.RELU, [tmp], [out])
+
+
 class _Sigmoidal(Rule):
     """TFLite OP(x) -> NNAPI OP(x). Quantized outputs must have the fixed range both TFLite and NNAPI use."""
 
