@@ -17,6 +17,8 @@ for bool; other types are refused, as is a value whose type has no NNAPI operand
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
@@ -87,7 +89,11 @@ def check_subgraph(c: CheckContext, sg: Subgraph, role: str, n_inputs: int, n_ou
                      f"it, and a {tensor.type.name.lower()} value cannot be copied by an NNAPI operation",
                      "compute the value in the subgraph")
     for op in sg.operators:
-        c.diagnostics.extend(check_op(c.state, sg, op))
+        for d in check_op(c.state, sg, op):
+            # Keep the inner op's own index and subgraph, and say where it is in the message, since reports
+            # list the diagnostic under the control-flow op.
+            where = f"{role} subgraph {sg.index}, op #{op.index} {op.name}: "
+            c.diagnostics.append(replace(d, message=where + d.message))
 
 
 def _check_io_types(c: CheckContext) -> None:
