@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.kernels.common import (apply_float_activation, conv_multipliers, extract_patches, is_quant8,
+from nnconv.kernels.common import (apply_float_activation, conv_multipliers, is_quant8,
                                    nchw_to_nhwc, nhwc_to_nchw, pad_spatial, requantize_accumulator)
 from nnconv.kernels.conv_2d import ConvParams, _peek_nchw, filter_scales, is_explicit_padding, parse_conv_params
 from nnconv.kernels.registry import KernelCall, kernel
@@ -33,17 +33,24 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
         raise call.fail(f"filter depth {oc} differs from input depth {c} x multiplier {multiplier}")
     quant = is_quant8(in_od.type)
     if quant:
-        xs = pad_spatial(x.astype(np.int64) - in_od.zero_point, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
+        # int32 holds any sum of fewer than 2^31 / 255^2 (~33000) taps exactly; larger filters widen to int64.
+        acc_dtype = np.int32 if kh * kw * 255 * 255 < 2**31 else np.int64
+        xs = pad_spatial(x.astype(acc_dtype) - in_od.zero_point, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
         w_zp = 0 if w_od.type is OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL else w_od.zero_point
-        ws = w.astype(np.int64) - w_zp
+        ws = w.astype(acc_dtype) - w_zp
     else:
+        acc_dtype = np.float32
         xs = pad_spatial(x.astype(np.float32), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
         ws = w.astype(np.float32)
-    patches = extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.out_h, p.out_w)
-    patches = patches.reshape(n, p.out_h, p.out_w, kh * kw, c)
-    wk = ws.reshape(kh * kw, c, multiplier)
-    # int64 einsum is exact (no BLAS); float32 follows the reference's float accumulation closely enough.
-    acc = np.einsum("nhwkc,kcm->nhwcm", patches, wk, optimize=True).reshape(n, p.out_h, p.out_w, oc)
+    wk = ws.reshape(kh, kw, c, multiplier)
+    acc = np.zeros((n, p.out_h, p.out_w, c, multiplier), dtype=acc_dtype)
+    span_h, span_w = (p.out_h - 1) * p.stride_h + 1, (p.out_w - 1) * p.stride_w + 1
+    for ky in range(kh):  # a loop over filter taps: each step is one multiply-add over the whole output
+        for kx in range(kw):
+            y0, x0 = ky * p.dil_h, kx * p.dil_w
+            tap = xs[:, y0:y0 + span_h:p.stride_h, x0:x0 + span_w:p.stride_w, :]
+            acc += tap[..., None] * wk[ky, kx]
+    acc = acc.reshape(n, p.out_h, p.out_w, oc).astype(np.int64 if quant else np.float32)
     if quant:
         if b is not None:
             acc = acc + b.astype(np.int64)

@@ -44,7 +44,9 @@ def _nchw(call: KernelCall) -> bool:
 
 
 def _windows(call: KernelCall, x: np.ndarray, fill: float | int):
-    """(windows [N,OH,OW,FH*FW,C] of the padded input, in-bounds mask [1,OH,OW,FH*FW,1], activation)."""
+    """(windows [N,OH,OW,FH,FW,C] of the padded input and the in-bounds count [1,OH,OW,C or 1], activation).
+
+    Both are reduced over axes (3, 4) of the strided view directly, which copies nothing."""
     n, h, w, c = x.shape
     (pt, pb, pl, pr), sh, sw, fh, fw, act = _params(call, h, w)
     oh = conv_output_size(h, fh, sh, 1, pt, pb)
@@ -52,10 +54,10 @@ def _windows(call: KernelCall, x: np.ndarray, fill: float | int):
     if oh < 1 or ow < 1:
         raise call.fail("the filter is larger than the padded input")
     xp = pad_spatial(x, pt, pb, pl, pr, fill)
-    win = extract_patches(xp, fh, fw, sh, sw, 1, 1, oh, ow).reshape(n, oh, ow, fh * fw, c)
-    ones = pad_spatial(np.ones((1, h, w, 1), dtype=bool), pt, pb, pl, pr, False)
-    mask = extract_patches(ones, fh, fw, sh, sw, 1, 1, oh, ow).reshape(1, oh, ow, fh * fw, 1)
-    return win, mask, act
+    win = extract_patches(xp, fh, fw, sh, sw, 1, 1, oh, ow)
+    ones = pad_spatial(np.ones((1, h, w, 1), dtype=np.int64), pt, pb, pl, pr, 0)
+    count = extract_patches(ones, fh, fw, sh, sw, 1, 1, oh, ow).sum(axis=(3, 4))
+    return win, count, act
 
 
 def _run(call: KernelCall, fn) -> list[np.ndarray]:
@@ -75,17 +77,16 @@ def average_pool_2d(call: KernelCall) -> list[np.ndarray]:
 
     def fn(x: np.ndarray) -> np.ndarray:
         if is_quant8(od.type):
-            win, mask, act = _windows(call, x.astype(np.int64), 0)
-            acc = win.sum(axis=3)
-            count = mask.sum(axis=3).astype(np.int64)
+            win, count, act = _windows(call, x.astype(np.int64), 0)
+            acc = win.sum(axis=(3, 4))
             half = count // 2
             # C integer division truncates toward zero: round half away from zero on both signs.
             num = np.where(acc > 0, acc + half, acc - half)
             avg = np.sign(num) * (np.abs(num) // count)
             lo, hi = quantized_activation_range(act, out)
             return np.clip(avg, lo, hi).astype(out.dtype)
-        win, mask, act = _windows(call, x.astype(np.float32), 0.0)
-        avg = win.sum(axis=3) / mask.sum(axis=3).astype(np.float32)
+        win, count, act = _windows(call, x.astype(np.float32), 0.0)
+        avg = win.sum(axis=(3, 4)) / count.astype(np.float32)
         return apply_float_activation(avg.astype(np.float32), act).astype(out.dtype)
     return _run(call, fn)
 
@@ -97,11 +98,11 @@ def max_pool_2d(call: KernelCall) -> list[np.ndarray]:
 
     def fn(x: np.ndarray) -> np.ndarray:
         if is_quant8(od.type):
-            win, _mask, act = _windows(call, x.astype(np.int32), np.iinfo(np.int32).min)
+            win, _count, act = _windows(call, x.astype(np.int32), np.iinfo(np.int32).min)
             lo, hi = quantized_activation_range(act, out)
-            return np.clip(win.max(axis=3), lo, hi).astype(out.dtype)
-        win, _mask, act = _windows(call, x.astype(np.float32), -np.inf)
-        return apply_float_activation(win.max(axis=3), act).astype(out.dtype)
+            return np.clip(win.max(axis=(3, 4)), lo, hi).astype(out.dtype)
+        win, _count, act = _windows(call, x.astype(np.float32), -np.inf)
+        return apply_float_activation(win.max(axis=(3, 4)), act).astype(out.dtype)
     return _run(call, fn)
 
 
@@ -112,7 +113,8 @@ def l2_pool_2d(call: KernelCall) -> list[np.ndarray]:
         raise call.fail("L2_POOL_2D takes float tensors only")
 
     def fn(x: np.ndarray) -> np.ndarray:
-        win, mask, act = _windows(call, x.astype(np.float32), 0.0)
-        y = np.sqrt((win * win).sum(axis=3) / mask.sum(axis=3).astype(np.float32))
+        xf = x.astype(np.float32)
+        win, count, act = _windows(call, xf * xf, 0.0)
+        y = np.sqrt(win.sum(axis=(3, 4)) / count.astype(np.float32))
         return apply_float_activation(y.astype(np.float32), act).astype(out.dtype)
     return _run(call, fn)
