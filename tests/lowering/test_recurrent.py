@@ -312,7 +312,7 @@ def test_rnn_hybrid_weights_refused():
 
 
 def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=False, x_zp=0,
-                    layer_norm=True, cell_clip=0.0) -> bytes:
+                    layer_norm=True, cell_clip=0.0, hidden_zp=0) -> bytes:
     """TFLite's integer (8x8_16) LSTM: int8 activations and weights, int16 cell state / layer norm, five
     quantized intermediates. Scales follow the kernel's fixed-point formats: gates in Q3.12, cell state in
     Q4.11, layer-norm bias in units of ln_scale / 1024."""
@@ -342,7 +342,7 @@ def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=Fa
                 b.const(f"ln_{g}", RNG.integers(3000, 5000, n_cell).astype(np.int16), quant=QuantParams(ln_scale, 0))
                 for g in "ifco"]
     inter = [b.tensor(f"inter_{g}", (0,), np.int16, quant=QuantParams(2 ** -12, 0)) for g in "ifco"]
-    inter.append(b.tensor("inter_hidden", (0,), np.int8, quant=QuantParams(2 ** -7, 0)))
+    inter.append(b.tensor("inter_hidden", (0,), np.int8, quant=QuantParams(2 ** -7, hidden_zp)))
     y = b.tensor("y", (batch, n_o), np.int8, quant=QuantParams(1 / 128, 0))
     b.op(BuiltinOperator.LSTM, ins, [y], LSTMOptions(fused_activation_function=4, cell_clip=cell_clip),
          intermediates=inter, version=4)
@@ -355,6 +355,8 @@ def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=Fa
     pytest.param({"x_zp": 5, "batch": 3}, id="input-zero-point"),
     pytest.param({"cifg": True}, id="cifg"),
     pytest.param({"cell_clip": 0.25}, id="cell-clip"),
+    pytest.param({"hidden_zp": 3}, id="hidden-zero-point"),
+    pytest.param({"projection": False}, id="no-projection"),
 ])
 def test_int8_lstm_parity(kw):
     m = int8_lstm_model(**kw)
@@ -363,6 +365,10 @@ def test_int8_lstm_parity(kw):
 
 def test_int8_lstm_needs_api30():
     assert_refused(int8_lstm_model(), 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_int8_lstm_without_projection_with_hidden_zero_point_refused():
+    assert_refused(int8_lstm_model(projection=False, hidden_zp=3), 30, Code.QUANTIZATION)
 
 
 def test_int8_lstm_without_layer_norm_refused():

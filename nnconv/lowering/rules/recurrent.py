@@ -247,6 +247,11 @@ class Lstm(Rule):
         if len(inter) != 5 or any(not t.quantization.scale for t in inter):
             c.refuse(Code.QUANTIZATION, "the int8 LSTM needs its 5 quantized intermediates (gate and hidden "
                      "state scales)")
+        elif c.input(16) is None and any(inter[4].quantization.zero_point):
+            # NNAPI's reference stores the hidden state as q - zp (its projection bias compensates), TFLite as
+            # q + zp; without a projection that value is the output, so the two differ by 2 * zp (measured).
+            c.refuse(Code.QUANTIZATION, "an int8 LSTM without projection whose hidden state has a nonzero zero "
+                     "point: NNAPI's QUANTIZED_LSTM offsets it the other way from TFLite's kernel")
 
     def lower(self, c: LowerContext) -> None:
         if c.input(0).type == TensorType.INT8:
