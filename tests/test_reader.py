@@ -348,6 +348,26 @@ def control_flow_model(then_index: int, recursive: bool = False, signature_subgr
     return b.finish()
 
 
+def test_quantization_parameters_must_fit_the_shape():
+    from harness import QuantParams
+    b = TfliteBuilder()
+    x = b.input("x", (1, 4, 4, 3), np.float32)
+    # Per-channel along dimension 3 (stored: 3 is not the default 0), extent 3, three scales: valid.
+    b.const("w", np.ones((2, 3, 3, 3), np.int8), quant=QuantParams([0.1, 0.2, 0.3], 0, 3))
+    y = b.tensor("y", (1, 4, 4, 3), np.float32)
+    b.op(BuiltinOperator.ABS, [x], [y])
+    b.output(y)
+    data = b.finish()
+    assert read_model(data).subgraphs[0].tensors[1].quantization.quantized_dimension == 3
+    q = tflite.Model.GetRootAs(data, 0).Subgraphs(0).Tensors(1).Quantization()
+    qdim = vtable_field(q, 6)
+    assert "quantized dimension 7 outside its rank-4 shape" in assert_format_error(patched(data, qdim, "<i", 7))
+    assert "3 per-channel scales along dimension 0 of extent 2" in assert_format_error(
+        patched(data, qdim, "<i", 0))
+    zero_points = q._tab.Vector(q._tab.Offset(10)) - 4
+    assert "3 quantization scales but 2 zero points" in assert_format_error(patched(data, zero_points, "<I", 2))
+
+
 def test_control_flow_subgraph_indices_checked():
     assert len(read_model(control_flow_model(1)).subgraphs) == 2
     assert "then_subgraph_index 5" in assert_format_error(control_flow_model(5))

@@ -231,6 +231,7 @@ class _Decoder:
                 raise self.fail(f"tensor {ti} ('{name}') of subgraph {si} uses buffer {buf_index}, but the "
                                 f"model has {len(buffers)} buffers")
             quant = self.decode_quantization(t.Quantization())
+            self.check_quantization(quant, shape, f"tensor {ti} ('{name}') of subgraph {si}")
             sparsity = self.decode_sparsity(t.Sparsity())
             if sparsity is not None:
                 self.check_sparsity(sparsity, shape, f"tensor {ti} ('{name}') of subgraph {si}")
@@ -270,6 +271,19 @@ class _Decoder:
         return Quantization(scale=tuple(float(s) for s in scale), zero_point=tuple(int(z) for z in zp),
                             quantized_dimension=q.QuantizedDimension(),
                             min=vec(q.MinAsNumpy), max=vec(q.MaxAsNumpy))
+
+    def check_quantization(self, q: Quantization, shape: tuple[int, ...], where: str) -> None:
+        """Zero points pair with scales, and per-channel parameters lie along a real dimension of the right
+        extent, so the lowering can index them without checking."""
+        n = len(q.scale)
+        if q.zero_point and len(q.zero_point) != n:
+            raise self.fail(f"{where}: {n} quantization scales but {len(q.zero_point)} zero points")
+        if n > 1:
+            qd = q.quantized_dimension
+            if not 0 <= qd < len(shape):
+                raise self.fail(f"{where}: quantized dimension {qd} outside its rank-{len(shape)} shape")
+            if shape[qd] > 0 and shape[qd] != n:
+                raise self.fail(f"{where}: {n} per-channel scales along dimension {qd} of extent {shape[qd]}")
 
     def decode_sparsity(self, s: Any) -> Sparsity | None:
         if s is None:
