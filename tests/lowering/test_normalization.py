@@ -37,8 +37,12 @@ def test_l2norm_quantized_parity(dtype, api, shape):
     assert od.zero_point == (0 if dtype == np.int8 and api >= 30 else 128)
 
 
+@pytest.mark.parametrize("shape", [(3, 6), (2, 5, 4), (7,)])
+def test_l2norm_other_ranks_reshaped_below_29(shape):
+    assert_parity(l2_model(np.float32, shape), api_level=27, expect_ops=["RESHAPE", "L2_NORMALIZATION", "RESHAPE"])
+
+
 def test_l2norm_refusals():
-    assert_refused(l2_model(np.float32, (3, 6)), 28, Code.API_LEVEL, min_api_level=29)
     q = QuantParams(0.04, 128)
     assert_refused(l2_model(np.uint8, (1, 2, 3, 4), in_q=q, out_q=OUT_Q[np.uint8]), 28, Code.API_LEVEL,
                    min_api_level=29)

@@ -35,8 +35,15 @@ def test_softmax_quantized_parity(dtype, api, beta, in_scale):
     assert_parity(m, api_level=api, expect_ops=["SOFTMAX"])
 
 
+@pytest.mark.parametrize("shape", [(9,), (2, 5, 6)])
+def test_softmax_other_ranks_reshaped_below_29(shape):
+    assert_parity(softmax_model(np.float32, shape), api_level=27, expect_ops=["RESHAPE", "SOFTMAX", "RESHAPE"])
+    q = QuantParams(0.1, 128)
+    assert_parity(softmax_model(np.uint8, shape, 1.0, q, OUT_Q[np.uint8]), api_level=28,
+                  expect_ops=["RESHAPE", "SOFTMAX", "RESHAPE"])
+
+
 def test_softmax_refusals():
-    assert_refused(softmax_model(np.float32, (2, 5, 6)), 28, Code.API_LEVEL, min_api_level=29)
     q = QuantParams(0.1, 128)
     assert_refused(softmax_model(np.uint8, (2, 6), 1.0, q, QuantParams(1 / 128, 0)), 30, Code.QUANTIZATION)
     assert_refused(softmax_model(np.int32, (2, 6)), 30, Code.DTYPE)

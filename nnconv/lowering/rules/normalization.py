@@ -17,14 +17,15 @@ class L2Normalization(Rule):
     """TFLite L2_NORMALIZATION(input) over the last axis -> NNAPI L2_NORMALIZATION(input) (the axis operand
     defaults to the last axis, so it is never emitted).
 
-    NNAPI 1.0/1.1 take float32 rank-4 input only; from API 29 any rank 1..4 and uint8 (output scale 1/128,
+    NNAPI 1.0/1.1 take float32 rank-4 input only: below API 29 other ranks are reshaped to
+    [1, 1, rows, last axis] and back (TFLite's delegate refuses them). From API 29 any rank 1..4 and uint8 (output scale 1/128,
     zero point 128). int8 (output 1/128, zero point 0) is TENSOR_QUANT8_ASYMM_SIGNED from API 30, uint8 +
     128 at API 29 (the forced output zero point 0 becomes 128). A fused activation must be NONE.
     """
 
-    nnapi_ops = (OperationType.L2_NORMALIZATION,)
+    nnapi_ops = (OperationType.L2_NORMALIZATION, OperationType.RESHAPE)
     dtypes = ("float32", "uint8", "int8")
-    constraints = "fused activation NONE; below API 29 float32 rank 4; quantized output scale 1/128"
+    constraints = "fused activation NONE; quantized needs API 29, output scale 1/128; rank 1..4"
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(1):
@@ -39,8 +40,6 @@ class L2Normalization(Rule):
                 if not oq.scale or np.float32(oq.scale[0]) != np.float32(1 / 128) or list(oq.zero_point) != [zp]:
                     c.refuse(Code.QUANTIZATION, f"quantized output must have scale 1/128 and zero point {zp}")
         c.require_rank(x, 4, 1)
-        if x is not None and x.rank != 4:
-            c.require_api(29, f"L2_NORMALIZATION of rank {x.rank}")
         c.require_static_shapes()
         act = c.options.fused_activation_function if c.options is not None else 0
         if act != 0:
@@ -48,7 +47,17 @@ class L2Normalization(Rule):
         check_int8(c)
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(OperationType.L2_NORMALIZATION, [c.in_(0)], [c.out(0)])
+        x_t = c.input(0)
+        if c.api_level >= 29 or x_t.rank == 4:
+            c.emit(OperationType.L2_NORMALIZATION, [c.in_(0)], [c.out(0)])
+            return
+        rows = int(np.prod(x_t.shape[:-1], dtype=np.int64))
+        shape4 = (1, 1, rows, x_t.shape[-1])
+        x4, out = c.temp_like(c.in_(0), shape4), c.out(0)
+        y4 = c.temp_like(out, shape4)
+        c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(shape4)], [x4])
+        c.emit(OperationType.L2_NORMALIZATION, [x4], [y4])
+        c.emit(OperationType.RESHAPE, [y4, c.i32_vector(x_t.shape)], [out])
 
 
 @lowering_rule(BuiltinOperator.LOCAL_RESPONSE_NORMALIZATION)

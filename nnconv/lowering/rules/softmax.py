@@ -17,15 +17,16 @@ class Softmax(Rule):
     """TFLite SOFTMAX(input) with beta, over the last axis -> NNAPI SOFTMAX(input, beta FLOAT32) (the axis
     operand defaults to the last axis and is omitted).
 
-    NNAPI 1.0/1.1 take rank 2 or 4 only; from API 29 rank 1..4. Quantized output must be scale 1/256 with
+    NNAPI 1.0/1.1 take rank 2 or 4 only; from API 29 rank 1..4. Below API 29 a rank-1 or rank-3 input is
+    reshaped to [rows, last axis], normalized, and reshaped back (TFLite's delegate refuses it). Quantized output must be scale 1/256 with
     zero point 0 (uint8) or -128 (int8): the reference computes it in fixed point and fails on any other.
     int8 is TENSOR_QUANT8_ASYMM_SIGNED from API 30, uint8 + 128 below (zero point -128 becomes 0, as NNAPI
     1.0 requires).
     """
 
-    nnapi_ops = (OperationType.SOFTMAX,)
+    nnapi_ops = (OperationType.SOFTMAX, OperationType.RESHAPE)
     dtypes = ("float32", "uint8", "int8")
-    constraints = "beta > 0; rank 2 or 4 below API 29, 1..4 from 29; quantized output 1/256"
+    constraints = "beta > 0; rank 1..4 (reshaped to 2-D below API 29 when not 2 or 4); quantized output 1/256"
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(1):
@@ -39,8 +40,6 @@ class Softmax(Rule):
                 if not oq.scale or np.float32(oq.scale[0]) != np.float32(1 / 256) or list(oq.zero_point) != [zp]:
                     c.refuse(Code.QUANTIZATION, f"quantized output must have scale 1/256 and zero point {zp}")
         c.require_rank(x, 4, 1)
-        if x is not None and x.rank not in (2, 4):
-            c.require_api(29, f"SOFTMAX of rank {x.rank}")
         c.require_static_shapes()
         beta = c.options.beta if c.options is not None else 1.0
         if not beta > 0:
@@ -49,7 +48,17 @@ class Softmax(Rule):
 
     def lower(self, c: LowerContext) -> None:
         beta = c.options.beta if c.options is not None else 1.0
-        c.emit(OperationType.SOFTMAX, [c.in_(0), c.f32(beta)], [c.out(0)])
+        x_t = c.input(0)
+        if c.api_level >= 29 or x_t.rank in (2, 4):
+            c.emit(OperationType.SOFTMAX, [c.in_(0), c.f32(beta)], [c.out(0)])
+            return
+        rows = int(np.prod(x_t.shape[:-1], dtype=np.int64))
+        flat = (rows, x_t.shape[-1])
+        x2, out = c.temp_like(c.in_(0), flat), c.out(0)
+        y2 = c.temp_like(out, flat)
+        c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(flat)], [x2])
+        c.emit(OperationType.SOFTMAX, [x2, c.f32(beta)], [y2])
+        c.emit(OperationType.RESHAPE, [y2, c.i32_vector(x_t.shape)], [out])
 
 
 @lowering_rule(BuiltinOperator.LOG_SOFTMAX)
