@@ -69,10 +69,13 @@ def test_quantized_sum_refused():
     assert_refused(m, 30, Code.DTYPE)
 
 
-def test_reduce_any_parity():
-    m = single_op_model(B.REDUCE_ANY, [("x", (2, 5, 7), np.bool_), ("a", np.array([1], I32))],
+@pytest.mark.parametrize("op,nnapi", [(B.REDUCE_ANY, "REDUCE_ANY"), (B.REDUCE_ALL, "REDUCE_ALL")])
+def test_reduce_any_all_parity(op, nnapi):
+    m = single_op_model(op, [("x", (2, 5, 7), np.bool_), ("a", np.array([1], I32))],
                         [("y", (2, 7), np.bool_)], ReducerOptions(keep_dims=False))
-    assert_parity(m, api_level=29, expect_ops=["REDUCE_ANY"])
+    # Mostly-true inputs so that ALL is not trivially false everywhere.
+    assert_parity(m, api_level=29, expect_ops=[nnapi],
+                  input_fn=lambda f: {"x": np.random.default_rng(5).random((2, 5, 7)) > 0.1})
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 

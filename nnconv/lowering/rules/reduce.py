@@ -1,5 +1,5 @@
-"""Reductions and index reductions: MEAN, SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ANY, ARG_MAX,
-ARG_MIN and TOPK_V2.
+"""Reductions and index reductions: MEAN, SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ANY, REDUCE_ALL,
+ARG_MAX, ARG_MIN and TOPK_V2.
 
 NNAPI's reductions take the axes as a constant TENSOR_INT32 (a scalar TFLite axis becomes a [1] vector) and
 keep_dims as an INT32 scalar (MEAN) or a BOOL scalar (REDUCE_*). A TFLite result of rank 0 becomes a [1]
@@ -143,6 +143,17 @@ class ReduceAny(_Reduce):
     nnapi_op = OperationType.REDUCE_ANY
     allowed = (BOOL,)
     dtypes = ("bool",)
+    constraints = "bool; constant axes; rank <= 4"
+
+
+@lowering_rule(BuiltinOperator.REDUCE_ALL)
+class ReduceAll(_Reduce):
+    __doc__ = _Reduce.__doc__ + " On TENSOR_BOOL8. Beyond the delegate, which does not lower REDUCE_ALL."
+    nnapi_ops = (OperationType.REDUCE_ALL,)
+    nnapi_op = OperationType.REDUCE_ALL
+    allowed = (BOOL,)
+    dtypes = ("bool",)
+    beyond_delegate = True
     constraints = "bool; constant axes; rank <= 4"
 
 
