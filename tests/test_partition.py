@@ -369,3 +369,10 @@ def test_cli_convert_allow_partial_then_verify_the_nnapi_file(tmp_path):
     data = json.loads(res.stdout)
     assert data["mode"] == "partitioned" and [p["ops"] for p in data["partitions"]] == [[0], [2], [4]]
     assert data["passed"] is True
+
+
+def test_verify_with_nothing_lowerable_is_a_conversion_error(tmp_path):
+    path = tmp_path / "none.tflite"
+    path.write_bytes(chain(["custom", "custom"]))
+    with pytest.raises(ConversionError, match="none of the 2 ops can be lowered at API 30"):
+        verify_model(str(path), 30)
