@@ -314,3 +314,13 @@ def test_committed_bindings_match_the_schema(tmp_path):
     assert names == sorted(p.name for p in fresh.glob("*.py"))
     for name in names:
         assert (committed / name).read_text() == (fresh / name).read_text(), f"{name} is stale: run schema/generate.sh"
+
+
+def test_saving_is_deterministic(tmp_path):
+    # Reproducible builds: the same conversion gives the same bytes, whatever the pools' memory addresses.
+    model = float_conv()
+    a, _ = nnconv.convert(model, api_level=30)
+    b, _ = nnconv.convert(model, api_level=30)
+    serialize.save(tmp_path / "a.nnapi", [a])
+    serialize.save(tmp_path / "b.nnapi", [b])
+    assert (tmp_path / "a.nnapi").read_bytes() == (tmp_path / "b.nnapi").read_bytes()
