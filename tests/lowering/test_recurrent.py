@@ -312,7 +312,7 @@ def test_rnn_hybrid_weights_refused():
 
 
 def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=False, x_zp=0,
-                    layer_norm=True, cell_clip=0.0, hidden_zp=0) -> bytes:
+                    layer_norm=True, cell_clip=0.0, hidden_zp=0, peephole=False) -> bytes:
     """TFLite's integer (8x8_16) LSTM: int8 activations and weights, int16 cell state / layer norm, five
     quantized intermediates. Scales follow the kernel's fixed-point formats: gates in Q3.12, cell state in
     Q4.11, layer-norm bias in units of ln_scale / 1024."""
@@ -325,7 +325,12 @@ def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=Fa
     ins = [x]
     ins += [-1 if cifg and g == "i" else wq(f"wx_{g}", (n_cell, n_in)) for g in "ifco"]
     ins += [-1 if cifg and g == "i" else wq(f"wh_{g}", (n_cell, n_o)) for g in "ifco"]
-    ins += [-1, -1, -1]
+    if peephole:
+        ins += [-1 if cifg and g == "i" else
+                b.const(f"p_{g}", RNG.integers(-3000, 3000, n_cell).astype(np.int16), quant=QuantParams(2 ** -12, 0))
+                for g in "ifo"]
+    else:
+        ins += [-1, -1, -1]
     ln_scale = 1 / 4096
     ins += [-1 if cifg and g == "i" else
             b.const(f"b_{g}", RNG.integers(-1_000_000, 1_000_000, n_cell).astype(np.int32),
@@ -369,6 +374,10 @@ def test_int8_lstm_needs_api30():
 
 def test_int8_lstm_without_projection_with_hidden_zero_point_refused():
     assert_refused(int8_lstm_model(projection=False, hidden_zp=3), 30, Code.QUANTIZATION)
+
+
+def test_int8_lstm_with_peephole_refused():
+    assert_refused(int8_lstm_model(peephole=True), 30, Code.OPTION)
 
 
 def test_int8_lstm_without_layer_norm_refused():
