@@ -353,3 +353,19 @@ def test_sign(dtype):
                 .astype(v.dtype) for k, v in feed.items()}
     assert_parity(m, api_level=29, input_fn=with_zeros, expect_ops=["GREATER", "LESS", "SELECT", "SELECT"])
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_round_half_to_even_exactly():
+    from nnconv.executor import Executor
+    from nnconv.parity.tflite_runner import TfliteRunner
+    m = unary(B.ROUND, shape=(2, 3, 4, 5))
+    ties = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 8388607.5, 3e7, -4194304.5, -4194305.5,
+                     -8388607.0, 2.0 ** 23], np.float32)
+    x = np.random.default_rng(8).uniform(-20, 20, 120).astype(np.float32)
+    x[:ties.size] = ties
+    x = x.reshape(2, 3, 4, 5)
+    result = assert_parity(m, api_level=29, inputs={"x": x}, expect_ops=["ABS", "ADD", "SUB", "NEG", "LESS", "SELECT", "LESS", "SELECT"])
+    ours = Executor(result.converted).run({"x": x})["y"]
+    theirs = next(iter(TfliteRunner(m).run({0: x}).values()))
+    assert np.array_equal(ours, theirs)  # bit-exact, not merely within tolerance
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)

@@ -585,3 +585,41 @@ class Sign(Rule):
         low = c.temp_like(out)
         c.emit(OperationType.SELECT, [neg, full(-1), full(0)], [low])
         c.emit(OperationType.SELECT, [pos, full(1), low], [out])
+
+
+@lowering_rule(BuiltinOperator.ROUND)
+class Round(Rule):
+    """TFLite ROUND(x): to nearest, ties to even (float32), API 29, exactly:
+    with a = ABS(x), r = SUB(ADD(a, 2^23), 2^23): for a < 2^23 the sum lies in [2^23, 2^24), where float32's
+    spacing is 1, so the IEEE addition itself rounds a to an integer with ties to even, and the subtraction
+    is exact; the sign comes back with SELECT(LESS(x, 0), NEG(r), r). From 2^23 every float32 is an
+    integer, so y = SELECT(LESS(a, 2^23), signed r, x), which also keeps NaN and inf."""
+
+    nnapi_ops = (OperationType.ABS, OperationType.ADD, OperationType.SUB, OperationType.NEG, OperationType.LESS,
+                 OperationType.SELECT)
+    min_api_level = 29
+    dtypes = ("float32",)
+    constraints = "float32; rank <= 4"
+    beyond_delegate = True
+
+    TWO_23 = 2.0 ** 23
+
+    def check(self, c: CheckContext) -> None:
+        if check_common(c, 1, (F32,)):
+            c.require_api(29, "ROUND (ABS / NEG / LESS / SELECT)")
+
+    def lower(self, c: LowerContext) -> None:
+        x, out = c.in_(0), c.out(0)
+        dims = list(c.info(out).dimensions)
+        none = c.i32(FuseCode.NONE)
+        magic = scalar_tensor(c, self.TWO_23)
+        a, shifted, r, neg_r, signed = (c.temp_like(out) for _ in range(5))
+        negative, small = c.temp(OperandType.TENSOR_BOOL8, dims), c.temp(OperandType.TENSOR_BOOL8, dims)
+        c.emit(OperationType.ABS, [x], [a])
+        c.emit(OperationType.ADD, [a, magic, none], [shifted])
+        c.emit(OperationType.SUB, [shifted, magic, none], [r])
+        c.emit(OperationType.NEG, [r], [neg_r])
+        c.emit(OperationType.LESS, [x, scalar_tensor(c, 0.0)], [negative])
+        c.emit(OperationType.SELECT, [negative, neg_r, r], [signed])
+        c.emit(OperationType.LESS, [a, magic], [small])
+        c.emit(OperationType.SELECT, [small, signed, x], [out])
