@@ -56,8 +56,8 @@ def check_activation(c: CheckContext, act: int, lstm: bool = False) -> None:
 
 
 def check_float_operands(c: CheckContext, slots: range | list[int], state_slots: tuple[int, ...] = ()) -> None:
-    """Every present input in `slots` and every output must be float32 (no hybrid / quantized variants);
-    state inputs must be variable tensors, constants or ordinary float32 tensors."""
+    """Every present input in `slots` (the state inputs among them named as such) and every output must be
+    float32: NNAPI's float recurrent ops have no hybrid or quantized variant."""
     for i in slots:
         t = c.input(i)
         if t is None:
