@@ -259,6 +259,36 @@ FOLDERS[int(B.MAXIMUM)] = _binary(np.maximum)
 FOLDERS[int(B.MINIMUM)] = _binary(np.minimum)
 
 
+FOLDERS[int(B.EQUAL)] = _binary(np.equal)
+FOLDERS[int(B.NOT_EQUAL)] = _binary(np.not_equal)
+FOLDERS[int(B.LESS)] = _binary(np.less)
+FOLDERS[int(B.LESS_EQUAL)] = _binary(np.less_equal)
+FOLDERS[int(B.GREATER)] = _binary(np.greater)
+FOLDERS[int(B.GREATER_EQUAL)] = _binary(np.greater_equal)
+FOLDERS[int(B.LOGICAL_AND)] = _binary(np.logical_and)
+FOLDERS[int(B.LOGICAL_OR)] = _binary(np.logical_or)
+
+
+@folder(B.LOGICAL_NOT)
+def _logical_not(c: FoldCall) -> list[np.ndarray]:
+    return [np.logical_not(c.value(0))]
+
+
+@folder(B.NEG)
+def _neg(c: FoldCall) -> list[np.ndarray]:
+    return [np.negative(c.value(0))]
+
+
+@folder(B.ABS)
+def _abs(c: FoldCall) -> list[np.ndarray]:
+    return [np.abs(c.value(0))]
+
+
+@folder(B.SELECT, B.SELECT_V2)
+def _select(c: FoldCall) -> list[np.ndarray]:
+    return [np.where(c.value(0).astype(bool), c.value(1), c.value(2))]
+
+
 @folder(B.FILL)
 def _fill(c: FoldCall) -> list[np.ndarray]:
     return [np.full(c.ints(0), c.value(1).reshape(-1)[0])]

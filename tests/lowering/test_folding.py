@@ -158,3 +158,42 @@ X = np.arange(2 * 5 * 7).reshape(2, 5, 7)
 ], ids=["ellipsis", "new-axis", "neg-stride", "shrink", "offset", "clamped"])
 def test_strided_slice_index_matches_tensorflow_semantics(begin, end, strides, opts, expected):
     np.testing.assert_array_equal(X[strided_slice_index(X.shape, begin, end, strides, opts)], expected)
+
+
+def _folded_value(opcode, inputs, out_shape, out_dtype, options=None):
+    """Folds one op over constant inputs feeding a RESHAPE whose output is the model output."""
+    b = TfliteBuilder()
+    ins = [b.const(f"c{k}", v) for k, v in enumerate(inputs)]
+    t = b.tensor("t", out_shape, out_dtype)
+    b.op(opcode, ins, [t], options)
+    x = b.input("x", (1,), np.float32)
+    y = b.tensor("y", (1,), np.float32)
+    b.op(B.RESHAPE, [x, t] if out_dtype == I32 else [x, b.const("s", np.array([1], I32))], [y])
+    b.output(y)
+    model = read_model(b.finish())
+    return make_state(model, 30).folded.get((0, t))
+
+
+@pytest.mark.parametrize("opcode,inputs,expected", [
+    (B.DIV, [np.array([7, -7, 7, -7], I32), np.array([2, 2, -2, -2], I32)], [3, -3, -3, 3]),
+    (B.FLOOR_DIV, [np.array([7, -7], I32), np.array([2, 2], I32)], [3, -4]),
+    (B.FLOOR_MOD, [np.array([7, -7], I32), np.array([3, 3], I32)], [1, 2]),
+    (B.SUB, [np.array([5, 1], I32), np.array(2, I32)], [3, -1]),
+    (B.MAXIMUM, [np.array([5, 1], I32), np.array([2, 9], I32)], [5, 9]),
+    (B.SELECT_V2, [np.array([True, False]), np.array([1, 2], I32), np.array([8, 9], I32)], [1, 9]),
+    (B.NEG, [np.array([3, -4], I32)], [-3, 4]),
+    (B.RANGE, [np.array(1, I32), np.array(8, I32), np.array(3, I32)], [1, 4, 7]),
+], ids=["div-truncates", "floor-div", "floor-mod", "sub-broadcast", "maximum", "select-v2", "neg", "range"])
+def test_int_evaluators(opcode, inputs, expected):
+    got = _folded_value(opcode, inputs, (len(expected),), I32)
+    assert got is not None, "not folded"
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_comparison_folds_to_bool():
+    got = _folded_value(B.LESS, [np.array([1, 5], I32), np.array([3, 3], I32)], (2,), np.bool_)
+    np.testing.assert_array_equal(got, [True, False])
+
+
+def test_division_by_zero_is_left_unfolded():
+    assert _folded_value(B.FLOOR_DIV, [np.array([1, 2], I32), np.array([0, 1], I32)], (2,), I32) is None
