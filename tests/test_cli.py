@@ -283,10 +283,10 @@ def test_ops_json_lists_rules(runner):
 
 
 def test_no_color_turns_styles_off(runner):
-    styled = runner.invoke(main, ["ops"], env={"FORCE_COLOR": "1", "NO_COLOR": ""})
+    styled = runner.invoke(main, ["ops"], env={"FORCE_COLOR": "1", "NO_COLOR": "", "TERM": "xterm-256color"})
     assert styled.exit_code == EXIT_OK
     assert "\x1b[" in styled.stdout  # the check below is meaningful: styles do appear on a terminal
-    plain = runner.invoke(main, ["ops"], env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
+    plain = runner.invoke(main, ["ops"], env={"FORCE_COLOR": "1", "NO_COLOR": "1", "TERM": "xterm-256color"})
     assert plain.exit_code == EXIT_OK
     assert "\x1b[" not in plain.stdout and "CONV_2D" in plain.stdout
 
