@@ -400,3 +400,15 @@ def test_basic_uint8_lstm_kernel_refused():
          version=2)
     b.output(outs[0])
     assert_refused(b.finish(), 30, Code.OPTION)
+
+
+def test_state_variable_shared_by_two_ops_refused():
+    b = TfliteBuilder()
+    x = b.input("x", (2, 5), F32)
+    h = b.tensor("h", (2, 4), F32, is_variable=True)
+    y1, y2 = b.tensor("y1", (2, 4), F32), b.tensor("y2", (2, 4), F32)
+    for y in (y1, y2):
+        b.op(BuiltinOperator.RNN, [x, b.const(f"w_{y}", w(4, 5)), b.const(f"r_{y}", w(4, 4)),
+                                   b.const(f"b_{y}", w(4)), h], [y], RNNOptions(fused_activation_function=1))
+    b.output(y1, y2)
+    assert_refused(b.finish(), 30, Code.OPTION)

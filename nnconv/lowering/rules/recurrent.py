@@ -75,8 +75,14 @@ def check_float_operands(c: CheckContext, slots: range | list[int], state_slots:
 
 def check_state_inputs(c: CheckContext, slots: tuple[int, ...]) -> None:
     for i in slots:
-        if c.input(i) is None:
+        t = c.input(i)
+        if t is None:
             c.refuse(Code.MISSING_OPERAND, f"state input {i} is missing; NNAPI needs the initial state")
+        elif t.is_variable and sum(t.index in op.inputs for op in c.subgraph.operators) > 1:
+            # Each op updates its variable in place, so a second reader would see the first one's result,
+            # not the zero initial state this lowering gives every state input.
+            c.refuse(Code.OPTION, f"state variable '{t.name}' is shared with another op; its updated value "
+                     "cannot be carried between NNAPI operations")
 
 
 def check_static(c: CheckContext) -> None:
