@@ -434,8 +434,8 @@ def test_transpose_conv_hybrid_weights():
                         [shape, ("w", w, QuantParams(scales, [0] * 3, 0)), ("x", (1, 4, 3, 2), np.float32), ("b", b)],
                         out, opts, version=3)
     wf = (w.astype(np.float32) * np.asarray(scales, np.float32).reshape(3, 1, 1, 1)).astype(np.float32)
-    twin = single_op_model(BuiltinOperator.TRANSPOSE_CONV, [shape, ("w", wf), ("x", (1, 4, 3, 2), np.float32), ("b", b)],
-                           out, opts, version=3)
+    twin = single_op_model(BuiltinOperator.TRANSPOSE_CONV,
+                           [shape, ("w", wf), ("x", (1, 4, 3, 2), np.float32), ("b", b)], out, opts, version=3)
     assert_parity(twin, api_level=29)
     x = {"x": RNG.uniform(-1, 1, (1, 4, 3, 2)).astype(np.float32)}
     ref = Executor(nnconv.convert(twin, api_level=29).converted).run(x)["y"]

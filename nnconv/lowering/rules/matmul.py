@@ -2,32 +2,54 @@
 
 from __future__ import annotations
 
-from nnconv.lowering.context import CheckContext, LowerContext
+import math
+
+import numpy as np
+
+from nnconv.lowering.common import bias_operand
+from nnconv.lowering.context import INT8_SHIFT, CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._weights import check_weighted_op
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 _TYPES = (TensorType.FLOAT32, TensorType.INT32, TensorType.INT8)
 
 
+def _fc_form(c: CheckContext) -> bool:
+    """True when the product can run as FULLY_CONNECTED: a constant right-hand side that is a matrix (its
+    leading dimensions all 1), no adj_x, float32 or int8. FC then treats every row of x independently,
+    which is exactly a matmul broadcast over x's batch dimensions."""
+    x, y, o = c.input(0), c.input(1), c.options
+    if x is None or y is None or not c.is_const(y) or y.rank < 2 or any(d != 1 for d in y.shape[:-2]):
+        return False
+    if o is not None and o.adj_x:
+        return False
+    return x.type in (TensorType.FLOAT32, TensorType.INT8) and y.type == x.type
+
+
 @lowering_rule(BuiltinOperator.BATCH_MATMUL)
 class BatchMatMul(Rule):
     """TFLite BATCH_MATMUL(x [..., M, K], y [..., K, N]) with adj_x / adj_y -> NNAPI BATCH_MATMUL
-    (x, y, adj_x BOOL, adj_y BOOL), feature level 6 (API 33).
+    (x, y, adj_x BOOL, adj_y BOOL), feature level 6 (API 33), as TFLite's delegate does; NNAPI's op takes
+    float32, int32 or int8 (TENSOR_QUANT8_ASYMM_SIGNED, per-tensor) with both inputs of the same type,
+    ranks 2..4 and equal batch dimensions (no broadcasting).
 
-    NNAPI takes float32, int32 or int8 (TENSOR_QUANT8_ASYMM_SIGNED, per-tensor) with both inputs of the
-    same type, ranks 2..4 and equal batch dimensions (no broadcasting, unlike TFLite); a hybrid float x int8
-    product has no NNAPI form.
+    When y is a constant matrix and adj_x is false (the usual "x times weights" of transformer layers), the
+    product is FULLY_CONNECTED(x, weights = y^T [N, K] (y itself with adj_y), zero bias) instead, followed by
+    a RESHAPE to [..., M, N] when x has batch dimensions. That form runs from API 27 (int8 as uint8 + 128
+    below 30; quantized scale restriction below 29), broadcasts over x's batch, and is used below API 33
+    and wherever BATCH_MATMUL itself would need broadcasting (beyond TFLite's delegate).
     """
 
-    nnapi_ops = (OperationType.BATCH_MATMUL,)
-    min_api_level = 33
+    nnapi_ops = (OperationType.BATCH_MATMUL, OperationType.FULLY_CONNECTED, OperationType.RESHAPE)
+    min_api_level = 27
     dtypes = ("float32", "int32", "int8")
-    constraints = "API 33; same dtype on both inputs; rank 2..4; equal batch dimensions"
+    constraints = ("API 33 (BATCH_MATMUL: same dtype, rank 2..4, equal batch dims); from API 27 with a constant "
+                   "matrix y and no adj_x (FULLY_CONNECTED)")
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(33, "BATCH_MATMUL (NNAPI feature level 6)")
         if not c.require_inputs(2):
             return
         x, y, out = c.input(0), c.input(1), c.output(0)
@@ -36,12 +58,19 @@ class BatchMatMul(Rule):
             c.require_dtype(out, (x.type,), "output")
             if x.type == TensorType.INT8:
                 for t in (x, y, out):
-                    if t.quantization.is_per_channel or not t.quantization.scale:
+                    if t is not None and (t.quantization.is_per_channel or not t.quantization.scale):
                         c.refuse(Code.QUANTIZATION, f"'{t.name}' needs per-tensor quantization")
         c.require_rank(x, 4, 2)
         c.require_rank(y, 4, 2, "second input")
         c.require_static_shapes()
-        if x is not None and y is not None and x.shape[:-2] != y.shape[:-2]:
+        if not c.ok:
+            return
+        if _fc_form(c):
+            check_weighted_op(c, x, y, None, "BATCH_MATMUL as FULLY_CONNECTED", per_channel=False)
+            return
+        c.require_api(33, "BATCH_MATMUL (NNAPI feature level 6)",
+                      hint="raise --api-level to 33; a constant right-hand side without adj_x lowers earlier")
+        if x.shape[:-2] != y.shape[:-2]:
             c.refuse(Code.OPERAND_VALUE, f"batch dimensions {list(x.shape[:-2])} and {list(y.shape[:-2])} differ; "
                      "NNAPI's BATCH_MATMUL does not broadcast")
 
@@ -49,4 +78,29 @@ class BatchMatMul(Rule):
         o = c.options
         adj_x = bool(o.adj_x) if o is not None else False
         adj_y = bool(o.adj_y) if o is not None else False
-        c.emit(OperationType.BATCH_MATMUL, [c.in_(0), c.in_(1), c.boolean(adj_x), c.boolean(adj_y)], [c.out(0)])
+        x_t, y_t = c.input(0), c.input(1)
+        use_fc = _fc_form(c) and (c.api_level < 33 or x_t.shape[:-2] != y_t.shape[:-2])
+        if not use_fc:
+            c.emit(OperationType.BATCH_MATMUL, [c.in_(0), c.in_(1), c.boolean(adj_x), c.boolean(adj_y)],
+                   [c.out(0)])
+            return
+        y = np.asarray(c.const_value(y_t)).reshape(y_t.shape[-2:])
+        weights = y if adj_y else y.T  # FC weights are [units, input_size]
+        ntype = c.nnapi_type(y_t)
+        q = y_t.quantization
+        scale = float(q.scale[0]) if q.scale else 0.0
+        zp = int(q.zero_point[0]) if q.zero_point else 0
+        if c.int8_shifted(y_t):
+            weights, zp = (weights.astype(np.int16) + INT8_SHIFT).astype(np.uint8), zp + INT8_SHIFT
+        w = c.constant(ntype, np.ascontiguousarray(weights), scale=scale, zero_point=zp, name=f"{y_t.name}/fc_weights")
+        x = c.in_(0)
+        units = weights.shape[0]
+        bias = bias_operand(c, 2, units, x, w)  # TFLite has no third input: always a zero bias
+        out_t = c.output(0)
+        rows = math.prod(x_t.shape[:-1])
+        if out_t.rank == 2:
+            c.emit(OperationType.FULLY_CONNECTED, [x, w, bias, c.i32(0)], [c.out(0)])
+            return
+        flat = c.temp_like(c.out(0), (rows, units))
+        c.emit(OperationType.FULLY_CONNECTED, [x, w, bias, c.i32(0)], [flat])
+        c.emit(OperationType.RESHAPE, [flat, c.i32_vector(list(out_t.shape))], [c.out(0)])
