@@ -1,7 +1,6 @@
 """Shape and data-movement ops: RESHAPE, SQUEEZE, EXPAND_DIMS, CONCATENATION, PAD, PADV2, MIRROR_PAD,
 TRANSPOSE, SPACE_TO_BATCH_ND, BATCH_TO_SPACE_ND, SPACE_TO_DEPTH, DEPTH_TO_SPACE, TILE, FILL, REVERSE_V2,
-BROADCAST_TO, PACK and UNPACK. (SHAPE has no NNAPI operation: constant folding evaluates it for statically
-shaped inputs, see lowering/folding.py; an unfolded SHAPE is reported as unsupported.)
+BROADCAST_TO, PACK, UNPACK and SHAPE (normally folded away, see `Shape`).
 
 These ops move stored values without arithmetic, so quantized inputs and outputs must share their
 parameters (CONCATENATION excepted: NNAPI requantizes mismatched inputs from API 29). Parameters NNAPI
@@ -611,3 +610,34 @@ class Unpack(Rule):
             c.emit(OperationType.SPLIT, [src, c.i32(axis), c.i32(n)], parts)
         for k, part in enumerate(parts):
             c.emit(OperationType.RESHAPE, [part, c.i32_vector(out_dims(c.output(k)))], [c.out(k)])
+
+
+@lowering_rule(BuiltinOperator.SHAPE)
+class Shape(Rule):
+    """TFLite SHAPE(input) of a statically shaped tensor is a constant, which constant folding
+    (lowering/folding.py) substitutes for every consumer. This rule only runs when the op was not folded:
+    its output is a model output (which the converter must compute) or folding is disabled. The known
+    shape is then produced by NNAPI ADD(constant shape, 0) on TENSOR_INT32 (API 30), exact for any value.
+    A dynamic input shape cannot be lowered (NNAPI has no SHAPE operation)."""
+
+    nnapi_ops = (OperationType.ADD,)
+    min_api_level = 30
+    dtypes = ("float32", "uint8", "int8", "int32", "bool")
+    constraints = "static input shape (otherwise folded away); int32 output; unfolded needs API 30"
+
+    def check(self, c: CheckContext) -> None:
+        x = c.input(0)
+        if x is None:
+            c.refuse(Code.MISSING_OPERAND, "SHAPE has no input")
+            return
+        if x.has_dynamic_shape:
+            c.refuse(Code.DYNAMIC_SHAPE, f"SHAPE of '{x.name}', whose shape {list(x.shape_signature or ())} is "
+                     "only known at run time; NNAPI has no SHAPE operation", "give the model static input shapes")
+            return
+        c.require_dtype(c.output(), (I32,), "output", hint="an int64 SHAPE result is only usable when folded")
+        c.require_api(30, "an unfolded SHAPE (ADD of a constant on TENSOR_INT32)")
+
+    def lower(self, c: LowerContext) -> None:
+        shape = c.constant(OperandType.TENSOR_INT32, np.asarray(c.input(0).shape or (1,), dtype=np.int32))
+        zero = c.constant(OperandType.TENSOR_INT32, np.zeros(1, np.int32))
+        c.emit(OperationType.ADD, [shape, zero, c.i32(0)], [c.out()])
