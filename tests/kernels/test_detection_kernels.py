@@ -218,3 +218,73 @@ def test_heatmap_rejects_a_one_cell_heatmap():
         _run(OperationType.HEATMAP_MAX_KEYPOINT, [np.zeros((1, 1, 1, 2), F32), [[0, 0, 1, 1]], False],
              [T.TENSOR_FLOAT32, T.TENSOR_FLOAT32, T.BOOL],
              [Operand(type=T.TENSOR_FLOAT32), Operand(type=T.TENSOR_FLOAT32)])
+
+
+# -- HEATMAP_MAX_KEYPOINT / GENERATE_PROPOSALS / DETECTION_POSTPROCESSING behaviour --------------------
+def test_heatmap_flat_map_keeps_the_first_maximum_unrefined():
+    # A constant heatmap has a singular Hessian: no refinement, the first cell (0, 0) and its score.
+    heat = np.full((2, 4, 4, 3), 0.25, F32)
+    boxes = np.array([[0, 0, 8, 8], [2, 4, 6, 12]], F32)
+    score, kp = _run(OperationType.HEATMAP_MAX_KEYPOINT, [heat, boxes, False],
+                     [T.TENSOR_FLOAT32, T.TENSOR_FLOAT32, T.BOOL],
+                     [Operand(type=T.TENSOR_FLOAT32), Operand(type=T.TENSOR_FLOAT32)])
+    np.testing.assert_array_equal(score, np.full((2, 3), 0.25, F32))
+    np.testing.assert_allclose(kp[0, :, :], [[1.0, 1.0]] * 3)  # 0.5 / 4 of an 8-wide box
+    np.testing.assert_allclose(kp[1, :, :], [[2.5, 5.0]] * 3)
+
+
+def test_heatmap_refines_a_peak_between_cells():
+    # A symmetric peak split over two cells moves the keypoint half a cell right of the first of them.
+    heat = np.zeros((1, 5, 5, 1), F32)
+    heat[0, 2, 1, 0] = heat[0, 2, 2, 0] = 1.0
+    heat[0, 1, 1:3, 0] = heat[0, 3, 1:3, 0] = 0.5
+    _, kp = _run(OperationType.HEATMAP_MAX_KEYPOINT, [heat, [[0, 0, 5, 5]], False],
+                 [T.TENSOR_FLOAT32, T.TENSOR_FLOAT32, T.BOOL],
+                 [Operand(type=T.TENSOR_FLOAT32), Operand(type=T.TENSOR_FLOAT32)])
+    assert kp[0, 0, 0] == pytest.approx(2.0) and kp[0, 0, 1] == pytest.approx(2.5)
+
+
+def test_generate_proposals_layouts_agree():
+    rng = np.random.default_rng(5)
+    n, h, w, a = 2, 3, 4, 2
+    scores = rng.permutation(n * h * w * a).reshape(n, h, w, a).astype(F32)
+    deltas = rng.normal(scale=0.2, size=(n, h, w, a * 4)).astype(F32)
+    anchors = np.array([[0, 0, 3, 3], [0, 0, 6, 4]], F32)
+    info = np.array([[12, 16], [10, 14]], F32)
+    types = [T.TENSOR_FLOAT32] * 4 + [T.FLOAT32, T.FLOAT32, T.INT32, T.INT32, T.FLOAT32, T.FLOAT32, T.BOOL]
+    outs = [Operand(type=T.TENSOR_FLOAT32), Operand(type=T.TENSOR_FLOAT32), Operand(type=T.TENSOR_INT32)]
+    nhwc = _run(OperationType.GENERATE_PROPOSALS,
+                [scores, deltas, anchors, info, 4.0, 4.0, 10, 5, 0.4, 1.0, False], types, outs)
+    nchw = _run(OperationType.GENERATE_PROPOSALS,
+                [scores.transpose(0, 3, 1, 2), deltas.transpose(0, 3, 1, 2), anchors, info, 4.0, 4.0, 10, 5, 0.4,
+                 1.0, True], types, outs)
+    for x, y in zip(nhwc, nchw):
+        np.testing.assert_array_equal(x, y)
+    s, boxes, batch = nhwc
+    assert 0 < s.size <= 2 * 5 and (np.diff(batch) >= 0).all()
+    for b in (0, 1):  # descending scores per image, boxes inside the image
+        assert (np.diff(s[batch == b]) <= 0).all()
+        assert (boxes[batch == b][:, [0, 2]] <= info[b, 1]).all() and (boxes[batch == b][:, [1, 3]] <= info[b, 0]).all()
+
+
+@pytest.mark.parametrize("regular", [False, True])
+def test_detection_postprocessing_suppresses_an_overlapping_box(regular):
+    # Anchors 0 and 1 coincide (IoU 1); anchor 2 is apart. Class 1 wins everywhere.
+    anchors = np.array([[0.5, 0.5, 0.2, 0.2], [0.5, 0.5, 0.2, 0.2], [0.1, 0.1, 0.1, 0.1]], F32)
+    scores = np.array([[[0.0, 0.9, 0.1], [0.0, 0.8, 0.2], [0.0, 0.7, 0.3]]], F32)
+    deltas = np.zeros((1, 3, 4), F32)
+    types = [T.TENSOR_FLOAT32] * 3 + [T.FLOAT32] * 4 + [T.BOOL, T.INT32, T.INT32, T.INT32, T.FLOAT32, T.FLOAT32,
+                                                       T.BOOL]
+    outs = [Operand(type=T.TENSOR_FLOAT32), Operand(type=T.TENSOR_FLOAT32), Operand(type=T.TENSOR_INT32),
+            Operand(type=T.TENSOR_INT32)]
+    s, boxes, cls, count = _run(OperationType.DETECTION_POSTPROCESSING,
+                                [scores, deltas, anchors, 10.0, 10.0, 5.0, 5.0, regular, 4, 1, 4, 0.05, 0.5, False],
+                                types, outs)
+    if regular:  # per class: class 1 keeps anchors 0 and 2, class 2 anchors 2 and 1
+        assert count.tolist() == [4]
+        assert s[0].tolist() == pytest.approx([0.9, 0.7, 0.3, 0.2]) and cls[0].tolist() == [0, 0, 1, 1]
+    else:
+        assert count.tolist() == [2]
+        assert s[0, :2].tolist() == pytest.approx([0.9, 0.7]) and cls[0].tolist() == [0, 0, 0, 0]
+        assert s[0, 2:].tolist() == [0, 0] and (boxes[0, 2:] == 0).all()
+    np.testing.assert_allclose(boxes[0, 0], [0.4, 0.4, 0.6, 0.6], rtol=1e-6)
