@@ -125,3 +125,8 @@ def test_fc_hybrid_dequantize_and_fold():
     assert np.max(np.abs(expected - ref)) <= 0.02 * np.max(np.abs(ref))
     diags = assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
     assert any("--fold-weights" in d.hint for d in diags)
+
+
+def test_fc_rank1_input_is_reshaped():
+    # NNAPI's FC needs a rank >= 2 input: a [K] vector becomes [1, K] first.
+    assert_parity(fc_model((7,), 4, (1, 4)), api_level=27, expect_ops=["RESHAPE", "FULLY_CONNECTED"])
