@@ -15,7 +15,7 @@ from nnconv.parity import random_inputs, run_parity
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS
 from nnconv.tflite.builder import QuantParams, TfliteBuilder
 
-__all__ = ["QuantParams", "TfliteBuilder", "assert_parity", "assert_refused", "single_op_model"]
+__all__ = ["QuantParams", "TfliteBuilder", "assert_bit_exact", "assert_parity", "assert_refused", "single_op_model"]
 
 
 def single_op_model(opcode, inputs: Sequence[tuple], outputs: Sequence[tuple], options=None, version: int = 1,
@@ -74,3 +74,16 @@ def assert_refused(model: bytes, api_level: int, code: Code, min_api_level: int 
             assert min_api_level in levels, f"lowest accepting level {levels}, expected {min_api_level}"
         return e.diagnostics
     raise AssertionError(f"conversion at API {api_level} was accepted; expected refusal {code.value}")
+
+
+def assert_bit_exact(model: bytes, api_level: int, inputs: dict) -> None:
+    """The lowered graph reproduces TFLite's outputs bit for bit (for lowerings documented as exact, which the
+    tolerance of `assert_parity` could not tell from merely close)."""
+    from nnconv.executor import Executor
+    from nnconv.parity.tflite_runner import TfliteRunner
+    ours = Executor(nnconv.convert(model, api_level=api_level).converted).run(inputs)
+    runner = TfliteRunner(model)
+    by_name = {d["name"]: d["index"] for d in runner.input_details()}
+    theirs = runner.run({by_name[k]: v for k, v in inputs.items()})
+    for (name, a), b in zip(ours.items(), theirs.values()):
+        assert np.array_equal(a, b), f"{name}: not bit-exact"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, assert_parity, assert_refused, single_op_model
+from harness import QuantParams, assert_bit_exact, assert_parity, assert_refused, single_op_model
 from nnconv.lowering.diagnostics import Code
 from nnconv.tflite.options import LeakyReluOptions
 from nnconv.tflite.schema_enums import BuiltinOperator as B
@@ -157,3 +157,10 @@ def test_relu_0_to_1(dtype):
     if dtype is not np.float32:
         q_out = QuantParams(1 / 255, 0 if dtype is np.uint8 else -128)
         assert_parity(act_model(B.RELU_0_TO_1, dtype, q_out=q_out), api_level=27, expect_ops=["ADD", "RELU"])
+
+
+def test_prelu_and_leaky_relu_composites_are_bit_exact():
+    x = np.random.default_rng(13).standard_normal(SHAPE).astype(np.float32) * np.float32(5)
+    assert_bit_exact(prelu_model(np.float32), 27, {"x": x})
+    assert_bit_exact(leaky(np.float32, -0.3), 27, {"x": x})
+    assert_bit_exact(act_model(B.RELU_0_TO_1), 27, {"x": x})

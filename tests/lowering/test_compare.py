@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, assert_parity, assert_refused, single_op_model
+from harness import QuantParams, assert_bit_exact, assert_parity, assert_refused, single_op_model
 from nnconv.lowering.diagnostics import Code
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 
@@ -114,3 +114,11 @@ def test_select_v2_float_negative_zero_preserved():
     feed = zeros({"c": None, "y": np.zeros((2, 5, 3), np.float32)})
     out = Executor(result.converted).run(feed)["z"]
     assert np.array_equal(np.signbit(out), np.broadcast_to(np.signbit(feed["x"]), out.shape))
+
+
+def test_select_v2_float_broadcast_is_bit_exact():
+    rng = np.random.default_rng(14)
+    m = select_model(B.SELECT_V2, shapes=((5, 1), (1, 3), (2, 1, 1)), out=(2, 5, 3))
+    feed = {"c": rng.integers(0, 2, (5, 1)).astype(np.bool_), "x": rng.standard_normal((1, 3)).astype(np.float32),
+            "y": rng.standard_normal((2, 1, 1)).astype(np.float32)}
+    assert_bit_exact(m, 29, feed)

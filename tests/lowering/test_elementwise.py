@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused, single_op_model
+from harness import QuantParams, TfliteBuilder, assert_bit_exact, assert_parity, assert_refused, single_op_model
 from nnconv.lowering.diagnostics import Code
 from nnconv.tflite.options import AddOptions, CastOptions, DivOptions, MulOptions, SubOptions
 from nnconv.tflite.schema_enums import BuiltinOperator as B
@@ -356,16 +356,30 @@ def test_sign(dtype):
 
 
 def test_round_half_to_even_exactly():
-    from nnconv.executor import Executor
-    from nnconv.parity.tflite_runner import TfliteRunner
     m = unary(B.ROUND, shape=(2, 3, 4, 5))
     ties = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 8388607.5, 3e7, -4194304.5, -4194305.5,
                      -8388607.0, 2.0 ** 23], np.float32)
     x = np.random.default_rng(8).uniform(-20, 20, 120).astype(np.float32)
     x[:ties.size] = ties
     x = x.reshape(2, 3, 4, 5)
-    result = assert_parity(m, api_level=29, inputs={"x": x}, expect_ops=["ABS", "ADD", "SUB", "NEG", "LESS", "SELECT", "LESS", "SELECT"])
-    ours = Executor(result.converted).run({"x": x})["y"]
-    theirs = next(iter(TfliteRunner(m).run({0: x}).values()))
-    assert np.array_equal(ours, theirs)  # bit-exact, not merely within tolerance
+    ops = ["ABS", "ADD", "SUB", "NEG", "LESS", "SELECT", "LESS", "SELECT"]
+    assert_parity(m, api_level=29, inputs={"x": x}, expect_ops=ops)
+    assert_bit_exact(m, 29, {"x": x})  # not merely within tolerance
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+@pytest.mark.parametrize("op, api", [(B.ABS, 27), (B.NEG, 27), (B.CEIL, 27), (B.CEIL, 29), (B.SQUARE, 27)],
+                         ids=["abs27", "neg27", "ceil27", "ceil29", "square27"])
+def test_float_compositions_are_bit_exact(op, api):
+    x = np.random.default_rng(11).standard_normal((2, 3, 5, 4)).astype(np.float32) * np.float32(30)
+    assert_bit_exact(unary(op), api, {"x": x})
+
+
+def test_floor_div_and_squared_difference_are_bit_exact():
+    from nnconv.tflite.options import FloorDivOptions
+    rng = np.random.default_rng(12)
+    feed = {"x": rng.standard_normal((2, 5, 7, 3)).astype(np.float32) * np.float32(9),
+            "y": rng.standard_normal((7, 3)).astype(np.float32)}
+    assert_bit_exact(two_input(B.FLOOR_DIV, np.float32, FloorDivOptions()), 28, feed)
+    feed["y"] = rng.standard_normal((7, 1)).astype(np.float32)
+    assert_bit_exact(squared_difference(), 27, feed)
