@@ -445,3 +445,14 @@ def test_transpose_conv_hybrid_weights():
     folded = nnconv.convert(m, api_level=29, options=ConversionOptions(fold_dynamic_range_weights=True)).converted
     assert [o.type.name for o in folded.model.main.operations] == ["TRANSPOSE_CONV_2D"]
     np.testing.assert_allclose(Executor(folded).run(x)["y"], ref, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("act", [1, 3])
+def test_transpose_conv_fused_activation(act):
+    w = RNG.standard_normal((2, 3, 3, 3)).astype(np.float32)
+    m = single_op_model(BuiltinOperator.TRANSPOSE_CONV,
+                        [("shape", np.asarray((1, 8, 6, 2), np.int32)), ("w", w), ("x", (1, 4, 3, 3), np.float32),
+                         ("b", RNG.standard_normal(2).astype(np.float32))], [("y", (1, 8, 6, 2), np.float32)],
+                        TransposeConvOptions(padding=Padding.SAME, stride_w=2, stride_h=2,
+                                             fused_activation_function=act), version=4)
+    assert_parity(m, api_level=29, expect_ops=["TRANSPOSE_CONV_2D"])
