@@ -138,7 +138,13 @@ def check_op(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnos
                            hint="this op stays on the TFLite CPU kernels")
         return [d.at(op.index, op.name, sg.index)]
     c = CheckContext(state, sg, op)
-    rule.check(c)
+    try:
+        rule.check(c)
+    except (AttributeError, IndexError, TypeError, KeyError, ValueError) as e:
+        # A hand-edited or corrupt model can give an op fewer tensors than its kind has, or options of
+        # another op: refuse that op with a reason instead of failing the whole run.
+        c.refuse(Code.MALFORMED, f"malformed {op.name} operator ({type(e).__name__}: {e})",
+                 hint="the model file is inconsistent; re-export it")
     if c.ok:  # spec-valid cases drivers commonly refuse: warnings from the same check (driver_support.py)
         from nnconv.lowering.driver_support import warn_driver_issues
         warn_driver_issues(c)

@@ -34,6 +34,7 @@ class Code(str, enum.Enum):
     OPTION = "NNC025"  # a builtin option value NNAPI cannot express
     OPERAND_VALUE = "NNC026"  # an operand value out of NNAPI's range (e.g. zero-sized dimension)
     MISSING_OPERAND = "NNC027"
+    MALFORMED = "NNC028"  # the operator's tensors or options do not have the shape its kind requires
     DRIVER_SUPPORT = "NNW100"  # warning: commonly refused by drivers
 
     @property
