@@ -164,3 +164,13 @@ def test_prelu_and_leaky_relu_composites_are_bit_exact():
     assert_bit_exact(prelu_model(np.float32), 27, {"x": x})
     assert_bit_exact(leaky(np.float32, -0.3), 27, {"x": x})
     assert_bit_exact(act_model(B.RELU_0_TO_1), 27, {"x": x})
+
+
+@pytest.mark.parametrize("approximate", [True, False], ids=["tanh-form", "erf-form"])
+def test_gelu_float(approximate):
+    from nnconv.tflite.options import GeluOptions
+    m = act_model(B.GELU, options=GeluOptions(approximate=approximate))
+    assert_parity(m, api_level=27 if approximate else 29, input_fn=wide)
+    if not approximate:
+        assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    assert_refused(act_model(B.GELU, np.int8, options=GeluOptions(approximate=approximate)), 30, Code.DTYPE)

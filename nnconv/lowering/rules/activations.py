@@ -281,3 +281,63 @@ class LeakyRelu(Rule):
             return
         neg_alpha = c.constant(OperandType.TENSOR_FLOAT32, np.asarray([-float(c.options.alpha)], dtype=np.float32))
         _prelu_float_composite(c, x, neg_alpha, out)
+
+
+@lowering_rule(BuiltinOperator.GELU)
+class Gelu(Rule):
+    """TFLite GELU(x), float32, composed of NNAPI arithmetic (NNAPI has no GELU):
+
+    approximate (API 27): 0.5 * x * (1 + TANH(sqrt(2/pi) * (x + 0.044715 * x^3))), TFLite's own formula;
+    exact erf form (API 29): 0.5 * (x + |x| * erf(|x| / sqrt 2)) (erf is odd, so x * erf(x / sqrt 2) equals
+    |x| * erf(|x| / sqrt 2)), with erf(z) = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-z^2),
+    t = 1 / (1 + p z) (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7). Neither is bit-exact: both agree with
+    TFLite to float32 rounding (and the erf approximation's 1.5e-7 * |x| / 2). Quantized GELU (a lookup table
+    in TFLite) is refused."""
+
+    nnapi_ops = (OperationType.MUL, OperationType.ADD, OperationType.TANH, OperationType.ABS, OperationType.DIV,
+                 OperationType.EXP, OperationType.SUB)
+    dtypes = ("float32",)
+    constraints = "float32; rank <= 4; the exact (erf) form needs API 29"
+    beyond_delegate = True
+
+    # Abramowitz & Stegun 7.1.26 coefficients.
+    P = 0.3275911
+    A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+    def check(self, c: CheckContext) -> None:
+        if not check_common(c, 1, (F32,)):
+            return
+        if not c.options.approximate:
+            c.require_api(29, "GELU with erf (ABS / EXP)")
+
+    def lower(self, c: LowerContext) -> None:
+        x, out = c.in_(0), c.out(0)
+        none = c.i32(FuseCode.NONE)
+
+        def op(kind: OperationType, *args: int) -> int:
+            t = c.temp_like(out)
+            fused = (none,) if kind in (OperationType.ADD, OperationType.SUB, OperationType.MUL,
+                                        OperationType.DIV) else ()
+            c.emit(kind, [*args, *fused], [t])
+            return t
+
+        def k(v: float) -> int:
+            return scalar_tensor(c, v)
+
+        if c.options.approximate:
+            x3 = op(OperationType.MUL, op(OperationType.MUL, x, x), x)
+            inner = op(OperationType.ADD, x, op(OperationType.MUL, x3, k(0.044715)))
+            th = op(OperationType.TANH, op(OperationType.MUL, inner, k(float(np.sqrt(2.0 / np.pi)))))
+            half_x = op(OperationType.MUL, x, k(0.5))
+            c.emit(OperationType.MUL, [half_x, op(OperationType.ADD, th, k(1.0)), none], [out])
+            return
+        a = op(OperationType.ABS, x)
+        z = op(OperationType.MUL, a, k(float(1.0 / np.sqrt(2.0))))
+        t = op(OperationType.DIV, k(1.0), op(OperationType.ADD, op(OperationType.MUL, z, k(self.P)), k(1.0)))
+        poly = op(OperationType.MUL, t, k(self.A[4]))
+        for coef in reversed(self.A[:4]):
+            poly = op(OperationType.MUL, t, op(OperationType.ADD, poly, k(coef)))
+        neg_z2 = op(OperationType.MUL, op(OperationType.MUL, z, z), k(-1.0))
+        erf = op(OperationType.SUB, k(1.0), op(OperationType.MUL, poly, op(OperationType.EXP, neg_z2)))
+        total = op(OperationType.ADD, x, op(OperationType.MUL, a, erf))
+        c.emit(OperationType.MUL, [total, k(0.5), none], [out])
