@@ -216,7 +216,8 @@ def bidi_rnn_model(batch=2, steps=4, n_in=3, units=5, merge=False, time_major=Fa
         ins += [b.const(f"{d}_w", w(units, n_in)), b.const(f"{d}_r", w(units, units)),
                 b.const(f"{d}_b", w(units, scale=0.1)), b.tensor(f"{d}_h", (batch, units), F32, is_variable=True)]
     if aux == "cross":
-        ins += [b.input("aux", shape[:2] + (2,), F32), b.const("fw_aux_w", w(units, 2)), b.const("bw_aux_w", w(units, 2))]
+        ins += [b.input("aux", shape[:2] + (2,), F32), b.const("fw_aux_w", w(units, 2)),
+                b.const("bw_aux_w", w(units, 2))]
     elif aux == "parallel":  # TFLite needs the aux input as wide as the input here
         ins += [b.input("aux", shape, F32), -1, -1]
     else:

@@ -433,7 +433,8 @@ class Rnn(Rule):
 
     def lower(self, c: LowerContext) -> None:
         out = c.out(0)
-        ins = [c.in_(0), c.in_(1), c.in_(2), c.in_(3), state_in(c, 4), c.i32(activation_code(c.options.fused_activation_function))]
+        act = c.i32(activation_code(c.options.fused_activation_function))
+        ins = [c.in_(0), c.in_(1), c.in_(2), c.in_(3), state_in(c, 4), act]
         c.emit(OperationType.RNN, ins, [unread(c, out, tuple(c.output(0).shape), "h_out"), out])
 
 
@@ -463,7 +464,8 @@ class UnidirectionalSequenceRnn(Rule):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
-        ins = [c.in_(0), c.in_(1), c.in_(2), c.in_(3), state_in(c, 4), c.i32(activation_code(o.fused_activation_function)),
+        ins = [c.in_(0), c.in_(1), c.in_(2), c.in_(3), state_in(c, 4),
+               c.i32(activation_code(o.fused_activation_function)),
                c.i32(int(o.time_major))]
         c.emit(OperationType.UNIDIRECTIONAL_SEQUENCE_RNN, ins, [c.out(0)])
 
@@ -511,7 +513,8 @@ class BidirectionalSequenceRnn(Rule):
         o = c.options
         ins = [c.in_(i) for i in range(4)] + [state_in(c, 4)] + [c.in_(i) for i in range(5, 8)]
         ins += [state_in(c, 8)] + [opt_in(c, i) for i in (9, 10, 11)]
-        ins += [c.i32(activation_code(o.fused_activation_function)), c.boolean(o.time_major), c.boolean(o.merge_outputs)]
+        ins += [c.i32(activation_code(o.fused_activation_function)), c.boolean(o.time_major),
+                c.boolean(o.merge_outputs)]
         outs = [c.out(0)] if o.merge_outputs else [c.out(0), c.out(1)]
         c.emit(OperationType.BIDIRECTIONAL_SEQUENCE_RNN, ins, outs)
 
