@@ -58,7 +58,17 @@ def test_resize_flags_need_30():
 def test_resize_quantized_bilinear_needs_29_and_nearest_needs_29():
     q = QuantParams(0.05, 128)
     assert_refused(resize_model(BIL, np.uint8, (1, 4, 5, 2), (8, 10), q=q), 28, Code.API_LEVEL, min_api_level=29)
-    assert_refused(resize_model(NN, np.float32, (1, 4, 5, 2), (8, 10)), 28, Code.API_LEVEL, min_api_level=29)
+    # Not an equal integer upscale on both axes: only NNAPI's own operation (API 29).
+    assert_refused(resize_model(NN, np.float32, (1, 4, 5, 2), (8, 15)), 28, Code.API_LEVEL, min_api_level=29)
+    assert_refused(resize_model(NN, np.float32, (1, 4, 5, 2), (6, 7)), 28, Code.API_LEVEL, min_api_level=29)
+
+
+@pytest.mark.parametrize("dtype,q", [(np.float32, None), (np.uint8, QuantParams(0.05, 128)),
+                                     (np.int8, QuantParams(0.05, -3))])
+@pytest.mark.parametrize("in_shape,size", [((2, 3, 5, 3), (6, 10)), ((1, 4, 3, 2), (12, 9)), ((1, 5, 7, 1), (35, 49))])
+def test_nearest_integer_upscale_below_29(dtype, q, in_shape, size):
+    m = resize_model(NN, dtype, in_shape, size, q=q)
+    assert_parity(m, api_level=27, expect_ops=["CONCATENATION", "DEPTH_TO_SPACE"])
 
 
 def test_resize_dynamic_size_refused():

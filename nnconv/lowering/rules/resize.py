@@ -30,7 +30,7 @@ class _Resize(Rule):
         if c.require_dtype(x, FLOAT_OR_QUANT8):
             c.require_dtype(out, (x.type,), "output")
             if x.type != TensorType.FLOAT32:
-                c.require_api(self.quant_api, f"quantized {c.op.name}")
+                c.require_api(self.quant_level(c), f"quantized {c.op.name}")
                 xq, oq = x.quantization, out.quantization
                 if (list(xq.scale), list(xq.zero_point)) != (list(oq.scale), list(oq.zero_point)):
                     c.refuse(Code.QUANTIZATION, "the output's scale and zero point differ from the input's")
@@ -49,6 +49,10 @@ class _Resize(Rule):
 
     def check_level(self, c: CheckContext) -> None:
         """Level of the op itself."""
+
+    def quant_level(self, c: CheckContext) -> int:
+        """Lowest level of the quantized variant."""
+        return self.quant_api
 
     def lower(self, c: LowerContext) -> None:
         h, w = (int(v) for v in np.asarray(c.const_value(c.input(1))).reshape(-1))
@@ -74,14 +78,57 @@ class ResizeBilinear(_Resize):
     constraints = "rank-4 input; constant size; quantized needs API 29; align_corners/half_pixel_centers API 30"
 
 
+def integer_upscale(c: CheckContext) -> int | None:
+    """The factor f when a plain nearest-neighbour resize repeats every pixel f x f times: output = f * input
+    on both axes and the source index floor(y * (in / out)), in float32 as the kernels compute it, equals
+    y // f for every output row and column. None otherwise."""
+    x, size, o = c.input(0), c.input(1), c.options
+    if x is None or size is None or x.rank != 4 or not c.is_const(size):
+        return None
+    if o is not None and (o.align_corners or o.half_pixel_centers):
+        return None
+    h, w = (int(v) for v in np.asarray(c.const_value(size)).reshape(-1)[:2])
+    in_h, in_w = x.shape[1], x.shape[2]
+    if in_h < 1 or in_w < 1 or h % in_h or w % in_w or h // in_h != w // in_w or h // in_h < 2:
+        return None
+    f = h // in_h
+    for n_in, n_out in ((in_h, h), (in_w, w)):
+        pos = np.arange(n_out, dtype=np.float32)
+        idx = np.floor(pos * (np.float32(n_in) / np.float32(n_out))).astype(np.int64)
+        if not np.array_equal(np.minimum(idx, n_in - 1), np.arange(n_out) // f):
+            return None
+    return f
+
+
 @lowering_rule(BuiltinOperator.RESIZE_NEAREST_NEIGHBOR)
 class ResizeNearestNeighbor(_Resize):
     __doc__ = _Resize.__doc__.replace("<RESIZE>", "RESIZE_NEAREST_NEIGHBOR") + """
-    The operation exists from API 29 (with the NCHW operand always present)."""
+    The operation exists from API 29 (with the NCHW operand always present). Below API 29 an upscale by the
+    same integer factor f on both axes (no flags) is exactly "repeat each pixel f x f times":
+    CONCATENATION of f*f copies on the channel axis, then DEPTH_TO_SPACE with block f (beyond TFLite's
+    delegate, which needs API 29)."""
     nnapi_op = OperationType.RESIZE_NEAREST_NEIGHBOR
-    nnapi_ops = (OperationType.RESIZE_NEAREST_NEIGHBOR,)
-    min_api_level = 29
-    constraints = "API 29; rank-4 input; constant size; align_corners/half_pixel_centers API 30"
+    nnapi_ops = (OperationType.RESIZE_NEAREST_NEIGHBOR, OperationType.CONCATENATION, OperationType.DEPTH_TO_SPACE)
+    min_api_level = 27
+    constraints = ("rank-4 input; constant size; API 29, or below an equal integer upscale on both axes; "
+                   "align_corners/half_pixel_centers API 30")
 
     def check_level(self, c: CheckContext) -> None:
-        c.require_api(29, "RESIZE_NEAREST_NEIGHBOR")
+        if integer_upscale(c) is None:
+            c.require_api(29, "RESIZE_NEAREST_NEIGHBOR", hint="raise --api-level to 29; below 29 only an equal "
+                          "integer upscale of both axes lowers (CONCATENATION + DEPTH_TO_SPACE)")
+
+    def quant_level(self, c: CheckContext) -> int:
+        return 27 if integer_upscale(c) is not None else 29
+
+    def lower(self, c: LowerContext) -> None:
+        f = integer_upscale(c) if c.api_level < 29 else None
+        if f is None:
+            super().lower(c)
+            return
+        x_t = c.input(0)
+        x = c.in_(0)
+        n, h, w, ch = x_t.shape
+        stacked = c.temp_like(x, (n, h, w, ch * f * f))
+        c.emit(OperationType.CONCATENATION, [x] * (f * f) + [c.i32(3)], [stacked])
+        c.emit(OperationType.DEPTH_TO_SPACE, [stacked, c.i32(f)], [c.out(0)])
