@@ -64,8 +64,19 @@ def test_quantized_max_min_parity(op, nnapi, dtype, api):
     assert_parity(m, api_level=api, expect_ops=[nnapi])
 
 
-def test_quantized_sum_refused():
-    m = op_model(B.SUM, (2, 5, 7, 3), (2, 3), "uint8", [np.array([1, 2], I32)])
+@pytest.mark.parametrize("dtype,api", [("uint8", 29), ("int8", 29), ("int8", 30)])
+def test_quantized_sum_goes_through_float(dtype, api):
+    q_in = QuantParams(0.01, 120) if dtype == "uint8" else QuantParams(0.01, -8)
+    q_out = QuantParams(0.3, 10) if dtype == "uint8" else QuantParams(0.3, 4)
+    np_dtype = np.uint8 if dtype == "uint8" else np.int8
+    m = single_op_model(B.SUM, [("x", (2, 5, 7, 3), np_dtype, q_in), ("a", np.array([1, 2], I32))],
+                        [("y", (2, 3), np_dtype, q_out)], ReducerOptions(keep_dims=False))
+    assert_parity(m, api_level=api, expect_ops=["DEQUANTIZE", "REDUCE_SUM", "QUANTIZE"])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_quantized_prod_refused():
+    m = op_model(B.REDUCE_PROD, (2, 5, 7, 3), (2, 3), "uint8", [np.array([1, 2], I32)])
     assert_refused(m, 30, Code.DTYPE)
 
 

@@ -100,11 +100,40 @@ class _Reduce(Rule):
 
 @lowering_rule(BuiltinOperator.SUM)
 class Sum(_Reduce):
-    __doc__ = _Reduce.__doc__ + " NNAPI REDUCE_SUM is float only."
-    nnapi_ops = (OperationType.REDUCE_SUM,)
+    """TFLite SUM(input, axis) [keep_dims] -> NNAPI REDUCE_SUM(input, axes TENSOR_INT32, keep_dims BOOL)
+    (API 29). NNAPI's REDUCE_SUM is float only, so a quantized SUM becomes DEQUANTIZE -> REDUCE_SUM ->
+    QUANTIZE into the output's parameters (all API 29): the float sum of the dequantized values is
+    requantized once, as TFLite's int32-accumulating kernel does (within one output step)."""
+
+    nnapi_ops = (OperationType.REDUCE_SUM, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     nnapi_op = OperationType.REDUCE_SUM
-    dtypes = ("float32",)
-    constraints = "float32; constant axes; rank <= 4"
+    allowed = BASIC
+    dtypes = ("float32", "uint8", "int8")
+    constraints = "constant axes; rank <= 4; quantized through float"
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(29, "REDUCE_SUM")
+        if not c.require_inputs(2):
+            return
+        x = c.input(0)
+        if not c.require_dtype(x, BASIC):
+            return
+        c.require_dtype(c.output(), (x.type,), "output")
+        c.require_rank(x, 4, 1)
+        c.require_static_shapes()
+        check_int8(c)
+        _check_axes(c, x.rank)
+
+    def lower(self, c: LowerContext) -> None:
+        if c.input(0).type == F32:
+            super().lower(c)
+            return
+        axes = c.i32_vector(const_ints(c, c.input(1)))
+        x_f = c.temp(OperandType.TENSOR_FLOAT32, c.info(c.in_(0)).dimensions)
+        c.emit(OperationType.DEQUANTIZE, [c.in_(0)], [x_f])
+        sum_f = c.temp(OperandType.TENSOR_FLOAT32, c.info(c.out()).dimensions)
+        c.emit(OperationType.REDUCE_SUM, [x_f, axes, c.boolean(_keep_dims(c))], [sum_f])
+        c.emit(OperationType.QUANTIZE, [sum_f], [c.out()])
 
 
 @lowering_rule(BuiltinOperator.REDUCE_PROD)
