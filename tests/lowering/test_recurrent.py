@@ -126,8 +126,23 @@ def test_unidirectional_sequence_lstm_parity(kw):
     assert_parity(seq_lstm_model(**kw), api_level=29, expect_ops=["UNIDIRECTIONAL_SEQUENCE_LSTM"])
 
 
-def test_unidirectional_sequence_lstm_needs_api29():
-    assert_refused(seq_lstm_model(), 28, Code.API_LEVEL, min_api_level=29)
+@pytest.mark.parametrize("kw", [
+    pytest.param({}, id="batch-major"),
+    pytest.param({"time_major": True, "steps": 4}, id="time-major"),
+    pytest.param({"cifg": True, "peephole": True, "projection": True, "n_out": 3, "cell_clip": 0.6},
+                 id="cifg-peephole-proj"),
+    pytest.param({"steps": 1}, id="one-step"),
+])
+def test_unidirectional_sequence_lstm_unrolled_at_api28(kw):
+    m = seq_lstm_model(**kw)
+    steps = kw.get("steps", 3)
+    ops = ["STRIDED_SLICE"] * steps + ["LSTM"] * steps + (["CONCATENATION"] if steps > 1 else []) + ["RESHAPE"]
+    assert_parity(m, api_level=28, expect_ops=ops)
+
+
+def test_unidirectional_sequence_lstm_refusals_below_29():
+    assert_refused(seq_lstm_model(), 27, Code.API_LEVEL, min_api_level=28)
+    assert_refused(seq_lstm_model(layer_norm=True), 28, Code.API_LEVEL, min_api_level=29)
 
 
 def bidi_lstm_model(batch=2, steps=3, n_in=4, n_cell=3, merge=False, time_major=True, aux: str | bool = False) -> bytes:
@@ -203,7 +218,9 @@ def test_rnn_parity(act):
 def test_unidirectional_sequence_rnn_parity(time_major):
     m = rnn_model(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN, time_major=time_major, act=4)
     assert_parity(m, api_level=29, expect_ops=["UNIDIRECTIONAL_SEQUENCE_RNN"])
-    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    # Below API 29 the sequence is unrolled into one RNN per step.
+    assert_parity(m, api_level=28, expect_ops=["STRIDED_SLICE"] * 3 + ["RNN"] * 3 + ["CONCATENATION", "RESHAPE"])
+    assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
 
 
 def bidi_rnn_model(batch=2, steps=4, n_in=3, units=5, merge=False, time_major=False, aux: str = "") -> bytes:

@@ -128,6 +128,47 @@ def dim(t: Tensor | None, axis: int) -> int:
     return int(t.shape[axis]) if t is not None and t.rank > axis else 0
 
 
+# -- unrolling a sequence op below API 29 -----------------------------------------------------------
+# NNAPI has the sequence ops from API 29. Below, a sequence of T steps becomes T single-step cells chained
+# through their state outputs: STRIDED_SLICE (API 28, with shrink_axis_mask) cuts each step's [B, I] input
+# out of the sequence, and one CONCATENATION + RESHAPE stacks the [B, U] step outputs back into the
+# [B, T, U] / [T, B, U] sequence. The arithmetic per step is the sequence op's, so results are identical.
+UNROLL_OPS = (OperationType.STRIDED_SLICE, OperationType.CONCATENATION, OperationType.RESHAPE)
+
+
+def unroll_inputs(c: LowerContext, time_major: bool) -> list[int]:
+    """Each time step's [B, I] input operand, sliced out of the sequence input."""
+    x_t = c.input(0)
+    x = c.in_(0)
+    shape = [int(d) for d in x_t.shape]
+    axis = 0 if time_major else 1
+    batch, n_in = shape[1 - axis], shape[2]
+    strides = c.i32_vector([1, 1, 1])
+    steps = []
+    for t in range(shape[axis]):
+        begin, end = [0, 0, 0], list(shape)
+        begin[axis], end[axis] = t, t + 1
+        step = c.temp_like(x, (batch, n_in), name=f"op{c.op.index}_x_t{t}")
+        c.emit(OperationType.STRIDED_SLICE, [x, c.i32_vector(begin), c.i32_vector(end), strides, c.i32(0),
+                                             c.i32(0), c.i32(1 << axis)], [step])
+        steps.append(step)
+    return steps
+
+
+def stack_outputs(c: LowerContext, steps: list[int], time_major: bool) -> None:
+    """Writes the op's sequence output from the per-step [B, U] outputs."""
+    out = c.out(0)
+    shape = [int(d) for d in c.output(0).shape]
+    batch, units = shape[1] if time_major else shape[0], shape[2]
+    if len(steps) == 1:
+        joined = steps[0]
+    else:
+        dims = (len(steps) * batch, units) if time_major else (batch, len(steps) * units)
+        joined = c.temp_like(out, dims, name=f"op{c.op.index}_steps")
+        c.emit(OperationType.CONCATENATION, [*steps, c.i32(0 if time_major else 1)], [joined])
+    c.emit(OperationType.RESHAPE, [joined, c.i32_vector(shape)], [out])
+
+
 # -- LSTM family ------------------------------------------------------------------------------------
 LSTM_WEIGHT_SLOTS = range(1, 18)
 LSTM_STATE_SLOTS = (18, 19)
@@ -315,15 +356,25 @@ class UnidirectionalSequenceLstm(Rule):
     21 cell_clip, 22 proj_clip, 23 time_major from the options; TFLite 20..23 layer-norm weights -> NNAPI
     24..27 (omitted operands when absent). One NNAPI output (the sequence output), as in feature level 3;
     the state outputs of feature level 4 are not requested since nothing reads them.
+
+    At API 28 (where TFLite's delegate stops, while NNAPI already has LSTM and STRIDED_SLICE) the sequence
+    is unrolled into one NNAPI LSTM per time step sharing the weight operands, each step's output and cell
+    state outputs feeding the next (see "unrolling" above); layer normalization still needs API 29.
     """
 
-    nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM,)
-    min_api_level = 29
+    nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.LSTM, *UNROLL_OPS)
+    min_api_level = 28
     dtypes = ("float32",)
-    constraints = "float32 (hybrid refused); rank-3 input; state from zero (variables)"
+    constraints = "float32 (hybrid refused); rank-3 input; unrolled into LSTM steps at API 28"
+
+    def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
+        if api_level < 29:
+            return (OperationType.STRIDED_SLICE, OperationType.LSTM, OperationType.CONCATENATION,
+                    OperationType.RESHAPE)
+        return (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM,)
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "UNIDIRECTIONAL_SEQUENCE_LSTM")
+        c.require_api(28, "UNIDIRECTIONAL_SEQUENCE_LSTM (unrolled into LSTM steps below API 29)")
         if not c.require_inputs(20, 24):
             return
         x = c.input(0)
@@ -332,8 +383,8 @@ class UnidirectionalSequenceLstm(Rule):
         check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS)
         check_lstm_weights(c, 1)
         check_state_inputs(c, LSTM_STATE_SLOTS)
-        if len(c.op.inputs) == 24:
-            check_layer_norm(c, range(20, 24), c.input(1) is None)
+        if len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None):
+            c.require_api(29, "a layer-normalized UNIDIRECTIONAL_SEQUENCE_LSTM")
         check_static(c)
         o = c.options
         if o is not None:
@@ -345,11 +396,32 @@ class UnidirectionalSequenceLstm(Rule):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
+        if c.api_level < 29:
+            self._lower_unrolled(c)
+            return
         ins = [c.in_(0)] + [opt_in(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
         ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip),
                 c.boolean(o.time_major)]
         ins += [opt_in(c, i) for i in range(20, 24)]
         c.emit(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [c.out(0)])
+
+    @staticmethod
+    def _lower_unrolled(c: LowerContext) -> None:
+        o = c.options
+        weights = [opt_in(c, i) for i in LSTM_WEIGHT_SLOTS]
+        params = [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip)]
+        h, cell = state_in(c, 18), state_in(c, 19)
+        batch, n_out = c.info(h).dimensions
+        n_cell = c.info(cell).dimensions[1]
+        gates = 3 if c.input(1) is None else 4
+        outs = []
+        for t, x_t in enumerate(unroll_inputs(c, o.time_major)):
+            step = [unread(c, h, (batch, gates * n_cell), f"scratch_t{t}"), unread(c, h, (batch, n_out), f"h_t{t}"),
+                    unread(c, cell, (batch, n_cell), f"c_t{t}"), unread(c, h, (batch, n_out), f"y_t{t}")]
+            c.emit(OperationType.LSTM, [x_t, *weights, h, cell, *params], step)
+            h, cell = step[1], step[2]
+            outs.append(step[3])
+        stack_outputs(c, outs, o.time_major)
 
 
 @lowering_rule(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM)
@@ -442,15 +514,22 @@ class Rnn(Rule):
 class UnidirectionalSequenceRnn(Rule):
     """TFLite UNIDIRECTIONAL_SEQUENCE_RNN(input, weights, recurrent weights, bias, hidden state) -> NNAPI
     slots 0..4 (the variable hidden state -> a zero constant), 5 activation, 6 time_major (INT32).
-    One output (the feature level 3 form)."""
+    One output (the feature level 3 form). At API 28 (beyond TFLite's delegate) the sequence is unrolled
+    into one NNAPI RNN per time step, each step's hidden state output feeding the next (see "unrolling")."""
 
-    nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_RNN,)
-    min_api_level = 29
+    nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_RNN, OperationType.RNN, *UNROLL_OPS)
+    min_api_level = 28
     dtypes = ("float32",)
-    constraints = "float32 (hybrid refused); rank-3 input; state from zero (variables)"
+    constraints = "float32 (hybrid refused); rank-3 input; unrolled into RNN steps at API 28"
+
+    def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
+        if api_level < 29:
+            return (OperationType.STRIDED_SLICE, OperationType.RNN, OperationType.CONCATENATION,
+                    OperationType.RESHAPE)
+        return (OperationType.UNIDIRECTIONAL_SEQUENCE_RNN,)
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "UNIDIRECTIONAL_SEQUENCE_RNN")
+        c.require_api(28, "UNIDIRECTIONAL_SEQUENCE_RNN (unrolled into RNN steps below API 29)")
         if not c.require_inputs(5):
             return
         x = c.input(0)
@@ -464,9 +543,20 @@ class UnidirectionalSequenceRnn(Rule):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
-        ins = [c.in_(0), c.in_(1), c.in_(2), c.in_(3), state_in(c, 4),
-               c.i32(activation_code(o.fused_activation_function)),
-               c.i32(int(o.time_major))]
+        act = c.i32(activation_code(o.fused_activation_function))
+        if c.api_level < 29:
+            weights = [c.in_(1), c.in_(2), c.in_(3)]
+            h = state_in(c, 4)
+            outs = []
+            for t, x_t in enumerate(unroll_inputs(c, o.time_major)):
+                h_next = unread(c, h, c.info(h).dimensions, f"h_t{t}")
+                y_t = unread(c, h, c.info(h).dimensions, f"y_t{t}")
+                c.emit(OperationType.RNN, [x_t, *weights, h, act], [h_next, y_t])
+                h = h_next
+                outs.append(y_t)
+            stack_outputs(c, outs, o.time_major)
+            return
+        ins = [c.in_(0), c.in_(1), c.in_(2), c.in_(3), state_in(c, 4), act, c.i32(int(o.time_major))]
         c.emit(OperationType.UNIDIRECTIONAL_SEQUENCE_RNN, ins, [c.out(0)])
 
 
