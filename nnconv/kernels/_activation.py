@@ -32,7 +32,10 @@ def relu_family(call: KernelCall, code: FuseCode) -> list[np.ndarray]:
     out = call.out_operands[0]
     if t in FLOAT_TYPES:
         lo, hi = {FuseCode.RELU: (0.0, np.inf), FuseCode.RELU1: (-1.0, 1.0), FuseCode.RELU6: (0.0, 6.0)}[code]
-        return [np.clip(x.astype(np.float32), lo, hi).astype(out.dtype)]
+        xf = x.astype(np.float32)
+        # The reference's std::min(std::max(lo, x), hi): NaN compares false, so it becomes lo.
+        y = np.where(np.float32(lo) < xf, xf, np.float32(lo))
+        return [np.where(np.float32(hi) < y, np.float32(hi), y).astype(out.dtype)]
     if is_quant8(t):
         od = call.in_operands[0]
         if out.type is not t or out.scale != od.scale or out.zero_point != od.zero_point:

@@ -14,6 +14,11 @@ from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
 
+def _max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """std::max(a, b) = (a < b) ? b : a, as the reference: with a NaN the first operand wins."""
+    return np.where(a < b, b, a)
+
+
 @kernel(OperationType.MAXIMUM)
 def maximum(call: KernelCall) -> list[np.ndarray]:
-    return [min_max(call, np.maximum)]
+    return [min_max(call, _max)]

@@ -14,6 +14,11 @@ from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
 
+def _min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """std::min(a, b) = (b < a) ? b : a, as the reference: with a NaN the first operand wins."""
+    return np.where(b < a, b, a)
+
+
 @kernel(OperationType.MINIMUM)
 def minimum(call: KernelCall) -> list[np.ndarray]:
-    return [min_max(call, np.minimum)]
+    return [min_max(call, _min)]

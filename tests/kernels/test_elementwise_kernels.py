@@ -194,3 +194,14 @@ def test_multinomial_is_seeded_and_skips_non_finite_logits():
     assert np.array_equal(a, b)
     assert set(np.unique(a)) <= {0, 2}
     assert not np.array_equal(a, multinomial(logits, 500, (5, 6)))
+
+
+def test_nan_handling_follows_std_min_max():
+    nan = np.float32(np.nan)
+    x = np.array([nan, -2.0, 3.0], np.float32)
+    assert run(Op.RELU, [(x, T.TENSOR_FLOAT32)], T.TENSOR_FLOAT32).tolist() == [0.0, 0.0, 3.0]
+    a, b = np.array([nan, 1.0], np.float32), np.array([1.0, nan], np.float32)
+    mx = run(Op.MAXIMUM, [(a, T.TENSOR_FLOAT32), (b, T.TENSOR_FLOAT32)], T.TENSOR_FLOAT32)
+    mn = run(Op.MINIMUM, [(a, T.TENSOR_FLOAT32), (b, T.TENSOR_FLOAT32)], T.TENSOR_FLOAT32)
+    assert np.isnan(mx[0]) and mx[1] == 1.0  # (a < b) ? b : a
+    assert np.isnan(mn[0]) and mn[1] == 1.0  # (b < a) ? b : a
