@@ -234,6 +234,27 @@ def test_partition_verification_catches_a_wrong_partition(tmp_path, monkeypatch)
     monkeypatch.setattr(partition_mod, "convert_partial", corrupted)
     report = verify_model(str(path), 28)
     assert report.partitions[0].passed and not report.passed
+    assert "fresh conversion of the same ops passes" in report.partitions[1].diagnosis
+    assert report.partitions[0].diagnosis == ""
+
+
+def test_failing_partition_names_the_op_at_fault(tmp_path, monkeypatch):
+    """A kernel bug in one op: the partition fails and, run alone on TFLite's tensors, that op is named."""
+    from nnconv.kernels import registry as kreg
+    from nnconv.nnapi.enums import OperationType
+    path = tmp_path / "mid.tflite"
+    path.write_bytes(chain(["conv", "dilated", "conv", "conv"], seed=9))
+    real = kreg.KERNELS[OperationType.CONV_2D]
+
+    def off_by_a_bit(call):
+        outs = real(call)
+        return [o + np.float32(0.5) for o in outs]
+    monkeypatch.setitem(kreg.KERNELS, OperationType.CONV_2D, off_by_a_bit)
+    report = verify_model(str(path), 28)
+    bad = report.partitions[1]
+    assert not bad.passed and [f["index"] for f in bad.ops_at_fault] == [2, 3]
+    assert bad.diagnosis.startswith("op(s) out of tolerance on their own: #2 CONV_2D, #3 CONV_2D")
+    assert bad.to_json()["ops_at_fault"][0]["op"] == "CONV_2D"
 
 
 def test_verify_multi_partition_nnapi_file(tmp_path):

@@ -18,7 +18,7 @@ import numpy as np
 
 from nnconv.errors import ConversionError, InputDataError, NnconvError
 from nnconv.executor import Executor
-from nnconv.lowering.convert import ConversionOptions, convert, io_spec, make_state
+from nnconv.lowering.convert import ConversionOptions, convert, io_spec, lower_ops, make_state
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
 from nnconv.parity.verify import OutputParity, ParityReport, compare, random_inputs, run_parity
@@ -34,6 +34,9 @@ class PartitionParity:
     index: int
     ops: list[int]
     outputs: list[OutputParity]
+    # When the partition fails: each of its ops run alone on TFLite's own inputs; the ones out of tolerance.
+    ops_at_fault: list[dict] = field(default_factory=list)
+    diagnosis: str = ""
 
     @property
     def passed(self) -> bool:
@@ -41,7 +44,8 @@ class PartitionParity:
 
     def to_json(self) -> dict:
         return {"index": self.index, "ops": self.ops, "passed": self.passed,
-                "outputs": [o.to_json() for o in self.outputs]}
+                "outputs": [o.to_json() for o in self.outputs], "ops_at_fault": self.ops_at_fault,
+                "diagnosis": self.diagnosis}
 
 
 @dataclass
@@ -101,10 +105,47 @@ def verify_partitions(tflite_path: str | os.PathLike, partitions: Sequence[Conve
         ours = Executor(cm).run(boundary)
         outs = [compare(f"p{k}/{spec.name}", ours[spec.name], runner.tensor(spec.tflite_tensor))
                 for spec in cm.outputs]
-        rows.append(PartitionParity(k, list(cm.tflite_ops), outs))
+        row = PartitionParity(k, list(cm.tflite_ops), outs)
+        if not row.passed:
+            _localize(row, state, cm, runner)
+        rows.append(row)
     name = os.fspath(tflite_path)
     return PartitionedParityReport(model=name, api_level=api_level, kernels=kernels,
                                    outputs=[o for r in rows for o in r.outputs], partitions=rows, note=note)
+
+
+def _localize(row: PartitionParity, state, cm: ConvertedModel, runner: TfliteRunner) -> None:
+    """Explains a failing partition. Re-converts its ops from the source model: if that passes, the given
+    partition (e.g. from an older .nnapi file) is not what nnconv produces now. Otherwise runs each op
+    alone, re-converted and fed TFLite's own tensors, to tell a faulty op from rounding differences that
+    only add up across several ops."""
+    try:
+        fresh = lower_ops(state, cm.tflite_ops, cm.subgraph)
+        ours = Executor(fresh).run({spec.name: runner.tensor(spec.tflite_tensor) for spec in fresh.inputs})
+        if all(compare(s.name, ours[s.name], runner.tensor(s.tflite_tensor)).passed for s in fresh.outputs):
+            row.diagnosis = ("a fresh conversion of the same ops passes: this partition differs from what nnconv "
+                             "produces now (an outdated or modified .nnapi file?)")
+            return
+    except Exception:  # noqa: BLE001 - fall through to the op-by-op diagnosis
+        pass
+    for k in cm.tflite_ops:
+        op = state.model.subgraphs[cm.subgraph].operators[k]
+        try:
+            single = lower_ops(state, [k], cm.subgraph)
+        except Exception:  # noqa: BLE001 - e.g. an op whose outputs are all folded: nothing to compare
+            continue
+        ours = Executor(single).run({spec.name: runner.tensor(spec.tflite_tensor) for spec in single.inputs})
+        for spec in single.outputs:
+            o = compare(spec.name, ours[spec.name], runner.tensor(spec.tflite_tensor))
+            if not o.passed:
+                row.ops_at_fault.append({"index": k, "op": op.name, "output": spec.name, "max_abs": o.max_abs,
+                                         "max_lsb": o.max_lsb, "detail": o.detail})
+    if row.ops_at_fault:
+        row.diagnosis = "op(s) out of tolerance on their own: " + ", ".join(
+            f"#{f['index']} {f['op']}" for f in row.ops_at_fault)
+    else:
+        row.diagnosis = ("every op is within tolerance on its own: small rounding differences add up across "
+                         "the partition's ops")
 
 
 def verify_nnapi_file(path: str | os.PathLike, tflite_path: str | os.PathLike | None = None,
