@@ -39,6 +39,7 @@ from nnconv.nnapi.validate import validate_model
 
 FOLDERS = ("V1_0", "V1_1", "V1_2", "V1_3", "V1_3_cts_only")
 SIGNED_COUPLING = "signed_coupling"
+DYNAMIC_OUTPUT_SHAPE = "dynamic_output_shape"
 # Operations TestHarness.h `hasQuant8CoupledOperands` skips: their quant8 operands are not coupled to
 # real values (HASHTABLE_LOOKUP's hits tensor is a bool, LSH_PROJECTION hashes raw bytes, PAD_V2's pad
 # value is an int32 scalar, CAST ignores quantization, QUANTIZED_16BIT_LSTM has no signed variant).
@@ -54,9 +55,11 @@ def cts_dir() -> pathlib.Path:
 
 
 def iter_cases(root: pathlib.Path | None = None, folders: tuple[str, ...] = FOLDERS,
-               derived: bool = True) -> Iterator[tuple[str, dict]]:
+               derived: bool = True, dynamic_shapes: bool = False) -> Iterator[tuple[str, dict]]:
     """(id, case) for every case, id = '<folder>/<case name>'; with `derived`, each case eligible for
-    CTS's QuantizationCouplingTest is followed by its signed twin, id '<folder>/<case name>/signed_coupling'."""
+    CTS's QuantizationCouplingTest is followed by its signed twin, id '<folder>/<case name>/signed_coupling';
+    with `dynamic_shapes`, each case eligible for CTS's DynamicOutputShapeTest is followed by its twin with
+    unspecified output dimensions, id '<folder>/<case name>/dynamic_output_shape'."""
     root = root or cts_dir()
     for folder in folders:
         d = root / folder
@@ -69,6 +72,8 @@ def iter_cases(root: pathlib.Path | None = None, folders: tuple[str, ...] = FOLD
                     yield cid, case
                     if derived and is_coupling_candidate(case):
                         yield f"{cid}/{SIGNED_COUPLING}", signed_coupling_case(case)
+                    if dynamic_shapes and is_dynamic_shape_candidate(case):
+                        yield f"{cid}/{DYNAMIC_OUTPUT_SHAPE}", dynamic_output_shape_case(case)
 
 
 def _subgraph_specs(spec: dict) -> list[dict]:
@@ -124,6 +129,28 @@ def signed_coupling_case(case: dict) -> dict:
 
     return dict(case, model=spec, inputs=shift(spec["input_indexes"], case["inputs"]),
                 outputs=shift(spec["output_indexes"], case["outputs"]), **{SIGNED_COUPLING: True})
+
+
+def is_dynamic_shape_candidate(case: dict) -> bool:
+    """The DynamicOutputShapeTest filter of TestGenerated.cpp: a case expected to succeed without
+    `hasScalarOutputs` (TestHarness.h: no RANK, IF or WHILE operation in any subgraph)."""
+    if case.get("expect_failure"):
+        return False
+    return not any(op["type"] in ("RANK", "IF", "WHILE")
+                   for sg in _subgraph_specs(case["model"]) for op in sg["operations"])
+
+
+def dynamic_output_shape_case(case: dict) -> dict:
+    """GeneratedTestUtils.cpp `createModel(..., testDynamicOutputShape=true)`: every main output operand
+    gets all-unspecified (0) dimensions of its rank, so the executor must infer the output shapes; the
+    results must still come out with the originally declared dimensions (`expected_output_dims`)."""
+    spec = case["model"]
+    outs = set(spec["output_indexes"])
+    operands = [dict(od, dimensions=[0] * len(od.get("dimensions", []))) if k in outs else od
+                for k, od in enumerate(spec["operands"])]
+    expected = [list(spec["operands"][k].get("dimensions", [])) for k in spec["output_indexes"]]
+    return dict(case, model=dict(spec, operands=operands), expected_output_dims=expected,
+                **{DYNAMIC_OUTPUT_SHAPE: True})
 
 
 def _operand(spec: dict, model: Model) -> Operand:
@@ -324,8 +351,9 @@ def run_case(case: dict) -> CaseResult:
         got = np.asarray(outputs[k])
         # CTS asserts the actual dimensions equal the declared ones exactly; a declared 0 (the zero-sized
         # cases) must therefore come out as 0. Main outputs never have an unspecified rank.
-        if (od.dimensions or not od.type.is_tensor) and tuple(got.shape) != tuple(od.dimensions):
-            problems.append(f"output {k}: shape {list(got.shape)} != {list(od.dimensions)}")
+        dims = tuple(case["expected_output_dims"][k]) if "expected_output_dims" in case else tuple(od.dimensions)
+        if (dims or not od.type.is_tensor) and tuple(got.shape) != dims:
+            problems.append(f"output {k}: shape {list(got.shape)} != {list(dims)}")
             continue
         if "multinomial_tolerance" in case:
             # Sampled class indices: compared statistically with the softmax of the logits input.
@@ -353,8 +381,9 @@ def summarize(results: dict[str, CaseResult]) -> dict[str, Any]:
     table: dict[str, dict[str, dict[str, int]]] = {}
     for cid, r in results.items():
         folder = cid.split("/", 1)[0]
-        if cid.endswith("/" + SIGNED_COUPLING):
-            folder += "/" + SIGNED_COUPLING
+        for derived in (SIGNED_COUPLING, DYNAMIC_OUTPUT_SHAPE):
+            if cid.endswith("/" + derived):
+                folder += "/" + derived
         for key in ("(all)", *r.operations):
             row = table.setdefault(folder, {}).setdefault(key, {"cases": 0, "passed": 0, "failed": 0,
                                                                 "unsupported": 0})
