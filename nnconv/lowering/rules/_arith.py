@@ -22,7 +22,7 @@ I8 = TensorType.INT8
 I32 = TensorType.INT32
 BOOL = TensorType.BOOL
 QUANT = (U8, I8)
-FLOAT_QUANT = (F32, U8, I8)
+
 
 def is_quant(t: Tensor | None) -> bool:
     return t is not None and t.type in QUANT
@@ -110,14 +110,6 @@ def requantize(c: LowerContext, src: int, dst: int, activation: FuseCode = FuseC
     The reference quantized ADD rescales exactly when both inputs share one scale, and otherwise rounds
     once more than TFLite's single MultiplyByQuantizedMultiplier: the results agree within 1 LSB."""
     c.emit(OperationType.ADD, [src, zero_point_constant(c, src), c.i32(activation)], [dst])
-
-
-def negate_float(c: LowerContext, x: int, dims: Iterable[int] | None = None) -> int:
-    """-x for a float operand as MUL(x, -1) (API 27; exact: only the sign bit changes)."""
-    od = c.info(x)
-    t = c.temp(od.type, list(od.dimensions if dims is None else dims))
-    c.emit(OperationType.MUL, [x, scalar_tensor(c, -1.0), c.i32(FuseCode.NONE)], [t])
-    return t
 
 
 def broadcast_shape(*shapes: Iterable[int]) -> tuple[int, ...]:
