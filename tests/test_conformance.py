@@ -219,7 +219,8 @@ def test_signed_coupling_filter_follows_cts():
 
 
 def test_infinite_loop_cases_run_with_the_cts_loop_timeout():
-    loop = _case([_operand("TENSOR_FLOAT32", [1], "SUBGRAPH_INPUT"), _operand("TENSOR_FLOAT32", [1], "SUBGRAPH_OUTPUT")],
+    loop = _case([_operand("TENSOR_FLOAT32", [1], "SUBGRAPH_INPUT"),
+                  _operand("TENSOR_FLOAT32", [1], "SUBGRAPH_OUTPUT")],
                  [{"type": "WHILE", "inputs": [0], "outputs": [1]}], [0], [1], [[0.0]], [[]], expect_failure=True)
     assert is_infinite_loop_timeout_case(loop)
     loop["expect_failure"] = False
