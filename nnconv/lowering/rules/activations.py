@@ -1,4 +1,4 @@
-"""Activations: RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, ELU, HARD_SWISH, PRELU, LEAKY_RELU.
+"""Activations: RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, LOGISTIC, TANH, ELU, HARD_SWISH, PRELU, LEAKY_RELU, GELU.
 
 Quantized activations: NNAPI's RELU family keeps the input's quantization on its output, LOGISTIC forces
 (1/256, 0) (int8: -128) and TANH (1/128, 128) (int8: 0) - the same fixed output ranges TFLite requires.

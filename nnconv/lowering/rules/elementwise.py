@@ -1,5 +1,6 @@
 """Elementwise arithmetic: ADD, SUB, MUL, DIV, ADD_N, SQUARE, SQUARED_DIFFERENCE, MAXIMUM, MINIMUM, POW, the
-float unary functions (ABS, EXP, LOG, RSQRT, SQRT, SIN, COS, NEG, FLOOR, CEIL), CAST, ZEROS_LIKE.
+float unary functions (ABS, EXP, LOG, RSQRT, SQRT, SIN, COS, NEG, FLOOR, CEIL, ROUND), CAST, ZEROS_LIKE,
+FLOOR_DIV, FLOOR_MOD, SIGN.
 (TFLite has no ONES_LIKE builtin: models express it as FILL, another family's rule.)
 
 Broadcasting: TFLite and NNAPI broadcast alike (dimensions aligned from the right, 1 stretches), so
