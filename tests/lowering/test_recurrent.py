@@ -183,14 +183,20 @@ def bidi_lstm_model(batch=2, steps=3, n_in=4, n_cell=3, merge=False, time_major=
 def test_bidirectional_sequence_lstm_parity(kw):
     m = bidi_lstm_model(**kw)
     assert_parity(m, api_level=29, expect_ops=["BIDIRECTIONAL_SEQUENCE_LSTM"])
+    if kw.get("aux") is True:
+        assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)  # cross-linking has no unrolled form
+    else:
+        result = assert_parity(m, api_level=28)
+        ops = [op.type.name for op in result.converted.model.main.operations]
+        assert ops.count("LSTM") == 2 * 3 and "BIDIRECTIONAL_SEQUENCE_LSTM" not in ops
 
 
 def test_bidirectional_sequence_lstm_merged_batch_major_refused():
     assert_refused(bidi_lstm_model(merge=True, time_major=False), 30, Code.OPTION)
 
 
-def test_bidirectional_sequence_lstm_needs_api29():
-    assert_refused(bidi_lstm_model(), 28, Code.API_LEVEL, min_api_level=29)
+def test_bidirectional_sequence_lstm_needs_api28():
+    assert_refused(bidi_lstm_model(), 27, Code.API_LEVEL, min_api_level=28)
 
 
 def rnn_model(op, batch=2, steps=3, n_in=5, units=4, act=1, time_major=False) -> bytes:
@@ -256,7 +262,13 @@ def bidi_rnn_model(batch=2, steps=4, n_in=3, units=5, merge=False, time_major=Fa
 def test_bidirectional_sequence_rnn_parity(kw):
     m = bidi_rnn_model(**kw)
     assert_parity(m, api_level=29, expect_ops=["BIDIRECTIONAL_SEQUENCE_RNN"])
-    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    if kw.get("aux") == "cross":
+        assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)  # cross-linking has no unrolled form
+    else:
+        result = assert_parity(m, api_level=28)  # unrolled into single-step RNNs
+        ops = [op.type.name for op in result.converted.model.main.operations]
+        assert ops.count("RNN") == 2 * 4 and "BIDIRECTIONAL_SEQUENCE_RNN" not in ops
+        assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
 
 
 def test_bidirectional_sequence_rnn_parallel_aux_batch_major_refused():

@@ -136,10 +136,10 @@ def dim(t: Tensor | None, axis: int) -> int:
 UNROLL_OPS = (OperationType.STRIDED_SLICE, OperationType.CONCATENATION, OperationType.RESHAPE)
 
 
-def unroll_inputs(c: LowerContext, time_major: bool) -> list[int]:
-    """Each time step's [B, I] input operand, sliced out of the sequence input."""
-    x_t = c.input(0)
-    x = c.in_(0)
+def unroll_inputs(c: LowerContext, time_major: bool, slot: int = 0) -> list[int]:
+    """Each time step's [B, I] operand, sliced out of the sequence held by input `slot`."""
+    x_t = c.input(slot)
+    x = c.in_(slot)
     shape = [int(d) for d in x_t.shape]
     axis = 0 if time_major else 1
     batch, n_in = shape[1 - axis], shape[2]
@@ -148,25 +148,79 @@ def unroll_inputs(c: LowerContext, time_major: bool) -> list[int]:
     for t in range(shape[axis]):
         begin, end = [0, 0, 0], list(shape)
         begin[axis], end[axis] = t, t + 1
-        step = c.temp_like(x, (batch, n_in), name=f"op{c.op.index}_x_t{t}")
+        step = c.temp_like(x, (batch, n_in), name=f"op{c.op.index}_in{slot}_t{t}")
         c.emit(OperationType.STRIDED_SLICE, [x, c.i32_vector(begin), c.i32_vector(end), strides, c.i32(0),
                                              c.i32(0), c.i32(1 << axis)], [step])
         steps.append(step)
     return steps
 
 
-def stack_outputs(c: LowerContext, steps: list[int], time_major: bool) -> None:
-    """Writes the op's sequence output from the per-step [B, U] outputs."""
-    out = c.out(0)
-    shape = [int(d) for d in c.output(0).shape]
-    batch, units = shape[1] if time_major else shape[0], shape[2]
+def stack_outputs(c: LowerContext, steps: list[int], time_major: bool, out: int | None = None) -> int:
+    """Stacks per-step [B, U] outputs (in time order) into a [B, T, U] / [T, B, U] sequence, written to
+    `out` (default: the op's output 0, else a new temporary); returns the sequence operand."""
+    batch, units = c.info(steps[0]).dimensions
+    shape = [len(steps), batch, units] if time_major else [batch, len(steps), units]
+    if out is None:
+        out = c.temp_like(steps[0], shape, name=f"op{c.op.index}_seq")
     if len(steps) == 1:
         joined = steps[0]
     else:
         dims = (len(steps) * batch, units) if time_major else (batch, len(steps) * units)
-        joined = c.temp_like(out, dims, name=f"op{c.op.index}_steps")
+        joined = c.temp_like(steps[0], dims, name=f"op{c.op.index}_steps")
         c.emit(OperationType.CONCATENATION, [*steps, c.i32(0 if time_major else 1)], [joined])
     c.emit(OperationType.RESHAPE, [joined, c.i32_vector(shape)], [out])
+    return out
+
+
+def emit_bidirectional_outputs(c: LowerContext, fw: list[int], bw: list[int], time_major: bool,
+                               merge: bool) -> None:
+    """The op's outputs from the forward and backward per-step outputs (both in time order): two sequences,
+    or one concatenated on the last axis when merging."""
+    if not merge:
+        stack_outputs(c, fw, time_major, c.out(0))
+        stack_outputs(c, bw, time_major, c.out(1))
+        return
+    fw_seq, bw_seq = stack_outputs(c, fw, time_major), stack_outputs(c, bw, time_major)
+    c.emit(OperationType.CONCATENATION, [fw_seq, bw_seq, c.i32(2)], [c.out(0)])
+
+
+def unrolled_lstm(c: LowerContext, xs: list[int], weights: list[int], h: int, cell: int, params: list[int],
+                  cifg: bool, reverse: bool = False) -> list[int]:
+    """One NNAPI LSTM per step of `xs`, chained through the state outputs; the outputs in time order."""
+    batch, n_out = c.info(h).dimensions
+    n_cell = c.info(cell).dimensions[1]
+    outs: dict[int, int] = {}
+    for t in (reversed(range(len(xs))) if reverse else range(len(xs))):
+        tag = f"{'bw' if reverse else 'fw'}{t}"
+        step = [unread(c, h, (batch, (3 if cifg else 4) * n_cell), f"scratch_{tag}"),
+                unread(c, h, (batch, n_out), f"h_{tag}"), unread(c, cell, (batch, n_cell), f"c_{tag}"),
+                unread(c, h, (batch, n_out), f"y_{tag}")]
+        c.emit(OperationType.LSTM, [xs[t], *weights, h, cell, *params], step)
+        h, cell = step[1], step[2]
+        outs[t] = step[3]
+    return [outs[t] for t in range(len(xs))]
+
+
+def unrolled_rnn(c: LowerContext, xs: list[int], weights: list[int], h: int, act: int,
+                 reverse: bool = False) -> list[int]:
+    """One NNAPI RNN per step of `xs`, chained through the hidden state; the outputs in time order."""
+    outs: dict[int, int] = {}
+    for t in (reversed(range(len(xs))) if reverse else range(len(xs))):
+        tag = f"{'bw' if reverse else 'fw'}{t}"
+        h_next = unread(c, h, c.info(h).dimensions, f"h_{tag}")
+        y_t = unread(c, h, c.info(h).dimensions, f"y_{tag}")
+        c.emit(OperationType.RNN, [xs[t], *weights, h, act], [h_next, y_t])
+        h = h_next
+        outs[t] = y_t
+    return [outs[t] for t in range(len(xs))]
+
+
+def check_unrolled_bidirectional(c: CheckContext, cross_linked: bool, op_name: str) -> None:
+    """Below API 29 a bidirectional op is unrolled into single-step cells, which have no aux input."""
+    if c.api_level < 29:
+        c.require_api(28, f"{op_name} (unrolled into single-step cells below API 29)")
+        if cross_linked:
+            c.require_api(29, f"{op_name} with aux input weights (cross-linking)")
 
 
 # -- LSTM family ------------------------------------------------------------------------------------
@@ -410,18 +464,9 @@ class UnidirectionalSequenceLstm(Rule):
         o = c.options
         weights = [opt_in(c, i) for i in LSTM_WEIGHT_SLOTS]
         params = [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip)]
-        h, cell = state_in(c, 18), state_in(c, 19)
-        batch, n_out = c.info(h).dimensions
-        n_cell = c.info(cell).dimensions[1]
-        gates = 3 if c.input(1) is None else 4
-        outs = []
-        for t, x_t in enumerate(unroll_inputs(c, o.time_major)):
-            step = [unread(c, h, (batch, gates * n_cell), f"scratch_t{t}"), unread(c, h, (batch, n_out), f"h_t{t}"),
-                    unread(c, cell, (batch, n_cell), f"c_t{t}"), unread(c, h, (batch, n_out), f"y_t{t}")]
-            c.emit(OperationType.LSTM, [x_t, *weights, h, cell, *params], step)
-            h, cell = step[1], step[2]
-            outs.append(step[3])
-        stack_outputs(c, outs, o.time_major)
+        outs = unrolled_lstm(c, unroll_inputs(c, o.time_major), weights, state_in(c, 18), state_in(c, 19),
+                             params, cifg=c.input(1) is None)
+        stack_outputs(c, outs, o.time_major, c.out(0))
 
 
 @lowering_rule(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM)
@@ -433,17 +478,28 @@ class BidirectionalSequenceLstm(Rule):
     weights 40..43, backward aux weights 44..47; then NNAPI 48 activation, 49 cell_clip, 50 proj_clip,
     51 merge_outputs, 52 time_major, and 53..60 layer-norm weights as omitted operands (TFLite's op has
     none). Outputs: forward and (unless merged) backward sequence outputs.
+
+    At API 28 (beyond TFLite's delegate) both directions are unrolled into single-step NNAPI LSTMs, the
+    backward chain walking the steps in reverse (and reading the aux input when given without aux
+    weights); merged outputs are concatenated on the last axis. Aux weights (cross-linking) need API 29.
     """
 
-    nnapi_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_LSTM,)
-    min_api_level = 29
+    nnapi_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, OperationType.LSTM, *UNROLL_OPS)
+    min_api_level = 28
     dtypes = ("float32",)
-    constraints = "float32 (hybrid refused); rank-3 input; state from zero (variables)"
+    constraints = "float32 (hybrid refused); rank-3 input; unrolled into LSTM steps at API 28"
+
+    def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
+        if api_level < 29:
+            return (OperationType.STRIDED_SLICE, OperationType.LSTM, OperationType.CONCATENATION,
+                    OperationType.RESHAPE)
+        return (OperationType.BIDIRECTIONAL_SEQUENCE_LSTM,)
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "BIDIRECTIONAL_SEQUENCE_LSTM")
         if not c.require_inputs(48):
             return
+        check_unrolled_bidirectional(c, any(c.input(i) is not None for i in range(40, 48)),
+                                     "BIDIRECTIONAL_SEQUENCE_LSTM")
         x = c.input(0)
         c.require_dtype(x, FLOAT)
         c.require_rank(x, 3, 3)
@@ -470,6 +526,17 @@ class BidirectionalSequenceLstm(Rule):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
+        if c.api_level < 29:
+            params = [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip),
+                      c.f32(o.proj_clip)]
+            xs = unroll_inputs(c, o.time_major)
+            bw_xs = unroll_inputs(c, o.time_major, 39) if c.input(39) is not None else xs  # parallel linking
+            fw = unrolled_lstm(c, xs, [opt_in(c, i) for i in range(1, 18)], state_in(c, 35), state_in(c, 36),
+                               params, cifg=c.input(1) is None)
+            bw = unrolled_lstm(c, bw_xs, [opt_in(c, i) for i in range(18, 35)], state_in(c, 37),
+                               state_in(c, 38), params, cifg=c.input(18) is None, reverse=True)
+            emit_bidirectional_outputs(c, fw, bw, o.time_major, o.merge_outputs)
+            return
         ins = [c.in_(0)] + [opt_in(c, i) for i in range(1, 35)]
         ins += [state_in(c, i) for i in (35, 36, 37, 38)]
         ins += [opt_in(c, i) for i in range(39, 48)]
@@ -545,16 +612,9 @@ class UnidirectionalSequenceRnn(Rule):
         o = c.options
         act = c.i32(activation_code(o.fused_activation_function))
         if c.api_level < 29:
-            weights = [c.in_(1), c.in_(2), c.in_(3)]
-            h = state_in(c, 4)
-            outs = []
-            for t, x_t in enumerate(unroll_inputs(c, o.time_major)):
-                h_next = unread(c, h, c.info(h).dimensions, f"h_t{t}")
-                y_t = unread(c, h, c.info(h).dimensions, f"y_t{t}")
-                c.emit(OperationType.RNN, [x_t, *weights, h, act], [h_next, y_t])
-                h = h_next
-                outs.append(y_t)
-            stack_outputs(c, outs, o.time_major)
+            outs = unrolled_rnn(c, unroll_inputs(c, o.time_major), [c.in_(1), c.in_(2), c.in_(3)],
+                                state_in(c, 4), act)
+            stack_outputs(c, outs, o.time_major, c.out(0))
             return
         ins = [c.in_(0), c.in_(1), c.in_(2), c.in_(3), state_in(c, 4), act, c.i32(int(o.time_major))]
         c.emit(OperationType.UNIDIRECTIONAL_SEQUENCE_RNN, ins, [c.out(0)])
@@ -567,19 +627,26 @@ class BidirectionalSequenceRnn(Rule):
     TFLite 0..11 map one to one: input, forward weights/recurrent/bias/hidden state 1..4, backward ones
     5..8 (variable hidden states -> zero constants), aux input 9, forward and backward aux weights 10, 11;
     then NNAPI 12 activation, 13 time_major, 14 merge_outputs. Outputs: forward and (unless merged)
-    backward. TFLite's NNAPI delegate does not lower this op; NNAPI has it from API 29.
+    backward. TFLite's NNAPI delegate does not lower this op; NNAPI has it from API 29. At API 28 both
+    directions are unrolled into single-step NNAPI RNNs, as BIDIRECTIONAL_SEQUENCE_LSTM's.
     """
 
-    nnapi_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_RNN,)
-    min_api_level = 29
+    nnapi_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_RNN, OperationType.RNN, *UNROLL_OPS)
+    min_api_level = 28
     dtypes = ("float32",)
-    constraints = "float32; rank-3 input; state from zero (variables)"
+    constraints = "float32; rank-3 input; unrolled into RNN steps at API 28"
     beyond_delegate = True
 
+    def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
+        if api_level < 29:
+            return (OperationType.STRIDED_SLICE, OperationType.RNN, OperationType.CONCATENATION,
+                    OperationType.RESHAPE)
+        return (OperationType.BIDIRECTIONAL_SEQUENCE_RNN,)
+
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "BIDIRECTIONAL_SEQUENCE_RNN")
         if not c.require_inputs(12):
             return
+        check_unrolled_bidirectional(c, c.input(10) is not None, "BIDIRECTIONAL_SEQUENCE_RNN")
         x = c.input(0)
         c.require_dtype(x, FLOAT)
         c.require_rank(x, 3, 3)
@@ -601,6 +668,14 @@ class BidirectionalSequenceRnn(Rule):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
+        if c.api_level < 29:
+            act = c.i32(activation_code(o.fused_activation_function))
+            xs = unroll_inputs(c, o.time_major)
+            bw_xs = unroll_inputs(c, o.time_major, 9) if c.input(9) is not None else xs  # parallel linking
+            fw = unrolled_rnn(c, xs, [c.in_(1), c.in_(2), c.in_(3)], state_in(c, 4), act)
+            bw = unrolled_rnn(c, bw_xs, [c.in_(5), c.in_(6), c.in_(7)], state_in(c, 8), act, reverse=True)
+            emit_bidirectional_outputs(c, fw, bw, o.time_major, o.merge_outputs)
+            return
         ins = [c.in_(i) for i in range(4)] + [state_in(c, 4)] + [c.in_(i) for i in range(5, 8)]
         ins += [state_in(c, 8)] + [opt_in(c, i) for i in (9, 10, 11)]
         ins += [c.i32(activation_code(o.fused_activation_function)), c.boolean(o.time_major),
