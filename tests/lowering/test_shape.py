@@ -164,19 +164,25 @@ def test_padv2_parity(dtype, api):
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
-@pytest.mark.parametrize("dtype,api", [("float32", 34), ("uint8", 34), ("int8", 34), ("int32", 34)])
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int8", "int32"])
+@pytest.mark.parametrize("api,ops", [(29, ["GATHER"] * 3), (34, ["MIRROR_PAD"])])
 @pytest.mark.parametrize("mode", [0, 1])
-def test_mirror_pad_parity(dtype, api, mode):
+def test_mirror_pad_parity(dtype, api, ops, mode):
     pads = np.array([[0, 1], [2, 0], [1, 2], [0, 0]], I32)
-    m = op_model(B.MIRROR_PAD, (2, 5, 7, 3), (3, 7, 10, 3), dtype, [pads],
-                 MirrorPadOptions(mode=mode))
-    assert_parity(m, api_level=api, expect_ops=["MIRROR_PAD"])
+    m = op_model(B.MIRROR_PAD, (2, 5, 7, 3), (3, 7, 10, 3), dtype, [pads], MirrorPadOptions(mode=mode))
+    assert_parity(m, api_level=api, expect_ops=ops)
+
+
+def test_mirror_indices():
+    from nnconv.lowering.rules.shape import mirror_indices
+    assert mirror_indices(4, 2, 2, 0).tolist() == [2, 1, 0, 1, 2, 3, 2, 1]
+    assert mirror_indices(4, 2, 3, 1).tolist() == [1, 0, 0, 1, 2, 3, 3, 2, 1]
 
 
 def test_mirror_pad_refusals():
     pads = np.array([[0, 1], [1, 1]], I32)
     m = op_model(B.MIRROR_PAD, (2, 5), (3, 7), consts=[pads], options=MirrorPadOptions(mode=0))
-    assert_refused(m, 33, Code.API_LEVEL, min_api_level=34)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
     too_big = op_model(B.MIRROR_PAD, (2, 5), (4, 5), consts=[np.array([[2, 0], [0, 0]], I32)],
                        options=MirrorPadOptions(mode=0))
     assert_refused(too_big, 34, Code.OPERAND_VALUE)
@@ -264,15 +270,11 @@ def test_fill_model_output_lowered(value, dtype):
 
 @pytest.mark.parametrize("dtype", ["float32", "uint8", "int8", "int32"])
 @pytest.mark.parametrize("axis", [1, -1])
-def test_reverse_v2_parity(dtype, axis):
+@pytest.mark.parametrize("api,op", [(29, "GATHER"), (34, "REVERSE")])
+def test_reverse_v2_parity(dtype, axis, api, op):
     m = op_model(B.REVERSE_V2, (2, 5, 7), (2, 5, 7), dtype, [np.array([axis], I32)], ReverseV2Options())
-    assert_parity(m, api_level=34, expect_ops=["REVERSE"])
-    assert_refused(m, 33, Code.API_LEVEL, min_api_level=34)
-
-
-def test_reverse_v2_two_axes_refused():
-    m = op_model(B.REVERSE_V2, (2, 5, 7), (2, 5, 7), "float32", [np.array([0, 1], I32)])
-    assert_refused(m, 34, Code.OPERAND_VALUE)
+    assert_parity(m, api_level=api, expect_ops=[op])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
 # -- PACK / UNPACK -----------------------------------------------------------------------------------
@@ -318,3 +320,11 @@ def test_unpack_split_reshape(dtype, api, axis):
 def test_unpack_int32_needs_api33():
     assert_parity(unpack_model("int32", (2, 5), 0), api_level=33)
     assert_refused(unpack_model("int32", (2, 5), 0), 30, Code.API_LEVEL, min_api_level=33)
+
+
+@pytest.mark.parametrize("api,ops", [(29, ["GATHER", "GATHER"]), (34, ["REVERSE", "REVERSE"])])
+def test_reverse_v2_two_axes_chains_one_op_per_axis(api, ops):
+    # (TFLite itself only takes contiguous axes.)
+    m = op_model(B.REVERSE_V2, (2, 5, 7), (2, 5, 7), "float32", [np.array([1, 2], I32)], ReverseV2Options(),
+                 version=3)
+    assert_parity(m, api_level=api, expect_ops=ops)

@@ -276,18 +276,41 @@ class PadV2(Rule):
         c.emit(OperationType.PAD_V2, [c.in_(0), _paddings_operand(c), scalar], [c.out()])
 
 
+def mirror_indices(n: int, before: int, after: int, mode: int) -> np.ndarray:
+    """Source index of every position of one mirror-padded axis: REFLECT (0) mirrors around the edge
+    element, SYMMETRIC (1) repeats it. E.g. n=4, 2 + 2 REFLECT: [2, 1, 0, 1, 2, 3, 2, 1]."""
+    edge = 1 if mode == 0 else 0
+    head = np.arange(before, 0, -1) - 1 + edge
+    tail = n - 1 - edge - np.arange(after)
+    return np.concatenate([head, np.arange(n), tail]).astype(np.int32)
+
+
+def _gather_chain(c: LowerContext, per_axis: list[tuple[int, np.ndarray]]) -> None:
+    """GATHER(x, axis, constant indices) for each (axis, indices), the last one into the output."""
+    src = c.in_(0)
+    dims = list(c.info(src).dimensions)
+    for k, (axis, idx) in enumerate(per_axis):
+        dims[axis] = len(idx)
+        dst = c.out() if k == len(per_axis) - 1 else c.temp_like(src, dims)
+        c.emit(OperationType.GATHER, [src, c.i32(axis), c.constant(OperandType.TENSOR_INT32, idx)], [dst])
+        src = dst
+
+
 @lowering_rule(BuiltinOperator.MIRROR_PAD)
 class MirrorPad(Rule):
-    """TFLite MIRROR_PAD(input, paddings) [mode] -> NNAPI MIRROR_PAD(input, paddings, mode INT32)
-    (feature level 7 = API 34). REFLECT = 0 and SYMMETRIC = 1 in both."""
+    """TFLite MIRROR_PAD(input, paddings) [mode] -> NNAPI MIRROR_PAD(input, paddings, mode INT32) from
+    feature level 7 (API 34); REFLECT = 0 and SYMMETRIC = 1 in both.
 
-    nnapi_ops = (OperationType.MIRROR_PAD,)
-    min_api_level = 34
+    Below (from API 29, beyond the delegate): one GATHER per padded axis with constant source indices
+    (`mirror_indices`), an exact composition since mirror padding only copies elements."""
+
+    nnapi_ops = (OperationType.MIRROR_PAD, OperationType.GATHER)
+    min_api_level = 29
     dtypes = FSI
-    constraints = "constant paddings within the input extents; no zero-sized dimensions"
+    constraints = "constant paddings within the input extents; no zero-sized dimensions; GATHERs below API 34"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(34, "MIRROR_PAD (feature level 7)")
+        c.require_api(29, "MIRROR_PAD (GATHER per axis below API 34)")
         if not c.require_inputs(2):
             return
         x = check_data_movement(c, BASIC_I32)
@@ -303,7 +326,16 @@ class MirrorPad(Rule):
 
     def lower(self, c: LowerContext) -> None:
         mode = c.options.mode if c.options is not None else 0
-        c.emit(OperationType.MIRROR_PAD, [c.in_(0), _paddings_operand(c), c.i32(mode)], [c.out()])
+        if c.api_level >= 34:
+            c.emit(OperationType.MIRROR_PAD, [c.in_(0), _paddings_operand(c), c.i32(mode)], [c.out()])
+            return
+        x = c.input(0)
+        pads = const_ints(c, c.input(1))
+        per_axis = [(k, mirror_indices(x.shape[k], pads[2 * k], pads[2 * k + 1], mode))
+                    for k in range(x.rank) if pads[2 * k] or pads[2 * k + 1]]
+        if not per_axis:  # nothing padded: an identity gather keeps the output computed
+            per_axis = [(0, np.arange(x.shape[0], dtype=np.int32))]
+        _gather_chain(c, per_axis)
 
 
 @lowering_rule(BuiltinOperator.TRANSPOSE)
@@ -478,26 +510,35 @@ class Fill(Rule):
 
 @lowering_rule(BuiltinOperator.REVERSE_V2)
 class ReverseV2(Rule):
-    """TFLite REVERSE_V2(input, axis [1]) -> NNAPI REVERSE(input, axis TENSOR_INT32 [1]) (feature level 7 =
-    API 34). NNAPI reverses one axis only."""
+    """TFLite REVERSE_V2(input, axis) -> NNAPI REVERSE(input, axis TENSOR_INT32 [1]) per reversed axis from
+    feature level 7 (API 34). Below (from API 29, beyond the delegate): GATHER(input, axis, [n-1..0]) per
+    axis, exact since reversing only reorders elements. Several axes chain one op per axis."""
 
-    nnapi_ops = (OperationType.REVERSE,)
-    min_api_level = 34
+    nnapi_ops = (OperationType.REVERSE, OperationType.GATHER)
+    min_api_level = 29
     dtypes = FSI
-    constraints = "one constant axis; rank <= 4"
+    constraints = "constant axes; rank <= 4; GATHER below API 34"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(34, "REVERSE (feature level 7)")
+        c.require_api(29, "REVERSE_V2 (GATHER below API 34)")
         if not c.require_inputs(2):
             return
         x = check_data_movement(c, BASIC_I32)
         axes = require_const_ints(c, 1, "axis")
-        if x is not None and axes is not None and (len(axes) != 1 or not -x.rank <= axes[0] < x.rank):
-            c.refuse(Code.OPERAND_VALUE, f"axis {axes} must be one axis of a rank-{x.rank} tensor")
+        if x is not None and axes is not None and (not axes or any(not -x.rank <= a < x.rank for a in axes)):
+            c.refuse(Code.OPERAND_VALUE, f"axis {axes} must name axes of a rank-{x.rank} tensor")
 
     def lower(self, c: LowerContext) -> None:
-        axis = const_ints(c, c.input(1))[0] % c.input(0).rank
-        c.emit(OperationType.REVERSE, [c.in_(0), c.i32_vector([axis])], [c.out()])
+        x = c.input(0)
+        axes = sorted({a % x.rank for a in const_ints(c, c.input(1))})
+        if c.api_level < 34:
+            _gather_chain(c, [(a, np.arange(x.shape[a] - 1, -1, -1, dtype=np.int32)) for a in axes])
+            return
+        src = c.in_(0)
+        for k, a in enumerate(axes):
+            dst = c.out() if k == len(axes) - 1 else c.temp_like(src)
+            c.emit(OperationType.REVERSE, [src, c.i32_vector([a])], [dst])
+            src = dst
 
 
 @lowering_rule(BuiltinOperator.BROADCAST_TO)
