@@ -442,3 +442,39 @@ def test_state_variable_shared_by_two_ops_refused():
                                    b.const(f"b_{y}", w(4)), h], [y], RNNOptions(fused_activation_function=1))
     b.output(y1, y2)
     assert_refused(b.finish(), 30, Code.OPTION)
+
+
+def int8_seq_lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=3, time_major=False) -> bytes:
+    """TFLite's integer (8x8_16) UNIDIRECTIONAL_SEQUENCE_LSTM, quantized as `int8_lstm_model`."""
+    b = TfliteBuilder()
+    shape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
+    x = b.input("x", shape, np.int8, quant=QuantParams(1 / 128, 0))
+
+    def wq(name, sh):
+        return b.const(name, RNG.integers(-100, 101, sh).astype(np.int8), quant=QuantParams(0.01, 0))
+    ins = [x] + [wq(f"wx_{g}", (n_cell, n_in)) for g in "ifco"] + [wq(f"wh_{g}", (n_cell, n_out)) for g in "ifco"]
+    ins += [-1, -1, -1]
+    ins += [b.const(f"b_{g}", RNG.integers(-1_000_000, 1_000_000, n_cell).astype(np.int32),
+                    quant=QuantParams(1 / 4096 / 1024, 0)) for g in "ifco"]
+    ins += [wq("pw", (n_out, n_cell)),
+            b.const("pb", RNG.integers(-500, 500, n_out).astype(np.int32), quant=QuantParams(0.01 / 128, 0))]
+    ins += [b.tensor("h", (batch, n_out), np.int8, quant=QuantParams(1 / 128, 0), is_variable=True),
+            b.tensor("c", (batch, n_cell), np.int16, quant=QuantParams(2 ** -11, 0), is_variable=True)]
+    ins += [b.const(f"ln_{g}", RNG.integers(3000, 5000, n_cell).astype(np.int16), quant=QuantParams(1 / 4096, 0))
+            for g in "ifco"]
+    inter = [b.tensor(f"inter_{g}", (0,), np.int16, quant=QuantParams(2 ** -12, 0)) for g in "ifco"]
+    inter.append(b.tensor("inter_hidden", (0,), np.int8, quant=QuantParams(2 ** -7, 0)))
+    y = b.tensor("y", shape[:2] + (n_out,), np.int8, quant=QuantParams(1 / 128, 0))
+    b.op(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [y],
+         UnidirectionalSequenceLSTMOptions(fused_activation_function=4, time_major=time_major),
+         intermediates=inter, version=3)
+    b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("time_major", [False, True], ids=["batch-major", "time-major"])
+def test_int8_unidirectional_sequence_lstm_unrolled_into_quantized_lstm(time_major):
+    m = int8_seq_lstm_model(time_major=time_major, steps=4)
+    ops = ["STRIDED_SLICE"] * 4 + ["QUANTIZED_LSTM"] * 4 + ["CONCATENATION", "RESHAPE"]
+    assert_parity(m, api_level=30, expect_ops=ops)
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)

@@ -315,6 +315,7 @@ class Lstm(Rule):
     @staticmethod
     def _check_int8(c: CheckContext) -> None:
         c.require_api(30, "int8 LSTM (QUANTIZED_LSTM)")
+        check_int8_output_matches_state(c)
         n = len(c.op.inputs)
         if n != 24 or not check_layer_norm(c, range(20, 24), c.input(1) is None):
             c.refuse(Code.OPTION, "an int8 LSTM without layer normalization runs TFLite's 8x8_8 kernel, which "
@@ -381,25 +382,49 @@ class Lstm(Rule):
 
     @staticmethod
     def _lower_int8(c: LowerContext) -> None:
-        o = c.options
+        emit_quantized_lstm(c, quantized_lstm_operands(c), c.in_(0), state_in(c, 18), state_in(c, 19),
+                            c.out(0))
 
-        def symm_weight(i: int) -> int:
-            t = c.input(i)
-            if t is None:
-                return c.no_value(OperandType.TENSOR_QUANT8_SYMM)
-            return c.constant(OperandType.TENSOR_QUANT8_SYMM, np.asarray(c.const_value(t), dtype=np.int8),
-                              scale=t.quantization.scale[0], name=t.name)
 
-        ins = [c.in_(0)] + [symm_weight(i) for i in range(1, 9)] + [opt_in(c, i) for i in range(9, 16)]
-        ins += [symm_weight(16), opt_in(c, 17), state_in(c, 18), state_in(c, 19)]
-        ins += [opt_in(c, i) for i in range(20, 24)]
-        inter = [c.tensor(i).quantization for i in c.op.intermediates]
-        ins += [c.f32(o.cell_clip), c.f32(o.proj_clip)] + [c.f32(q.scale[0]) for q in inter[:4]]
-        ins += [c.i32(inter[4].zero_point[0] if inter[4].zero_point else 0), c.f32(inter[4].scale[0])]
-        h_state, c_state = ins[18], ins[19]
-        outs = [c.temp_like(h_state, name=f"op{c.op.index}_h_out"), c.temp_like(c_state, name=f"op{c.op.index}_c_out"),
-                c.out(0)]
-        c.emit(OperationType.QUANTIZED_LSTM, ins, outs)
+def quantized_lstm_operands(c: LowerContext) -> tuple[list[int], list[int]]:
+    """The step-independent QUANTIZED_LSTM operands of an int8 TFLite LSTM: (slots 1..17, slots 20..31).
+    The int8 weights become TENSOR_QUANT8_SYMM constants (the operand policy would make them ASYMM)."""
+    o = c.options
+
+    def symm_weight(i: int) -> int:
+        t = c.input(i)
+        if t is None:
+            return c.no_value(OperandType.TENSOR_QUANT8_SYMM)
+        return c.constant(OperandType.TENSOR_QUANT8_SYMM, np.asarray(c.const_value(t), dtype=np.int8),
+                          scale=t.quantization.scale[0], name=t.name)
+
+    weights = [symm_weight(i) for i in range(1, 9)] + [opt_in(c, i) for i in range(9, 16)]
+    weights += [symm_weight(16), opt_in(c, 17)]
+    inter = [c.tensor(i).quantization for i in c.op.intermediates]
+    tail = [opt_in(c, i) for i in range(20, 24)]
+    tail += [c.f32(o.cell_clip), c.f32(o.proj_clip)] + [c.f32(q.scale[0]) for q in inter[:4]]
+    tail += [c.i32(inter[4].zero_point[0] if inter[4].zero_point else 0), c.f32(inter[4].scale[0])]
+    return weights, tail
+
+
+def emit_quantized_lstm(c: LowerContext, parts: tuple[list[int], list[int]], x: int, h: int, cell: int,
+                        y: int | None = None) -> tuple[int, int, int]:
+    """One QUANTIZED_LSTM step; returns (output state, cell state, output) operands (`y` if given)."""
+    weights, tail = parts
+    h_out = c.temp_like(h, name=f"op{c.op.index}_h_out")
+    c_out = c.temp_like(cell, name=f"op{c.op.index}_c_out")
+    y = c.temp_like(h, name=f"op{c.op.index}_y") if y is None else y
+    c.emit(OperationType.QUANTIZED_LSTM, [x, *weights, h, cell, *tail], [h_out, c_out, y])
+    return h_out, c_out, y
+
+
+def check_int8_output_matches_state(c: CheckContext) -> None:
+    """QUANTIZED_LSTM's output shares the output state's quantization."""
+    h, y = c.input(18), c.output(0)
+    if h is not None and y.type == TensorType.INT8 and (h.quantization.scale, h.quantization.zero_point) != \
+            (y.quantization.scale, y.quantization.zero_point):
+        c.refuse(Code.QUANTIZATION, f"output '{y.name}' is quantized differently from the output state "
+                 f"'{h.name}'; QUANTIZED_LSTM writes both with the state's parameters")
 
 
 @lowering_rule(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM)
@@ -414,31 +439,40 @@ class UnidirectionalSequenceLstm(Rule):
     At API 28 (where TFLite's delegate stops, while NNAPI already has LSTM and STRIDED_SLICE) the sequence
     is unrolled into one NNAPI LSTM per time step sharing the weight operands, each step's output and cell
     state outputs feeding the next (see "unrolling" above); layer normalization still needs API 29.
+
+    Int8 (TFLite's 8x8_16 kernel): NNAPI's sequence op has no quantized form, so from API 30 the sequence
+    is unrolled into QUANTIZED_LSTM steps, each mapped as the LSTM rule maps an int8 LSTM (beyond TFLite's
+    delegate, which rejects it).
     """
 
-    nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.LSTM, *UNROLL_OPS)
+    nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.LSTM, OperationType.QUANTIZED_LSTM,
+                 *UNROLL_OPS)
     min_api_level = 28
-    dtypes = ("float32",)
-    constraints = "float32 (hybrid refused); rank-3 input; unrolled into LSTM steps at API 28"
+    dtypes = ("float32", "int8")
+    constraints = ("float32 (hybrid refused; unrolled into LSTM steps at API 28) or int8 with layer norm "
+                   "(unrolled into QUANTIZED_LSTM steps, API 30); rank-3 input")
 
     def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
         if api_level < 29:
             return (OperationType.STRIDED_SLICE, OperationType.LSTM, OperationType.CONCATENATION,
                     OperationType.RESHAPE)
-        return (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM,)
+        return (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.QUANTIZED_LSTM)
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "UNIDIRECTIONAL_SEQUENCE_LSTM (unrolled into LSTM steps below API 29)")
         if not c.require_inputs(20, 24):
             return
         x = c.input(0)
-        c.require_dtype(x, FLOAT)
         c.require_rank(x, 3, 3)
-        check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS)
+        if x is not None and x.type == TensorType.INT8:
+            Lstm._check_int8(c)
+        else:
+            c.require_dtype(x, FLOAT)
+            check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS)
+            if len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None):
+                c.require_api(29, "a layer-normalized UNIDIRECTIONAL_SEQUENCE_LSTM")
         check_lstm_weights(c, 1)
         check_state_inputs(c, LSTM_STATE_SLOTS)
-        if len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None):
-            c.require_api(29, "a layer-normalized UNIDIRECTIONAL_SEQUENCE_LSTM")
         check_static(c)
         o = c.options
         if o is not None:
@@ -450,6 +484,15 @@ class UnidirectionalSequenceLstm(Rule):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
+        if c.input(0).type == TensorType.INT8:
+            parts = quantized_lstm_operands(c)
+            h, cell = state_in(c, 18), state_in(c, 19)
+            outs = []
+            for x_t in unroll_inputs(c, o.time_major):
+                h, cell, y_t = emit_quantized_lstm(c, parts, x_t, h, cell)
+                outs.append(y_t)
+            stack_outputs(c, outs, o.time_major, c.out(0))
+            return
         if c.api_level < 29:
             self._lower_unrolled(c)
             return
