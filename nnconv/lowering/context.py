@@ -213,13 +213,12 @@ class CheckContext:
         return False
 
     def check_fused_activation(self, act: int) -> None:
-        """TANH / SIGN_BIT / SIGMOID are lowered as an extra op, which must itself be available."""
+        """Refuses fused activations with no meaning (SIGN_BIT, unknown codes). TANH and SIGMOID are
+        accepted: they lower as NONE (see `LowerContext.fused_output`)."""
         if act == ActivationFunctionType.SIGN_BIT:
             self.refuse(Code.OPTION, "fused activation SIGN_BIT has no NNAPI equivalent")
         elif act not in (0, 1, 2, 3, 4, 6):
             self.refuse(Code.OPTION, f"unknown fused activation {act}")
-        elif act == 4 and self.output(0).type != TensorType.FLOAT32:
-            self.require_api(29, "fused TANH on a quantized output")
 
 
 def _act_name(act: int) -> str:
@@ -229,16 +228,19 @@ def _act_name(act: int) -> str:
         return "SIGMOID" if act == 6 else str(act)
 
 
-# Fused activations with an NNAPI FuseCode (same numeric values in TFLite and NNAPI).
-_FUSE_CODES = {0: FuseCode.NONE, 1: FuseCode.RELU, 2: FuseCode.RELU1, 3: FuseCode.RELU6}
-# The others run as an extra operation after the fused op (TFLite's kTfLiteActTanh=4, kTfLiteActSigmoid=6).
-_ACT_OPS = {4: OperationType.TANH, 6: OperationType.LOGISTIC}
+# Fused activations with an NNAPI FuseCode (same numeric values in TFLite and NNAPI). TFLite's kernels
+# derive their output clamp from the fused activation with `CalculateActivationRange`, which knows only
+# RELU, RELU_N1_TO_1 and RELU6: a fused TANH (4) or SIGMOID (6) clamps nothing and applies no function
+# (measured: CONV_2D and ADD give the same result with TANH, SIGMOID or NONE). The NNAPI graph computes
+# what the interpreter computes, so these lower as FuseCode NONE; no invalid FuseCode is ever emitted.
+_FUSE_CODES = {0: FuseCode.NONE, 1: FuseCode.RELU, 2: FuseCode.RELU1, 3: FuseCode.RELU6,
+               4: FuseCode.NONE, 6: FuseCode.NONE}
 
 
 @dataclass
 class FusedOutput:
-    """Result of `LowerContext.fused_output`: pass `code` as the op's FuseCode and write to `operand`,
-    then call `finish()`, which emits the trailing activation op when one is needed."""
+    """Result of `LowerContext.fused_output`: pass `code` as the op's FuseCode, write to `operand`, then call
+    `finish()` (a hook for activations that need a trailing op; none does today)."""
 
     code: FuseCode
     operand: int
@@ -323,24 +325,9 @@ class LowerContext(CheckContext):
         self.sg.add_operation(type, inputs, outputs, source_op=self.op.index)
 
     def fused_output(self, activation: int, output_index: int = 0) -> FusedOutput:
-        """Maps a TFLite fused activation: NONE/RELU/RELU_N1_TO_1/RELU6 become the FuseCode; TANH and
-        SIGMOID write to a temporary that a trailing TANH / LOGISTIC op turns into the real output."""
-        out = self.out(output_index)
-        if activation in _FUSE_CODES:
-            return FusedOutput(_FUSE_CODES[activation], out, lambda: None)
-        act_op = _ACT_OPS[activation]
-        od = self.info(out)
-        t = self.output(output_index)
-        if od.type.is_quantized:
-            # The pre-activation value needs its own range; TFLite keeps none, so use the input's.
-            src = self.info(self.in_(0))
-            tmp = self.temp(od.type, od.dimensions, src.scale or od.scale, src.zero_point)
-        else:
-            tmp = self.temp(od.type, od.dimensions, name=f"{t.name}/pre_{act_op.name.lower()}")
-
-        def finish() -> None:
-            self.emit(act_op, [tmp], [out])
-        return FusedOutput(FuseCode.NONE, tmp, finish)
+        """Maps a TFLite fused activation to an NNAPI FuseCode (TANH / SIGMOID -> NONE, as TFLite's kernels
+        apply neither; see `_FUSE_CODES`). Pass `code` to the op, write to `operand`, then call `finish()`."""
+        return FusedOutput(_FUSE_CODES[activation], self.out(output_index), lambda: None)
 
     def lower_subgraph(self, tflite_subgraph: int) -> int:
         """Lowers a whole TFLite subgraph (WHILE / IF bodies) as a referenced NNAPI subgraph and returns
