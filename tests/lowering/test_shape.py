@@ -64,9 +64,15 @@ def test_squeeze_parity(dtype, api, dims, out):
     assert_parity(m, api_level=api, expect_ops=["SQUEEZE"])
 
 
-def test_squeeze_refused_at_27():
-    m = op_model(B.SQUEEZE, (1, 5, 7, 1), (5, 7), options=SqueezeOptions(squeeze_dims=(0, 3)))
-    assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
+@pytest.mark.parametrize("dtype", ["float32", "uint8"])
+def test_squeeze_is_a_reshape_at_27(dtype):
+    m = op_model(B.SQUEEZE, (1, 5, 7, 1), (5, 7), dtype, options=SqueezeOptions(squeeze_dims=(0, 3)))
+    assert_parity(m, api_level=27, expect_ops=["RESHAPE"])
+
+
+def test_squeeze_non_unit_dim_refused():
+    m = op_model(B.SQUEEZE, (1, 5, 7, 1), (5, 7), options=SqueezeOptions(squeeze_dims=(1,)))
+    assert_refused(m, 30, Code.OPERAND_VALUE)
 
 
 @pytest.mark.parametrize("dtype,api", _levels(29) + [pytest.param("int32", 29, id="int32-api29")])
@@ -76,8 +82,14 @@ def test_expand_dims_parity(dtype, api, axis, out):
     assert_parity(m, api_level=api, expect_ops=["EXPAND_DIMS"])
 
 
+@pytest.mark.parametrize("dtype,api", [("float32", 27), ("uint8", 28), ("int8", 28)])
+def test_expand_dims_is_a_reshape_below_29(dtype, api):
+    m = op_model(B.EXPAND_DIMS, (5, 7, 3), (5, 1, 7, 3), dtype, [np.array(1, I32)], ExpandDimsOptions())
+    assert_parity(m, api_level=api, expect_ops=["RESHAPE"])
+
+
 def test_expand_dims_refusals():
-    m = op_model(B.EXPAND_DIMS, (5, 7, 3), (1, 5, 7, 3), consts=[np.array(0, I32)])
+    m = op_model(B.EXPAND_DIMS, (5, 7, 3), (1, 5, 7, 3), "int32", consts=[np.array(0, I32)])
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
     m = single_op_model(B.EXPAND_DIMS, [("x", (5, 7, 3), np.float32), ("a", (), I32)],
                         [("y", (1, 5, 7, 3), np.float32)])
@@ -243,7 +255,19 @@ def test_space_to_depth_rank3_refused():
 def test_tile_parity(dtype, api):
     m = op_model(B.TILE, (2, 5, 3), (4, 5, 9), dtype, [np.array([2, 1, 3], I32)], TileOptions())
     assert_parity(m, api_level=api, expect_ops=["TILE"])
+
+
+@pytest.mark.parametrize("dtype,api", [("float32", 27), ("uint8", 27), ("int8", 28)])
+def test_tile_is_concatenations_below_29(dtype, api):
+    m = op_model(B.TILE, (2, 5, 3), (4, 5, 9), dtype, [np.array([2, 1, 3], I32)], TileOptions())
+    assert_parity(m, api_level=api, expect_ops=["CONCATENATION", "CONCATENATION"])
+
+
+def test_tile_refusals():
+    m = op_model(B.TILE, (2, 5), (4, 5), "int32", [np.array([2, 1], I32)], TileOptions())
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    ones = op_model(B.TILE, (2, 5), (2, 5), "float32", [np.array([1, 1], I32)], TileOptions())
+    assert_refused(ones, 28, Code.API_LEVEL, min_api_level=29)
 
 
 @pytest.mark.parametrize("dtype,api", _levels(29))
@@ -255,7 +279,12 @@ def test_broadcast_to_parity(dtype, api):
 def test_broadcast_to_same_rank_is_one_tile():
     m = op_model(B.BROADCAST_TO, (1, 5, 1), (2, 5, 3), "float32", [np.array([2, 5, 3], I32)], version=2)
     assert_parity(m, api_level=29, expect_ops=["TILE"])
-    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    assert_parity(m, api_level=27, expect_ops=["CONCATENATION", "CONCATENATION"])
+
+
+def test_broadcast_to_rank_only_is_a_reshape():
+    m = op_model(B.BROADCAST_TO, (5, 3), (1, 5, 3), "uint8", [np.array([1, 5, 3], I32)], version=2)
+    assert_parity(m, api_level=27, expect_ops=["RESHAPE"])
 
 
 @pytest.mark.parametrize("value,dtype", [(np.float32(1.5), np.float32), (np.int32(-4), np.int32)])
@@ -308,17 +337,17 @@ def unpack_model(dtype, shape, axis):
                            UnpackOptions(num=n, axis=axis))
 
 
-@pytest.mark.parametrize("dtype,api", _levels(29))
+@pytest.mark.parametrize("dtype,api", _levels(28))
 @pytest.mark.parametrize("axis", [0, -1])
-def test_unpack_split_reshape(dtype, api, axis):
+def test_unpack_strided_slices(dtype, api, axis):
     m = unpack_model(dtype, (3, 5, 2), axis)
     n = (3, 5, 2)[axis]
-    assert_parity(m, api_level=api, expect_ops=["SPLIT"] + ["RESHAPE"] * n)
-    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    assert_parity(m, api_level=api, expect_ops=["STRIDED_SLICE"] * n)
+    assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
 
 
 def test_unpack_int32_needs_api33():
-    assert_parity(unpack_model("int32", (2, 5), 0), api_level=33)
+    assert_parity(unpack_model("int32", (2, 5), 0), api_level=33, expect_ops=["SPLIT", "RESHAPE", "RESHAPE"])
     assert_refused(unpack_model("int32", (2, 5), 0), 30, Code.API_LEVEL, min_api_level=33)
 
 

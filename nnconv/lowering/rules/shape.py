@@ -82,17 +82,14 @@ class Squeeze(Rule):
     """TFLite SQUEEZE(input) [squeeze_dims] -> NNAPI SQUEEZE(input, squeeze dims TENSOR_INT32) (API 28).
 
     The squeezed dimensions are always passed explicitly (every size-1 dimension when the option is
-    empty), since an empty dims operand is not accepted at API 28; a squeeze that removes nothing becomes a
-    RESHAPE.
-    """
+    empty), since an empty dims operand is not accepted at API 28. At API 27, and for a squeeze that removes
+    nothing, it is a RESHAPE to the output shape: removing size-1 dimensions only relabels the data."""
 
     nnapi_ops = (OperationType.SQUEEZE, OperationType.RESHAPE)
-    min_api_level = 28
     dtypes = FS
-    constraints = "rank <= 4; squeezed dimensions must be 1"
+    constraints = "rank <= 4; squeezed dimensions must be 1; RESHAPE at API 27"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(28, "SQUEEZE")
         x = check_data_movement(c, BASIC)
         if x is None:
             return
@@ -104,7 +101,7 @@ class Squeeze(Rule):
         x = c.input(0)
         dims = list(c.options.squeeze_dims or ()) if c.options is not None else []
         axes = sorted({d % x.rank for d in dims}) if dims else [k for k, d in enumerate(x.shape) if d == 1]
-        if axes:
+        if axes and c.api_level >= 28:
             c.emit(OperationType.SQUEEZE, [c.in_(0), c.i32_vector(axes)], [c.out()])
         else:
             c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(out_dims(c.output()))], [c.out()])
@@ -114,23 +111,28 @@ class Squeeze(Rule):
 class ExpandDims(Rule):
     """TFLite EXPAND_DIMS(input, axis) -> NNAPI EXPAND_DIMS(input, axis INT32 scalar) (API 29).
 
-    The constant axis (int32 or int64) is normalized to [0, rank] and passed as a scalar."""
+    The constant axis (int32 or int64) is normalized to [0, rank] and passed as a scalar. Below API 29 a
+    float or quantized tensor gets a RESHAPE to the output shape instead (inserting a size-1 dimension only
+    relabels the data); int32 data needs EXPAND_DIMS (RESHAPE takes TENSOR_INT32 only from API 33)."""
 
-    nnapi_ops = (OperationType.EXPAND_DIMS,)
-    min_api_level = 29
+    nnapi_ops = (OperationType.EXPAND_DIMS, OperationType.RESHAPE)
     dtypes = FSI
-    constraints = "constant axis; output rank <= 4"
+    constraints = "constant axis; output rank <= 4; int32 needs API 29"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "EXPAND_DIMS")
         if not c.require_inputs(2):
             return
         x = check_data_movement(c, BASIC_I32)
         axis = require_const_ints(c, 1, "axis")
         if x is not None and axis is not None and (len(axis) != 1 or not -x.rank - 1 <= axis[0] <= x.rank):
             c.refuse(Code.OPERAND_VALUE, f"axis {axis} is out of range for rank {x.rank}")
+        if x is not None and x.type == I32:
+            c.require_api(29, "EXPAND_DIMS of int32 data")
 
     def lower(self, c: LowerContext) -> None:
+        if c.api_level < 29:
+            c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(out_dims(c.output()))], [c.out()])
+            return
         axis = const_ints(c, c.input(1))[0] % (c.input(0).rank + 1)
         c.emit(OperationType.EXPAND_DIMS, [c.in_(0), c.i32(axis)], [c.out()])
 
@@ -457,26 +459,47 @@ class DepthToSpace(_BlockRearrange):
     nnapi_op = OperationType.DEPTH_TO_SPACE
 
 
+def concat_tile(c: LowerContext, src: int, dims: list[int], reps: list[int]) -> None:
+    """Tiles `src` (of shape `dims`) into the op's output with one CONCATENATION of m copies per axis
+    repeated m > 1 times (API 27): tiling an axis m times is concatenating m copies along it."""
+    axes = [k for k, m in enumerate(reps) if m > 1]
+    dims = list(dims)
+    for n, k in enumerate(axes):
+        dims[k] *= reps[k]
+        dst = c.out() if n == len(axes) - 1 else c.temp_like(src, dims)
+        c.emit(OperationType.CONCATENATION, [src] * reps[k] + [c.i32(k)], [dst])
+        src = dst
+
+
 @lowering_rule(BuiltinOperator.TILE)
 class Tile(Rule):
-    """TFLite TILE(input, multiples) -> NNAPI TILE(input, multiples TENSOR_INT32) (API 29)."""
+    """TFLite TILE(input, multiples) -> NNAPI TILE(input, multiples TENSOR_INT32) (API 29).
 
-    nnapi_ops = (OperationType.TILE,)
-    min_api_level = 29
+    Below API 29 (float and quantized): one CONCATENATION of m copies per axis tiled m > 1 times
+    (`concat_tile`), which is the definition of tiling. int32 needs TILE."""
+
+    nnapi_ops = (OperationType.TILE, OperationType.CONCATENATION)
     dtypes = FSI
-    constraints = "constant multiples; rank <= 4"
+    constraints = "constant multiples; rank <= 4; int32 needs API 29"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "TILE")
         if not c.require_inputs(2):
             return
         x = check_data_movement(c, BASIC_I32)
         reps = require_const_ints(c, 1, "multiples")
         if x is not None and reps is not None and (len(reps) != x.rank or min(reps, default=1) < 1):
             c.refuse(Code.OPERAND_VALUE, f"multiples {reps} must be {x.rank} positive values")
+        if x is not None and x.type == I32:
+            c.require_api(29, "TILE of int32 data")
+        if reps is not None and all(m == 1 for m in reps):
+            c.require_api(29, "TILE by all-ones multiples (an identity TILE)")
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(OperationType.TILE, [c.in_(0), c.i32_vector(const_ints(c, c.input(1)))], [c.out()])
+        reps = const_ints(c, c.input(1))
+        if c.api_level >= 29:
+            c.emit(OperationType.TILE, [c.in_(0), c.i32_vector(reps)], [c.out()])
+        else:
+            concat_tile(c, c.in_(0), list(c.input(0).shape), reps)
 
 
 @lowering_rule(BuiltinOperator.FILL)
@@ -543,19 +566,18 @@ class ReverseV2(Rule):
 
 @lowering_rule(BuiltinOperator.BROADCAST_TO)
 class BroadcastTo(Rule):
-    """TFLite BROADCAST_TO(input, shape) -> RESHAPE (when the rank grows) + TILE (API 29). Beyond the delegate.
+    """TFLite BROADCAST_TO(input, shape) -> RESHAPE (when the rank grows) + TILE (API 29), or + one
+    CONCATENATION per broadcast axis below API 29 (API 27). Beyond the delegate.
 
     Identity: broadcasting [d_0..d_k] to [D_0..D_n] equals reshaping to [1]*(n-k) + [d_0..d_k] (a pure
     relabelling) and tiling each axis by D_i / d_i, which is D_i where d_i = 1 and 1 where d_i = D_i."""
 
-    nnapi_ops = (OperationType.RESHAPE, OperationType.TILE)
-    min_api_level = 29
+    nnapi_ops = (OperationType.RESHAPE, OperationType.TILE, OperationType.CONCATENATION)
     dtypes = FS
     beyond_delegate = True
-    constraints = "static shapes; output rank <= 4"
+    constraints = "static shapes; output rank <= 4; something to broadcast below API 29"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "BROADCAST_TO (RESHAPE + TILE)")
         x = check_data_movement(c, BASIC)
         out = c.output()
         if x is None or x.rank > out.rank:
@@ -563,17 +585,25 @@ class BroadcastTo(Rule):
         padded = [1] * (out.rank - x.rank) + list(x.shape)
         if any(d != 1 and d != o for d, o in zip(padded, out.shape)):
             c.refuse(Code.OPERAND_VALUE, f"shape {list(x.shape)} does not broadcast to {list(out.shape)}")
+        elif list(padded) == list(out.shape) and out.rank == x.rank:
+            c.require_api(29, "BROADCAST_TO its own shape (an identity TILE)")
 
     def lower(self, c: LowerContext) -> None:
         x, out = c.input(0), c.output()
         padded = [1] * (out.rank - x.rank) + list(x.shape)
+        reps = [o // d for o, d in zip(out.shape, padded)]
         src = c.in_(0)
         if out.rank != x.rank:
+            if all(m == 1 for m in reps):
+                c.emit(OperationType.RESHAPE, [src, c.i32_vector(padded)], [c.out()])
+                return
             tmp = c.temp_like(src, padded)
             c.emit(OperationType.RESHAPE, [src, c.i32_vector(padded)], [tmp])
             src = tmp
-        reps = [o // d for o, d in zip(out.shape, padded)]
-        c.emit(OperationType.TILE, [src, c.i32_vector(reps)], [c.out()])
+        if c.api_level >= 29:
+            c.emit(OperationType.TILE, [src, c.i32_vector(reps)], [c.out()])
+        else:
+            concat_tile(c, src, padded, reps)
 
 
 @lowering_rule(BuiltinOperator.PACK)
@@ -619,12 +649,13 @@ class Pack(Rule):
 
 @lowering_rule(BuiltinOperator.UNPACK)
 class Unpack(Rule):
-    """TFLite UNPACK(input) [num, axis] -> NNAPI SPLIT(input, axis, num) into [.., 1, ..] temporaries, then
-    one RESHAPE per output dropping the axis (API 29, earlier than the delegate's 30; any axis). A single
-    output is one RESHAPE. int32 data needs API 33 (RESHAPE of TENSOR_INT32)."""
+    """TFLite UNPACK(input) [num, axis] -> one NNAPI STRIDED_SLICE per output taking index k of the axis
+    with its shrink bit set, which removes the axis (API 28, earlier than the delegate's RESHAPE + SPLIT at
+    30; any axis). int32 data, which STRIDED_SLICE lacks, uses SPLIT + RESHAPE per output (API 33, where
+    RESHAPE takes TENSOR_INT32)."""
 
-    nnapi_ops = (OperationType.SPLIT, OperationType.RESHAPE)
-    min_api_level = 29
+    nnapi_ops = (OperationType.STRIDED_SLICE, OperationType.SPLIT, OperationType.RESHAPE)
+    min_api_level = 28
     dtypes = FSI
     constraints = "input rank 1..4; int32 needs API 33"
 
@@ -634,19 +665,30 @@ class Unpack(Rule):
             return
         c.require_rank(x, 4, 1)
         if x.type == I32:
-            c.require_api(33, "UNPACK of int32 tensors (RESHAPE of int32, feature level 6)")
-        elif len(c.op.outputs) > 1:
-            c.require_api(29, "UNPACK (SPLIT + RESHAPE)")
+            c.require_api(33, "UNPACK of int32 tensors (SPLIT + RESHAPE of int32, feature level 6)")
+        else:
+            c.require_api(28, "UNPACK (STRIDED_SLICE per output)")
 
     def lower(self, c: LowerContext) -> None:
         x = c.input(0)
         axis = (c.options.axis if c.options is not None else 0) % x.rank
         n = len(c.op.outputs)
         src = c.in_(0)
+        if x.type != I32:
+            full = (1 << x.rank) - 1 - (1 << axis)  # every other axis: whole range
+            for k in range(n):
+                begin = [0] * x.rank
+                begin[axis] = k
+                end = list(x.shape)
+                end[axis] = k + 1
+                c.emit(OperationType.STRIDED_SLICE,
+                       [src, c.i32_vector(begin), c.i32_vector(end), c.i32_vector([1] * x.rank), c.i32(full),
+                        c.i32(full), c.i32(1 << axis)], [c.out(k)])
+            return
+        part_shape = list(x.shape)
+        part_shape[axis] = 1
         parts = [src]
         if n > 1:
-            part_shape = list(x.shape)
-            part_shape[axis] = 1
             parts = [c.temp_like(src, part_shape) for _ in range(n)]
             c.emit(OperationType.SPLIT, [src, c.i32(axis), c.i32(n)], parts)
         for k, part in enumerate(parts):
