@@ -269,6 +269,7 @@ def build(name: str) -> bytes:
         return custom_op_middle()
     if name == "mobilenet_v2_dynamic_range_dequantized":
         return dequantized_twin(build("mobilenet_v2_dynamic_range"))
+    keras.backend.clear_session()  # layer and tensor names independent of what was built before
     keras.utils.set_random_seed(SEED)
     rng = np.random.default_rng(SEED)
     if name.startswith("mobilenet_v2"):
