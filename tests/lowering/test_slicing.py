@@ -92,9 +92,18 @@ def test_slice_parity(dtype, api):
     assert_parity(m, api_level=api, expect_ops=["SLICE"])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int8"])
+def test_slice_is_a_strided_slice_at_28(dtype):
+    m = op_model(B.SLICE, (2, 5, 7, 3), (1, 3, 6, 2), dtype,
+                 [np.array([1, 2, 1, 0], I32), np.array([-1, 3, -1, 2], I32)], SliceOptions())
+    assert_parity(m, api_level=28, expect_ops=["STRIDED_SLICE"])
+
+
 def test_slice_refusals():
     m = op_model(B.SLICE, (2, 5), (1, 3), consts=[np.array([1, 2], I32), np.array([1, 3], I32)])
-    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
+    mi = op_model(B.SLICE, (2, 5), (1, 3), "int32", consts=[np.array([1, 2], I32), np.array([1, 3], I32)])
+    assert_refused(mi, 28, Code.API_LEVEL, min_api_level=29)
     bad = op_model(B.SLICE, (2, 5), (1, 4), consts=[np.array([1, 2], I32), np.array([1, 4], I32)])
     assert_refused(bad, 30, Code.OPERAND_VALUE)
 
@@ -109,10 +118,17 @@ def test_split_parity(dtype, api, axis):
     assert_parity(m, api_level=api, expect_ops=["SPLIT"])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int8"])
+def test_split_is_strided_slices_at_28(dtype):
+    m = single_op_model(B.SPLIT, [("a", np.array(-1, I32)), io("x", (2, 5, 6), dtype)],
+                        [io(f"y{k}", (2, 5, 2), dtype) for k in range(3)], SplitOptions(num_splits=3))
+    assert_parity(m, api_level=28, expect_ops=["STRIDED_SLICE"] * 3)
+
+
 def test_split_refusals():
     m = single_op_model(B.SPLIT, [("a", np.array(1, I32)), ("x", (2, 6), np.float32)],
                         [(f"y{k}", (2, 3), np.float32) for k in range(2)], SplitOptions(num_splits=2))
-    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
     dyn = single_op_model(B.SPLIT, [("a", (), I32), ("x", (2, 6), np.float32)],
                           [(f"y{k}", (2, 3), np.float32) for k in range(2)], SplitOptions(num_splits=2))
     assert_refused(dyn, 30, Code.NON_CONSTANT)
@@ -125,4 +141,7 @@ def test_split_v_parity(dtype, api):
                         [io("y0", (2, 2, 3), dtype), io("y1", (2, 4, 3), dtype), io("y2", (2, 1, 3), dtype)],
                         SplitVOptions(num_splits=3))
     assert_parity(m, api_level=api, expect_ops=["SLICE"] * 3)
-    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    if dtype == "int32":
+        assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    else:
+        assert_parity(m, api_level=28, expect_ops=["STRIDED_SLICE"] * 3)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, check_data_movement, const_ints,
+from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, I32, check_data_movement, const_ints,
                                                   out_dims, require_const_ints)
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator
@@ -146,21 +146,38 @@ class StridedSlice(Rule):
             c.emit(OperationType.RESHAPE, [dst, c.i32_vector(out_dims(c.output()))], [out])
 
 
+def emit_box_slice(c: LowerContext, src: int, begin: list[int], size: list[int], dst: int) -> None:
+    """An axis-aligned box [begin, begin + size) of `src` into `dst` as STRIDED_SLICE with unit strides and
+    no masks (API 28): what SLICE computes, one NNAPI level earlier."""
+    end = [b + n for b, n in zip(begin, size)]
+    c.emit(OperationType.STRIDED_SLICE, [src, c.i32_vector(begin), c.i32_vector(end), c.i32_vector([1] * len(begin)),
+                                         c.i32(0), c.i32(0), c.i32(0)], [dst])
+
+
+def _check_box_level(c: CheckContext, x, what: str) -> None:
+    """Native at API 29; float/quantized also at 28 through STRIDED_SLICE (int32 has no STRIDED_SLICE)."""
+    if x is not None and x.type == I32:
+        c.require_api(29, f"{what} of int32 data")
+    else:
+        c.require_api(28, f"{what} (STRIDED_SLICE below API 29)")
+
+
 @lowering_rule(BuiltinOperator.SLICE)
 class Slice(Rule):
     """TFLite SLICE(input, begin, size) -> NNAPI SLICE(input, begin, size TENSOR_INT32) (API 29); a size
-    of -1 ("to the end") is resolved from the static shape."""
+    of -1 ("to the end") is resolved from the static shape. At API 28, float and quantized tensors use
+    STRIDED_SLICE(begin, begin + size, strides 1), the same box."""
 
-    nnapi_ops = (OperationType.SLICE,)
-    min_api_level = 29
+    nnapi_ops = (OperationType.SLICE, OperationType.STRIDED_SLICE)
+    min_api_level = 28
     dtypes = ("float32", "uint8", "int8", "int32")
-    constraints = "constant begin and size; rank <= 4"
+    constraints = "constant begin and size; rank <= 4; int32 needs API 29"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "SLICE")
         if not c.require_inputs(3):
             return
         x = check_data_movement(c, BASIC_I32)
+        _check_box_level(c, x, "SLICE")
         begin, size = require_const_ints(c, 1, "begin"), require_const_ints(c, 2, "size")
         if x is None or begin is None or size is None:
             return
@@ -176,24 +193,28 @@ class Slice(Rule):
         x = c.input(0)
         begin, size = const_ints(c, c.input(1)), const_ints(c, c.input(2))
         size = [d - b if s == -1 else s for b, s, d in zip(begin, size, x.shape)]
-        c.emit(OperationType.SLICE, [c.in_(0), c.i32_vector(begin), c.i32_vector(size)], [c.out()])
+        if c.api_level >= 29:
+            c.emit(OperationType.SLICE, [c.in_(0), c.i32_vector(begin), c.i32_vector(size)], [c.out()])
+        else:
+            emit_box_slice(c, c.in_(0), begin, size, c.out())
 
 
 @lowering_rule(BuiltinOperator.SPLIT)
 class Split(Rule):
     """TFLite SPLIT(axis, input) [num_splits] -> NNAPI SPLIT(input, axis INT32, num_splits INT32) (API 29).
-    Note the operand order: TFLite's axis comes first."""
+    Note the operand order: TFLite's axis comes first. At API 28, float and quantized tensors use one
+    STRIDED_SLICE per output."""
 
-    nnapi_ops = (OperationType.SPLIT,)
-    min_api_level = 29
+    nnapi_ops = (OperationType.SPLIT, OperationType.STRIDED_SLICE)
+    min_api_level = 28
     dtypes = ("float32", "uint8", "int8", "int32")
-    constraints = "constant axis; equal splits; rank <= 4"
+    constraints = "constant axis; equal splits; rank <= 4; int32 needs API 29"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "SPLIT")
         if not c.require_inputs(2):
             return
         x = check_data_movement(c, BASIC_I32, data=1)
+        _check_box_level(c, x, "SPLIT")
         axis = require_const_ints(c, 0, "axis")
         if x is None or axis is None:
             return
@@ -207,24 +228,39 @@ class Split(Rule):
         x = c.input(1)
         axis = const_ints(c, c.input(0))[0] % x.rank
         n = len(c.op.outputs)
-        c.emit(OperationType.SPLIT, [c.in_(1), c.i32(axis), c.i32(n)], [c.out(k) for k in range(n)])
+        if c.api_level >= 29:
+            c.emit(OperationType.SPLIT, [c.in_(1), c.i32(axis), c.i32(n)], [c.out(k) for k in range(n)])
+            return
+        _slices_along(c, c.in_(1), list(x.shape), axis, [x.shape[axis] // n] * n)
+
+
+def _slices_along(c: LowerContext, src: int, shape: list[int], axis: int, sizes: list[int]) -> None:
+    offset = 0
+    for k, part in enumerate(sizes):
+        begin = [0] * len(shape)
+        begin[axis] = offset
+        size = list(shape)
+        size[axis] = part
+        emit_box_slice(c, src, begin, size, c.out(k))
+        offset += part
 
 
 @lowering_rule(BuiltinOperator.SPLIT_V)
 class SplitV(Rule):
     """TFLite SPLIT_V(input, size_splits, axis) -> one NNAPI SLICE(input, begin, size) per output (API 29,
-    where NNAPI has SLICE; the delegate waits for 30). The -1 size is resolved from the static shape."""
+    where NNAPI has SLICE; the delegate waits for 30), or one STRIDED_SLICE per output at API 28 (float and
+    quantized). The -1 size is resolved from the static shape."""
 
-    nnapi_ops = (OperationType.SLICE,)
-    min_api_level = 29
+    nnapi_ops = (OperationType.SLICE, OperationType.STRIDED_SLICE)
+    min_api_level = 28
     dtypes = ("float32", "uint8", "int8", "int32")
-    constraints = "constant size_splits and axis; no zero sizes; rank <= 4"
+    constraints = "constant size_splits and axis; no zero sizes; rank <= 4; int32 needs API 29"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "SPLIT_V (SLICE per output)")
         if not c.require_inputs(3):
             return
         x = check_data_movement(c, BASIC_I32)
+        _check_box_level(c, x, "SPLIT_V")
         sizes, axis = require_const_ints(c, 1, "size_splits"), require_const_ints(c, 2, "axis")
         if x is None or sizes is None or axis is None:
             return
@@ -238,6 +274,10 @@ class SplitV(Rule):
     def lower(self, c: LowerContext) -> None:
         x = c.input(0)
         axis = const_ints(c, c.input(2))[0] % x.rank
+        sizes = [o.shape[axis] for o in c.outputs]
+        if c.api_level < 29:
+            _slices_along(c, c.in_(0), list(x.shape), axis, sizes)
+            return
         offset = 0
         for k, o in enumerate(c.outputs):
             begin = [0] * x.rank
