@@ -78,7 +78,9 @@ def test_elu_parity_and_level():
     m = act_model(B.ELU)
     assert_parity(m, api_level=30, input_fn=wide, expect_ops=["ELU"])
     assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
-    assert_refused(act_model(B.ELU, np.int8), 30, Code.DTYPE)
+    q = act_model(B.ELU, np.int8, q_out=QuantParams(0.04, 0))
+    assert_parity(q, api_level=30, expect_ops=["DEQUANTIZE", "ELU", "QUANTIZE"])
+    assert_refused(act_model(B.ELU, np.uint8), 30, Code.DTYPE)  # TFLite has no uint8 ELU
 
 
 def test_hard_swish_float_native_and_composite():
@@ -92,7 +94,9 @@ def test_hard_swish_quantized(dtype):
     q_out = QuantParams(0.05, 30 if dtype is np.uint8 else -100)
     m = act_model(B.HARD_SWISH, dtype, q_out=q_out)
     assert_parity(m, api_level=30, expect_ops=["HARD_SWISH"])
-    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+    float_form = ["DEQUANTIZE", "MUL", "MUL", "MUL", "ADD", "QUANTIZE"]
+    assert_parity(m, api_level=29, expect_ops=float_form)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
 def prelu_model(dtype=np.float32, alpha_shape=(7, 1), const_alpha=True):
@@ -173,4 +177,9 @@ def test_gelu_float(approximate):
     assert_parity(m, api_level=27 if approximate else 29, input_fn=wide)
     if not approximate:
         assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
-    assert_refused(act_model(B.GELU, np.int8, options=GeluOptions(approximate=approximate)), 30, Code.DTYPE)
+    for dtype in (np.uint8, np.int8):
+        q_out = QuantParams(0.04, 10 if dtype is np.uint8 else -118)
+        q = act_model(B.GELU, dtype, q_out=q_out, options=GeluOptions(approximate=approximate))
+        assert_parity(q, api_level=29)
+        assert_parity(q, api_level=30)
+        assert_refused(q, 28, Code.API_LEVEL, min_api_level=29)

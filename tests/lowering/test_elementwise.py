@@ -183,10 +183,36 @@ def test_unary_float_api29(op):
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
-def test_unary_quantized_refused():
+def test_unary_uint8_and_quantized_sin_refused():
     m = single_op_model(B.EXP, [("x", (2, 3), np.uint8, QuantParams(0.1, 0))],
                         [("y", (2, 3), np.uint8, QuantParams(0.1, 0))])
+    assert_refused(m, 30, Code.DTYPE)  # TFLite has no uint8 EXP
+    m = single_op_model(B.SIN, [("x", (2, 3), np.int8, QuantParams(0.1, 0))],
+                        [("y", (2, 3), np.int8, QuantParams(0.1, 0))])
     assert_refused(m, 30, Code.DTYPE)
+
+
+# (op, input quantization, output quantization, input_fn): int8 LUT ops of TFLite, lowered through float.
+INT8_UNARY = {
+    B.ABS: (QuantParams(0.05, 3), QuantParams(0.03, -128), None),
+    B.EXP: (QuantParams(0.02, 0), QuantParams(0.02, -128), None),
+    B.LOG: (QuantParams(0.05, -128), QuantParams(0.03, 20), None),
+    B.SQRT: (QuantParams(0.05, -128), QuantParams(0.02, -128), None),
+    B.RSQRT: (QuantParams(0.05, -128), QuantParams(0.03, -128), None),
+}
+
+
+@pytest.mark.parametrize("op", list(INT8_UNARY), ids=lambda o: o.name)
+def test_unary_int8_through_float(op):
+    qi, qo, _ = INT8_UNARY[op]
+    m = single_op_model(op, [("x", (2, 3, 5, 4), np.int8, qi)], [("y", (2, 3, 5, 4), np.int8, qo)])
+
+    def positive(feed):  # LOG / SQRT / RSQRT of real values > 0 (q > zp)
+        return {k: np.clip(v, -127, 127).astype(np.int8) for k, v in feed.items()}
+    ops = ["DEQUANTIZE", op.name, "QUANTIZE"]
+    assert_parity(m, api_level=29, input_fn=positive, expect_ops=ops)  # int8 as uint8 + 128
+    assert_parity(m, api_level=30, input_fn=positive, expect_ops=ops)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
 def test_cos_is_sub_then_sin():

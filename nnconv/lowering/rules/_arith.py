@@ -5,7 +5,7 @@ Not a rule module (the leading underscore keeps the loader from importing it as 
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -120,3 +120,16 @@ def broadcast_shape(*shapes: Iterable[int]) -> tuple[int, ...]:
 def nnapi_dims(t: Tensor) -> tuple[int, ...]:
     """The operand dimensions the policy gives a tensor (rank 0 becomes [1])."""
     return tuple(t.shape) if t.shape else (1,)
+
+
+def via_float(c: LowerContext, x: int, out: int, emit: Callable[[int, int], None]) -> None:
+    """A quantized op evaluated in float32: DEQUANTIZE x, `emit(float_in, float_out)`, QUANTIZE into out (API 29).
+
+    TFLite's 8-bit kernels of transcendental functions are lookup tables filled with
+    quantize(f(dequantize(q))), which is what this computes; the results agree within 1 LSB (a tie in the
+    final rounding may fall either way)."""
+    f = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(x).dimensions))
+    g = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(out).dimensions))
+    c.emit(OperationType.DEQUANTIZE, [x], [f])
+    emit(f, g)
+    c.emit(OperationType.QUANTIZE, [g], [out])

@@ -16,7 +16,7 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import (F32, I8, U8, check_common, is_quant, quant_params, requantize, same_quant,
-                                          scalar_tensor)
+                                          scalar_tensor, via_float)
 from nnconv.lowering.rules.elementwise import negate
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator
@@ -139,20 +139,36 @@ class Tanh(_Sigmoidal):
 
 @lowering_rule(BuiltinOperator.ELU)
 class Elu(Rule):
-    """TFLite ELU(x) -> NNAPI ELU(x, alpha = 1.0) (API 30, float32). TFLite's int8 ELU (a lookup table) has
-    no NNAPI form."""
+    """TFLite ELU(x) -> NNAPI ELU(x, alpha = 1.0) (API 30, float32). TFLite's int8 ELU (a lookup table of
+    quantize(elu(dequantize(q)))) becomes DEQUANTIZE, ELU, QUANTIZE (`via_float`)."""
 
-    nnapi_ops = (OperationType.ELU,)
+    nnapi_ops = (OperationType.ELU, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     min_api_level = 30
-    dtypes = ("float32",)
-    constraints = "float32 only"
+    dtypes = ("float32", "int8")
+    constraints = "float32; int8 through float"
 
     def check(self, c: CheckContext) -> None:
-        if check_common(c, 1, (F32,), max_rank=None):
+        quant = is_quant(c.input(0))
+        if check_common(c, 1, (F32, I8), max_rank=4 if quant else None):
             c.require_api(30, "ELU")
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(OperationType.ELU, [c.in_(0), c.f32(1.0)], [c.out(0)])
+        def elu(x: int, out: int) -> None:
+            c.emit(OperationType.ELU, [x, c.f32(1.0)], [out])
+        if is_quant(c.input(0)):
+            via_float(c, c.in_(0), c.out(0), elu)
+        else:
+            elu(c.in_(0), c.out(0))
+
+
+def _hard_swish_composite(c: LowerContext, x: int, out: int) -> None:
+    """Float32 HARD_SWISH from MUL / MUL / MUL / ADD (see `HardSwish`)."""
+    none = c.i32(FuseCode.NONE)
+    s1, s2, s3 = c.temp_like(out), c.temp_like(out), c.temp_like(out)
+    c.emit(OperationType.MUL, [x, scalar_tensor(c, 1.0 / 3.0), c.i32(FuseCode.RELU1)], [s1])
+    c.emit(OperationType.MUL, [x, scalar_tensor(c, 0.5), none], [s2])
+    c.emit(OperationType.MUL, [s1, s2, none], [s3])
+    c.emit(OperationType.ADD, [s2, s3, none], [out])
 
 
 @lowering_rule(BuiltinOperator.HARD_SWISH)
@@ -165,30 +181,28 @@ class HardSwish(Rule):
     Numerically it rounds differently (1/3 is not a float32; four roundings instead of three): measured on
     [-8, 8], max |diff| to TFLite 4.8e-7 (native HARD_SWISH: 9.5e-7), but near x = -3 the sum cancels
     (x/2 and x/2 * clamp(x/3) almost opposite), so tiny results there can be off by many ulps relative to
-    themselves. Quantized HARD_SWISH below API 30 is refused: the 8-bit intermediates of the composite lose
-    more than the 1 LSB the parity policy allows."""
+    themselves. Quantized at API 29: the float composite between DEQUANTIZE and QUANTIZE (`via_float`);
+    the delegate's all-8-bit composite would lose more than the 1 LSB the parity policy allows."""
 
-    nnapi_ops = (OperationType.HARD_SWISH, OperationType.MUL, OperationType.ADD)
+    nnapi_ops = (OperationType.HARD_SWISH, OperationType.MUL, OperationType.ADD, OperationType.DEQUANTIZE,
+                 OperationType.QUANTIZE)
     dtypes = ("float32", "uint8", "int8")
-    constraints = "quantized needs API 30"
+    constraints = "quantized needs API 29"
 
     def check(self, c: CheckContext) -> None:
         if not check_common(c, 1, (F32, U8, I8)):
             return
         if is_quant(c.input(0)):
-            c.require_api(30, "quantized HARD_SWISH")
+            c.require_api(29, "quantized HARD_SWISH (API 30) or its float form (DEQUANTIZE / QUANTIZE)")
 
     def lower(self, c: LowerContext) -> None:
         x, out = c.in_(0), c.out(0)
         if c.api_level >= 30:
             c.emit(OperationType.HARD_SWISH, [x], [out])
-            return
-        none = c.i32(FuseCode.NONE)
-        s1, s2, s3 = c.temp_like(out), c.temp_like(out), c.temp_like(out)
-        c.emit(OperationType.MUL, [x, scalar_tensor(c, 1.0 / 3.0), c.i32(FuseCode.RELU1)], [s1])
-        c.emit(OperationType.MUL, [x, scalar_tensor(c, 0.5), none], [s2])
-        c.emit(OperationType.MUL, [s1, s2, none], [s3])
-        c.emit(OperationType.ADD, [s2, s3, none], [out])
+        elif is_quant(c.input(0)):
+            via_float(c, x, out, lambda f, g: _hard_swish_composite(c, f, g))
+        else:
+            _hard_swish_composite(c, x, out)
 
 
 def _prelu_float_composite(c: LowerContext, x: int, neg_alpha: int, out: int) -> None:
@@ -294,12 +308,12 @@ class Gelu(Rule):
     |x| * erf(|x| / sqrt 2)), with erf(z) = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-z^2),
     t = 1 / (1 + p z) (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7). Neither is bit-exact: both agree with
     TFLite to float32 rounding (and the erf approximation's 1.5e-7 * |x| / 2). Quantized GELU (a lookup table
-    in TFLite) is refused."""
+    in TFLite) runs the float form between DEQUANTIZE and QUANTIZE (API 29)."""
 
     nnapi_ops = (OperationType.MUL, OperationType.ADD, OperationType.TANH, OperationType.ABS, OperationType.DIV,
-                 OperationType.EXP, OperationType.SUB)
-    dtypes = ("float32",)
-    constraints = "float32; rank <= 4; the exact (erf) form needs API 29"
+                 OperationType.EXP, OperationType.SUB, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
+    dtypes = ("float32", "uint8", "int8")
+    constraints = "rank <= 4; the erf form and quantized GELU need API 29"
     beyond_delegate = True
 
     # Abramowitz & Stegun 7.1.26 coefficients.
@@ -307,13 +321,20 @@ class Gelu(Rule):
     A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
     def check(self, c: CheckContext) -> None:
-        if not check_common(c, 1, (F32,)):
+        if not check_common(c, 1, (F32, U8, I8), int8_shiftable=True):
             return
-        if not c.options.approximate:
+        if is_quant(c.input(0)):
+            c.require_api(29, "quantized GELU (DEQUANTIZE / QUANTIZE)")
+        elif not c.options.approximate:
             c.require_api(29, "GELU with erf (ABS / EXP)")
 
     def lower(self, c: LowerContext) -> None:
-        x, out = c.in_(0), c.out(0)
+        if is_quant(c.input(0)):
+            via_float(c, c.in_(0), c.out(0), lambda f, g: self._float(c, f, g))
+        else:
+            self._float(c, c.in_(0), c.out(0))
+
+    def _float(self, c: LowerContext, x: int, out: int) -> None:
         none = c.i32(FuseCode.NONE)
 
         def op(kind: OperationType, *args: int) -> int:

@@ -22,7 +22,7 @@ from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import (F32, I8, I32, U8, arithmetic_fuse_code, check_arithmetic_activation,
                                           check_common, is_quant, nnapi_dims, quant_params, same_quant,
-                                          scalar_tensor)
+                                          scalar_tensor, via_float)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -286,34 +286,55 @@ class Minimum(_MinMax):
 
 # -- unary float functions -------------------------------------------------------------------------
 class _UnaryFloat(Rule):
-    """TFLite OP(x) -> NNAPI OP(x), float32 (TFLite's quantized variants have no NNAPI counterpart)."""
+    """TFLite OP(x) -> NNAPI OP(x), float32 (API 29). TFLite's int8 OP (a lookup table) becomes DEQUANTIZE,
+    OP, QUANTIZE (`via_float`, API 29; int8 travels as uint8 + 128 below API 30)."""
 
     nnapi_op: ClassVar[OperationType]
     min_api_level = 29
-    dtypes = ("float32",)
-    constraints = "float32 only"
+    quant_api: ClassVar[int | None] = 29  # None: no quantized form
+    dtypes = ("float32", "int8")
+    constraints = "float32; int8 through float"
     max_rank: ClassVar[int | None] = None
 
     def check(self, c: CheckContext) -> None:
-        if check_common(c, 1, (F32,), max_rank=self.max_rank):
-            c.require_api(self.min_api_level, self.op.name)
+        allowed = (F32, I8) if self.quant_api is not None else (F32,)
+        quant = is_quant(c.input(0))
+        # DEQUANTIZE / QUANTIZE take rank <= 4; their int8 operands may travel as uint8 + 128.
+        if not check_common(c, 1, allowed, max_rank=4 if quant else self.max_rank, int8_shiftable=True):
+            return
+        c.require_api(self.min_api_level, self.op.name)
+        if is_quant(c.input(0)):
+            c.require_api(self.quant_api, f"int8 {self.op.name} (DEQUANTIZE / QUANTIZE)")
+
+    def emit_float(self, c: LowerContext, x: int, out: int) -> None:
+        c.emit(self.nnapi_op, [x], [out])
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(self.nnapi_op, [c.in_(0)], [c.out(0)])
+        if is_quant(c.input(0)):
+            via_float(c, c.in_(0), c.out(0), lambda f, g: self.emit_float(c, f, g))
+        else:
+            self.emit_float(c, c.in_(0), c.out(0))
 
 
-def _unary(op: BuiltinOperator, nn_op: OperationType, doc: str) -> type[Rule]:
-    cls = type(op.name.title().replace("_", ""), (_UnaryFloat,),
-               {"__doc__": doc, "nnapi_op": nn_op, "nnapi_ops": (nn_op,), "__module__": __name__})
+def _unary(op: BuiltinOperator, nn_op: OperationType, doc: str, quant: bool = True) -> type[Rule]:
+    attrs = {"__doc__": doc, "nnapi_op": nn_op, "__module__": __name__,
+             "nnapi_ops": (nn_op, OperationType.DEQUANTIZE, OperationType.QUANTIZE) if quant else (nn_op,)}
+    if not quant:
+        attrs.update(quant_api=None, dtypes=("float32",), constraints="float32 only")
+    cls = type(op.name.title().replace("_", ""), (_UnaryFloat,), attrs)
     return lowering_rule(op)(cls)
 
 
-Exp = _unary(BuiltinOperator.EXP, OperationType.EXP, "TFLite EXP(x) -> NNAPI EXP(x), float32, API 29.")
-Log = _unary(BuiltinOperator.LOG, OperationType.LOG, "TFLite LOG(x) -> NNAPI LOG(x), float32, API 29.")
-Sqrt = _unary(BuiltinOperator.SQRT, OperationType.SQRT, "TFLite SQRT(x) -> NNAPI SQRT(x), float32, API 29.")
-Rsqrt = _unary(BuiltinOperator.RSQRT, OperationType.RSQRT,
-               "TFLite RSQRT(x) -> NNAPI RSQRT(x), float32, API 29 (quantized RSQRT is not lowered).")
-Sin = _unary(BuiltinOperator.SIN, OperationType.SIN, "TFLite SIN(x) -> NNAPI SIN(x), float32, API 29.")
+Exp = _unary(BuiltinOperator.EXP, OperationType.EXP, "TFLite EXP(x) -> NNAPI EXP(x), float32 (int8 through "
+             "float), API 29.")
+Log = _unary(BuiltinOperator.LOG, OperationType.LOG, "TFLite LOG(x) -> NNAPI LOG(x), float32 (int8 through "
+             "float), API 29.")
+Sqrt = _unary(BuiltinOperator.SQRT, OperationType.SQRT, "TFLite SQRT(x) -> NNAPI SQRT(x), float32 (int8 "
+              "through float), API 29.")
+Rsqrt = _unary(BuiltinOperator.RSQRT, OperationType.RSQRT, "TFLite RSQRT(x) -> NNAPI RSQRT(x), float32 (int8 "
+               "through float), API 29.")
+Sin = _unary(BuiltinOperator.SIN, OperationType.SIN, "TFLite SIN(x) -> NNAPI SIN(x), float32, API 29.",
+             quant=False)
 
 
 @lowering_rule(BuiltinOperator.FLOOR)
@@ -323,7 +344,9 @@ class Floor(_UnaryFloat):
     nnapi_op = OperationType.FLOOR
     nnapi_ops = (OperationType.FLOOR,)
     min_api_level = 27
+    quant_api = None
     max_rank = 4
+    dtypes = ("float32",)
     constraints = "float32; rank <= 4"
 
 
@@ -333,6 +356,9 @@ class Cos(_UnaryFloat):
     Not bit-exact: pi/2 is rounded to float32 and pi/2 - x rounds once (absolute error ~1e-7 per unit of x)."""
 
     nnapi_ops = (OperationType.SUB, OperationType.SIN)
+    quant_api = None
+    dtypes = ("float32",)
+    constraints = "float32 only"
 
     def lower(self, c: LowerContext) -> None:
         x, out = c.in_(0), c.out(0)
@@ -366,25 +392,33 @@ class Neg(Rule):
 
 @lowering_rule(BuiltinOperator.ABS)
 class Abs(Rule):
-    """TFLite ABS(x) -> NNAPI ABS(x) (API 29 float32, API 30 int32).
+    """TFLite ABS(x) -> NNAPI ABS(x) (API 29 float32, API 30 int32; int8 through float: DEQUANTIZE, ABS,
+    QUANTIZE at API 29, within 1 LSB of TFLite's requantizing int8 kernel).
 
     Below API 29, float32 ABS is ADD(RELU(x), RELU(MUL(x, -1))): exact, since for every x one of the two
     RELUs is 0 and the other is |x|."""
 
-    nnapi_ops = (OperationType.ABS, OperationType.RELU, OperationType.MUL, OperationType.ADD)
-    dtypes = ("float32", "int32")
-    constraints = "rank <= 4 below API 29; int32 needs API 30"
+    nnapi_ops = (OperationType.ABS, OperationType.RELU, OperationType.MUL, OperationType.ADD,
+                 OperationType.DEQUANTIZE, OperationType.QUANTIZE)
+    dtypes = ("float32", "int8", "int32")
+    constraints = "rank <= 4 below API 29; int8 needs API 29, int32 API 30"
 
     def check(self, c: CheckContext) -> None:
-        if not check_common(c, 1, (F32, I32), max_rank=None):
+        quant = is_quant(c.input(0))
+        if not check_common(c, 1, (F32, I8, I32), max_rank=4 if quant else None, int8_shiftable=True):
             return
         if c.input(0).type == I32:
             c.require_api(30, "int32 ABS")
+        elif quant:
+            c.require_api(29, "int8 ABS (DEQUANTIZE / ABS / QUANTIZE)")
         elif c.api_level < 29:
             c.require_rank(c.input(0), 4, 0)
 
     def lower(self, c: LowerContext) -> None:
         x, out = c.in_(0), c.out(0)
+        if is_quant(c.input(0)):
+            via_float(c, x, out, lambda f, g: c.emit(OperationType.ABS, [f], [g]))
+            return
         if c.api_level >= 29:
             c.emit(OperationType.ABS, [x], [out])
             return
