@@ -478,3 +478,67 @@ def test_int8_unidirectional_sequence_lstm_unrolled_into_quantized_lstm(time_maj
     ops = ["STRIDED_SLICE"] * 4 + ["QUANTIZED_LSTM"] * 4 + ["CONCATENATION", "RESHAPE"]
     assert_parity(m, api_level=30, expect_ops=ops)
     assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+
+
+def hybrid_lstm_models(batch=2, n_in=5, n_cell=4, n_out=3, dtype=np.int8) -> tuple[bytes, bytes]:
+    """A dynamic-range LSTM (float activations, quantized weight matrices, peepholes and projection) and its
+    float twin with those weights dequantized: what NNAPI computes for the hybrid op."""
+    zp = 0 if dtype == np.int8 else 128
+    quant = {}
+    for name, shape in [*[(f"wx_{g}", (n_cell, n_in)) for g in "ifco"],
+                        *[(f"wh_{g}", (n_cell, n_out)) for g in "ifco"],
+                        *[(f"p_{g}", (n_cell,)) for g in "ifo"], ("proj", (n_out, n_cell))]:
+        q = RNG.integers(-127, 128, shape) + zp
+        quant[name] = (q.astype(dtype), float(RNG.uniform(0.002, 0.006)))
+    biases = {g: w(n_cell, scale=0.2) for g in "ifco"}
+    models = []
+    for hybrid in (True, False):
+        b = TfliteBuilder()
+        x = b.input("x", (batch, n_in), F32)
+
+        def weight(name):
+            q, scale = quant[name]
+            if hybrid:
+                return b.const(name, q, quant=QuantParams(scale, zp))
+            return b.const(name, ((q.astype(np.float32) - zp) * np.float32(scale)).astype(F32))
+        ins = [x] + [weight(f"wx_{g}") for g in "ifco"] + [weight(f"wh_{g}") for g in "ifco"]
+        ins += [weight(f"p_{g}") for g in "ifo"] + [b.const(f"b_{g}", biases[g]) for g in "ifco"]
+        ins += [weight("proj"), -1]
+        ins += [b.tensor("h", (batch, n_out), F32, is_variable=True),
+                b.tensor("c", (batch, n_cell), F32, is_variable=True)]
+        y = b.tensor("y", (batch, n_out), F32)
+        b.op(BuiltinOperator.LSTM, ins, [y], LSTMOptions(fused_activation_function=4), version=3)
+        b.output(y)
+        models.append(b.finish())
+    return models[0], models[1]
+
+
+def test_hybrid_lstm_dequantize_at_29_and_fold_at_28(dtype=np.int8):
+    import nnconv
+    from nnconv.executor import Executor
+    from nnconv.lowering.convert import ConversionOptions
+    from nnconv.parity.tflite_runner import TfliteRunner
+
+    hybrid, twin = hybrid_lstm_models(dtype=dtype)
+    assert_parity(twin, api_level=28)  # the float computation NNAPI runs, checked against TFLite
+    x = {"x": RNG.uniform(-1, 1, (2, 5)).astype(F32)}
+    ref = Executor(nnconv.convert(twin, api_level=28).converted).run(x)["y"]
+    at29 = nnconv.convert(hybrid, api_level=29).converted
+    assert [o.type.name for o in at29.model.main.operations] == ["DEQUANTIZE"] * 12 + ["LSTM"]
+    np.testing.assert_allclose(Executor(at29).run(x)["y"], ref, rtol=0, atol=1e-6)
+    folded = nnconv.convert(hybrid, api_level=28, options=ConversionOptions(fold_dynamic_range_weights=True))
+    assert [o.type.name for o in folded.converted.model.main.operations] == ["LSTM"]
+    np.testing.assert_allclose(Executor(folded.converted).run(x)["y"], ref, rtol=0, atol=1e-6)
+    # TFLite's own hybrid kernel quantizes the activations on the fly: agreement to within that error.
+    tfl = TfliteRunner(hybrid)
+    expected = next(iter(tfl.run({tfl.input_details()[0]["index"]: x["x"]}).values()))
+    assert np.max(np.abs(expected - ref)) <= 0.02 * np.max(np.abs(ref))
+
+
+def test_hybrid_lstm_refused_at_28_without_folding():
+    diags = assert_refused(hybrid_lstm_models()[0], 28, Code.API_LEVEL, min_api_level=29)
+    assert any("--fold-weights" in d.hint for d in diags)
+
+
+def test_hybrid_lstm_with_uint8_weights_refused():
+    assert_refused(hybrid_lstm_models(dtype=np.uint8)[0], 30, Code.DTYPE)

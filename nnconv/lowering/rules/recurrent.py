@@ -33,6 +33,7 @@ from nnconv.lowering.common import FLOAT
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._weights import folding_weights, weights_operand
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.model import STORAGE_DTYPE
 from nnconv.tflite.ir import Tensor
@@ -55,12 +56,16 @@ def check_activation(c: CheckContext, act: int, lstm: bool = False) -> None:
                  "for it, so no NNAPI activation reproduces the model")
 
 
-def check_float_operands(c: CheckContext, slots: range | list[int], state_slots: tuple[int, ...] = ()) -> None:
+def check_float_operands(c: CheckContext, slots: range | list[int], state_slots: tuple[int, ...] = (),
+                         hybrid_slots: tuple[int, ...] = ()) -> None:
     """Every present input in `slots` (the state inputs among them named as such) and every output must be
-    float32: NNAPI's float recurrent ops have no hybrid or quantized variant."""
+    float32: NNAPI's float recurrent ops have no hybrid or quantized variant. Slots in `hybrid_slots` may
+    hold constant int8 / uint8 (dynamic-range) weights, dequantized as `check_hybrid_weights` says."""
     for i in slots:
         t = c.input(i)
         if t is None:
+            continue
+        if i in hybrid_slots and t.type == TensorType.INT8:
             continue
         if t.type != TensorType.FLOAT32:
             what = "state" if i in state_slots else f"input {i}"
@@ -71,6 +76,24 @@ def check_float_operands(c: CheckContext, slots: range | list[int], state_slots:
     for t in c.outputs:
         if t.type != TensorType.FLOAT32:
             c.refuse(Code.DTYPE, f"output '{t.name}' is {t.type.name.lower()}; this lowering takes float32")
+
+
+def check_hybrid_weights(c: CheckContext, slots: tuple[int, ...], what: str) -> None:
+    """Dynamic-range (hybrid) weights: constant int8 / uint8 tensors that the lowering dequantizes to
+    float32, by DEQUANTIZE operations from API 29 (as TFLite's delegate does) or, with the
+    `fold_dynamic_range_weights` option, into float32 constants at conversion time at any level. NNAPI then
+    computes in float, while TFLite's hybrid kernel quantizes the activations on the fly, so the two agree
+    only to within that quantization error. Only int8 weights: TFLite's hybrid LSTM computes something else
+    for uint8 weights with a zero point (measured), so those stay refused as a dtype."""
+    hybrid = [c.input(i) for i in slots if c.input(i) is not None and c.input(i).type == TensorType.INT8]
+    if not hybrid:
+        return
+    for t in hybrid:
+        c.require_const(t, f"dynamic-range (hybrid) {what} weight '{t.name}'")
+    if not folding_weights(c):
+        c.require_api(29, f"dynamic-range (hybrid) {what}: DEQUANTIZE of the weights",
+                      hint="raise --api-level to 29, or pass --fold-weights to dequantize the weights into "
+                           "float32 constants at conversion time")
 
 
 def check_state_inputs(c: CheckContext, slots: tuple[int, ...]) -> None:
@@ -226,6 +249,14 @@ def check_unrolled_bidirectional(c: CheckContext, cross_linked: bool, op_name: s
 # -- LSTM family ------------------------------------------------------------------------------------
 LSTM_WEIGHT_SLOTS = range(1, 18)
 LSTM_STATE_SLOTS = (18, 19)
+LSTM_HYBRID_SLOTS = (*range(1, 12), 16)  # the weight matrices and peepholes a dynamic-range LSTM quantizes
+
+
+def lstm_weight(c: LowerContext, i: int) -> int:
+    """Weight slot i: omitted, float32, or hybrid int8 / uint8 dequantized to float32 (_weights policy)."""
+    if c.input(i) is None:
+        return c.no_value(OperandType.TENSOR_FLOAT32)
+    return weights_operand(c, i) if i in LSTM_HYBRID_SLOTS else c.in_(i)
 
 
 def check_lstm_weights(c: CheckContext, first: int) -> None:
@@ -265,7 +296,10 @@ class Lstm(Rule):
     23..26 (the 27-input form of API 29). NNAPI outputs: scratch buffer, output_state_out, cell_state_out
     (unread temporaries) and output (TFLite's output 0).
 
-    The BASIC kernel (uint8, 5 inputs) is refused: see the comment in `check`.
+    Dynamic-range (hybrid) float LSTMs, with int8 constant weight matrices and peepholes, get
+    those weights dequantized (`check_hybrid_weights`: DEQUANTIZE from API 29 as TFLite's delegate does, or
+    float32 constants with `fold_dynamic_range_weights`). The BASIC kernel (uint8, 5 inputs) is refused:
+    see the comment in `check`.
 
     Int8 (TFLite's 8x8_16 integer kernel, API 30, as TFLite's NNAPI delegate): TFLite inputs 0..19 map to
     QUANTIZED_LSTM slots 0..19 (the int8 weights become TENSOR_QUANT8_SYMM constants, the int16 peephole
@@ -275,11 +309,11 @@ class Lstm(Rule):
     temporaries) and output.
     """
 
-    nnapi_ops = (OperationType.LSTM, OperationType.QUANTIZED_LSTM)
+    nnapi_ops = (OperationType.LSTM, OperationType.QUANTIZED_LSTM, OperationType.DEQUANTIZE)
     min_api_level = 28
     dtypes = ("float32", "int8")
-    constraints = ("full kernel; float32 (layer norm needs API 29) or int8 with layer norm (API 30); "
-                   "state from zero (variables)")
+    constraints = ("full kernel; float32 (layer norm and hybrid weights need API 29) or int8 with layer "
+                   "norm (API 30); state from zero (variables)")
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "LSTM (as TFLite's NNAPI delegate)")
@@ -301,7 +335,8 @@ class Lstm(Rule):
             self._check_int8(c)
         else:
             c.require_dtype(x, FLOAT)
-            check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS)
+            check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS, LSTM_HYBRID_SLOTS)
+            check_hybrid_weights(c, LSTM_HYBRID_SLOTS, "LSTM")
             if len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None):
                 c.require_api(29, "layer-normalized LSTM (27-input NNAPI LSTM)")
         check_lstm_weights(c, 1)
@@ -309,8 +344,6 @@ class Lstm(Rule):
         check_static(c)
         if o is not None:
             check_activation(c, o.fused_activation_function, lstm=True)
-            if o.asymmetric_quantize_inputs:
-                c.refuse(Code.QUANTIZATION, "asymmetric input quantization (hybrid LSTM) is not lowered")
 
     @staticmethod
     def _check_int8(c: CheckContext) -> None:
@@ -366,7 +399,7 @@ class Lstm(Rule):
             self._lower_int8(c)
             return
         o = c.options
-        ins = [c.in_(0)] + [opt_in(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
+        ins = [c.in_(0)] + [lstm_weight(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
         ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip)]
         layer_norm = len(c.op.inputs) == 24 and any(c.input(i) is not None for i in range(20, 24))
         if layer_norm:
@@ -477,8 +510,6 @@ class UnidirectionalSequenceLstm(Rule):
         o = c.options
         if o is not None:
             check_activation(c, o.fused_activation_function, lstm=True)
-            if o.asymmetric_quantize_inputs:
-                c.refuse(Code.QUANTIZATION, "asymmetric input quantization (hybrid LSTM) is not lowered")
             if o.diagonal_recurrent_tensors:
                 c.refuse(Code.OPTION, "diagonal recurrent weights have no NNAPI equivalent")
 
@@ -558,8 +589,6 @@ class BidirectionalSequenceLstm(Rule):
         o = c.options
         if o is not None:
             check_activation(c, o.fused_activation_function, lstm=True)
-            if o.asymmetric_quantize_inputs:
-                c.refuse(Code.QUANTIZATION, "asymmetric input quantization (hybrid LSTM) is not lowered")
             if o.merge_outputs and not o.time_major:
                 # Measured: the interpreter's merged output for batch-major input misplaces the forward
                 # half for every batch after the first, while NNAPI concatenates correctly.
