@@ -96,9 +96,12 @@ def test_dtype_refusals():
     assert_refused(binary(B.DIV, np.uint8), 30, Code.DTYPE)
 
 
-def test_mul_quantized_scale_constraint():
-    m = binary(B.MUL, np.uint8, out_scale=0.001)  # 0.05 * 0.03 = 0.0015 > 0.001
-    assert_refused(m, 30, Code.QUANTIZATION)
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["uint8", "int8"])
+def test_mul_quantized_scale_constraint(dtype):
+    # 0.05 * 0.03 = 0.0015 > 0.001: NNAPI's MUL cannot take it, the float form can (API 29).
+    m = binary(B.MUL, dtype, act=1, out_scale=0.001)
+    assert_parity(m, api_level=29, expect_ops=["DEQUANTIZE", "DEQUANTIZE", "MUL", "QUANTIZE"])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
 def test_rank5_refused():

@@ -49,6 +49,7 @@ class _FusedBinary(Rule):
     float_api: ClassVar[int] = 27
     quant_api: ClassVar[int | None] = 27  # None: no quantized form
     int32_api: ClassVar[int | None] = 30
+    int8_shiftable: ClassVar[bool | None] = None  # None: the delegate's list decides
 
     def check(self, c: CheckContext) -> None:
         allowed = [F32]
@@ -56,7 +57,7 @@ class _FusedBinary(Rule):
             allowed += [U8, I8]
         if self.int32_api is not None:
             allowed.append(I32)
-        if not check_common(c, 2, allowed):
+        if not check_common(c, 2, allowed, int8_shiftable=self.int8_shiftable):
             return
         x = c.input(0)
         name = self.op.name
@@ -104,28 +105,56 @@ class Sub(_FusedBinary):
     constraints = "rank <= 4; API 28 float, 29 quantized, 30 int32 (no fused activation)"
 
 
+def _quant_binary_via_float(c: LowerContext, op: OperationType) -> None:
+    """Quantized OP(x, y) evaluated in float32: DEQUANTIZE both inputs, OP with the fused activation, then
+    QUANTIZE into the output (API 29). The float result is rounded once, so it lies within 1 LSB of TFLite's
+    integer pipeline."""
+    x, y, out = c.in_(0), c.in_(1), c.out(0)
+    fx = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(x).dimensions))
+    fy = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(y).dimensions))
+    fz = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(out).dimensions))
+    c.emit(OperationType.DEQUANTIZE, [x], [fx])
+    c.emit(OperationType.DEQUANTIZE, [y], [fy])
+    c.emit(op, [fx, fy, c.i32(arithmetic_fuse_code(c.options.fused_activation_function))], [fz])
+    c.emit(OperationType.QUANTIZE, [fz], [out])
+
+
+def _mul_scales_ok(c: CheckContext) -> bool:
+    s1, s2, so = (quant_params(t)[0] for t in (c.input(0), c.input(1), c.output(0)))
+    return float(np.float32(so)) > float(np.float32(np.float32(s1) * np.float32(s2)))
+
+
 @lowering_rule(BuiltinOperator.MUL)
 class Mul(_FusedBinary):
     """TFLite MUL(x, y) -> NNAPI MUL(x, y, fuse code). Quantized: NNAPI requires
-    output_scale > input1_scale * input2_scale (its multiplier must be below 1)."""
+    output_scale > input1_scale * input2_scale (its multiplier must be below 1); when a model breaks that,
+    the product is computed in float32 between DEQUANTIZE and QUANTIZE instead (API 29)."""
 
     nnapi_op = OperationType.MUL
-    nnapi_ops = (OperationType.MUL,)
+    nnapi_ops = (OperationType.MUL, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     dtypes = ("float32", "uint8", "int8", "int32")
-    constraints = "rank <= 4; quantized: output scale > product of input scales; int32 needs API 30"
+    constraints = "rank <= 4; quantized with output scale <= product of input scales needs API 29; int32 API 30"
 
     def check_quant(self, c: CheckContext) -> None:
-        s1, s2, so = (quant_params(t)[0] for t in (c.input(0), c.input(1), c.output(0)))
-        if not float(np.float32(so)) > float(np.float32(np.float32(s1) * np.float32(s2))):
-            c.refuse(Code.QUANTIZATION, f"quantized MUL needs output scale {so:g} > input scales' product "
-                     f"{s1 * s2:g}", "requantize the model's output range")
+        if not _mul_scales_ok(c):
+            c.require_api(29, "quantized MUL with output scale <= product of input scales (float form)",
+                          "raise --api-level to 29, or requantize the model's output range")
+
+    def lower(self, c: LowerContext) -> None:
+        if is_quant(c.input(0)) and not _mul_scales_ok(c):
+            _quant_binary_via_float(c, OperationType.MUL)
+        else:
+            super().lower(c)
 
 
 @lowering_rule(BuiltinOperator.DIV)
 class Div(_FusedBinary):
     """TFLite DIV(x, y) -> NNAPI DIV(x, y, fuse code), float32 from API 28.
 
-    int32 is refused: TFLite truncates the quotient toward zero while NNAPI's int32 DIV floors it."""
+    int32 is refused: TFLite truncates the quotient toward zero while NNAPI's int32 DIV floors it.
+    Quantized DIV is refused: NNAPI has none, and a float form (DEQUANTIZE / DIV / QUANTIZE) would not match
+    TFLite's uint8 / int8 kernel, which was measured to saturate some small quotients (e.g. 0.1 / 2.04 gives
+    the maximum instead of 0.05)."""
 
     nnapi_op = OperationType.DIV
     nnapi_ops = (OperationType.DIV,)
