@@ -1,7 +1,8 @@
 """RNN (NNAPI OperationType 24): one step of a fully connected recurrent cell.
 
 Slots: 0 input [B, I], 1 weights [U, I], 2 recurrent weights [U, U], 3 bias [U], 4 hidden_state_in [B, U],
-5 activation (INT32 FuseCode). Outputs: 0 hidden_state_out [B, U], 1 output [B, U] (the same values).
+5 activation (INT32: 0..3 as FuseCode, 4 tanh, 6 sigmoid, as the reference's activation
+functor). Outputs: 0 hidden_state_out [B, U], 1 output [B, U] (the same values).
 TENSOR_FLOAT32 and TENSOR_FLOAT16 (computed in float32).
 """
 

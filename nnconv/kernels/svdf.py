@@ -1,7 +1,7 @@
 """SVDF (NNAPI OperationType 27): singular value decomposition filter, one time step.
 
 Slots: 0 input [B, I], 1 weights_feature [F, I], 2 weights_time [F, M], 3 bias [U] (optional),
-4 state_in [B, M * F], 5 rank (INT32, F = U * rank), 6 activation (INT32 FuseCode).
+4 state_in [B, M * F], 5 rank (INT32, F = U * rank), 6 activation (INT32, as RNN's).
 Outputs: 0 state_out [B, M * F], 1 output [B, U]. TENSOR_FLOAT32 and TENSOR_FLOAT16 (computed in float32).
 
 As the reference: the state is viewed as [B, F, M]; its newest column (M - 1) receives x W_f^T; each

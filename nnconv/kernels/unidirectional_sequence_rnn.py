@@ -1,7 +1,7 @@
 """UNIDIRECTIONAL_SEQUENCE_RNN (NNAPI OperationType 93): the RNN cell run over a sequence.
 
 Slots: 0 input [B, T, I] (or [T, B, I] when time-major), 1 weights [U, I], 2 recurrent weights [U, U],
-3 bias [U], 4 hidden_state_in [B, U], 5 activation (INT32 FuseCode), 6 time_major (INT32 0/1).
+3 bias [U], 4 hidden_state_in [B, U], 5 activation (INT32, as RNN's), 6 time_major (INT32 0/1).
 Outputs: 0 output [B, T, U] (or time-major), from feature level 4 optionally 1 hidden_state_out [B, U].
 TENSOR_FLOAT32 and TENSOR_FLOAT16 (computed in float32).
 """
