@@ -38,10 +38,25 @@ def test_mean_requantized_output_goes_through_float(dtype, api):
     assert_parity(m, api_level=api, expect_ops=["DEQUANTIZE", "MEAN", "QUANTIZE"])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int8"])
+@pytest.mark.parametrize("keep,out,ops", [(True, (2, 1, 1, 3), ["AVERAGE_POOL_2D"]),
+                                          (False, (2, 3), ["AVERAGE_POOL_2D", "RESHAPE"])])
+def test_spatial_mean_is_average_pool_at_27(dtype, keep, out, ops):
+    m = op_model(B.MEAN, (2, 5, 7, 3), out, dtype, [np.array([2, 1], I32)], ReducerOptions(keep_dims=keep))
+    assert_parity(m, api_level=27, expect_ops=ops)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_quantized_mean_at_28(dtype):
+    m = op_model(B.MEAN, (2, 5, 7, 3), (2, 5, 3), dtype, [np.array([2], I32)], ReducerOptions(keep_dims=False))
+    assert_parity(m, api_level=28, expect_ops=["MEAN"])
+
+
 def test_mean_refusals():
-    m = op_model(B.MEAN, (2, 5, 7, 3), (2, 3), "float32", [np.array([1, 2], I32)])
+    m = op_model(B.MEAN, (2, 5, 7, 3), (2, 7, 3), "float32", [np.array([1], I32)])
     assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
-    mq = op_model(B.MEAN, (2, 5, 7, 3), (2, 3), "uint8", [np.array([1, 2], I32)])
+    mq = single_op_model(B.MEAN, [("x", (2, 5, 7, 3), np.uint8, QuantParams(0.1, 3)), ("a", np.array([1, 2], I32))],
+                         [("y", (2, 3), np.uint8, QuantParams(0.05, 3))])
     assert_refused(mq, 28, Code.API_LEVEL, min_api_level=29)
     dyn = single_op_model(B.MEAN, [("x", (2, 5, 7, 3), np.float32), ("a", (2,), I32)],
                           [("y", (2, 3), np.float32)], ReducerOptions())

@@ -148,18 +148,23 @@ def test_concat_tanh_activation_refused():
 PADS = np.array([[0, 1], [2, 0], [1, 3], [0, 0]], I32)
 
 
-@pytest.mark.parametrize("dtype,api", _levels(28))
+@pytest.mark.parametrize("dtype,api", _levels(28) + [pytest.param("uint8", 28, id="uint8-api28")])
 def test_pad_parity(dtype, api):
-    api = max(api, 29) if dtype != "float32" else api
     m = op_model(B.PAD, (2, 5, 7, 3), (3, 7, 11, 3), dtype, [PADS], PadOptions())
     assert_parity(m, api_level=api, expect_ops=["PAD"])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int8"])
+def test_pad_is_concatenations_at_27(dtype):
+    m = op_model(B.PAD, (2, 5, 7, 3), (3, 7, 11, 3), dtype, [PADS], PadOptions())
+    assert_parity(m, api_level=27, expect_ops=["CONCATENATION"] * 3)
+
+
 def test_pad_refusals():
-    assert_refused(op_model(B.PAD, (2, 5, 7, 3), (3, 7, 11, 3), "float32", [PADS]), 27, Code.API_LEVEL,
-                   min_api_level=28)
-    assert_refused(op_model(B.PAD, (2, 5, 7, 3), (3, 7, 11, 3), "uint8", [PADS]), 28, Code.API_LEVEL,
-                   min_api_level=29)
+    zero = op_model(B.PAD, (2, 5), (2, 5), "float32", [np.zeros((2, 2), I32)])
+    assert_refused(zero, 27, Code.API_LEVEL, min_api_level=28)
+    neg = op_model(B.PAD, (2, 5), (2, 4), "float32", [np.array([[0, 0], [0, -1]], I32)])
+    assert_refused(neg, 30, Code.OPERAND_VALUE)
     m = single_op_model(B.PAD, [("x", (2, 3), np.float32), ("p", (2, 2), I32)], [("y", (4, 5), np.float32)])
     assert_refused(m, 30, Code.NON_CONSTANT)
 
@@ -173,7 +178,7 @@ def test_padv2_parity(dtype, api):
     inputs = [io("x", (2, 5, 7, 3), dtype), ("p", PADS), ("v", value, q) if q else ("v", value)]
     m = single_op_model(B.PADV2, inputs, [io("y", (3, 7, 11, 3), dtype)])
     assert_parity(m, api_level=api, expect_ops=["PAD_V2"])
-    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    assert_parity(m, api_level=28 if dtype != "int8" else 27, expect_ops=["CONCATENATION"] * 3)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "uint8", "int8", "int32"])

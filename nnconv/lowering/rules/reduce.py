@@ -30,23 +30,34 @@ def _keep_dims(c: CheckContext) -> bool:
     return bool(c.options.keep_dims) if c.options is not None else False
 
 
+def _is_spatial_mean(c: CheckContext) -> bool:
+    """A mean over H and W of a 4-D NHWC tensor (global average pooling), with equal quantization."""
+    x = c.input(0)
+    if x is None or x.rank != 4 or not c.is_const(c.input(1)):
+        return False
+    axes = {a % 4 for a in const_ints(c, c.input(1))}
+    return axes == {1, 2} and (x.type == F32 or same_quant(x, c.output()))
+
+
 @lowering_rule(BuiltinOperator.MEAN)
 class Mean(Rule):
     """TFLite MEAN(input, axis) [keep_dims] -> NNAPI MEAN(input, axes TENSOR_INT32, keep_dims INT32)
-    (API 28 float; quantized API 29).
+    (API 28, quantized too: the CTS has V1_1 quant8 MEAN cases, although the delegate waits for 29).
 
+    At API 27 a mean over H and W of a 4-D NHWC tensor (global average pooling, e.g. squeeze-excite
+    blocks) is AVERAGE_POOL_2D with a H x W VALID window, plus a RESHAPE to [N, C] without keep_dims.
     NNAPI's quantized MEAN keeps the input's scale and zero point (and truncates the average). When TFLite's
     output is quantized differently, requantizing that truncated result (the delegate's ADD) loses up to
     s_in / s_out output steps, so nnconv instead computes DEQUANTIZE -> float MEAN -> QUANTIZE into the
-    output (all API 29), which rounds once like TFLite's kernel."""
+    output (API 29), which rounds once like TFLite's kernel."""
 
-    nnapi_ops = (OperationType.MEAN, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
-    min_api_level = 28
+    nnapi_ops = (OperationType.MEAN, OperationType.DEQUANTIZE, OperationType.QUANTIZE,
+                 OperationType.AVERAGE_POOL_2D, OperationType.RESHAPE)
     dtypes = ("float32", "uint8", "int8")
-    constraints = "constant axes; rank <= 4; quantized needs API 29"
+    constraints = ("constant axes; rank <= 4; API 27 only for H,W means of 4-D tensors; differing output "
+                   "quantization needs API 29")
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(28, "MEAN")
         if not c.require_inputs(2):
             return
         x = c.input(0)
@@ -56,15 +67,25 @@ class Mean(Rule):
         c.require_rank(x, 4, 1)
         c.require_static_shapes()
         check_int8(c)
-        if x.type != F32:
-            c.require_api(29, "quantized MEAN")
         _check_axes(c, x.rank)
+        if x.type != F32 and not same_quant(x, c.output()):
+            c.require_api(29, "quantized MEAN with an output quantized differently from its input")
+        elif not _is_spatial_mean(c):
+            c.require_api(28, "MEAN (at API 27 only the H,W mean of a 4-D tensor, as AVERAGE_POOL_2D)")
 
     def lower(self, c: LowerContext) -> None:
         x, out_t = c.input(0), c.output()
+        out = c.out()
+        if c.api_level < 28:
+            n, h, w, ch = x.shape
+            pooled = out if _keep_dims(c) else c.temp_like(c.in_(0), [n, 1, 1, ch])
+            c.emit(OperationType.AVERAGE_POOL_2D, [c.in_(0), c.i32(2), c.i32(1), c.i32(1), c.i32(w), c.i32(h),
+                                                   c.i32(0)], [pooled])
+            if pooled != out:
+                c.emit(OperationType.RESHAPE, [pooled, c.i32_vector(c.info(out).dimensions)], [out])
+            return
         axes = c.i32_vector(const_ints(c, c.input(1)))
         keep = c.i32(int(_keep_dims(c)))
-        out = c.out()
         if x.type == F32 or same_quant(x, out_t):
             c.emit(OperationType.MEAN, [c.in_(0), axes, keep], [out])
             return

@@ -209,31 +209,63 @@ def _no_zero_sized(c: CheckContext) -> None:
         c.refuse(Code.OPERAND_VALUE, f"input '{x.name}' has a zero-sized dimension")
 
 
+def concat_pad(c: LowerContext, pads: list[int], fill: float | int) -> None:
+    """Constant padding as one CONCATENATION per padded axis of [block before, x, block after] (API 27),
+    the blocks being constants holding `fill` (a stored value) with the input's type and quantization, so
+    that NNAPI's quantized CONCATENATION (which needs equal parameters before API 29) copies them as is."""
+    src = c.in_(0)
+    od = c.info(src)
+    dims = list(od.dimensions)
+    axes = [k for k in range(len(dims)) if pads[2 * k] or pads[2 * k + 1]]
+    for n, k in enumerate(axes):
+        parts = []
+        for amount in (pads[2 * k], None, pads[2 * k + 1]):
+            if amount is None:
+                parts.append(src)
+            elif amount:
+                block = list(dims)
+                block[k] = amount
+                parts.append(c.constant(od.type, np.full(block, fill, dtype=od.dtype), scale=od.scale,
+                                        zero_point=od.zero_point))
+        dims[k] += pads[2 * k] + pads[2 * k + 1]
+        dst = c.out() if n == len(axes) - 1 else c.temp_like(src, dims)
+        c.emit(OperationType.CONCATENATION, [*parts, c.i32(k)], [dst])
+        src = dst
+
+
+def _check_pad_common(c: CheckContext, x) -> list[int] | None:
+    _no_zero_sized(c)
+    pads = _check_paddings(c, x.rank)
+    if pads is not None and not any(pads) and c.api_level < 28:
+        c.require_api(28, "PAD without any padding (an identity PAD)")
+    return pads
+
+
 @lowering_rule(BuiltinOperator.PAD)
 class Pad(Rule):
-    """TFLite PAD(input, paddings [rank, 2]) -> NNAPI PAD(input, paddings) (API 28; quantized API 29).
+    """TFLite PAD(input, paddings [rank, 2]) -> NNAPI PAD(input, paddings) (API 28).
 
-    Both pad quantized tensors with the zero point (real 0), floats with 0."""
+    Both pad quantized tensors with the zero point (real 0), floats with 0. Quantized PAD is in NNAPI 1.1
+    (API 28; the CTS has V1_1 quant8 PAD cases) although the delegate waits for API 29. At API 27 the
+    padding is built from CONCATENATIONs with constant blocks (`concat_pad`), exact as it only copies."""
 
-    nnapi_ops = (OperationType.PAD,)
-    min_api_level = 28
+    nnapi_ops = (OperationType.PAD, OperationType.CONCATENATION)
     dtypes = FS
-    constraints = "constant paddings; rank <= 4; quantized needs API 29"
+    constraints = "constant paddings; rank <= 4; CONCATENATIONs at API 27"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(28, "PAD")
         if not c.require_inputs(2):
             return
         x = check_data_movement(c, BASIC)
         if x is None:
             return
-        if x.type != F32:
-            c.require_api(29, "quantized PAD")
-        _no_zero_sized(c)
-        _check_paddings(c, x.rank)
+        _check_pad_common(c, x)
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(OperationType.PAD, [c.in_(0), _paddings_operand(c)], [c.out()])
+        if c.api_level >= 28:
+            c.emit(OperationType.PAD, [c.in_(0), _paddings_operand(c)], [c.out()])
+        else:
+            concat_pad(c, const_ints(c, c.input(1)), c.info(c.in_(0)).zero_point)
 
 
 @lowering_rule(BuiltinOperator.PADV2)
@@ -241,12 +273,13 @@ class PadV2(Rule):
     """TFLite PADV2(input, paddings, constant_values?) -> NNAPI PAD_V2(input, paddings, value) (API 29).
 
     The pad value is a FLOAT32 scalar for float tensors and the stored integer (INT32 scalar, +128 when int8
-    is carried as uint8) for quantized ones, which is what TFLite pads with. Without a value: PAD."""
+    is carried as uint8) for quantized ones, which is what TFLite pads with (TFLite requires the value to
+    carry the output's quantization). Without a value: PAD. Below API 29 the padding is built from
+    CONCATENATIONs with constant blocks of the value (`concat_pad`, API 27)."""
 
-    nnapi_ops = (OperationType.PAD_V2, OperationType.PAD)
-    min_api_level = 28
+    nnapi_ops = (OperationType.PAD_V2, OperationType.PAD, OperationType.CONCATENATION)
     dtypes = FS
-    constraints = "constant paddings and value; rank <= 4"
+    constraints = "constant paddings and value; rank <= 4; CONCATENATIONs below API 29"
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2, 3):
@@ -255,26 +288,23 @@ class PadV2(Rule):
         if x is None:
             return
         v = c.input(2)
-        if v is None:
-            c.require_api(28 if x.type == F32 else 29, "PADV2 without a value (PAD)")
-        else:
-            c.require_api(29, "PAD_V2")
-            if c.require_dtype(v, (x.type,), "constant_values") and c.require_const(v, "constant_values"):
-                c.require(np.asarray(c.const_value(v)).size == 1, Code.OPERAND_VALUE,
-                          "constant_values must hold one value")
-        _no_zero_sized(c)
-        _check_paddings(c, x.rank)
+        if v is not None and c.require_dtype(v, (x.type,), "constant_values") and \
+                c.require_const(v, "constant_values"):
+            c.require(np.asarray(c.const_value(v)).size == 1, Code.OPERAND_VALUE,
+                      "constant_values must hold one value")
+        _check_pad_common(c, x)
 
     def lower(self, c: LowerContext) -> None:
         v = c.input(2)
         if v is None:
-            c.emit(OperationType.PAD, [c.in_(0), _paddings_operand(c)], [c.out()])
+            Pad.lower(self, c)  # type: ignore[arg-type]
             return
         value = np.asarray(c.const_value(v)).reshape(-1)[0]
-        if v.type == F32:
-            scalar = c.f32(float(value))
-        else:
-            scalar = c.i32(int(value) + (128 if c.int8_shifted(c.input(0)) else 0))
+        stored = float(value) if v.type == F32 else int(value) + (128 if c.int8_shifted(c.input(0)) else 0)
+        if c.api_level < 29:
+            concat_pad(c, const_ints(c, c.input(1)), stored)
+            return
+        scalar = c.f32(stored) if v.type == F32 else c.i32(stored)
         c.emit(OperationType.PAD_V2, [c.in_(0), _paddings_operand(c), scalar], [c.out()])
 
 
