@@ -33,7 +33,13 @@ def random_multinomial(call: KernelCall) -> list[np.ndarray]:
     weights = np.where(finite, np.exp(logits.astype(np.float64) - row_max.astype(np.float64)), 0.0)
     cdf = np.cumsum(weights, axis=1)
     rng = np.random.default_rng([int(seeds[0]) & 0xFFFFFFFF, int(seeds[1]) & 0xFFFFFFFF])
-    targets = rng.random((logits.shape[0], samples)) * cdf[:, -1:]
-    # upper_bound: the number of CDF entries <= target, vectorized over rows and samples.
-    idx = (cdf[:, None, :] <= targets[:, :, None]).sum(axis=2)
-    return [idx.astype(np.int32)]
+    batches, classes = logits.shape
+    targets = rng.random((batches, samples)) * cdf[:, -1:]
+    # upper_bound per row as one searchsorted: row b's CDF, scaled to [0, 1] and shifted by 2b, is a
+    # strictly separated, non-decreasing run of one flat array (memory O(batches * (classes + samples))).
+    total = np.where(cdf[:, -1:] > 0, cdf[:, -1:], 1.0)
+    offset = 2.0 * np.arange(batches, dtype=np.float64)[:, None]
+    flat = (cdf / total + offset).reshape(-1)
+    pos = np.searchsorted(flat, (targets / total + offset).reshape(-1), side="right").reshape(batches, samples)
+    idx = pos - np.arange(batches)[:, None] * classes
+    return [np.minimum(idx, classes - 1).astype(np.int32)]
