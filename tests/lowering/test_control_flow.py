@@ -72,11 +72,11 @@ def test_if_reports_problems_inside_a_branch():
     assert inner and inner[0].subgraph == 2
 
 
-def run_once_while_model(pass_through: bool = False) -> bytes:
+def run_once_while_model(pass_through: bool = False, dynamic_batch: bool = False) -> bytes:
     """WHILE(done=False, x): cond = NOT done; body: done' = done OR true, x' = x * 2 + x. Runs once."""
     b = TfliteBuilder()
     done = b.input("done", (1,), np.bool_)
-    x = b.input("x", SHAPE, F32)
+    x = b.input("x", SHAPE, F32, shape_signature=(-1, *SHAPE[1:]) if dynamic_batch else None)
     done_out, x_out = b.tensor("done_out", (1,), np.bool_), b.tensor("x_out", SHAPE, F32)
     cond = b.subgraph("cond")
     cd, cx = cond.input("cd", (1,), np.bool_), cond.input("cx", SHAPE, F32)
@@ -115,6 +115,10 @@ def test_while_parity_runs_body():
 
 def test_while_needs_api30():
     assert_refused(run_once_while_model(), 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_while_with_dynamic_loop_variable_refused():
+    assert_refused(run_once_while_model(dynamic_batch=True), 30, Code.DYNAMIC_SHAPE)
 
 
 def test_while_invariant_model_output_is_copied():

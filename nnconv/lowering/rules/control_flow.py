@@ -100,6 +100,7 @@ def _check_io_types(c: CheckContext) -> None:
     for t in [*c.inputs, *c.outputs]:
         if t is not None and c.nnapi_type(t) is None:
             c.refuse(Code.DTYPE, f"'{t.name}' of type {t.type.name.lower()} has no NNAPI operand type")
+    c.require_static_shapes()  # as every other lowering: the values crossing the op have fixed shapes
 
 
 def loop_invariants(sg: Subgraph) -> list[int]:
