@@ -234,12 +234,19 @@ def test_batch_to_space_parity(dtype, api):
     assert_parity(m, api_level=api, expect_ops=["BATCH_TO_SPACE_ND"])
 
 
-def test_batch_to_space_crops_refused():
-    m = op_model(B.BATCH_TO_SPACE_ND, (12, 2, 3, 3), (2, 5, 6, 3), "float32",
-                 [np.array([3, 2], I32), np.array([[1, 0], [0, 0]], I32)])
-    assert_refused(m, 30, Code.OPERAND_VALUE)
+@pytest.mark.parametrize("dtype,api", _levels(28))
+def test_batch_to_space_crops_become_a_strided_slice(dtype, api):
+    m = op_model(B.BATCH_TO_SPACE_ND, (12, 2, 3, 3), (2, 5, 4, 3), dtype,
+                 [np.array([3, 2], I32), np.array([[1, 0], [0, 2]], I32)])
+    assert_parity(m, api_level=api, expect_ops=["BATCH_TO_SPACE_ND", "STRIDED_SLICE"])
+
+
+def test_batch_to_space_refusals():
     assert_refused(op_model(B.BATCH_TO_SPACE_ND, (12, 2, 3, 3), (2, 6, 6, 3), "float32",
                             [np.array([3, 2], I32), np.zeros((2, 2), I32)]), 27, Code.API_LEVEL, min_api_level=28)
+    everything = op_model(B.BATCH_TO_SPACE_ND, (12, 2, 3, 3), (2, 1, 6, 3), "float32",
+                          [np.array([3, 2], I32), np.array([[3, 3], [0, 0]], I32)])
+    assert_refused(everything, 30, Code.OPERAND_VALUE)
 
 
 @pytest.mark.parametrize("dtype,api", _levels(27))

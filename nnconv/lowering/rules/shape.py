@@ -429,12 +429,14 @@ class SpaceToBatchNd(Rule):
 @lowering_rule(BuiltinOperator.BATCH_TO_SPACE_ND)
 class BatchToSpaceNd(Rule):
     """TFLite BATCH_TO_SPACE_ND(input, block_shape [2], crops [2, 2]) -> NNAPI BATCH_TO_SPACE_ND(input,
-    block_shape) (API 28). NNAPI has no crops, so they must all be zero."""
+    block_shape) (API 28). NNAPI has no crops: non-zero crops (the delegate refuses them) become a
+    STRIDED_SLICE of the uncropped result, since cropping is taking the box [top, H - bottom) x
+    [left, W - right)."""
 
-    nnapi_ops = (OperationType.BATCH_TO_SPACE_ND,)
+    nnapi_ops = (OperationType.BATCH_TO_SPACE_ND, OperationType.STRIDED_SLICE)
     min_api_level = 28
     dtypes = FS
-    constraints = "4-D input; constant block shape; crops must be zero"
+    constraints = "4-D input; constant block shape and crops"
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "BATCH_TO_SPACE_ND")
@@ -447,11 +449,24 @@ class BatchToSpaceNd(Rule):
         crops = require_const_ints(c, 2, "crops")
         if block is not None and (len(block) != 2 or min(block) < 1):
             c.refuse(Code.OPERAND_VALUE, f"block_shape {block} must be two positive values")
-        if crops is not None and any(crops):
-            c.refuse(Code.OPERAND_VALUE, f"crops {crops} are not zero; NNAPI's BATCH_TO_SPACE_ND has no crops")
+        elif crops is not None and (len(crops) != 4 or min(crops) < 0 or crops[0] + crops[1] >= x.shape[1] * block[0]
+                                    or crops[2] + crops[3] >= x.shape[2] * block[1]):
+            c.refuse(Code.OPERAND_VALUE, f"crops {crops} must be 2x2 non-negative values leaving a non-empty result")
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(OperationType.BATCH_TO_SPACE_ND, [c.in_(0), c.i32_vector(const_ints(c, c.input(1)))], [c.out()])
+        block = const_ints(c, c.input(1))
+        crops = const_ints(c, c.input(2))
+        if not any(crops):
+            c.emit(OperationType.BATCH_TO_SPACE_ND, [c.in_(0), c.i32_vector(block)], [c.out()])
+            return
+        n, h, w, ch = c.input(0).shape
+        full = [n // (block[0] * block[1]), h * block[0], w * block[1], ch]
+        tmp = c.temp_like(c.in_(0), full)
+        c.emit(OperationType.BATCH_TO_SPACE_ND, [c.in_(0), c.i32_vector(block)], [tmp])
+        begin = [0, crops[0], crops[2], 0]
+        end = [full[0], full[1] - crops[1], full[2] - crops[3], full[3]]
+        c.emit(OperationType.STRIDED_SLICE, [tmp, c.i32_vector(begin), c.i32_vector(end), c.i32_vector([1] * 4),
+                                             c.i32(0), c.i32(0), c.i32(0)], [c.out()])
 
 
 class _BlockRearrange(Rule):
