@@ -221,8 +221,8 @@ def _inputs(case: dict, model: Model) -> list[np.ndarray | None]:
 
 
 def _uses_float16(model: Model) -> bool:
-    return any(o.type in (OperandType.TENSOR_FLOAT16, OperandType.FLOAT16) for sg in model.subgraphs()
-               for o in sg.operands)
+    """TestHarness.cpp `hasFloat16Inputs`: a TENSOR_FLOAT16 operand in any subgraph (scalars do not count)."""
+    return any(o.type is OperandType.TENSOR_FLOAT16 for sg in model.subgraphs() for o in sg.operands)
 
 
 def tolerance(od: Operand, case: dict, model: Model) -> tuple[float, float]:
