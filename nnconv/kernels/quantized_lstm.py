@@ -17,7 +17,9 @@ their own requantization to int16 (saturating after each), the peephole term, th
 int16 logistic (Q3.12 input) or tanh; the cell is (f * c) >> 15 + (i * g) >> (30 + log2 cell_scale),
 saturated and clipped; the hidden state o * tanh(c) requantized to int8 with the hidden zero point
 (subtracted, as the reference does); the optional projection gives the output, else the hidden state.
-The peepholes read the previous cell state (the current one for the output gate), as TFLite does.
+The peepholes read the previous cell state (the current one for the output gate), as TFLite does (the
+reference reads its not-yet-written output buffer for the input and forget gates), and apply the
+reference's and TFLite's shared element count quirk (see `_peephole`).
 """
 
 from __future__ import annotations
@@ -83,10 +85,20 @@ def _trunc_div(a: np.ndarray, b: int) -> np.ndarray:
     return np.where((a < 0) != (b < 0), -q, q)
 
 
-def _peephole(acc: np.ndarray, w: np.ndarray, cell: np.ndarray, scale: float) -> np.ndarray:
+def _peephole(acc: np.ndarray, w: np.ndarray, cell: np.ndarray, scale: float, n_output: int) -> np.ndarray:
+    """`VectorBatchVectorCwiseProductAccumulate(w, n_output, cell, n_batch, ...)` as the reference (and
+    TFLite's integer LSTM) call it: with the vector size `n_output`, not the cell count. Over the flattened
+    [B, C] buffers it updates the first B * n_output elements, element i taking weight i % n_output and cell
+    value i; without a projection (n_output == C) that is the plain per-cell product."""
     m, s = _qm(scale)
-    prod = multiply_by_quantized_multiplier(w.astype(np.int64) * cell, m, s)
-    return np.clip(prod + acc, fp.I16_MIN, fp.I16_MAX)
+    batch, n_cell = acc.shape
+    k = batch * n_output
+    flat_acc = acc.reshape(-1).copy()
+    flat_cell = cell.reshape(-1)[:k]
+    weights = np.tile(w.astype(np.int64)[:n_output], batch)
+    prod = multiply_by_quantized_multiplier(weights * flat_cell, m, s)
+    flat_acc[:k] = np.clip(prod + flat_acc[:k], fp.I16_MIN, fp.I16_MAX)
+    return flat_acc.reshape(batch, n_cell)
 
 
 @kernel(OperationType.QUANTIZED_LSTM)
@@ -123,7 +135,7 @@ def quantized_lstm(call: KernelCall) -> list[np.ndarray]:
         peep = {0: 9, 1: 10, 3: 11}.get(k)
         if cell is not None and peep is not None and present(call, peep):
             scale = F32(2.0 ** cell_shift * float(F32(ods[peep].scale)) / float(F32(inter[k])))
-            acc = _peephole(acc, call.tensor(peep), cell, float(scale))
+            acc = _peephole(acc, call.tensor(peep), cell, float(scale), h.shape[1])
         if layer_norm[k]:
             acc = _layer_norm(acc, call.tensor(20 + k), call.tensor(12 + k), ods[20 + k].scale)
         return acc

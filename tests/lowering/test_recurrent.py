@@ -392,6 +392,8 @@ def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=Fa
     pytest.param({"cell_clip": 0.25}, id="cell-clip"),
     pytest.param({"hidden_zp": 3}, id="hidden-zero-point"),
     pytest.param({"projection": False}, id="no-projection"),
+    pytest.param({"peephole": True, "cell_clip": 0.5}, id="peephole-projection"),
+    pytest.param({"peephole": True, "cifg": True, "projection": False}, id="peephole-cifg"),
 ])
 def test_int8_lstm_parity(kw):
     m = int8_lstm_model(**kw)
@@ -404,10 +406,6 @@ def test_int8_lstm_needs_api30():
 
 def test_int8_lstm_without_projection_with_hidden_zero_point_refused():
     assert_refused(int8_lstm_model(projection=False, hidden_zp=3), 30, Code.QUANTIZATION)
-
-
-def test_int8_lstm_with_peephole_refused():
-    assert_refused(int8_lstm_model(peephole=True), 30, Code.OPTION)
 
 
 def test_int8_lstm_without_layer_norm_refused():

@@ -378,12 +378,6 @@ class Lstm(Rule):
                          "of two no larger than 2^-9")
         if c.output(0).type != TensorType.INT8:
             c.refuse(Code.DTYPE, "the int8 LSTM's output must be int8")
-        if any(c.input(i) is not None for i in (9, 10, 11)):
-            # NNAPI's reference QUANTIZED_LSTM feeds the input and forget peepholes from its (not yet written)
-            # output cell-state buffer, and our TFLite-faithful kernel still differs from the interpreter by up
-            # to 3 LSB here (measured), so peephole int8 LSTMs are not lowered.
-            c.refuse(Code.OPTION, "an int8 LSTM with peephole weights: NNAPI's QUANTIZED_LSTM peephole "
-                     "semantics do not match TFLite's kernel")
         inter = [c.tensor(i) for i in c.op.intermediates]
         if len(inter) != 5 or any(not t.quantization.scale for t in inter):
             c.refuse(Code.QUANTIZATION, "the int8 LSTM needs its 5 quantized intermediates (gate and hidden "
