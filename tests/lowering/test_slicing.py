@@ -145,3 +145,10 @@ def test_split_v_parity(dtype, api):
         assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
     else:
         assert_parity(m, api_level=28, expect_ops=["STRIDED_SLICE"] * 3)
+
+
+def test_strided_slice_shrink_with_begin_mask_takes_the_first_element():
+    # TFLite honours begin_mask on a shrunk axis (start 0) and ignores end there.
+    m = ss_model("float32", (2, 5, 7), (5, 7), [1, 0, 0], [0, 0, 0], [1, 1, 1],
+                 SSO(begin_mask=1 | 2 | 4, end_mask=2 | 4, shrink_axis_mask=1))
+    assert_parity(m, api_level=28, expect_ops=["STRIDED_SLICE"])
