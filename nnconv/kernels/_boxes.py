@@ -65,6 +65,17 @@ def check_quant_boxes(call: KernelCall, i: int, what: str = "boxes") -> None:
                         f"got {od.type.name} scale {od.scale:g} zero point {od.zero_point}")
 
 
+# Elements of the largest intermediate a kernel builds at once; rois are processed in chunks below it.
+CHUNK_ELEMENTS = 1 << 24
+
+
+def roi_chunks(count: int, elements_per_roi: int) -> list[slice]:
+    """Slices of `count` rois whose per-roi intermediates total at most CHUNK_ELEMENTS (at least one
+    roi per chunk), so a thousand-roi call does not materialize gigabytes at once."""
+    step = max(1, CHUNK_ELEMENTS // max(1, elements_per_roi))
+    return [slice(i, min(i + step, count)) for i in range(0, count, step)]
+
+
 def iou_one_to_many(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     """`getIoUAxisAligned(boxes[k], box)` for every k, in float32 and the reference's operation order
     (a zero union gives NaN, which never reaches a threshold)."""

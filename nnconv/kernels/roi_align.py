@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.kernels._boxes import F32, check_quant_boxes, float_scalar
+from nnconv.kernels._boxes import F32, check_quant_boxes, float_scalar, roi_chunks
 from nnconv.kernels.common import (is_quant8, multiply_by_quantized_multiplier, nchw_to_nhwc,
                                    nhwc_to_nchw, qrange, quantize_multiplier, round_half_away)
 from nnconv.kernels.registry import KernelCall, kernel
@@ -72,8 +72,10 @@ def roi_align(call: KernelCall) -> list[np.ndarray]:
     y = np.empty((num_rois, out_h, out_w, depth), dtype=out_od.dtype)
     pairs = np.unique(np.stack([hs, ws], axis=1), axis=0)
     for sh, sw in pairs.tolist():  # one group per distinct sampling grid
-        g = np.flatnonzero((hs == sh) & (ws == sw))
-        y[g] = _group(call, xh, batch[g], x1[g], y1[g], w_step[g], h_step[g], out_h, out_w, sh, sw, quant)
+        group = np.flatnonzero((hs == sh) & (ws == sw))
+        for part in roi_chunks(group.size, out_h * sh * out_w * sw * depth):  # bounded memory
+            g = group[part]
+            y[g] = _group(call, xh, batch[g], x1[g], y1[g], w_step[g], h_step[g], out_h, out_w, sh, sw, quant)
     return [nhwc_to_nchw(y) if nchw else y]
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.kernels._boxes import F32, check_quant_boxes, dequantize_ref, float_scalar
+from nnconv.kernels._boxes import F32, check_quant_boxes, dequantize_ref, float_scalar, roi_chunks
 from nnconv.kernels.common import is_quant8, nchw_to_nhwc, nhwc_to_nchw, round_half_away
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
@@ -68,14 +68,18 @@ def roi_pooling(call: KernelCall) -> list[np.ndarray]:
     else:
         work, floor = xh.astype(F32), F32(-np.inf)
     b = batch.astype(np.int64)
-    # Along W: [R, H, out_w, C].
+    # Along W: [R, H, out_w, C], then along H per roi: [R, out_h, out_w, C]; rois in bounded chunks.
     table_w = _sparse_table(work, axis=2, floor=floor)  # [L, N, H, W, C]
     rows = np.arange(in_h)
-    cols = _range_max(table_w, b[:, None, None], rows[None, :, None], w_lo[:, None, :], w_hi[:, None, :], floor)
-    # Along H, per roi: [R, out_h, out_w, C].
-    table_h = _sparse_table(cols, axis=1, floor=floor)  # [L, R, H, out_w, C]
-    rr = np.arange(num_rois)[:, None, None]
-    y = _range_max_h(table_h, rr, h_lo[:, :, None], h_hi[:, :, None], np.arange(out_w)[None, None, :], floor)
+    levels_h = int(np.log2(in_h)) + 1
+    y = np.empty((num_rois, out_h, out_w, depth), dtype=work.dtype)
+    for part in roi_chunks(num_rois, levels_h * in_h * out_w * depth):
+        cols = _range_max(table_w, b[part, None, None], rows[None, :, None], w_lo[part, None, :],
+                          w_hi[part, None, :], floor)
+        table_h = _sparse_table(cols, axis=1, floor=floor)  # [L, r, H, out_w, C]
+        rr = np.arange(cols.shape[0])[:, None, None]
+        y[part] = _range_max_h(table_h, rr, h_lo[part, :, None], h_hi[part, :, None],
+                               np.arange(out_w)[None, None, :], floor)
     empty = y == floor
     if empty.any():
         y = np.where(empty, in_od.zero_point if quant else 0, y)

@@ -288,3 +288,26 @@ def test_detection_postprocessing_suppresses_an_overlapping_box(regular):
         assert s[0, :2].tolist() == pytest.approx([0.9, 0.7]) and cls[0].tolist() == [0, 0, 0, 0]
         assert s[0, 2:].tolist() == [0, 0] and (boxes[0, 2:] == 0).all()
     np.testing.assert_allclose(boxes[0, 0], [0.4, 0.4, 0.6, 0.6], rtol=1e-6)
+
+
+def test_roi_kernels_give_the_same_result_in_chunks(monkeypatch):
+    from nnconv.kernels import _boxes
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(2, 6, 8, 3)).astype(F32)
+    rois = np.array([[0, 0, 7, 5], [1.5, 0.5, 3, 2], [0, 0, 8, 6], [2, 1, 2.5, 1.2], [4, 3, 8, 6]], F32)
+    batch = np.array([0, 1, 1, 0, 1], np.int32)
+    align_types = [T.TENSOR_FLOAT32, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.INT32, T.INT32, T.FLOAT32, T.FLOAT32,
+                   T.INT32, T.INT32, T.BOOL]
+    pool_types = [T.TENSOR_FLOAT32, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.INT32, T.INT32, T.FLOAT32, T.FLOAT32,
+                  T.BOOL]
+    out = [Operand(type=T.TENSOR_FLOAT32)]
+
+    def both():
+        return (_run(OperationType.ROI_ALIGN, [x, rois, batch, 2, 3, 1.0, 1.0, 2, 2, False], align_types, out)[0],
+                _run(OperationType.ROI_POOLING, [x, rois, batch, 2, 3, 1.0, 1.0, False], pool_types, out)[0])
+
+    whole = both()
+    monkeypatch.setattr(_boxes, "CHUNK_ELEMENTS", 1)  # one roi per chunk
+    assert len(_boxes.roi_chunks(5, 10)) == 5
+    for a, b in zip(whole, both()):
+        np.testing.assert_array_equal(a, b)
