@@ -136,7 +136,8 @@ class _Select(Rule):
     min_api_level = 29
     dtypes = ("bool", "float32", "uint8", "int8", "int32")
 
-    def check(self, c: CheckContext) -> bool:
+    def check_values(self, c: CheckContext) -> bool:
+        """Records the shared problems; False when shape checks would be meaningless."""
         if not c.require_inputs(3):
             return False
         cond, x, y, out = c.input(0), c.input(1), c.input(2), c.output(0)
@@ -166,15 +167,13 @@ class Select(_Select):
     nnapi_ops = (OperationType.SELECT,)
     constraints = "condition with the values' shape"
 
-    def check(self, c: CheckContext) -> bool:
-        if not super().check(c):
-            return False
+    def check(self, c: CheckContext) -> None:
+        if not self.check_values(c):
+            return
         cond, x, y = c.input(0), c.input(1), c.input(2)
         if tuple(cond.shape) != tuple(x.shape) or tuple(x.shape) != tuple(y.shape):
             c.refuse(Code.OPERAND_VALUE, f"condition {list(cond.shape)} and values {list(x.shape)}, "
                      f"{list(y.shape)} must have one shape (use SELECT_V2 semantics for broadcasting)")
-            return False
-        return True
 
     def lower(self, c: LowerContext) -> None:
         c.emit(OperationType.SELECT, [c.in_(0), c.in_(1), c.in_(2)], [c.out(0)])
@@ -189,19 +188,18 @@ class SelectV2(_Select):
     constraints = "rank <= 4 when operands need broadcasting"
     beyond_delegate = True
 
-    def check(self, c: CheckContext) -> bool:
-        if not super().check(c):
-            return False
+    def check(self, c: CheckContext) -> None:
+        if not self.check_values(c):
+            return
         shapes = [nnapi_dims(t) for t in (c.input(0), c.input(1), c.input(2))]
         try:
             target = broadcast_shape(*shapes)
         except ValueError:
             c.refuse(Code.OPERAND_VALUE, f"shapes {[list(s) for s in shapes]} do not broadcast")
-            return False
+            return
         if any(s != target for s in shapes):
             for t, what in ((c.input(1), "input 1"), (c.input(2), "input 2"), (c.output(0), "output")):
                 c.require_rank(t, 4, 0, what)
-        return True
 
     def lower(self, c: LowerContext) -> None:
         tensors = (c.input(0), c.input(1), c.input(2))
