@@ -22,11 +22,31 @@ def test_embedding_lookup_parity(api, values_shape):
     assert_parity(m, api_level=api, expect_ops=["EMBEDDING_LOOKUP"])  # random ids lie in [0, 8)
 
 
-def test_embedding_lookup_quantized_table_refused():
+@pytest.mark.parametrize("dtype,api,hybrid", [("uint8", 27, False), ("int8", 29, False), ("int8", 30, False),
+                                              ("int8", 27, True), ("int8", 30, True)])
+def test_embedding_lookup_quantized_tables(dtype, api, hybrid):
+    np_dtype = np.uint8 if dtype == "uint8" else np.int8
+    info = np.iinfo(np_dtype)
+    values = RNG.integers(info.min, info.max + 1, (8, 3)).astype(np_dtype)
+    q = QuantParams(0.1, 0)
+    out = ("y", (6, 3), np.float32) if hybrid else ("y", (6, 3), np_dtype, q)
+    m = single_op_model(B.EMBEDDING_LOOKUP, [("ids", (6,), I32), ("table", values, q)], [out])
+    ops = ["EMBEDDING_LOOKUP", "DEQUANTIZE"] if hybrid else ["EMBEDDING_LOOKUP"]
+    assert_parity(m, api_level=api, expect_ops=ops)
+
+
+def test_embedding_lookup_hybrid_uint8_refused():
     values = RNG.integers(0, 255, (8, 3)).astype(np.uint8)
     m = single_op_model(B.EMBEDDING_LOOKUP, [("ids", (6,), I32), ("table", values, QuantParams(0.1, 0))],
                         [("y", (6, 3), np.float32)])
     assert_refused(m, 30, Code.DTYPE)
+
+
+def test_embedding_lookup_hybrid_with_zero_point_refused():
+    values = RNG.integers(-128, 127, (8, 3)).astype(np.int8)
+    m = single_op_model(B.EMBEDDING_LOOKUP, [("ids", (6,), I32), ("table", values, QuantParams(0.1, 7))],
+                        [("y", (6, 3), np.float32)])
+    assert_refused(m, 30, Code.QUANTIZATION)
 
 
 @pytest.mark.parametrize("api", [27, 30])

@@ -1,10 +1,12 @@
-"""Table lookups: EMBEDDING_LOOKUP and HASHTABLE_LOOKUP (float32 values, as TFLite's NNAPI delegate)."""
+"""Table lookups: EMBEDDING_LOOKUP (float, quantized and hybrid tables) and HASHTABLE_LOOKUP (float32)."""
 
 from __future__ import annotations
 
+from nnconv.lowering.common import check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._shape_common import F32, I32, U8
+from nnconv.lowering.rules._shape_common import F32, I8, I32, U8, check_same_quant
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -12,25 +14,48 @@ from nnconv.tflite.schema_enums import BuiltinOperator
 @lowering_rule(BuiltinOperator.EMBEDDING_LOOKUP)
 class EmbeddingLookup(Rule):
     """TFLite EMBEDDING_LOOKUP(lookup int32 [n], value [rows, ...]) -> NNAPI EMBEDDING_LOOKUP(lookups,
-    values) (API 27). Float32 values only: TFLite dequantizes int8/uint8 tables on the fly (hybrid), which
-    NNAPI's lookup does not."""
+    values) (API 27).
 
-    nnapi_ops = (OperationType.EMBEDDING_LOOKUP,)
-    dtypes = ("int32", "float32")
-    constraints = "int32 lookups; float32 values; rank <= 4"
+    Float32 tables, and uint8 / int8 tables whose output has the same type and quantization (a plain row
+    copy; the delegate takes float32 only). A quantized table with a float32 output is TFLite's hybrid
+    lookup, `row * scale`: for an int8 table with a per-tensor scale and zero point 0 it is the quantized
+    lookup followed by DEQUANTIZE, which computes exactly that (TFLite reads uint8 tables as int8 there, so
+    those are refused)."""
+
+    nnapi_ops = (OperationType.EMBEDDING_LOOKUP, OperationType.DEQUANTIZE)
+    dtypes = ("int32", "float32", "uint8", "int8")
+    constraints = "int32 lookups; float32 or quantized values; hybrid tables per-tensor with zero point 0"
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2):
             return
         c.require_dtype(c.input(0), (I32,), "lookup")
         c.require_rank(c.input(0), 1, 1, "lookup")
-        c.require_dtype(c.input(1), (F32,), "value")
-        c.require_dtype(c.output(), (F32,), "output")
-        c.require_rank(c.input(1), 4, 1, "value")
+        v, out = c.input(1), c.output()
+        if not c.require_dtype(v, (F32, U8, I8), "value"):
+            return
+        c.require_rank(v, 4, 1, "value")
         c.require_static_shapes()
+        if v.type == F32 or out.type != F32:
+            if c.require_dtype(out, (v.type,), "output"):
+                check_same_quant(c, v, out)
+        elif v.type == U8:
+            # TFLite's hybrid kernel reads the stored bytes as int8, which no NNAPI dequantization matches.
+            c.refuse(Code.DTYPE, "a hybrid lookup of a uint8 table (TFLite reinterprets its bytes as int8)")
+        elif v.quantization.is_per_channel or (v.quantization.zero_point and v.quantization.zero_point[0] != 0):
+            c.refuse(Code.QUANTIZATION, "a hybrid lookup table needs one scale and zero point 0",
+                     "TFLite multiplies stored values by the scale; NNAPI's DEQUANTIZE takes one scale")
+        check_int8(c, shiftable=True)  # the table is a constant or a copy; +128 carries it as uint8
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(OperationType.EMBEDDING_LOOKUP, [c.in_(0), c.in_(1)], [c.out()])
+        v, out = c.input(1), c.output()
+        if v.type == F32 or out.type != F32:
+            c.emit(OperationType.EMBEDDING_LOOKUP, [c.in_(0), c.in_(1)], [c.out()])
+            return
+        od = c.info(c.in_(1))
+        rows = c.temp(od.type, c.info(c.out()).dimensions, od.scale, od.zero_point)
+        c.emit(OperationType.EMBEDDING_LOOKUP, [c.in_(0), c.in_(1)], [rows])
+        c.emit(OperationType.DEQUANTIZE, [rows], [c.out()])
 
 
 @lowering_rule(BuiltinOperator.HASHTABLE_LOOKUP)
