@@ -11,38 +11,27 @@ from __future__ import annotations
 import numpy as np
 
 from nnconv.kernels._elementwise import FLOAT_TYPES
+from nnconv.kernels._fixedpoint16 import I16_MAX, I16_MIN
+from nnconv.kernels._fixedpoint16 import mul as _srdhm16  # int16 SaturatingRoundingDoublingHighMul
 from nnconv.kernels.common import is_quant8, qrange, quantize_multiplier, rounding_divide_by_pot
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
-INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
-
-
-def _srdhm16(a: np.ndarray, b: int | np.ndarray) -> np.ndarray:
-    """16-bit SaturatingRoundingDoublingHighMul (rounds to nearest; -1 * -1 saturates)."""
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
-    ab = a * b
-    s = ab + np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
-    res = np.where(s >= 0, s >> 15, -((-s) >> 15))
-    return np.where((a == INT16_MIN) & (b == INT16_MIN), INT16_MAX, res)
-
-
 def _sdhm16(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """16-bit SaturatingDoublingHighMul: like the above but truncating toward zero."""
+    """16-bit SaturatingDoublingHighMul: like SaturatingRoundingDoublingHighMul but truncating toward zero."""
     ab = np.asarray(a, dtype=np.int64) * np.asarray(b, dtype=np.int64)
     res = np.where(ab >= 0, ab >> 15, -((-ab) >> 15))
-    return np.where((a == INT16_MIN) & (b == INT16_MIN), INT16_MAX, res)
+    return np.where((a == I16_MIN) & (b == I16_MIN), I16_MAX, res)
 
 
 def _saturating_left_shift16(x: np.ndarray, amount: int) -> np.ndarray:
-    return np.clip(np.asarray(x, dtype=np.int64) << amount, INT16_MIN, INT16_MAX)
+    return np.clip(np.asarray(x, dtype=np.int64) << amount, I16_MIN, I16_MAX)
 
 
 def _int16_multiplier(m32: int) -> int:
     """`DownScaleInt32ToInt16Multiplier`: round a Q31 multiplier to Q15, saturating."""
     if m32 >= (1 << 31) - 1 - (1 << 15):
-        return INT16_MAX
+        return I16_MAX
     return (m32 + (1 << 15)) >> 16
 
 
