@@ -84,6 +84,15 @@ def test_detection_postprocess_parity(regular, api):
     assert out["detection_classes"].min() >= 0 and out["detection_classes"].max() < NUM_CLASSES
 
 
+def test_detection_postprocess_fast_two_classes_per_detection_parity():
+    # k = 2 slots per anchor in both; the count is anchors for TFLite, slots for NNAPI (divided back).
+    model = _model(_options(False, max_classes_per_detection=2), out_det=2 * MAX_DET)
+    feed = _inputs(seed=7)
+    result = assert_parity(model, api_level=29, inputs=feed,
+                           expect_ops=["DETECTION_POSTPROCESSING", "CAST", "CAST", "DIV"])
+    assert Executor(result.converted).run(feed)["num_detections"].tolist() == [MAX_DET]
+
+
 def test_detection_postprocess_uint8_parity():
     model = _model(_options(True), dtype=np.uint8)
     assert_parity(model, api_level=29, inputs=_inputs(np.uint8, seed=3),
@@ -106,7 +115,9 @@ def test_detection_postprocess_thresholds_match_tflite_at_the_boundary():
 
 def test_detection_postprocess_refusals():
     assert_refused(_model(_options(True)), 28, Code.API_LEVEL, min_api_level=29)
-    assert_refused(_model(_options(False, max_classes_per_detection=2), out_det=2 * MAX_DET), 30, Code.OPTION)
+    assert_refused(_model(_options(True, max_classes_per_detection=2), out_det=2 * MAX_DET), 30, Code.OPTION)
+    assert_refused(_model(_options(False, max_classes_per_detection=NUM_CLASSES + 1),
+                          out_det=(NUM_CLASSES + 1) * MAX_DET), 30, Code.OPTION)
     assert_refused(_model(_options(True), classes=NUM_CLASSES), 30, Code.OPTION)  # no background column
     assert_refused(_model(b"\x00\x01"), 30, Code.OPTION)
     assert_refused(_model(_options(True), out_det=MAX_DET + 1), 30, Code.OPERAND_VALUE)

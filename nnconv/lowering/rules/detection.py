@@ -57,16 +57,20 @@ class TfliteDetectionPostProcess(Rule):
 
     Differences handled: TFLite keeps scores >= threshold and suppresses IoU > threshold, NNAPI keeps
     scores > threshold and suppresses IoU >= threshold, so the thresholds are moved by one float32 step
-    (the score one not below 0, which NNAPI requires: a score of exactly 0 stays out). Refused: more than
-    one class per detection (TFLite then counts anchors, NNAPI boxes, and lays the slots out differently),
-    class predictions without a background column, output shapes other than TFLite's.
+    (the score one not below 0, which NNAPI requires: a score of exactly 0 stays out). With fast NMS and
+    k = max_classes_per_detection > 1 both lay out k slots per selected anchor, but TFLite counts anchors
+    where NNAPI counts slots: the count is divided by k (DIV, exact in float32).
+    Refused: regular NMS with max_classes_per_detection != 1 (TFLite's outputs then have k times NNAPI's
+    slots), k above num_classes (TFLite then leaves gaps between anchors), class predictions without a
+    background column, output shapes other than TFLite's.
     """
 
-    nnapi_ops = (OperationType.DETECTION_POSTPROCESSING, OperationType.CAST, OperationType.DEQUANTIZE)
+    nnapi_ops = (OperationType.DETECTION_POSTPROCESSING, OperationType.CAST, OperationType.DEQUANTIZE,
+                 OperationType.DIV)
     min_api_level = 29
     dtypes = ("float32", "uint8")
-    constraints = ("API 29; float32 or uint8; max_classes_per_detection 1; class predictions with a "
-                   "background column")
+    constraints = ("API 29; float32 or uint8; regular NMS only with max_classes_per_detection 1; class "
+                   "predictions with a background column")
     beyond_delegate = True
 
     def check(self, c: CheckContext) -> None:
@@ -99,10 +103,14 @@ class TfliteDetectionPostProcess(Rule):
         if scores.shape[2] != opts["num_classes"] + 1:
             c.refuse(Code.OPTION, f"class predictions have {scores.shape[2]} columns for num_classes "
                      f"{opts['num_classes']}: NNAPI needs exactly one background column first")
-        if opts["max_classes_per_detection"] != 1:
-            c.refuse(Code.OPTION, f"max_classes_per_detection {opts['max_classes_per_detection']}: NNAPI "
-                     "counts and lays out multi-class detections differently from TFLite; only 1 lowers")
-        d = opts["max_detections"]
+        k = opts["max_classes_per_detection"]
+        if opts["use_regular_nms"] and k != 1:
+            c.refuse(Code.OPTION, f"regular NMS with max_classes_per_detection {k}: TFLite's outputs have {k} "
+                     "times the slots NNAPI fills; only 1 lowers")
+        elif not 1 <= k <= opts["num_classes"]:
+            c.refuse(Code.OPTION, f"max_classes_per_detection {k} must be in 1..num_classes "
+                     f"({opts['num_classes']}) for NNAPI's slot layout to match TFLite's")
+        d = opts["max_detections"] * k
         if d <= 0 or (opts["use_regular_nms"] and opts["detections_per_class"] <= 0):
             c.refuse(Code.OPTION, "max_detections and detections_per_class must be positive")
         if not all(opts[k] > 0 for k in ("y_scale", "x_scale", "h_scale", "w_scale")) or \
@@ -121,18 +129,26 @@ class TfliteDetectionPostProcess(Rule):
         if opts is None:  # check() refuses unreadable options, so this is never reached
             raise ConversionError("TFLite_Detection_PostProcess: unreadable custom options")
         boxes, scores, anchors = (self._as_float(c, i) for i in (0, 1, 2))
-        d = opts["max_detections"]
+        k = opts["max_classes_per_detection"]
+        d = opts["max_detections"] * k
         score_thr = max(float(np.nextafter(np.float32(opts["nms_score_threshold"]), np.float32(-np.inf))), 0.0)
         iou_thr = float(np.nextafter(np.float32(opts["nms_iou_threshold"]), np.float32(np.inf)))
         classes = c.temp(OperandType.TENSOR_INT32, (1, d), name=f"{c.output(1).name}/int32")
         count = c.temp(OperandType.TENSOR_INT32, (1,), name=f"{c.output(3).name}/int32")
         ins = [scores, boxes, anchors,
                c.f32(opts["y_scale"]), c.f32(opts["x_scale"]), c.f32(opts["h_scale"]), c.f32(opts["w_scale"]),
-               c.boolean(opts["use_regular_nms"]), c.i32(d), c.i32(opts["max_classes_per_detection"]),
+               c.boolean(opts["use_regular_nms"]), c.i32(opts["max_detections"]), c.i32(k),
                c.i32(opts["detections_per_class"]), c.f32(score_thr), c.f32(iou_thr), c.boolean(False)]
         c.emit(OperationType.DETECTION_POSTPROCESSING, ins, [c.out(2), c.out(0), classes, count])
         c.emit(OperationType.CAST, [classes], [c.out(1)])
-        c.emit(OperationType.CAST, [count], [c.out(3)])
+        if k == 1:
+            c.emit(OperationType.CAST, [count], [c.out(3)])
+            return
+        # NNAPI counts the k slots of every selected anchor, TFLite the anchors.
+        slots = c.temp(OperandType.TENSOR_FLOAT32, (1,), name=f"{c.output(3).name}/slots")
+        c.emit(OperationType.CAST, [count], [slots])
+        c.emit(OperationType.DIV, [slots, c.constant(OperandType.TENSOR_FLOAT32, np.array([k], np.float32)),
+                                   c.i32(0)], [c.out(3)])
 
     @staticmethod
     def _as_float(c: LowerContext, i: int) -> int:
