@@ -183,12 +183,9 @@ def bidi_lstm_model(batch=2, steps=3, n_in=4, n_cell=3, merge=False, time_major=
 def test_bidirectional_sequence_lstm_parity(kw):
     m = bidi_lstm_model(**kw)
     assert_parity(m, api_level=29, expect_ops=["BIDIRECTIONAL_SEQUENCE_LSTM"])
-    if kw.get("aux") is True:
-        assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)  # cross-linking has no unrolled form
-    else:
-        result = assert_parity(m, api_level=28)
-        ops = [op.type.name for op in result.converted.model.main.operations]
-        assert ops.count("LSTM") == 2 * 3 and "BIDIRECTIONAL_SEQUENCE_LSTM" not in ops
+    result = assert_parity(m, api_level=28)  # unrolled into single-step LSTMs
+    ops = [op.type.name for op in result.converted.model.main.operations]
+    assert ops.count("LSTM") == 2 * 3 and "BIDIRECTIONAL_SEQUENCE_LSTM" not in ops
 
 
 def test_bidirectional_sequence_lstm_merged_batch_major_refused():
@@ -230,7 +227,8 @@ def test_unidirectional_sequence_rnn_parity(time_major):
 
 
 def bidi_rnn_model(batch=2, steps=4, n_in=3, units=5, merge=False, time_major=False, aux: str = "") -> bytes:
-    """aux: "" none, "cross" aux input + aux weights, "parallel" aux input read by the backward cell."""
+    """aux: "" none, "cross" aux input + constant aux weights ("cross-variable": aux weights as model
+    inputs), "parallel" aux input read by the backward cell."""
     b = TfliteBuilder()
     shape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
     x = b.input("x", shape, F32)
@@ -241,6 +239,9 @@ def bidi_rnn_model(batch=2, steps=4, n_in=3, units=5, merge=False, time_major=Fa
     if aux == "cross":
         ins += [b.input("aux", shape[:2] + (2,), F32), b.const("fw_aux_w", w(units, 2)),
                 b.const("bw_aux_w", w(units, 2))]
+    elif aux == "cross-variable":  # aux weights fed as model inputs
+        ins += [b.input("aux", shape[:2] + (2,), F32), b.input("fw_aux_w", (units, 2), F32),
+                b.input("bw_aux_w", (units, 2), F32)]
     elif aux == "parallel":  # TFLite needs the aux input as wide as the input here
         ins += [b.input("aux", shape, F32), -1, -1]
     else:
@@ -262,13 +263,16 @@ def bidi_rnn_model(batch=2, steps=4, n_in=3, units=5, merge=False, time_major=Fa
 def test_bidirectional_sequence_rnn_parity(kw):
     m = bidi_rnn_model(**kw)
     assert_parity(m, api_level=29, expect_ops=["BIDIRECTIONAL_SEQUENCE_RNN"])
-    if kw.get("aux") == "cross":
-        assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)  # cross-linking has no unrolled form
-    else:
-        result = assert_parity(m, api_level=28)  # unrolled into single-step RNNs
-        ops = [op.type.name for op in result.converted.model.main.operations]
-        assert ops.count("RNN") == 2 * 4 and "BIDIRECTIONAL_SEQUENCE_RNN" not in ops
-        assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
+    result = assert_parity(m, api_level=28)  # unrolled into single-step RNNs
+    ops = [op.type.name for op in result.converted.model.main.operations]
+    assert ops.count("RNN") == 2 * 4 and "BIDIRECTIONAL_SEQUENCE_RNN" not in ops
+    assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
+
+
+def test_bidirectional_sequence_rnn_cross_linking_with_variable_aux_weights_needs_api29():
+    m = bidi_rnn_model(aux="cross-variable")
+    assert_parity(m, api_level=29, expect_ops=["BIDIRECTIONAL_SEQUENCE_RNN"])
+    assert_refused(m, 28, Code.NON_CONSTANT, min_api_level=29)
 
 
 def test_bidirectional_sequence_rnn_parallel_aux_batch_major_refused():

@@ -161,9 +161,11 @@ UNROLL_OPS = (OperationType.STRIDED_SLICE, OperationType.CONCATENATION, Operatio
 
 def unroll_inputs(c: LowerContext, time_major: bool, slot: int = 0) -> list[int]:
     """Each time step's [B, I] operand, sliced out of the sequence held by input `slot`."""
-    x_t = c.input(slot)
-    x = c.in_(slot)
-    shape = [int(d) for d in x_t.shape]
+    return unroll_operand(c, c.in_(slot), [int(d) for d in c.input(slot).shape], time_major)
+
+
+def unroll_operand(c: LowerContext, x: int, shape: list[int], time_major: bool) -> list[int]:
+    """Each time step's [B, I] operand, sliced out of the sequence operand `x` of `shape`."""
     axis = 0 if time_major else 1
     batch, n_in = shape[1 - axis], shape[2]
     strides = c.i32_vector([1, 1, 1])
@@ -171,11 +173,31 @@ def unroll_inputs(c: LowerContext, time_major: bool, slot: int = 0) -> list[int]
     for t in range(shape[axis]):
         begin, end = [0, 0, 0], list(shape)
         begin[axis], end[axis] = t, t + 1
-        step = c.temp_like(x, (batch, n_in), name=f"op{c.op.index}_in{slot}_t{t}")
+        step = c.temp_like(x, (batch, n_in), name=f"op{c.op.index}_x{x}_t{t}")
         c.emit(OperationType.STRIDED_SLICE, [x, c.i32_vector(begin), c.i32_vector(end), strides, c.i32(0),
                                              c.i32(0), c.i32(1 << axis)], [step])
         steps.append(step)
     return steps
+
+
+def cross_linked_steps(c: LowerContext, time_major: bool, aux_slot: int) -> list[int]:
+    """Per-step [B, I + A] slices of the input and aux sequences joined on the last axis: with weights
+    joined as [W | W_aux], one cell input computes x W^T + aux W_aux^T (cross-linking without aux slots)."""
+    shape = [int(d) for d in c.input(0).shape]
+    shape[2] += int(c.input(aux_slot).shape[2])
+    joined = c.temp_like(c.in_(0), shape, name=f"op{c.op.index}_input_and_aux")
+    c.emit(OperationType.CONCATENATION, [c.in_(0), c.in_(aux_slot), c.i32(2)], [joined])
+    return unroll_operand(c, joined, shape, time_major)
+
+
+def joined_weight(c: LowerContext, w_slot: int, aux_slot: int) -> int:
+    """The constant [W | W_aux] for a cross-linked cell (an omitted W stays omitted: the CIFG input gate)."""
+    w, a = c.input(w_slot), c.input(aux_slot)
+    if w is None:
+        return c.no_value(OperandType.TENSOR_FLOAT32)
+    value = np.concatenate([np.asarray(c.const_value(w), np.float32), np.asarray(c.const_value(a), np.float32)],
+                           axis=1)
+    return c.constant(OperandType.TENSOR_FLOAT32, value, name=f"{w.name}|{a.name}")
 
 
 def stack_outputs(c: LowerContext, steps: list[int], time_major: bool, out: int | None = None) -> int:
@@ -238,12 +260,23 @@ def unrolled_rnn(c: LowerContext, xs: list[int], weights: list[int], h: int, act
     return [outs[t] for t in range(len(xs))]
 
 
-def check_unrolled_bidirectional(c: CheckContext, cross_linked: bool, op_name: str) -> None:
-    """Below API 29 a bidirectional op is unrolled into single-step cells, which have no aux input."""
-    if c.api_level < 29:
-        c.require_api(28, f"{op_name} (unrolled into single-step cells below API 29)")
-        if cross_linked:
-            c.require_api(29, f"{op_name} with aux input weights (cross-linking)")
+def check_unrolled_bidirectional(c: CheckContext, pairs: list[tuple[int, int]], op_name: str) -> None:
+    """Below API 29 a bidirectional op is unrolled into single-step cells, which have no aux input: with aux
+    weights (cross-linking), each (weight slot, aux weight slot) pair in `pairs` is joined into one constant
+    matrix, so both must be constant and given together."""
+    if c.api_level >= 29:
+        return
+    c.require_api(28, f"{op_name} (unrolled into single-step cells below API 29)")
+    if all(c.input(a) is None for _, a in pairs):
+        return
+    for w_slot, a_slot in pairs:
+        w, a = c.input(w_slot), c.input(a_slot)
+        if (w is None) != (a is None):
+            c.refuse(Code.MISSING_OPERAND, f"inputs {w_slot} and {a_slot}: a weight and its aux weight must be "
+                     "both given or both omitted")
+        elif w is not None and not (c.is_const(w) and c.is_const(a)):
+            c.refuse(Code.NON_CONSTANT, f"cross-linked {op_name} below API 29 joins weights {w_slot} and "
+                     f"{a_slot} into one constant; both must be constant", "raise --api-level to 29")
 
 
 # -- LSTM family ------------------------------------------------------------------------------------
@@ -549,7 +582,8 @@ class BidirectionalSequenceLstm(Rule):
 
     At API 28 (beyond TFLite's delegate) both directions are unrolled into single-step NNAPI LSTMs, the
     backward chain walking the steps in reverse (and reading the aux input when given without aux
-    weights); merged outputs are concatenated on the last axis. Aux weights (cross-linking) need API 29.
+    weights); merged outputs are concatenated on the last axis. With constant aux weights (cross-linking)
+    each cell reads the input and aux sequences joined on the last axis against [W | W_aux].
     """
 
     nnapi_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, OperationType.LSTM, *UNROLL_OPS)
@@ -566,7 +600,7 @@ class BidirectionalSequenceLstm(Rule):
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(48):
             return
-        check_unrolled_bidirectional(c, any(c.input(i) is not None for i in range(40, 48)),
+        check_unrolled_bidirectional(c, [(1 + k, 40 + k) for k in range(4)] + [(18 + k, 44 + k) for k in range(4)],
                                      "BIDIRECTIONAL_SEQUENCE_LSTM")
         x = c.input(0)
         c.require_dtype(x, FLOAT)
@@ -595,12 +629,18 @@ class BidirectionalSequenceLstm(Rule):
         if c.api_level < 29:
             params = [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip),
                       c.f32(o.proj_clip)]
-            xs = unroll_inputs(c, o.time_major)
-            bw_xs = unroll_inputs(c, o.time_major, 39) if c.input(39) is not None else xs  # parallel linking
-            fw = unrolled_lstm(c, xs, [opt_in(c, i) for i in range(1, 18)], state_in(c, 35), state_in(c, 36),
-                               params, cifg=c.input(1) is None)
-            bw = unrolled_lstm(c, bw_xs, [opt_in(c, i) for i in range(18, 35)], state_in(c, 37),
-                               state_in(c, 38), params, cifg=c.input(18) is None, reverse=True)
+            fw_w = [opt_in(c, i) for i in range(1, 18)]
+            bw_w = [opt_in(c, i) for i in range(18, 35)]
+            if c.input(41) is not None:  # cross-linking: joined inputs and [W | W_aux] weights
+                xs = bw_xs = cross_linked_steps(c, o.time_major, 39)
+                fw_w[0:4] = [joined_weight(c, 1 + k, 40 + k) for k in range(4)]
+                bw_w[0:4] = [joined_weight(c, 18 + k, 44 + k) for k in range(4)]
+            else:
+                xs = unroll_inputs(c, o.time_major)
+                bw_xs = unroll_inputs(c, o.time_major, 39) if c.input(39) is not None else xs  # parallel
+            fw = unrolled_lstm(c, xs, fw_w, state_in(c, 35), state_in(c, 36), params, cifg=c.input(1) is None)
+            bw = unrolled_lstm(c, bw_xs, bw_w, state_in(c, 37), state_in(c, 38), params,
+                               cifg=c.input(18) is None, reverse=True)
             emit_bidirectional_outputs(c, fw, bw, o.time_major, o.merge_outputs)
             return
         ins = [c.in_(0)] + [opt_in(c, i) for i in range(1, 35)]
@@ -712,7 +752,7 @@ class BidirectionalSequenceRnn(Rule):
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(12):
             return
-        check_unrolled_bidirectional(c, c.input(10) is not None, "BIDIRECTIONAL_SEQUENCE_RNN")
+        check_unrolled_bidirectional(c, [(1, 10), (5, 11)], "BIDIRECTIONAL_SEQUENCE_RNN")
         x = c.input(0)
         c.require_dtype(x, FLOAT)
         c.require_rank(x, 3, 3)
@@ -736,10 +776,15 @@ class BidirectionalSequenceRnn(Rule):
         o = c.options
         if c.api_level < 29:
             act = c.i32(activation_code(o.fused_activation_function))
-            xs = unroll_inputs(c, o.time_major)
-            bw_xs = unroll_inputs(c, o.time_major, 9) if c.input(9) is not None else xs  # parallel linking
-            fw = unrolled_rnn(c, xs, [c.in_(1), c.in_(2), c.in_(3)], state_in(c, 4), act)
-            bw = unrolled_rnn(c, bw_xs, [c.in_(5), c.in_(6), c.in_(7)], state_in(c, 8), act, reverse=True)
+            fw_w, bw_w = [c.in_(1), c.in_(2), c.in_(3)], [c.in_(5), c.in_(6), c.in_(7)]
+            if c.input(10) is not None:  # cross-linking: joined inputs and [W | W_aux] weights
+                xs = bw_xs = cross_linked_steps(c, o.time_major, 9)
+                fw_w[0], bw_w[0] = joined_weight(c, 1, 10), joined_weight(c, 5, 11)
+            else:
+                xs = unroll_inputs(c, o.time_major)
+                bw_xs = unroll_inputs(c, o.time_major, 9) if c.input(9) is not None else xs  # parallel
+            fw = unrolled_rnn(c, xs, fw_w, state_in(c, 4), act)
+            bw = unrolled_rnn(c, bw_xs, bw_w, state_in(c, 8), act, reverse=True)
             emit_bidirectional_outputs(c, fw, bw, o.time_major, o.merge_outputs)
             return
         ins = [c.in_(i) for i in range(4)] + [state_in(c, 4)] + [c.in_(i) for i in range(5, 8)]
