@@ -330,6 +330,10 @@ def test_lsh_projection_sparse_needs_api29():
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
+def test_lsh_projection_sparse_with_weight_refused():
+    assert_refused(lsh_model(1, weight=True), 30, Code.OPERAND_VALUE)
+
+
 def test_lsh_projection_dense_without_weight_refused():
     assert_refused(lsh_model(2, weight=False), 30, Code.MISSING_OPERAND)
 

@@ -865,6 +865,8 @@ class LshProjection(Rule):
         kind = c.options.type if c.options is not None else 0
         if kind == 1:
             c.require_api(29, "sparse LSH_PROJECTION (NNAPI type 3)")
+            if w is not None:  # NNAPI's sparse projection takes exactly hash, input and type (as the delegate)
+                c.refuse(Code.OPERAND_VALUE, "NNAPI's sparse LSH_PROJECTION takes no weight tensor")
         elif kind == 2:
             c.require(w is not None, Code.MISSING_OPERAND, "the dense projection needs a weight tensor")
         else:
