@@ -168,12 +168,40 @@ class ReduceProd(_Reduce):
 
 @lowering_rule(BuiltinOperator.REDUCE_MAX)
 class ReduceMax(_Reduce):
-    __doc__ = _Reduce.__doc__ + " Quantized inputs and outputs must share their parameters."
-    nnapi_ops = (OperationType.REDUCE_MAX,)
+    """TFLite REDUCE_MAX(input, axis) [keep_dims] -> NNAPI REDUCE_MAX(input, axes TENSOR_INT32, keep_dims
+    BOOL) (API 29). Quantized inputs and outputs must share their parameters. Below API 29 the maximum over
+    H and W of a 4-D NHWC tensor is MAX_POOL_2D with a H x W VALID window (+ RESHAPE without keep_dims),
+    exact for every type since a maximum only selects a stored value."""
+
+    nnapi_ops = (OperationType.REDUCE_MAX, OperationType.MAX_POOL_2D, OperationType.RESHAPE)
     nnapi_op = OperationType.REDUCE_MAX
+    min_api_level = 27
     allowed = BASIC
     dtypes = ("float32", "uint8", "int8")
-    constraints = "constant axes; rank <= 4; same input/output quantization"
+    constraints = "constant axes; rank <= 4; same input/output quantization; below API 29 only H,W of 4-D"
+
+    def check(self, c: CheckContext) -> None:
+        x = c.input(0)
+        spatial = (x is not None and x.rank == 4 and c.is_const(c.input(1))
+                   and {a % 4 for a in const_ints(c, c.input(1))} == {1, 2})
+        if spatial and c.api_level < 29:
+            if not c.require_inputs(2):
+                return
+            check_data_movement(c, self.allowed)
+            return
+        super().check(c)
+
+    def lower(self, c: LowerContext) -> None:
+        if c.api_level >= 29:
+            super().lower(c)
+            return
+        n, h, w, ch = c.input(0).shape
+        out = c.out()
+        pooled = out if _keep_dims(c) else c.temp_like(c.in_(0), [n, 1, 1, ch])
+        c.emit(OperationType.MAX_POOL_2D, [c.in_(0), c.i32(2), c.i32(1), c.i32(1), c.i32(w), c.i32(h), c.i32(0)],
+               [pooled])
+        if pooled != out:
+            c.emit(OperationType.RESHAPE, [pooled, c.i32_vector(c.info(out).dimensions)], [out])
 
 
 @lowering_rule(BuiltinOperator.REDUCE_MIN)
