@@ -264,6 +264,20 @@ def dequantized_twin(flatbuffer: bytes) -> bytes:
     return bytes(fbu.convert_object_to_bytearray(model))
 
 
+def rename_io(flatbuffer: bytes, inputs: list[str], outputs: list[str]) -> bytes:
+    """Names the main subgraph's input and output tensors after the Keras inputs and output layers
+    ("image", "probabilities") instead of the converter's "serving_default_image:0" and
+    "StatefulPartitionedCall:0", so reports and `nnconv run` outputs read naturally."""
+    from tensorflow.lite.tools import flatbuffer_utils as fbu
+    model = fbu.convert_bytearray_to_object(bytearray(flatbuffer))
+    sg = model.subgraphs[0]
+    for indices, names in ((sg.inputs, inputs), (sg.outputs, outputs)):
+        if len(indices) == len(names):
+            for index, new_name in zip(indices, names):
+                sg.tensors[index].name = new_name.encode()
+    return bytes(fbu.convert_object_to_bytearray(model))
+
+
 def build(name: str) -> bytes:
     if name == "custom_op_middle":
         return custom_op_middle()
@@ -294,7 +308,7 @@ def build(name: str) -> bytes:
     data = conv.convert()
     if name.startswith("efficientnet"):
         data = fix_batch(data)
-    return data
+    return rename_io(data, list(model.input_names), list(model.output_names))
 
 
 FIXTURES = ("mobilenet_v2_float", "mobilenet_v2_fp16", "mobilenet_v2_int8", "mobilenet_v2_uint8io",
