@@ -50,6 +50,8 @@ class SubgraphRunner:
         self.model = model
         self.trace = trace
         self._constants: dict[tuple[int, int], np.ndarray] = {}
+        # (subgraph, operation index) -> that operation's `KernelCall.cache` (constant-derived values)
+        self._op_caches: dict[tuple[int, int], dict] = {}
         self.peak_live_values = 0  # most non-constant values held at once (shows intermediates are freed)
 
     def constant(self, sg_index: int, idx: int, operand: Operand) -> np.ndarray:
@@ -76,7 +78,8 @@ class SubgraphRunner:
             for i in op.inputs:
                 ins.append(self._value(sg_index, sg, i, values, op.type.name))
             call = KernelCall(operation=op, inputs=ins, in_operands=[sg.operands[i] for i in op.inputs],
-                              out_operands=[sg.operands[o] for o in op.outputs], runner=self)
+                              out_operands=[sg.operands[o] for o in op.outputs], runner=self,
+                              cache=self._op_caches.setdefault((sg_index, k), {}))
             fn = KERNELS.get(op.type)
             if fn is None:
                 raise ExecutionError(f"no kernel for NNAPI operation {op.type.name}")

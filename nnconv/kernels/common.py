@@ -145,27 +145,66 @@ def quantize_multiplier_greater_than_one(m: float) -> tuple[int, int]:
     return quantize_multiplier(m)
 
 
+def _inplace(a: np.ndarray | np.integer) -> bool:
+    """True when `a` is a freshly computed array that in-place ufuncs may overwrite (0-d results are scalars)."""
+    return isinstance(a, np.ndarray) and a.ndim > 0
+
+
 def saturating_rounding_doubling_high_mul(a: np.ndarray, b: int | np.ndarray) -> np.ndarray:
-    """gemmlowp `SaturatingRoundingDoublingHighMul` on int64 arrays holding int32 values."""
+    """gemmlowp `SaturatingRoundingDoublingHighMul` on int64 arrays holding int32 values.
+
+    The reference adds a nudge of 2^30 (ab >= 0) or 1 - 2^30 (ab < 0) and divides by 2^31 truncating toward
+    zero. For ab < 0 that sum is negative and truncation is `(s + 2^31 - 1) >> 31`, which simplifies to the
+    same `(ab + 2^30) >> 31` as the non-negative case: one add and one arithmetic shift for every ab."""
     a = np.asarray(a, dtype=np.int64)
     b64 = np.asarray(b, dtype=np.int64)
-    overflow = (a == INT32_MIN) & (b64 == INT32_MIN)
-    ab = a * b64
-    nudge = np.where(ab >= 0, np.int64(1 << 30), np.int64(1 - (1 << 30)))
-    # C++ integer division truncates toward zero.
-    s = ab + nudge
-    res = np.where(s >= 0, s >> 31, -((-s) >> 31))
-    return np.where(overflow, np.int64(INT32_MAX), res)
+    ab = np.multiply(a, b64)
+    if _inplace(ab):
+        ab += np.int64(1 << 30)
+        ab >>= np.int64(31)
+        res = ab
+    else:
+        res = (ab + np.int64(1 << 30)) >> np.int64(31)
+    if b64.size and b64.min() == INT32_MIN:  # the only overflow, INT32_MIN * INT32_MIN, saturates
+        res = np.where((a == INT32_MIN) & (b64 == INT32_MIN), np.int64(INT32_MAX), res)
+    return res
 
 
-def rounding_divide_by_pot(x: np.ndarray, exponent: int | np.ndarray) -> np.ndarray:
-    """gemmlowp `RoundingDivideByPOT`: x / 2^exponent rounded to nearest, ties away from zero."""
-    x = np.asarray(x, dtype=np.int64)
-    e = np.asarray(exponent, dtype=np.int64)
+def _rounding_divide_by_pot_masked(x: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """The reference's own mask/threshold formulation, for exponents the shift form does not cover."""
     mask = (np.int64(1) << e) - 1
     remainder = x & mask
     threshold = (mask >> 1) + (x < 0)
     return (x >> e) + (remainder > threshold)
+
+
+def rounding_divide_by_pot(x: np.ndarray, exponent: int | np.ndarray) -> np.ndarray:
+    """gemmlowp `RoundingDivideByPOT`: x / 2^exponent rounded to nearest, ties away from zero.
+
+    The reference compares the remainder `x & mask` with `(mask >> 1) + (x < 0)`; equivalently (e >= 1)
+    `(x + 2^(e-1) - 1 + (x >= 0)) >> e`: floor division after a nudge of 2^(e-1) for x >= 0 and
+    2^(e-1) - 1 for x < 0. With e = 0 both nudges are 0 (`mask >> 1` is 0 and the `x >= 0` term is masked)."""
+    x = np.asarray(x, dtype=np.int64)
+    e = np.asarray(exponent, dtype=np.int64)
+    if e.size == 0 or e.min() < 0 or e.max() > 62:
+        return _rounding_divide_by_pot_masked(x, e)
+    if e.ndim == 0:
+        ei = int(e)
+        if ei == 0:
+            return x.copy() if isinstance(x, np.ndarray) else x
+        r = x + np.int64((1 << (ei - 1)) - 1)
+        if _inplace(r):
+            r += x >= 0
+            r >>= np.int64(ei)
+            return r
+        return (r + (x >= 0)) >> np.int64(ei)
+    r = x + (((np.int64(1) << e) - 1) >> 1)
+    pos = (x >= 0) if e.min() > 0 else (x >= 0) & (e > 0)
+    if _inplace(r) and r.shape == np.broadcast_shapes(r.shape, pos.shape, e.shape):
+        r += pos
+        r >>= e
+        return r
+    return (r + pos) >> e
 
 
 def multiply_by_quantized_multiplier(x: np.ndarray, multiplier: int | np.ndarray,
@@ -174,7 +213,9 @@ def multiply_by_quantized_multiplier(x: np.ndarray, multiplier: int | np.ndarray
     shift = np.asarray(shift, dtype=np.int64)
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
-    x = np.asarray(x, dtype=np.int64) * (np.int64(1) << left)
+    x = np.asarray(x, dtype=np.int64)
+    if left.any():
+        x = x * (np.int64(1) << left)
     # Saturate to int32 like the C++ int32 arithmetic would wrap; real inputs never reach this.
     x = np.clip(x, INT32_MIN, INT32_MAX)
     return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier), right)
@@ -228,24 +269,55 @@ def extract_patches(x: np.ndarray, kh: int, kw: int, stride_h: int, stride_w: in
 
 
 def pad_spatial(x: np.ndarray, top: int, bottom: int, left: int, right: int, value: float | int = 0) -> np.ndarray:
-    """Pads H and W of an NHWC array (negative amounts crop)."""
+    """Pads H and W of an NHWC array (negative amounts crop). Writes the interior once and only the border
+    strips with `value` (np.pad costs a Python-level setup of ~50 us per call and fills everything)."""
     if top == bottom == left == right == 0:
         return x
     x = x[:, max(-top, 0): x.shape[1] - max(-bottom, 0), max(-left, 0): x.shape[2] - max(-right, 0), :]
-    return np.pad(x, ((0, 0), (max(top, 0), max(bottom, 0)), (max(left, 0), max(right, 0)), (0, 0)),
-                  constant_values=value)
+    t, b, l, r = max(top, 0), max(bottom, 0), max(left, 0), max(right, 0)
+    n, h, w, c = x.shape
+    out = np.empty((n, h + t + b, w + l + r, c), dtype=x.dtype)
+    out[:, :t] = value
+    out[:, t + h:] = value
+    out[:, t:t + h, :l] = value
+    out[:, t:t + h, l + w:] = value
+    out[:, t:t + h, l:l + w] = x
+    return out
+
+
+def max_abs_offset(t: OperandType, zero_point: int) -> int:
+    """The largest |q - zero_point| a quantized operand of type `t` can hold."""
+    lo, hi = qrange(t)
+    return max(zero_point - lo, hi - zero_point)
+
+
+def exact_matmul_dtype(bound: int | np.integer) -> type:
+    """The float dtype whose BLAS products are exact for an integer matmul whose every output satisfies
+    sum_k |a_k * b_k| <= bound: each product and every partial sum (in any summation order, with or without
+    FMA) is then an integer of magnitude <= bound, exactly representable below 2^24 (float32, twice the
+    speed of float64) or 2^53 (float64)."""
+    return np.float32 if bound < (1 << 24) else np.float64
 
 
 def conv_multipliers(in_scale: float, filter_scales: np.ndarray, out_scale: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-output-channel (multiplier, shift) of a quantized convolution, as `GetQuantizedConvolutionMultipler`:
-    the input*filter product is rounded to float32 before the division in double."""
-    mults, shifts = [], []
-    for fs in np.atleast_1d(filter_scales):
-        product = float(np.float32(np.float32(in_scale) * np.float32(fs)))
-        m, s = quantize_multiplier(product / float(np.float32(out_scale)))
-        mults.append(m)
-        shifts.append(s)
-    return np.asarray(mults, dtype=np.int64), np.asarray(shifts, dtype=np.int64)
+    the input*filter product is rounded to float32 before the division in double. Vectorized
+    `quantize_multiplier` (np.frexp equals math.frexp; q * 2^31 is exact in double)."""
+    fs = np.atleast_1d(np.asarray(filter_scales, dtype=np.float32))
+    real = (np.float32(in_scale) * fs).astype(np.float64) / float(np.float32(out_scale))
+    if not np.isfinite(real).all():
+        pairs = [quantize_multiplier(float(r)) for r in real]  # raises like the scalar path
+        return np.asarray([m for m, _ in pairs], dtype=np.int64), np.asarray([e for _, e in pairs], dtype=np.int64)
+    q, shift = np.frexp(real)
+    q_fixed = round_half_away(q * float(1 << 31)).astype(np.int64)
+    shift = shift.astype(np.int64)
+    carry = q_fixed == (1 << 31)
+    q_fixed[carry] //= 2
+    shift[carry] += 1
+    tiny = shift < -31
+    q_fixed[tiny] = 0
+    shift[tiny] = 0
+    return q_fixed, shift
 
 
 def exact_int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -268,6 +340,69 @@ def requantize_accumulator(acc: np.ndarray, multipliers: np.ndarray, shifts: np.
     y = multiply_by_quantized_multiplier(acc, multipliers, shifts) + out.zero_point
     lo, hi = quantized_activation_range(activation, out)
     return np.clip(y, lo, hi).astype(out.dtype)
+
+
+class Requantizer:
+    """`requantize_accumulator(acc + bias, multipliers, shifts, out, activation)` with its per-channel
+    constants computed once (kernels keep it in `KernelCall.memo`), for accumulators (bias excluded) with
+    |acc| <= `acc_bound` per output channel (last axis).
+
+    With x = acc + b, M' = M << left and e = right shift, the reference's double rounding
+    RDBPOT(SRDHM(x << left, M), e) + zp equals ONE floor division by 2^(31+e):
+        floor((acc*M' + K) / 2^(31+e)),  K = b*M' + 2^30 + 2^(30+e)*[e > 0] + zp*2^(31+e),
+    minus 2^31 in the numerator where SRDHM's result is negative (e > 0 only): nested floor divisions by
+    integers merge, SRDHM is `floor((x*M + 2^30) / 2^31)` (see `saturating_rounding_doubling_high_mul`) and
+    RDBPOT adds 2^(e-1) (x >= 0) or 2^(e-1) - 1 (x < 0) before flooring (see `rounding_divide_by_pot`).
+    `build` declines (returns None) unless the bound proves the rewrite exact: x << left stays inside int32
+    (so the reference's clamp never fires and SRDHM cannot saturate), M >= 0, e <= 31, and the int64
+    numerator cannot overflow. Per element that is one multiply, one add, one compare, one masked subtract,
+    one shift and one clamp into the output dtype, instead of a dozen int64 temporaries."""
+
+    def __init__(self, mult: np.ndarray, offset: np.ndarray, threshold: np.ndarray | None, shift: np.ndarray,
+                 lo: int, hi: int, dtype: np.dtype) -> None:
+        self.mult, self.offset, self.threshold, self.shift = mult, offset, threshold, shift
+        self.lo, self.hi, self.dtype = lo, hi, dtype
+
+    @classmethod
+    def build(cls, multipliers: np.ndarray, shifts: np.ndarray, bias: np.ndarray | None, out: Operand,
+              activation: int, acc_bound: np.ndarray) -> "Requantizer | None":
+        n = max(np.size(multipliers), np.size(shifts), np.size(acc_bound), 1 if bias is None else np.size(bias))
+        ms = np.broadcast_to(np.asarray(multipliers, dtype=np.int64), (n,)).tolist()
+        ss = np.broadcast_to(np.asarray(shifts, dtype=np.int64), (n,)).tolist()
+        bs = [0] * n if bias is None else np.broadcast_to(np.asarray(bias, dtype=np.int64), (n,)).tolist()
+        bounds = np.broadcast_to(np.asarray(acc_bound, dtype=np.int64), (n,)).tolist()
+        zp = int(out.zero_point)
+        mult, offset, threshold, shift = [], [], [], []
+        never = -(1 << 63)  # threshold of channels without the negative-tie correction
+        for m, s, b, bound in zip(ms, ss, bs, bounds):
+            left, right = max(s, 0), max(-s, 0)
+            if m < 0 or right > 31 or ((bound + abs(b)) << left) > INT32_MAX:
+                return None
+            mp = m << left
+            k = b * mp + (1 << 30) + zp * (1 << (31 + right)) + ((1 << (30 + right)) if right else 0)
+            if bound * mp + abs(k) + (1 << 31) >= 1 << 63:
+                return None
+            mult.append(mp)
+            offset.append(k)
+            threshold.append(k - b * mp - (1 << 30) if right else never)
+            shift.append(31 + right)
+        lo, hi = quantized_activation_range(activation, out)
+        thr = np.asarray(threshold, dtype=np.int64)
+        sh = np.asarray(shift, dtype=np.int64)
+        return cls(np.asarray(mult, dtype=np.int64), np.asarray(offset, dtype=np.int64),
+                   None if (thr == never).all() else thr,
+                   np.int64(sh[0]) if (sh == sh[0]).all() else sh, lo, hi, out.dtype)
+
+    def __call__(self, acc: np.ndarray) -> np.ndarray:
+        """Output storage values of integer-valued accumulators (int32/int64, or float holding exact ints)."""
+        t = np.multiply(acc, self.mult, dtype=np.int64, casting="unsafe")
+        t += self.offset
+        if self.threshold is not None:
+            np.subtract(t, np.int64(1 << 31), out=t, where=t < self.threshold)
+        t >>= self.shift
+        y = np.empty(t.shape, dtype=self.dtype)
+        np.clip(t, self.lo, self.hi, out=y, casting="unsafe")
+        return y
 
 
 # -- data movement helpers --------------------------------------------------------------------------

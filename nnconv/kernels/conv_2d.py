@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnconv.kernels.common import (apply_float_activation, conv_multipliers, conv_output_size, dequantize,
-                                   exact_int_matmul, extract_patches, implicit_padding, is_quant8,
-                                   nchw_to_nhwc, nhwc_to_nchw, pad_spatial, requantize_accumulator)
+from nnconv.kernels.common import (Requantizer, apply_float_activation, conv_multipliers, conv_output_size,
+                                   exact_matmul_dtype, extract_patches, implicit_padding, is_quant8,
+                                   max_abs_offset, nchw_to_nhwc, nhwc_to_nchw, pad_spatial,
+                                   requantize_accumulator)
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType
 
@@ -74,42 +75,79 @@ def filter_scales(call: KernelCall, slot: int) -> np.ndarray:
     return np.asarray([od.scale], dtype=np.float32)
 
 
+@dataclass
+class QuantFilter:
+    """Constant-derived data of a quantized convolution, built once per operation (`KernelCall.memo`)."""
+
+    mats: list[np.ndarray]  # per group: (filter - zp) as a [KH*KW*C/G, O/G] matrix in `dtype`
+    dtype: type  # float32 or float64: the BLAS dtype proven exact for this filter (`exact_matmul_dtype`)
+    requantizer: Requantizer | None  # the fused bias + requantization, None when its bound check fails
+    multipliers: np.ndarray
+    shifts: np.ndarray
+
+
+def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activation: int,
+                 groups: int) -> QuantFilter:
+    """(q_w - zp_w) per group as a matmul operand, the exactness bound and the per-channel requantization.
+
+    |acc_c| <= sum_k |w_ck - zp_w| * max|x - zp_x| bounds every accumulator (padding contributes 0)."""
+    in_od, w_od, out_od = call.in_operands[0], call.in_operands[1], call.out_operands[0]
+    o = w.shape[0]
+    w_zp = w_od.zero_point if w_od.type is not OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL else 0
+    ws = w.reshape(o, -1).astype(np.int64) - w_zp
+    bound = np.abs(ws).sum(axis=1) * max_abs_offset(in_od.type, in_od.zero_point)
+    dtype = exact_matmul_dtype(int(bound.max(initial=0)))
+    og = o // groups
+    mats = [np.ascontiguousarray(ws[g * og:(g + 1) * og].T, dtype=dtype) for g in range(groups)]
+    m, sh = conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
+    rq = Requantizer.build(m, sh, b, out_od, activation, bound)
+    return QuantFilter(mats, dtype, rq, m, sh)
+
+
 def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | None, p: ConvParams,
               groups: int = 1) -> np.ndarray:
-    """Grouped NHWC convolution of storage arrays, float or quantized by the operand types."""
-    in_od, w_od, out_od = call.in_operands[0], call.in_operands[1], call.out_operands[0]
+    """Grouped NHWC convolution of storage arrays, float or quantized by the operand types.
+
+    One BLAS matmul per group over the im2col rows (a 1x1 convolution reads the input rows directly).
+    Quantized: (q - zp) products in float32 or float64 BLAS, exact by the filter's bound (see
+    `quant_filter`), then the memoized fused requantization."""
+    in_od, out_od = call.in_operands[0], call.out_operands[0]
     n, _h, _w, c = x.shape
     o, kh, kw, cg = w.shape
     if c != cg * groups or o % groups:
         raise call.fail(f"input depth {c} does not match filter depth {cg} x {groups} groups")
     quant = is_quant8(in_od.type)
     if quant:
-        pad_value = in_od.zero_point
-        xs = x.astype(np.int32) - in_od.zero_point
-        w_zp = w_od.zero_point if w_od.type is not OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL else 0
-        ws = w.astype(np.int32) - w_zp
+        qf: QuantFilter = call.memo(("conv", groups, p.activation), (1, 2),
+                                    lambda: quant_filter(call, w, b, p.activation, groups))
+        xs = np.subtract(x, qf.dtype(in_od.zero_point), dtype=qf.dtype)
         xs = pad_spatial(xs, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
+        mats = qf.mats
     else:
-        pad_value = 0
-        xs = pad_spatial(x.astype(np.float32), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, pad_value)
-        ws = w.astype(np.float32)
-    patches = extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.out_h, p.out_w)
-    og = o // groups
-    outs = []
-    for g in range(groups):  # loop over groups only; each is one BLAS matmul
-        cols = patches[..., g * cg:(g + 1) * cg].reshape(n * p.out_h * p.out_w, kh * kw * cg)
-        wg = ws[g * og:(g + 1) * og].reshape(og, kh * kw * cg).T
-        outs.append(exact_int_matmul(cols, wg) if quant else cols @ wg)
-    acc = outs[0] if groups == 1 else np.concatenate(outs, axis=1)
+        xs = pad_spatial(x.astype(np.float32), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
+        # float32 copy of the filter, [O, KH*KW*C/G] rows; each group's matmul reads a transposed view
+        wf = call.memo("conv_float", (1,), lambda: w.astype(np.float32).reshape(o, kh * kw * cg))
+        mats = [wf[g * (o // groups):(g + 1) * (o // groups)].T for g in range(groups)]
+    rows = n * p.out_h * p.out_w
+    if kh == kw == 1 and groups == 1:
+        cols = xs[:, ::p.stride_h, ::p.stride_w] if p.stride_h > 1 or p.stride_w > 1 else xs
+        cols = cols[:, :p.out_h, :p.out_w].reshape(rows, c)
+        acc = cols @ mats[0]
+    else:
+        patches = extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.out_h, p.out_w)
+        outs = [patches[..., g * cg:(g + 1) * cg].reshape(rows, kh * kw * cg) @ mats[g] for g in range(groups)]
+        acc = outs[0] if groups == 1 else np.concatenate(outs, axis=1)
     acc = acc.reshape(n, p.out_h, p.out_w, o)
     if quant:
+        if qf.requantizer is not None:
+            return qf.requantizer(acc)
+        acc = np.rint(acc).astype(np.int64)
         if b is not None:
             acc = acc + b.astype(np.int64)
-        m, s = conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
-        return requantize_accumulator(acc, m, s, out_od, p.activation)
+        return requantize_accumulator(acc, qf.multipliers, qf.shifts, out_od, p.activation)
     if b is not None:
-        acc = acc + b.astype(np.float32)
-    return apply_float_activation(acc.astype(np.float32), p.activation).astype(out_od.dtype)
+        acc += b.astype(np.float32)
+    return apply_float_activation(acc, p.activation).astype(out_od.dtype, copy=False)
 
 
 @kernel(OperationType.CONV_2D)

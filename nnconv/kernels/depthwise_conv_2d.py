@@ -12,19 +12,51 @@ asymm / asymm signed with a per-tensor or per-channel (channel dim 3) filter: in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from nnconv.kernels.common import (apply_float_activation, conv_multipliers, is_quant8,
-                                   nchw_to_nhwc, nhwc_to_nchw, pad_spatial, requantize_accumulator)
+from nnconv.kernels.common import (Requantizer, apply_float_activation, conv_multipliers, is_quant8,
+                                   max_abs_offset, nchw_to_nhwc, nhwc_to_nchw, pad_spatial,
+                                   requantize_accumulator)
 from nnconv.kernels.conv_2d import ConvParams, _peek_nchw, filter_scales, is_explicit_padding, parse_conv_params
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType
 
 
+@dataclass
+class QuantDepthwise:
+    """Constant-derived data of a quantized depthwise convolution, built once per operation."""
+
+    taps: np.ndarray  # (filter - zp) as [KH, KW, C, M] in `dtype`
+    dtype: type  # int32 when the accumulator bound allows it, else int64
+    requantizer: Requantizer | None
+    multipliers: np.ndarray
+    shifts: np.ndarray
+
+
+def quant_depthwise(call: KernelCall, w: np.ndarray, b: np.ndarray | None, c: int, multiplier: int,
+                    activation: int) -> QuantDepthwise:
+    """|acc| <= sum over taps |w - zp_w| * max|x - zp_x| per output channel; int32 holds it exactly below
+    2^31 (the reference accumulates in int32)."""
+    in_od, w_od, out_od = call.in_operands[0], call.in_operands[1], call.out_operands[0]
+    _one, kh, kw, oc = w.shape
+    w_zp = 0 if w_od.type is OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL else w_od.zero_point
+    ws = w.reshape(kh * kw, oc).astype(np.int64) - w_zp
+    bound = np.abs(ws).sum(axis=0) * max_abs_offset(in_od.type, in_od.zero_point)
+    dtype = np.int32 if int(bound.max(initial=0)) < (1 << 31) else np.int64
+    m, sh = conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
+    return QuantDepthwise(ws.astype(dtype).reshape(kh, kw, c, multiplier), dtype,
+                          Requantizer.build(m, sh, b, out_od, activation, bound), m, sh)
+
+
 def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | None, p: ConvParams,
                    multiplier: int) -> np.ndarray:
-    """Depthwise convolution of NHWC storage arrays; filter [1, KH, KW, C*M]."""
-    in_od, w_od, out_od = call.in_operands[0], call.in_operands[1], call.out_operands[0]
+    """Depthwise convolution of NHWC storage arrays; filter [1, KH, KW, C*M].
+
+    One multiply-add over the whole output per filter tap, into preallocated buffers; quantized in exact
+    int32 (or int64) arithmetic, float in float32 with the taps summed in row-major order from 0."""
+    in_od, out_od = call.in_operands[0], call.out_operands[0]
     n, _h, _w, c = x.shape
     one, kh, kw, oc = w.shape
     if one != 1:
@@ -33,32 +65,41 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
         raise call.fail(f"filter depth {oc} differs from input depth {c} x multiplier {multiplier}")
     quant = is_quant8(in_od.type)
     if quant:
-        # int32 holds any sum of fewer than 2^31 / 255^2 (~33000) taps exactly; larger filters widen to int64.
-        acc_dtype = np.int32 if kh * kw * 255 * 255 < 2**31 else np.int64
-        xs = pad_spatial(x.astype(acc_dtype) - in_od.zero_point, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
-        w_zp = 0 if w_od.type is OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL else w_od.zero_point
-        ws = w.astype(acc_dtype) - w_zp
+        qd: QuantDepthwise = call.memo(("depthwise", multiplier, p.activation), (1, 2),
+                                       lambda: quant_depthwise(call, w, b, c, multiplier, p.activation))
+        acc_dtype = qd.dtype
+        xs = pad_spatial(np.subtract(x, acc_dtype(in_od.zero_point), dtype=acc_dtype),
+                         p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
+        wk = qd.taps
     else:
         acc_dtype = np.float32
         xs = pad_spatial(x.astype(np.float32), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
-        ws = w.astype(np.float32)
-    wk = ws.reshape(kh, kw, c, multiplier)
-    acc = np.zeros((n, p.out_h, p.out_w, c, multiplier), dtype=acc_dtype)
+        wk = call.memo("depthwise_float", (1,), lambda: w.astype(np.float32).reshape(kh, kw, c, multiplier))
+    if multiplier == 1:
+        wk = wk[..., 0]
+        shape = (n, p.out_h, p.out_w, c)
+    else:
+        xs = xs[..., None]
+        shape = (n, p.out_h, p.out_w, c, multiplier)
+    acc = np.zeros(shape, dtype=acc_dtype)
+    prod = np.empty(shape, dtype=acc_dtype)
     span_h, span_w = (p.out_h - 1) * p.stride_h + 1, (p.out_w - 1) * p.stride_w + 1
     for ky in range(kh):  # a loop over filter taps: each step is one multiply-add over the whole output
         for kx in range(kw):
             y0, x0 = ky * p.dil_h, kx * p.dil_w
-            tap = xs[:, y0:y0 + span_h:p.stride_h, x0:x0 + span_w:p.stride_w, :]
-            acc += tap[..., None] * wk[ky, kx]
-    acc = acc.reshape(n, p.out_h, p.out_w, oc).astype(np.int64 if quant else np.float32)
+            np.multiply(xs[:, y0:y0 + span_h:p.stride_h, x0:x0 + span_w:p.stride_w], wk[ky, kx], out=prod)
+            acc += prod
+    acc = acc.reshape(n, p.out_h, p.out_w, oc)
     if quant:
+        if qd.requantizer is not None:
+            return qd.requantizer(acc)
+        acc = acc.astype(np.int64)
         if b is not None:
-            acc = acc + b.astype(np.int64)
-        m, s = conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
-        return requantize_accumulator(acc, m, s, out_od, p.activation)
+            acc += b.astype(np.int64)
+        return requantize_accumulator(acc, qd.multipliers, qd.shifts, out_od, p.activation)
     if b is not None:
-        acc = acc + b.astype(np.float32)
-    return apply_float_activation(acc.astype(np.float32), p.activation).astype(out_od.dtype)
+        acc += b.astype(np.float32)
+    return apply_float_activation(acc, p.activation).astype(out_od.dtype, copy=False)
 
 
 @kernel(OperationType.DEPTHWISE_CONV_2D)

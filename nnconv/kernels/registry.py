@@ -8,12 +8,12 @@ for quantization parameters, and the declared output operands) and returns one a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence
 
 import numpy as np
 
 from nnconv.errors import ExecutionError
-from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Operand, Operation
 
 if TYPE_CHECKING:
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 KernelFn = Callable[["KernelCall"], Sequence[np.ndarray]]
 KERNELS: dict[OperationType, KernelFn] = {}
+_CONSTANT_LIFETIMES = (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
 
 
 def kernel(op_type: OperationType) -> Callable[[KernelFn], KernelFn]:
@@ -40,6 +41,7 @@ class KernelCall:
     in_operands: list[Operand]
     out_operands: list[Operand]
     runner: "SubgraphRunner | None" = None  # lets IF / WHILE run referenced subgraphs
+    cache: dict | None = None  # the runner's per-operation memo, kept across runs (see `memo`)
 
     @property
     def num_inputs(self) -> int:
@@ -66,6 +68,22 @@ class KernelCall:
 
     def opt_scalar(self, i: int, default: Any) -> Any:
         return self.scalar(i) if self.has(i) else default
+
+    def memo(self, key: Hashable, slots: Sequence[int], make: Callable[[], Any]) -> Any:
+        """`make()`, computed once per operation and reused by later runs when every input in `slots` is a
+        constant operand: constants never change between runs, so values derived from them (a converted
+        filter, per-channel multipliers) need not be rebuilt. `key` must also name every non-constant
+        value `make` reads (e.g. the activation code). Without a runner cache, or with a non-constant
+        input among `slots`, `make()` runs on every call."""
+        if self.cache is None or not all(
+                s >= len(self.inputs) or self.inputs[s] is None
+                or self.in_operands[s].lifetime in _CONSTANT_LIFETIMES for s in slots):
+            return make()
+        try:
+            return self.cache[key]
+        except KeyError:
+            value = self.cache[key] = make()
+            return value
 
     def type(self, i: int) -> OperandType:
         return self.in_operands[i].type
