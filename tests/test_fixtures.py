@@ -258,6 +258,21 @@ def test_custom_op_middle_partitions_verify() -> None:
     assert len(report.partitions) == 2  # type: ignore[attr-defined]
 
 
+# -- every accepted level ------------------------------------------------------------------------------
+SWEEP_LEVELS = (27, 28, 29, 30, 31, 33, 34, 35)  # 32 is 31 for NNAPI; each level may lower differently
+REFERENCES = {"mobilenet_v2_dynamic_range": "mobilenet_v2_dynamic_range_dequantized"}
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in MODELS.glob("*.tflite") if p.stem != "custom_op_middle"))
+def test_parity_at_every_accepted_level(name: str) -> None:
+    """Wherever the checker accepts a fixture, the lowering at that level must match TFLite (the API gates
+    switch lowerings: uint8+128 vs signed int8, composites below an op's level, operand forms...)."""
+    accepted = [lvl for lvl in SWEEP_LEVELS if nnconv.check_model(path(name), api_level=lvl).ok]
+    assert 30 in accepted, f"{name} is not accepted at API 30"
+    for level in accepted:
+        assert_model_parity(name, level, reference=REFERENCES.get(name))
+
+
 # -- the README's quick start -------------------------------------------------------------------------
 def test_quick_start_verify_command() -> None:
     from nnconv.cli import main
