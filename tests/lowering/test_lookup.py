@@ -59,8 +59,20 @@ def test_hashtable_lookup_parity_with_hits_and_misses(api):
     assert_parity(m, api_level=api, expect_ops=["HASHTABLE_LOOKUP"], inputs=feed)
 
 
-def test_hashtable_lookup_int32_values_refused():
+@pytest.mark.parametrize("values", [np.arange(10, dtype=I32).reshape(5, 2) - 3,
+                                    np.arange(10, dtype=np.uint8).reshape(5, 2) * 20], ids=["int32", "uint8"])
+def test_hashtable_lookup_int_tables(values):
+    keys = np.array([-3, 0, 2, 5, 7], I32)
+    q = QuantParams(0.5, 3) if values.dtype == np.uint8 else None
+    table = ("values", values, q) if q else ("values", values)
+    out = ("y", (4, 2), values.dtype, q) if q else ("y", (4, 2), values.dtype)
+    m = single_op_model(B.HASHTABLE_LOOKUP, [("ids", (4,), I32), ("keys", keys), table],
+                        [out, ("hits", (4,), np.uint8)])
+    assert_parity(m, api_level=27, expect_ops=["HASHTABLE_LOOKUP"], inputs={"ids": np.array([7, 1, -3, 2], I32)})
+
+
+def test_hashtable_lookup_int8_values_refused():
     m = single_op_model(B.HASHTABLE_LOOKUP, [("ids", (3,), I32), ("keys", np.array([1, 2], I32)),
-                                             ("values", np.array([[1], [2]], I32))],
-                        [("y", (3, 1), I32), ("hits", (3,), np.uint8)])
+                                             ("values", np.array([[1], [2]], np.int8))],
+                        [("y", (3, 1), np.int8), ("hits", (3,), np.uint8)])
     assert_refused(m, 30, Code.DTYPE)

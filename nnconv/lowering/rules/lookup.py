@@ -1,4 +1,4 @@
-"""Table lookups: EMBEDDING_LOOKUP (float, quantized and hybrid tables) and HASHTABLE_LOOKUP (float32)."""
+"""Table lookups: EMBEDDING_LOOKUP (float, quantized and hybrid tables) and HASHTABLE_LOOKUP."""
 
 from __future__ import annotations
 
@@ -61,11 +61,13 @@ class EmbeddingLookup(Rule):
 @lowering_rule(BuiltinOperator.HASHTABLE_LOOKUP)
 class HashtableLookup(Rule):
     """TFLite HASHTABLE_LOOKUP(lookup int32, key int32, value) -> (output, hits uint8) maps slot for slot to
-    NNAPI HASHTABLE_LOOKUP (API 27); hits becomes TENSOR_QUANT8_ASYMM (scale 1). Float32 values only."""
+    NNAPI HASHTABLE_LOOKUP (API 27); hits becomes TENSOR_QUANT8_ASYMM (scale 1). Both copy the value row of
+    a found key and zeros for a missing one, so float32, int32 and uint8 tables (the types NNAPI lists) are
+    taken, the output having the table's type and quantization (the delegate takes float32 only)."""
 
     nnapi_ops = (OperationType.HASHTABLE_LOOKUP,)
-    dtypes = ("int32", "float32")
-    constraints = "int32 lookups and keys; float32 values"
+    dtypes = ("int32", "float32", "uint8")
+    constraints = "int32 lookups and keys; float32, int32 or uint8 values"
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(3):
@@ -74,8 +76,9 @@ class HashtableLookup(Rule):
         c.require_dtype(c.input(1), (I32,), "key")
         c.require_rank(c.input(0), 1, 1, "lookup")
         c.require_rank(c.input(1), 1, 1, "key")
-        c.require_dtype(c.input(2), (F32,), "value")
-        c.require_dtype(c.output(0), (F32,), "output")
+        v = c.input(2)
+        if c.require_dtype(v, (F32, I32, U8), "value") and c.require_dtype(c.output(0), (v.type,), "output"):
+            check_same_quant(c, v, c.output(0))
         c.require_dtype(c.output(1), (U8,), "hits")
         c.require_static_shapes()
 
