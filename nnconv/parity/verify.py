@@ -65,8 +65,11 @@ def compare(name: str, actual: np.ndarray, expected: np.ndarray) -> OutputParity
         return OutputParity(name, expected.dtype.name, shape, tol, 0.0, 0.0, 0 if tol.kind == "quant" else None)
     a64 = actual.astype(np.float64)
     e64 = expected.astype(np.float64)
-    both_nan = np.isnan(a64) & np.isnan(e64)
-    diff = np.where(both_nan, 0.0, np.abs(a64 - e64))
+    # Equal values (including equal infinities) and NaN in both engines count as agreement; a NaN on one
+    # side only, or infinities of opposite signs, as an infinite difference.
+    same = (a64 == e64) | (np.isnan(a64) & np.isnan(e64))
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(a64 - e64))
     diff = np.where(np.isnan(diff), np.inf, diff)
     max_abs = float(diff.max())
     ref = float(np.nanmax(np.abs(e64))) if np.isfinite(e64).any() else 0.0
