@@ -9,6 +9,7 @@ inferences after `--warmup` untimed ones, for
   - TFLite with XNNPACK, 1 thread (for reference: the default CPU path on devices).
 TFLite timings cover set_tensor + invoke + get_tensor, so both sides copy their inputs and outputs.
 Models that cannot be converted whole at the chosen level are reported with the reason and skipped.
+numpy's BLAS is limited to one thread too (OPENBLAS/OMP/MKL_NUM_THREADS default to 1 here).
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# One thread on both sides: numpy's BLAS would otherwise spread our matrix products over every core (and
+# thrash on a loaded machine). Export these variables before running to measure something else.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 import numpy as np  # noqa: E402
 
