@@ -46,10 +46,36 @@ def test_gather_int64_constant_indices_are_narrowed():
     assert_parity(m, api_level=29, expect_ops=["GATHER"])
 
 
+def test_index_runs():
+    from nnconv.lowering.rules.gather import index_runs
+    assert index_runs([2, 1, 0, 5, 7]) == [(2, 3, -1), (5, 2, 2)]
+    assert index_runs([3, 3, 4]) == [(3, 1, 1), (3, 2, 1)]
+    assert index_runs([0]) == [(0, 1, 1)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int8"])
+@pytest.mark.parametrize("axis,idx,out,ops", [
+    (-1, np.array([6, 5, 4, 3, 2, 1, 0], I32), (2, 5, 7), ["STRIDED_SLICE"]),
+    (1, np.array([4, 0, 2, 2], I32), (2, 4, 7), ["STRIDED_SLICE"] * 3 + ["CONCATENATION"]),
+    (0, np.array(1, I32), (5, 7), ["STRIDED_SLICE"]),
+], ids=["reverse-run", "three-runs", "scalar"])
+def test_gather_constant_indices_as_strided_slices_at_28(dtype, axis, idx, out, ops):
+    m = single_op_model(B.GATHER, [io("x", (2, 5, 7), dtype), ("i", idx)], [io("y", out, dtype)],
+                        GatherOptions(axis=axis))
+    assert_parity(m, api_level=28, expect_ops=ops)
+
+
 def test_gather_refusals():
     m = single_op_model(B.GATHER, [("x", (5, 3), np.float32), ("i", np.array([4, 0], I32))],
                         [("y", (2, 3), np.float32)], GatherOptions(axis=0))
-    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
+    runtime = single_op_model(B.GATHER, [("x", (5, 3), np.float32), ("i", (2,), I32)],
+                              [("y", (2, 3), np.float32)], GatherOptions(axis=0))
+    assert_refused(runtime, 28, Code.API_LEVEL, min_api_level=29)
+    scattered = np.array([k // 2 if k % 2 == 0 else 19 - k // 2 for k in range(20)], I32)  # 10 runs
+    many = single_op_model(B.GATHER, [("x", (20, 3), np.float32), ("i", scattered)],
+                           [("y", (20, 3), np.float32)], GatherOptions(axis=0))
+    assert_refused(many, 28, Code.API_LEVEL, min_api_level=29)
     scalar_i32 = single_op_model(B.GATHER, [("x", (5, 3), I32), ("i", (), I32)], [("y", (3,), I32)],
                                  GatherOptions(axis=0))
     assert_refused(scalar_i32, 30, Code.API_LEVEL, min_api_level=33)

@@ -19,6 +19,34 @@ from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
+MAX_SLICE_RUNS = 8  # below API 29, a constant gather costs one STRIDED_SLICE per run of indices
+
+
+def index_runs(indices: list[int]) -> list[tuple[int, int, int]]:
+    """Splits indices into arithmetic runs (start, count, step): [2, 1, 0, 5, 7] -> (2, 3, -1), (5, 2, 2)."""
+    runs: list[tuple[int, int, int]] = []
+    k = 0
+    while k < len(indices):
+        start = indices[k]
+        if k + 1 < len(indices) and indices[k + 1] != start:
+            step = indices[k + 1] - start
+            count = 2
+            while k + count < len(indices) and indices[k + count] - indices[k + count - 1] == step:
+                count += 1
+        else:
+            step, count = 1, 1
+        runs.append((start, count, step))
+        k += count
+    return runs
+
+
+def _const_gather_runs(c: CheckContext) -> list[tuple[int, int, int]] | None:
+    idx = c.input(1)
+    if idx is None or not c.is_const(idx) or idx.rank > 1:
+        return None
+    return index_runs([int(v) for v in np.asarray(c.const_value(idx)).reshape(-1)])
+
+
 @lowering_rule(BuiltinOperator.GATHER)
 class Gather(Rule):
     """TFLite GATHER(params, indices) [axis, batch_dims] -> NNAPI GATHER(input, axis INT32, indices)
@@ -27,15 +55,19 @@ class Gather(Rule):
 
     Rank-0 indices (TensorFlow's `x[i]` with a tensor i, e.g. in WHILE bodies) travel as NNAPI [1]
     tensors: GATHER then keeps the axis with extent 1 and a RESHAPE drops it (int32 params then need
-    API 33, where RESHAPE takes TENSOR_INT32)."""
+    API 33, where RESHAPE takes TENSOR_INT32).
 
-    nnapi_ops = (OperationType.GATHER, OperationType.RESHAPE)
-    min_api_level = 29
+    At API 28, constant indices of rank 0 or 1 on float or quantized params become one STRIDED_SLICE per
+    arithmetic run of indices (e.g. [2, 1, 0] is one slice with stride -1; a scalar index is a shrunk
+    slice), CONCATENATED along the axis: the same elements in the same order (at most 8 runs)."""
+
+    nnapi_ops = (OperationType.GATHER, OperationType.RESHAPE, OperationType.STRIDED_SLICE,
+                 OperationType.CONCATENATION)
+    min_api_level = 28
     dtypes = ("float32", "uint8", "int8", "int32")
-    constraints = "batch_dims 0; indices rank <= 4; rank <= 4"
+    constraints = "batch_dims 0; indices rank <= 4; rank <= 4; API 28 only for few constant index runs"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "GATHER")
         if not c.require_inputs(2):
             return
         x = check_data_movement(c, BASIC_I32)
@@ -45,6 +77,13 @@ class Gather(Rule):
         if c.nnapi_type(idx) is None:
             c.refuse(Code.DTYPE, "non-constant int64 indices have no NNAPI type", "use int32 indices")
         c.require_rank(idx, 4, 0, "indices")
+        runs = _const_gather_runs(c)
+        if c.api_level < 29:
+            if x.type == I32 or runs is None or len(runs) > MAX_SLICE_RUNS:
+                c.require_api(29, "GATHER (below API 29 only a few runs of constant indices on float or "
+                              "quantized data, as STRIDED_SLICEs)")
+            else:
+                c.require_api(28, "GATHER of constant indices (STRIDED_SLICE + CONCATENATION)")
         if idx.rank == 0 and x.type == I32:
             c.require_api(33, "GATHER of int32 params with scalar indices (RESHAPE of int32)")
         o = c.options
@@ -62,6 +101,9 @@ class Gather(Rule):
     def lower(self, c: LowerContext) -> None:
         x = c.input(0)
         axis = (c.options.axis if c.options is not None else 0) % x.rank
+        if c.api_level < 29:
+            self._lower_slices(c, axis)
+            return
         if c.input(1).rank > 0:
             c.emit(OperationType.GATHER, [c.in_(0), c.i32(axis), c.in_(1)], [c.out()])
             return
@@ -70,6 +112,28 @@ class Gather(Rule):
         tmp = c.temp_like(c.in_(0), kept)
         c.emit(OperationType.GATHER, [c.in_(0), c.i32(axis), c.in_(1)], [tmp])
         c.emit(OperationType.RESHAPE, [tmp, c.i32_vector(out_dims(c.output()))], [c.out()])
+
+    @staticmethod
+    def _lower_slices(c: LowerContext, axis: int) -> None:
+        x = c.input(0)
+        runs = _const_gather_runs(c) or []
+        shrink = c.input(1).rank == 0
+        others = (1 << x.rank) - 1 - (1 << axis)  # every other axis: whole range via the masks
+        parts = []
+        for start, count, step in runs:
+            end = start + count * step
+            end_mask = others | ((1 << axis) if end < 0 else 0)  # a run down to index 0 ends "at the end"
+            begin, stop, strides = [0] * x.rank, [0] * x.rank, [1] * x.rank
+            begin[axis], stop[axis], strides[axis] = start, max(end, 0), step
+            dims = list(x.shape)
+            dims[axis] = count
+            dst = c.out() if len(runs) == 1 else c.temp_like(c.in_(0), dims)
+            c.emit(OperationType.STRIDED_SLICE,
+                   [c.in_(0), c.i32_vector(begin), c.i32_vector(stop), c.i32_vector(strides), c.i32(others),
+                    c.i32(end_mask), c.i32((1 << axis) if shrink else 0)], [dst])
+            parts.append(dst)
+        if len(parts) > 1:
+            c.emit(OperationType.CONCATENATION, [*parts, c.i32(axis)], [c.out()])
 
 
 @lowering_rule(BuiltinOperator.GATHER_ND)
