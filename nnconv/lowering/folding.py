@@ -336,8 +336,8 @@ def _quant_ok(op: Operator, ins: list[Tensor | None], outs: list[Tensor]) -> boo
         return True
     if op.builtin_code not in _DATA_MOVEMENT:
         return False
-    data_in = ins[1] if op.builtin_code == B.SPLIT else ins[0]
-    return all(_quant_key(o) == _quant_key(data_in) for o in outs)
+    # Every quantized tensor involved (all CONCATENATION / PACK inputs, the outputs) must share parameters.
+    return len({_quant_key(t) for t in quantized}) == 1
 
 
 def _fold_op(state: ConversionState, sg: Subgraph, op: Operator, model_outputs: set[int]) -> None:

@@ -202,3 +202,22 @@ def test_comparison_folds_to_bool():
 
 def test_division_by_zero_is_left_unfolded():
     assert _folded_value(B.FLOOR_DIV, [np.array([1, 2], I32), np.array([0, 1], I32)], (2,), I32) is None
+
+
+def test_concat_of_differently_quantized_constants_is_not_folded():
+    b = TfliteBuilder()
+    a = b.const("a", np.array([1, 2], np.uint8), quant=QuantParams(0.1, 3))
+    c = b.const("c", np.array([4, 5], np.uint8), quant=QuantParams(0.2, 3))
+    t = b.tensor("t", (4,), np.uint8, quant=QuantParams(0.1, 3))
+    b.op(B.CONCATENATION, [a, c], [t], ConcatenationOptions(axis=0))
+    same = b.tensor("same", (4,), np.uint8, quant=QuantParams(0.1, 3))
+    b.op(B.CONCATENATION, [a, a], [same], ConcatenationOptions(axis=0))
+    x = b.input("x", (4,), np.uint8, quant=QuantParams(0.1, 3))
+    y = b.tensor("y", (4,), np.uint8, quant=QuantParams(0.1, 3))
+    b.op(B.ADD, [x, t], [y])
+    y2 = b.tensor("y2", (4,), np.uint8, quant=QuantParams(0.1, 3))
+    b.op(B.ADD, [x, same], [y2])
+    b.output(y, y2)
+    state = make_state(read_model(b.finish()), 30)
+    assert (0, t) not in state.folded
+    np.testing.assert_array_equal(state.folded[(0, same)], [1, 2, 1, 2])
