@@ -353,6 +353,8 @@ def _fold_op(state: ConversionState, sg: Subgraph, op: Operator, model_outputs: 
             continue
         v = state.folded.get((sg.index, t.index))
         if v is None and t.data is not None:
+            if t.sparsity is not None or t.data.size != int(np.prod(t.shape, dtype=np.int64)):
+                return  # sparse (DENSIFY's business) or inconsistent buffers are left alone
             v = t.data.reshape(t.shape)
         if v is None and not (op.builtin_code in SHAPE_ONLY and k == 0):
             return
