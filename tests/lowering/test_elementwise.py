@@ -66,6 +66,12 @@ def test_int32_with_fused_activation_refused():
     assert_refused(binary(B.ADD, np.int32, act=1), 30, Code.OPTION)
 
 
+@pytest.mark.parametrize("op", [B.ADD, B.SUB, B.MUL, B.DIV], ids=lambda o: o.name)
+def test_fused_sign_bit_refused(op):
+    # SIGN_BIT has no meaning as a fused activation; every rule refuses it through check_fused_activation.
+    assert_refused(binary(op, act=5), 30, Code.OPTION)
+
+
 def test_quantized_fused_tanh_is_ignored_like_tflite():
     assert_parity(binary(B.ADD, np.uint8, act=4), api_level=27, expect_ops=["ADD"])
 

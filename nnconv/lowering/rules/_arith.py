@@ -72,20 +72,6 @@ def check_common(c: CheckContext, n_inputs: int | tuple[int, int], allowed: Iter
     return ok
 
 
-def arithmetic_fuse_code(act: int) -> FuseCode:
-    """The FuseCode that reproduces a TFLite arithmetic op's fused activation.
-
-    TFLite's ADD / SUB / MUL / DIV kernels (float and quantized) clamp only for the RELU family: their
-    activation range for TANH, SIGN_BIT or SIGMOID is the full range, so those activations are no-ops at
-    run time, and the lowering reproduces what the interpreter computes (FuseCode NONE)."""
-    return FuseCode(act) if act in (0, 1, 2, 3) else FuseCode.NONE
-
-
-def check_arithmetic_activation(c: CheckContext, act: int) -> None:
-    if act not in range(7):
-        c.refuse(Code.OPTION, f"unknown fused activation {act}")
-
-
 def zero_point_constant(c: LowerContext, like: int) -> int:
     """A [1] constant of `like`'s type, scale and zero point holding the real value 0."""
     od = c.info(like)

@@ -27,21 +27,6 @@ FLOAT_WEIGHTS = (TensorType.FLOAT32, TensorType.FLOAT16)
 QUANT_WEIGHTS = (TensorType.INT8, TensorType.UINT8)
 
 
-def kernel_activation(act: int) -> int:
-    """The fused activation TFLite's kernels actually apply: their activation ranges know RELU, RELU_N1_TO_1
-    and RELU6 only, so a fused TANH or SIGMOID on these ops computes nothing (measured against the
-    interpreter). Lowering it as NONE keeps parity with what the model does under TFLite."""
-    return 0 if act in (4, 6) else act
-
-
-def check_kernel_activation(c: CheckContext, act: int) -> None:
-    """Refuses the fused activations with no meaning here (SIGN_BIT, unknown codes); TANH and SIGMOID are
-    accepted and lowered as NONE (see `kernel_activation`), so they need no API gate."""
-    if act in (4, 6):
-        return
-    c.check_fused_activation(act)
-
-
 def is_hybrid(x: Tensor | None, w: Tensor | None) -> bool:
     """Float activations with quantized weights (TFLite's dynamic-range quantization)."""
     return (x is not None and w is not None and x.type == TensorType.FLOAT32 and w.type in QUANT_WEIGHTS)

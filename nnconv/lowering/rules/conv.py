@@ -15,8 +15,7 @@ from nnconv.lowering.common import padding_code
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, custom_rule, lowering_rule
-from nnconv.lowering.rules._weights import (bias_for, check_kernel_activation, check_weighted_op, kernel_activation,
-                                             weights_operand)
+from nnconv.lowering.rules._weights import bias_for, check_weighted_op, weights_operand
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, Padding, TensorType
 
@@ -61,7 +60,7 @@ class Conv2D(Rule):
             else:
                 c.refuse(Code.OPERAND_VALUE, f"input depth {x.shape[3]} is not a multiple of filter depth "
                          f"{w.shape[3]}")
-        check_kernel_activation(c, o.fused_activation_function)
+        c.check_fused_activation(o.fused_activation_function)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
@@ -71,7 +70,7 @@ class Conv2D(Rule):
         bias = bias_for(c, 2, w_t.shape[0], x, w)
         groups = x_t.shape[3] // w_t.shape[3]
         dilated = o.dilation_w_factor != 1 or o.dilation_h_factor != 1
-        fused = c.fused_output(kernel_activation(o.fused_activation_function))
+        fused = c.fused_output(o.fused_activation_function)
         args = [x, w, bias, c.i32(padding_code(o.padding)), c.i32(o.stride_w), c.i32(o.stride_h)]
         if groups > 1:
             args += [c.i32(groups), c.i32(fused.code), c.boolean(False)]
@@ -114,7 +113,7 @@ class DepthwiseConv2D(Rule):
                 c.refuse(Code.OPERAND_VALUE, f"filter {list(w.shape)} is not [1, KH, KW, {x.shape[3]} * M]")
         if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
             c.require_api(29, "dilated DEPTHWISE_CONV_2D")
-        check_kernel_activation(c, o.fused_activation_function)
+        c.check_fused_activation(o.fused_activation_function)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
@@ -122,7 +121,7 @@ class DepthwiseConv2D(Rule):
         w = weights_operand(c, 1)
         x_t, w_t = c.input(0), c.input(1)
         bias = bias_for(c, 2, w_t.shape[3], x, w)
-        fused = c.fused_output(kernel_activation(o.fused_activation_function))
+        fused = c.fused_output(o.fused_activation_function)
         args = [x, w, bias, c.i32(padding_code(o.padding)), c.i32(o.stride_w), c.i32(o.stride_h),
                 c.i32(w_t.shape[3] // x_t.shape[3]), c.i32(fused.code)]
         if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
@@ -155,7 +154,7 @@ def _emit_transpose_conv(c: LowerContext, x_slot: int, w_slot: int, bias_slot: i
     else:
         pl, pr = transpose_padding(x_t.shape[2], out_t.shape[2], stride_w, w_t.shape[2])
         pt, pb = transpose_padding(x_t.shape[1], out_t.shape[1], stride_h, w_t.shape[1])
-    fused = c.fused_output(kernel_activation(act))
+    fused = c.fused_output(act)
     args = [x, w, bias, c.i32(pl), c.i32(pr), c.i32(pt), c.i32(pb), c.i32(stride_w), c.i32(stride_h),
             c.i32(fused.code), c.boolean(False)]
     c.emit(OperationType.TRANSPOSE_CONV_2D, args, [fused.operand])
@@ -175,7 +174,7 @@ def _check_transpose_conv(c: CheckContext, x_slot: int, w_slot: int, bias_slot: 
     if x is not None and w is not None and x.rank == 4 and w.rank == 4 and out.rank == 4:
         if out.shape[3] != w.shape[0] or out.shape[0] != x.shape[0]:
             c.refuse(Code.OPERAND_VALUE, f"output shape {list(out.shape)} does not match the filter and input")
-    check_kernel_activation(c, act)
+    c.check_fused_activation(act)
 
 
 @lowering_rule(BuiltinOperator.TRANSPOSE_CONV)

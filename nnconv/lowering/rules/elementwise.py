@@ -20,13 +20,15 @@ import numpy as np
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import (F32, I8, I32, U8, arithmetic_fuse_code, check_arithmetic_activation,
-                                          check_common, is_quant, nnapi_dims, quant_params, same_quant,
+from nnconv.lowering.rules._arith import (F32, I8, I32, U8, check_common, is_quant, nnapi_dims, quant_params, same_quant,
                                           scalar_tensor, via_float)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
-from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+from nnconv.tflite.schema_enums import ActivationFunctionType, BuiltinOperator, TensorType
 
 F16 = TensorType.FLOAT16
+# Fused activations that clamp (RELU, RELU_N1_TO_1, RELU6); the others compute nothing in TFLite's kernels.
+_CLAMPING_ACTIVATIONS = (ActivationFunctionType.RELU, ActivationFunctionType.RELU_N1_TO_1,
+                         ActivationFunctionType.RELU6)
 
 
 def negate(c: LowerContext, x: int) -> int:
@@ -42,8 +44,10 @@ def negate(c: LowerContext, x: int) -> int:
 # -- binary arithmetic with a fused activation -----------------------------------------------------
 class _FusedBinary(Rule):
     """TFLite OP(x, y) with fused activation -> NNAPI OP(input1 = x, input2 = y, fuse code). The RELU family
-    maps to the same FuseCode; TANH / SIGN_BIT / SIGMOID become NONE, because TFLite's arithmetic kernels
-    ignore them (`arithmetic_fuse_code`): the NNAPI graph computes what the interpreter computes."""
+    maps to the same FuseCode; TANH / SIGMOID become NONE, because TFLite's arithmetic kernels ignore them
+    (`LowerContext.fused_output`): the NNAPI graph computes what the interpreter computes. SIGN_BIT is
+    refused, as for every op with a fused activation (`CheckContext.check_fused_activation`).
+    `pot_scale_int16` (ADD / SUB) concerns int16 tensors only, which `check_common` refuses."""
 
     nnapi_op: ClassVar[OperationType]
     float_api: ClassVar[int] = 27
@@ -69,16 +73,18 @@ class _FusedBinary(Rule):
             self.check_quant(c)
         else:  # int32
             c.require_api(self.int32_api, f"int32 {name}")
-            if arithmetic_fuse_code(act) != FuseCode.NONE:
+            if act in _CLAMPING_ACTIVATIONS:
                 c.refuse(Code.OPTION, f"int32 {name} takes no fused activation in NNAPI")
-        check_arithmetic_activation(c, act)
+        c.check_fused_activation(act)
 
     def check_quant(self, c: CheckContext) -> None:
         """Extra constraints of the quantized form (none by default)."""
 
     def lower(self, c: LowerContext) -> None:
-        code = arithmetic_fuse_code(c.options.fused_activation_function)
-        c.emit(self.nnapi_op, [c.in_(0), c.in_(1), c.i32(code)], [c.out(0)])
+        x, y = c.in_(0), c.in_(1)
+        fused = c.fused_output(c.options.fused_activation_function)
+        c.emit(self.nnapi_op, [x, y, c.i32(fused.code)], [fused.operand])
+        fused.finish()
 
 
 @lowering_rule(BuiltinOperator.ADD)
@@ -109,14 +115,16 @@ def _quant_binary_via_float(c: LowerContext, op: OperationType) -> None:
     """Quantized OP(x, y) evaluated in float32: DEQUANTIZE both inputs, OP with the fused activation, then
     QUANTIZE into the output (API 29). The float result is rounded once, so it lies within 1 LSB of TFLite's
     integer pipeline."""
-    x, y, out = c.in_(0), c.in_(1), c.out(0)
+    x, y = c.in_(0), c.in_(1)
+    fused = c.fused_output(c.options.fused_activation_function)
     fx = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(x).dimensions))
     fy = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(y).dimensions))
-    fz = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(out).dimensions))
+    fz = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(fused.operand).dimensions))
     c.emit(OperationType.DEQUANTIZE, [x], [fx])
     c.emit(OperationType.DEQUANTIZE, [y], [fy])
-    c.emit(op, [fx, fy, c.i32(arithmetic_fuse_code(c.options.fused_activation_function))], [fz])
-    c.emit(OperationType.QUANTIZE, [fz], [out])
+    c.emit(op, [fx, fy, c.i32(fused.code)], [fz])
+    c.emit(OperationType.QUANTIZE, [fz], [fused.operand])
+    fused.finish()
 
 
 def _mul_scales_ok(c: CheckContext) -> bool:

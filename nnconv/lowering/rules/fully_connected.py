@@ -7,8 +7,7 @@ import math
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._weights import (bias_for, check_kernel_activation, check_weighted_op, kernel_activation,
-                                             weights_operand)
+from nnconv.lowering.rules._weights import bias_for, check_weighted_op, weights_operand
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -46,7 +45,7 @@ class FullyConnected(Rule):
             if math.prod(x.shape) % w.shape[1]:
                 c.refuse(Code.OPERAND_VALUE, f"input of {math.prod(x.shape)} elements does not divide into rows "
                          f"of {w.shape[1]}")
-        check_kernel_activation(c, o.fused_activation_function if o is not None else 0)
+        c.check_fused_activation(o.fused_activation_function if o is not None else 0)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
@@ -60,13 +59,12 @@ class FullyConnected(Rule):
             x = flat
         w = weights_operand(c, 1)
         bias = bias_for(c, 2, units, x, w)
-        act = kernel_activation(o.fused_activation_function if o is not None else 0)
+        fused = c.fused_output(o.fused_activation_function if o is not None else 0)
         if tuple(out_t.shape) == (batch, units):
-            fused = c.fused_output(act)
             c.emit(OperationType.FULLY_CONNECTED, [x, w, bias, c.i32(fused.code)], [fused.operand])
-            fused.finish()
-            return
-        out = c.out(0)
-        flat_out = c.temp_like(out, (batch, units))
-        c.emit(OperationType.FULLY_CONNECTED, [x, w, bias, c.i32(act)], [flat_out])
-        c.emit(OperationType.RESHAPE, [flat_out, c.i32_vector(list(out_t.shape))], [out])
+        else:
+            # NNAPI's FC output is always [batch, U]: write it to a temporary and reshape into the TFLite shape.
+            flat_out = c.temp_like(fused.operand, (batch, units))
+            c.emit(OperationType.FULLY_CONNECTED, [x, w, bias, c.i32(fused.code)], [flat_out])
+            c.emit(OperationType.RESHAPE, [flat_out, c.i32_vector(list(out_t.shape))], [fused.operand])
+        fused.finish()

@@ -6,7 +6,6 @@ from nnconv.lowering.common import FLOAT, FLOAT_OR_QUANT8, check_int8, padding_c
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._weights import check_kernel_activation, kernel_activation
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -37,7 +36,7 @@ class _Pool(Rule):
                 c.refuse(Code.QUANTIZATION, "NNAPI pooling keeps the input's scale and zero point; the output's "
                          "differ")
         check_int8(c)
-        check_kernel_activation(c, o.fused_activation_function)
+        c.check_fused_activation(o.fused_activation_function)
         self.check_more(c)
 
     def check_more(self, c: CheckContext) -> None:
@@ -45,7 +44,7 @@ class _Pool(Rule):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
-        fused = c.fused_output(kernel_activation(o.fused_activation_function))
+        fused = c.fused_output(o.fused_activation_function)
         args = [c.in_(0), c.i32(padding_code(o.padding)), c.i32(o.stride_w), c.i32(o.stride_h),
                 c.i32(o.filter_width), c.i32(o.filter_height), c.i32(fused.code)]
         c.emit(self.nnapi_op, args, [fused.operand])
