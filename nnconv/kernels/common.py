@@ -355,8 +355,9 @@ class Requantizer:
     RDBPOT adds 2^(e-1) (x >= 0) or 2^(e-1) - 1 (x < 0) before flooring (see `rounding_divide_by_pot`).
     `build` declines (returns None) unless the bound proves the rewrite exact: x << left stays inside int32
     (so the reference's clamp never fires and SRDHM cannot saturate), M >= 0, e <= 31, and the int64
-    numerator cannot overflow. Per element that is one multiply, one add, one compare, one masked subtract,
-    one shift and one clamp into the output dtype, instead of a dozen int64 temporaries."""
+    numerator cannot overflow. Per element that is one multiply, one add, one shift and one clamp into the
+    output dtype (plus four cheap passes for the negative-SRDHM correction when the activation can pass
+    values below the zero point), instead of a dozen int64 temporaries."""
 
     def __init__(self, mult: np.ndarray, offset: np.ndarray, threshold: np.ndarray | None, shift: np.ndarray,
                  lo: int, hi: int, dtype: np.dtype) -> None:
@@ -380,25 +381,38 @@ class Requantizer:
                 return None
             mp = m << left
             k = b * mp + (1 << 30) + zp * (1 << (31 + right)) + ((1 << (30 + right)) if right else 0)
-            if bound * mp + abs(k) + (1 << 31) >= 1 << 63:
+            thr = k - b * mp - (1 << 30) if right else 0
+            # |numerator| and |numerator - threshold| (the correction's sign test) must fit int64
+            if bound * mp + abs(k) + abs(thr) + (1 << 31) >= 1 << 63:
                 return None
             mult.append(mp)
             offset.append(k)
-            threshold.append(k - b * mp - (1 << 30) if right else never)
+            threshold.append(thr if right else never)
             shift.append(31 + right)
         lo, hi = quantized_activation_range(activation, out)
         thr = np.asarray(threshold, dtype=np.int64)
         sh = np.asarray(shift, dtype=np.int64)
-        return cls(np.asarray(mult, dtype=np.int64), np.asarray(offset, dtype=np.int64),
-                   None if (thr == never).all() else thr,
+        # The correction only lowers results whose SRDHM value is negative, which land at or below the zero
+        # point with or without it; when the activation's lower bound is >= the zero point (RELU, RELU6)
+        # the clamp maps both to the bound, so the correction cannot change an output and is skipped.
+        skip = bool((thr == never).all()) or lo >= zp
+        return cls(np.asarray(mult, dtype=np.int64), np.asarray(offset, dtype=np.int64), None if skip else thr,
                    np.int64(sh[0]) if (sh == sh[0]).all() else sh, lo, hi, out.dtype)
 
     def __call__(self, acc: np.ndarray) -> np.ndarray:
         """Output storage values of integer-valued accumulators (int32/int64, or float holding exact ints)."""
-        t = np.multiply(acc, self.mult, dtype=np.int64, casting="unsafe")
+        if acc.dtype.kind == "f":
+            acc = acc.astype(np.int32)  # exact: integer values with |acc| <= bound < 2^31 (checked in build)
+        t = acc.astype(np.int64)
+        t *= self.mult
         t += self.offset
         if self.threshold is not None:
-            np.subtract(t, np.int64(1 << 31), out=t, where=t < self.threshold)
+            # numerator - 2^31 where t < threshold: (t - threshold) >> 63 is -1 exactly there (no overflow:
+            # both sides stay far inside int64), and -1 & -2^31 == -2^31. Cheaper than a masked subtract.
+            corr = t - self.threshold
+            corr >>= np.int64(63)
+            corr &= np.int64(-(1 << 31))
+            t += corr
         t >>= self.shift
         y = np.empty(t.shape, dtype=self.dtype)
         np.clip(t, self.lo, self.hi, out=y, casting="unsafe")
