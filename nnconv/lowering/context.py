@@ -5,7 +5,8 @@ rule agrees on it:
 
 - float32 -> TENSOR_FLOAT32; a constant float16 tensor is widened to a float32 constant (the delegate's
   HALF_TO_FLOAT conversion), a non-constant one is TENSOR_FLOAT16;
-- int32 -> TENSOR_INT32; int64 constants are narrowed to TENSOR_INT32 when every value fits;
+- int32 -> TENSOR_INT32; int64 constants are narrowed to TENSOR_INT32 when every value fits, and so are
+  ARG_MAX / ARG_MIN int64 outputs (indices always fit; `ConversionState.int64_as_int32`);
 - uint8 -> TENSOR_QUANT8_ASYMM; int16 -> TENSOR_QUANT16_SYMM; bool -> TENSOR_BOOL8;
 - int8 with several scales -> TENSOR_QUANT8_SYMM_PER_CHANNEL (channel dim = quantized_dimension);
   other int8 -> TENSOR_QUANT8_ASYMM_SIGNED from API 30, and below API 30 TENSOR_QUANT8_ASYMM with zero
@@ -49,6 +50,9 @@ class ConversionState:
     api_level: int
     options: "ConversionOptions"
     folded: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # (subgraph, tensor) -> value
+    # Non-constant int64 tensors whose values always fit int32 (ARG_MAX/ARG_MIN indices), carried as
+    # TENSOR_INT32; see folding.mark_int64_indices.
+    int64_as_int32: set[tuple[int, int]] = field(default_factory=set)
 
 
 class CheckContext:
@@ -121,7 +125,8 @@ class CheckContext:
         if tt == TensorType.INT32:
             return OperandType.TENSOR_INT32
         if tt == TensorType.INT64:
-            return OperandType.TENSOR_INT32 if self.is_const(t) else None
+            safe = (self.subgraph.index, t.index) in self.state.int64_as_int32
+            return OperandType.TENSOR_INT32 if self.is_const(t) or safe else None
         if tt == TensorType.UINT8:
             return OperandType.TENSOR_QUANT8_ASYMM
         if tt == TensorType.INT8:

@@ -129,9 +129,18 @@ def test_arg_refusals():
     m = single_op_model(B.ARG_MAX, [("x", (2, 5), np.float32), ("a", np.array([1], I32))],
                         [("y", (2,), np.int32)], ArgMaxOptions(output_type=2))
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
-    m64 = single_op_model(B.ARG_MAX, [("x", (2, 5), np.float32), ("a", np.array([1], I32))],
-                          [("y", (2,), np.int64)], ArgMaxOptions(output_type=4))
-    assert_refused(m64, 30, Code.DTYPE)
+    bad_axis = single_op_model(B.ARG_MAX, [("x", (2, 5), np.float32), ("a", np.array([2], I32))],
+                               [("y", (2,), np.int32)], ArgMaxOptions(output_type=2))
+    assert_refused(bad_axis, 30, Code.OPERAND_VALUE)
+
+
+@pytest.mark.parametrize("op,opts,nnapi", [(B.ARG_MAX, ArgMaxOptions(output_type=4), "ARGMAX"),
+                                           (B.ARG_MIN, ArgMinOptions(output_type=4), "ARGMIN")])
+def test_arg_int64_output_travels_as_int32(op, opts, nnapi):
+    m = single_op_model(op, [("x", (2, 5, 7), np.float32), ("a", np.array([-1], np.int64))],
+                        [("y", (2, 5), np.int64)], opts)
+    result = assert_parity(m, api_level=29, expect_ops=[nnapi])
+    assert result.converted.outputs[0].dtype == "int64"
 
 
 @pytest.mark.parametrize("dtype,api", [("float32", 29), ("uint8", 29), ("int8", 29), ("int8", 30),

@@ -13,7 +13,7 @@ from nnconv.lowering.common import check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, BOOL, F32, I32, check_data_movement,
+from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, BOOL, F32, I32, I64, check_data_movement,
                                                   check_same_quant, const_ints,
                                                   require_const_ints, same_quant)
 from nnconv.nnapi.enums import OperandType, OperationType
@@ -237,11 +237,13 @@ class ReduceAll(_Reduce):
 
 class _ArgReduce(Rule):
     """TFLite ARG_MAX / ARG_MIN(input, axis) [output_type] -> NNAPI ARGMAX / ARGMIN(input, axis INT32
-    scalar) (API 29). NNAPI's output is TENSOR_INT32, so TFLite's int64 output type is refused."""
+    scalar) (API 29). NNAPI's output is TENSOR_INT32; TensorFlow's default int64 output is carried as
+    TENSOR_INT32 too (indices always fit; the delegate refuses it), converted back to int64 at the model
+    boundary."""
 
     min_api_level = 29
     dtypes = ("float32", "uint8", "int8", "int32")
-    constraints = "constant axis; int32 output; rank <= 4"
+    constraints = "constant axis; rank <= 4"
     nnapi_op: OperationType
 
     def check(self, c: CheckContext) -> None:
@@ -252,7 +254,7 @@ class _ArgReduce(Rule):
         if not c.require_dtype(x, BASIC_I32):
             return
         c.require_rank(x, 4, 1)
-        c.require_dtype(c.output(), (I32,), "output", hint="convert with output_type=tf.int32")
+        c.require_dtype(c.output(), (I32, I64), "output")
         c.require_static_shapes()
         check_int8(c)
         axis = require_const_ints(c, 1, "axis")
