@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnconv.kernels._elementwise import FLOAT_TYPES
-from nnconv.kernels._fixedpoint16 import I16_MAX, I16_MIN
-from nnconv.kernels._fixedpoint16 import mul as _srdhm16  # int16 SaturatingRoundingDoublingHighMul
+from nnconv.kernels._fixedpoint import FP16, I16_MAX, I16_MIN
 from nnconv.kernels.common import is_quant8, qrange, quantize_multiplier, rounding_divide_by_pot
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
@@ -47,11 +46,11 @@ def _hard_swish_quant(call: KernelCall) -> np.ndarray:
     out_m16, rel_m16 = _int16_multiplier(out_m32), _int16_multiplier(rel_m32)
 
     hires = (call.tensor(0).astype(np.int64) - od.zero_point) * (1 << 7)
-    on_preshift_output = _srdhm16(hires, out_m16)
+    on_preshift_output = FP16.mul(hires, out_m16)
     reluish = hires
     if rel_exp > 0:
         reluish = _saturating_left_shift16(reluish, rel_exp - 1)
-    reluish = _srdhm16(reluish, rel_m16)
+    reluish = FP16.mul(reluish, rel_m16)
     if rel_exp > 0:
         reluish = _saturating_left_shift16(reluish, 1)
     if rel_exp < 0:

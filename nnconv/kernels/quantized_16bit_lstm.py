@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.kernels import _fixedpoint16 as fp
-from nnconv.kernels.common import exact_int_matmul, multiply_by_quantized_multiplier, quantize_multiplier
+from nnconv.kernels._fixedpoint import FP16 as fp
+from nnconv.kernels.common import (exact_int_matmul, multiply_by_quantized_multiplier, quantize_multiplier,
+                                   rounding_divide_by_pot)
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
@@ -52,7 +53,7 @@ def quantized_16bit_lstm(call: KernelCall) -> list[np.ndarray]:
     concat = np.concatenate([x, prev_out], axis=1) - 128  # [B, I + O]
     acc = exact_int_matmul(concat, weights.T) + bias
     mult, shift = quantize_multiplier(4096.0 * float(call.in_operands[9].scale))
-    acc = np.clip(multiply_by_quantized_multiplier(acc, mult, shift), fp.I16_MIN, fp.I16_MAX)
+    acc = np.clip(multiply_by_quantized_multiplier(acc, mult, shift), fp.min, fp.max)
     a_in, a_cell, a_forget, a_out = (acc[:, k * n_out:(k + 1) * n_out] for k in range(4))
     i_gate = fp.logistic(a_in, 3)
     g_cell = fp.tanh(a_cell, 3)
@@ -60,5 +61,5 @@ def quantized_16bit_lstm(call: KernelCall) -> list[np.ndarray]:
     o_gate = fp.logistic(a_out, 3)
     new_c = fp.saturating_add(fp.rescale(fp.mul(i_gate, g_cell), 0, STATE_INTEGER_BITS), fp.mul(f_gate, prev_c))
     activ = fp.mul(o_gate, fp.tanh(fp.rescale(new_c, STATE_INTEGER_BITS, 3), 3))
-    out = np.clip(fp.rounding_divide_by_pot(activ, 8), -128, 127) + 128
+    out = np.clip(rounding_divide_by_pot(activ, 8), -128, 127) + 128
     return [new_c.astype(np.int16), out.astype(np.uint8)]

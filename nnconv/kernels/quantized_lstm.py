@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from nnconv.kernels import _fixedpoint16 as fp
+from nnconv.kernels._fixedpoint import FP16 as fp
 from nnconv.kernels._lstm_core import present
 from nnconv.kernels.common import (exact_int_matmul, multiply_by_quantized_multiplier, quantize_multiplier,
                                    rounding_divide_by_pot)
@@ -45,7 +45,7 @@ def _qm(scale: float) -> tuple[int, int]:
 
 
 def _matmul_acc(x: np.ndarray, x_zp: int, w: np.ndarray, scale: float, acc: np.ndarray | None,
-                out_zp: int = 0, lo: int = fp.I16_MIN, hi: int = fp.I16_MAX,
+                out_zp: int = 0, lo: int = fp.min, hi: int = fp.max,
                 bias: np.ndarray | None = None) -> np.ndarray:
     """`MatrixBatchVectorMultiplyAccumulate`: requantized (x - zp) W^T (+ bias) + out_zp, added to `acc`
     and saturated."""
@@ -76,7 +76,7 @@ def _layer_norm(x: np.ndarray, weights: np.ndarray, bias: np.ndarray, norm_scale
     val3 = rescaled * weights.astype(np.int64) + bias.astype(np.int64)
     val4 = _trunc_div(np.where(val3 > 0, val3 + 512, val3 - 512), 1024)
     a, b = _qm(norm_scale)
-    return np.clip(multiply_by_quantized_multiplier(val4, a, b + 12), fp.I16_MIN, fp.I16_MAX)
+    return np.clip(multiply_by_quantized_multiplier(val4, a, b + 12), fp.min, fp.max)
 
 
 def _trunc_div(a: np.ndarray, b: int) -> np.ndarray:
@@ -97,7 +97,7 @@ def _peephole(acc: np.ndarray, w: np.ndarray, cell: np.ndarray, scale: float, n_
     flat_cell = cell.reshape(-1)[:k]
     weights = np.tile(w.astype(np.int64)[:n_output], batch)
     prod = multiply_by_quantized_multiplier(weights * flat_cell, m, s)
-    flat_acc[:k] = np.clip(prod + flat_acc[:k], fp.I16_MIN, fp.I16_MAX)
+    flat_acc[:k] = np.clip(prod + flat_acc[:k], fp.min, fp.max)
     return flat_acc.reshape(batch, n_cell)
 
 
@@ -142,10 +142,10 @@ def quantized_lstm(call: KernelCall) -> list[np.ndarray]:
 
     f_gate = fp.logistic(gate(1, c), 3)
     g_cell = fp.tanh(gate(2, None), 3)
-    i_gate = fp.wrap16(32767 - f_gate) if cifg else fp.logistic(gate(0, c), 3)
-    forget_part = fp.wrap16(rounding_divide_by_pot(f_gate * c, 15))
-    input_part = fp.wrap16(rounding_divide_by_pot(i_gate * g_cell, 30 + cell_shift))
-    new_c = np.clip(forget_part + input_part, fp.I16_MIN, fp.I16_MAX)
+    i_gate = fp.wrap(32767 - f_gate) if cifg else fp.logistic(gate(0, c), 3)
+    forget_part = fp.wrap(rounding_divide_by_pot(f_gate * c, 15))
+    input_part = fp.wrap(rounding_divide_by_pot(i_gate * g_cell, 30 + cell_shift))
+    new_c = np.clip(forget_part + input_part, fp.min, fp.max)
     if cell_clip > 0:
         q_clip = int(min(max(F32(cell_clip) / F32(ods[19].scale), F32(-32768)), F32(32767)))
         new_c = np.clip(new_c, -q_clip, q_clip)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nnconv.kernels import _fixedpoint16 as fp
+from nnconv.kernels._fixedpoint import FP16 as fp
 from nnconv.kernels._farmhash import fingerprint64
 
 
