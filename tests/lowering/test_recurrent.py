@@ -94,6 +94,13 @@ def test_lstm_other_activations_parity(act):
     assert_parity(lstm_model(act=act), api_level=30)
 
 
+@pytest.mark.parametrize("clip", [{"cell_clip": -1.0}, {"proj_clip": -0.5, "projection": True, "n_out": 3}],
+                         ids=["cell", "proj"])
+def test_lstm_negative_clip_refused(clip):
+    # NNAPI rejects a negative clip operand (TFLite's kernel too, at prepare time).
+    assert_refused(lstm_model(**clip), 30, Code.OPTION)
+
+
 def seq_lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=4, time_major=False, cifg=False, peephole=False,
                    projection=False, layer_norm=False, act=4, cell_clip=0.0) -> bytes:
     if not projection:
@@ -138,6 +145,10 @@ def test_unidirectional_sequence_lstm_unrolled_at_api28(kw):
     steps = kw.get("steps", 3)
     ops = ["STRIDED_SLICE"] * steps + ["LSTM"] * steps + (["CONCATENATION"] if steps > 1 else []) + ["RESHAPE"]
     assert_parity(m, api_level=28, expect_ops=ops)
+
+
+def test_unidirectional_sequence_lstm_negative_cell_clip_refused():
+    assert_refused(seq_lstm_model(cell_clip=-1.0), 29, Code.OPTION)
 
 
 def test_unidirectional_sequence_lstm_refusals_below_29():

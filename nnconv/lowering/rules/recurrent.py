@@ -56,6 +56,18 @@ def check_activation(c: CheckContext, act: int, lstm: bool = False) -> None:
                  "for it, so no NNAPI activation reproduces the model")
 
 
+def check_clips(c: CheckContext) -> None:
+    """NNAPI's LSTMs reject a negative cell_clip / proj_clip (0 disables clipping); so do TFLite's kernels,
+    at prepare time. Refusing here reports it instead of emitting a model NNAPI would not run."""
+    o = c.options
+    if o is None:
+        return
+    for what in ("cell_clip", "proj_clip"):
+        value = float(getattr(o, what))
+        if not value >= 0.0:  # also catches NaN
+            c.refuse(Code.OPTION, f"{what} {value} must be >= 0 (0 disables clipping)")
+
+
 def check_float_operands(c: CheckContext, slots: range | list[int], state_slots: tuple[int, ...] = (),
                          hybrid_slots: tuple[int, ...] = ()) -> None:
     """Every present input in `slots` (the state inputs among them named as such) and every output must be
@@ -377,6 +389,7 @@ class Lstm(Rule):
         check_static(c)
         if o is not None:
             check_activation(c, o.fused_activation_function, lstm=True)
+            check_clips(c)
 
     @staticmethod
     def _check_int8(c: CheckContext) -> None:
@@ -537,6 +550,7 @@ class UnidirectionalSequenceLstm(Rule):
         o = c.options
         if o is not None:
             check_activation(c, o.fused_activation_function, lstm=True)
+            check_clips(c)
             if o.diagonal_recurrent_tensors:
                 c.refuse(Code.OPTION, "diagonal recurrent weights have no NNAPI equivalent")
 
@@ -617,6 +631,7 @@ class BidirectionalSequenceLstm(Rule):
         o = c.options
         if o is not None:
             check_activation(c, o.fused_activation_function, lstm=True)
+            check_clips(c)
             if o.merge_outputs and not o.time_major:
                 # Measured: the interpreter's merged output for batch-major input misplaces the forward
                 # half for every batch after the first, while NNAPI concatenates correctly.
