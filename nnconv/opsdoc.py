@@ -9,7 +9,7 @@ from nnconv.lowering.registry import CUSTOM_RULES, RULES, Rule
 def _entry(rule: Rule) -> dict:
     name = rule.op.name if rule.custom_code is None else f"CUSTOM({rule.custom_code})"
     return {"op": name, "builtin_code": int(rule.op), "nnapi_ops": [o.name for o in rule.nnapi_ops],
-            "min_api_level": rule.min_api_level, "dtypes": list(rule.dtypes), "constraints": rule.constraints,
+            "min_api_level": rule.min_api_level, "becomes_constant": rule.becomes_constant, "dtypes": list(rule.dtypes), "constraints": rule.constraints,
             "beyond_delegate": rule.beyond_delegate}
 
 
@@ -26,6 +26,7 @@ def ops_markdown() -> str:
              "| TFLite op | NNAPI ops | min API | dtypes | constraints |", "| --- | --- | --- | --- | --- |"]
     for e in ops_json()["ops"]:
         extra = " (beyond the delegate)" if e["beyond_delegate"] else ""
-        lines.append(f"| {e['op']}{extra} | {', '.join(e['nnapi_ops'])} | {e['min_api_level']} | "
+        emitted = ", ".join(e["nnapi_ops"]) or ("(constant at conversion time)" if e["becomes_constant"] else "")
+        lines.append(f"| {e['op']}{extra} | {emitted} | {e['min_api_level']} | "
                      f"{', '.join(e['dtypes'])} | {e['constraints']} |")
     return "\n".join(lines) + "\n"

@@ -27,6 +27,7 @@ from nnconv.nnapi.enums import FuseCode, OperandType, OperationType, feature_lev
 from nnconv.nnapi.model import Operand, SymmPerChannelQuantParams
 from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.schema_enums import ActivationFunctionType, TensorType
+from nnconv.tflite.sparsity import densify
 
 if TYPE_CHECKING:
     from nnconv.lowering.convert import ConversionOptions, SubgraphLowering
@@ -53,6 +54,7 @@ class ConversionState:
     # Non-constant int64 tensors whose values always fit int32 (ARG_MAX/ARG_MIN indices), carried as
     # TENSOR_INT32; see folding.mark_int64_indices.
     int64_as_int32: set[tuple[int, int]] = field(default_factory=set)
+    densified: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # sparse constants, dense
 
 
 class CheckContext:
@@ -113,6 +115,14 @@ class CheckContext:
             return folded
         if t.data is None:
             raise ValueError(f"tensor '{t.name}' is not constant")
+        if t.sparsity is not None:
+            # NNAPI has no sparse operands: a sparse constant is densified once, at conversion time.
+            key = (self.subgraph.index, t.index)
+            dense = self.state.densified.get(key)
+            if dense is None:
+                dense = densify(t.data, t.shape, t.sparsity)
+                self.state.densified[key] = dense
+            return dense
         return t.data
 
     def nnapi_type(self, t: Tensor) -> OperandType | None:

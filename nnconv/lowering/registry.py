@@ -36,6 +36,7 @@ class Rule:
     dtypes: ClassVar[tuple[str, ...]] = ("float32",)
     constraints: ClassVar[str] = ""
     beyond_delegate: ClassVar[bool] = False  # True where TFLite's NNAPI delegate does not lower the op
+    becomes_constant: ClassVar[bool] = False  # the op is evaluated at conversion time (emits no operation)
 
     def check(self, c: "CheckContext") -> None:
         """Records every reason the op cannot be lowered at `c.api_level` (nothing when it can)."""

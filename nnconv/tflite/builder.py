@@ -21,7 +21,7 @@ import flatbuffers
 import numpy as np
 import tflite
 
-from nnconv.tflite.ir import TENSOR_TYPE_OF_DTYPE
+from nnconv.tflite.ir import TENSOR_TYPE_OF_DTYPE, Sparsity
 from nnconv.tflite.options_codec import encode_options
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -42,6 +42,7 @@ class _TensorSpec:
     quant: QuantParams | None
     shape_signature: tuple[int, ...] | None
     is_variable: bool = False
+    sparsity: Sparsity | None = None
 
 
 @dataclass
@@ -86,13 +87,14 @@ class SubgraphBuilder:
         return t
 
     def const(self, name: str, value: Any, dtype: Any = None, quant: QuantParams | None = None,
-              shape: Sequence[int] | None = None) -> int:
-        """A constant tensor; `dtype` defaults to the array's own dtype."""
+              shape: Sequence[int] | None = None, sparsity: Sparsity | None = None) -> int:
+        """A constant tensor; `dtype` defaults to the array's own dtype. With `sparsity`, `value` holds only
+        the stored (non-zero) values and `shape` gives the dense shape."""
         arr = np.asarray(value, dtype=dtype)
         ttype = tensor_type_of(arr.dtype)
         self.tensors.append(_TensorSpec(name, tuple(arr.shape if shape is None else shape), ttype,
                                         self._owner.add_buffer(np.ascontiguousarray(arr).tobytes()), quant,
-                                        None))
+                                        None, sparsity=sparsity))
         return len(self.tensors) - 1
 
     def output(self, *tensors: int) -> None:
@@ -214,6 +216,39 @@ class TfliteBuilder(SubgraphBuilder):
     def _int_vector(b: flatbuffers.Builder, values: Sequence[int]) -> int:
         return b.CreateNumpyVector(np.asarray(list(values), dtype=np.int32))
 
+    @staticmethod
+    def _write_sparsity(b: flatbuffers.Builder, sp: Sparsity) -> int:
+        dims = []
+        for d in sp.dim_metadata:
+            vecs = []
+            for values in (d.array_segments, d.array_indices):
+                if d.format == 1:  # SPARSE_CSR: Int32Vector tables
+                    v = b.CreateNumpyVector(np.asarray(values, dtype=np.int32))
+                    tflite.Int32VectorStart(b)
+                    tflite.Int32VectorAddValues(b, v)
+                    vecs.append(tflite.Int32VectorEnd(b))
+            tflite.DimensionMetadataStart(b)
+            tflite.DimensionMetadataAddFormat(b, d.format)
+            tflite.DimensionMetadataAddDenseSize(b, d.dense_size)
+            if vecs:
+                tflite.DimensionMetadataAddArraySegmentsType(b, 1)
+                tflite.DimensionMetadataAddArraySegments(b, vecs[0])
+                tflite.DimensionMetadataAddArrayIndicesType(b, 1)
+                tflite.DimensionMetadataAddArrayIndices(b, vecs[1])
+            dims.append(tflite.DimensionMetadataEnd(b))
+        order = b.CreateNumpyVector(np.asarray(sp.traversal_order, dtype=np.int32))
+        block = b.CreateNumpyVector(np.asarray(sp.block_map, dtype=np.int32)) if sp.block_map else None
+        b.StartVector(4, len(dims), 4)
+        for o in reversed(dims):
+            b.PrependUOffsetTRelative(o)
+        dim_vec = b.EndVector()
+        tflite.SparsityParametersStart(b)
+        tflite.SparsityParametersAddTraversalOrder(b, order)
+        if block is not None:
+            tflite.SparsityParametersAddBlockMap(b, block)
+        tflite.SparsityParametersAddDimMetadata(b, dim_vec)
+        return tflite.SparsityParametersEnd(b)
+
     def _write_subgraph(self, b: flatbuffers.Builder, sg: SubgraphBuilder) -> int:
         t_offs = []
         for t in sg.tensors:
@@ -233,8 +268,11 @@ class TfliteBuilder(SubgraphBuilder):
                 tflite.QuantizationParametersAddZeroPoint(b, zv)
                 tflite.QuantizationParametersAddQuantizedDimension(b, t.quant.quantized_dimension)
                 q = tflite.QuantizationParametersEnd(b)
+            sp = self._write_sparsity(b, t.sparsity) if t.sparsity is not None else None
             tflite.TensorStart(b)
             tflite.TensorAddShape(b, shape)
+            if sp is not None:
+                tflite.TensorAddSparsity(b, sp)
             tflite.TensorAddType(b, int(t.type))
             tflite.TensorAddBuffer(b, t.buffer)
             tflite.TensorAddName(b, name)
