@@ -9,7 +9,13 @@ Three cases, told apart by the input and weight dtypes:
 - dynamic-range ("hybrid"): float32 input with constant int8 / uint8 weights. NNAPI has no hybrid
   convolution; from API 29 the weights go through a DEQUANTIZE into a float temporary, as TFLite's NNAPI
   delegate does. With `ConversionOptions.fold_dynamic_range_weights` they are dequantized at conversion
-  time into a float32 constant instead, which also works at API 27/28.
+  time into a float32 constant instead, which also works at API 27/28. TFLite's hybrid kernels quantize
+  the float input on the fly (symmetrically, or per row asymmetrically with the FULLY_CONNECTED /
+  BATCH_MATMUL option `asymmetric_quantize_inputs`); the float computation differs from either form only by
+  that input-quantization error, so the option selects nothing in NNAPI and is not refused.
+
+`quantized_bias_type` (CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED) only names the bias tensor's type, which
+`check_weighted_op` requires to be int32 for 8-bit ops (int64 biases belong to the int16 kernels).
 """
 
 from __future__ import annotations

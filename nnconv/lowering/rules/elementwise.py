@@ -497,7 +497,9 @@ class Cast(Rule):
     Out-of-range values differ: NNAPI clamps to [0, 255] when casting to uint8, TFLite wraps.
     NNAPI's CAST has no bool form; these are exact compositions (API 29):
     x -> bool is NOT_EQUAL(x, [0]) (the 0 stored with x's own quantization, so stored values compare);
-    bool -> y is SELECT(x, ones, zeros) with constants of x's shape."""
+    bool -> y is SELECT(x, ones, zeros) with constants of x's shape.
+    CastOptions' in_data_type / out_data_type repeat the tensor types, which are what TFLite's kernel reads,
+    so the rule reads the tensor types too."""
 
     nnapi_ops = (OperationType.CAST, OperationType.NOT_EQUAL, OperationType.SELECT, OperationType.LOGICAL_OR)
     min_api_level = 29

@@ -22,7 +22,9 @@ class FullyConnected(Rule):
     or a rank-1 output), the FC writes a [batch, U] temporary and a RESHAPE gives the output shape; TFLite's
     delegate does this from API 30 only, NNAPI runs it from API 27. A rank-1 input is first reshaped to
     [1, K]. Quantized uint8 / int8 (per-tensor weights only: NNAPI's FC has no per-channel form); hybrid
-    weights through DEQUANTIZE (API 29) or --fold-weights.
+    weights through DEQUANTIZE (API 29) or --fold-weights (`asymmetric_quantize_inputs` and
+    `quantized_bias_type`: see `_weights`). weights_format SHUFFLED4x16INT8 (a TFLite-internal layout for
+    its optimized uint8 kernel) has no NNAPI form and is refused.
     """
 
     nnapi_ops = (OperationType.FULLY_CONNECTED, OperationType.RESHAPE, OperationType.DEQUANTIZE)

@@ -41,6 +41,8 @@ class BatchMatMul(Rule):
     a RESHAPE to [..., M, N] when x has batch dimensions. That form runs from API 27 (int8 as uint8 + 128
     below 30; quantized scale restriction below 29), broadcasts over x's batch, and is used below API 33
     and wherever BATCH_MATMUL itself would need broadcasting (beyond TFLite's delegate).
+    `asymmetric_quantize_inputs` concerns only TFLite's hybrid kernel (float x, int8 y), which is refused
+    here since both inputs must share one type.
     """
 
     nnapi_ops = (OperationType.BATCH_MATMUL, OperationType.FULLY_CONNECTED, OperationType.RESHAPE)

@@ -94,8 +94,10 @@ def check_hybrid_weights(c: CheckContext, slots: tuple[int, ...], what: str) -> 
     """Dynamic-range (hybrid) weights: constant int8 / uint8 tensors that the lowering dequantizes to
     float32, by DEQUANTIZE operations from API 29 (as TFLite's delegate does) or, with the
     `fold_dynamic_range_weights` option, into float32 constants at conversion time at any level. NNAPI then
-    computes in float, while TFLite's hybrid kernel quantizes the activations on the fly, so the two agree
-    only to within that quantization error. Only int8 weights: TFLite's hybrid LSTM computes something else
+    computes in float, while TFLite's hybrid kernel quantizes the activations on the fly (asymmetrically
+    with the option `asymmetric_quantize_inputs`, which therefore selects nothing in NNAPI), so the two agree
+    only to within that quantization error. The other rules refuse hybrid weights as a dtype, which also
+    covers their `asymmetric_quantize_inputs`. Only int8 weights: TFLite's hybrid LSTM computes something else
     for uint8 weights with a zero point (measured), so those stay refused as a dtype."""
     hybrid = [c.input(i) for i in slots if c.input(i) is not None and c.input(i).type == TensorType.INT8]
     if not hybrid:
