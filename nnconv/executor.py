@@ -14,6 +14,7 @@ from typing import Callable, Mapping, Sequence, TextIO
 
 import numpy as np
 
+from nnconv.blas_threads import limit_blas_threads
 from nnconv.errors import ExecutionError, InputDataError
 from nnconv.kernels import KERNELS, KernelCall
 from nnconv.nnapi.enums import OperandLifeTime, OperandType
@@ -140,11 +141,15 @@ def _conform(arr: np.ndarray, od: Operand, op_name: str) -> np.ndarray:
 class Executor:
     """Runs a converted model: `Executor(converted).run({"input": array})` -> {"output": array}."""
 
-    def __init__(self, model: ConvertedModel | Model, trace: Trace | None = None) -> None:
+    def __init__(self, model: ConvertedModel | Model, trace: Trace | None = None,
+                 blas_threads: int | None = 1) -> None:
+        """`blas_threads` caps numpy's BLAS pool during `run` (None: leave it alone); 1 by default, like the
+        single-threaded TFLite interpreter we compare with (see `nnconv.blas_threads` for why)."""
         if isinstance(model, Model):
             model = _bare(model)
         self.converted = model
         self.runner = SubgraphRunner(model.model, trace)
+        self.blas_threads = blas_threads
 
     @property
     def input_specs(self) -> list[IoTensor]:
@@ -161,7 +166,8 @@ class Executor:
         # A rank-0 TFLite input travels as NNAPI [1] (NNAPI tensors have at least one dimension).
         nn_inputs = [a.reshape(1) if a.ndim == 0 and main.operands[i].type.is_tensor else a
                      for a, i in zip(nn_inputs, main.input_indexes)]
-        outs = self.runner.run_subgraph(0, nn_inputs)
+        with limit_blas_threads(self.blas_threads):
+            outs = self.runner.run_subgraph(0, nn_inputs)
         return {spec.name: self._from_nnapi(spec, a) for spec, a in zip(self.output_specs, outs)}
 
     def _bind(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -374,20 +374,22 @@ class Requantizer:
         bounds = np.broadcast_to(np.asarray(acc_bound, dtype=np.int64), (n,)).tolist()
         zp = int(out.zero_point)
         mult, offset, threshold, shift = [], [], [], []
-        never = -(1 << 63)  # threshold of channels without the negative-tie correction
+        corrected = False  # any channel with a right shift, hence a negative-SRDHM correction
         for m, s, b, bound in zip(ms, ss, bs, bounds):
             left, right = max(s, 0), max(-s, 0)
             if m < 0 or right > 31 or ((bound + abs(b)) << left) > INT32_MAX:
                 return None
             mp = m << left
             k = b * mp + (1 << 30) + zp * (1 << (31 + right)) + ((1 << (30 + right)) if right else 0)
-            thr = k - b * mp - (1 << 30) if right else 0
+            # Without a right shift there is no correction: a threshold below every reachable numerator.
+            thr = k - b * mp - (1 << 30) if right else -(bound * mp + abs(k) + 1)
             # |numerator| and |numerator - threshold| (the correction's sign test) must fit int64
             if bound * mp + abs(k) + abs(thr) + (1 << 31) >= 1 << 63:
                 return None
             mult.append(mp)
             offset.append(k)
-            threshold.append(thr if right else never)
+            threshold.append(thr)
+            corrected = corrected or right > 0
             shift.append(31 + right)
         lo, hi = quantized_activation_range(activation, out)
         thr = np.asarray(threshold, dtype=np.int64)
@@ -395,7 +397,7 @@ class Requantizer:
         # The correction only lowers results whose SRDHM value is negative, which land at or below the zero
         # point with or without it; when the activation's lower bound is >= the zero point (RELU, RELU6)
         # the clamp maps both to the bound, so the correction cannot change an output and is skipped.
-        skip = bool((thr == never).all()) or lo >= zp
+        skip = not corrected or lo >= zp
         return cls(np.asarray(mult, dtype=np.int64), np.asarray(offset, dtype=np.int64), None if skip else thr,
                    np.int64(sh[0]) if (sh == sh[0]).all() else sh, lo, hi, out.dtype)
 
@@ -408,7 +410,7 @@ class Requantizer:
         t += self.offset
         if self.threshold is not None:
             # numerator - 2^31 where t < threshold: (t - threshold) >> 63 is -1 exactly there (no overflow:
-            # both sides stay far inside int64), and -1 & -2^31 == -2^31. Cheaper than a masked subtract.
+            # `build` bounds |t - threshold| below 2^63), and -1 & -2^31 == -2^31. Cheaper than a masked subtract.
             corr = t - self.threshold
             corr >>= np.int64(63)
             corr &= np.int64(-(1 << 31))

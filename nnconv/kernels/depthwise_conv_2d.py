@@ -81,13 +81,27 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
     else:
         xs = xs[..., None]
         shape = (n, p.out_h, p.out_w, c, multiplier)
+    # The taps repeated along W: with the filter broadcast only over rows, numpy merges each tap's
+    # contiguous (W, C) run into one inner loop instead of one short loop per pixel (2x for small C).
+    wt = call.memo(("depthwise_tiled", quant, multiplier, p.out_w), (1,),
+                   lambda: np.ascontiguousarray(np.broadcast_to(wk[:, :, None], (kh, kw, p.out_w) + wk.shape[2:])))
+    if p.stride_h > 1 or p.stride_w > 1:
+        # De-interleave the input into its stride phases once (one copy in total), so that every tap reads
+        # a stride-1, mergeable window of one phase.
+        phases = {(py, px): np.ascontiguousarray(xs[:, py::p.stride_h, px::p.stride_w])
+                  for py in range(min(p.stride_h, xs.shape[1])) for px in range(min(p.stride_w, xs.shape[2]))}
     acc = np.zeros(shape, dtype=acc_dtype)
     prod = np.empty(shape, dtype=acc_dtype)
-    span_h, span_w = (p.out_h - 1) * p.stride_h + 1, (p.out_w - 1) * p.stride_w + 1
     for ky in range(kh):  # a loop over filter taps: each step is one multiply-add over the whole output
         for kx in range(kw):
             y0, x0 = ky * p.dil_h, kx * p.dil_w
-            np.multiply(xs[:, y0:y0 + span_h:p.stride_h, x0:x0 + span_w:p.stride_w], wk[ky, kx], out=prod)
+            if p.stride_h > 1 or p.stride_w > 1:
+                ph = phases[(y0 % p.stride_h, x0 % p.stride_w)]
+                oy, ox = y0 // p.stride_h, x0 // p.stride_w
+                tap = ph[:, oy:oy + p.out_h, ox:ox + p.out_w]
+            else:
+                tap = xs[:, y0:y0 + p.out_h, x0:x0 + p.out_w]
+            np.multiply(tap, wt[ky, kx], out=prod)
             acc += prod
     acc = acc.reshape(n, p.out_h, p.out_w, oc)
     if quant:

@@ -8,7 +8,7 @@ threshold), so the shift-based rewrites in common.py are checked against the for
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from nnconv.kernels.common import (INT32_MAX, INT32_MIN, Requantizer, multiply_by_quantized_multiplier,
@@ -115,10 +115,14 @@ def _operand(t: OperandType, scale: float, zp: int) -> Operand:
     return Operand(type=t, dimensions=[], scale=scale, zero_point=zp)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(st.lists(st.tuples(st.floats(1e-6, 30.0), st.integers(-5000, 5000)), min_size=1, max_size=6),
-       st.integers(-128, 127), st.sampled_from([FuseCode.NONE, FuseCode.RELU, FuseCode.RELU6]),
+       st.integers(-128, 127), st.sampled_from([FuseCode.NONE, FuseCode.RELU, FuseCode.RELU1, FuseCode.RELU6]),
        st.integers(0, 2**31 - 1), st.integers(0, 2**32 - 1), st.booleans())
+# a left-shift channel (multiplier 1.0) beside a right-shift one, no activation: the correction's sign
+# test must never fire for the channel without a right shift
+@example(channels=[(1.0, 0), (0.25, 0)], zp=0, act=FuseCode.NONE, bound=0, seed=0, as_float=False)
+@example(channels=[(0.001, -7), (3.0, 100)], zp=-128, act=FuseCode.RELU1, bound=2**20, seed=1, as_float=True)
 def test_requantizer_equals_requantize_accumulator(channels: list[tuple[float, int]], zp: int, act: int,
                                                    bound: int, seed: int, as_float: bool) -> None:
     """The precomputed fused requantization equals bias add + `requantize_accumulator` for every
