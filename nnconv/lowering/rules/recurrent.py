@@ -27,6 +27,8 @@ The LSTM kernels compute something else again for it, neither a sigmoid nor any 
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from nnconv.lowering.common import FLOAT
@@ -171,6 +173,19 @@ def dim(t: Tensor | None, axis: int) -> int:
 # out of the sequence, and one CONCATENATION + RESHAPE stacks the [B, U] step outputs back into the
 # [B, T, U] / [T, B, U] sequence. The arithmetic per step is the sequence op's, so results are identical.
 UNROLL_OPS = (OperationType.STRIDED_SLICE, OperationType.CONCATENATION, OperationType.RESHAPE)
+
+
+class _UnrolledSequence(Rule):
+    """A sequence op NNAPI has from API 29 and that is unrolled into `cell_op` steps at API 28."""
+
+    cell_op: ClassVar[OperationType]
+    native_ops: ClassVar[tuple[OperationType, ...]]
+    min_api_level = 28
+
+    def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
+        if api_level < 29:
+            return (OperationType.STRIDED_SLICE, self.cell_op, OperationType.CONCATENATION, OperationType.RESHAPE)
+        return self.native_ops
 
 
 def unroll_inputs(c: LowerContext, time_major: bool, slot: int = 0) -> list[int]:
@@ -503,7 +518,7 @@ def check_int8_output_matches_state(c: CheckContext) -> None:
 
 
 @lowering_rule(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM)
-class UnidirectionalSequenceLstm(Rule):
+class UnidirectionalSequenceLstm(_UnrolledSequence):
     """TFLite UNIDIRECTIONAL_SEQUENCE_LSTM (20 or 24 inputs) -> NNAPI UNIDIRECTIONAL_SEQUENCE_LSTM.
 
     Inputs 0..19 map one to one (18/19 the variable states -> zero constants); NNAPI 20 activation,
@@ -522,16 +537,12 @@ class UnidirectionalSequenceLstm(Rule):
 
     nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.LSTM, OperationType.QUANTIZED_LSTM,
                  *UNROLL_OPS)
-    min_api_level = 28
     dtypes = ("float32", "int8")
     constraints = ("float32 (hybrid refused; unrolled into LSTM steps at API 28) or int8 with layer norm "
                    "(unrolled into QUANTIZED_LSTM steps, API 30); rank-3 input")
 
-    def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
-        if api_level < 29:
-            return (OperationType.STRIDED_SLICE, OperationType.LSTM, OperationType.CONCATENATION,
-                    OperationType.RESHAPE)
-        return (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.QUANTIZED_LSTM)
+    cell_op = OperationType.LSTM
+    native_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.QUANTIZED_LSTM)
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "UNIDIRECTIONAL_SEQUENCE_LSTM (unrolled into LSTM steps below API 29)")
@@ -587,7 +598,7 @@ class UnidirectionalSequenceLstm(Rule):
 
 
 @lowering_rule(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM)
-class BidirectionalSequenceLstm(Rule):
+class BidirectionalSequenceLstm(_UnrolledSequence):
     """TFLite BIDIRECTIONAL_SEQUENCE_LSTM (48 inputs) -> NNAPI BIDIRECTIONAL_SEQUENCE_LSTM (61 inputs).
 
     TFLite 0..47 map one to one: input, forward weights 1..17, backward weights 18..34, forward output and
@@ -603,15 +614,11 @@ class BidirectionalSequenceLstm(Rule):
     """
 
     nnapi_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, OperationType.LSTM, *UNROLL_OPS)
-    min_api_level = 28
     dtypes = ("float32",)
     constraints = "float32 (hybrid refused); rank-3 input; unrolled into LSTM steps at API 28"
 
-    def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
-        if api_level < 29:
-            return (OperationType.STRIDED_SLICE, OperationType.LSTM, OperationType.CONCATENATION,
-                    OperationType.RESHAPE)
-        return (OperationType.BIDIRECTIONAL_SEQUENCE_LSTM,)
+    cell_op = OperationType.LSTM
+    native_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_LSTM,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(48):
@@ -701,22 +708,18 @@ class Rnn(Rule):
 
 
 @lowering_rule(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN)
-class UnidirectionalSequenceRnn(Rule):
+class UnidirectionalSequenceRnn(_UnrolledSequence):
     """TFLite UNIDIRECTIONAL_SEQUENCE_RNN(input, weights, recurrent weights, bias, hidden state) -> NNAPI
     slots 0..4 (the variable hidden state -> a zero constant), 5 activation, 6 time_major (INT32).
     One output (the feature level 3 form). At API 28 (beyond TFLite's delegate) the sequence is unrolled
     into one NNAPI RNN per time step, each step's hidden state output feeding the next (see "unrolling")."""
 
     nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_RNN, OperationType.RNN, *UNROLL_OPS)
-    min_api_level = 28
     dtypes = ("float32",)
     constraints = "float32 (hybrid refused); rank-3 input; unrolled into RNN steps at API 28"
 
-    def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
-        if api_level < 29:
-            return (OperationType.STRIDED_SLICE, OperationType.RNN, OperationType.CONCATENATION,
-                    OperationType.RESHAPE)
-        return (OperationType.UNIDIRECTIONAL_SEQUENCE_RNN,)
+    cell_op = OperationType.RNN
+    native_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_RNN,)
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "UNIDIRECTIONAL_SEQUENCE_RNN (unrolled into RNN steps below API 29)")
@@ -744,7 +747,7 @@ class UnidirectionalSequenceRnn(Rule):
 
 
 @lowering_rule(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_RNN)
-class BidirectionalSequenceRnn(Rule):
+class BidirectionalSequenceRnn(_UnrolledSequence):
     """TFLite BIDIRECTIONAL_SEQUENCE_RNN (12 inputs) -> NNAPI BIDIRECTIONAL_SEQUENCE_RNN (15 inputs).
 
     TFLite 0..11 map one to one: input, forward weights/recurrent/bias/hidden state 1..4, backward ones
@@ -755,16 +758,12 @@ class BidirectionalSequenceRnn(Rule):
     """
 
     nnapi_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_RNN, OperationType.RNN, *UNROLL_OPS)
-    min_api_level = 28
     dtypes = ("float32",)
     constraints = "float32; rank-3 input; unrolled into RNN steps at API 28"
     beyond_delegate = True
 
-    def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
-        if api_level < 29:
-            return (OperationType.STRIDED_SLICE, OperationType.RNN, OperationType.CONCATENATION,
-                    OperationType.RESHAPE)
-        return (OperationType.BIDIRECTIONAL_SEQUENCE_RNN,)
+    cell_op = OperationType.RNN
+    native_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_RNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(12):
