@@ -17,9 +17,22 @@ from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, custom_rule, lowering_rule
 from nnconv.lowering.rules._weights import bias_for, check_weighted_op, weights_operand
 from nnconv.nnapi.enums import OperationType
+from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator, Padding, TensorType
 
 CONV_DTYPES = ("float32", "uint8", "int8", "float32+int8 weights (hybrid)")
+
+
+def check_conv_operands(c: CheckContext, x_slot: int, w_slot: int, bias_slot: int,
+                        what: str) -> tuple[Tensor | None, Tensor | None]:
+    """The checks every convolution shares: the weighted-op dtype / quantization policy, rank-4 input and
+    filter, static shapes. Returns the (input, filter) tensors."""
+    x, w = c.input(x_slot), c.input(w_slot)
+    check_weighted_op(c, x, w, c.input(bias_slot), what)
+    c.require_rank(x, 4, 4)
+    c.require_rank(w, 4, 4, "filter")
+    c.require_static_shapes()
+    return x, w
 
 
 @lowering_rule(BuiltinOperator.CONV_2D)
@@ -44,11 +57,7 @@ class Conv2D(Rule):
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2, 3):
             return
-        x, w = c.input(0), c.input(1)
-        check_weighted_op(c, x, w, c.input(2), "CONV_2D")
-        c.require_rank(x, 4, 4)
-        c.require_rank(w, 4, 4, "filter")
-        c.require_static_shapes()
+        x, w = check_conv_operands(c, 0, 1, 2, "CONV_2D")
         o = c.options
         if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
             c.require_api(29, "dilated CONV_2D")
@@ -102,11 +111,7 @@ class DepthwiseConv2D(Rule):
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2, 3):
             return
-        x, w = c.input(0), c.input(1)
-        check_weighted_op(c, x, w, c.input(2), "DEPTHWISE_CONV_2D")
-        c.require_rank(x, 4, 4)
-        c.require_rank(w, 4, 4, "filter")
-        c.require_static_shapes()
+        x, w = check_conv_operands(c, 0, 1, 2, "DEPTHWISE_CONV_2D")
         o = c.options
         if x is not None and w is not None and x.rank == 4 and w.rank == 4:
             if w.shape[0] != 1 or x.shape[3] == 0 or w.shape[3] % x.shape[3]:
@@ -163,11 +168,7 @@ def _emit_transpose_conv(c: LowerContext, x_slot: int, w_slot: int, bias_slot: i
 
 def _check_transpose_conv(c: CheckContext, x_slot: int, w_slot: int, bias_slot: int, act: int) -> None:
     c.require_api(29, "TRANSPOSE_CONV_2D")
-    x, w = c.input(x_slot), c.input(w_slot)
-    check_weighted_op(c, x, w, c.input(bias_slot), "TRANSPOSE_CONV")
-    c.require_rank(x, 4, 4)
-    c.require_rank(w, 4, 4, "filter")
-    c.require_static_shapes()
+    x, w = check_conv_operands(c, x_slot, w_slot, bias_slot, "TRANSPOSE_CONV")
     if x is not None and w is not None and x.rank == 4 and w.rank == 4 and x.shape[3] != w.shape[3]:
         c.refuse(Code.OPERAND_VALUE, f"input depth {x.shape[3]} differs from filter depth {w.shape[3]}")
     out = c.output(0)
