@@ -5,6 +5,7 @@ Keras 2 LSTM layer is fused into UNIDIRECTIONAL_SEQUENCE_LSTM by the converter).
 never import this file: they only read the committed .tflite files.
 
     python examples/make_fixtures.py [--out examples/models] [--only name ...]
+    python examples/make_fixtures.py --full-size /tmp/big   # full-size Keras applications, not committed
 
 Every model has seeded random weights (nothing is downloaded) and is small enough for the test suite.
 Batch-norm parameters and biases are randomized and the batch-norm statistics measured on blocky random
@@ -156,15 +157,15 @@ def recurrent(kind: str) -> keras.Model:
     return keras.Model(inp, x, name=f"{kind}_mini")
 
 
-def structured_images(rng: np.random.Generator, count: int) -> np.ndarray:
+def structured_images(rng: np.random.Generator, count: int, shape: tuple = IMAGE) -> np.ndarray:
     """Blocky images in [-1, 1] (8x8 random cells plus a little noise): unlike i.i.d. noise, whose global
     average is the same for every draw, they move the pooled features, so outputs depend on the input."""
-    cells = rng.uniform(-1.0, 1.0, (count, 8, 8, IMAGE[2]))
-    up = np.kron(cells, np.ones((1, IMAGE[0] // 8, IMAGE[1] // 8, 1)))
+    cells = rng.uniform(-1.0, 1.0, (count, 8, 8, shape[2]))
+    up = np.kron(cells, np.ones((1, shape[0] // 8, shape[1] // 8, 1)))
     return np.clip(up + rng.uniform(-0.1, 0.1, up.shape), -1.0, 1.0).astype(np.float32)
 
 
-def randomize_statistics(model: keras.Model, rng: np.random.Generator) -> None:
+def randomize_statistics(model: keras.Model, rng: np.random.Generator, shape: tuple = IMAGE) -> None:
     """Random biases and batch-norm scales/offsets, then batch-norm moving statistics measured on one batch
     of structured images (one training-mode pass with momentum 0): activations keep unit scale through the
     network instead of fading into the biases, which would make every output the same whatever the input.
@@ -181,7 +182,7 @@ def randomize_statistics(model: keras.Model, rng: np.random.Generator) -> None:
             layer.momentum = 0.0
             norms.append(layer)
     if norms:
-        model(structured_images(rng, 16), training=True)
+        model(structured_images(rng, 16 if shape == IMAGE else 4, shape), training=True)
 
 
 # -- conversion ---------------------------------------------------------------------------------------
@@ -324,14 +325,52 @@ def op_names(data: bytes) -> list[str]:
     return sorted({d["op_name"] for d in interp._get_ops_details()})
 
 
+# Full-size Keras applications (random weights, weights=None), for benchmarks and manual end-to-end checks;
+# several MB each, never committed: `--full-size DIR`.
+FULL_SIZE = ("mobilenet_v2_1.0_224_float", "mobilenet_v2_1.0_224_int8", "mobilenet_v3_small_224_int8",
+             "efficientnet_b0_224_float")
+
+
+def build_full_size(name: str) -> bytes:
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(SEED)
+    rng = np.random.default_rng(SEED)
+    shape = (224, 224, 3)
+    # batch 1: with the applications' default None batch every tensor's shape_signature starts with -1
+    image = layers.Input(shape, batch_size=1, name="image")
+    if name.startswith("mobilenet_v2"):
+        model = keras.applications.MobileNetV2(input_tensor=image, alpha=1.0, weights=None)
+    elif name.startswith("mobilenet_v3"):
+        model = keras.applications.MobileNetV3Small(input_tensor=image, weights=None)
+    else:
+        model = keras.applications.EfficientNetB0(input_tensor=image, weights=None)
+    randomize_statistics(model, rng, shape)
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    if name.endswith("_int8"):
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        images = rng.uniform(-1.0, 1.0, (8,) + shape).astype(np.float32)
+        if name.startswith("mobilenet_v3"):  # this application rescales [0, 255] itself
+            images = (images + 1.0) * 127.5
+        conv.representative_dataset = lambda: ([image[None]] for image in images)
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        conv.inference_input_type = conv.inference_output_type = tf.int8
+        conv._experimental_disable_per_channel_quantization_for_dense_layers = True
+    return conv.convert()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(pathlib.Path(__file__).parent / "models"))
-    ap.add_argument("--only", nargs="*", default=None, choices=FIXTURES)
+    ap.add_argument("--only", nargs="*", default=None, choices=FIXTURES + FULL_SIZE)
+    ap.add_argument("--full-size", metavar="DIR", default=None,
+                    help=f"write the full-size models ({', '.join(FULL_SIZE)}) to DIR instead")
     args = ap.parse_args(argv)
+    if args.full_size:
+        args.out = args.full_size
     os.makedirs(args.out, exist_ok=True)
-    for name in args.only or FIXTURES:
-        data = build(name)
+    names = args.only or (FULL_SIZE if args.full_size else FIXTURES)
+    for name in names:
+        data = build_full_size(name) if name in FULL_SIZE else build(name)
         path = os.path.join(args.out, f"{name}.tflite")
         with open(path, "wb") as f:
             f.write(data)
