@@ -9,10 +9,12 @@ accumulator of (q - zp) products plus the bias, requantized by the reference con
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from nnconv.kernels.common import (apply_float_activation, conv_multipliers, exact_int_matmul, is_quant8,
-                                   requantize_accumulator)
+from nnconv.kernels.common import (Requantizer, apply_float_activation, conv_multipliers, exact_matmul_dtype,
+                                   is_quant8, max_abs_offset, requantize_accumulator)
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
@@ -34,12 +36,39 @@ def fully_connected(call: KernelCall) -> list[np.ndarray]:
     x2 = x.reshape(-1, input_size)
     in_od, w_od, out_od = call.in_operands[0], call.in_operands[1], call.out_operands[0]
     if is_quant8(in_od.type):
-        acc = exact_int_matmul(x2.astype(np.int32) - in_od.zero_point, (w.astype(np.int32) - w_od.zero_point).T)
+        qw: QuantWeights = call.memo(("fc", act), (1, 2), lambda: _quant_weights(call, w, b, act))
+        acc = np.subtract(x2, qw.dtype(in_od.zero_point), dtype=qw.dtype) @ qw.matrix
+        if qw.requantizer is not None:
+            return [qw.requantizer(acc)]
+        acc = np.rint(acc).astype(np.int64)
         if b is not None:
             acc = acc + b.astype(np.int64)
-        m, s = conv_multipliers(in_od.scale, np.asarray([w_od.scale]), out_od.scale)
-        return [requantize_accumulator(acc, m, s, out_od, act)]
-    acc = x2.astype(np.float32) @ w.astype(np.float32).T
+        return [requantize_accumulator(acc, qw.multipliers, qw.shifts, out_od, act)]
+    # float32 copy of the weights, kept per operation; the matmul reads its transposed view
+    wf = call.memo("fc_float", (1,), lambda: w.astype(np.float32))
+    acc = x2.astype(np.float32) @ wf.T
     if b is not None:
-        acc = acc + b.astype(np.float32)
-    return [apply_float_activation(acc, act).astype(out_od.dtype)]
+        acc += b.astype(np.float32)
+    return [apply_float_activation(acc, act).astype(out_od.dtype, copy=False)]
+
+
+@dataclass
+class QuantWeights:
+    """Constant-derived data of a quantized FULLY_CONNECTED, built once per operation (`KernelCall.memo`)."""
+
+    matrix: np.ndarray  # (w - zp_w).T, [input_size, units], in `dtype`
+    dtype: type  # float32 or float64: exact for this weight matrix (`exact_matmul_dtype`)
+    requantizer: Requantizer | None
+    multipliers: np.ndarray
+    shifts: np.ndarray
+
+
+def _quant_weights(call: KernelCall, w: np.ndarray, b: np.ndarray | None, act: int) -> QuantWeights:
+    """|acc_u| <= sum_i |w_ui - zp_w| * max|x - zp_x| bounds each unit's accumulator."""
+    in_od, w_od, out_od = call.in_operands[0], call.in_operands[1], call.out_operands[0]
+    ws = w.astype(np.int64) - w_od.zero_point
+    bound = np.abs(ws).sum(axis=1) * max_abs_offset(in_od.type, in_od.zero_point)
+    dtype = exact_matmul_dtype(int(bound.max(initial=0)))
+    m, sh = conv_multipliers(in_od.scale, np.asarray([w_od.scale]), out_od.scale)
+    return QuantWeights(np.ascontiguousarray(ws.T, dtype=dtype), dtype,
+                        Requantizer.build(m, sh, b, out_od, act, bound), m, sh)

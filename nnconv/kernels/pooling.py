@@ -55,8 +55,12 @@ def _windows(call: KernelCall, x: np.ndarray, fill: float | int):
         raise call.fail("the filter is larger than the padded input")
     xp = pad_spatial(x, pt, pb, pl, pr, fill)
     win = extract_patches(xp, fh, fw, sh, sw, 1, 1, oh, ow)
-    ones = pad_spatial(np.ones((1, h, w, 1), dtype=np.int64), pt, pb, pl, pr, 0)
-    count = extract_patches(ones, fh, fw, sh, sw, 1, 1, oh, ow).sum(axis=(3, 4))
+
+    def in_bounds_count() -> np.ndarray:
+        ones = pad_spatial(np.ones((1, h, w, 1), dtype=np.int64), pt, pb, pl, pr, 0)
+        return extract_patches(ones, fh, fw, sh, sw, 1, 1, oh, ow).sum(axis=(3, 4))
+    # depends only on the geometry: kept per operation and input shape when the parameters are constants
+    count = call.memo(("pool_count", h, w), range(1, call.num_inputs), in_bounds_count)
     return win, count, act
 
 
@@ -85,7 +89,7 @@ def average_pool_2d(call: KernelCall) -> list[np.ndarray]:
             avg = np.sign(num) * (np.abs(num) // count)
             lo, hi = quantized_activation_range(act, out)
             return np.clip(avg, lo, hi).astype(out.dtype)
-        win, count, act = _windows(call, x.astype(np.float32), 0.0)
+        win, count, act = _windows(call, x.astype(np.float32, copy=False), 0.0)
         avg = win.sum(axis=(3, 4)) / count.astype(np.float32)
         return apply_float_activation(avg.astype(np.float32), act).astype(out.dtype)
     return _run(call, fn)
@@ -101,7 +105,7 @@ def max_pool_2d(call: KernelCall) -> list[np.ndarray]:
             win, _count, act = _windows(call, x.astype(np.int32), np.iinfo(np.int32).min)
             lo, hi = quantized_activation_range(act, out)
             return np.clip(win.max(axis=(3, 4)), lo, hi).astype(out.dtype)
-        win, _count, act = _windows(call, x.astype(np.float32), -np.inf)
+        win, _count, act = _windows(call, x.astype(np.float32, copy=False), -np.inf)
         return apply_float_activation(win.max(axis=(3, 4)), act).astype(out.dtype)
     return _run(call, fn)
 
