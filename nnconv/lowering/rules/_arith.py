@@ -39,6 +39,16 @@ def same_quant(*tensors: Tensor) -> bool:
     return all(t.type == first.type and quant_params(t) == quant_params(first) for t in tensors[1:])
 
 
+def check_fixed_output_quant(c: CheckContext, what: str, out: Tensor, scale: float, zero_point: int) -> None:
+    """Refuses a quantized output whose (scale, zero point) is not the fixed one NNAPI prescribes for the op:
+    LOGISTIC, TANH, SOFTMAX and L2_NORMALIZATION compute in fixed point onto a known output range (as
+    TFLite's kernels do), and NNAPI's validation rejects any other output quantization."""
+    got_scale, got_zp = quant_params(out)
+    if np.float32(got_scale) != np.float32(scale) or got_zp != zero_point:
+        c.refuse(Code.QUANTIZATION, f"quantized {what} output must have scale {scale:g} and zero point "
+                 f"{zero_point}, got {got_scale:g} and {got_zp}")
+
+
 def check_common(c: CheckContext, n_inputs: int | tuple[int, int], allowed: Iterable[TensorType],
                  max_rank: int | None = 4, same_type: bool = True, int8_shiftable: bool | None = None) -> bool:
     """Input count, dtype of every data input (and the output when `same_type`), rank, static shapes and

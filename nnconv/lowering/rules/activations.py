@@ -13,10 +13,9 @@ from typing import ClassVar
 import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
-from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import (F32, I8, U8, check_common, is_quant, quant_params, requantize, same_quant,
-                                          scalar_tensor, via_float)
+from nnconv.lowering.rules._arith import (F32, I8, U8, check_common, check_fixed_output_quant, is_quant, requantize,
+                                          same_quant, scalar_tensor, via_float)
 from nnconv.lowering.rules.elementwise import negate
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator
@@ -103,11 +102,7 @@ class _Sigmoidal(Rule):
         y = c.output(0)
         if is_quant(y):
             c.require_api(self.quant_api, f"quantized {self.op.name}")
-            scale, zp = quant_params(y)
-            want = self.fixed_zp[y.type]
-            if np.float32(scale) != np.float32(self.fixed_scale) or zp != want:
-                c.refuse(Code.QUANTIZATION, f"quantized {self.op.name} output must have scale "
-                         f"{self.fixed_scale:g} and zero point {want}, got {scale:g} and {zp}")
+            check_fixed_output_quant(c, self.op.name, y, self.fixed_scale, self.fixed_zp[y.type])
 
     def lower(self, c: LowerContext) -> None:
         c.emit(self.nnapi_op, [c.in_(0)], [c.out(0)])

@@ -8,6 +8,7 @@ from nnconv.lowering.common import FLOAT, FLOAT_OR_QUANT8, check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._arith import check_fixed_output_quant
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -35,10 +36,7 @@ class Softmax(Rule):
         if c.require_dtype(x, FLOAT_OR_QUANT8):
             c.require_dtype(out, (x.type,), "output")
             if x.type != TensorType.FLOAT32:
-                zp = 0 if x.type == TensorType.UINT8 else -128
-                oq = out.quantization
-                if not oq.scale or np.float32(oq.scale[0]) != np.float32(1 / 256) or list(oq.zero_point) != [zp]:
-                    c.refuse(Code.QUANTIZATION, f"quantized output must have scale 1/256 and zero point {zp}")
+                check_fixed_output_quant(c, "SOFTMAX", out, 1 / 256, 0 if x.type == TensorType.UINT8 else -128)
         c.require_rank(x, 4, 1)
         c.require_static_shapes()
         beta = c.options.beta if c.options is not None else 1.0
