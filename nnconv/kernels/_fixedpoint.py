@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from nnconv.kernels.common import INT32_MAX, INT32_MIN, rounding_divide_by_pot
+from nnconv.kernels.common import INT32_MAX, rounding_divide_by_pot
 from nnconv.kernels.common import saturating_rounding_doubling_high_mul as _srdhm32
 
 # (exponent, int32 Q0.31 encoding of exp(-2^exponent)) of gemmlowp's barrel shifter.
