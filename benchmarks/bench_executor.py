@@ -2,8 +2,8 @@
 
     python benchmarks/bench_executor.py [--model m.tflite ...] [--api-level 30] [--runs 20] [--json]
 
-For each model: conversion time (read + check + lower + validate; median of 3 after a first one), then the median of `--runs` timed
-inferences after `--warmup` untimed ones, for
+For each model: conversion time (read + check + lower + validate; median of 3 after a first one), then
+the median of `--runs` timed inferences after `--warmup` untimed ones, for
   - our executor (`nnconv.Executor.run`, including input binding and the int8 offset handling),
   - TFLite with its builtin kernels and no delegate, 1 thread (the reference `nnconv verify` uses),
   - TFLite with XNNPACK, 1 thread (for reference: the default CPU path on devices).

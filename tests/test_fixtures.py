@@ -141,9 +141,10 @@ def test_int8_refused_at_api27(name: str) -> None:
     """Per-channel int8 filters need API 29: every convolution is refused saying so, with API 29 as its lowest
     accepting level; no refused op needs more than API 29 (the model converts there)."""
     err = refusal(name, 27)
-    refused = [r for r in err.report.ops if not r.supported]  # type: ignore[attr-defined]
+    ops = err.report.ops  # type: ignore[attr-defined]
+    refused = [r for r in ops if not r.supported]
     convs = [r for r in refused if r.op in ("CONV_2D", "DEPTHWISE_CONV_2D")]
-    assert len(convs) == sum(1 for r in err.report.ops if r.op in ("CONV_2D", "DEPTHWISE_CONV_2D"))  # type: ignore[attr-defined]
+    assert len(convs) == sum(1 for r in ops if r.op in ("CONV_2D", "DEPTHWISE_CONV_2D"))
     assert all("per-channel" in r.reason.lower() for r in convs), [r.reason for r in convs]
     assert {r.min_api_level for r in convs} == {29}
     assert all(r.min_api_level is not None and r.min_api_level <= 29 for r in refused)
