@@ -18,7 +18,7 @@ from nnconv.blas_threads import limit_blas_threads
 from nnconv.errors import ExecutionError, InputDataError
 from nnconv.kernels import KERNELS, KernelCall
 from nnconv.nnapi.enums import OperandLifeTime, OperandType
-from nnconv.nnapi.model import Model, Operand, Subgraph
+from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 
 _L = OperandLifeTime
@@ -44,6 +44,22 @@ class Trace:
                 print(f"#{op_index} {op_name} -> operand {o}: {a.dtype}{list(a.shape)}{rng}", file=self.stream)
 
 
+_UNSET = object()  # a plan slot whose value is only known at run time
+
+
+@dataclass
+class _Step:
+    """One operation of a subgraph with everything about it that stays the same from run to run."""
+
+    op: Operation
+    fn: Callable | None  # the kernel (None: raise when reached, as an unknown op only fails if it runs)
+    fixed: list[object]  # per input: the constant / omitted (None) / subgraph-index value, or _UNSET
+    in_operands: list[Operand]
+    out_operands: list[Operand]
+    release: list[int]  # temporaries whose last reader this operation is
+    cache: dict  # the operation's `KernelCall.cache`
+
+
 class SubgraphRunner:
     """Executes subgraphs of one model; IF / WHILE kernels call back into `run_subgraph`."""
 
@@ -53,6 +69,7 @@ class SubgraphRunner:
         self._constants: dict[tuple[int, int], np.ndarray] = {}
         # (subgraph, operation index) -> that operation's `KernelCall.cache` (constant-derived values)
         self._op_caches: dict[tuple[int, int], dict] = {}
+        self._plans: dict[int, list[_Step]] = {}  # subgraph index -> its operations' run-invariant facts
         self.peak_live_values = 0  # most non-constant values held at once (shows intermediates are freed)
 
     def constant(self, sg_index: int, idx: int, operand: Operand) -> np.ndarray:
@@ -71,38 +88,60 @@ class SubgraphRunner:
         values: dict[int, np.ndarray] = {}
         for idx, arr in zip(sg.input_indexes, inputs):
             values[idx] = arr
-        last_use = _last_uses(sg)
-        keep = set(sg.output_indexes)
+        plan = self._plans.get(sg_index)
+        if plan is None:
+            plan = self._plans[sg_index] = self._plan(sg_index, sg)
         trace = self.trace if sg_index == 0 else None
-        for k, op in enumerate(sg.operations):
-            ins: list[np.ndarray | None] = []
-            for i in op.inputs:
-                ins.append(self._value(sg_index, sg, i, values, op.type.name))
-            call = KernelCall(operation=op, inputs=ins, in_operands=[sg.operands[i] for i in op.inputs],
-                              out_operands=[sg.operands[o] for o in op.outputs], runner=self,
-                              cache=self._op_caches.setdefault((sg_index, k), {}))
-            fn = KERNELS.get(op.type)
-            if fn is None:
+        for k, step in enumerate(plan):
+            op = step.op
+            ins: list[np.ndarray | None] = [
+                (values[i] if i in values else self._value(sg_index, sg, i, values, op.type.name))
+                if fixed is _UNSET else fixed for i, fixed in zip(op.inputs, step.fixed)]
+            call = KernelCall(operation=op, inputs=ins, in_operands=step.in_operands,
+                              out_operands=step.out_operands, runner=self, cache=step.cache)
+            if step.fn is None:
                 raise ExecutionError(f"no kernel for NNAPI operation {op.type.name}")
-            outs = list(fn(call))
+            outs = list(step.fn(call))
             if len(outs) != len(op.outputs):
                 raise ExecutionError(f"{op.type.name} produced {len(outs)} outputs, the model declares "
                                      f"{len(op.outputs)}")
-            for o, arr in zip(op.outputs, outs):
-                values[o] = _conform(arr, sg.operands[o], op.type.name)
+            for o, od, arr in zip(op.outputs, step.out_operands, outs):
+                values[o] = _conform(arr, od, op.type.name)
             if trace is not None:
                 trace.record(k, op.type.name, op.outputs, [values[o] for o in op.outputs])
-            self.peak_live_values = max(self.peak_live_values, len(values))
+            if len(values) > self.peak_live_values:
+                self.peak_live_values = len(values)
             # Release intermediates whose last reader was this operation.
-            for i in op.inputs:
-                if last_use.get(i) == k and i not in keep and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE:
-                    values.pop(i, None)
+            for i in step.release:
+                values.pop(i, None)
         out = []
         for o in sg.output_indexes:
             if o not in values:
                 raise ExecutionError(f"output operand {o} of subgraph {sg_index} was never computed")
             out.append(values[o])
         return out
+
+    def _plan(self, sg_index: int, sg: Subgraph) -> list[_Step]:
+        """Per-operation facts that do not change between runs: operand descriptions, the kernel, constant
+        and subgraph-reference inputs resolved once, and which intermediates to release afterwards."""
+        last_use = _last_uses(sg)
+        keep = set(sg.output_indexes)
+        steps = []
+        for k, op in enumerate(sg.operations):
+            fixed: list[object] = []
+            for i in op.inputs:
+                lt = sg.operands[i].lifetime
+                if lt in (_L.CONSTANT_COPY, _L.CONSTANT_REFERENCE, _L.NO_VALUE, _L.SUBGRAPH):
+                    fixed.append(self._value(sg_index, sg, i, {}, op.type.name))
+                else:
+                    fixed.append(_UNSET)
+            release = [i for i in dict.fromkeys(op.inputs) if last_use.get(i) == k and i not in keep
+                       and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE]
+            steps.append(_Step(op=op, fn=KERNELS.get(op.type), fixed=fixed,
+                               in_operands=[sg.operands[i] for i in op.inputs],
+                               out_operands=[sg.operands[o] for o in op.outputs], release=release,
+                               cache=self._op_caches.setdefault((sg_index, k), {})))
+        return steps
 
     def _value(self, sg_index: int, sg: Subgraph, i: int, values: dict[int, np.ndarray],
                op_name: str) -> np.ndarray | None:
