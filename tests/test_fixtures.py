@@ -287,3 +287,23 @@ def test_fixtures_are_small() -> None:
     sizes = {p.name: p.stat().st_size for p in MODELS.glob("*.tflite")}
     assert len(sizes) >= 9
     assert max(sizes.values()) < 400_000 and sum(sizes.values()) < 3_000_000, sizes
+
+
+def test_benchmark_scripts_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """The benchmarks are not timed here, only kept working: one run each, JSON output."""
+    import importlib.util
+    import json
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, MODELS.parent.parent / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+
+    assert load("bench_executor").main(["--model", path("lstm_keras"), path("custom_op_middle"), "--runs", "1",
+                                        "--warmup", "0", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["results"]
+    assert rows[0]["nnconv_ms"] > 0 and rows[0]["tflite_ms"] > 0 and "error" in rows[1]
+    assert load("bench_convert").main(["--mb", "8", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert 7.9 < result["model_mb"] < 8.1 and result["nnapi_operations"] == 5
