@@ -12,11 +12,12 @@ point 0. NMS follows the reference's in-place candidate bookkeeping (`hardNmsSin
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from nnconv.kernels.common import qrange, round_half_away
+from nnconv.kernels.common import nchw_to_nhwc, nhwc_to_nchw, qrange, round_half_away
 from nnconv.kernels.registry import KernelCall
 from nnconv.nnapi.enums import OperandType
 from nnconv.nnapi.model import Operand
@@ -67,6 +68,41 @@ def check_quant_boxes(call: KernelCall, i: int, what: str = "boxes") -> None:
 
 # Elements of the largest intermediate a kernel builds at once; rois are processed in chunks below it.
 CHUNK_ELEMENTS = 1 << 24
+
+
+@dataclass
+class RoiCall:
+    """The operands ROI_ALIGN and ROI_POOLING share: slots 0 input, 1 rois [R, 4], 2 batch indices [R],
+    3 output height, 4 output width, 5 height stride, 6 width stride, and the layout flag."""
+
+    x: np.ndarray  # the input in NHWC
+    nchw: bool
+    rois: np.ndarray
+    batch: np.ndarray
+    out_h: int
+    out_w: int
+    h_stride: np.float32
+    w_stride: np.float32
+
+    def empty_output(self, od: Operand) -> np.ndarray:
+        """The zero-sized output of a call without rois, in the call's layout."""
+        y = np.zeros((0, self.out_h, self.out_w, self.x.shape[3]), dtype=od.dtype)
+        return nhwc_to_nchw(y) if self.nchw else y
+
+
+def roi_call(call: KernelCall, layout_slot: int) -> RoiCall:
+    """Reads and validates the operands of a ROI_ALIGN / ROI_POOLING call (`layout_slot`: the NCHW flag)."""
+    x, rois, batch = call.tensor(0), call.tensor(1), call.tensor(2)
+    nchw = bool(call.scalar(layout_slot))
+    if x.ndim != 4 or rois.ndim != 2:
+        raise call.fail("input must be 4-D and rois 2-D")
+    if rois.shape[1] != 4 or batch.shape != (rois.shape[0],):
+        raise call.fail(f"rois {list(rois.shape)} must be [R, 4] with R batch indices, got {list(batch.shape)}")
+    out_h, out_w = int(call.scalar(3)), int(call.scalar(4))
+    h_stride, w_stride = float_scalar(call, 5), float_scalar(call, 6)
+    if out_h <= 0 or out_w <= 0 or not (h_stride > 0 and w_stride > 0):
+        raise call.fail("output size and strides must be positive")
+    return RoiCall(nchw_to_nhwc(x) if nchw else x, nchw, rois, batch, out_h, out_w, h_stride, w_stride)
 
 
 def roi_chunks(count: int, elements_per_roi: int) -> list[slice]:

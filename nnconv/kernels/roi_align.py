@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.kernels._boxes import F32, check_quant_boxes, float_scalar, roi_chunks
-from nnconv.kernels.common import (is_quant8, multiply_by_quantized_multiplier, nchw_to_nhwc,
-                                   nhwc_to_nchw, qrange, quantize_multiplier, round_half_away)
+from nnconv.kernels._boxes import F32, check_quant_boxes, roi_call, roi_chunks
+from nnconv.kernels.common import (is_quant8, multiply_by_quantized_multiplier, nhwc_to_nchw, qrange,
+                                   quantize_multiplier, round_half_away)
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
@@ -25,31 +25,23 @@ W_SCALE = F32(1.0) / F32(255.0)  # the quantized path's bilinear weight step
 
 @kernel(OperationType.ROI_ALIGN)
 def roi_align(call: KernelCall) -> list[np.ndarray]:
-    x, rois, batch = call.tensor(0), call.tensor(1), call.tensor(2)
-    nchw = bool(call.scalar(9))
-    if x.ndim != 4 or rois.ndim != 2:
-        raise call.fail("input must be 4-D and rois 2-D")
-    xh = nchw_to_nhwc(x) if nchw else x
+    rc = roi_call(call, 9)
+    xh, rois, batch, nchw, out_h, out_w = rc.x, rc.rois, rc.batch, rc.nchw, rc.out_h, rc.out_w
     n, in_h, in_w, depth = xh.shape
     num_rois = rois.shape[0]
-    if rois.shape[1] != 4 or batch.shape != (num_rois,):
-        raise call.fail(f"rois {list(rois.shape)} must be [R, 4] with R batch indices, got {list(batch.shape)}")
     if min(n, in_h, in_w, depth) <= 0:
         raise call.fail("every input dimension must be positive")
-    out_h, out_w = int(call.scalar(3)), int(call.scalar(4))
-    h_stride, w_stride = float_scalar(call, 5), float_scalar(call, 6)
     h_ratio, w_ratio = int(call.scalar(7)), int(call.scalar(8))
-    if out_h <= 0 or out_w <= 0 or not (h_stride > 0 and w_stride > 0) or h_ratio < 0 or w_ratio < 0:
-        raise call.fail("output size and strides must be positive, sampling ratios non-negative")
+    if h_ratio < 0 or w_ratio < 0:
+        raise call.fail("sampling ratios must be non-negative")
     quant = is_quant8(call.in_operands[0].type)
     if quant:
         check_quant_boxes(call, 1, "rois")
     out_od = call.out_operands[0]
     if num_rois == 0:
-        y = np.zeros((0, out_h, out_w, depth), dtype=out_od.dtype)
-        return [nhwc_to_nchw(y) if nchw else y]
+        return [rc.empty_output(out_od)]
 
-    h_scale, w_scale = F32(1.0) / h_stride, F32(1.0) / w_stride
+    h_scale, w_scale = F32(1.0) / rc.h_stride, F32(1.0) / rc.w_stride
     r = rois.astype(F32)
     if quant:
         x1, y1 = r[:, 0] * w_scale * F32(0.125), r[:, 1] * h_scale * F32(0.125)

@@ -16,27 +16,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.kernels._boxes import F32, check_quant_boxes, dequantize_ref, float_scalar, roi_chunks
-from nnconv.kernels.common import is_quant8, nchw_to_nhwc, nhwc_to_nchw, round_half_away
+from nnconv.kernels._boxes import F32, check_quant_boxes, dequantize_ref, roi_call, roi_chunks
+from nnconv.kernels.common import is_quant8, nhwc_to_nchw, round_half_away
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
 
 @kernel(OperationType.ROI_POOLING)
 def roi_pooling(call: KernelCall) -> list[np.ndarray]:
-    x, rois, batch = call.tensor(0), call.tensor(1), call.tensor(2)
-    nchw = bool(call.scalar(7))
-    if x.ndim != 4 or rois.ndim != 2:
-        raise call.fail("input must be 4-D and rois 2-D")
-    xh = nchw_to_nhwc(x) if nchw else x
+    rc = roi_call(call, 7)
+    xh, rois, batch, nchw, out_h, out_w = rc.x, rc.rois, rc.batch, rc.nchw, rc.out_h, rc.out_w
     n, in_h, in_w, depth = xh.shape
     num_rois = rois.shape[0]
-    if rois.shape[1] != 4 or batch.shape != (num_rois,):
-        raise call.fail(f"rois {list(rois.shape)} must be [R, 4] with R batch indices, got {list(batch.shape)}")
-    out_h, out_w = int(call.scalar(3)), int(call.scalar(4))
-    h_stride, w_stride = float_scalar(call, 5), float_scalar(call, 6)
-    if out_h <= 0 or out_w <= 0 or not (h_stride > 0 and w_stride > 0):
-        raise call.fail("output size and strides must be positive")
     in_od, out_od = call.in_operands[0], call.out_operands[0]
     quant = is_quant8(in_od.type)
     if quant:
@@ -45,9 +36,8 @@ def roi_pooling(call: KernelCall) -> list[np.ndarray]:
     else:
         r = rois.astype(F32)
     if num_rois == 0:
-        y = np.zeros((0, out_h, out_w, depth), dtype=out_od.dtype)
-        return [nhwc_to_nchw(y) if nchw else y]
-    h_scale, w_scale = F32(1.0) / h_stride, F32(1.0) / w_stride
+        return [rc.empty_output(out_od)]
+    h_scale, w_scale = F32(1.0) / rc.h_stride, F32(1.0) / rc.w_stride
     bad = (batch < 0) | (batch >= n) | (r < 0).any(axis=1) | (r[:, 0] > r[:, 2]) | (r[:, 1] > r[:, 3])
     bad |= (r[:, 0] * w_scale > in_w) | (r[:, 1] * h_scale > in_h) | (r[:, 2] * w_scale > in_w)
     bad |= r[:, 3] * h_scale > in_h
