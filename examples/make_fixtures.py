@@ -313,9 +313,9 @@ def build(name: str) -> bytes:
 
 
 FIXTURES = ("mobilenet_v2_float", "mobilenet_v2_fp16", "mobilenet_v2_int8", "mobilenet_v2_uint8io",
-            "mobilenet_v3_int8", "mobilenet_v2_dynamic_range", "mobilenet_v2_dynamic_range_dequantized",
-            "efficientnet_se_float", "lstm_keras",
-            "gru_keras", "custom_op_middle")
+            "mobilenet_v3_int8", "mobilenet_v3_uint8io", "mobilenet_v2_dynamic_range",
+            "mobilenet_v2_dynamic_range_dequantized", "efficientnet_se_float", "lstm_keras", "gru_keras",
+            "custom_op_middle")
 
 
 def op_names(data: bytes) -> list[str]:

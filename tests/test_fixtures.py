@@ -20,7 +20,7 @@ from nnconv.parity import random_inputs, run_parity
 
 MODELS = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models"
 
-INT8_MODELS = ("mobilenet_v2_int8", "mobilenet_v3_int8", "mobilenet_v2_uint8io")
+INT8_MODELS = ("mobilenet_v2_int8", "mobilenet_v3_int8", "mobilenet_v2_uint8io", "mobilenet_v3_uint8io")
 
 
 def path(name: str) -> str:
@@ -153,14 +153,16 @@ def test_int8_refused_at_api27(name: str) -> None:
 
 def test_uint8_io_keeps_uint8_interface() -> None:
     """The uint8 model's QUANTIZE edges: users feed and read uint8 at both levels."""
-    for level in (29, 30):
-        converted = nnconv.convert(path("mobilenet_v2_uint8io"), api_level=level).converted
-        assert [s.dtype for s in converted.inputs] == ["uint8"]
-        assert [s.dtype for s in converted.outputs] == ["uint8"]
+    for name in ("mobilenet_v2_uint8io", "mobilenet_v3_uint8io"):
+        for level in (29, 30):
+            converted = nnconv.convert(path(name), api_level=level).converted
+            assert [s.dtype for s in converted.inputs] == ["uint8"]
+            assert [s.dtype for s in converted.outputs] == ["uint8"]
 
 
-def test_mobilenet_v3_lowers_hard_swish() -> None:
-    result = nnconv.convert(path("mobilenet_v3_int8"), api_level=30)
+@pytest.mark.parametrize("name", ["mobilenet_v3_int8", "mobilenet_v3_uint8io"])
+def test_mobilenet_v3_lowers_hard_swish(name: str) -> None:
+    result = nnconv.convert(path(name), api_level=30)
     assert operation_types(result).count(OperationType.HARD_SWISH) == 5
 
 
@@ -285,7 +287,7 @@ def test_quick_start_verify_command() -> None:
 
 def test_fixtures_are_small() -> None:
     sizes = {p.name: p.stat().st_size for p in MODELS.glob("*.tflite")}
-    assert len(sizes) >= 9
+    assert len(sizes) >= 12
     assert max(sizes.values()) < 400_000 and sum(sizes.values()) < 3_000_000, sizes
 
 
