@@ -64,6 +64,15 @@ class LstmWeights:
         return self.recurrent_w[3].shape[1]
 
 
+def read_clips(call: KernelCall, cell_clip_slot: int) -> tuple[float, float]:
+    """(cell_clip, proj_clip) from two consecutive scalar slots; NNAPI disables clipping with 0 and
+    rejects negative values."""
+    cell_clip, proj_clip = float(call.scalar(cell_clip_slot)), float(call.scalar(cell_clip_slot + 1))
+    if cell_clip < 0 or proj_clip < 0:
+        raise call.fail("cell_clip and proj_clip must not be negative")
+    return cell_clip, proj_clip
+
+
 def read_weights(call: KernelCall, first: int, layer_norm_first: int | None,
                  aux_first: int | None = None) -> LstmWeights:
     """Reads the 17 slots input-to-* (first..first+3), recurrent-to-* (+4..+7), cell-to-* (+8..+10), biases

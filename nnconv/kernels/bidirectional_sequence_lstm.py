@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.kernels._lstm_core import lstm_sequence, present, read_weights
+from nnconv.kernels._lstm_core import lstm_sequence, present, read_clips, read_weights
+from nnconv.kernels._sequence import bidirectional_results, sequence_input, time_major_view
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
@@ -26,18 +27,11 @@ from nnconv.nnapi.enums import OperationType
 def bidirectional_sequence_lstm(call: KernelCall) -> list[np.ndarray]:
     if call.num_inputs != 61:
         raise call.fail(f"takes 61 inputs, got {call.num_inputs}")
-    x = call.tensor(0).astype(np.float32)
-    if x.ndim != 3:
-        raise call.fail(f"input 0 must be 3-D, got {list(x.shape)}")
+    x = sequence_input(call)
     act = int(call.scalar(48))
-    cell_clip, proj_clip = float(call.scalar(49)), float(call.scalar(50))
+    cell_clip, proj_clip = read_clips(call, 49)
     merge = bool(call.scalar(51))
     time_major = bool(call.scalar(52))
-    if cell_clip < 0 or proj_clip < 0:
-        raise call.fail("cell_clip and proj_clip must not be negative")
-
-    def tm(a: np.ndarray) -> np.ndarray:
-        return a if time_major else np.swapaxes(a, 0, 1)
 
     has_aux = present(call, 39)
     has_aux_w = present(call, 41)
@@ -45,8 +39,8 @@ def bidirectional_sequence_lstm(call: KernelCall) -> list[np.ndarray]:
         raise call.fail("aux input weights are given without an aux input (slot 39)")
     fw = read_weights(call, 1, 53, 40 if has_aux_w else None)
     bw = read_weights(call, 18, 57, 44 if has_aux_w else None)
-    xt = tm(x)
-    aux = tm(call.tensor(39).astype(np.float32)) if has_aux else None
+    xt = time_major_view(x, time_major)
+    aux = time_major_view(call.tensor(39).astype(np.float32), time_major) if has_aux else None
     bw_x, cross_aux = xt, aux
     if has_aux and not has_aux_w:
         bw_x, cross_aux = aux, None  # parallel linking: the backward cell reads the aux input
@@ -55,11 +49,4 @@ def bidirectional_sequence_lstm(call: KernelCall) -> list[np.ndarray]:
     bw_out, bw_h, bw_c = lstm_sequence(bw, bw_x, call.tensor(37).astype(np.float32),
                                        call.tensor(38).astype(np.float32), act, cell_clip, proj_clip, cross_aux,
                                        reverse=True)
-    dt = call.out_operands[0].dtype
-    if merge:
-        results = [np.ascontiguousarray(tm(np.concatenate([fw_out, bw_out], axis=2))).astype(dt)]
-    else:
-        results = [np.ascontiguousarray(tm(fw_out)).astype(dt), np.ascontiguousarray(tm(bw_out)).astype(dt)]
-    if len(call.out_operands) > len(results):
-        results += [fw_h.astype(dt), fw_c.astype(dt), bw_h.astype(dt), bw_c.astype(dt)]
-    return results
+    return bidirectional_results(call, fw_out, bw_out, time_major, merge, [fw_h, fw_c, bw_h, bw_c])

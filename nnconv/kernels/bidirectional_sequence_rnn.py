@@ -15,29 +15,25 @@ import numpy as np
 
 from nnconv.kernels._lstm_core import present
 from nnconv.kernels._rnn_core import rnn_sequence
+from nnconv.kernels._sequence import bidirectional_results, sequence_input, time_major_view
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
 
 @kernel(OperationType.BIDIRECTIONAL_SEQUENCE_RNN)
 def bidirectional_sequence_rnn(call: KernelCall) -> list[np.ndarray]:
-    x = call.tensor(0).astype(np.float32)
-    if x.ndim != 3:
-        raise call.fail(f"input 0 must be 3-D, got {list(x.shape)}")
+    x = sequence_input(call)
     fw = [call.tensor(i).astype(np.float32) for i in range(1, 5)]
     bw = [call.tensor(i).astype(np.float32) for i in range(5, 9)]
     act = int(call.scalar(12))
     time_major = bool(call.scalar(13))
     merge = bool(call.scalar(14))
 
-    def tm(a: np.ndarray) -> np.ndarray:
-        return a if time_major else np.swapaxes(a, 0, 1)
-
     has_aux, has_aux_w = present(call, 9), present(call, 10)
     if has_aux_w and not has_aux:
         raise call.fail("aux weights are given without an aux input (slot 9)")
-    xt = tm(x)
-    aux = tm(call.tensor(9).astype(np.float32)) if has_aux else None
+    xt = time_major_view(x, time_major)
+    aux = time_major_view(call.tensor(9).astype(np.float32), time_major) if has_aux else None
     fw_aux_w = call.tensor(10).astype(np.float32) if has_aux_w else None
     bw_aux_w = call.tensor(11).astype(np.float32) if has_aux_w else None
     bw_x = xt
@@ -45,11 +41,4 @@ def bidirectional_sequence_rnn(call: KernelCall) -> list[np.ndarray]:
         bw_x, aux = aux, None  # parallel linking
     fw_out, fw_h = rnn_sequence(xt, fw[3], fw[0], fw[1], fw[2], act, aux, fw_aux_w)
     bw_out, bw_h = rnn_sequence(bw_x, bw[3], bw[0], bw[1], bw[2], act, aux, bw_aux_w, reverse=True)
-    dt = call.out_operands[0].dtype
-    if merge:
-        results = [np.ascontiguousarray(tm(np.concatenate([fw_out, bw_out], axis=2))).astype(dt)]
-    else:
-        results = [np.ascontiguousarray(tm(fw_out)).astype(dt), np.ascontiguousarray(tm(bw_out)).astype(dt)]
-    if len(call.out_operands) > len(results):
-        results += [fw_h.astype(dt), bw_h.astype(dt)]
-    return results
+    return bidirectional_results(call, fw_out, bw_out, time_major, merge, [fw_h, bw_h])

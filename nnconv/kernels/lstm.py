@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.kernels._lstm_core import lstm_step, read_weights
+from nnconv.kernels._lstm_core import lstm_step, read_clips, read_weights
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
@@ -30,9 +30,7 @@ def lstm(call: KernelCall) -> list[np.ndarray]:
     h = call.tensor(18).astype(np.float32)
     c = call.tensor(19).astype(np.float32)
     act = int(call.scalar(20))
-    cell_clip, proj_clip = float(call.scalar(21)), float(call.scalar(22))
-    if cell_clip < 0 or proj_clip < 0:
-        raise call.fail("cell_clip and proj_clip must not be negative")
+    cell_clip, proj_clip = read_clips(call, 21)
     if h.shape != (x.shape[0], w.n_output) or c.shape != (x.shape[0], w.n_cell):
         raise call.fail(f"state shapes {list(h.shape)} / {list(c.shape)} do not match batch {x.shape[0]}, "
                         f"{w.n_output} outputs and {w.n_cell} cells")

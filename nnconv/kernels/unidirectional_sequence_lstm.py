@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.kernels._lstm_core import lstm_sequence, read_weights
+from nnconv.kernels._lstm_core import lstm_sequence, read_clips, read_weights
+from nnconv.kernels._sequence import sequence_input, time_major_view
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
@@ -19,23 +20,19 @@ from nnconv.nnapi.enums import OperationType
 def unidirectional_sequence_lstm(call: KernelCall) -> list[np.ndarray]:
     if call.num_inputs != 28:
         raise call.fail(f"takes 28 inputs, got {call.num_inputs}")
-    x = call.tensor(0).astype(np.float32)
-    if x.ndim != 3:
-        raise call.fail(f"input 0 must be 3-D, got {list(x.shape)}")
+    x = sequence_input(call)
     time_major = bool(call.scalar(23))
-    xt = x if time_major else np.swapaxes(x, 0, 1)
+    xt = time_major_view(x, time_major)
     w = read_weights(call, 1, 24)
     h = call.tensor(18).astype(np.float32)
     c = call.tensor(19).astype(np.float32)
-    cell_clip, proj_clip = float(call.scalar(21)), float(call.scalar(22))
-    if cell_clip < 0 or proj_clip < 0:
-        raise call.fail("cell_clip and proj_clip must not be negative")
+    cell_clip, proj_clip = read_clips(call, 21)
     if h.shape != (xt.shape[1], w.n_output) or c.shape != (xt.shape[1], w.n_cell):
         raise call.fail(f"state shapes {list(h.shape)} / {list(c.shape)} do not match batch {xt.shape[1]}")
     if w.input_w[3].shape[1] != x.shape[2]:
         raise call.fail(f"input size {x.shape[2]} differs from the weights' {w.input_w[3].shape[1]}")
     outs, h, c = lstm_sequence(w, xt, h, c, int(call.scalar(20)), cell_clip, proj_clip)
-    y = outs if time_major else np.swapaxes(outs, 0, 1)
+    y = time_major_view(outs, time_major)
     dt = call.out_operands[0].dtype
     results = [np.ascontiguousarray(y).astype(dt)]
     if len(call.out_operands) >= 3:

@@ -11,22 +11,22 @@ from __future__ import annotations
 import numpy as np
 
 from nnconv.kernels._rnn_core import rnn_sequence
+from nnconv.kernels._sequence import sequence_input, time_major_view
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
 
 @kernel(OperationType.UNIDIRECTIONAL_SEQUENCE_RNN)
 def unidirectional_sequence_rnn(call: KernelCall) -> list[np.ndarray]:
-    x, w, r, b, h = (call.tensor(i).astype(np.float32) for i in range(5))
-    if x.ndim != 3:
-        raise call.fail(f"input 0 must be 3-D, got {list(x.shape)}")
+    x = sequence_input(call)
+    w, r, b, h = (call.tensor(i).astype(np.float32) for i in range(1, 5))
     time_major = bool(call.scalar(6))
-    xt = x if time_major else np.swapaxes(x, 0, 1)
+    xt = time_major_view(x, time_major)
     if w.shape[1] != x.shape[2] or h.shape != (xt.shape[1], w.shape[0]):
         raise call.fail(f"inconsistent shapes: input {list(x.shape)}, weights {list(w.shape)}, state "
                         f"{list(h.shape)}")
     outs, h = rnn_sequence(xt, h, w, r, b, int(call.scalar(5)))
-    y = outs if time_major else np.swapaxes(outs, 0, 1)
+    y = time_major_view(outs, time_major)
     dt = call.out_operands[0].dtype
     results = [np.ascontiguousarray(y).astype(dt)]
     if len(call.out_operands) > 1:
