@@ -20,6 +20,7 @@ import flatbuffers
 import numpy as np
 
 from nnconv.errors import ModelFormatError, ModelValidationError, NnconvError
+from nnconv.guarded_decoder import GuardedDecoder
 from nnconv.nnapi.enums import MAX_API_LEVEL, MIN_API_LEVEL, OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.fbs import ConvertedModel as FbConvertedModel
 from nnconv.nnapi.fbs import DataLocation as FbDataLocation
@@ -283,36 +284,14 @@ def loads(buf: Any, name: str = "<bytes>") -> NnapiFile:
     return _Decoder(buf, name).decode()
 
 
-class _Decoder:
+class _Decoder(GuardedDecoder):
     """Reads the flatbuffer defensively: every access is guarded and every count charged to a budget."""
 
     def __init__(self, buf: Any, name: str) -> None:
-        self.buf = buf
-        self.size = len(buf)
-        self.name = name
-        # Entries a well-formed file can hold: each vector element takes at least one distinct byte, so
-        # the claimed entries of all vectors together cannot exceed the file size. Charging every count
-        # to this budget bounds the decoding work by the file size even when vectors overlap.
-        self.budget = self.size
+        # Each vector element of a well-formed file takes at least one distinct byte, so the claimed
+        # entries of all vectors together cannot exceed the file size.
+        super().__init__(buf, name, "an .nnapi file", len(buf))
         self.spans: list[list[tuple[int, int]]] = []
-
-    def fail(self, what: str) -> ModelFormatError:
-        return ModelFormatError(f"{self.name}: {what}")
-
-    def guarded(self, what: str, fn: Callable[[], _T]) -> _T:
-        try:
-            return fn()
-        except ModelFormatError:
-            raise
-        except (struct.error, IndexError, ValueError, TypeError, OverflowError, UnicodeDecodeError,
-                AttributeError, MemoryError, RecursionError) as e:
-            raise self.fail(f"corrupt {what} ({type(e).__name__}; truncated or not an .nnapi file?)") from None
-
-    def count(self, n: int, what: str, elem_size: int = 1) -> int:
-        if n < 0 or n * elem_size > self.size or n > self.budget:
-            raise self.fail(f"{what} claims {n} entries, more than the file can hold (truncated or corrupt)")
-        self.budget -= n
-        return n
 
     def array(self, fn: Callable[[], Any], what: str, dtype: Any) -> np.ndarray:
         """A numpy vector (copied out of the file: these are small index and shape vectors)."""
@@ -326,7 +305,7 @@ class _Decoder:
         raw = self.guarded(what, fn)
         if raw is None:
             return ""
-        self.count(len(raw), what)
+        self.count(len(raw), what, 1)
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:

@@ -14,19 +14,19 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 import numpy as np
 import tflite
 
 from nnconv.errors import ModelFormatError
+from nnconv.guarded_decoder import GuardedDecoder
 from nnconv.tflite.ir import (NUMPY_DTYPE, DimensionMetadata, Operator, Quantization, SignatureDef,
                               Sparsity, Subgraph, Tensor, TfliteModel)
 from nnconv.tflite.options_codec import decode_options
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 FILE_IDENTIFIER = b"TFL3"
-_T = TypeVar("_T")
 
 
 def read_model(source: str | os.PathLike | bytes | bytearray | memoryview) -> TfliteModel:
@@ -47,39 +47,12 @@ def read_model(source: str | os.PathLike | bytes | bytearray | memoryview) -> Tf
     return _Decoder(buf, path or "<bytes>").decode()
 
 
-class _Decoder:
+class _Decoder(GuardedDecoder):
     def __init__(self, buf: Any, name: str) -> None:
-        self.buf = buf
-        self.size = len(buf)
-        self.name = name
         # Every vector entry of a well-formed file takes at least one byte of its own, so the entries of all
-        # vectors together cannot exceed the file size. Each count is charged to this budget (with 2x slack
-        # for writers that share vectors), which bounds the decoding work by the file size even when a
-        # hostile file points many tables at one huge vector.
-        self.budget = 2 * self.size + 64
-
-    def fail(self, what: str) -> ModelFormatError:
-        return ModelFormatError(f"{self.name}: {what}")
-
-    def guarded(self, what: str, fn: Callable[[], _T]) -> _T:
-        """Runs a flatbuffer access, turning low-level decoding errors into ModelFormatError."""
-        try:
-            return fn()
-        except ModelFormatError:
-            raise
-        except UnicodeDecodeError:
-            raise self.fail(f"{what}: text that is not UTF-8 (corrupt file)") from None
-        except (struct.error, IndexError, ValueError, TypeError, OverflowError, AttributeError, MemoryError,
-                RecursionError) as e:
-            detail = (f"an offset or length points outside the file's {self.size} bytes"
-                      if isinstance(e, (struct.error, IndexError, ValueError)) else type(e).__name__)
-            raise self.fail(f"{what} is corrupt ({detail}; truncated or not a TFLite model?)") from None
-
-    def count(self, n: int, what: str, elem_size: int = 4) -> int:
-        if n < 0 or n * elem_size > self.size or n > self.budget:
-            raise self.fail(f"{what} claims {n} entries, more than the file can hold (truncated or corrupt)")
-        self.budget -= n
-        return n
+        # vectors together cannot exceed the file size; the budget allows 2x slack for writers that share
+        # vectors.
+        super().__init__(buf, name, "a TFLite model", 2 * len(buf) + 64)
 
     def values(self, arr: Any, what: str) -> tuple:
         """The entries of a numpy vector from the tflite accessors (0 when absent), charged to the budget."""
