@@ -21,7 +21,7 @@ from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConvParams:
     pad_top: int
     pad_bottom: int
@@ -42,7 +42,13 @@ def parse_conv_params(call: KernelCall, in_h: int, in_w: int, kh: int, kw: int, 
     """Reads padding/stride/activation/layout/dilation slots starting at `first` (CONV_2D: 3).
 
     `extra` counts op-specific scalars between strides and the activation (DEPTHWISE's multiplier,
-    GROUPED_CONV's group count)."""
+    GROUPED_CONV's group count). Memoized per operation and geometry when the scalars are constants."""
+    return call.memo(("conv_params", in_h, in_w, kh, kw, first, extra), range(first, call.num_inputs),
+                     lambda: _parse_conv_params(call, in_h, in_w, kh, kw, first, extra))
+
+
+def _parse_conv_params(call: KernelCall, in_h: int, in_w: int, kh: int, kw: int, first: int,
+                       extra: int) -> ConvParams:
     explicit = is_explicit_padding(call, first, extra)
     if explicit:
         pl, pr, pt, pb = (call.scalar(first + k) for k in range(4))

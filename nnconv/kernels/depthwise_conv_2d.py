@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnconv.kernels.common import (Requantizer, apply_float_activation, conv_multipliers, is_quant8,
-                                   max_abs_offset, nchw_to_nhwc, nhwc_to_nchw, pad_spatial,
+from nnconv.kernels.common import (Requantizer, apply_float_activation, conv_multipliers, extract_patches,
+                                   is_quant8, max_abs_offset, nchw_to_nhwc, nhwc_to_nchw, pad_spatial,
                                    requantize_accumulator)
 from nnconv.kernels.conv_2d import ConvParams, _peek_nchw, filter_scales, is_explicit_padding, parse_conv_params
 from nnconv.kernels.registry import KernelCall, kernel
@@ -75,6 +75,12 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
         acc_dtype = np.float32
         xs = pad_spatial(x.astype(np.float32), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
         wk = call.memo("depthwise_float", (1,), lambda: w.astype(np.float32).reshape(kh, kw, c, multiplier))
+    if quant and (oc >= 64 or p.out_h * p.out_w <= 64):
+        # Wide or spatially small layers: one einsum over the im2col view beats the per-tap passes
+        # (measured 2x at 8x8x96). Integer sums are exact in any order, so this is for quantized only.
+        patches = extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.out_h, p.out_w)
+        acc = np.einsum("nhwijc,ijcm->nhwcm", patches, wk).reshape(n, p.out_h, p.out_w, oc)
+        return _requantize(call, qd, acc, b, p)
     if multiplier == 1:
         wk = wk[..., 0]
         shape = (n, p.out_h, p.out_w, c)
@@ -105,15 +111,20 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
             acc += prod
     acc = acc.reshape(n, p.out_h, p.out_w, oc)
     if quant:
-        if qd.requantizer is not None:
-            return qd.requantizer(acc)
-        acc = acc.astype(np.int64)
-        if b is not None:
-            acc += b.astype(np.int64)
-        return requantize_accumulator(acc, qd.multipliers, qd.shifts, out_od, p.activation)
+        return _requantize(call, qd, acc, b, p)
     if b is not None:
         acc += b.astype(np.float32)
     return apply_float_activation(acc, p.activation).astype(out_od.dtype, copy=False)
+
+
+def _requantize(call: KernelCall, qd: QuantDepthwise, acc: np.ndarray, b: np.ndarray | None,
+                p: ConvParams) -> np.ndarray:
+    if qd.requantizer is not None:
+        return qd.requantizer(acc)
+    acc = acc.astype(np.int64)
+    if b is not None:
+        acc += b.astype(np.int64)
+    return requantize_accumulator(acc, qd.multipliers, qd.shifts, call.out_operands[0], p.activation)
 
 
 @kernel(OperationType.DEPTHWISE_CONV_2D)
