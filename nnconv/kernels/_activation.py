@@ -19,6 +19,7 @@ INPUT_INTEGER_BITS = 4
 
 
 def check_rank(call: KernelCall, x: np.ndarray, max_rank: int = 4) -> None:
+    """Rejects an input of rank above `max_rank` (NNAPI's activations take rank <= 4)."""
     if x.ndim > max_rank:
         raise call.fail(f"input 0 has rank {x.ndim}; the operation takes rank <= {max_rank}")
 
@@ -64,6 +65,7 @@ def rescaled_q4(call: KernelCall) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def check_fixed_output(call: KernelCall, scale: float, zero_point: int) -> None:
+    """Rejects a quantized output whose (scale, zero point) is not the fixed one the operation prescribes."""
     out = call.out_operands[0]
     if np.float32(out.scale) != np.float32(scale) or out.zero_point != zero_point:
         raise call.fail(f"the quantized output must have scale {scale:g} and zero point {zero_point}, "

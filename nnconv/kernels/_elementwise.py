@@ -47,6 +47,7 @@ def check_same_type(call: KernelCall, slots: tuple[int, ...] = (0, 1)) -> Operan
 
 
 def activation_code(call: KernelCall, slot: int) -> int:
+    """The FuseCode scalar in `slot`, validated (NONE, RELU, RELU1 or RELU6)."""
     code = int(call.scalar(slot))
     if code not in (FuseCode.NONE, FuseCode.RELU, FuseCode.RELU1, FuseCode.RELU6):
         raise call.fail(f"input {slot}: invalid fused activation code {code}")

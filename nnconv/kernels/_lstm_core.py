@@ -31,6 +31,7 @@ def present(call: KernelCall, i: int) -> bool:
 
 
 def opt_f32(call: KernelCall, i: int) -> np.ndarray | None:
+    """Optional input `i` as float32, or None when omitted."""
     return call.tensor(i).astype(np.float32) if present(call, i) else None
 
 
@@ -88,6 +89,7 @@ def read_weights(call: KernelCall, first: int, layer_norm_first: int | None,
 
 
 def check_weights(call: KernelCall, w: LstmWeights) -> None:
+    """The reference's all-or-none rules of the LSTM weights (CIFG, peepholes, projection)."""
     for k in (1, 2, 3):
         if w.input_w[k] is None or w.recurrent_w[k] is None or w.bias[k] is None:
             raise call.fail(f"the {GATES[k]} gate weights and bias are required")
@@ -124,6 +126,7 @@ def apply_activation(x: np.ndarray, code: int) -> np.ndarray:
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) in float32; an overflowing exp gives 0 without a warning."""
     with np.errstate(over="ignore"):
         return (np.float32(1) / (np.float32(1) + np.exp(-x))).astype(np.float32)
 

@@ -18,6 +18,8 @@ from nnconv.nnapi.enums import OperandType
 
 @dataclass
 class ResizeParams:
+    """The operands of a resize call, the input in NHWC."""
+
     x: np.ndarray  # NHWC view of the input
     out_h: int
     out_w: int
@@ -27,6 +29,7 @@ class ResizeParams:
 
 
 def parse_resize(call: KernelCall) -> ResizeParams:
+    """Reads and validates the operands of RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR."""
     x = call.tensor(0)
     if x.ndim != 4:
         raise call.fail(f"input must be 4-D, got {x.ndim}-D")

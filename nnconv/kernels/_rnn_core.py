@@ -13,6 +13,7 @@ from nnconv.kernels._lstm_core import apply_activation
 
 def rnn_step(x: np.ndarray, h: np.ndarray, w: np.ndarray, r: np.ndarray, b: np.ndarray, activation: int,
              aux: np.ndarray | None = None, aux_w: np.ndarray | None = None) -> np.ndarray:
+    """One RNN step: act(bias + x W^T [+ aux W_aux^T] + h R^T), accumulated in the reference's order."""
     acc = np.broadcast_to(b, (x.shape[0], w.shape[0])).astype(np.float32)
     acc = acc + x @ w.T
     if aux is not None and aux_w is not None:

@@ -102,5 +102,5 @@ class _ClassBoxes:
         self.boxes = boxes
         self.num_classes = num_classes
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: np.ndarray | int) -> np.ndarray:
         return self.boxes[np.asarray(index) // self.num_classes]

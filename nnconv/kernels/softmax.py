@@ -26,6 +26,7 @@ ACCUMULATION_INTEGER_BITS = 12
 
 
 def softmax_axis(call: KernelCall, slot: int, ndim: int) -> int:
+    """The axis scalar in `slot` (default -1 when omitted), validated and made non-negative."""
     axis = int(call.opt_scalar(slot, -1)) if call.num_inputs > slot else -1
     if not -ndim <= axis < ndim:
         raise call.fail(f"axis {axis} is out of range for rank {ndim}")

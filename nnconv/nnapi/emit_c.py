@@ -36,6 +36,7 @@ def operand_code(t: OperandType) -> str:
 
 
 def operation_code(t: OperationType) -> str:
+    """The NDK constant naming an operation type."""
     return f"ANEURALNETWORKS_{t.name}"
 
 

@@ -39,6 +39,7 @@ def is_hybrid(x: Tensor | None, w: Tensor | None) -> bool:
 
 
 def folding_weights(c: CheckContext) -> bool:
+    """Whether the conversion folds dynamic-range weights into float32 constants (--fold-weights)."""
     return bool(getattr(c.state.options, "fold_dynamic_range_weights", False))
 
 

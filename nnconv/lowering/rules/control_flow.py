@@ -38,6 +38,7 @@ COPY_OPS = (OperationType.RESHAPE, OperationType.ADD, OperationType.LOGICAL_AND)
 
 
 def copyable(t: OperandType | None) -> bool:
+    """Whether an operand of type `t` can be copied by one exact NNAPI operation."""
     return t in _RESHAPE_COPY or t in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8)
 
 

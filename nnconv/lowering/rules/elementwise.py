@@ -20,8 +20,8 @@ import numpy as np
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import (F32, I8, I32, U8, check_common, is_quant, nnapi_dims, quant_params, same_quant,
-                                          scalar_tensor, via_float)
+from nnconv.lowering.rules._arith import (F32, I8, I32, U8, check_common, is_quant, nnapi_dims, quant_params,
+                                          same_quant, scalar_tensor, via_float)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.tflite.schema_enums import ActivationFunctionType, BuiltinOperator, TensorType
 

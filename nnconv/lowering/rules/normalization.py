@@ -20,8 +20,9 @@ class L2Normalization(Rule):
 
     NNAPI 1.0/1.1 take float32 rank-4 input only: below API 29 other ranks are reshaped to
     [1, 1, rows, last axis] and back (TFLite's delegate refuses them). From API 29 any rank 1..4 and uint8
-    (output scale 1/128, zero point 128). int8 (output 1/128, zero point 0) is TENSOR_QUANT8_ASYMM_SIGNED from API 30, uint8 +
-    128 at API 29 (the forced output zero point 0 becomes 128). A fused activation must be NONE.
+    (output scale 1/128, zero point 128). int8 (output 1/128, zero point 0) is TENSOR_QUANT8_ASYMM_SIGNED
+    from API 30, uint8 + 128 at API 29 (the forced output zero point 0 becomes 128). A fused activation
+    must be NONE (TFLite's kernel accepts no other either).
     """
 
     nnapi_ops = (OperationType.L2_NORMALIZATION, OperationType.RESHAPE)

@@ -51,6 +51,7 @@ def activation_code(act: int) -> int:
 
 
 def check_activation(c: CheckContext, act: int, lstm: bool = False) -> None:
+    """Refuses the activation codes the recurrent kernels have no NNAPI equivalent for (module docstring)."""
     if act not in RECURRENT_ACTIVATIONS:
         c.refuse(Code.OPTION, f"activation code {act} (SIGN_BIT or unknown) has no NNAPI equivalent here")
     elif lstm and act == 6:
@@ -113,6 +114,7 @@ def check_hybrid_weights(c: CheckContext, slots: tuple[int, ...], what: str) -> 
 
 
 def check_state_inputs(c: CheckContext, slots: tuple[int, ...]) -> None:
+    """Each state input must be present and read by this op only (it becomes a zero constant)."""
     for i in slots:
         t = c.input(i)
         if t is None:
@@ -164,6 +166,7 @@ def unread(c: LowerContext, like: int, dims: tuple[int, ...], name: str) -> int:
 
 
 def dim(t: Tensor | None, axis: int) -> int:
+    """Extent of `axis` of a tensor (0 when it is absent or has no such axis)."""
     return int(t.shape[axis]) if t is not None and t.rank > axis else 0
 
 
@@ -338,6 +341,8 @@ def check_lstm_weights(c: CheckContext, first: int) -> None:
 
 
 def check_layer_norm(c: CheckContext, slots: range, cifg: bool) -> bool:
+    """Whether the op has layer-norm weights (`slots`); refuses a partial set (with CIFG the input gate's
+    is omitted)."""
     present = [c.input(i) is not None for i in slots]
     if not any(present):
         return False

@@ -20,7 +20,8 @@ class Softmax(Rule):
 
     NNAPI 1.0/1.1 take rank 2 or 4 only; from API 29 rank 1..4. Below API 29 a rank-1 or rank-3 input is
     reshaped to [rows, last axis], normalized, and reshaped back (TFLite's delegate refuses it).
-    Quantized output must be scale 1/256 with zero point 0 (uint8) or -128 (int8): the reference computes it in fixed point and fails on any other.
+    Quantized output must be scale 1/256 with zero point 0 (uint8) or -128 (int8): the reference computes
+    it in fixed point and fails on any other.
     int8 is TENSOR_QUANT8_ASYMM_SIGNED from API 30, uint8 + 128 below (zero point -128 becomes 0, as NNAPI
     1.0 requires).
     """
