@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from nnconv.kernels.common import INT32_MAX, rounding_divide_by_pot
+from nnconv.kernels.common import rounding_divide_by_pot
 from nnconv.kernels.common import saturating_rounding_doubling_high_mul as _srdhm32
 
 # (exponent, int32 Q0.31 encoding of exp(-2^exponent)) of gemmlowp's barrel shifter.
@@ -163,15 +163,12 @@ class FixedPoint:
 FP32 = FixedPoint(32)
 FP16 = FixedPoint(16)
 I16_MIN, I16_MAX = FP16.min, FP16.max
-ONE_Q0 = INT32_MAX
-ONE_Q2 = 1 << 29
 
 # The int32 functions under the names the 8-bit kernels use.
 wrap32 = FP32.wrap
 saturating_rounding_multiply_by_pot = FP32.saturating_rounding_multiply_by_pot
 rescale = FP32.rescale
 exp_on_negative_values = FP32.exp_on_negative_values
-one_minus_x_over_one_plus_x_for_x_in_0_1 = FP32.one_minus_x_over_one_plus_x_for_x_in_0_1
 one_over_one_plus_x_for_x_in_0_1 = FP32.one_over_one_plus_x_for_x_in_0_1
 fixed_tanh = FP32.tanh
 fixed_logistic = FP32.logistic
