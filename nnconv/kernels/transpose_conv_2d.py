@@ -14,10 +14,13 @@ per-channel filter: int32 accumulation and the reference per-channel requantizat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from nnconv.kernels.common import (apply_float_activation, conv_multipliers, exact_int_matmul, extract_patches,
-                                   is_quant8, nchw_to_nhwc, nhwc_to_nchw, requantize_accumulator)
+from nnconv.kernels.common import (Requantizer, apply_float_activation, conv_multipliers, exact_matmul_dtype,
+                                   extract_patches, is_quant8, max_abs_offset, nchw_to_nhwc, nhwc_to_nchw,
+                                   requantize_accumulator)
 from nnconv.kernels.conv_2d import filter_scales
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType, PaddingCode
@@ -70,14 +73,18 @@ def transpose_conv_2d(call: KernelCall) -> list[np.ndarray]:
     out_w = wd * sw + kw - sw - pl - pr
     if out_h < 1 or out_w < 1:
         raise call.fail(f"output size {out_h}x{out_w} must be positive")
-    in_od, w_od, out_od = call.in_operands[0], call.in_operands[1], call.out_operands[0]
+    in_od, out_od = call.in_operands[0], call.out_operands[0]
     quant = is_quant8(in_od.type)
     if quant:
-        xs = xh.astype(np.int64) - in_od.zero_point
-        w_zp = 0 if w_od.type is OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL else w_od.zero_point
-        ws = w.astype(np.int64) - w_zp
+        qw: _QuantTransposeFilter = call.memo(("transpose_conv", act), (1, 2),
+                                              lambda: _quant_filter(call, w, b, act))
+        xs = np.subtract(xh, qw.dtype(in_od.zero_point), dtype=qw.dtype)
+        wf = qw.matrix
     else:
-        xs, ws = xh.astype(np.float32), w.astype(np.float32)
+        xs = xh.astype(np.float32)
+        # the spatially flipped filter as [O, KH*KW*C] float32 rows, kept per operation; matmul reads .T
+        wf = call.memo("transpose_conv_float", (1,),
+                       lambda: w.astype(np.float32)[:, ::-1, ::-1, :].reshape(o, kh * kw * c)).T
     # Full output (no padding crop) has size (h-1)*s + k; the top-left crop is (pt, pl).
     full_h, full_w = (h - 1) * sh + kh, (wd - 1) * sw + kw
     need_h, need_w = max(full_h, pt + out_h), max(full_w, pl + out_w)  # negative tails extend the output
@@ -85,12 +92,38 @@ def transpose_conv_2d(call: KernelCall) -> list[np.ndarray]:
     dil[:, kh - 1:kh - 1 + (h - 1) * sh + 1:sh, kw - 1:kw - 1 + (wd - 1) * sw + 1:sw] = xs
     patches = extract_patches(dil, kh, kw, 1, 1, 1, 1, need_h, need_w)[:, pt:pt + out_h, pl:pl + out_w]
     cols = patches.reshape(n * out_h * out_w, kh * kw * c)
-    wf = ws[:, ::-1, ::-1, :].reshape(o, kh * kw * c).T
-    acc = (exact_int_matmul(cols, wf) if quant else cols @ wf).reshape(n, out_h, out_w, o)
+    acc = (cols @ wf).reshape(n, out_h, out_w, o)
     if quant:
-        acc = acc + b.astype(np.int64)
-        m, s = conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
-        y = requantize_accumulator(acc, m, s, out_od, act)
+        if qw.requantizer is not None:
+            y = qw.requantizer(acc)
+        else:
+            acc = np.rint(acc).astype(np.int64) + b.astype(np.int64)
+            y = requantize_accumulator(acc, qw.multipliers, qw.shifts, out_od, act)
     else:
-        y = apply_float_activation((acc + b.astype(np.float32)).astype(np.float32), act).astype(out_od.dtype)
+        acc += b.astype(np.float32)
+        y = apply_float_activation(acc, act).astype(out_od.dtype, copy=False)
     return [nhwc_to_nchw(y) if nchw else y]
+
+
+@dataclass
+class _QuantTransposeFilter:
+    """Constant-derived data of a quantized TRANSPOSE_CONV_2D, built once per operation."""
+
+    matrix: np.ndarray  # flipped (w - zp) as [KH*KW*C, O] in `dtype`
+    dtype: type  # float32 or float64, exact for this filter (`exact_matmul_dtype`)
+    requantizer: Requantizer | None
+    multipliers: np.ndarray
+    shifts: np.ndarray
+
+
+def _quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray, act: int) -> _QuantTransposeFilter:
+    """Each output sums a subset of one filter's taps times inputs, so |acc_o| <= sum |w_o - zp| * max|x - zp|."""
+    in_od, w_od, out_od = call.in_operands[0], call.in_operands[1], call.out_operands[0]
+    o, kh, kw, c = w.shape
+    w_zp = 0 if w_od.type is OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL else w_od.zero_point
+    ws = w.astype(np.int64) - w_zp
+    bound = np.abs(ws).reshape(o, -1).sum(axis=1) * max_abs_offset(in_od.type, in_od.zero_point)
+    dtype = exact_matmul_dtype(int(bound.max(initial=0)))
+    matrix = np.ascontiguousarray(ws[:, ::-1, ::-1, :].reshape(o, kh * kw * c).T, dtype=dtype)
+    m, sh = conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
+    return _QuantTransposeFilter(matrix, dtype, Requantizer.build(m, sh, b, out_od, act, bound), m, sh)
