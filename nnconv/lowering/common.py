@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
 from nnconv.nnapi.enums import OperandType, PaddingCode
 from nnconv.tflite.schema_enums import Padding, TensorType
 
@@ -16,6 +17,13 @@ FLOAT_OR_QUANT8 = FLOAT + QUANT8
 def padding_code(tflite_padding: int) -> int:
     """TFLite Padding (SAME=0, VALID=1) -> NNAPI implicit PaddingCode (SAME=1, VALID=2)."""
     return int(PaddingCode.SAME if tflite_padding == Padding.SAME else PaddingCode.VALID)
+
+
+def check_padding(c: CheckContext, tflite_padding: int) -> None:
+    """Refuses a Padding value other than SAME / VALID: the schema has no other, and `padding_code` would
+    silently read it as VALID (TFLite's convolutions fail to prepare with it)."""
+    if tflite_padding not in (Padding.SAME, Padding.VALID):
+        c.refuse(Code.OPTION, f"unknown padding {tflite_padding} (TFLite has SAME and VALID only)")
 
 
 def bias_operand(c: LowerContext, input_slot: int, num_units: int, input_operand: int, filter_operand: int) -> int:

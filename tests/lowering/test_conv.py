@@ -80,6 +80,13 @@ def test_conv2d_sign_bit_activation_refused():
     assert_refused(m, 30, Code.OPTION)
 
 
+def test_unknown_padding_refused():
+    # Padding has only SAME (0) and VALID (1); another value used to be lowered as VALID.
+    assert_refused(conv_model((1, 5, 6, 3), (2, 3, 3, 3), (1, 3, 4, 2), 2), 30, Code.OPTION)
+    assert_refused(dw_model(np.float32, (1, 5, 6, 3), 2, (3, 3), (1, 3, 4, 6), padding=2), 30, Code.OPTION)
+    assert_refused(tconv_model(np.float32, (1, 4, 3, 3), (2, 3, 3, 3), (1, 8, 6, 2), 2, (2, 2)), 30, Code.OPTION)
+
+
 # -- quantized CONV_2D ------------------------------------------------------------------------------
 def quant_conv_model(dtype, in_shape, filt_shape, out_shape, padding=Padding.SAME, stride=(1, 1), act=0,
                      per_channel=False, out_scale=0.25, dilation=(1, 1)):

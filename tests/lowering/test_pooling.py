@@ -48,6 +48,12 @@ def test_pool_quantized_parity(op, dtype, api, case):
     assert od.type.name == ("TENSOR_QUANT8_ASYMM_SIGNED" if dtype == np.int8 and api >= 30 else "TENSOR_QUANT8_ASYMM")
 
 
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_unknown_padding_refused(op):
+    # Padding has only SAME (0) and VALID (1); another value used to be lowered as VALID.
+    assert_refused(pool_model(op, np.float32, (1, 5, 6, 3), (3, 3), (1, 1), 2, (1, 3, 4, 3)), 30, Code.OPTION)
+
+
 def test_l2_pool_quantized_refused():
     q = QuantParams(0.05, 128)
     m = pool_model("l2", np.uint8, (1, 4, 4, 1), (2, 2), (2, 2), Padding.VALID, (1, 2, 2, 1), q=q)

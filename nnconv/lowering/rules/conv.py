@@ -11,7 +11,7 @@ import struct
 
 import numpy as np
 
-from nnconv.lowering.common import padding_code
+from nnconv.lowering.common import check_padding, padding_code
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, custom_rule, lowering_rule
@@ -70,6 +70,7 @@ class Conv2D(Rule):
                 c.refuse(Code.OPERAND_VALUE, f"input depth {x.shape[3]} is not a multiple of filter depth "
                          f"{w.shape[3]}")
         c.check_fused_activation(o.fused_activation_function)
+        check_padding(c, o.padding)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
@@ -119,6 +120,7 @@ class DepthwiseConv2D(Rule):
         if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
             c.require_api(29, "dilated DEPTHWISE_CONV_2D")
         c.check_fused_activation(o.fused_activation_function)
+        check_padding(c, o.padding)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
@@ -205,6 +207,7 @@ class TransposeConv(Rule):
                          f"{list(c.output(0).shape)}")
         opts = c.options
         _check_transpose_conv(c, 2, 1, 3, getattr(opts, "fused_activation_function", 0))
+        check_padding(c, opts.padding)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options

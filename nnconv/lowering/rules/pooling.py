@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nnconv.lowering.common import FLOAT, FLOAT_OR_QUANT8, check_int8, padding_code
+from nnconv.lowering.common import FLOAT, FLOAT_OR_QUANT8, check_int8, check_padding, padding_code
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
@@ -37,6 +37,7 @@ class _Pool(Rule):
                          "differ")
         check_int8(c)
         c.check_fused_activation(o.fused_activation_function)
+        check_padding(c, o.padding)
         self.check_more(c)
 
     def check_more(self, c: CheckContext) -> None:
