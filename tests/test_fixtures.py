@@ -17,6 +17,7 @@ from nnconv.lowering.diagnostics import Code, Verdict
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.program import IoTensor
 from nnconv.parity import random_inputs, run_parity
+from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS
 
 MODELS = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models"
 
@@ -62,14 +63,14 @@ def structured_inputs(specs: list[IoTensor], seed: int) -> dict[str, np.ndarray]
 
 
 def assert_model_parity(name: str, api_level: int, options: nnconv.ConversionOptions | None = None,
-                        reference: str | None = None) -> nnconv.ConversionResult:
+                        reference: str | None = None, kernels: str = BUILTIN_KERNELS) -> nnconv.ConversionResult:
     """Converts the whole model at `api_level`, runs both engines (TFLite on `reference`, default the model
     itself) on full-range random inputs and on structured images, and fails on any output outside
     tolerance (the message names every failing output)."""
     result = convert_or_explain(name, api_level, options)
     specs = result.converted.inputs
     for label, feed in (("random", random_inputs(specs, 0)), ("structured", structured_inputs(specs, 1))):
-        report = run_parity(path(reference or name), result.converted, feed)
+        report = run_parity(path(reference or name), result.converted, feed, kernels=kernels)
         bad = [o for o in report.outputs if not o.passed]
         assert not bad, f"{name} at API {api_level}, {label} inputs: " + "; ".join(
             f"{o.name}: max|diff|={o.max_abs:.3g} rel={o.max_rel:.3g} lsb={o.max_lsb} {o.detail}" for o in bad)
@@ -149,6 +150,13 @@ def test_int8_refused_at_api27(name: str) -> None:
     assert {r.min_api_level for r in convs} == {29}
     assert all(r.min_api_level is not None and r.min_api_level <= 29 for r in refused)
     assert Code.API_LEVEL in {d.code for d in err.diagnostics}
+
+
+@pytest.mark.parametrize("api_level", [29, 30])
+@pytest.mark.parametrize("name", INT8_MODELS)
+def test_int8_against_reference_kernels(name: str, api_level: int) -> None:
+    """Also within 1 LSB of TFLite's reference kernels, the ones the NNAPI reference CPU follows."""
+    assert_model_parity(name, api_level, kernels=REFERENCE_KERNELS)
 
 
 def test_uint8_io_keeps_uint8_interface() -> None:
