@@ -80,6 +80,13 @@ def test_conv2d_sign_bit_activation_refused():
     assert_refused(m, 30, Code.OPTION)
 
 
+@pytest.mark.parametrize("kw", [{"stride": (0, 1)}, {"stride": (1, -1)}, {"dilation": (0, 1)}],
+                         ids=["stride-h-0", "stride-w-negative", "dilation-0"])
+def test_non_positive_stride_or_dilation_refused(kw):
+    assert_refused(conv_model((1, 5, 6, 3), (2, 3, 3, 3), (1, 3, 4, 2), Padding.VALID, **kw), 30, Code.OPTION)
+    assert_refused(dw_model(np.float32, (1, 5, 6, 3), 2, (3, 3), (1, 3, 4, 6), Padding.VALID, **kw), 30, Code.OPTION)
+
+
 def test_unknown_padding_refused():
     # Padding has only SAME (0) and VALID (1); another value used to be lowered as VALID.
     assert_refused(conv_model((1, 5, 6, 3), (2, 3, 3, 3), (1, 3, 4, 2), 2), 30, Code.OPTION)

@@ -8,6 +8,7 @@ operand policy of `_weights`.
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +34,17 @@ def check_conv_operands(c: CheckContext, x_slot: int, w_slot: int, bias_slot: in
     c.require_rank(w, 4, 4, "filter")
     c.require_static_shapes()
     return x, w
+
+
+def check_window_options(c: CheckContext, o: Any) -> None:
+    """Refuses strides and dilation factors below 1 (NNAPI requires them positive), then a padding other
+    than SAME / VALID."""
+    values = {name: getattr(o, name) for name in ("stride_w", "stride_h", "dilation_w_factor", "dilation_h_factor")
+              if hasattr(o, name)}
+    bad = [f"{name} {value}" for name, value in values.items() if value < 1]
+    if bad:
+        c.refuse(Code.OPTION, f"{', '.join(bad)}: strides and dilation factors must be positive")
+    check_padding(c, o.padding)
 
 
 @lowering_rule(BuiltinOperator.CONV_2D)
@@ -70,7 +82,7 @@ class Conv2D(Rule):
                 c.refuse(Code.OPERAND_VALUE, f"input depth {x.shape[3]} is not a multiple of filter depth "
                          f"{w.shape[3]}")
         c.check_fused_activation(o.fused_activation_function)
-        check_padding(c, o.padding)
+        check_window_options(c, o)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
@@ -120,7 +132,7 @@ class DepthwiseConv2D(Rule):
         if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
             c.require_api(29, "dilated DEPTHWISE_CONV_2D")
         c.check_fused_activation(o.fused_activation_function)
-        check_padding(c, o.padding)
+        check_window_options(c, o)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
@@ -207,7 +219,7 @@ class TransposeConv(Rule):
                          f"{list(c.output(0).shape)}")
         opts = c.options
         _check_transpose_conv(c, 2, 1, 3, getattr(opts, "fused_activation_function", 0))
-        check_padding(c, opts.padding)
+        check_window_options(c, opts)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
