@@ -131,8 +131,9 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
         mats = qf.mats
     else:
         xs = pad_spatial(x.astype(np.float32), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
-        # float32 copy of the filter, [O, KH*KW*C/G] rows; each group's matmul reads a transposed view
-        wf = call.memo("conv_float", (1,), lambda: w.astype(np.float32).reshape(o, kh * kw * cg))
+        # [O, KH*KW*C/G] float32 rows (a view of a float32 filter, a converted copy of a float16 one);
+        # each group's matmul reads a transposed view
+        wf = call.memo("conv_float", (1,), lambda: np.asarray(w, dtype=np.float32).reshape(o, kh * kw * cg))
         mats = [wf[g * (o // groups):(g + 1) * (o // groups)].T for g in range(groups)]
     rows = n * p.out_h * p.out_w
     if kh == kw == 1 and groups == 1:

@@ -74,7 +74,8 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
     else:
         acc_dtype = np.float32
         xs = pad_spatial(x.astype(np.float32), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
-        wk = call.memo("depthwise_float", (1,), lambda: w.astype(np.float32).reshape(kh, kw, c, multiplier))
+        wk = call.memo("depthwise_float", (1,),
+                       lambda: np.asarray(w, dtype=np.float32).reshape(kh, kw, c, multiplier))
     if quant and (oc >= 64 or p.out_h * p.out_w <= 64):
         # Wide or spatially small layers: one einsum over the im2col view beats the per-tap passes
         # (measured 2x at 8x8x96). Integer sums are exact in any order, so this is for quantized only.

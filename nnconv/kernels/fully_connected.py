@@ -44,8 +44,8 @@ def fully_connected(call: KernelCall) -> list[np.ndarray]:
         if b is not None:
             acc = acc + b.astype(np.int64)
         return [requantize_accumulator(acc, qw.multipliers, qw.shifts, out_od, act)]
-    # float32 copy of the weights, kept per operation; the matmul reads its transposed view
-    wf = call.memo("fc_float", (1,), lambda: w.astype(np.float32))
+    # the weights as float32 (a view when they already are), kept per operation; the matmul reads .T
+    wf = call.memo("fc_float", (1,), lambda: np.asarray(w, dtype=np.float32))
     acc = x2.astype(np.float32) @ wf.T
     if b is not None:
         acc += b.astype(np.float32)
