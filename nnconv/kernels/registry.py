@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 KernelFn = Callable[["KernelCall"], Sequence[np.ndarray]]
 KERNELS: dict[OperationType, KernelFn] = {}
 _CONSTANT_LIFETIMES = (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
+_MISSING = object()
 
 
 def kernel(op_type: OperationType) -> Callable[[KernelFn], KernelFn]:
@@ -75,15 +76,16 @@ class KernelCall:
         filter, per-channel multipliers) need not be rebuilt. `key` must also name every non-constant
         value `make` reads (e.g. the activation code). Without a runner cache, or with a non-constant
         input among `slots`, `make()` runs on every call."""
-        if self.cache is None or not all(
-                s >= len(self.inputs) or self.inputs[s] is None
-                or self.in_operands[s].lifetime in _CONSTANT_LIFETIMES for s in slots):
+        if self.cache is None:
             return make()
-        try:
-            return self.cache[key]
-        except KeyError:
-            value = self.cache[key] = make()
-            return value
+        hit = self.cache.get(key, _MISSING)
+        if hit is not _MISSING:  # stored only when the slots were constant, which they stay (static lifetimes)
+            return hit
+        if not all(s >= len(self.inputs) or self.inputs[s] is None
+                   or self.in_operands[s].lifetime in _CONSTANT_LIFETIMES for s in slots):
+            return make()
+        value = self.cache[key] = make()
+        return value
 
     def type(self, i: int) -> OperandType:
         return self.in_operands[i].type
