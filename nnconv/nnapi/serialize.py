@@ -44,6 +44,7 @@ _UINT32_MAX = 2**32 - 1
 _IO_DTYPES = frozenset({"float32", "float16", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
                         "int64", "uint64", "bool", "complex64", "complex128"})
 _T = TypeVar("_T")
+_E = TypeVar("_E")
 
 
 @dataclass
@@ -311,6 +312,14 @@ class _Decoder(GuardedDecoder):
         except UnicodeDecodeError:
             raise self.fail(f"{what} is not UTF-8 text") from None
 
+    def enum(self, cls: Callable[[int], _E], fn: Callable[[], int], where: str, kind: str) -> _E:
+        """The `kind` enum field of `where`, read by `fn`; a value the enum does not know is a format error."""
+        value = self.guarded(f"{where} {kind}", fn)
+        try:
+            return cls(value)
+        except ValueError:
+            raise self.fail(f"{where} has unknown {kind} {value}") from None
+
     def table_vector(self, length: Callable[[], int], get: Callable[[int], _T], what: str) -> list[_T]:
         n = self.count(self.guarded(what, length), what, 4)
         out = []
@@ -445,16 +454,8 @@ class _Decoder(GuardedDecoder):
                         output_indexes=[int(o) for o in outs])
 
     def operand(self, od: Any, where: str) -> Operand:
-        t = self.guarded(f"{where} type", od.Type)
-        try:
-            otype = OperandType(t)
-        except ValueError:
-            raise self.fail(f"{where} has unknown operand type {t}") from None
-        lt = self.guarded(f"{where} lifetime", od.Lifetime)
-        try:
-            lifetime = OperandLifeTime(lt)
-        except ValueError:
-            raise self.fail(f"{where} has unknown lifetime {lt}") from None
+        otype = self.enum(OperandType, od.Type, where, "operand type")
+        lifetime = self.enum(OperandLifeTime, od.Lifetime, where, "lifetime")
         dims = self.array(od.DimensionsAsNumpy, f"{where} dimensions", np.int64)
         loc_fb = self.guarded(f"{where} location", od.Location)
         loc = DataLocation()
@@ -473,11 +474,7 @@ class _Decoder(GuardedDecoder):
                        name=self.string(od.Name, f"{where} name"))
 
     def operation(self, op: Any, where: str) -> Operation:
-        t = self.guarded(f"{where} type", op.Type)
-        try:
-            otype = OperationType(t)
-        except ValueError:
-            raise self.fail(f"{where} has unknown operation type {t}") from None
+        otype = self.enum(OperationType, op.Type, where, "operation type")
         ins = self.array(op.InputsAsNumpy, f"{where} inputs", np.int64)
         outs = self.array(op.OutputsAsNumpy, f"{where} outputs", np.int64)
         src = self.guarded(f"{where} source op", op.SourceOp)
