@@ -16,8 +16,8 @@ from typing import Callable, Iterator
 _SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_")
 _GETTERS = ("openblas_get_num_threads", "scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_")
 
-_api: tuple[Callable[[], int], Callable[[int], None]] | None = None
-_probed = False
+_Api = tuple[Callable[[], int], Callable[[int], None]]
+_apis: list[_Api] | None = None  # one (get, set) pair per OpenBLAS copy in the process (numpy's, scipy's...)
 
 
 def _loaded_openblas_paths() -> list[str]:
@@ -31,12 +31,12 @@ def _loaded_openblas_paths() -> list[str]:
     return sorted(p for p in paths if p.startswith("/"))
 
 
-def _find_api() -> tuple[Callable[[], int], Callable[[int], None]] | None:
-    global _api, _probed
-    if _probed:
-        return _api
-    _probed = True
+def _find_apis() -> list[_Api]:
+    global _apis
+    if _apis is not None:
+        return _apis
     import numpy  # noqa: F401  (maps numpy's BLAS into the process first)
+    found: list[_Api] = []
     for path in _loaded_openblas_paths():
         try:
             lib = ctypes.CDLL(path)
@@ -49,32 +49,30 @@ def _find_api() -> tuple[Callable[[], int], Callable[[int], None]] | None:
             get.argtypes = []
             put.restype = None
             put.argtypes = [ctypes.c_int]
-            _api = (get, put)
-            break
-    return _api
+            found.append((get, put))
+    _apis = found
+    return found
 
 
 def blas_num_threads() -> int | None:
-    """The BLAS pool's current thread count, or None when it cannot be controlled."""
-    api = _find_api()
-    return None if api is None else int(api[0]())
+    """The (first) BLAS pool's current thread count, or None when it cannot be controlled."""
+    apis = _find_apis()
+    return int(apis[0][0]()) if apis else None
 
 
 @contextmanager
 def limit_blas_threads(n: int | None) -> Iterator[None]:
-    """Runs the body with at most `n` BLAS threads (None: unchanged) and restores the previous count.
+    """Runs the body with at most `n` BLAS threads (None: unchanged) and restores the previous counts.
     The setting is process-wide, as with threadpoolctl."""
-    api = _find_api() if n is not None else None
-    if api is None:
-        yield
-        return
-    get, put = api
-    previous = int(get())
-    if previous <= n:
-        yield
-        return
-    put(n)
+    restore: list[tuple[Callable[[int], None], int]] = []
+    if n is not None:
+        for get, put in _find_apis():
+            previous = int(get())
+            if previous > n:
+                put(n)
+                restore.append((put, previous))
     try:
         yield
     finally:
-        put(previous)
+        for put, previous in restore:
+            put(previous)
