@@ -42,7 +42,7 @@ def unsupported_builtin() -> BuiltinOperator:
 
 def every_verdict_model() -> bytes:
     """op0 conv (lowered), op1 dilated conv (refused_level below 29), op2 custom, op3 unsupported builtin,
-    op4 conv on a dynamic-batch input (refused_operand)."""
+    op4 conv on an input with a zero-sized (unknown) batch (refused_operand)."""
     rng = np.random.default_rng(2)
     b = TfliteBuilder()
     x = b.input("x", SHAPE, np.float32)
@@ -51,8 +51,8 @@ def every_verdict_model() -> bytes:
     add_op(b, rng, "dilated", t0, t1, 1)
     add_op(b, rng, "custom", t1, t2, 2)
     b.op(unsupported_builtin(), [t2], [t3])
-    dyn = b.input("dyn", SHAPE, np.float32, shape_signature=(-1, *SHAPE[1:]))
-    t4 = b.tensor("t4", SHAPE, np.float32, shape_signature=(-1, *SHAPE[1:]))
+    dyn = b.input("dyn", (0, *SHAPE[1:]), np.float32, shape_signature=(-1, *SHAPE[1:]))
+    t4 = b.tensor("t4", (0, *SHAPE[1:]), np.float32, shape_signature=(-1, *SHAPE[1:]))
     add_op(b, rng, "conv", dyn, t4, 4)
     b.output(t3, t4)
     return b.finish()

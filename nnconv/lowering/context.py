@@ -212,9 +212,16 @@ class CheckContext:
                             f"{what} '{t.name}' has rank {t.rank}; NNAPI takes rank {min_rank}..{max_rank} here")
 
     def require_static_shapes(self) -> bool:
+        """Refuses tensors without a static size. In the main subgraph a -1 of `shape_signature` takes the
+        stored default extent (see `Tensor.has_dynamic_shape`); inside WHILE / IF bodies, whose values can
+        grow from one iteration to the next, any -1 is refused."""
         ok = True
+        # WHILE / IF carry values that may change size between iterations: their signatures must be static.
+        in_body = self.subgraph.index != 0 or self.op.name in ("WHILE", "IF")
         for t in [*self.inputs, *self.outputs]:
-            if t is not None and not self.is_const(t) and (t.has_dynamic_shape or 0 in t.shape):
+            if t is None or self.is_const(t):
+                continue
+            if t.has_dynamic_shape or (in_body and t.has_dynamic_signature):
                 self.refuse(Code.DYNAMIC_SHAPE, f"tensor '{t.name}' has a dynamic or zero-sized shape "
                             f"{list(t.shape_signature or t.shape)}", "give the model static input shapes")
                 ok = False

@@ -81,6 +81,16 @@ class Tensor:
 
     @property
     def has_dynamic_shape(self) -> bool:
+        """True when the tensor has no usable static size: a zero or negative extent in `shape`.
+
+        A -1 in `shape_signature` alone (Keras' unspecified batch, say) does not make a tensor dynamic:
+        TFLite allocates the model at its stored `shape` until the app resizes an input, and TFLite's NNAPI
+        delegate lowers those shapes too unless dynamic dimensions are switched on. nnconv does the same."""
+        return any(d <= 0 for d in self.shape)
+
+    @property
+    def has_dynamic_signature(self) -> bool:
+        """True when some extent may change at run time (-1 in `shape_signature`)."""
         return self.shape_signature is not None and any(d < 0 for d in self.shape_signature)
 
     @property
