@@ -126,6 +126,23 @@ def check_state_inputs(c: CheckContext, slots: tuple[int, ...]) -> None:
                      "cannot be carried between NNAPI operations")
 
 
+def check_state_cell(c: CheckContext, rank: int) -> bool:
+    """The checks RNN, UNIDIRECTIONAL_SEQUENCE_RNN and SVDF share: five inputs (slot 4 the state, from
+    zero), float32 throughout, an input of `rank`, static shapes, the activation. False when the input count
+    is wrong (nothing else was checked)."""
+    if not c.require_inputs(5):
+        return False
+    x = c.input(0)
+    c.require_dtype(x, FLOAT)
+    c.require_rank(x, rank, rank)
+    check_float_operands(c, range(5), (4,))
+    check_state_inputs(c, (4,))
+    check_static(c)
+    if c.options is not None:
+        check_activation(c, c.options.fused_activation_function)
+    return True
+
+
 def check_static(c: CheckContext) -> None:
     """Static shapes on every non-variable tensor (variables get their declared shape as a constant)."""
     for t in [*c.inputs, *c.outputs]:
@@ -694,16 +711,7 @@ class Rnn(Rule):
     constraints = "float32 weights (hybrid refused); rank-2 input; state from zero (variables)"
 
     def check(self, c: CheckContext) -> None:
-        if not c.require_inputs(5):
-            return
-        x = c.input(0)
-        c.require_dtype(x, FLOAT)
-        c.require_rank(x, 2, 2)
-        check_float_operands(c, range(5), (4,))
-        check_state_inputs(c, (4,))
-        check_static(c)
-        if c.options is not None:
-            check_activation(c, c.options.fused_activation_function)
+        check_state_cell(c, 2)
 
     def lower(self, c: LowerContext) -> None:
         out = c.out(0)
@@ -728,16 +736,7 @@ class UnidirectionalSequenceRnn(_UnrolledSequence):
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "UNIDIRECTIONAL_SEQUENCE_RNN (unrolled into RNN steps below API 29)")
-        if not c.require_inputs(5):
-            return
-        x = c.input(0)
-        c.require_dtype(x, FLOAT)
-        c.require_rank(x, 3, 3)
-        check_float_operands(c, range(5), (4,))
-        check_state_inputs(c, (4,))
-        check_static(c)
-        if c.options is not None:
-            check_activation(c, c.options.fused_activation_function)
+        check_state_cell(c, 3)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
@@ -831,17 +830,10 @@ class Svdf(Rule):
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "SVDF (as TFLite's NNAPI delegate)")
-        if not c.require_inputs(5):
+        if not check_state_cell(c, 2):
             return
-        x = c.input(0)
-        c.require_dtype(x, FLOAT)
-        c.require_rank(x, 2, 2)
-        check_float_operands(c, range(5), (4,))
-        check_state_inputs(c, (4,))
-        check_static(c)
         o = c.options
         if o is not None:
-            check_activation(c, o.fused_activation_function)
             wf = c.input(1)
             if o.rank < 1 or (wf is not None and wf.rank == 2 and wf.shape[0] % o.rank):
                 c.refuse(Code.OPTION, f"rank {o.rank} does not divide the number of filters")
