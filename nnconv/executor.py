@@ -4,6 +4,11 @@
 releasing each intermediate after its last use. `Executor` wraps a `ConvertedModel` (or a bare `Model`):
 inputs by TFLite tensor name (or numpy's positional `arr_0`, `arr_1`, ...), outputs by name, dtypes as in
 the original TFLite model.
+
+Speed: a runner builds each subgraph's run plan once (operand lists, kernels, constant inputs, release
+lists) and keeps one memo per operation (`KernelCall.cache`) in which kernels store what they derive from
+constant operands (converted filters, requantization constants); both assume the model is not mutated
+after the first run. `Executor.run` caps numpy's BLAS at `blas_threads` (1) threads.
 """
 
 from __future__ import annotations
