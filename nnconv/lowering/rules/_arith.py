@@ -1,4 +1,5 @@
-"""Helpers shared by the elementwise / activation / comparison / quantize rule modules.
+"""Helpers shared by the elementwise / activation / comparison / quantize / softmax / normalization rule
+modules.
 
 Not a rule module (the leading underscore keeps the loader from importing it as one).
 """
@@ -116,6 +117,21 @@ def broadcast_shape(*shapes: Iterable[int]) -> tuple[int, ...]:
 def nnapi_dims(t: Tensor) -> tuple[int, ...]:
     """The operand dimensions the policy gives a tensor (rank 0 becomes [1])."""
     return tuple(t.shape) if t.shape else (1,)
+
+
+def emit_last_axis_op_as_rows(c: LowerContext, op: OperationType, params: list[int], leading: tuple[int, ...] = ()
+                              ) -> None:
+    """OP(input 0, *params) over the last axis, applied to the input viewed as `leading` + [rows, last axis]
+    (RESHAPE in, OP, RESHAPE back), for NNAPI 1.0/1.1 forms that take only some ranks. Exact: a last-axis
+    normalization reads each row on its own, so the rows' layout does not matter."""
+    x_t = c.input(0)
+    rows = int(np.prod(x_t.shape[:-1], dtype=np.int64))
+    shape = (*leading, rows, x_t.shape[-1])
+    xs, out = c.temp_like(c.in_(0), shape), c.out(0)
+    ys = c.temp_like(out, shape)
+    c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(shape)], [xs])
+    c.emit(op, [xs, *params], [ys])
+    c.emit(OperationType.RESHAPE, [ys, c.i32_vector(x_t.shape)], [out])
 
 
 def via_float(c: LowerContext, x: int, out: int, emit: Callable[[int, int], None]) -> None:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from nnconv.lowering.common import FLOAT, FLOAT_OR_QUANT8, check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import check_fixed_output_quant
+from nnconv.lowering.rules._arith import check_fixed_output_quant, emit_last_axis_op_as_rows
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -50,13 +48,7 @@ class L2Normalization(Rule):
         if c.api_level >= 29 or x_t.rank == 4:
             c.emit(OperationType.L2_NORMALIZATION, [c.in_(0)], [c.out(0)])
             return
-        rows = int(np.prod(x_t.shape[:-1], dtype=np.int64))
-        shape4 = (1, 1, rows, x_t.shape[-1])
-        x4, out = c.temp_like(c.in_(0), shape4), c.out(0)
-        y4 = c.temp_like(out, shape4)
-        c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(shape4)], [x4])
-        c.emit(OperationType.L2_NORMALIZATION, [x4], [y4])
-        c.emit(OperationType.RESHAPE, [y4, c.i32_vector(x_t.shape)], [out])
+        emit_last_axis_op_as_rows(c, OperationType.L2_NORMALIZATION, [], leading=(1, 1))
 
 
 @lowering_rule(BuiltinOperator.LOCAL_RESPONSE_NORMALIZATION)

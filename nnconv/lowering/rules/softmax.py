@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from nnconv.lowering.common import FLOAT, FLOAT_OR_QUANT8, check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import check_fixed_output_quant
+from nnconv.lowering.rules._arith import check_fixed_output_quant, emit_last_axis_op_as_rows
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -51,13 +49,7 @@ class Softmax(Rule):
         if c.api_level >= 29 or x_t.rank in (2, 4):
             c.emit(OperationType.SOFTMAX, [c.in_(0), c.f32(beta)], [c.out(0)])
             return
-        rows = int(np.prod(x_t.shape[:-1], dtype=np.int64))
-        flat = (rows, x_t.shape[-1])
-        x2, out = c.temp_like(c.in_(0), flat), c.out(0)
-        y2 = c.temp_like(out, flat)
-        c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(flat)], [x2])
-        c.emit(OperationType.SOFTMAX, [x2, c.f32(beta)], [y2])
-        c.emit(OperationType.RESHAPE, [y2, c.i32_vector(x_t.shape)], [out])
+        emit_last_axis_op_as_rows(c, OperationType.SOFTMAX, [c.f32(beta)])
 
 
 @lowering_rule(BuiltinOperator.LOG_SOFTMAX)
