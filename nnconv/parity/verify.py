@@ -12,6 +12,9 @@ from nnconv.executor import Executor
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
 from nnconv.parity.tolerances import Tolerance, tolerance_for
+from nnconv.tflite.ir import TfliteModel
+from nnconv.tflite.reader import read_model
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
 def random_inputs(specs: list[IoTensor], seed: int = 0) -> dict[str, np.ndarray]:
@@ -55,8 +58,8 @@ class OutputParity:
                 "tolerance": self.tolerance.describe(), "passed": self.passed, "detail": self.detail}
 
 
-def compare(name: str, actual: np.ndarray, expected: np.ndarray) -> OutputParity:
-    tol = tolerance_for(expected.dtype)
+def compare(name: str, actual: np.ndarray, expected: np.ndarray, hybrid: bool = False) -> OutputParity:
+    tol = tolerance_for(expected.dtype, hybrid)
     shape = tuple(expected.shape)
     if actual.shape != expected.shape:
         return OutputParity(name, expected.dtype.name, shape, tol, float("inf"), float("inf"), None, passed=False,
@@ -102,6 +105,20 @@ class ParityReport:
                 "passed": self.passed, "outputs": [o.to_json() for o in self.outputs]}
 
 
+def has_hybrid_ops(tflite_source: str | os.PathLike | bytes | TfliteModel) -> bool:
+    """True when some op takes a float activation and constant int8/uint8 weights (dynamic-range
+    quantization), which TFLite runs with on-the-fly activation quantization (see tolerances.py)."""
+    model = tflite_source if isinstance(tflite_source, TfliteModel) else read_model(tflite_source)
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            ins = [sg.tensors[i] for i in op.inputs if i >= 0]
+            float_act = any(t.type == TensorType.FLOAT32 and t.data is None for t in ins)
+            int_weights = any(t.type in (TensorType.INT8, TensorType.UINT8) and t.data is not None for t in ins)
+            if float_act and int_weights and op.builtin_code != BuiltinOperator.DEQUANTIZE:
+                return True
+    return False
+
+
 def run_parity(tflite_source: str | os.PathLike | bytes, converted: ConvertedModel,
                inputs: Mapping[str, np.ndarray], kernels: str = BUILTIN_KERNELS,
                runner: TfliteRunner | None = None) -> ParityReport:
@@ -118,11 +135,12 @@ def run_parity(tflite_source: str | os.PathLike | bytes, converted: ConvertedMod
             raise ValueError(f"TFLite input {d['name']} has no counterpart in the converted model")
         feed[d["index"]] = np.asarray(inputs[spec.name])
     theirs = runner.run(feed)
+    hybrid = has_hybrid_ops(tflite_source)
     results = []
     for spec in converted.outputs:
         expected = theirs.get(spec.tflite_tensor)
         if expected is None:
             expected = runner.tensor(spec.tflite_tensor)
-        results.append(compare(spec.name, ours[spec.name], expected))
+        results.append(compare(spec.name, ours[spec.name], expected, hybrid))
     name = tflite_source if isinstance(tflite_source, (str, os.PathLike)) else "<bytes>"
     return ParityReport(model=str(name), api_level=converted.api_level, kernels=kernels, outputs=results)
