@@ -321,9 +321,13 @@ def conv_multipliers(in_scale: float, filter_scales: np.ndarray, out_scale: floa
 
 
 def exact_int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer matrix product through float64 BLAS: exact while every partial sum stays below 2^53, which
-    8-bit operands guarantee for any reduction shorter than 2^37 elements."""
-    return np.rint(a.astype(np.float64) @ b.astype(np.float64)).astype(np.int64)
+    """Integer matrix product through float BLAS: exact while every partial sum stays below 2^53 (float64),
+    which 8-bit operands guarantee for any reduction shorter than 2^37 elements. When
+    max|a| * max|b| * K < 2^24 bounds every partial sum, float32 BLAS is exact too, at twice the speed.
+    The float result holds exact integers, so it converts to int64 without rounding."""
+    bound = int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) * (a.shape[-1] if a.ndim else 1)
+    dtype = exact_matmul_dtype(bound)
+    return (a.astype(dtype) @ b.astype(dtype)).astype(np.int64)
 
 
 def nchw_to_nhwc(x: np.ndarray) -> np.ndarray:
