@@ -87,7 +87,7 @@ def _bins(start: np.ndarray, end: np.ndarray, out: int, size: int) -> tuple[np.n
     return np.minimum(lo, size), np.minimum(hi, size)
 
 
-def _sparse_table(a: np.ndarray, axis: int, floor) -> np.ndarray:
+def _sparse_table(a: np.ndarray, axis: int, floor: float) -> np.ndarray:
     """Level k holds the max of a[..., i : i + 2**k, ...] along `axis` (floor past the end)."""
     levels = [a]
     span = 1
@@ -105,12 +105,15 @@ def _sparse_table(a: np.ndarray, axis: int, floor) -> np.ndarray:
 
 
 def _level(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sparse-table level k = floor(log2(length)) of each [lo, hi) range and its span 2**k: two lookups at
+    lo and hi - span cover the range."""
     length = np.maximum(hi - lo, 1)
     k = np.floor(np.log2(length)).astype(np.int64)
     return k, np.int64(1) << k
 
 
-def _range_max(table: np.ndarray, b, h, lo, hi, floor) -> np.ndarray:
+def _range_max(table: np.ndarray, b: np.ndarray, h: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+               floor: float) -> np.ndarray:
     """max over W in [lo, hi) of table[., b, h, :, :] (floor for an empty range), shapes broadcast."""
     k, span = _level(lo, hi)
     lo_c = np.minimum(lo, table.shape[3] - 1)
@@ -119,7 +122,8 @@ def _range_max(table: np.ndarray, b, h, lo, hi, floor) -> np.ndarray:
     return np.where((hi > lo)[..., None], v, floor)
 
 
-def _range_max_h(table: np.ndarray, r, lo, hi, j, floor) -> np.ndarray:
+def _range_max_h(table: np.ndarray, r: np.ndarray, lo: np.ndarray, hi: np.ndarray, j: np.ndarray,
+                 floor: float) -> np.ndarray:
     """max over H in [lo, hi) of table[., r, :, j, :] (floor for an empty range)."""
     k, span = _level(lo, hi)
     lo_c = np.minimum(lo, table.shape[2] - 1)
