@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Iterable
 
 import numpy as np
 
@@ -63,7 +64,8 @@ def _size(n: int) -> str:
     return f"{n}u" if n < 2**32 else f"{n}ull"
 
 
-def _u32_list(values) -> str:
+def _u32_list(values: Iterable[int]) -> str:
+    """Comma-separated uint32_t literals (operand indexes and dimensions)."""
     return ", ".join(f"{int(v)}u" for v in values)
 
 
