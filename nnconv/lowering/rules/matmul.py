@@ -10,6 +10,7 @@ from nnconv.lowering.common import bias_operand
 from nnconv.lowering.context import INT8_SHIFT, CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._arith import quant_params
 from nnconv.lowering.rules._weights import check_weighted_op
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
@@ -89,12 +90,11 @@ class BatchMatMul(Rule):
         y = np.asarray(c.const_value(y_t)).reshape(y_t.shape[-2:])
         weights = y if adj_y else y.T  # FC weights are [units, input_size]
         ntype = c.nnapi_type(y_t)
-        q = y_t.quantization
-        scale = float(q.scale[0]) if q.scale else 0.0
-        zp = int(q.zero_point[0]) if q.zero_point else 0
+        scale, zp = quant_params(y_t)
         if c.int8_shifted(y_t):
             weights, zp = (weights.astype(np.int16) + INT8_SHIFT).astype(np.uint8), zp + INT8_SHIFT
-        w = c.constant(ntype, np.ascontiguousarray(weights), scale=scale, zero_point=zp, name=f"{y_t.name}/fc_weights")
+        w = c.constant(ntype, np.ascontiguousarray(weights), scale=float(scale), zero_point=int(zp),
+                       name=f"{y_t.name}/fc_weights")
         x = c.in_(0)
         units = weights.shape[0]
         bias = bias_operand(c, 2, units, x, w)  # TFLite has no third input: always a zero bias

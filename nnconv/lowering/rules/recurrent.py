@@ -32,9 +32,10 @@ from typing import ClassVar
 import numpy as np
 
 from nnconv.lowering.common import FLOAT
-from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.context import INT8_SHIFT, CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._arith import quant_params
 from nnconv.lowering.rules._weights import folding_weights, weights_operand
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.model import STORAGE_DTYPE
@@ -167,11 +168,9 @@ def state_in(c: LowerContext, i: int) -> int:
         return c.in_(i)
     ntype = c.nnapi_type(t) or OperandType.TENSOR_FLOAT32
     dims = t.shape if t.shape else (1,)
-    q = t.quantization
-    scale = q.scale[0] if q.scale else 0.0
-    zp = q.zero_point[0] if q.zero_point else 0
+    scale, zp = quant_params(t)
     if c.int8_shifted(t):
-        zp += 128
+        zp += INT8_SHIFT
     zeros = np.full(dims, zp, dtype=STORAGE_DTYPE[ntype]) if ntype.is_quantized else \
         np.zeros(dims, dtype=STORAGE_DTYPE[ntype])
     return c.constant(ntype, zeros, scale=scale, zero_point=zp, name=f"{t.name}/initial_zero")
