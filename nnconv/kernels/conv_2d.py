@@ -130,7 +130,7 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
         xs = pad_spatial(xs, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
         mats = qf.mats
     else:
-        xs = pad_spatial(x.astype(np.float32), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
+        xs = pad_spatial(x.astype(np.float32, copy=False), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
         # [O, KH*KW*C/G] float32 rows (a view of a float32 filter, a converted copy of a float16 one);
         # each group's matmul reads a transposed view
         wf = call.memo("conv_float", (1,), lambda: np.asarray(w, dtype=np.float32).reshape(o, kh * kw * cg))

@@ -73,7 +73,7 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
         wk = qd.taps
     else:
         acc_dtype = np.float32
-        xs = pad_spatial(x.astype(np.float32), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
+        xs = pad_spatial(x.astype(np.float32, copy=False), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
         wk = call.memo("depthwise_float", (1,),
                        lambda: np.asarray(w, dtype=np.float32).reshape(kh, kw, c, multiplier))
     if quant and (oc >= 64 or p.out_h * p.out_w <= 64):
