@@ -48,10 +48,27 @@ def test_fc_rank3_input_is_flattened():
 
 
 @pytest.mark.parametrize("api", [27, 30])
-def test_fc_keep_num_dims_reshapes(api):
-    # TFLite's delegate needs API 30 for this; FC + RESHAPE is plain NNAPI 1.0.
-    m = fc_model((2, 3, 7), 4, (2, 3, 4), keep_num_dims=True)
+@pytest.mark.parametrize("act", [0, 3], ids=["none", "relu6"])
+def test_fc_keep_num_dims_reshapes(api, act):
+    # TFLite's delegate needs API 30 for this; FC + RESHAPE is plain NNAPI 1.0. The fused activation goes on
+    # the FC before the RESHAPE.
+    m = fc_model((2, 3, 7), 4, (2, 3, 4), act=act, keep_num_dims=True)
     assert_parity(m, api_level=api, expect_ops=["FULLY_CONNECTED", "RESHAPE"])
+
+
+@pytest.mark.parametrize("act", [4, 5, 6], ids=["tanh", "sign-bit", "sigmoid"])
+def test_fc_fused_activation_tflite_rejects_is_refused(act):
+    # TFLite's FC kernel fails to prepare with TANH / SIGMOID (unlike CONV_2D, which ignores them).
+    assert_refused(fc_model((3, 7), 5, (3, 5), act=act), 30, Code.OPTION)
+
+
+def test_fc_shuffled_weights_format_refused():
+    # SHUFFLED4x16INT8 is a TFLite-internal weight layout with no NNAPI form.
+    m = single_op_model(BuiltinOperator.FULLY_CONNECTED,
+                        [("x", (3, 16), np.uint8, QuantParams(0.04, 128)),
+                         ("w", RNG.integers(0, 256, (4, 16)).astype(np.uint8), QuantParams(0.02, 128))],
+                        [("y", (3, 4), np.uint8, QuantParams(0.5, 128))], FullyConnectedOptions(weights_format=1))
+    assert_refused(m, 30, Code.OPTION)
 
 
 def test_fc_without_bias():

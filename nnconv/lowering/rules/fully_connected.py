@@ -12,6 +12,9 @@ from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
+_UNPREPARABLE_ACTIVATIONS = {4: "TANH", 6: "SIGMOID"}
+
+
 @lowering_rule(BuiltinOperator.FULLY_CONNECTED)
 class FullyConnected(Rule):
     """TFLite FULLY_CONNECTED(input [..., K], weights [U, K], bias [U]?) -> NNAPI FULLY_CONNECTED
@@ -23,14 +26,16 @@ class FullyConnected(Rule):
     delegate does this from API 30 only, NNAPI runs it from API 27. A rank-1 input is first reshaped to
     [1, K]. Quantized uint8 / int8 (per-tensor weights only: NNAPI's FC has no per-channel form); hybrid
     weights through DEQUANTIZE (API 29) or --fold-weights (`asymmetric_quantize_inputs` and
-    `quantized_bias_type`: see `_weights`). weights_format SHUFFLED4x16INT8 (a TFLite-internal layout for
-    its optimized uint8 kernel) has no NNAPI form and is refused.
+    `quantized_bias_type`: see `_weights`).
+    Refused: a fused TANH / SIGMOID (TFLite's FC kernel fails to prepare with them, unlike CONV_2D's, which
+    ignores them), and weights_format SHUFFLED4x16INT8 (a TFLite-internal layout for its optimized uint8
+    kernel, with no NNAPI form).
     """
 
     nnapi_ops = (OperationType.FULLY_CONNECTED, OperationType.RESHAPE, OperationType.DEQUANTIZE)
     dtypes = ("float32", "uint8", "int8", "float32+int8 weights (hybrid)")
-    constraints = ("default weights format; per-tensor quantized weights; hybrid weights need API 29; below 29 "
-                   "input_scale*weights_scale < output_scale")
+    constraints = ("default weights format; fused activation NONE or RELU family; per-tensor quantized weights; "
+                   "hybrid weights need API 29; below 29 input_scale*weights_scale < output_scale")
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2, 3):
@@ -47,7 +52,14 @@ class FullyConnected(Rule):
             if math.prod(x.shape) % w.shape[1]:
                 c.refuse(Code.OPERAND_VALUE, f"input of {math.prod(x.shape)} elements does not divide into rows "
                          f"of {w.shape[1]}")
-        c.check_fused_activation(o.fused_activation_function if o is not None else 0)
+        act = o.fused_activation_function if o is not None else 0
+        if act in _UNPREPARABLE_ACTIVATIONS:
+            # Unlike CONV_2D and the others, TFLite's FC kernel rejects these at prepare: the model does
+            # not run under TFLite, so there is nothing to reproduce (lowering them as NONE would hide that).
+            c.refuse(Code.OPTION, f"fused activation {_UNPREPARABLE_ACTIVATIONS[act]}: TFLite's FULLY_CONNECTED "
+                     "takes only NONE, RELU, RELU_N1_TO_1 and RELU6 (its kernel fails to prepare)")
+        else:
+            c.check_fused_activation(act)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
