@@ -102,7 +102,7 @@ def test_lstm_negative_clip_refused(clip):
 
 
 def seq_lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=4, time_major=False, cifg=False, peephole=False,
-                   projection=False, layer_norm=False, act=4, cell_clip=0.0) -> bytes:
+                   projection=False, layer_norm=False, act=4, cell_clip=0.0, diagonal=False) -> bytes:
     if not projection:
         n_out = n_cell
     b = TfliteBuilder()
@@ -118,7 +118,7 @@ def seq_lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=4, time_major=False
     y = b.tensor("y", (shape[0], shape[1], n_out), F32)
     b.op(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [y],
          UnidirectionalSequenceLSTMOptions(fused_activation_function=act, cell_clip=cell_clip,
-                                           time_major=time_major))
+                                           time_major=time_major, diagonal_recurrent_tensors=diagonal))
     b.output(y)
     return b.finish()
 
@@ -145,6 +145,10 @@ def test_unidirectional_sequence_lstm_unrolled_at_api28(kw):
     steps = kw.get("steps", 3)
     ops = ["STRIDED_SLICE"] * steps + ["LSTM"] * steps + (["CONCATENATION"] if steps > 1 else []) + ["RESHAPE"]
     assert_parity(m, api_level=28, expect_ops=ops)
+
+
+def test_unidirectional_sequence_lstm_diagonal_recurrent_weights_refused():
+    assert_refused(seq_lstm_model(diagonal=True), 29, Code.OPTION)
 
 
 def test_unidirectional_sequence_lstm_negative_cell_clip_refused():
