@@ -66,3 +66,4 @@ def test_lrn_parity(api, radius, bias, alpha, beta):
 def test_lrn_refusals():
     assert_refused(lrn_model((3, 5, 7), 1, 1.0, 0.5, 0.75), 30, Code.RANK)
     assert_refused(lrn_model((1, 3, 5, 7), 1, 1.0, 0.5, 0.75, dtype=np.uint8), 30, Code.DTYPE)
+    assert_refused(lrn_model((1, 3, 5, 7), -1, 1.0, 0.5, 0.75), 30, Code.OPTION)

@@ -55,6 +55,12 @@ def test_resize_flags_need_30():
     assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
 
 
+@pytest.mark.parametrize("op", [BIL, NN], ids=["bilinear", "nearest"])
+def test_resize_align_corners_with_half_pixel_centers_refused(op):
+    # NNAPI takes at most one of the two flags.
+    assert_refused(resize_model(op, np.float32, (1, 4, 5, 2), (8, 10), align=True, half=True), 30, Code.OPTION)
+
+
 def test_resize_quantized_bilinear_needs_29_and_nearest_needs_29():
     q = QuantParams(0.05, 128)
     assert_refused(resize_model(BIL, np.uint8, (1, 4, 5, 2), (8, 10), q=q), 28, Code.API_LEVEL, min_api_level=29)

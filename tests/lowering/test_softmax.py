@@ -47,6 +47,7 @@ def test_softmax_refusals():
     q = QuantParams(0.1, 128)
     assert_refused(softmax_model(np.uint8, (2, 6), 1.0, q, QuantParams(1 / 128, 0)), 30, Code.QUANTIZATION)
     assert_refused(softmax_model(np.int32, (2, 6)), 30, Code.DTYPE)
+    assert_refused(softmax_model(np.float32, (2, 6), beta=0.0), 30, Code.OPTION)
 
 
 def log_softmax_model(shape, dtype=np.float32):
