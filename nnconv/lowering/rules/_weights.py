@@ -105,10 +105,12 @@ def weights_operand(c: LowerContext, slot: int, x_slot: int = 0) -> int:
 
 
 def dequantize_tensor(c: CheckContext, w: Tensor) -> np.ndarray:
-    """Real values of a constant quantized tensor (per-tensor or per-channel), float32."""
+    """Real values of a constant quantized tensor (per-tensor or per-channel), float32: (q - zp) * scale,
+    as NNAPI's DEQUANTIZE computes them. A tensor without a scale reads as scale 0, as TFLite's kernels
+    read its absent quantization parameters."""
     q = w.quantization
     value = np.asarray(c.const_value(w)).astype(np.float32)
-    scales = np.asarray(q.scale or [1.0], dtype=np.float32)
+    scales = np.asarray(q.scale or [0.0], dtype=np.float32)
     zps = np.asarray(q.zero_point or [0], dtype=np.float32)
     if q.is_per_channel:
         shape = [1] * value.ndim

@@ -13,12 +13,11 @@ dequantized at conversion time exactly as NNAPI would, `float32(scale * (q - zp)
 
 from __future__ import annotations
 
-import numpy as np
-
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import F32, I8, QUANT, U8, check_common, nnapi_dims, quant_params, requantize
+from nnconv.lowering.rules._arith import F32, I8, QUANT, U8, check_common, nnapi_dims, requantize
+from nnconv.lowering.rules._weights import dequantize_tensor
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -100,18 +99,7 @@ class Dequantize(Rule):
             if x_t.type == F16:
                 c.alias(c.op.outputs[0], c.in_(0))  # the policy already made it a float32 constant
                 return
-            q = np.asarray(c.const_value(x_t))
-            qp = x_t.quantization
-            if qp.is_per_channel:
-                shape = [1] * q.ndim
-                shape[qp.quantized_dimension] = -1
-                scales = np.asarray(qp.scale, dtype=np.float32).reshape(shape)
-                zps = np.asarray(qp.zero_point or [0], dtype=np.int32).reshape(shape if qp.zero_point else [1])
-                value = scales * (q.astype(np.int32) - zps).astype(np.float32)
-            else:
-                scale, zp = quant_params(x_t)
-                value = np.float32(scale) * (q.astype(np.int32) - zp).astype(np.float32)
-            value = np.asarray(value, dtype=np.float32).reshape(nnapi_dims(x_t))
+            value = dequantize_tensor(c, x_t).reshape(nnapi_dims(x_t))
             c.alias(c.op.outputs[0], c.constant(OperandType.TENSOR_FLOAT32, value, name=c.output(0).name))
             return
         op = OperationType.CAST if x_t.type == F16 else OperationType.DEQUANTIZE
