@@ -231,11 +231,20 @@ class SubgraphLowering:
         self.sg = sg
         self.builder = builder
         self.operands: dict[int, int] = {}
+        self._constant_producers: dict[int, Operator] | None = None  # built on first use
 
     def operand_for(self, tensor_index: int) -> int:
         found = self.operands.get(tensor_index)
         if found is not None:
             return found
+        if self._constant_producers is None:
+            self._constant_producers = constant_producers(self.state, self.sg)
+        producer = self._constant_producers.get(tensor_index)
+        if producer is not None:  # a constant made by an op of another partition: make it here too
+            self._lower_op(producer)
+            found = self.operands.get(tensor_index)
+            if found is not None:
+                return found
         t = self.sg.tensors[tensor_index]
         c = CheckContext(self.state, self.sg, _NO_OP)
         ntype = c.nnapi_type(t)
@@ -280,16 +289,21 @@ class SubgraphLowering:
         for op in ops:
             if is_folded(self.state, self.sg, op):
                 continue
-            rule = rule_for(op)
-            if rule is None:
-                raise ConversionError(f"op #{op.index} {op.name} has no lowering rule")
-            rule.lower(LowerContext(self.state, self.sg, op, self))
+            if any(o in self.operands for o in op.outputs if o >= 0):
+                continue  # a constant producer a consumer already lowered on demand (operand_for)
+            self._lower_op(op)
         out_operands = [self.operand_for(t) for t in outputs]
         for t, o in zip(outputs, out_operands):
             if self.builder.operand(o).is_constant or o in in_operands:
                 raise ConversionError(f"output tensor '{self.sg.tensors[t].name}' is not computed by any "
                                       "lowered operation (constant or pass-through outputs are not supported)")
         self.builder.set_io(in_operands, out_operands)
+
+    def _lower_op(self, op: Operator) -> None:
+        rule = rule_for(op)
+        if rule is None:
+            raise ConversionError(f"op #{op.index} {op.name} has no lowering rule")
+        rule.lower(LowerContext(self.state, self.sg, op, self))
 
 
 class _NoOp:
@@ -332,16 +346,38 @@ def io_spec(state: ConversionState, sg: Subgraph, tensor_index: int) -> IoTensor
                     zero_point=q.zero_point[0] if q.zero_point and not q.is_per_channel else 0)
 
 
+# Ops whose rules emit no NNAPI operation when every input is constant: their output is a float32 constant
+# (DEQUANTIZE of constant float16 / int8 weights, DENSIFY of a sparse constant).
+_CONSTANT_PRODUCERS = (BuiltinOperator.DEQUANTIZE, BuiltinOperator.DENSIFY)
+
+
+def constant_producers(state: ConversionState, sg: Subgraph) -> dict[int, Operator]:
+    """Tensor -> the op computing it from constants alone with no NNAPI operation (`_CONSTANT_PRODUCERS`).
+    Such a tensor never crosses a partition boundary: each partition reading it lowers its producer again
+    and gets its own constant. (TFLite's delegate likewise points the consumers of a constant float16
+    DEQUANTIZE at the float16 constant and leaves the DEQUANTIZE on the CPU under partial delegation; a
+    constant cannot be an NNAPI model output, so passing it between partitions fails.)"""
+    found: dict[int, Operator] = {}
+    for op in sg.operators:
+        if op.builtin_code not in _CONSTANT_PRODUCERS or len(op.outputs) != 1 or op.outputs[0] < 0:
+            continue
+        ins = [sg.tensors[i] for i in op.inputs if i >= 0]
+        if ins and all(t.data is not None or (sg.index, t.index) in state.folded for t in ins):
+            found[op.outputs[0]] = op
+    return found
+
+
 def partition_boundary(sg: Subgraph, op_indices: Iterable[int], state: ConversionState
                        ) -> tuple[list[int], list[int]]:
     """Tensors entering and leaving a set of operators: (inputs, outputs) in first-use order."""
     chosen = set(op_indices)
     produced_inside: set[int] = set()
     inputs: list[int] = []
+    constants = constant_producers(state, sg)
     for k in sorted(chosen):
         op = sg.operators[k]
         for t in op.inputs:
-            if t < 0 or t in produced_inside or t in inputs:
+            if t < 0 or t in produced_inside or t in inputs or t in constants:
                 continue
             tensor = sg.tensors[t]
             if tensor.data is not None or (sg.index, t) in state.folded:
@@ -356,7 +392,7 @@ def partition_boundary(sg: Subgraph, op_indices: Iterable[int], state: Conversio
                         if k not in chosen and not is_folded(state, sg, op) for t in op.inputs}
     outputs = [t for k in sorted(chosen) for t in sg.operators[k].outputs
                if t >= 0 and (t in consumed_outside or t in sg.outputs)
-               and (sg.index, t) not in state.folded]
+               and (sg.index, t) not in state.folded and (t not in constants or t in sg.outputs)]
     return inputs, list(dict.fromkeys(outputs))
 
 
