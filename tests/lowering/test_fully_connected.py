@@ -98,13 +98,15 @@ def test_fc_scale_restriction_below_29():
     assert_parity(m, api_level=29)
 
 
-def test_fc_per_channel_weights_refused():
+def test_fc_per_channel_weights_need_api_29():
+    """Per-channel weights lower as a 1x1 CONV_2D from API 29 (more in test_real_model_regressions.py)."""
     w = RNG.integers(-127, 128, (3, 4)).astype(np.int8)
     m = single_op_model(BuiltinOperator.FULLY_CONNECTED,
                         [("x", (2, 4), np.int8, QuantParams(0.05, 0)),
                          ("w", w, QuantParams([0.01, 0.02, 0.03], [0, 0, 0], 0))],
                         [("y", (2, 3), np.int8, QuantParams(0.1, 0))], FullyConnectedOptions())
-    assert_refused(m, 30, Code.QUANTIZATION)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    assert_parity(m, api_level=30, expect_ops=["RESHAPE", "CONV_2D", "RESHAPE"])
 
 
 def test_fc_int16_output_refused():

@@ -5,12 +5,15 @@ rebuilds the failing pattern with our builder and checks parity against the TFLi
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from nnconv.lowering.diagnostics import Code
 from nnconv.parity.partitioned import PartitionedParityReport, verify_model
 from nnconv.partition import convert_partial
 from nnconv.tflite.builder import TfliteBuilder
-from nnconv.tflite.options import AddOptions, ResizeBilinearOptions
+from nnconv.tflite.options import AddOptions, FullyConnectedOptions, ResizeBilinearOptions
 from nnconv.tflite.schema_enums import BuiltinOperator as B
+from harness import QuantParams, assert_bit_exact, assert_parity, assert_refused, single_op_model
 
 
 def _fp16_weight_shared_across_partitions() -> bytes:
@@ -48,3 +51,49 @@ def test_fp16_dequantized_weight_is_a_constant_in_every_partition(tmp_path):
     report = verify_model(str(path), 29)
     assert isinstance(report, PartitionedParityReport) and report.passed
     assert verify_model(str(path), 30).passed  # whole model: the DEQUANTIZE lowers once
+
+
+# -- FULLY_CONNECTED with per-channel int8 weights (TensorFlow >= 2.16's default for Dense layers) ---------
+def _per_channel_fc(in_shape: tuple, units: int, keep_num_dims: bool = False, act: int = 0, bias: bool = True,
+                    quantized_dimension: int = 0) -> bytes:
+    rng = np.random.default_rng(11)
+    k = in_shape[-1]
+    batch = int(np.prod(in_shape)) // k
+    in_q, out_q = QuantParams(0.05, -3), QuantParams(0.3, 7)
+    scales = rng.uniform(0.005, 0.03, units if quantized_dimension == 0 else k).astype(np.float32)
+    w_q = QuantParams([float(s) for s in scales], [0] * scales.size, quantized_dimension=quantized_dimension)
+    w = rng.integers(-127, 128, (units, k)).astype(np.int8)
+    out_shape = tuple(in_shape[:-1]) + (units,) if keep_num_dims else (batch, units)
+    inputs = [("x", in_shape, np.int8, in_q), ("w", w, w_q)]
+    if bias:
+        b_scales = [float(np.float32(0.05) * s) for s in scales] if quantized_dimension == 0 else [0.05 * 0.01]
+        inputs.append(("b", rng.integers(-3000, 3000, units).astype(np.int32),
+                       QuantParams(b_scales if quantized_dimension == 0 else b_scales[0],
+                                   [0] * units if quantized_dimension == 0 else 0)))
+    else:
+        inputs.append(None)
+    return single_op_model(B.FULLY_CONNECTED, inputs, [("y", out_shape, np.int8, out_q)],
+                           FullyConnectedOptions(fused_activation_function=act, keep_num_dims=keep_num_dims))
+
+
+@pytest.mark.parametrize("api_level", [29, 30])
+@pytest.mark.parametrize("in_shape,keep,act,bias", [((3, 7), False, 0, True), ((2, 3, 7), True, 1, True),
+                                                    ((2, 3, 7), False, 3, False), ((7,), False, 0, True)])
+def test_per_channel_int8_fc_as_1x1_conv(api_level, in_shape, keep, act, bias):
+    """The int8 Keras applications' classifiers, the transformer's Dense layers: refused before ("takes
+    per-tensor quantized weights only"), splitting every such model into partitions. Lowered as a 1x1
+    CONV_2D with per-channel weights; the arithmetic is TFLite's per-channel FC, bit for bit."""
+    model = _per_channel_fc(in_shape, 5, keep_num_dims=keep, act=act, bias=bias)
+    result = assert_parity(model, api_level=api_level)
+    ops = [op.type.name for op in result.converted.model.main.operations]
+    assert ops[-3:] == ["RESHAPE", "CONV_2D", "RESHAPE"]
+    rng = np.random.default_rng(3)
+    assert_bit_exact(model, api_level, {"x": rng.integers(-128, 128, in_shape).astype(np.int8)})
+
+
+def test_per_channel_int8_fc_needs_api_29():
+    assert_refused(_per_channel_fc((3, 7), 5), 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_per_channel_fc_weights_along_the_inputs_refused():
+    assert_refused(_per_channel_fc((3, 7), 5, quantized_dimension=1), 30, Code.QUANTIZATION)
