@@ -21,7 +21,7 @@ from nnconv.executor import Executor
 from nnconv.lowering.convert import ConversionOptions, convert, io_spec, lower_ops, make_state
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
-from nnconv.parity.verify import OutputParity, ParityReport, compare, random_inputs, run_parity
+from nnconv.parity.verify import OutputParity, ParityReport, compare, has_hybrid_ops, random_inputs, run_parity
 from nnconv.tflite.reader import read_model
 
 NNAPI_FILE_MAGIC = b"NNAP"  # flatbuffer file identifier, bytes 4..8 of a .nnapi file
@@ -100,21 +100,22 @@ def verify_partitions(tflite_path: str | os.PathLike, partitions: Sequence[Conve
     runner = TfliteRunner(tflite_path, kernels=kernels, preserve_all_tensors=True)
     runner.run({spec.tflite_tensor: np.asarray(feed[spec.name]) for spec in model_inputs})
     rows: list[PartitionParity] = []
+    hybrid = has_hybrid_ops(model)  # the same dynamic-range tolerance as a whole-model verify
     for k, cm in enumerate(partitions):
         boundary = {spec.name: runner.tensor(spec.tflite_tensor) for spec in cm.inputs}
         ours = Executor(cm).run(boundary)
-        outs = [compare(f"p{k}/{spec.name}", ours[spec.name], runner.tensor(spec.tflite_tensor))
+        outs = [compare(f"p{k}/{spec.name}", ours[spec.name], runner.tensor(spec.tflite_tensor), hybrid)
                 for spec in cm.outputs]
         row = PartitionParity(k, list(cm.tflite_ops), outs)
         if not row.passed:
-            _localize(row, state, cm, runner)
+            _localize(row, state, cm, runner, hybrid)
         rows.append(row)
     name = os.fspath(tflite_path)
     return PartitionedParityReport(model=name, api_level=api_level, kernels=kernels,
                                    outputs=[o for r in rows for o in r.outputs], partitions=rows, note=note)
 
 
-def _localize(row: PartitionParity, state, cm: ConvertedModel, runner: TfliteRunner) -> None:
+def _localize(row: PartitionParity, state, cm: ConvertedModel, runner: TfliteRunner, hybrid: bool = False) -> None:
     """Explains a failing partition. Re-converts its ops from the source model: if that passes, the given
     partition (e.g. from an older .nnapi file) is not what nnconv produces now. Otherwise runs each op
     alone, re-converted and fed TFLite's own tensors, to tell a faulty op from rounding differences that
@@ -122,7 +123,7 @@ def _localize(row: PartitionParity, state, cm: ConvertedModel, runner: TfliteRun
     try:
         fresh = lower_ops(state, cm.tflite_ops, cm.subgraph)
         ours = Executor(fresh).run({spec.name: runner.tensor(spec.tflite_tensor) for spec in fresh.inputs})
-        if all(compare(s.name, ours[s.name], runner.tensor(s.tflite_tensor)).passed for s in fresh.outputs):
+        if all(compare(s.name, ours[s.name], runner.tensor(s.tflite_tensor), hybrid).passed for s in fresh.outputs):
             row.diagnosis = ("a fresh conversion of the same ops passes: this partition differs from what nnconv "
                              "produces now (an outdated or modified .nnapi file?)")
             return
@@ -136,7 +137,7 @@ def _localize(row: PartitionParity, state, cm: ConvertedModel, runner: TfliteRun
             continue
         ours = Executor(single).run({spec.name: runner.tensor(spec.tflite_tensor) for spec in single.inputs})
         for spec in single.outputs:
-            o = compare(spec.name, ours[spec.name], runner.tensor(spec.tflite_tensor))
+            o = compare(spec.name, ours[spec.name], runner.tensor(spec.tflite_tensor), hybrid)
             if not o.passed:
                 row.ops_at_fault.append({"index": k, "op": op.name, "output": spec.name, "max_abs": o.max_abs,
                                          "max_lsb": o.max_lsb, "detail": o.detail})
