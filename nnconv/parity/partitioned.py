@@ -21,6 +21,7 @@ from nnconv.executor import Executor
 from nnconv.lowering.convert import ConversionOptions, convert, io_spec, lower_ops, make_state
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
+from nnconv.parity.twin import float_twin
 from nnconv.parity.verify import OutputParity, ParityReport, compare, has_hybrid_ops, random_inputs, run_parity
 from nnconv.tflite.reader import read_model
 
@@ -97,10 +98,13 @@ def verify_partitions(tflite_path: str | os.PathLike, partitions: Sequence[Conve
     state = make_state(model, api_level)
     model_inputs = [io_spec(state, sg, t) for t in sg.inputs]
     feed = _bind_model_inputs(model_inputs, inputs) if inputs is not None else random_inputs(model_inputs, seed)
-    runner = TfliteRunner(tflite_path, kernels=kernels, preserve_all_tensors=True)
+    # Dynamic-range models run on their float twin, as in a whole-model verify (parity/twin.py); without
+    # one, on the model itself with the looser hybrid tolerance.
+    twin = float_twin(model) if has_hybrid_ops(model) else None
+    hybrid = twin is None and has_hybrid_ops(model)
+    runner = TfliteRunner(twin if twin is not None else tflite_path, kernels=kernels, preserve_all_tensors=True)
     runner.run({spec.tflite_tensor: np.asarray(feed[spec.name]) for spec in model_inputs})
     rows: list[PartitionParity] = []
-    hybrid = has_hybrid_ops(model)  # the same dynamic-range tolerance as a whole-model verify
     for k, cm in enumerate(partitions):
         boundary = {spec.name: runner.tensor(spec.tflite_tensor) for spec in cm.inputs}
         ours = Executor(cm).run(boundary)

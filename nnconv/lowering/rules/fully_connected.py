@@ -110,8 +110,8 @@ class FullyConnected(Rule):
                        channel_quant=channel, name=w_t.name)
         bias = bias_for(c, 2, units, x4, w)
         y4 = c.temp_like(out, (batch, 1, 1, units))
-        c.emit(OperationType.CONV_2D, [x4, w, bias, c.i32(PaddingCode.VALID), c.i32(1), c.i32(1), c.i32(fuse_code)],
-               [y4])
+        c.emit(OperationType.CONV_2D,
+               [x4, w, bias, c.i32(PaddingCode.VALID), c.i32(1), c.i32(1), c.i32(fuse_code)], [y4])
         c.emit(OperationType.RESHAPE, [y4, c.i32_vector(list(c.info(out).dimensions))], [out])
 
 

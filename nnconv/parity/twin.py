@@ -1,0 +1,95 @@
+"""The float twin of a dynamic-range (hybrid) model, for `verify`.
+
+TFLite runs a hybrid op (float activations, constant int8 weights) by quantizing the activations to int8 on
+the fly; NNAPI (TFLite's delegate, and nnconv) dequantizes the weights and computes in float. The two differ
+by the activation rounding, which grows with depth (a few percent of the output range on deep random-weight
+nets), so it cannot prove the conversion right or wrong. The twin is the same model with each hybrid op's
+weights replaced by their float32 dequantization (q - zero_point) * scale: what NNAPI computes, run by
+TFLite's float kernels, so the conversion is checked with the plain float tolerance.
+
+The twin is re-serialized from the IR with our own writer (`nnconv.tflite.builder`), keeping every tensor
+index, name, shape and subgraph, so the interpreter's tensors line up with the original's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.tflite.builder import QuantParams, SubgraphBuilder, TfliteBuilder, _TensorSpec
+from nnconv.tflite.ir import Subgraph, Tensor, TfliteModel
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+
+_QUANT = (TensorType.INT8, TensorType.UINT8)
+
+
+def hybrid_weights(sg: Subgraph) -> set[int]:
+    """Constant int8/uint8 tensors read by an op that also reads a computed float32 tensor (the rule of
+    `verify.has_hybrid_ops`); DEQUANTIZE reads its input exactly and is left alone."""
+    found: set[int] = set()
+    for op in sg.operators:
+        if op.builtin_code == BuiltinOperator.DEQUANTIZE:
+            continue
+        ins = [sg.tensors[i] for i in op.inputs if i >= 0]
+        if any(t.type == TensorType.FLOAT32 and t.data is None for t in ins):
+            found.update(t.index for t in ins if t.type in _QUANT and t.data is not None)
+    return found
+
+
+def _dequantized(t: Tensor) -> np.ndarray:
+    q = t.quantization
+    value = np.asarray(t.data).reshape(t.shape).astype(np.float32)
+    scales = np.asarray(q.scale or [0.0], np.float32)
+    zps = np.asarray(q.zero_point or [0], np.float32)
+    if q.is_per_channel:
+        shape = [1] * value.ndim
+        shape[q.quantized_dimension] = -1
+        scales = scales.reshape(shape)
+        zps = (zps if zps.size == scales.size else np.zeros(scales.size, np.float32)).reshape(shape)
+    else:
+        scales, zps = scales[0], zps[0]
+    return ((value - zps) * scales).astype(np.float32)
+
+
+def _quant(t: Tensor) -> QuantParams | None:
+    q = t.quantization
+    if not q.scale:
+        return None
+    return QuantParams(list(q.scale), list(q.zero_point) or [0], q.quantized_dimension)
+
+
+def _copy_subgraph(owner: TfliteBuilder, sb: SubgraphBuilder, sg: Subgraph) -> None:
+    replace = hybrid_weights(sg)
+    for t in sg.tensors:
+        if t.sparsity is not None:
+            raise ValueError(f"sparse tensor '{t.name}'")
+        sig = t.shape_signature
+        if t.index in replace:
+            data, ttype, quant = _dequantized(t).tobytes(), TensorType.FLOAT32, None
+        else:
+            data = None if t.data is None else np.ascontiguousarray(t.data).tobytes()
+            ttype, quant = t.type, _quant(t)
+        sb.tensors.append(_TensorSpec(t.name, tuple(t.shape), ttype, owner.add_buffer(data), quant,
+                                      None if sig is None else tuple(sig), t.is_variable))
+    for op in sg.operators:
+        sb.op(op.builtin_code, op.inputs, op.outputs, op.options, version=op.version, custom_code=op.custom_code,
+              intermediates=op.intermediates, custom_options=op.custom_options)
+    sb.inputs.extend(sg.inputs)
+    sb.outputs.extend(sg.outputs)
+
+
+def float_twin(model: TfliteModel) -> bytes | None:
+    """The model with its hybrid weights dequantized (module docstring), or None when it has none or holds
+    something the writer does not reproduce (sparse tensors)."""
+    if not any(hybrid_weights(sg) for sg in model.subgraphs):
+        return None
+    b = TfliteBuilder(model.description)
+    try:
+        for k, sg in enumerate(model.subgraphs):
+            sb = b if k == 0 else b.subgraph(sg.name)
+            sb.name = sg.name
+            _copy_subgraph(b, sb, sg)
+        for sig in model.signature_defs:
+            b.add_signature(sig.signature_key, sig.subgraph_index)
+        return b.finish()
+    except (ValueError, TypeError, KeyError):
+        return None
