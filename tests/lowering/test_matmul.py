@@ -68,7 +68,7 @@ def test_batch_matmul_int8_constant_rhs_as_fully_connected(api):
 
 
 def test_batch_matmul_refusals():
-    m = bmm_model((3, 5), (5, 4), (3, 4))  # non-constant y: only NNAPI's BATCH_MATMUL
+    m = bmm_model((3, 5), (5, 4), (3, 4), dtype=np.int32)  # int32: only NNAPI's BATCH_MATMUL
     assert_refused(m, 31, Code.API_LEVEL, min_api_level=33)
     assert_refused(bmm_model((3, 5), (5, 4), (3, 4), adj_x=True, const_y=True), 31, Code.API_LEVEL,
                    min_api_level=33)

@@ -14,7 +14,7 @@ from nnconv.parity.twin import float_twin
 from nnconv.parity.partitioned import PartitionedParityReport, verify_model
 from nnconv.partition import convert_partial
 from nnconv.tflite.builder import TfliteBuilder
-from nnconv.tflite.options import AddOptions, FullyConnectedOptions, ResizeBilinearOptions
+from nnconv.tflite.options import AddOptions, BatchMatMulOptions, FullyConnectedOptions, ResizeBilinearOptions
 from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 from nnconv.tflite.schema_enums import TensorType
@@ -165,3 +165,53 @@ def test_float_twin_is_the_model_with_float_weights():
     (y,) = runner.run({runner.input_details()[0]["index"]: x}).values()
     assert y.shape == (1, 4, 7, 2) and np.isfinite(y).all()
     assert float_twin(read_model(_fp16_weight_shared_across_partitions())) is None
+
+
+# -- BATCH_MATMUL of two computed tensors below API 33 (attention) ------------------------------------------
+def _bmm(x_shape, y_shape, out_shape, adj_x=False, adj_y=False, dtype=np.float32, q=(None, None, None)) -> bytes:
+    def spec(name, shape, qp):
+        return (name, shape, dtype) + ((qp,) if qp else ())
+    return single_op_model(B.BATCH_MATMUL, [spec("x", x_shape, q[0]), spec("y", y_shape, q[1])],
+                           [spec("out", out_shape, q[2])], BatchMatMulOptions(adj_x=adj_x, adj_y=adj_y))
+
+
+BMM_CASES = [  # (x, y, out, adj_x, adj_y, lowest level for float32)
+    pytest.param((3, 5), (5, 4), (3, 4), False, False, 28, id="rank2"),
+    pytest.param((3, 5), (4, 5), (3, 4), False, True, 27, id="rank2-adj-y"),
+    pytest.param((2, 3, 5), (2, 5, 7), (2, 3, 7), False, False, 29, id="rank3"),
+    pytest.param((2, 3, 5, 4), (2, 3, 6, 5), (2, 3, 4, 6), True, True, 29, id="rank4-adj-both"),
+    pytest.param((1, 4, 6, 8), (1, 4, 7, 8), (1, 4, 6, 7), False, True, 29, id="attention-qk"),
+    pytest.param((2, 5, 3), (2, 5, 6), (2, 3, 6), True, False, 29, id="adj-x"),
+]
+
+
+@pytest.mark.parametrize("x_shape,y_shape,out_shape,adj_x,adj_y,level", BMM_CASES)
+def test_batch_matmul_of_computed_tensors_as_fc_per_batch_float(x_shape, y_shape, out_shape, adj_x, adj_y, level):
+    """The transformer's attention products (Q.K^T, P.V: both inputs computed) were refused below API 33,
+    splitting the encoder into 3 partitions at API 29-32. Now one FULLY_CONNECTED per batch element."""
+    m = _bmm(x_shape, y_shape, out_shape, adj_x, adj_y)
+    for api in (level, 30):
+        ops = [op.type.name for op in assert_parity(m, api_level=api).converted.model.main.operations]
+        assert "BATCH_MATMUL" not in ops and ops.count("FULLY_CONNECTED") == int(np.prod(x_shape[:-2]))
+    if level > 27:
+        assert_refused(m, level - 1, Code.API_LEVEL, min_api_level=level)
+    assert [op.type.name for op in assert_parity(m, api_level=33).converted.model.main.operations] == \
+        ["BATCH_MATMUL"]
+
+
+@pytest.mark.parametrize("x_shape,y_shape,out_shape,adj_x,adj_y,level", BMM_CASES)
+def test_batch_matmul_of_computed_tensors_as_fc_per_batch_int8(x_shape, y_shape, out_shape, adj_x, adj_y, level):
+    """int8 (API 30, signed): bit-exact with TFLite's kernel, y's zero point included."""
+    q = (QuantParams(0.05, -3), QuantParams(0.04, 9), QuantParams(0.3, 4))
+    m = _bmm(x_shape, y_shape, out_shape, adj_x, adj_y, dtype=np.int8, q=q)
+    assert_parity(m, api_level=30)
+    rng = np.random.default_rng(4)
+    assert_bit_exact(m, 30, {"x": rng.integers(-128, 128, x_shape).astype(np.int8),
+                             "y": rng.integers(-128, 128, y_shape).astype(np.int8)})
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_batch_matmul_split_form_needs_equal_batch_and_inner_dims():
+    assert_refused(_bmm((2, 3, 5), (1, 5, 4), (2, 3, 4)), 30, Code.API_LEVEL, min_api_level=None)
+    assert_refused(_bmm((3, 5), (3, 4), (3, 4)), 30, Code.API_LEVEL)  # K 5 vs 3
+    assert_refused(_bmm((3, 5), (5, 4), (3, 4), dtype=np.int32), 30, Code.API_LEVEL, min_api_level=33)
