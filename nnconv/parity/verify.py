@@ -8,6 +8,7 @@ from typing import Mapping
 
 import numpy as np
 
+from nnconv.errors import NnconvError
 from nnconv.executor import Executor
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
@@ -146,8 +147,13 @@ def run_parity(tflite_source: str | os.PathLike | bytes, converted: ConvertedMod
     # Dynamic-range models: the reference is TFLite on the float twin (nnconv/parity/twin.py), with the plain
     # float tolerance; without a twin, TFLite's hybrid kernels with the looser hybrid tolerance.
     twin = float_twin(model) if hybrid else None
-    twin_runner = TfliteRunner(twin, kernels=kernels) if twin is not None else None
-    twin_outputs = twin_runner.run(feed) if twin_runner is not None else {}
+    twin_runner, twin_outputs = None, {}
+    if twin is not None:
+        try:
+            twin_runner = TfliteRunner(twin, kernels=kernels)
+            twin_outputs = twin_runner.run(feed)
+        except (NnconvError, ValueError, RuntimeError):  # TFLite refuses the twin: compare with the hybrid kernels
+            twin_runner, twin_outputs = None, {}
     results = []
     for spec in converted.outputs:
         expected = _output(runner, theirs, spec.tflite_tensor)
