@@ -201,14 +201,16 @@ def test_batch_matmul_of_computed_tensors_as_fc_per_batch_float(x_shape, y_shape
 
 @pytest.mark.parametrize("x_shape,y_shape,out_shape,adj_x,adj_y,level", BMM_CASES)
 def test_batch_matmul_of_computed_tensors_as_fc_per_batch_int8(x_shape, y_shape, out_shape, adj_x, adj_y, level):
-    """int8 (API 30, signed): bit-exact with TFLite's kernel, y's zero point included."""
+    """int8: bit-exact with TFLite's kernel, y's zero point included, at API 30 (signed) and 29 (uint8 + 128)."""
     q = (QuantParams(0.05, -3), QuantParams(0.04, 9), QuantParams(0.3, 4))
     m = _bmm(x_shape, y_shape, out_shape, adj_x, adj_y, dtype=np.int8, q=q)
-    assert_parity(m, api_level=30)
     rng = np.random.default_rng(4)
-    assert_bit_exact(m, 30, {"x": rng.integers(-128, 128, x_shape).astype(np.int8),
-                             "y": rng.integers(-128, 128, y_shape).astype(np.int8)})
-    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+    feed = {"x": rng.integers(-128, 128, x_shape).astype(np.int8),
+            "y": rng.integers(-128, 128, y_shape).astype(np.int8)}
+    for api in (29, 30):
+        assert_parity(m, api_level=api)
+        assert_bit_exact(m, api, feed)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
 def test_batch_matmul_split_form_needs_equal_batch_and_inner_dims():

@@ -32,9 +32,10 @@ def _fc_form(c: CheckContext) -> bool:
 
 def _split_fc_level(c: CheckContext) -> int | None:
     """The API level from which a product of two computed tensors runs as one FULLY_CONNECTED per batch
-    element (class docstring), or None when that form does not apply: float32 or int8 (API 30, where int8
-    is TENSOR_QUANT8_ASYMM_SIGNED) with equal batch dimensions. SPLIT needs API 29 (several batch
-    elements), TRANSPOSE API 28 (adj_x, or y without adj_y)."""
+    element (class docstring), or None when that form does not apply: float32 or int8 with equal batch
+    dimensions. SPLIT needs API 29 (several batch elements), TRANSPOSE API 28 (adj_x, or y without adj_y);
+    int8 needs API 29, where the quantized FC has no scale restriction (below 30 it is carried as
+    uint8 + 128, as for FULLY_CONNECTED: the same arithmetic)."""
     x, y, o = c.input(0), c.input(1), c.options
     if x is None or y is None or x.type not in (TensorType.FLOAT32, TensorType.INT8) or y.type != x.type:
         return None
@@ -44,7 +45,7 @@ def _split_fc_level(c: CheckContext) -> int | None:
     if x.shape[-2 if adj_x else -1] != y.shape[-1 if adj_y else -2]:
         return None  # inconsistent inner dimensions: left to the BATCH_MATMUL checks
     level = 29 if math.prod(x.shape[:-2]) > 1 else (28 if adj_x or not adj_y else 27)
-    return max(level, 30) if x.type == TensorType.INT8 else level
+    return max(level, 29) if x.type == TensorType.INT8 else level
 
 
 @lowering_rule(BuiltinOperator.BATCH_MATMUL)
@@ -66,7 +67,7 @@ class BatchMatMul(Rule):
     [B, K, N], y is transposed to [B, N, K] unless adj_y (x to [B, M, K] when adj_x), both are SPLIT into B
     pieces, FC(x_b, y_b reshaped to [N, K], zero bias) gives [M, N], and a CONCATENATION plus RESHAPE
     gives [..., M, N]. Per batch element that is the same int32 accumulation and requantization as TFLite's
-    kernel. float32 from API 27 (28 with a TRANSPOSE, 29 with several batch elements), int8 from API 30.
+    kernel. float32 from API 27 (28 with a TRANSPOSE, 29 with several batch elements), int8 from API 29.
     Beyond TFLite's delegate, which waits for BATCH_MATMUL (API 33).
     `asymmetric_quantize_inputs` concerns only TFLite's hybrid kernel (float x, int8 y), which is refused
     here since both inputs must share one type.
@@ -78,7 +79,7 @@ class BatchMatMul(Rule):
     dtypes = ("float32", "int32", "int8")
     constraints = ("API 33 (BATCH_MATMUL: same dtype, rank 2..4, equal batch dims); from API 27 with a constant "
                    "matrix y and no adj_x (FULLY_CONNECTED); below 33 two computed float32 tensors with equal "
-                   "batch dims as FULLY_CONNECTED per batch element (27/28/29; int8 30)")
+                   "batch dims as FULLY_CONNECTED per batch element (27/28/29; int8 29)")
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2):
