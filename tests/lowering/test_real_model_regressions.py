@@ -7,18 +7,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness import QuantParams, assert_bit_exact, assert_parity, assert_refused, single_op_model
 from nnconv.lowering.diagnostics import Code
+from nnconv.parity.partitioned import PartitionedParityReport, verify_model
 from nnconv.parity.tflite_runner import TfliteRunner
 from nnconv.parity.tolerances import FLOAT_RTOL
 from nnconv.parity.twin import float_twin
-from nnconv.parity.partitioned import PartitionedParityReport, verify_model
 from nnconv.partition import convert_partial
 from nnconv.tflite.builder import TfliteBuilder
 from nnconv.tflite.options import AddOptions, BatchMatMulOptions, FullyConnectedOptions, ResizeBilinearOptions
 from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 from nnconv.tflite.schema_enums import TensorType
-from harness import QuantParams, assert_bit_exact, assert_parity, assert_refused, single_op_model
 
 
 def _fp16_weight_shared_across_partitions() -> bytes:
