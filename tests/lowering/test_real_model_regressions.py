@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from harness import QuantParams, assert_bit_exact, assert_parity, assert_refused, single_op_model
+from nnconv import convert
+from nnconv.executor import Executor
 from nnconv.lowering.diagnostics import Code
 from nnconv.parity.partitioned import PartitionedParityReport, verify_model
 from nnconv.parity.tflite_runner import TfliteRunner
@@ -15,7 +17,8 @@ from nnconv.parity.tolerances import FLOAT_RTOL
 from nnconv.parity.twin import float_twin
 from nnconv.partition import convert_partial
 from nnconv.tflite.builder import TfliteBuilder
-from nnconv.tflite.options import AddOptions, BatchMatMulOptions, FullyConnectedOptions, ResizeBilinearOptions
+from nnconv.tflite.options import (AddOptions, BatchMatMulOptions, FullyConnectedOptions, ReducerOptions,
+                                   ResizeBilinearOptions)
 from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 from nnconv.tflite.schema_enums import TensorType
@@ -242,3 +245,43 @@ def test_quantized_verify_failure_names_the_reference_kernels_result(tmp_path, m
     (out,) = report.outputs
     assert not report.passed and out.detail == "vs TFLite's reference kernels: max 0 LSB (within tolerance)"
     assert verify_model(str(path), 30, kernels="reference").passed  # no second run, nothing added
+
+
+# -- int8 MEAN with the output quantized differently (Keras GlobalAveragePooling2D) ----------------------------
+def _int8_mean(shape: tuple, axes: list, keep: bool, s_in: float, z_in: int, s_out: float, z_out: int) -> bytes:
+    out_shape = tuple(1 if k in axes else d for k, d in enumerate(shape)) if keep else \
+        tuple(d for k, d in enumerate(shape) if k not in axes)
+    return single_op_model(B.MEAN, [("x", shape, np.int8, QuantParams(s_in, z_in)), ("axis", np.array(axes, np.int32))],
+                           [("y", out_shape, np.int8, QuantParams(s_out, z_out))], ReducerOptions(keep_dims=keep))
+
+
+MEAN_CASES = [  # s_in / s_out below 1 (double rounding), above 1, and a long axis
+    pytest.param((2, 3, 5, 16), [1, 2], 0.05, 7, 0.03, -3, id="hw-ratio-1.7"),
+    pytest.param((1, 7, 6, 9), [1, 2], 0.02, -5, 0.09, 4, id="hw-ratio-0.2"),
+    pytest.param((3, 40, 6), [1], 0.1, 0, 0.01, 11, id="axis1-ratio-10"),
+]
+
+
+@pytest.mark.parametrize("api_level", [29, 30])
+@pytest.mark.parametrize("shape,axes,s_in,z_in,s_out,z_out", MEAN_CASES)
+def test_int8_mean_is_bit_exact(api_level, shape, axes, s_in, z_in, s_out, z_out):
+    """mobilenet_v2/v3 int8 (Keras global average pooling): the float mean rounded once differed from TFLite's
+    integer mean (which rounds twice) by 1 LSB on ~5% of the pooled features; the lowering now reproduces
+    the integer arithmetic: bit-exact with TFLite's kernels (keep_dims false: both kernel sets)."""
+    m = _int8_mean(shape, axes, False, s_in, z_in, s_out, z_out)
+    x = np.random.default_rng(8).integers(-128, 128, shape).astype(np.int8)
+    assert_parity(m, api_level=api_level)
+    assert_bit_exact(m, api_level, {"x": x})
+
+
+@pytest.mark.parametrize("shape,axes,s_in,z_in,s_out,z_out", MEAN_CASES[:2])
+def test_int8_mean_keep_dims_matches_the_reference_kernels(shape, axes, s_in, z_in, s_out, z_out):
+    """A 4-D H,W mean with keep_dims (squeeze-excite blocks): bit-exact with TFLite's reference kernels, which
+    the NNAPI reference CPU follows; TFLite's optimized kernel has its own rounding (within 1 LSB of it)."""
+    m = _int8_mean(shape, axes, True, s_in, z_in, s_out, z_out)
+    x = np.random.default_rng(9).integers(-128, 128, shape).astype(np.int8)
+    ours = Executor(convert(m, api_level=30).converted).run({"x": x})["y"]
+    runner = TfliteRunner(m, kernels="reference")
+    (theirs,) = runner.run({runner.input_details()[0]["index"]: x}).values()
+    np.testing.assert_array_equal(ours, theirs)
+    assert_parity(m, api_level=30)
