@@ -286,11 +286,13 @@ class SubgraphLowering:
 
     def lower(self, ops: Sequence[Operator], inputs: Sequence[int], outputs: Sequence[int]) -> None:
         in_operands = [self.operand_for(t) for t in inputs]
+        if self._constant_producers is None:
+            self._constant_producers = constant_producers(self.state, self.sg)
         for op in ops:
             if is_folded(self.state, self.sg, op):
                 continue
-            if any(o in self.operands for o in op.outputs if o >= 0):
-                continue  # a constant producer a consumer already lowered on demand (operand_for)
+            if op.outputs and op.outputs[0] in self._constant_producers:
+                continue  # lowered where a consumer reads it (operand_for): no unused constant copies
             self._lower_op(op)
         out_operands = [self.operand_for(t) for t in outputs]
         for t, o in zip(outputs, out_operands):

@@ -61,6 +61,29 @@ def test_fp16_dequantized_weight_is_a_constant_in_every_partition(tmp_path):
     assert verify_model(str(path), 30).passed  # whole model: the DEQUANTIZE lowers once
 
 
+def test_fp16_dequantize_lowers_only_where_read():
+    """A partition holding the DEQUANTIZE of a float16 constant but none of its readers gets no copy of the
+    constant (TFLite writes those DEQUANTIZEs first, ahead of everything they feed)."""
+    rng = np.random.default_rng(3)
+    b = TfliteBuilder()
+    x = b.input("x", (1, 3, 5, 2), np.float32)
+    w16 = b.const("w16", rng.uniform(-1, 1, (2,)).astype(np.float16))
+    w = b.tensor("w", (2,), np.float32)
+    b.op(B.DEQUANTIZE, [w16], [w])
+    h = b.tensor("h", (1, 3, 5, 2), np.float32)
+    b.op(B.ADD, [x, x], [h], AddOptions())
+    size = b.const("size", np.array([7, 9], np.int32))
+    r = b.tensor("r", (1, 7, 9, 2), np.float32)
+    b.op(B.RESIZE_BILINEAR, [h, size], [r], ResizeBilinearOptions(half_pixel_centers=True))
+    y = b.tensor("y", (1, 7, 9, 2), np.float32)
+    b.op(B.ADD, [r, w], [y], AddOptions())
+    b.output(y)
+    plan = convert_partial(b.finish(), 29)
+    assert [cm.tflite_ops for cm in plan.converted] == [[0, 1], [3]]
+    names = [[o.name for o in cm.model.main.operands] for cm in plan.converted]
+    assert "w16" not in names[0] and "w16" in names[1]
+
+
 # -- FULLY_CONNECTED with per-channel int8 weights (TensorFlow >= 2.16's default for Dense layers) ---------
 def _per_channel_fc(in_shape: tuple, units: int, keep_num_dims: bool = False, act: int = 0, bias: bool = True,
                     quantized_dimension: int = 0) -> bytes:
