@@ -315,7 +315,7 @@ def ops(fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(data, indent=2))
     elif fmt == "md":
-        click.echo(ops_markdown())
+        click.echo(ops_markdown(), nl=False)  # the text ends with its own newline
     else:
         table = Table(title=f"{len(data['ops'])} TFLite ops")
         for col in ("TFLite op", "NNAPI ops", "min API", "dtypes", "constraints"):
