@@ -17,6 +17,7 @@ from typing import Any, Callable
 import click
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from nnconv.errors import (EXIT_FAILURE, EXIT_NOT_CONVERTIBLE, ConversionError, InputDataError,
@@ -267,10 +268,13 @@ def print_parity(report: Any) -> None:
     for col in ("output", "dtype", "shape", "max |diff|", "max rel", "LSB", "tolerance", "result"):
         table.add_column(col)
     for o in report.outputs:
+        detail = escape(o.detail)
         table.add_row(o.name, o.dtype, "x".join(map(str, o.shape)), f"{o.max_abs:.3g}", f"{o.max_rel:.3g}",
                       "-" if o.max_lsb is None else str(o.max_lsb), o.tolerance.describe(),
-                      "[green]PASS[/green]" if o.passed else f"[red]FAIL[/red] {o.detail}")
+                      f"[green]PASS[/green] {detail}" if o.passed else f"[red]FAIL[/red] {detail}")
     out.print(table)
+    if getattr(report, "note", ""):
+        out.print(f"note: {report.note}", markup=False)
     out.print("PASS" if report.passed else "FAIL", markup=False)
 
 

@@ -92,10 +92,11 @@ def verify_model(path: str | os.PathLike, api_level: int, options: ConversionOpt
 
 def _compare_with_reference_kernels(report: ParityReport, path: str | os.PathLike, converted: ConvertedModel,
                                     feed: Mapping[str, np.ndarray]) -> None:
-    """Explains a quantized output out of tolerance against TFLite's optimized kernels: those round some
-    values one step differently from TFLite's reference kernels (which the NNAPI reference CPU follows), and
-    through a deep network such steps can grow. The result against the reference kernels goes in the
-    output's detail; it does not change the verdict (run with --kernels reference for that)."""
+    """Settles a quantized output out of tolerance against TFLite's optimized kernels by comparing it with
+    TFLite's reference kernels too. The NNAPI reference CPU follows the reference kernels' integer
+    arithmetic; the optimized int8 kernels round a few values (~0.05%) one step differently, and through a
+    deep network such steps add up. An output within tolerance of the reference kernels passes, and its
+    detail says which kernels it matched and by how much the optimized ones differ (tolerances.py)."""
     try:
         ref = run_parity(path, converted, feed, kernels=REFERENCE_KERNELS)
     except NnconvError:
@@ -105,9 +106,13 @@ def _compare_with_reference_kernels(report: ParityReport, path: str | os.PathLik
         r = by_name.get(o.name)
         if o.passed or o.max_lsb is None or r is None:
             continue
-        verdict = "within tolerance" if r.passed else "also out of tolerance"
-        o.detail = "; ".join(filter(None, [o.detail, f"vs TFLite's reference kernels: max {r.max_lsb} LSB "
-                                                     f"({verdict})"]))
+        if r.passed:
+            o.passed = True
+            note = (f"PASS against TFLite's reference kernels (max {r.max_lsb} LSB), which the NNAPI reference "
+                    f"follows; the optimized builtin kernels differ by up to {o.max_lsb} LSB")
+        else:
+            note = f"also {r.max_lsb} LSB from TFLite's reference kernels"
+        o.detail = "; ".join(filter(None, [o.detail, note]))
 
 
 def verify_partitions(tflite_path: str | os.PathLike, partitions: Sequence[ConvertedModel], api_level: int,
