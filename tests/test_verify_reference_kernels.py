@@ -1,0 +1,58 @@
+"""Partition-wise verify: quantized outputs that miss TFLite's optimized kernels pass when they are within
+tolerance of TFLite's reference kernels (the NNAPI reference arithmetic), and say so."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import nnconv.parity.partitioned as partitioned
+from harness import QuantParams, TfliteBuilder
+from nnconv.tflite.options import AddOptions
+from nnconv.tflite.schema_enums import BuiltinOperator
+
+
+def int8_model(tmp_path) -> str:
+    """Two int8 ADDs, verified as one partition through `verify_partitions` directly."""
+    q = QuantParams(0.05, -3)
+    b = TfliteBuilder()
+    x = b.input("x", (2, 5, 3), np.int8, quant=q)
+    y = b.tensor("y", (2, 5, 3), np.int8, quant=QuantParams(0.1, 2))
+    z = b.tensor("z", (2, 5, 3), np.int8, quant=QuantParams(0.2, -1))
+    b.op(BuiltinOperator.ADD, [x, x], [y], AddOptions())
+    b.op(BuiltinOperator.ADD, [y, y], [z], AddOptions())
+    b.output(z)
+    path = tmp_path / "int8.tflite"
+    path.write_bytes(b.finish())
+    return str(path)
+
+
+def test_partition_outputs_fall_back_to_the_reference_kernels(tmp_path, monkeypatch):
+    path = int8_model(tmp_path)
+    from nnconv.lowering.convert import convert
+    converted = convert(path, 30).converted
+    real_compare = partitioned.compare
+    phase = {"reference": False}
+
+    def compare(name, actual, expected, hybrid=False):
+        o = real_compare(name, actual, expected, hybrid)
+        if not phase["reference"]:
+            o.passed, o.max_lsb = False, 3  # as if TFLite's optimized kernels rounded 3 LSB away
+        return o
+
+    real_recheck = partitioned._recheck_with_reference_kernels
+
+    def recheck(*args, **kwargs):
+        phase["reference"] = True
+        return real_recheck(*args, **kwargs)
+
+    monkeypatch.setattr(partitioned, "compare", compare)
+    monkeypatch.setattr(partitioned, "_recheck_with_reference_kernels", recheck)
+    report = partitioned.verify_partitions(path, [converted], 30)
+    assert report.passed
+    assert "PASS against TFLite's reference kernels" in report.outputs[0].detail
+    assert "differ by up to 3 LSB" in report.outputs[0].detail
+
+    phase["reference"] = False
+    monkeypatch.setattr(partitioned, "_recheck_with_reference_kernels", real_recheck)  # stays failing
+    report = partitioned.verify_partitions(path, [converted], 30)
+    assert not report.passed
