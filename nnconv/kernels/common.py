@@ -6,14 +6,18 @@ reference CPU implementation calls, vectorized over int64 numpy arrays.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from nnconv.errors import ExecutionError
 from nnconv.nnapi.enums import FuseCode, OperandType, PaddingCode
 from nnconv.nnapi.model import Operand
+
+if TYPE_CHECKING:
+    from nnconv.kernels.registry import KernelCall
 
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
@@ -445,3 +449,22 @@ def normalize_axis(axis: int, rank: int, fail: Callable[[str], Exception]) -> in
     if not -rank <= axis < rank:
         raise fail(f"axis {axis} is out of range for rank {rank}")
     return axis % rank if rank else 0
+
+
+# -- 8-bit lookup tables ----------------------------------------------------------------------------
+def via_quant8_table(call: "KernelCall", compute: Callable[["KernelCall"], np.ndarray]) -> np.ndarray:
+    """Applies an elementwise quant8 -> quant8 kernel through a 256-entry table.
+
+    An 8-bit input has only 256 possible values, so `compute` (the kernel's own fixed-point arithmetic) is
+    run once on all of them, with input 0 replaced, and each run is then one gather: the same bits, without
+    redoing the integer pipeline per element. The table depends only on the operands' static quantization
+    parameters, so it is memoized per operation."""
+    x = call.tensor(0)
+    signed = x.dtype == np.int8
+
+    def make() -> np.ndarray:
+        domain = (np.arange(-128, 128) if signed else np.arange(256)).astype(x.dtype)
+        return np.asarray(compute(dataclasses.replace(call, inputs=[domain, *call.inputs[1:]], cache=None)))
+
+    table = call.memo(("quant8_table", compute.__name__), (), make)
+    return table[x.view(np.uint8) ^ np.uint8(0x80) if signed else x]

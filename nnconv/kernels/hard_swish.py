@@ -12,7 +12,8 @@ import numpy as np
 
 from nnconv.kernels._elementwise import FLOAT_TYPES
 from nnconv.kernels._fixedpoint import FP16, I16_MAX, I16_MIN
-from nnconv.kernels.common import is_quant8, qrange, quantize_multiplier, rounding_divide_by_pot
+from nnconv.kernels.common import (is_quant8, qrange, quantize_multiplier, rounding_divide_by_pot,
+                                   via_quant8_table)
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
@@ -72,5 +73,5 @@ def hard_swish(call: KernelCall) -> list[np.ndarray]:
     if is_quant8(t):
         if out.type is not t:
             raise call.fail(f"output is {out.type.name}, input is {t.name}")
-        return [_hard_swish_quant(call)]
+        return [via_quant8_table(call, _hard_swish_quant)]
     raise call.fail(f"input 0 has unsupported type {t.name}")

@@ -13,7 +13,7 @@ import numpy as np
 from nnconv.kernels._activation import check_fixed_output, check_rank, rescaled_q4
 from nnconv.kernels._elementwise import FLOAT_TYPES
 from nnconv.kernels._fixedpoint import fixed_tanh
-from nnconv.kernels.common import rounding_divide_by_pot
+from nnconv.kernels.common import rounding_divide_by_pot, via_quant8_table
 from nnconv.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType
 
@@ -34,7 +34,12 @@ def tanh(call: KernelCall) -> list[np.ndarray]:
         lo, hi, zp = -128, 127, 0
     else:
         raise call.fail(f"input 0 has unsupported type {t.name}")
-    centered, q4, inside = rescaled_q4(call)
-    y = np.clip(rounding_divide_by_pot(fixed_tanh(q4, 4), 24) + zp, lo, hi)
-    y = np.where(inside, y, np.where(centered > 0, hi, lo))
-    return [y.astype(out.dtype)]
+
+    def quantized(c: KernelCall) -> np.ndarray:
+        # The reference fixed-point pipeline, run once per 8-bit value by via_quant8_table.
+        centered, q4, inside = rescaled_q4(c)
+        y = np.clip(rounding_divide_by_pot(fixed_tanh(q4, 4), 24) + zp, lo, hi)
+        y = np.where(inside, y, np.where(centered > 0, hi, lo))
+        return y.astype(out.dtype)
+
+    return [via_quant8_table(call, quantized)]
