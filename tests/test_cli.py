@@ -310,7 +310,6 @@ def test_python_dash_m_subprocess(tmp_path, conv_path, module):
 FIXTURES = ROOT / "examples" / "models"
 
 
-@pytest.mark.skipif(not (FIXTURES / "custom_op_middle.tflite").exists(), reason="fixture model absent")
 def test_convert_allow_partial_writes_partitions_and_plan(tmp_path, runner):
     out = tmp_path / "partial.nnapi"
     result = runner.invoke(main, ["convert", str(FIXTURES / "custom_op_middle.tflite"), "-o", str(out),

@@ -127,7 +127,6 @@ FIXTURE = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models"
 
 
 @needs_gcc
-@pytest.mark.skipif(not FIXTURE.exists(), reason="mobilenet_v3_int8.tflite fixture absent")
 def test_generated_c_for_a_converted_network(tmp_path):
     # A TF-converted int8 network (per-channel weights, many operation types) through the CLI path.
     from click.testing import CliRunner

@@ -23,6 +23,7 @@ from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, BOOL, F32, I3
                                                   check_same_quant, const_ints,
                                                   require_const_ints, same_quant)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
+from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
@@ -43,6 +44,24 @@ def _is_spatial_mean(c: CheckContext) -> bool:
         return False
     axes = {a % 4 for a in const_ints(c, c.input(1))}
     return axes == {1, 2} and (x.type == F32 or same_quant(x, c.output()))
+
+
+
+def _check_float_or_quant_reduction(c: CheckContext) -> Tensor | None:
+    """Checks shared by MEAN and SUM: (input, constant axes), float32 or 8-bit input with the output of the
+    same dtype, rank 1..4, static shapes, the int8 policy and the axes. Returns the input, or None when the
+    op is too malformed to check further."""
+    if not c.require_inputs(2):
+        return None
+    x = c.input(0)
+    if not c.require_dtype(x, BASIC):
+        return None
+    c.require_dtype(c.output(), (x.type,), "output")
+    c.require_rank(x, 4, 1)
+    c.require_static_shapes()
+    check_int8(c)
+    _check_axes(c, x.rank)
+    return x
 
 
 @lowering_rule(BuiltinOperator.MEAN)
@@ -67,16 +86,9 @@ class Mean(Rule):
                    "quantization needs API 29")
 
     def check(self, c: CheckContext) -> None:
-        if not c.require_inputs(2):
+        x = _check_float_or_quant_reduction(c)
+        if x is None:
             return
-        x = c.input(0)
-        if not c.require_dtype(x, BASIC):
-            return
-        c.require_dtype(c.output(), (x.type,), "output")
-        c.require_rank(x, 4, 1)
-        c.require_static_shapes()
-        check_int8(c)
-        _check_axes(c, x.rank)
         if x.type != F32 and not same_quant(x, c.output()):
             c.require_api(29, "quantized MEAN with an output quantized differently from its input")
         elif not _is_spatial_mean(c):
@@ -189,16 +201,9 @@ class Sum(_Reduce):
 
     def check(self, c: CheckContext) -> None:
         c.require_api(29, "REDUCE_SUM")
-        if not c.require_inputs(2):
+        x = _check_float_or_quant_reduction(c)
+        if x is None:
             return
-        x = c.input(0)
-        if not c.require_dtype(x, BASIC):
-            return
-        c.require_dtype(c.output(), (x.type,), "output")
-        c.require_rank(x, 4, 1)
-        c.require_static_shapes()
-        check_int8(c)
-        _check_axes(c, x.rank)
 
     def lower(self, c: LowerContext) -> None:
         if c.input(0).type == F32:
