@@ -6,7 +6,7 @@
 """
 
 from nnconv.errors import ConversionError, InputDataError, ModelFormatError, NnconvError
-from nnconv.executor import Executor
+from nnconv.runtime.executor import Executor
 from nnconv.lowering.convert import ConversionOptions, ConversionResult, Report, check_model, convert
 
 __version__ = "0.1.0"

@@ -30,8 +30,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from nnconv.errors import NnconvError
-from nnconv.executor import SubgraphRunner
-from nnconv.kernels import KERNELS
+from nnconv.runtime.executor import SubgraphRunner
+from nnconv.runtime.kernels import KERNELS
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import (STORAGE_DTYPE, DataLocation, Model, Operand, Operation, Subgraph,
                                 SymmPerChannelQuantParams)
@@ -303,7 +303,7 @@ INFINITE_LOOP_TIMEOUT_SECONDS = 0.001
 def _loop_timeout(seconds: float) -> Iterator[None]:
     """Runs the block with the WHILE kernel's loop timeout set to `seconds` (this process only)."""
     try:
-        mod = importlib.import_module("nnconv.kernels.while_")
+        mod = importlib.import_module("nnconv.runtime.kernels.while_")
     except ImportError:
         mod = None
     if mod is None or not hasattr(mod, "LOOP_TIMEOUT_SECONDS"):

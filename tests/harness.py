@@ -79,7 +79,7 @@ def assert_refused(model: bytes, api_level: int, code: Code, min_api_level: int 
 def assert_bit_exact(model: bytes, api_level: int, inputs: dict) -> None:
     """The lowered graph reproduces TFLite's outputs bit for bit (for lowerings documented as exact, which the
     tolerance of `assert_parity` could not tell from merely close)."""
-    from nnconv.executor import Executor
+    from nnconv.runtime.executor import Executor
     from nnconv.parity.tflite_runner import TfliteRunner
     ours = Executor(nnconv.convert(model, api_level=api_level).converted).run(inputs)
     runner = TfliteRunner(model)

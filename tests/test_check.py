@@ -20,8 +20,8 @@ from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import DriverIssue, warn_driver_issues
 from nnconv.lowering.context import CheckContext
 from nnconv.lowering.registry import RULES
-from nnconv.partition import build_plan
-from nnconv.report import ModelCheck, report_json
+from nnconv.lowering.partition import build_plan
+from nnconv.report.analysis import ModelCheck, report_json
 from nnconv.tflite.builder import TfliteBuilder
 from nnconv.tflite.options import Conv2DOptions
 from nnconv.tflite.reader import read_model
@@ -300,7 +300,7 @@ def test_policies_need_one_level(models):
 def test_progress_bar_only_on_a_terminal():
     from rich.console import Console
 
-    from nnconv.report import _progress
+    from nnconv.report.render import progress as _progress
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:
@@ -349,14 +349,14 @@ def test_a_partition_that_fails_to_lower_is_reported_not_fatal(models, monkeypat
     data = check_json(models["clean"], "--api-level", "30")
     assert "RuntimeError: boom" in data["partitions"][0]["error"]
     assert any("failed to lower" in w for w in data["warnings"])
-    from nnconv.partition import convert_partial
+    from nnconv.lowering.partition import convert_partial
     with pytest.raises(RuntimeError, match="boom"):
         convert_partial(models["clean"], 30)
 
 
 def test_beyond_delegate_flag():
     from nnconv.lowering.registry import CUSTOM_RULES
-    from nnconv.report import beyond_delegate
+    from nnconv.report.analysis import beyond_delegate
     assert not beyond_delegate("CONV_2D") and not beyond_delegate("CUSTOM(MyOp)")
     assert not beyond_delegate("BUILTIN_999")
     flagged = [name for name, rule in CUSTOM_RULES.items() if rule.beyond_delegate]

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from harness import TfliteBuilder, single_op_model
 from nnconv.cli import main
 from nnconv.errors import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NOT_CONVERTIBLE, EXIT_OK
-from nnconv.kernels import KERNELS
+from nnconv.runtime.kernels import KERNELS
 from nnconv.nnapi import serialize
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.options import Conv2DOptions
@@ -171,7 +171,7 @@ def test_run_by_name_and_by_position(tmp_path, runner, nnapi_path, key):
     assert "wrote" in result.stderr and "y float32[1, 9, 7, 4]" in result.stderr
     with np.load(out) as data:
         assert data.files == ["y"]
-        from nnconv.executor import Executor
+        from nnconv.runtime.executor import Executor
         want = Executor(serialize.load(nnapi_path).partitions[0]).run({"x": x})["y"]
         np.testing.assert_array_equal(data["y"], want)
 

@@ -24,7 +24,7 @@ from nnconv.conformance import (INFINITE_LOOP_TIMEOUT_SECONDS, SIGNED_COUPLING, 
                                 dynamic_output_shape_case, is_coupling_candidate, is_dynamic_shape_candidate,
                                 is_infinite_loop_timeout_case, iter_cases, multinomial_problems, run_case,
                                 signed_coupling_case)
-from nnconv.kernels import KERNELS
+from nnconv.runtime.kernels import KERNELS
 from nnconv.nnapi.enums import OperationType
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -223,7 +223,7 @@ def test_infinite_loop_cases_run_with_the_cts_loop_timeout():
     assert is_infinite_loop_timeout_case(loop)
     loop["expect_failure"] = False
     assert not is_infinite_loop_timeout_case(loop)
-    from nnconv.kernels import while_
+    from nnconv.runtime.kernels import while_
     before = while_.LOOP_TIMEOUT_SECONDS
     with _loop_timeout(INFINITE_LOOP_TIMEOUT_SECONDS):
         assert while_.LOOP_TIMEOUT_SECONDS == INFINITE_LOOP_TIMEOUT_SECONDS

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nnconv.errors import ExecutionError, ModelValidationError
-from nnconv.executor import Executor, SubgraphRunner
+from nnconv.runtime.executor import Executor, SubgraphRunner
 from nnconv.nnapi.builder import ModelBuilder
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType, api_level_of_feature_level, feature_level
 from nnconv.nnapi.model import SymmPerChannelQuantParams

@@ -1,4 +1,4 @@
-"""The partition plan (nnconv/partition.py) and partition-by-partition verification (parity/partitioned.py).
+"""The partition plan (nnconv/lowering/partition.py) and partition-by-partition verification (parity/partitioned.py).
 
 Models are chains or small DAGs of CONV_2D ops: a plain conv lowers at every level, a dilated conv is refused
 below API 29 (but TFLite runs it, so partition-wise parity can be checked), a custom op is refused always
@@ -19,7 +19,7 @@ from nnconv.lowering.convert import check_model, make_state
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.nnapi import serialize
 from nnconv.parity.partitioned import PartitionedParityReport, verify_model
-from nnconv.partition import analyse, build_plan, convert_partial, group_nodes
+from nnconv.lowering.partition import analyse, build_plan, convert_partial, group_nodes
 from nnconv.tflite.builder import TfliteBuilder
 from nnconv.tflite.options import Conv2DOptions
 from nnconv.tflite.reader import read_model
@@ -217,7 +217,7 @@ def test_partition_verification_catches_a_wrong_partition(tmp_path, monkeypatch)
     """Feeding boundary tensors really matters: corrupt partition 1's weights and only its row fails."""
     path = tmp_path / "mid.tflite"
     path.write_bytes(chain(["conv", "dilated", "conv"], seed=4))
-    import nnconv.partition as partition_mod
+    import nnconv.lowering.partition as partition_mod
     real = partition_mod.convert_partial
 
     def corrupted(*args, **kwargs):
@@ -240,7 +240,7 @@ def test_partition_verification_catches_a_wrong_partition(tmp_path, monkeypatch)
 
 def test_failing_partition_names_the_op_at_fault(tmp_path, monkeypatch):
     """A kernel bug in one op: the partition fails and, run alone on TFLite's tensors, that op is named."""
-    from nnconv.kernels import registry as kreg
+    from nnconv.runtime.kernels import registry as kreg
     from nnconv.nnapi.enums import OperationType
     path = tmp_path / "mid.tflite"
     path.write_bytes(chain(["conv", "dilated", "conv", "conv"], seed=9))

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pathlib
 
-from nnconv.kernels import KERNELS
+from nnconv.runtime.kernels import KERNELS
 from nnconv.lowering import rules as _rules  # noqa: F401
 from nnconv.lowering.registry import CUSTOM_RULES, RULES
-from nnconv.opsdoc import ops_markdown
+from nnconv.report.ops_doc import ops_markdown
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

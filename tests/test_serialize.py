@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import nnconv
 from harness import single_op_model
 from nnconv.errors import ModelFormatError, NnconvError
-from nnconv.executor import Executor
+from nnconv.runtime.executor import Executor
 from nnconv.nnapi import serialize
 from nnconv.nnapi.builder import ModelBuilder
 from nnconv.nnapi.enums import FuseCode, OperandLifeTime, OperandType, OperationType, PaddingCode

@@ -118,10 +118,10 @@ def make_state(model: TfliteModel, api_level: int, options: ConversionOptions | 
     if api_level not in API_LEVELS and api_level != 32:
         raise NnconvError(f"API level {api_level} is not one of {', '.join(map(str, API_LEVELS))}")
     state = ConversionState(model=model, api_level=api_level, options=options or ConversionOptions())
-    from nnconv.lowering.folding import mark_int64_indices
+    from nnconv.rewrite.folding import mark_int64_indices
     mark_int64_indices(state)
     if state.options.fold_constants:
-        from nnconv.lowering.folding import fold_constants
+        from nnconv.rewrite.folding import fold_constants
         fold_constants(state)
     return state
 

@@ -1,7 +1,7 @@
 """`nnconv verify`: convert, run both engines, compare; partition by partition when the model is partial.
 
 When the whole model lowers, its outputs are compared with TFLite's. When some ops are refused, the model is
-verified the way it would run under TFLite's NNAPI delegate: each delegated partition (see nnconv/partition.py)
+verified the way it would run under TFLite's NNAPI delegate: each delegated partition (see nnconv/lowering/partition.py)
 is fed the TFLite interpreter's OWN intermediate tensors at its boundary (the interpreter keeps every tensor
 with `preserve_all_tensors`), and each partition output is compared with the interpreter's value of the same
 tensor. Errors therefore never accumulate across partitions, and a failing row names the partition at fault.
@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from nnconv.errors import ConversionError, InputDataError, NnconvError
-from nnconv.executor import Executor
+from nnconv.runtime.executor import Executor
 from nnconv.lowering.convert import ConversionOptions, convert, io_spec, lower_ops, make_state
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
@@ -75,7 +75,7 @@ def verify_model(path: str | os.PathLike, api_level: int, options: ConversionOpt
     try:
         converted, _report = convert(model, api_level, options)
     except ConversionError as e:
-        from nnconv.partition import convert_partial
+        from nnconv.lowering.partition import convert_partial
         plan = convert_partial(model, api_level, options)
         note = (f"full conversion refused ({e}); verified the {len(plan.converted)} delegated partition(s) one "
                 f"by one on TFLite's own boundary tensors: {plan.summary_line()}")

@@ -9,7 +9,7 @@ from typing import Mapping
 import numpy as np
 
 from nnconv.errors import NnconvError
-from nnconv.executor import Executor
+from nnconv.runtime.executor import Executor
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
 from nnconv.parity.tolerances import Tolerance, tolerance_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.kernels import KERNELS, KernelCall
+from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.nnapi.enums import OperandType as T
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Operand, Operation

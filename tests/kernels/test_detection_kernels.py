@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from nnconv.errors import ExecutionError
-from nnconv.kernels import KERNELS, KernelCall
-from nnconv.kernels._boxes import iou_one_to_many, nms_single_class, soft_kernel
+from nnconv.runtime.kernels import KERNELS, KernelCall
+from nnconv.runtime.kernels._boxes import iou_one_to_many, nms_single_class, soft_kernel
 from nnconv.nnapi.enums import OperandType as T
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Operand, Operation
@@ -291,7 +291,7 @@ def test_detection_postprocessing_suppresses_an_overlapping_box(regular):
 
 
 def test_roi_kernels_give_the_same_result_in_chunks(monkeypatch):
-    from nnconv.kernels import _boxes
+    from nnconv.runtime.kernels import _boxes
     rng = np.random.default_rng(9)
     x = rng.normal(size=(2, 6, 8, 3)).astype(F32)
     rois = np.array([[0, 0, 7, 5], [1.5, 0.5, 3, 2], [0, 0, 8, 6], [2, 1, 2.5, 1.2], [4, 3, 8, 6]], F32)

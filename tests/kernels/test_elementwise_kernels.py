@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from nnconv.errors import ExecutionError
-from nnconv.kernels import KERNELS, KernelCall
-from nnconv.kernels._fixedpoint import exp_on_negative_values, fixed_logistic, fixed_tanh
-from nnconv.kernels.common import round_half_away
+from nnconv.runtime.kernels import KERNELS, KernelCall
+from nnconv.runtime.kernels._fixedpoint import exp_on_negative_values, fixed_logistic, fixed_tanh
+from nnconv.runtime.kernels.common import round_half_away
 from nnconv.nnapi.enums import OperandType as T
 from nnconv.nnapi.enums import OperationType as Op
 from nnconv.nnapi.model import Operand, Operation

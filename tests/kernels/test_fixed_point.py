@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from nnconv.kernels.common import (INT32_MAX, INT32_MIN, Requantizer, multiply_by_quantized_multiplier,
+from nnconv.runtime.kernels.common import (INT32_MAX, INT32_MIN, Requantizer, multiply_by_quantized_multiplier,
                                    quantize_multiplier, requantize_accumulator, rounding_divide_by_pot,
                                    saturating_rounding_doubling_high_mul)
 from nnconv.nnapi.enums import FuseCode, OperandType

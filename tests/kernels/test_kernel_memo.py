@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import nnconv.kernels.conv_2d as conv_mod
-from nnconv.blas_threads import blas_num_threads, limit_blas_threads
-from nnconv.executor import Executor, SubgraphRunner
-from nnconv.kernels import KernelCall
+import nnconv.runtime.kernels.conv_2d as conv_mod
+from nnconv.runtime.blas_threads import blas_num_threads, limit_blas_threads
+from nnconv.runtime.executor import Executor, SubgraphRunner
+from nnconv.runtime.kernels import KernelCall
 from nnconv.nnapi.builder import ModelBuilder
 from nnconv.nnapi.enums import OperandType as T
 from nnconv.nnapi.enums import OperationType

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nnconv.kernels.common import via_quant8_table
-from nnconv.kernels.hard_swish import _hard_swish_quant
-from nnconv.kernels.registry import KernelCall
+from nnconv.runtime.kernels.common import via_quant8_table
+from nnconv.runtime.kernels.hard_swish import _hard_swish_quant
+from nnconv.runtime.kernels.registry import KernelCall
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.model import Operand, Operation
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nnconv.kernels._fixedpoint import FP16 as fp
-from nnconv.kernels._farmhash import fingerprint64
+from nnconv.runtime.kernels._fixedpoint import FP16 as fp
+from nnconv.runtime.kernels._farmhash import fingerprint64
 
 
 @pytest.mark.parametrize("integer_bits", [3, 4])

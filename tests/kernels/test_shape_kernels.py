@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from nnconv.errors import ExecutionError
-from nnconv.kernels import KERNELS, KernelCall
-from nnconv.kernels.common import requantize_to
+from nnconv.runtime.kernels import KERNELS, KernelCall
+from nnconv.runtime.kernels.common import requantize_to
 from nnconv.nnapi.enums import OperandType as T
 from nnconv.nnapi.enums import OperationType as Op
 from nnconv.nnapi.model import Operand, Operation

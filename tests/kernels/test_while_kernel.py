@@ -10,8 +10,8 @@ import pytest
 
 from nnconv.conformance import _inputs, build_model, cts_dir, run_case
 from nnconv.errors import ExecutionError
-from nnconv.executor import SubgraphRunner
-from nnconv.kernels import while_
+from nnconv.runtime.executor import SubgraphRunner
+from nnconv.runtime.kernels import while_
 
 
 def _infinite_loop_case() -> dict:

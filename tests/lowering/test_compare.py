@@ -110,7 +110,7 @@ def test_select_v2_float_negative_zero_preserved():
         feed["c"] = np.ones((2, 5, 3), np.bool_)
         return feed
     result = assert_parity(m, api_level=29, input_fn=zeros)
-    from nnconv.executor import Executor
+    from nnconv.runtime.executor import Executor
     feed = zeros({"c": None, "y": np.zeros((2, 5, 3), np.float32)})
     out = Executor(result.converted).run(feed)["z"]
     assert np.array_equal(np.signbit(out), np.broadcast_to(np.signbit(feed["x"]), out.shape))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import nnconv
-from nnconv.executor import Executor
+from nnconv.runtime.executor import Executor
 
 from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused, single_op_model
 from nnconv.lowering.diagnostics import Code

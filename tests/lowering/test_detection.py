@@ -9,7 +9,7 @@ from flatbuffers import flexbuffers
 
 import nnconv
 from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
-from nnconv.executor import Executor
+from nnconv.runtime.executor import Executor
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.rules.detection import detection_options
 from nnconv.tflite.schema_enums import BuiltinOperator

@@ -8,7 +8,7 @@ import pytest
 from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
 from nnconv.lowering.convert import ConversionOptions, check_model, make_state
 from nnconv.lowering.diagnostics import Code
-from nnconv.lowering.folding import strided_slice_index
+from nnconv.rewrite.folding import strided_slice_index
 from nnconv.tflite.options import (CastOptions, ConcatenationOptions, ExpandDimsOptions, FloorDivOptions,
                                    GatherOptions, PackOptions, ReducerOptions, ReshapeOptions, ShapeOptions,
                                    SqueezeOptions, StridedSliceOptions, TransposeOptions)

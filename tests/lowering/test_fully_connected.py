@@ -7,7 +7,7 @@ import pytest
 
 import nnconv
 from harness import QuantParams, assert_parity, assert_refused, single_op_model
-from nnconv.executor import Executor
+from nnconv.runtime.executor import Executor
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.lowering.diagnostics import Code
 from nnconv.parity.tflite_runner import TfliteRunner

@@ -9,13 +9,13 @@ import pytest
 
 from harness import QuantParams, assert_bit_exact, assert_parity, assert_refused, single_op_model
 from nnconv import convert
-from nnconv.executor import Executor
+from nnconv.runtime.executor import Executor
 from nnconv.lowering.diagnostics import Code
 from nnconv.parity.partitioned import PartitionedParityReport, verify_model
 from nnconv.parity.tflite_runner import TfliteRunner
 from nnconv.parity.tolerances import FLOAT_RTOL
 from nnconv.parity.twin import float_twin
-from nnconv.partition import convert_partial
+from nnconv.lowering.partition import convert_partial
 from nnconv.tflite.builder import TfliteBuilder
 from nnconv.tflite.options import (AddOptions, BatchMatMulOptions, FullyConnectedOptions, ReducerOptions,
                                    ResizeBilinearOptions)

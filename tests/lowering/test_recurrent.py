@@ -536,7 +536,7 @@ def hybrid_lstm_models(batch=2, n_in=5, n_cell=4, n_out=3, dtype=np.int8) -> tup
 
 def test_hybrid_lstm_dequantize_at_29_and_fold_at_28(dtype=np.int8):
     import nnconv
-    from nnconv.executor import Executor
+    from nnconv.runtime.executor import Executor
     from nnconv.lowering.convert import ConversionOptions
     from nnconv.parity.tflite_runner import TfliteRunner
 

@@ -121,7 +121,7 @@ def test_concat_parity(dtype, api, axis):
 @pytest.mark.parametrize("act,op,lo,hi", [(1, "RELU", 0.0, np.inf), (3, "RELU6", 0.0, 6.0)])
 def test_concat_fused_activation_as_extra_op(act, op, lo, hi):
     # TFLite's own kernel rejects a fused activation on CONCATENATION, so compare with numpy instead.
-    from nnconv.executor import Executor
+    from nnconv.runtime.executor import Executor
     import nnconv
     m = concat_model("float32", [(2, 3), (2, 4)], (2, 7), 1, act=act)
     converted, _ = nnconv.convert(m, api_level=27)

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from nnconv.kernels.common import quantize_multiplier
+from nnconv.runtime.kernels.common import quantize_multiplier
 from nnconv.lowering.common import check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code

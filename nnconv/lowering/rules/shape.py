@@ -743,7 +743,7 @@ class Unpack(Rule):
 @lowering_rule(BuiltinOperator.SHAPE)
 class Shape(Rule):
     """TFLite SHAPE(input) of a statically shaped tensor is a constant, which constant folding
-    (lowering/folding.py) substitutes for every consumer. This rule only runs when the op was not folded:
+    (rewrite/folding.py) substitutes for every consumer. This rule only runs when the op was not folded:
     its output is a model output (which the converter must compute) or folding is disabled. The known
     shape is then produced by NNAPI ADD(constant shape, 0) on TENSOR_INT32 (API 30), exact for any value.
     A dynamic input shape cannot be lowered (NNAPI has no SHAPE operation)."""

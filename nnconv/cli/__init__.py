@@ -1,0 +1,38 @@
+"""The `nnconv` command line: convert, run, verify, check, ops (one module per command).
+
+Data goes to stdout, logs and errors to stderr. Colour is off when stdout is not a terminal or NO_COLOR is
+set. Exit codes: 0 ok; 1 parity failure or policy violation; 2 usage error or unreadable/invalid input;
+3 model not convertible at the target level; 4 internal error (set NNCONV_DEBUG=1 for the traceback).
+"""
+
+from __future__ import annotations
+
+import click
+
+from nnconv.cli import common
+from nnconv.cli.check import check
+from nnconv.cli.convert import convert
+from nnconv.cli.ops import ops
+from nnconv.cli.run import run
+from nnconv.cli.verify import verify
+
+
+def _version() -> str:
+    from nnconv import __version__
+    return __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(version=_version(), prog_name="nnconv")  # works from a source tree, not only installed
+def main() -> None:
+    """Convert TFLite models to Android NNAPI, check NNAPI compatibility offline, and prove parity."""
+    # Consoles are rebuilt per invocation so NO_COLOR and the current streams apply (tests, embedding).
+    common.reset_consoles()
+
+
+for _command in (convert, run, verify, check, ops):
+    main.add_command(_command)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,128 @@
+"""`nnconv check`: the offline NNAPI compatibility report (rendering lives in `nnconv.report`)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+
+from nnconv.cli import common
+from nnconv.cli.common import (
+    conversion_options,
+    feature_level_option,
+    fold_weights_option,
+    handle_errors,
+)
+from nnconv.errors import EXIT_FAILURE
+from nnconv.lowering.convert import DEFAULT_API_LEVEL, ConversionOptions
+from nnconv.nnapi.enums import API_LEVELS, api_level_of_feature_level
+from nnconv.report.analysis import (
+    CheckUsageError,
+    Policies,
+    check_levels,
+    check_one,
+    deprecation_warning,
+    expand_models,
+    report_json,
+)
+from nnconv.report.render import (
+    print_raw,
+    progress,
+    render_csv,
+    render_matrix,
+    render_md,
+    render_multi,
+    render_table,
+)
+
+
+@click.command()
+@click.argument("models", nargs=-1, required=True, type=click.Path())
+@click.option("--api-level", "api_level", type=str, default=None,
+              help="Target API level 27..35, or 'all' for the op x level table. Default 30.")
+@feature_level_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "md"]), default="table",
+              show_default=True)
+@click.option("--max-partitions", type=int, default=3, show_default=True,
+              help="Partitions the delegate keeps (largest first), like max_number_delegated_partitions; "
+                   "0 = unlimited.")
+@click.option("--fail-on", type=click.Choice(["refused", "warning"]), default=None,
+              help="Exit 1 when any op is refused (or, with 'warning', also on driver warnings).")
+@click.option("--min-coverage", type=click.FloatRange(0, 100), default=None,
+              help="Exit 1 when fewer than this percentage of ops is lowered.")
+@click.option("--max-partitions-allowed", type=int, default=None,
+              help="Exit 1 when the plan has more partitions than this.")
+@fold_weights_option
+@handle_errors
+def check(models: tuple[str, ...], api_level: str | None, feature_level: int | None, fmt: str,
+          max_partitions: int, fail_on: str | None, min_coverage: float | None,
+          max_partitions_allowed: int | None, fold_weights: bool) -> None:
+    """Report, per op, whether NNAPI takes MODEL at an API level, why not, and from which level."""
+    code = run_check(models, api_level, feature_level, fmt, max_partitions, fail_on, min_coverage,
+                     max_partitions_allowed, conversion_options(fold_weights, False), common.out, common.err)
+    if code:
+        raise SystemExit(code)
+
+
+def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: int | None, fmt: str,
+              max_partitions: int, fail_on: str | None, min_coverage: float | None,
+              max_partitions_allowed: int | None, options: ConversionOptions, out: Console, err: Console) -> int:
+    """Runs `nnconv check`; returns the exit code (0, or 1 when a policy is violated)."""
+    policies = Policies(fail_on, min_coverage, max_partitions_allowed)
+    paths = expand_models(models)
+    if api_level is not None and api_level.strip().lower() == "all":
+        if feature_level_ is not None:
+            raise CheckUsageError("give --api-level all or --feature-level, not both")
+        if policies.any:
+            raise CheckUsageError("--fail-on, --min-coverage and --max-partitions-allowed need one target level, "
+                                  "not --api-level all")
+        mats = progress(paths, err, lambda p: check_levels(p, options, max_partitions))
+        render_matrix(mats, fmt, out)
+        return 0
+    level = resolve_level(_parse_level(api_level), feature_level_)
+    checks = progress(paths, err, lambda p: check_one(p, level, options, max_partitions))
+    if len(checks) == 1:
+        check = checks[0]
+        if fmt == "json":
+            print_raw(out, json.dumps(report_json(check), indent=2))
+        elif fmt == "csv":
+            print_raw(out, render_csv(checks), end="")
+            for w in check.warnings():  # CSV has no room for them: stderr, like other logs
+                err.print(f"warning: {w}", markup=False)
+        elif fmt == "md":
+            print_raw(out, render_md(check))
+        else:
+            render_table(check, out)
+    else:
+        render_multi(checks, fmt, out)
+        if fmt == "csv" and deprecation_warning(level):
+            err.print(f"warning: {deprecation_warning(level)}", markup=False)
+    violations = [v for c in checks for v in policies.violations(c)]
+    for v in violations:
+        err.print(f"nnconv: policy violated: {v}", markup=False)
+    return EXIT_FAILURE if violations else 0
+
+
+def resolve_level(api_level: int | None, feature_level_: int | None) -> int:
+    """The target API level from --api-level or --feature-level (default 30; 32 is 31's feature level)."""
+    if api_level is not None and feature_level_ is not None:
+        raise CheckUsageError("give --api-level or --feature-level, not both")
+    if feature_level_ is not None:
+        try:
+            return api_level_of_feature_level(feature_level_)
+        except ValueError as e:
+            raise CheckUsageError(f"--feature-level: {e}") from None
+    level = DEFAULT_API_LEVEL if api_level is None else (31 if api_level == 32 else api_level)
+    if level not in API_LEVELS:
+        raise CheckUsageError(f"--api-level {api_level}: give one of {', '.join(map(str, API_LEVELS))} or 'all'")
+    return level
+
+
+def _parse_level(api_level: str | None) -> int | None:
+    if api_level is None:
+        return None
+    try:
+        return int(api_level)
+    except ValueError:
+        raise CheckUsageError(f"--api-level {api_level!r}: give 27..35 or 'all'") from None

@@ -1,0 +1,43 @@
+"""`nnconv run`: an .nnapi file on the numpy executor, inputs and outputs as .npz."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from nnconv.cli import common
+from nnconv.cli.common import handle_errors
+from nnconv.cli.npz_io import load_npz, save_npz
+from nnconv.errors import NnconvError
+
+
+@click.command()
+@click.argument("nnapi_model", type=click.Path())
+@click.option("--inputs", "inputs_path", type=click.Path(), required=True,
+              help=".npz with one array per model input, by input name or arr_0, arr_1, ...")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help=".npz to write the outputs to.")
+@click.option("--trace", is_flag=True, help="Print each NNAPI operation's output dtype, shape and range to stderr.")
+@click.option("--partition", type=int, default=None,
+              help="Run this partition of a file written with --allow-partial (its inputs are the TFLite "
+                   "tensors entering it).")
+@handle_errors
+def run(nnapi_model: str, inputs_path: str, output: str, trace: bool, partition: int | None) -> None:
+    """Run an NNAPI model file on the numpy executor."""
+    from nnconv.nnapi import serialize
+    from nnconv.runtime.executor import Executor, Trace
+    loaded = serialize.load(nnapi_model)
+    n = len(loaded.partitions)
+    if partition is None:
+        if n != 1:
+            raise NnconvError(f"{nnapi_model} holds {n} partitions (written with --allow-partial); pass "
+                              f"--partition 0..{n - 1} to run one, or use `nnconv verify` on the .tflite")
+        partition = 0
+    elif not 0 <= partition < n:
+        raise click.BadParameter(f"{nnapi_model} has partitions 0..{n - 1}", param_hint="--partition")
+    inputs = load_npz(inputs_path)
+    ex = Executor(loaded.partitions[partition], trace=Trace(stream=sys.stderr) if trace else None)
+    outputs = ex.run(inputs)
+    save_npz(output, outputs)
+    common.err.print(f"wrote {output}: " + ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in outputs.items()),
+              markup=False)

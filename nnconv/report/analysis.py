@@ -1,0 +1,194 @@
+"""`nnconv check`'s analysis: per op the verdict, NNAPI ops, reason, hint and lowest accepting API level (all
+from the lowering rules' own checks, `lowering/convert.py:check_model`); the partition plan of TFLite's NNAPI
+delegate (`lowering/partition.py`); an op x API level matrix; CI policies. Rendering lives in `render.py`,
+the JSON schema in docs/report-schema.md.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from dataclasses import dataclass
+from typing import Iterable
+
+from nnconv.errors import NnconvError
+from nnconv.lowering.convert import ConversionOptions, OpReport, Report
+from nnconv.lowering.diagnostics import Verdict
+from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, analyse
+from nnconv.nnapi.enums import API_LEVELS, DEPRECATED_FROM_API, feature_level
+from nnconv.tflite.reader import read_model
+
+SCHEMA_VERSION = 1
+REFUSED = (Verdict.REFUSED_LEVEL, Verdict.REFUSED_OPERAND, Verdict.CUSTOM, Verdict.UNSUPPORTED)
+
+
+class CheckUsageError(NnconvError):
+    """Options of `nnconv check` that do not go together."""
+
+
+def deprecation_warning(level: int) -> str | None:
+    if level >= DEPRECATED_FROM_API:
+        return (f"NNAPI is deprecated from Android 15 (API {DEPRECATED_FROM_API}); consider LiteRT's GPU or "
+                "vendor delegates for new apps")
+    return None
+
+
+# -- one model at one level -------------------------------------------------------------------------
+@dataclass
+class ModelCheck:
+    """The report and the partition plan of one model at one API level."""
+
+    path: str
+    report: Report
+    plan: PartitionPlan
+
+    @property
+    def api_level(self) -> int:
+        return self.report.api_level
+
+    def count(self, *verdicts: Verdict) -> int:
+        return sum(1 for r in self.report.ops if r.status in verdicts)
+
+    @property
+    def ops_refused(self) -> int:
+        return self.count(*REFUSED)
+
+    def warnings(self) -> list[str]:
+        out = [w for w in [deprecation_warning(self.api_level)] if w]
+        return out + self.plan.warnings()
+
+    def summary(self) -> dict:
+        return {"ops_total": len(self.report.ops), "ops_lowered": self.report.ops_lowered,
+                "ops_delegated": self.plan.ops_delegated, "ops_refused": self.ops_refused,
+                "ops_folded": self.count(Verdict.FOLDED), "ops_driver_warning": self.count(Verdict.DRIVER_WARNING),
+                "coverage": round(self.plan.coverage, 2), "partitions": len(self.plan.partitions),
+                "partitions_formed": self.plan.partitions_formed,
+                "boundary_bytes": sum(p.boundary_bytes for p in self.plan.partitions),
+                "by_status": {v.value: self.count(v) for v in Verdict},
+                "line": self.plan.summary_line()}
+
+
+def check_one(path: str, level: int, options: ConversionOptions | None = None,
+              max_partitions: int = DEFAULT_MAX_PARTITIONS, lower: bool = True) -> ModelCheck:
+    report, plan = analyse(read_model(path), level, options, max_partitions, lower=lower)
+    return ModelCheck(path, report, plan)
+
+
+def beyond_delegate(op_name: str) -> bool:
+    """True when nnconv lowers this op but TFLite's own NNAPI delegate leaves it on the CPU."""
+    from nnconv.lowering.registry import CUSTOM_RULES, RULES
+    from nnconv.tflite.schema_enums import BuiltinOperator
+    if op_name.startswith("CUSTOM(") and op_name.endswith(")"):
+        rule = CUSTOM_RULES.get(op_name[7:-1])
+    else:
+        member = BuiltinOperator.__members__.get(op_name)
+        rule = RULES.get(int(member)) if member is not None else None
+    return bool(rule is not None and rule.beyond_delegate)
+
+
+def op_json(r: OpReport, plan: PartitionPlan) -> dict:
+    refused = not r.supported
+    return {"index": r.index, "op": r.op, "version": r.version, "status": r.status.value,
+            "severity": "error" if refused else ("warning" if r.status == Verdict.DRIVER_WARNING else "ok"),
+            "nnapi_ops": [] if refused else r.nnapi_ops,
+            "nnapi_ops_at_min_api_level": r.nnapi_ops if refused else [],
+            "reason": r.reason, "hint": r.hint, "min_api_level": r.min_api_level,
+            "input_dtypes": r.input_dtypes, "quantization": r.quantization,
+            "partition": plan.partition_of(r.index),
+            "beyond_delegate": not refused and beyond_delegate(r.op),
+            "diagnostics": [d.to_json() for d in r.diagnostics]}
+
+
+def report_json(check: ModelCheck) -> dict:
+    level = check.api_level
+    return {"schema_version": SCHEMA_VERSION, "model": check.path, "api_level": level,
+            "feature_level": feature_level(level), "max_partitions": check.plan.max_partitions,
+            "warnings": check.warnings(),
+            "ops": [op_json(r, check.plan) for r in check.report.ops],
+            "partitions": [p.to_json() for p in check.plan.partitions],
+            "dropped_partitions": check.plan.dropped,
+            "summary": check.summary()}
+
+
+def summary_line(check: ModelCheck) -> str:
+    return check.plan.summary_line()
+
+
+# -- every level ------------------------------------------------------------------------------------
+@dataclass
+class LevelMatrix:
+    """One model checked at every API level (27..35)."""
+
+    path: str
+    checks: dict[int, ModelCheck]
+
+    def first_level(self, op_index: int) -> int | None:
+        """The lowest level at which the op is lowered (or folded)."""
+        return next((lv for lv, c in self.checks.items() if c.report.ops[op_index].supported), None)
+
+    def to_json(self) -> dict:
+        any_check = next(iter(self.checks.values()))
+        ops = []
+        for r in any_check.report.ops:
+            by_level = {str(lv): c.report.ops[r.index].status.value for lv, c in self.checks.items()}
+            ops.append({"index": r.index, "op": r.op, "version": r.version, "min_api_level": self.first_level(r.index),
+                        "status_by_level": by_level})
+        return {"schema_version": SCHEMA_VERSION, "model": self.path, "api_level": "all",
+                "levels": list(self.checks), "warnings": [w for w in [deprecation_warning(max(self.checks))] if w],
+                "ops": ops,
+                "summary_by_level": {str(lv): c.summary() for lv, c in self.checks.items()}}
+
+
+def check_levels(path: str, options: ConversionOptions | None = None,
+                 max_partitions: int = DEFAULT_MAX_PARTITIONS) -> LevelMatrix:
+    model = read_model(path)
+    checks = {}
+    for lv in API_LEVELS:
+        report, plan = analyse(model, lv, options, max_partitions, lower=False)
+        checks[lv] = ModelCheck(path, report, plan)
+    return LevelMatrix(path, checks)
+
+
+# -- CI policies ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Policies:
+    fail_on: str | None = None  # "refused" or "warning"
+    min_coverage: float | None = None  # percent of ops delegated
+    max_partitions_allowed: int | None = None
+
+    @property
+    def any(self) -> bool:
+        return self.fail_on is not None or self.min_coverage is not None or self.max_partitions_allowed is not None
+
+    def violations(self, check: ModelCheck) -> list[str]:
+        """One line per violated rule, naming it."""
+        name = os.path.basename(check.path)
+        out = []
+        if self.fail_on in ("refused", "warning") and check.ops_refused:
+            out.append(f"--fail-on {self.fail_on}: {check.ops_refused} op(s) refused in {name} at API "
+                       f"{check.api_level}")
+        if self.fail_on == "warning" and check.count(Verdict.DRIVER_WARNING):
+            out.append(f"--fail-on warning: {check.count(Verdict.DRIVER_WARNING)} op(s) with driver warnings "
+                       f"in {name} at API {check.api_level}")
+        if self.min_coverage is not None and check.plan.coverage < self.min_coverage:
+            out.append(f"--min-coverage {self.min_coverage:g}: {name} has {check.plan.coverage:.1f}% of its ops "
+                       f"delegated at API {check.api_level}")
+        if self.max_partitions_allowed is not None and len(check.plan.partitions) > self.max_partitions_allowed:
+            out.append(f"--max-partitions-allowed {self.max_partitions_allowed}: {name} forms "
+                       f"{len(check.plan.partitions)} partitions at API {check.api_level}")
+        return out
+
+
+# -- inputs -----------------------------------------------------------------------------------------
+def expand_models(paths: Iterable[str]) -> list[str]:
+    """Files as given; folders contribute their .tflite files (recursively, sorted)."""
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = sorted(str(f) for f in pathlib.Path(p).rglob("*.tflite") if f.is_file())
+            if not found:
+                raise NnconvError(f"{p}: folder holds no .tflite file")
+            out += found
+        else:
+            out.append(p)
+    return out

@@ -1,0 +1,313 @@
+"""Rendering of `nnconv check` reports: a rich table, CSV, Markdown, the several-model summary and the op x
+API level matrix (JSON comes from `analysis.report_json` / `LevelMatrix.to_json`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from typing import Any, Callable, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from nnconv.lowering.convert import OpReport
+from nnconv.lowering.diagnostics import Verdict
+from nnconv.nnapi.enums import API_LEVELS, feature_level
+from nnconv.report.analysis import (
+    SCHEMA_VERSION,
+    LevelMatrix,
+    ModelCheck,
+    beyond_delegate,
+    deprecation_warning,
+    report_json,
+    summary_line,
+)
+
+# One-character cells of the `--api-level all` matrix.
+SYMBOLS = {Verdict.LOWERED: "✓", Verdict.FOLDED: "F", Verdict.DRIVER_WARNING: "W", Verdict.REFUSED_LEVEL: "L",
+           Verdict.REFUSED_OPERAND: "O", Verdict.CUSTOM: "C", Verdict.UNSUPPORTED: "U"}
+LEGEND = ("✓ lowered, F folded, W lowered with a driver warning, L refused: needs a higher API level, "
+          "O refused: operand property, C custom op, U unsupported builtin")
+_STYLE = {Verdict.LOWERED: "green", Verdict.FOLDED: "green", Verdict.DRIVER_WARNING: "yellow",
+          Verdict.REFUSED_LEVEL: "red", Verdict.REFUSED_OPERAND: "red", Verdict.CUSTOM: "magenta",
+          Verdict.UNSUPPORTED: "red"}
+
+
+
+def progress(paths: Sequence[str], err: Console, fn: Callable[[str], Any]) -> list[Any]:
+    """Runs `fn` on every path, with a progress bar on stderr when it is a terminal and there are several."""
+    if len(paths) < 2 or not err.file.isatty():
+        return [fn(p) for p in paths]
+    from rich.progress import Progress
+    results = []
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task("checking", total=len(paths))
+        for p in paths:
+            progress.update(task, description=f"checking {os.path.basename(p)}")
+            results.append(fn(p))
+            progress.advance(task)
+    return results
+
+
+# -- rendering: one model ---------------------------------------------------------------------------
+def _inputs_cell(r: OpReport) -> str:
+    cell = ",".join(r.input_dtypes)
+    return f"{cell} ({r.quantization})" if r.quantization else cell
+
+
+BEYOND_NOTE = "* lowered by nnconv, but TFLite's own NNAPI delegate leaves this op on the CPU"
+
+
+def _nnapi_cell(r: OpReport) -> str:
+    if r.supported:
+        cell = ", ".join(r.nnapi_ops) or ("-" if r.status == Verdict.FOLDED else "")
+        return f"{cell} *" if r.status != Verdict.FOLDED and beyond_delegate(r.op) else cell
+    return f"({', '.join(r.nnapi_ops)})" if r.nnapi_ops else ""
+
+
+def _reason_cell(r: OpReport) -> str:
+    if r.status == Verdict.FOLDED:
+        return "evaluated at conversion time"
+    text = r.reason
+    if r.hint:
+        text += f" — hint: {r.hint}"
+    return text
+
+
+def _tensor_cell(t: Any) -> str:
+    return f"{t.name} {t.dtype}[{','.join(map(str, t.shape))}] {t.nbytes} B ({'; '.join(t.peers)})"
+
+
+def _title(check: ModelCheck) -> str:
+    return f"{os.path.basename(check.path)} at API {check.api_level} (NNAPI feature level {feature_level(check.api_level)})"
+
+
+def render_table(check: ModelCheck, out: Console) -> None:
+    table = Table(title=_title(check))
+    for col in ("#", "op", "v", "inputs", "status", "NNAPI ops", "part.", "min API", "reason"):
+        table.add_column(col, overflow="fold")
+    for r in check.report.ops:
+        part = check.plan.partition_of(r.index)
+        table.add_row(str(r.index), r.op, str(r.version), _inputs_cell(r),
+                      f"[{_STYLE[r.status]}]{r.status.value}[/]", _nnapi_cell(r), "-" if part is None else str(part),
+                      str(r.min_api_level or "-"), _reason_cell(r))
+    out.print(table)
+    if check.plan.partitions:
+        pt = Table(title="partitions (as TFLite's NNAPI delegate forms them)")
+        for col in ("#", "TFLite ops", "NNAPI ops", "inputs (from)", "outputs (to)", "bytes"):
+            pt.add_column(col, overflow="fold")
+        for p in check.plan.partitions:
+            pt.add_row(str(p.index), _ops_range(p.ops), str(p.nnapi_ops),
+                       "\n".join(_tensor_cell(t) for t in p.inputs), "\n".join(_tensor_cell(t) for t in p.outputs),
+                       str(p.boundary_bytes))
+        out.print(pt)
+    out.print(f"API {check.api_level}: {summary_line(check)}", markup=False)
+    if any(r.supported and r.status != Verdict.FOLDED and beyond_delegate(r.op) for r in check.report.ops):
+        out.print(BEYOND_NOTE, markup=False)
+    for w in check.warnings():
+        out.print(f"warning: {w}", markup=False)
+
+
+def _ops_range(ops: Sequence[int]) -> str:
+    """[0,1,2,5,6] -> '#0-2, #5-6'."""
+    parts, start = [], None
+    for i, k in enumerate(ops):
+        if start is None:
+            start = k
+        if i + 1 == len(ops) or ops[i + 1] != k + 1:
+            parts.append(f"#{start}" if start == k else f"#{start}-{k}")
+            start = None
+    return ", ".join(parts)
+
+
+CSV_COLUMNS = ("model", "api_level", "index", "op", "version", "status", "nnapi_ops", "input_dtypes",
+               "quantization", "partition", "min_api_level", "reason", "hint")
+
+
+def render_csv(checks: Sequence[ModelCheck]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for c in checks:
+        for r in c.report.ops:
+            part = c.plan.partition_of(r.index)
+            emitted = " ".join(r.nnapi_ops) if r.supported else ""  # as in the JSON's nnapi_ops
+            w.writerow([c.path, c.api_level, r.index, r.op, r.version, r.status.value, emitted,
+                        " ".join(r.input_dtypes), r.quantization, "" if part is None else part,
+                        r.min_api_level or "", r.reason, r.hint])
+    return buf.getvalue()
+
+
+def _md_escape(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_md(check: ModelCheck) -> str:
+    lines = [f"## {_title(check)}", ""]
+    lines += [f"> **warning:** {_md_escape(w)}" for w in check.warnings()]
+    if check.warnings():
+        lines.append("")
+    lines += ["| # | op | v | inputs | status | NNAPI ops | partition | min API | reason |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in check.report.ops:
+        part = check.plan.partition_of(r.index)
+        lines.append("| " + " | ".join(_md_escape(x) for x in (
+            r.index, r.op, r.version, _inputs_cell(r), r.status.value, _nnapi_cell(r),
+            "-" if part is None else part, r.min_api_level or "-", _reason_cell(r))) + " |")
+    if check.plan.partitions:
+        lines += ["", "| partition | TFLite ops | NNAPI ops | inputs | outputs | bytes |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for p in check.plan.partitions:
+            lines.append("| " + " | ".join(_md_escape(x) for x in (
+                p.index, _ops_range(p.ops), p.nnapi_ops, "<br>".join(_tensor_cell(t) for t in p.inputs),
+                "<br>".join(_tensor_cell(t) for t in p.outputs), p.boundary_bytes)) + " |")
+    lines += ["", f"**API {check.api_level}: {summary_line(check)}**", ""]
+    if any(r.supported and r.status != Verdict.FOLDED and beyond_delegate(r.op) for r in check.report.ops):
+        lines += [_md_escape(BEYOND_NOTE), ""]
+    return "\n".join(lines)
+
+
+# -- rendering: several models ----------------------------------------------------------------------
+def totals(checks: Sequence[ModelCheck]) -> dict:
+    total = sum(len(c.report.ops) for c in checks)
+    delegated = sum(c.plan.ops_delegated for c in checks)
+    return {"models": len(checks), "ops_total": total, "ops_lowered": sum(c.report.ops_lowered for c in checks),
+            "ops_delegated": delegated, "ops_refused": sum(c.ops_refused for c in checks),
+            "coverage": round(100.0 * delegated / total, 2) if total else 100.0,
+            "partitions": sum(len(c.plan.partitions) for c in checks)}
+
+
+_MULTI_COLUMNS = ("model", "ops", "lowered", "refused", "delegated", "coverage %", "partitions")
+
+
+def _multi_rows(checks: Sequence[ModelCheck]) -> list[list[str]]:
+    rows = [[c.path, str(len(c.report.ops)), str(c.report.ops_lowered), str(c.ops_refused),
+             str(c.plan.ops_delegated), f"{c.plan.coverage:.1f}", str(len(c.plan.partitions))] for c in checks]
+    t = totals(checks)
+    rows.append([f"total ({t['models']} models)", str(t["ops_total"]), str(t["ops_lowered"]), str(t["ops_refused"]),
+                 str(t["ops_delegated"]), f"{t['coverage']:.1f}", str(t["partitions"])])
+    return rows
+
+
+def render_multi(checks: Sequence[ModelCheck], fmt: str, out: Console) -> None:
+    level = checks[0].api_level
+    if fmt == "json":
+        data = {"schema_version": SCHEMA_VERSION, "api_level": level, "feature_level": feature_level(level),
+                "warnings": [w for w in [deprecation_warning(level)] if w],
+                "models": [report_json(c) for c in checks], "total": totals(checks)}
+        print_raw(out, json.dumps(data, indent=2))
+        return
+    rows = _multi_rows(checks)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["model", "api_level", "ops_total", "ops_lowered", "ops_refused", "ops_delegated", "coverage",
+                    "partitions"])
+        w.writerows([row[0], level, *row[1:]] for row in rows)
+        print_raw(out, buf.getvalue(), end="")
+    elif fmt == "md":
+        lines = [f"## {len(checks)} models at API {level} (NNAPI feature level {feature_level(level)})", "",
+                 "| " + " | ".join(_MULTI_COLUMNS) + " |", "|" + " --- |" * len(_MULTI_COLUMNS)]
+        lines += ["| " + " | ".join(_md_escape(x) for x in row) + " |" for row in rows]
+        print_raw(out, "\n".join(lines) + "\n")
+    else:
+        table = Table(title=f"{len(checks)} models at API {level} (NNAPI feature level {feature_level(level)})")
+        for col in _MULTI_COLUMNS:
+            table.add_column(col, overflow="fold")
+        for i, row in enumerate(rows):
+            table.add_row(*row, end_section=(i == len(rows) - 2))
+        out.print(table)
+    if fmt in ("table", "md") and deprecation_warning(level):
+        print_raw(out, f"warning: {deprecation_warning(level)}")
+
+
+# -- rendering: the level matrix --------------------------------------------------------------------
+def render_matrix(mats: Sequence[LevelMatrix], fmt: str, out: Console) -> None:
+    levels = list(API_LEVELS)
+    if fmt == "json":
+        data: Any = mats[0].to_json() if len(mats) == 1 else {
+            "schema_version": SCHEMA_VERSION, "api_level": "all", "levels": levels,
+            "models": [m.to_json() for m in mats]}
+        print_raw(out, json.dumps(data, indent=2))
+        return
+    if len(mats) > 1:
+        _render_matrix_multi(mats, fmt, out)
+        return
+    mat = mats[0]
+    any_check = mat.checks[levels[0]]
+    header = ["#", "op", *map(str, levels), "from API"]
+    rows = []
+    for r in any_check.report.ops:
+        cells = [mat.checks[lv].report.ops[r.index].status for lv in levels]
+        first = mat.first_level(r.index)
+        rows.append(([str(r.index), r.op], cells, str(first) if first else "never"))
+    cov = [f"{mat.checks[lv].plan.coverage:.0f}%" for lv in levels]
+    parts = [str(len(mat.checks[lv].plan.partitions)) for lv in levels]
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["index", "op", *map(str, levels), "min_api_level"])
+        for head, cells, first in rows:
+            w.writerow([*head, *(v.value for v in cells), "" if first == "never" else first])
+        w.writerow(["coverage", "", *(f"{mat.checks[lv].plan.coverage:.2f}" for lv in levels), ""])
+        w.writerow(["partitions", "", *parts, ""])
+        print_raw(out, buf.getvalue(), end="")
+        return
+    title = f"{os.path.basename(mat.path)}: where each op becomes lowerable (API levels 27..35)"
+    if fmt == "md":
+        lines = [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+        for head, cells, first in rows:
+            lines.append("| " + " | ".join([*head, *(SYMBOLS[v] for v in cells), first]) + " |")
+        lines.append("| | **coverage** | " + " | ".join(cov) + " | |")
+        lines.append("| | **partitions** | " + " | ".join(parts) + " | |")
+        lines += ["", LEGEND, ""]
+        print_raw(out, "\n".join(lines))
+        return
+    table = Table(title=title)
+    for col in header:
+        table.add_column(col, justify="center" if col.isdigit() else "left")
+    for i, (head, cells, first) in enumerate(rows):
+        table.add_row(*head, *(f"[{_STYLE[v]}]{SYMBOLS[v]}[/]" for v in cells), first,
+                      end_section=(i == len(rows) - 1))
+    table.add_row("", "coverage", *cov, "")
+    table.add_row("", "partitions", *parts, "")
+    out.print(table)
+    print_raw(out, LEGEND)
+
+
+def _render_matrix_multi(mats: Sequence[LevelMatrix], fmt: str, out: Console) -> None:
+    levels = list(API_LEVELS)
+    header = ["model", *map(str, levels)]
+    rows = [[m.path, *(f"{m.checks[lv].plan.coverage:.0f}% / {len(m.checks[lv].plan.partitions)}p" for lv in levels)]
+            for m in mats]
+    total_row = ["total"]
+    for lv in levels:
+        t = totals([m.checks[lv] for m in mats])
+        total_row.append(f"{t['coverage']:.0f}% / {t['partitions']}p")
+    rows.append(total_row)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+        print_raw(out, buf.getvalue(), end="")
+    elif fmt == "md":
+        lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+        lines += ["| " + " | ".join(_md_escape(x) for x in row) + " |" for row in rows]
+        print_raw(out, "\n".join(lines) + "\n\ncells: coverage of ops delegated / partitions\n")
+    else:
+        table = Table(title=f"{len(mats)} models: coverage / partitions per API level")
+        for col in header:
+            table.add_column(col, overflow="fold")
+        for i, row in enumerate(rows):
+            table.add_row(*row, end_section=(i == len(rows) - 2))
+        out.print(table)
+
+
+def print_raw(out: Console, text: str, end: str = "\n") -> None:
+    """Machine-readable text, byte for byte: no markup, no highlighting, no wrapping."""
+    out.file.write(text + end)
+    out.file.flush()

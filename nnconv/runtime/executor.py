@@ -1,0 +1,273 @@
+"""Runs an NNAPI model on the numpy kernels.
+
+`SubgraphRunner` executes one subgraph's operations in order, keeping values by operand index and
+releasing each intermediate after its last use. `Executor` wraps a `ConvertedModel` (or a bare `Model`):
+inputs by TFLite tensor name (or numpy's positional `arr_0`, `arr_1`, ...), outputs by name, dtypes as in
+the original TFLite model.
+
+Speed: a runner builds each subgraph's run plan once (operand lists, kernels, constant inputs, release
+lists) and keeps one memo per operation (`KernelCall.cache`) in which kernels store what they derive from
+constant operands (converted filters, requantization constants); both assume the model is not mutated
+after the first run. `Executor.run` caps numpy's BLAS at `blas_threads` (1) threads.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence, TextIO
+
+import numpy as np
+
+from nnconv.runtime.blas_threads import limit_blas_threads
+from nnconv.errors import ExecutionError, InputDataError
+from nnconv.runtime.kernels import KERNELS, KernelCall
+from nnconv.nnapi.enums import OperandLifeTime, OperandType
+from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
+from nnconv.nnapi.program import ConvertedModel, IoTensor
+
+_L = OperandLifeTime
+
+
+@dataclass
+class Trace:
+    """Per-operation record of an execution (verbose mode and per-op parity)."""
+
+    stream: TextIO | None = None
+    keep: bool = False
+    values: dict[int, np.ndarray] = field(default_factory=dict)  # operand -> value (main subgraph)
+
+    def record(self, op_index: int, op_name: str, outputs: Sequence[int], arrays: Sequence[np.ndarray]) -> None:
+        if self.keep:
+            for o, a in zip(outputs, arrays):
+                self.values[o] = a
+        if self.stream is not None:
+            for o, a in zip(outputs, arrays):
+                rng = ""
+                if a.size and a.dtype != np.bool_:
+                    rng = f" [{a.min()}, {a.max()}]"
+                print(f"#{op_index} {op_name} -> operand {o}: {a.dtype}{list(a.shape)}{rng}", file=self.stream)
+
+
+_UNSET = object()  # a plan slot whose value is only known at run time
+
+
+@dataclass
+class _Step:
+    """One operation of a subgraph with everything about it that stays the same from run to run."""
+
+    op: Operation
+    fn: Callable | None  # the kernel (None: raise when reached, as an unknown op only fails if it runs)
+    fixed: list[object]  # per input: the constant / omitted (None) / subgraph-index value, or _UNSET
+    in_operands: list[Operand]
+    out_operands: list[Operand]
+    release: list[int]  # temporaries whose last reader this operation is
+    cache: dict  # the operation's `KernelCall.cache`
+
+
+class SubgraphRunner:
+    """Executes subgraphs of one model; IF / WHILE kernels call back into `run_subgraph`."""
+
+    def __init__(self, model: Model, trace: Trace | None = None) -> None:
+        self.model = model
+        self.trace = trace
+        self._constants: dict[tuple[int, int], np.ndarray] = {}
+        # (subgraph, operation index) -> that operation's `KernelCall.cache` (constant-derived values)
+        self._op_caches: dict[tuple[int, int], dict] = {}
+        self._plans: dict[int, list[_Step]] = {}  # subgraph index -> its operations' run-invariant facts
+        self.peak_live_values = 0  # most non-constant values held at once (shows intermediates are freed)
+
+    def constant(self, sg_index: int, idx: int, operand: Operand) -> np.ndarray:
+        key = (sg_index, idx)
+        v = self._constants.get(key)
+        if v is None:
+            v = self.model.constant_value(operand)
+            self._constants[key] = v
+        return v
+
+    def run_subgraph(self, sg_index: int, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Runs `model.subgraphs()[sg_index]` (0 = main) on arrays in storage dtypes."""
+        sg = self.model.subgraphs()[sg_index]
+        if len(inputs) != len(sg.input_indexes):
+            raise ExecutionError(f"subgraph {sg_index} takes {len(sg.input_indexes)} inputs, got {len(inputs)}")
+        values: dict[int, np.ndarray] = {}
+        for idx, arr in zip(sg.input_indexes, inputs):
+            values[idx] = arr
+        plan = self._plans.get(sg_index)
+        if plan is None:
+            plan = self._plans[sg_index] = self._plan(sg_index, sg)
+        trace = self.trace if sg_index == 0 else None
+        for k, step in enumerate(plan):
+            op = step.op
+            ins: list[np.ndarray | None] = [
+                (values[i] if i in values else self._value(sg_index, sg, i, values, op.type.name))
+                if fixed is _UNSET else fixed for i, fixed in zip(op.inputs, step.fixed)]
+            call = KernelCall(operation=op, inputs=ins, in_operands=step.in_operands,
+                              out_operands=step.out_operands, runner=self, cache=step.cache)
+            if step.fn is None:
+                raise ExecutionError(f"no kernel for NNAPI operation {op.type.name}")
+            outs = list(step.fn(call))
+            if len(outs) != len(op.outputs):
+                raise ExecutionError(f"{op.type.name} produced {len(outs)} outputs, the model declares "
+                                     f"{len(op.outputs)}")
+            for o, od, arr in zip(op.outputs, step.out_operands, outs):
+                values[o] = _conform(arr, od, op.type.name)
+            if trace is not None:
+                trace.record(k, op.type.name, op.outputs, [values[o] for o in op.outputs])
+            if len(values) > self.peak_live_values:
+                self.peak_live_values = len(values)
+            # Release intermediates whose last reader was this operation.
+            for i in step.release:
+                values.pop(i, None)
+        out = []
+        for o in sg.output_indexes:
+            if o not in values:
+                raise ExecutionError(f"output operand {o} of subgraph {sg_index} was never computed")
+            out.append(values[o])
+        return out
+
+    def _plan(self, sg_index: int, sg: Subgraph) -> list[_Step]:
+        """Per-operation facts that do not change between runs: operand descriptions, the kernel, constant
+        and subgraph-reference inputs resolved once, and which intermediates to release afterwards."""
+        last_use = _last_uses(sg)
+        keep = set(sg.output_indexes)
+        steps = []
+        for k, op in enumerate(sg.operations):
+            fixed: list[object] = []
+            for i in op.inputs:
+                lt = sg.operands[i].lifetime
+                if lt in (_L.CONSTANT_COPY, _L.CONSTANT_REFERENCE, _L.NO_VALUE, _L.SUBGRAPH):
+                    fixed.append(self._value(sg_index, sg, i, {}, op.type.name))
+                else:
+                    fixed.append(_UNSET)
+            release = [i for i in dict.fromkeys(op.inputs) if last_use.get(i) == k and i not in keep
+                       and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE]
+            steps.append(_Step(op=op, fn=KERNELS.get(op.type), fixed=fixed,
+                               in_operands=[sg.operands[i] for i in op.inputs],
+                               out_operands=[sg.operands[o] for o in op.outputs], release=release,
+                               cache=self._op_caches.setdefault((sg_index, k), {})))
+        return steps
+
+    def _value(self, sg_index: int, sg: Subgraph, i: int, values: dict[int, np.ndarray],
+               op_name: str) -> np.ndarray | None:
+        od = sg.operands[i]
+        if od.lifetime in (_L.CONSTANT_COPY, _L.CONSTANT_REFERENCE):
+            return self.constant(sg_index, i, od)
+        if od.lifetime is _L.NO_VALUE:
+            return None
+        if od.lifetime is _L.SUBGRAPH:
+            return np.asarray(od.location.offset + 1, dtype=np.int32)  # index into model.subgraphs()
+        if i not in values:
+            raise ExecutionError(f"{op_name} reads operand {i} ({od.name or od.describe()}), which has no value")
+        return values[i]
+
+
+def _last_uses(sg: Subgraph) -> dict[int, int]:
+    last: dict[int, int] = {}
+    for k, op in enumerate(sg.operations):
+        for i in op.inputs:
+            last[i] = k
+    return last
+
+
+def _conform(arr: np.ndarray, od: Operand, op_name: str) -> np.ndarray:
+    """Checks a kernel result against its declared operand (dtype cast, known dimensions)."""
+    arr = np.asarray(arr)
+    if od.type is not OperandType.SUBGRAPH and arr.dtype != od.dtype:
+        arr = arr.astype(od.dtype)
+    if od.type.is_tensor and od.dimensions and all(d > 0 for d in od.dimensions):
+        if tuple(arr.shape) != tuple(od.dimensions):
+            raise ExecutionError(f"{op_name} produced shape {list(arr.shape)} for operand "
+                                 f"{od.name or od.describe()} declared as {list(od.dimensions)}")
+    return arr
+
+
+class Executor:
+    """Runs a converted model: `Executor(converted).run({"input": array})` -> {"output": array}."""
+
+    def __init__(self, model: ConvertedModel | Model, trace: Trace | None = None,
+                 blas_threads: int | None = 1) -> None:
+        """`blas_threads` caps numpy's BLAS pool during `run` (None: leave it alone); 1 by default, like the
+        single-threaded TFLite interpreter we compare with (see `nnconv.runtime.blas_threads` for why)."""
+        if isinstance(model, Model):
+            model = _bare(model)
+        self.converted = model
+        self.runner = SubgraphRunner(model.model, trace)
+        self.blas_threads = blas_threads
+
+    @property
+    def input_specs(self) -> list[IoTensor]:
+        return self.converted.inputs
+
+    @property
+    def output_specs(self) -> list[IoTensor]:
+        return self.converted.outputs
+
+    def run(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+        arrays = self._bind(inputs)
+        nn_inputs = [self._to_nnapi(spec, a) for spec, a in zip(self.input_specs, arrays)]
+        main = self.converted.model.main
+        # A rank-0 TFLite input travels as NNAPI [1] (NNAPI tensors have at least one dimension).
+        nn_inputs = [a.reshape(1) if a.ndim == 0 and main.operands[i].type.is_tensor else a
+                     for a, i in zip(nn_inputs, main.input_indexes)]
+        with limit_blas_threads(self.blas_threads):
+            outs = self.runner.run_subgraph(0, nn_inputs)
+        return {spec.name: self._from_nnapi(spec, a) for spec, a in zip(self.output_specs, outs)}
+
+    def _bind(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[np.ndarray]:
+        specs = self.input_specs
+        if isinstance(inputs, Mapping):
+            out = []
+            for k, spec in enumerate(specs):
+                if spec.name in inputs:
+                    out.append(np.asarray(inputs[spec.name]))
+                elif f"arr_{k}" in inputs:
+                    out.append(np.asarray(inputs[f"arr_{k}"]))
+                else:
+                    raise InputDataError(f"missing input '{spec.name}' (or positional 'arr_{k}'); the model "
+                                         f"takes {', '.join(repr(s.name) for s in specs)}")
+            extra = set(inputs) - {s.name for s in specs} - {f"arr_{k}" for k in range(len(specs))}
+            if extra:
+                raise InputDataError(f"unknown input(s) {', '.join(sorted(extra))}; the model takes "
+                                     f"{', '.join(repr(s.name) for s in specs)}")
+            return out
+        if len(inputs) != len(specs):
+            raise InputDataError(f"the model takes {len(specs)} inputs, got {len(inputs)}")
+        return [np.asarray(a) for a in inputs]
+
+    @staticmethod
+    def _to_nnapi(spec: IoTensor, a: np.ndarray) -> np.ndarray:
+        if a.dtype != spec.np_dtype:
+            raise InputDataError(f"input '{spec.name}' has dtype {a.dtype}, the model takes {spec.dtype}")
+        if len(a.shape) != len(spec.shape) or any(d and d != s for d, s in zip(spec.shape, a.shape)):
+            raise InputDataError(f"input '{spec.name}' has shape {list(a.shape)}, the model takes "
+                                 f"{list(spec.shape)}")
+        if spec.offset:
+            # int8 carried as uint8 (API < 30): zero point and values shift by +128.
+            return (a.astype(np.int16) + spec.offset).astype(np.uint8)
+        if spec.dtype == "int64":
+            return a.astype(np.int32)
+        if spec.dtype == "float16":
+            return a
+        return a
+
+    @staticmethod
+    def _from_nnapi(spec: IoTensor, a: np.ndarray) -> np.ndarray:
+        if tuple(spec.shape) == () and a.size == 1:
+            a = a.reshape(())  # a rank-0 TFLite tensor travels as NNAPI [1]
+        if spec.offset:
+            return (a.astype(np.int16) - spec.offset).astype(spec.np_dtype)
+        if a.dtype != spec.np_dtype:
+            return a.astype(spec.np_dtype)
+        return a
+
+
+def _bare(model: Model) -> ConvertedModel:
+    """I/O specs for a Model without metadata: positional names, storage dtypes."""
+    def spec(k: int, idx: int, prefix: str) -> IoTensor:
+        od = model.main.operands[idx]
+        return IoTensor(name=f"{prefix}{k}", tflite_tensor=-1, dtype=od.dtype.name, shape=od.dimensions,
+                        scale=od.scale, zero_point=od.zero_point)
+    return ConvertedModel(model=model, inputs=[spec(k, i, "arr_") for k, i in enumerate(model.main.input_indexes)],
+                          outputs=[spec(k, o, "out_") for k, o in enumerate(model.main.output_indexes)],
+                          api_level=0)

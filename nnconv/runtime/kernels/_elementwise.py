@@ -1,0 +1,165 @@
+"""Shared machinery of the elementwise kernels: NNAPI broadcasting, float / int32 / quant8 binary and unary
+evaluation, and the reference quantized ADD/SUB/MUL pipelines.
+
+Not a kernel module (the leading underscore keeps the loader from treating it as one); the elementwise
+kernels import it.
+
+Broadcasting (NeuralNetworksTypes.h, "broadcastable"): dimensions are aligned from the right, a missing
+leading dimension counts as 1, and each pair must be equal or contain a 1 - numpy's rule, so
+`np.broadcast_shapes` decides it and numpy's implicit broadcasting evaluates it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from nnconv.runtime.kernels.common import (apply_float_activation, is_quant8, qrange, round_half_away,
+                                   quantize_multiplier_smaller_than_one_exp, quantized_activation_range,
+                                   rounding_divide_by_pot, saturating_rounding_doubling_high_mul)
+from nnconv.runtime.kernels.registry import KernelCall
+from nnconv.nnapi.enums import FuseCode, OperandType
+
+FLOAT_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16)
+
+# The reference ADD/SUB scales both inputs up by 2^20 before rescaling them to a common scale.
+ADD_LEFT_SHIFT = 20
+
+
+def broadcast_shape(call: KernelCall, a: np.ndarray, b: np.ndarray, max_rank: int | None = 4) -> tuple[int, ...]:
+    """The broadcast output shape of two inputs, or the runtime's OP_FAILED naming both shapes."""
+    if max_rank is not None and (a.ndim > max_rank or b.ndim > max_rank):
+        raise call.fail(f"inputs have rank {a.ndim} and {b.ndim}; the operation takes rank <= {max_rank}")
+    try:
+        return tuple(np.broadcast_shapes(a.shape, b.shape))
+    except ValueError:
+        raise call.fail(f"input shapes {list(a.shape)} and {list(b.shape)} are not broadcastable") from None
+
+
+def check_same_type(call: KernelCall, slots: tuple[int, ...] = (0, 1)) -> OperandType:
+    """All listed inputs must share input 0's operand type (the spec's 'same type' rule)."""
+    t = call.type(slots[0])
+    for s in slots[1:]:
+        if call.type(s) is not t:
+            raise call.fail(f"input {s} is {call.type(s).name}, input {slots[0]} is {t.name}")
+    return t
+
+
+def activation_code(call: KernelCall, slot: int) -> int:
+    """The FuseCode scalar in `slot`, validated (NONE, RELU, RELU1 or RELU6)."""
+    code = int(call.scalar(slot))
+    if code not in (FuseCode.NONE, FuseCode.RELU, FuseCode.RELU1, FuseCode.RELU6):
+        raise call.fail(f"input {slot}: invalid fused activation code {code}")
+    return code
+
+
+def float_binary(call: KernelCall, fn: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                 activation: int = FuseCode.NONE, max_rank: int | None = 4) -> np.ndarray:
+    """fn(a, b) computed in float32 (float16 operands too, like the reference), then the activation clamp."""
+    a = call.tensor(0).astype(np.float32, copy=False)
+    b = call.tensor(1).astype(np.float32, copy=False)
+    broadcast_shape(call, a, b, max_rank)
+    with np.errstate(all="ignore"):  # inf/NaN results are the operation's defined float behaviour
+        y = np.asarray(fn(a, b), dtype=np.float32)
+    y = apply_float_activation(np.array(y, dtype=np.float32), activation)
+    return y.astype(call.out_operands[0].dtype)
+
+
+def float_unary(call: KernelCall, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """fn(x) in float32 for TENSOR_FLOAT32 / TENSOR_FLOAT16 inputs, cast back to the output type."""
+    t = call.type(0)
+    if t not in FLOAT_TYPES:
+        raise call.fail(f"input 0 is {t.name}; the operation takes TENSOR_FLOAT32 or TENSOR_FLOAT16")
+    x = call.tensor(0).astype(np.float32, copy=False)
+    with np.errstate(all="ignore"):
+        y = np.asarray(fn(x), dtype=np.float32)
+    return y.astype(call.out_operands[0].dtype)
+
+
+def int32_binary(call: KernelCall, fn: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                 activation: int = FuseCode.NONE, max_rank: int | None = 4) -> np.ndarray:
+    """TENSOR_INT32 arithmetic with C's int32 wrap-around; the spec allows only FuseCode NONE here."""
+    if activation != FuseCode.NONE:
+        raise call.fail("a TENSOR_INT32 operation takes fused activation NONE only")
+    a = call.tensor(0).astype(np.int32, copy=False)
+    b = call.tensor(1).astype(np.int32, copy=False)
+    broadcast_shape(call, a, b, max_rank)
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(a, b)).astype(np.int32)
+
+
+def offsets(call: KernelCall, slot: int) -> np.ndarray:
+    """Storage values minus the zero point, as int64."""
+    return call.tensor(slot).astype(np.int64) - call.in_operands[slot].zero_point
+
+
+def quant_add(call: KernelCall, activation: int, subtract: bool = False) -> np.ndarray:
+    """The reference quantized ADD / SUB (TFLite `AddElementwise` / `BroadcastAdd4DSlow` parameters).
+
+    Both inputs are shifted left by 20 bits and rescaled to the common scale 2*max(s1, s2) with their own
+    Q31 multiplier; the sum is rescaled to the output scale. SUB negates input 2's multiplier (so the
+    rounding of its SaturatingRoundingDoublingHighMul is that of a negative multiplier, as in the reference).
+    """
+    od1, od2, out = call.in_operands[0], call.in_operands[1], call.out_operands[0]
+    s1, s2, so = np.float32(od1.scale), np.float32(od2.scale), np.float32(out.scale)
+    twice_max = 2.0 * float(max(s1, s2))
+    m1, sh1 = quantize_multiplier_smaller_than_one_exp(float(s1) / twice_max)
+    m2, sh2 = quantize_multiplier_smaller_than_one_exp(float(s2) / twice_max)
+    mo, sho = quantize_multiplier_smaller_than_one_exp(twice_max / float(np.float32((1 << ADD_LEFT_SHIFT) * so)))
+    if subtract:
+        m2 = -m2
+    x1, x2 = offsets(call, 0), offsets(call, 1)
+    broadcast_shape(call, x1, x2)
+    y1 = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x1 << ADD_LEFT_SHIFT, m1), -sh1)
+    y2 = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x2 << ADD_LEFT_SHIFT, m2), -sh2)
+    raw = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(y1 + y2, mo), -sho) + out.zero_point
+    lo, hi = quantized_activation_range(activation, out)
+    return np.clip(raw, lo, hi).astype(out.dtype)
+
+
+def quant_mul(call: KernelCall, activation: int) -> np.ndarray:
+    """The reference quantized MUL: (q1 - zp1) * (q2 - zp2) rescaled by s1*s2/s_out (< 1), + zp_out.
+
+    The product of the two float scales is rounded to float32 before the division in double, as the
+    C++ `float * float` stored in a double."""
+    od1, od2, out = call.in_operands[0], call.in_operands[1], call.out_operands[0]
+    product = float(np.float32(np.float32(od1.scale) * np.float32(od2.scale)))
+    real = product / float(np.float32(out.scale))
+    if not 0.0 < real < 1.0:
+        raise call.fail(f"quantized MUL needs input1_scale * input2_scale < output_scale (ratio {real:g})")
+    m, sh = quantize_multiplier_smaller_than_one_exp(real)
+    x1, x2 = offsets(call, 0), offsets(call, 1)
+    broadcast_shape(call, x1, x2)
+    raw = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x1 * x2, m), -sh) + out.zero_point
+    lo, hi = quantized_activation_range(activation, out)
+    return np.clip(raw, lo, hi).astype(out.dtype)
+
+
+def real_values(call: KernelCall, slot: int) -> np.ndarray:
+    """Input `slot` as float32 real values: quant8 dequantized as `float(q - zp) * scale`, floats widened."""
+    t = call.type(slot)
+    x = call.tensor(slot)
+    if is_quant8(t):
+        od = call.in_operands[slot]
+        return (x.astype(np.int32) - od.zero_point).astype(np.float32) * np.float32(od.scale)
+    return x.astype(np.float32, copy=False)
+
+
+def requantize_ref(call: KernelCall, slot: int) -> np.ndarray:
+    """Input `slot` moved to the output's quantization as the reference `requantize<T>` does: the real
+    value `(q - zp) * scale` is a float product, then `real / out_scale + out_zp` in double is clamped to
+    the storage range and rounded half away from zero."""
+    od, out = call.in_operands[slot], call.out_operands[0]
+    if od.scale == out.scale and od.zero_point == out.zero_point:
+        return call.tensor(slot)
+    real = ((call.tensor(slot).astype(np.int32) - od.zero_point).astype(np.float32)
+            * np.float32(od.scale)).astype(np.float64)
+    v = real / float(np.float32(out.scale)) + out.zero_point
+    lo, hi = qrange(out.type)
+    return round_half_away(np.clip(v, lo, hi)).astype(out.dtype)
+
+
+__all__ = ["ADD_LEFT_SHIFT", "FLOAT_TYPES", "activation_code", "broadcast_shape", "check_same_type",
+           "float_binary", "float_unary", "int32_binary", "offsets", "quant_add", "quant_mul", "real_values",
+           "requantize_ref"]

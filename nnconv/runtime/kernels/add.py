@@ -1,0 +1,30 @@
+"""ADD (NNAPI OperationType 0): elementwise sum with broadcasting.
+
+Slots: 0 input1, 1 input2 (same type, broadcastable, rank <= 4), 2 fused activation (INT32 FuseCode).
+Types: TENSOR_FLOAT32, TENSOR_FLOAT16 (computed in float32), TENSOR_QUANT8_ASYMM and
+TENSOR_QUANT8_ASYMM_SIGNED (each input keeps its own scale / zero point; the reference left-shift-20
+pipeline), TENSOR_INT32 (wrap-around, activation NONE only).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.runtime.kernels._elementwise import (FLOAT_TYPES, activation_code, check_same_type, float_binary,
+                                         int32_binary, quant_add)
+from nnconv.runtime.kernels.common import is_quant8
+from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.nnapi.enums import OperandType, OperationType
+
+
+@kernel(OperationType.ADD)
+def add(call: KernelCall) -> list[np.ndarray]:
+    t = check_same_type(call)
+    act = activation_code(call, 2)
+    if t in FLOAT_TYPES:
+        return [float_binary(call, np.add, act)]
+    if is_quant8(t):
+        return [quant_add(call, act)]
+    if t is OperandType.TENSOR_INT32:
+        return [int32_binary(call, np.add, act)]
+    raise call.fail(f"input 0 has unsupported type {t.name}")

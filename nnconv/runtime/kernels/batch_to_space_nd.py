@@ -1,0 +1,32 @@
+"""BATCH_TO_SPACE_ND (NNAPI OperationType 20, API 28).
+
+Slots: 0 input (float32/float16/quant8 asymm/signed, 4-D), 1 block shape (TENSOR_INT32 [2]: h, w, >= 1),
+[2 NCHW layout BOOL, API 29]. NNAPI has no crops (TFLite's are lowered only when zero). The inverse of
+SPACE_TO_BATCH_ND's batch ordering.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.runtime.kernels.common import nchw_to_nhwc, nhwc_to_nchw, requantize_to
+from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.nnapi.enums import OperationType
+
+
+@kernel(OperationType.BATCH_TO_SPACE_ND)
+def batch_to_space_nd(call: KernelCall) -> list[np.ndarray]:
+    x = call.tensor(0)
+    if x.ndim != 4:
+        raise call.fail(f"input must be 4-D, got {x.ndim}-D")
+    nchw = bool(call.opt_scalar(2, False))
+    x = nchw_to_nhwc(x) if nchw else x
+    bh, bw = (int(b) for b in call.tensor(1).reshape(-1))
+    nb, h, w, c = x.shape
+    if bh < 1 or bw < 1 or nb % (bh * bw):
+        raise call.fail(f"batch {nb} is not a multiple of the block {bh}x{bw}")
+    n = nb // (bh * bw)
+    y = x.reshape(bh, bw, n, h, w, c).transpose(2, 3, 0, 4, 1, 5)
+    y = np.ascontiguousarray(y).reshape(n, h * bh, w * bw, c)
+    y = requantize_to(y, call.in_operands[0], call.out_operands[0])
+    return [nhwc_to_nchw(y) if nchw else y]

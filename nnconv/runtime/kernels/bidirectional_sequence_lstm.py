@@ -1,0 +1,52 @@
+"""BIDIRECTIONAL_SEQUENCE_LSTM (NNAPI OperationType 42): a forward and a backward LSTM over a sequence.
+
+Slots: 0 input [T, B, I] (or [B, T, I] when batch-major); 1..17 the forward cell's weights in LSTM's
+slot order 1..17; 18..34 the backward cell's; 35/36 forward output/cell state in; 37/38 backward ones;
+39 aux input (optional); 40..43 forward aux-input-to-{input, forget, cell, output} weights; 44..47 backward
+ones (optional); 48 activation, 49 cell_clip, 50 proj_clip, 51 merge_outputs (BOOL), 52 time_major (BOOL);
+53..56 forward and 57..60 backward layer-norm weights (optional).
+Aux input linking (as the reference): no aux input -> none; aux input without aux weights ("parallel
+linking") -> the backward cell reads the aux input instead of the input; aux input with aux weights
+("cross linking") -> both cells add aux x W_aux^T to their gates.
+Outputs: 0 forward output (the concatenation [fw, bw] on the last axis when merging), 1 backward output
+(absent when merging), then from feature level 4 optionally the forward output and cell states and the
+backward ones. TENSOR_FLOAT32 and TENSOR_FLOAT16 (computed in float32).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.runtime.kernels._lstm_core import lstm_sequence, present, read_clips, read_weights
+from nnconv.runtime.kernels._sequence import bidirectional_results, sequence_input, time_major_view
+from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.nnapi.enums import OperationType
+
+
+@kernel(OperationType.BIDIRECTIONAL_SEQUENCE_LSTM)
+def bidirectional_sequence_lstm(call: KernelCall) -> list[np.ndarray]:
+    if call.num_inputs != 61:
+        raise call.fail(f"takes 61 inputs, got {call.num_inputs}")
+    x = sequence_input(call)
+    act = int(call.scalar(48))
+    cell_clip, proj_clip = read_clips(call, 49)
+    merge = bool(call.scalar(51))
+    time_major = bool(call.scalar(52))
+
+    has_aux = present(call, 39)
+    has_aux_w = present(call, 41)
+    if has_aux_w and not has_aux:
+        raise call.fail("aux input weights are given without an aux input (slot 39)")
+    fw = read_weights(call, 1, 53, 40 if has_aux_w else None)
+    bw = read_weights(call, 18, 57, 44 if has_aux_w else None)
+    xt = time_major_view(x, time_major)
+    aux = time_major_view(call.tensor(39).astype(np.float32), time_major) if has_aux else None
+    bw_x, cross_aux = xt, aux
+    if has_aux and not has_aux_w:
+        bw_x, cross_aux = aux, None  # parallel linking: the backward cell reads the aux input
+    fw_out, fw_h, fw_c = lstm_sequence(fw, xt, call.tensor(35).astype(np.float32),
+                                       call.tensor(36).astype(np.float32), act, cell_clip, proj_clip, cross_aux)
+    bw_out, bw_h, bw_c = lstm_sequence(bw, bw_x, call.tensor(37).astype(np.float32),
+                                       call.tensor(38).astype(np.float32), act, cell_clip, proj_clip, cross_aux,
+                                       reverse=True)
+    return bidirectional_results(call, fw_out, bw_out, time_major, merge, [fw_h, fw_c, bw_h, bw_c])

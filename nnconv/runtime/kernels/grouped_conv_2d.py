@@ -1,0 +1,32 @@
+"""GROUPED_CONV_2D (NNAPI OperationType 55, API 29).
+
+Slots, implicit padding: 0 input [N,H,W,C], 1 filter [O,KH,KW,C/G], 2 bias [O], 3 padding scheme,
+4 stride_w, 5 stride_h, 6 num_groups G, 7 fused activation, 8 NCHW bool.
+Explicit padding: 3..6 pad left/right/top/bottom, 7 stride_w, 8 stride_h, 9 G, 10 activation, 11 NCHW.
+Output channels [g*O/G, (g+1)*O/G) read input channels [g*C/G, (g+1)*C/G). Types as CONV_2D (float32,
+float16, quant8 asymm / signed, per-channel filter); the arithmetic is `conv_2d.conv_nhwc` with groups.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.runtime.kernels.common import nchw_to_nhwc, nhwc_to_nchw
+from nnconv.runtime.kernels.conv_2d import _peek_nchw, conv_nhwc, is_explicit_padding, parse_conv_params
+from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.nnapi.enums import OperationType
+
+
+@kernel(OperationType.GROUPED_CONV_2D)
+def grouped_conv_2d(call: KernelCall) -> list[np.ndarray]:
+    x, w = call.tensor(0), call.tensor(1)
+    if x.ndim != 4 or w.ndim != 4:
+        raise call.fail(f"input and filter must be 4-D, got {x.ndim}-D and {w.ndim}-D")
+    nchw = _peek_nchw(call, extra=1)
+    xh = nchw_to_nhwc(x) if nchw else x
+    p = parse_conv_params(call, xh.shape[1], xh.shape[2], w.shape[1], w.shape[2], extra=1)
+    groups = int(call.scalar(9 if is_explicit_padding(call, 3, 1) else 6))
+    if groups < 1:
+        raise call.fail(f"num_groups {groups} must be positive")
+    y = conv_nhwc(call, xh, w, call.inputs[2], p, groups=groups)
+    return [nhwc_to_nchw(y) if p.nchw else y]

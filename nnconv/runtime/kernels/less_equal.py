@@ -1,0 +1,19 @@
+"""LESS_EQUAL (NNAPI OperationType 59): elementwise a <= b with broadcasting, output TENSOR_BOOL8.
+
+Slots: 0 input1, 1 input2 (same type, broadcastable). Types: TENSOR_BOOL8, TENSOR_FLOAT16, TENSOR_FLOAT32,
+TENSOR_INT32, TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_ASYMM_SIGNED (quantized inputs compare real values, so
+their scales and zero points may differ).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.runtime.kernels._compare import compare
+from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.nnapi.enums import OperationType
+
+
+@kernel(OperationType.LESS_EQUAL)
+def less_equal(call: KernelCall) -> list[np.ndarray]:
+    return [compare(call, np.less_equal)]

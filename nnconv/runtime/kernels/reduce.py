@@ -1,0 +1,66 @@
+"""REDUCE_SUM / REDUCE_PROD / REDUCE_MAX / REDUCE_MIN / REDUCE_ANY / REDUCE_ALL (NNAPI 96..101, API 29).
+
+Slots: 0 input, 1 axes (TENSOR_INT32 1-D, negative allowed, duplicates ignored), 2 keep_dims (BOOL).
+SUM and PROD take float32/float16 (float16 computed in float32 and rounded back, like the reference);
+MAX and MIN also take quant8 asymm/signed (the stored values are compared, the output keeps the input's
+parameters; an output declared otherwise is requantized); ANY and ALL take TENSOR_BOOL8.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from nnconv.runtime.kernels.common import is_quant8, requantize_to
+from nnconv.runtime.kernels.reduce_ops import finish_reduction, reduction_axes
+from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.nnapi.enums import OperandType, OperationType
+
+
+def _reduce(call: KernelCall, fn: Callable[..., np.ndarray]) -> list[np.ndarray]:
+    x = call.tensor(0)
+    axes = reduction_axes(call, x.ndim)
+    keep = bool(call.scalar(2))
+    src, out = call.in_operands[0], call.out_operands[0]
+    if src.type in (OperandType.TENSOR_FLOAT16, OperandType.TENSOR_FLOAT32):
+        y = fn(x.astype(np.float32), axis=axes, keepdims=True).astype(out.dtype)
+    elif is_quant8(src.type):
+        y = requantize_to(fn(x, axis=axes, keepdims=True), src, out)
+    else:
+        y = fn(x, axis=axes, keepdims=True).astype(out.dtype)
+    return [finish_reduction(y, x.shape, axes, keep)]
+
+
+@kernel(OperationType.REDUCE_SUM)
+def reduce_sum(call: KernelCall) -> list[np.ndarray]:
+    return _reduce(call, np.sum)
+
+
+@kernel(OperationType.REDUCE_PROD)
+def reduce_prod(call: KernelCall) -> list[np.ndarray]:
+    return _reduce(call, np.prod)
+
+
+@kernel(OperationType.REDUCE_MAX)
+def reduce_max(call: KernelCall) -> list[np.ndarray]:
+    if call.tensor(0).size == 0:
+        raise call.fail("cannot take the maximum of an empty tensor")
+    return _reduce(call, np.max)
+
+
+@kernel(OperationType.REDUCE_MIN)
+def reduce_min(call: KernelCall) -> list[np.ndarray]:
+    if call.tensor(0).size == 0:
+        raise call.fail("cannot take the minimum of an empty tensor")
+    return _reduce(call, np.min)
+
+
+@kernel(OperationType.REDUCE_ANY)
+def reduce_any(call: KernelCall) -> list[np.ndarray]:
+    return _reduce(call, np.any)
+
+
+@kernel(OperationType.REDUCE_ALL)
+def reduce_all(call: KernelCall) -> list[np.ndarray]:
+    return _reduce(call, np.all)

@@ -1,0 +1,94 @@
+"""The kernel registry: one execute function per NNAPI OperationType, filled by `@kernel`.
+
+A kernel receives a `KernelCall` (input arrays in the operands' storage dtypes, the operand descriptions
+for quantization parameters, and the declared output operands) and returns one array per output. It raises
+`ExecutionError` naming the slot when an input breaks the operation's rules (the runtime's OP_FAILED).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence
+
+import numpy as np
+
+from nnconv.errors import ExecutionError
+from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
+from nnconv.nnapi.model import Operand, Operation
+
+if TYPE_CHECKING:
+    from nnconv.runtime.executor import SubgraphRunner
+
+KernelFn = Callable[["KernelCall"], Sequence[np.ndarray]]
+KERNELS: dict[OperationType, KernelFn] = {}
+_CONSTANT_LIFETIMES = (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
+_MISSING = object()
+
+
+def kernel(op_type: OperationType) -> Callable[[KernelFn], KernelFn]:
+    """Registers the decorated function as the kernel of `op_type`."""
+    def register(fn: KernelFn) -> KernelFn:
+        if op_type in KERNELS:
+            raise RuntimeError(f"two kernels registered for {op_type.name}")
+        KERNELS[op_type] = fn
+        return fn
+    return register
+
+
+@dataclass
+class KernelCall:
+    operation: Operation
+    inputs: list[np.ndarray | None]  # None: omitted optional operand (NO_VALUE)
+    in_operands: list[Operand]
+    out_operands: list[Operand]
+    runner: "SubgraphRunner | None" = None  # lets IF / WHILE run referenced subgraphs
+    cache: dict | None = None  # the runner's per-operation memo, kept across runs (see `memo`)
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.inputs)
+
+    def fail(self, message: str) -> ExecutionError:
+        return ExecutionError(f"{self.operation.type.name}: {message}")
+
+    def tensor(self, i: int) -> np.ndarray:
+        if i >= len(self.inputs) or self.inputs[i] is None:
+            raise self.fail(f"input {i} is required but missing")
+        return self.inputs[i]  # type: ignore[return-value]
+
+    def has(self, i: int) -> bool:
+        """True when optional input `i` is present and not omitted."""
+        return i < len(self.inputs) and self.inputs[i] is not None
+
+    def scalar(self, i: int) -> Any:
+        """Input `i` as a Python scalar (bool, int or float)."""
+        v = self.tensor(i)
+        if v.size != 1:
+            raise self.fail(f"input {i} must be a scalar, got shape {list(v.shape)}")
+        return v.reshape(()).item()
+
+    def opt_scalar(self, i: int, default: Any) -> Any:
+        return self.scalar(i) if self.has(i) else default
+
+    def memo(self, key: Hashable, slots: Sequence[int], make: Callable[[], Any]) -> Any:
+        """`make()`, computed once per operation and reused by later runs when every input in `slots` is a
+        constant operand: constants never change between runs, so values derived from them (a converted
+        filter, per-channel multipliers) need not be rebuilt. `key` must also name every non-constant
+        value `make` reads (e.g. the activation code). Without a runner cache, or with a non-constant
+        input among `slots`, `make()` runs on every call."""
+        if self.cache is None:
+            return make()
+        hit = self.cache.get(key, _MISSING)
+        if hit is not _MISSING:  # stored only when the slots were constant, which they stay (static lifetimes)
+            return hit
+        if not all(s >= len(self.inputs) or self.inputs[s] is None
+                   or self.in_operands[s].lifetime in _CONSTANT_LIFETIMES for s in slots):
+            return make()
+        value = self.cache[key] = make()
+        return value
+
+    def type(self, i: int) -> OperandType:
+        return self.in_operands[i].type
+
+    def out_type(self, i: int = 0) -> OperandType:
+        return self.out_operands[i].type

@@ -1,0 +1,87 @@
+"""SOFTMAX (NNAPI OperationType 25).
+
+Slots: 0 input (rank 1..4), 1 beta (FLOAT32 scalar; FLOAT16 for a float16 input), [2 axis INT32, default -1].
+Float: exp((x - max) * beta) / sum along the axis (float16 computed in float32).
+Quant8 asymm (output scale 1/256, zero point 0) and asymm signed (1/256, -128): the reference fixed-point
+pipeline: d = q - max; if d >= diff_min, exp of the Q5.26 value MBQM_GreaterThanOne(d, M, ls) is summed
+in Q12.19; the reciprocal of the sum comes from `one_over_one_plus_x_for_x_in_0_1` after counting leading
+zeros; out = RDBPOT(scale * exp, bits_over_unit + 23) (+ output minimum for the signed type), clamped;
+elements below diff_min give the type minimum.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.runtime.kernels._fixedpoint import (calculate_input_radius, exp_on_negative_values,
+                                       one_over_one_plus_x_for_x_in_0_1, rescale, wrap32)
+from nnconv.runtime.kernels.common import (is_quant8, multiply_by_quantized_multiplier_greater_than_one, qrange,
+                                   quantize_multiplier_greater_than_one, rounding_divide_by_pot,
+                                   saturating_rounding_doubling_high_mul)
+from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.nnapi.enums import OperandType, OperationType
+
+SCALED_DIFF_INTEGER_BITS = 5
+ACCUMULATION_INTEGER_BITS = 12
+
+
+def softmax_axis(call: KernelCall, slot: int, ndim: int) -> int:
+    """The axis scalar in `slot` (default -1 when omitted), validated and made non-negative."""
+    axis = int(call.opt_scalar(slot, -1)) if call.num_inputs > slot else -1
+    if not -ndim <= axis < ndim:
+        raise call.fail(f"axis {axis} is out of range for rank {ndim}")
+    return axis % ndim
+
+
+def count_leading_zeros32(x: np.ndarray) -> np.ndarray:
+    """Leading zero bits of positive int32 values held in int64 (float64 frexp is exact below 2^53)."""
+    _m, e = np.frexp(np.asarray(x, dtype=np.float64))
+    return np.where(x > 0, 32 - e, 32).astype(np.int64)
+
+
+def softmax_quant8(q: np.ndarray, beta: float, in_scale: float, out_type: OperandType) -> np.ndarray:
+    """The reference quantized softmax along the last axis of storage array `q`."""
+    real = min(float(np.float32(beta)) * float(np.float32(in_scale)) * (1 << (31 - SCALED_DIFF_INTEGER_BITS)),
+               (1 << 31) - 1.0)
+    mult, left_shift = quantize_multiplier_greater_than_one(real)
+    diff_min = -calculate_input_radius(SCALED_DIFF_INTEGER_BITS, left_shift)
+    x = q.astype(np.int64)
+    diff = x - x.max(axis=-1, keepdims=True)
+    valid = diff >= diff_min
+    scaled = multiply_by_quantized_multiplier_greater_than_one(diff, mult, left_shift)
+    exps = exp_on_negative_values(scaled, SCALED_DIFF_INTEGER_BITS)
+    terms = np.where(valid, rescale(exps, 0, ACCUMULATION_INTEGER_BITS), 0)
+    total = wrap32(terms.sum(axis=-1, keepdims=True))
+    headroom_plus_one = count_leading_zeros32(total)
+    bits_over_unit = ACCUMULATION_INTEGER_BITS - headroom_plus_one
+    shifted_sum_minus_one = wrap32(((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31))
+    shifted_scale = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
+    unsat = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted_scale, exps),
+                                   bits_over_unit + 31 - 8)
+    lo, hi = qrange(out_type)
+    out = np.clip(unsat + lo, lo, hi)
+    return np.where(valid, out, lo).astype(np.uint8 if out_type is OperandType.TENSOR_QUANT8_ASYMM else np.int8)
+
+
+@kernel(OperationType.SOFTMAX)
+def softmax(call: KernelCall) -> list[np.ndarray]:
+    x = call.tensor(0)
+    beta = float(call.scalar(1))
+    if x.ndim < 1 or x.ndim > 4:
+        raise call.fail(f"input rank {x.ndim} is outside 1..4")
+    if beta <= 0:
+        raise call.fail(f"beta {beta} must be positive")
+    axis = softmax_axis(call, 2, x.ndim)
+    out = call.out_operands[0]
+    xm = np.moveaxis(x, axis, -1)
+    if is_quant8(call.in_operands[0].type):
+        lo, _hi = qrange(out.type)
+        if not (np.float32(out.scale) == np.float32(1.0 / 256) and out.zero_point == lo):
+            raise call.fail(f"quantized output must have scale 1/256 and zero point {lo}, "
+                            f"got {out.scale} and {out.zero_point}")
+        y = softmax_quant8(xm, beta, call.in_operands[0].scale, out.type)
+    else:
+        xf = xm.astype(np.float32)
+        e = np.exp((xf - xf.max(axis=-1, keepdims=True)) * np.float32(beta))
+        y = (e / e.sum(axis=-1, keepdims=True)).astype(out.dtype)
+    return [np.ascontiguousarray(np.moveaxis(y, -1, axis))]

@@ -1,0 +1,45 @@
+"""TANH (NNAPI OperationType 28): hyperbolic tangent.
+
+Slots: 0 input (rank <= 4). Types: TENSOR_FLOAT32, TENSOR_FLOAT16 (float32 math), TENSOR_QUANT8_ASYMM
+(output scale 1/128, zero point 128) and TENSOR_QUANT8_ASYMM_SIGNED (1/128, 0): the reference rescales the
+centered input to Q4.27, evaluates gemmlowp's fixed-point tanh and rounds the Q0.31 result to 1/128 steps;
+inputs beyond the input radius saturate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.runtime.kernels._activation import check_fixed_output, check_rank, rescaled_q4
+from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
+from nnconv.runtime.kernels._fixedpoint import fixed_tanh
+from nnconv.runtime.kernels.common import rounding_divide_by_pot, via_quant8_table
+from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.nnapi.enums import OperandType, OperationType
+
+
+@kernel(OperationType.TANH)
+def tanh(call: KernelCall) -> list[np.ndarray]:
+    x = call.tensor(0)
+    check_rank(call, x)
+    t = call.type(0)
+    out = call.out_operands[0]
+    if t in FLOAT_TYPES:
+        return [np.tanh(x.astype(np.float32)).astype(out.dtype)]
+    if t is OperandType.TENSOR_QUANT8_ASYMM:
+        check_fixed_output(call, 1.0 / 128, 128)
+        lo, hi, zp = 0, 255, 128
+    elif t is OperandType.TENSOR_QUANT8_ASYMM_SIGNED:
+        check_fixed_output(call, 1.0 / 128, 0)
+        lo, hi, zp = -128, 127, 0
+    else:
+        raise call.fail(f"input 0 has unsupported type {t.name}")
+
+    def quantized(c: KernelCall) -> np.ndarray:
+        # The reference fixed-point pipeline, run once per 8-bit value by via_quant8_table.
+        centered, q4, inside = rescaled_q4(c)
+        y = np.clip(rounding_divide_by_pot(fixed_tanh(q4, 4), 24) + zp, lo, hi)
+        y = np.where(inside, y, np.where(centered > 0, hi, lo))
+        return y.astype(out.dtype)
+
+    return [via_quant8_table(call, quantized)]

@@ -1,0 +1,40 @@
+"""UNIDIRECTIONAL_SEQUENCE_LSTM (NNAPI OperationType 92): an LSTM run over a whole sequence.
+
+Slots 0..19 as LSTM's (0 is the input sequence [T, B, I], or [B, T, I] when batch-major), 20 activation,
+21 cell_clip, 22 proj_clip, 23 time_major (BOOL), 24..27 layer-norm weights (optional).
+Outputs: 0 output [T, B, O] (or [B, T, O]); from feature level 4 optionally 1 output_state_out [B, O] and
+2 cell_state_out [B, C]. TENSOR_FLOAT32 and TENSOR_FLOAT16 (computed in float32).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.runtime.kernels._lstm_core import lstm_sequence, read_clips, read_weights
+from nnconv.runtime.kernels._sequence import sequence_input, time_major_view
+from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.nnapi.enums import OperationType
+
+
+@kernel(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM)
+def unidirectional_sequence_lstm(call: KernelCall) -> list[np.ndarray]:
+    if call.num_inputs != 28:
+        raise call.fail(f"takes 28 inputs, got {call.num_inputs}")
+    x = sequence_input(call)
+    time_major = bool(call.scalar(23))
+    xt = time_major_view(x, time_major)
+    w = read_weights(call, 1, 24)
+    h = call.tensor(18).astype(np.float32)
+    c = call.tensor(19).astype(np.float32)
+    cell_clip, proj_clip = read_clips(call, 21)
+    if h.shape != (xt.shape[1], w.n_output) or c.shape != (xt.shape[1], w.n_cell):
+        raise call.fail(f"state shapes {list(h.shape)} / {list(c.shape)} do not match batch {xt.shape[1]}")
+    if w.input_w[3].shape[1] != x.shape[2]:
+        raise call.fail(f"input size {x.shape[2]} differs from the weights' {w.input_w[3].shape[1]}")
+    outs, h, c = lstm_sequence(w, xt, h, c, int(call.scalar(20)), cell_clip, proj_clip)
+    y = time_major_view(outs, time_major)
+    dt = call.out_operands[0].dtype
+    results = [np.ascontiguousarray(y).astype(dt)]
+    if len(call.out_operands) >= 3:
+        results += [h.astype(dt), c.astype(dt)]
+    return results
