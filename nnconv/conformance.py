@@ -1,4 +1,4 @@
-"""NNAPI conformance (CTS) vectors: load the cases of `shared/nnapi_cts`, build our NNAPI IR from each,
+"""NNAPI conformance (CTS) vectors: load the cases of `tests/data/nnapi_cts`, build our NNAPI IR from each,
 run it on the executor and compare with the tolerances of the Android test harness.
 
 Each case is a dict as described in the data's README (model, inputs, outputs, ignored_outputs,
@@ -48,10 +48,11 @@ COUPLING_EXCLUDED_OPS = frozenset({"HASHTABLE_LOOKUP", "LSH_PROJECTION", "PAD_V2
 
 
 def cts_dir() -> pathlib.Path:
+    """`$NNCONV_CTS_DIR`, or else the copy committed in the repository (`tests/data/nnapi_cts`)."""
     env = os.environ.get("NNCONV_CTS_DIR")
     if env:
         return pathlib.Path(env)
-    return pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "nnapi_cts"
+    return pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "nnapi_cts"
 
 
 def iter_cases(root: pathlib.Path | None = None, folders: tuple[str, ...] = FOLDERS,

@@ -1,4 +1,4 @@
-"""NNAPI conformance vectors (../shared/nnapi_cts, or $NNCONV_CTS_DIR) through our executor.
+"""NNAPI conformance vectors (tests/data/nnapi_cts, or $NNCONV_CTS_DIR) through our executor.
 
 One test per case, id '<folder>/<case name>', plus CTS's QuantizationCouplingTest runs derived from the
 single-operation quant8 cases, id '<folder>/<case name>/signed_coupling'. CI runs this set with two
