@@ -4,11 +4,13 @@ The generated code calls ANeuralNetworksModel_addOperand / setOperandSymmPerChan
 setOperandValue (values of at most 128 bytes, embedded in the C file) / setOperandValueFromMemory (the
 weights, read in place from the `.nnapi` file mapped as one ANeuralNetworksMemory, at each pool's file
 offset) / setOperandValueFromModel (IF / WHILE bodies) / addOperation / identifyInputsAndOutputs /
-relaxComputationFloat32toFloat16 / finish. For partition k it defines
+relaxComputationFloat32toFloat16 / finish. Every external symbol starts with a prefix (by default the
+model file's name, see `c_prefix_for`), so several converted models link into one app. For partition k
+the header beside the `.c` declares
 
-    #define NNCONV_P<k>_MODEL_COUNT n                       main model + referenced subgraphs
-    int  nnconv_p<k>_create(const ANeuralNetworksMemory* file, ANeuralNetworksModel* models[n]);
-    void nnconv_p<k>_free(ANeuralNetworksModel* models[n]);
+    #define PREFIX_P<k>_MODEL_COUNT n                       main model + referenced subgraphs
+    int  prefix_p<k>_create(const ANeuralNetworksMemory* file, ANeuralNetworksModel* models[n]);
+    void prefix_p<k>_free(ANeuralNetworksModel* models[n]);
 
 `models[0]` is the model to compile; the others are the referenced subgraphs, which the NDK requires to
 outlive it. Enum values are written by their NDK names (ANEURALNETWORKS_CONV_2D), so the file compiles only
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from typing import Iterable
 
 import numpy as np
@@ -69,6 +72,29 @@ def _u32_list(values: Iterable[int]) -> str:
     return ", ".join(f"{int(v)}u" for v in values)
 
 
+_C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def c_prefix_for(path: str | os.PathLike) -> str:
+    """The default symbol prefix of a model: its file name without extension, made a C identifier
+    (`mobilenet_v2-int8.tflite` -> `mobilenet_v2_int8`; a leading digit gets `m_`)."""
+    stem = os.path.splitext(os.path.basename(os.fspath(path)))[0]
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", stem).strip("_")
+    if not name:
+        return "model"
+    # Identifiers starting with `_` + capital or `__` are reserved for the implementation; a digit
+    # cannot start one.
+    return f"m_{name}" if name[0].isdigit() else name
+
+
+def check_c_prefix(prefix: str) -> str:
+    """`prefix` when it can start C identifiers of the generated code; a one-line NnconvError otherwise."""
+    if not _C_IDENTIFIER.match(prefix) or prefix.startswith("_"):
+        raise NnconvError(f"--c-prefix {prefix!r} is not a C identifier (letters, digits and '_', not starting "
+                          "with a digit or '_')")
+    return prefix
+
+
 def _subgraph_order(model: Model) -> list[int]:
     """Subgraph indexes (0 = main, k+1 = referenced[k]) so that each comes after every one it references:
     setOperandValueFromModel needs the referenced model already finished."""
@@ -94,8 +120,9 @@ def _subgraph_order(model: Model) -> list[int]:
 
 
 class _Emitter:
-    def __init__(self, prefix: str, model: Model, spans: list[tuple[int, int]]) -> None:
-        self.prefix = prefix
+    def __init__(self, prefix: str, check: str, model: Model, spans: list[tuple[int, int]]) -> None:
+        self.prefix = prefix  # `<c prefix>_p<k>_`
+        self.check = check  # the name of the status-checking macro
         self.model = model
         self.spans = spans
         self.lines: list[str] = []
@@ -111,38 +138,36 @@ class _Emitter:
             self.w(f"    static const uint32_t dims[] = {{{_u32_list(dims)}}};")
         self.w(f"    const ANeuralNetworksOperandType type = {{{operand_code(od.type)}, {len(dims)}u, "
                f"{'dims' if dims else 'NULL'}, {c_float(od.scale)}, {int(od.zero_point)}}};")
-        self.w("    NNCONV_CHECK(ANeuralNetworksModel_addOperand(model, &type));")
+        self.w(f"    {self.check}(ANeuralNetworksModel_addOperand(model, &type));")
         if od.channel_quant is not None:
             cq = od.channel_quant
             self.w(f"    static const float scales[] = {{{', '.join(c_float(v) for v in cq.scales)}}};")
             self.w(f"    const ANeuralNetworksSymmPerChannelQuantParams channel = {{{int(cq.channel_dim)}u, "
                    f"{len(cq.scales)}u, scales}};")
-            self.w(f"    NNCONV_CHECK(ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(model, {i}, "
+            self.w(f"    {self.check}(ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(model, {i}, "
                    "&channel));")
         loc = od.location
         if od.lifetime is _L.CONSTANT_COPY:
-            self.w(f"    NNCONV_CHECK(ANeuralNetworksModel_setOperandValue(model, {i}, "
+            self.w(f"    {self.check}(ANeuralNetworksModel_setOperandValue(model, {i}, "
                    f"{self.prefix}values + {loc.offset}u, {_size(loc.length)}));")
         elif od.lifetime is _L.CONSTANT_REFERENCE:
             file_offset = self.spans[loc.pool_index][0] + loc.offset
             self.w(f"    /* pool {loc.pool_index} starts at byte {self.spans[loc.pool_index][0]} of the file */")
-            self.w(f"    NNCONV_CHECK(ANeuralNetworksModel_setOperandValueFromMemory(model, {i}, file, "
+            self.w(f"    {self.check}(ANeuralNetworksModel_setOperandValueFromMemory(model, {i}, file, "
                    f"{_size(file_offset)}, {_size(loc.length)}));")
         elif od.lifetime is _L.NO_VALUE:
-            self.w(f"    NNCONV_CHECK(ANeuralNetworksModel_setOperandValue(model, {i}, NULL, 0));")
+            self.w(f"    {self.check}(ANeuralNetworksModel_setOperandValue(model, {i}, NULL, 0));")
         elif od.lifetime is _L.SUBGRAPH:
-            self.w(f"    NNCONV_CHECK(ANeuralNetworksModel_setOperandValueFromModel(model, {i}, "
+            self.w(f"    {self.check}(ANeuralNetworksModel_setOperandValueFromModel(model, {i}, "
                    f"models[{od.location.offset + 1}]));")
         self.w("  }")
 
     def index_call(self, call: str, code: str, ins: list[int], outs: list[int], comment: str) -> None:
         self.w(f"  {{  /* {c_comment(comment)} */")
-        if ins:
-            self.w(f"    static const uint32_t in[] = {{{_u32_list(ins)}}};")
-        if outs:
-            self.w(f"    static const uint32_t out[] = {{{_u32_list(outs)}}};")
-        self.w(f"    NNCONV_CHECK({call}(model, {code}{len(ins)}u, {'in' if ins else 'NULL'}, {len(outs)}u, "
-               f"{'out' if outs else 'NULL'}));")
+        # The runtime refuses NULL index lists even when their count is 0, and C has no empty arrays.
+        self.w(f"    static const uint32_t in[] = {{{_u32_list(ins) or '0u'}}};")
+        self.w(f"    static const uint32_t out[] = {{{_u32_list(outs) or '0u'}}};")
+        self.w(f"    {self.check}({call}(model, {code}{len(ins)}u, in, {len(outs)}u, out));")
         self.w("  }")
 
     def subgraph(self, s: int, sg: Subgraph) -> None:
@@ -161,7 +186,7 @@ class _Emitter:
         self.index_call("ANeuralNetworksModel_identifyInputsAndOutputs", "", sg.input_indexes,
                         sg.output_indexes, "inputs and outputs")
         if self.model.relax_computation_float32_to_float16:
-            self.w("  NNCONV_CHECK(ANeuralNetworksModel_relaxComputationFloat32toFloat16(model, true));")
+            self.w(f"  {self.check}(ANeuralNetworksModel_relaxComputationFloat32toFloat16(model, true));")
         self.w("  return ANEURALNETWORKS_NO_ERROR;")
         self.w("}")
         self.w()
@@ -171,8 +196,6 @@ class _Emitter:
         n = len(self.model.subgraphs())
         count = f"{p.upper()}MODEL_COUNT"
         values = bytes(self.model.operand_values)
-        self.w(f"#define {count} {n}")
-        self.w()
         if values:
             self.w(f"/* Model.operand_values: the CONSTANT_COPY values (at most 128 bytes each). */")
             self.w(f"static const uint8_t {p}values[{len(values)}] = {{")
@@ -218,35 +241,84 @@ class _Emitter:
         return self.lines
 
 
-def emit_c(nnapi: NnapiFile, source_name: str = "model.nnapi") -> str:
-    """C source building every partition of a loaded `.nnapi` file with the NDK."""
+def _partition_comment(nnapi: NnapiFile, k: int) -> list[str]:
+    part = nnapi.partitions[k]
+    ins = ", ".join(f"{t.name} {t.dtype}{list(t.shape)}" for t in part.inputs)
+    outs = ", ".join(f"{t.name} {t.dtype}{list(t.shape)}" for t in part.outputs)
+    return [f"/* ---- partition {k}: TFLite subgraph {part.subgraph}, ops {c_comment(str(part.tflite_ops))}, "
+            f"API {part.api_level}",
+            f" * inputs: {c_comment(ins)}",
+            f" * outputs: {c_comment(outs)} */"]
+
+
+def header_guard(prefix: str) -> str:
+    return f"{prefix.upper()}_NNAPI_H"
+
+
+def emit_header(nnapi: NnapiFile, prefix: str, source_name: str = "model.nnapi") -> str:
+    """The declarations of `emit_c`'s source: one create/free pair and model count per partition."""
     base = c_comment(os.path.basename(source_name))
+    guard = header_guard(prefix)
     out = [
         f"/* Generated by nnconv ({c_comment(nnapi.producer)}) from {base}: do not edit.",
-        f" * Rebuilds its {len(nnapi.partitions)} NNAPI model(s) with the Android NDK (target API level "
-        f"{nnapi.api_level}).",
-        " * The weights are not in this file: they are read from the .nnapi file itself, mapped once:",
+        f" * Builds its {len(nnapi.partitions)} NNAPI model(s) with the Android NDK (target API level "
+        f"{nnapi.api_level}), reading the weights from the .nnapi file itself, mapped once:",
         " *",
         f" *   int fd = open(\"{base}\", O_RDONLY);",
         " *   struct stat st; fstat(fd, &st);",
         " *   ANeuralNetworksMemory* file = NULL;",
         " *   ANeuralNetworksMemory_createFromFd(st.st_size, PROT_READ, fd, 0, &file);",
-        " *   ANeuralNetworksModel* models[NNCONV_P0_MODEL_COUNT];",
-        " *   if (nnconv_p0_create(file, models) == ANEURALNETWORKS_NO_ERROR) {",
+        f" *   ANeuralNetworksModel* models[{prefix.upper()}_P0_MODEL_COUNT];",
+        f" *   if ({prefix}_p0_create(file, models) == ANEURALNETWORKS_NO_ERROR) {{",
         " *     ... ANeuralNetworksCompilation_create(models[0], &compilation) ...",
         " *   }",
-        " *   nnconv_p0_free(models);  (after the compilation is freed; then free `file`)",
+        f" *   {prefix}_p0_free(models);  (after the compilation is freed; then free `file`)",
         " *",
         " * Operand and operation indexes equal those of the .nnapi file (docs/nnapi-format.md).",
         " */",
+        f"#ifndef {guard}",
+        f"#define {guard}",
+        "",
+        "#include <android/NeuralNetworks.h>",
+        "",
+        "#ifdef __cplusplus",
+        'extern "C" {',
+        "#endif",
+        "",
+        f"#define {prefix.upper()}_PARTITION_COUNT {len(nnapi.partitions)}",
+        "",
+    ]
+    for k, part in enumerate(nnapi.partitions):
+        p, count = f"{prefix}_p{k}_", f"{prefix.upper()}_P{k}_MODEL_COUNT"
+        out += _partition_comment(nnapi, k)
+        out += [f"#define {count} {len(part.model.subgraphs())}",
+                f"/* Builds and finishes every model; models[0] is the one to compile. `file` maps the whole "
+                ".nnapi file.",
+                " * Returns ANEURALNETWORKS_NO_ERROR, or the first error after freeing what was built. */",
+                f"int {p}create(const ANeuralNetworksMemory* file, ANeuralNetworksModel* models[{count}]);",
+                f"/* Frees every model created by {p}create (NULL entries are skipped). */",
+                f"void {p}free(ANeuralNetworksModel* models[{count}]);",
+                ""]
+    out += ["#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
+    return "\n".join(out)
+
+
+def emit_c(nnapi: NnapiFile, prefix: str = "model", source_name: str = "model.nnapi",
+           header_name: str = "model.h") -> str:
+    """C source building every partition of a loaded `.nnapi` file with the NDK; it includes
+    `header_name` (`emit_header`'s text) for its declarations."""
+    check = f"{prefix.upper()}_CHECK"
+    out = [
+        f"/* Generated by nnconv ({c_comment(nnapi.producer)}) from {c_comment(os.path.basename(source_name))}: "
+        f"do not edit. Declarations and use: {c_comment(header_name)}. */",
         "#include <math.h>",
         "#include <stdbool.h>",
         "#include <stddef.h>",
         "#include <stdint.h>",
         "",
-        "#include <android/NeuralNetworks.h>",
+        f'#include "{header_name}"',
         "",
-        "#define NNCONV_CHECK(call)                          \\",
+        f"#define {check}(call)                          \\",
         "  do {                                              \\",
         "    const int nnconv_status_ = (call);              \\",
         "    if (nnconv_status_ != ANEURALNETWORKS_NO_ERROR) \\",
@@ -255,22 +327,38 @@ def emit_c(nnapi: NnapiFile, source_name: str = "model.nnapi") -> str:
         "",
     ]
     for k, part in enumerate(nnapi.partitions):
-        ins = ", ".join(f"{t.name} {t.dtype}{list(t.shape)}" for t in part.inputs)
-        outs = ", ".join(f"{t.name} {t.dtype}{list(t.shape)}" for t in part.outputs)
-        out.append(f"/* ---- partition {k}: TFLite subgraph {part.subgraph}, ops {c_comment(str(part.tflite_ops))}, "
-                   f"API {part.api_level} */")
-        out.append(f"/* inputs: {c_comment(ins)} */")
-        out.append(f"/* outputs: {c_comment(outs)} */")
+        out += _partition_comment(nnapi, k)
         spans = nnapi.pool_spans[k] if k < len(nnapi.pool_spans) else []
-        out += _Emitter(f"nnconv_p{k}_", part.model, spans).emit()
+        out += _Emitter(f"{prefix}_p{k}_", check, part.model, spans).emit()
         out.append("")
+    out += [f"#undef {check}", ""]
     return "\n".join(out)
 
 
-def write_c(path: str | os.PathLike, nnapi: NnapiFile, source_name: str) -> None:
-    """Writes `emit_c(nnapi)` to `path`."""
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(emit_c(nnapi, source_name))
-    except OSError as e:
-        raise NnconvError(f"{os.fspath(path)}: cannot write ({e.strerror or e})") from None
+def header_path_for(c_path: str | os.PathLike) -> str:
+    """The header written beside a generated `.c` file: same name, `.h`."""
+    root, _ = os.path.splitext(os.fspath(c_path))
+    return root + ".h"
+
+
+def write_c(path: str | os.PathLike, nnapi: NnapiFile, source_name: str, prefix: str | None = None) -> str:
+    """Writes `emit_c(nnapi)` to `path` and `emit_header(nnapi)` beside it (returned), each through a
+    temporary file so that no half-written source is left behind. `prefix` defaults to `c_prefix_for`
+    of `source_name`."""
+    prefix = check_c_prefix(prefix if prefix is not None else c_prefix_for(source_name))
+    header = header_path_for(path)
+    texts = {header: emit_header(nnapi, prefix, source_name),
+             os.fspath(path): emit_c(nnapi, prefix, source_name, os.path.basename(header))}
+    for target, text in texts.items():
+        tmp = f"{target}.tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, target)
+        except OSError as e:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+            raise NnconvError(f"{target}: cannot write ({e.strerror or e})") from None
+    return header
