@@ -151,6 +151,7 @@ class TfliteModel:
     subgraphs: tuple[Subgraph, ...]
     signature_defs: tuple[SignatureDef, ...] = ()
     path: str = ""
+    metadata: tuple[tuple[str, int], ...] = ()  # Model.metadata: (name, byte size of its buffer)
 
     @property
     def main(self) -> Subgraph:

@@ -84,7 +84,7 @@ class _Decoder(GuardedDecoder):
         self.check_subgraph_calls(subgraphs)
         sigs = self.decode_signatures(m, subgraphs)
         return TfliteModel(version=version, description=desc, subgraphs=subgraphs, signature_defs=sigs,
-                           path=self.name)
+                           path=self.name, metadata=self.decode_metadata(m, buffers))
 
     def check_subgraph_calls(self, subgraphs: tuple[Subgraph, ...]) -> None:
         """Subgraph indexes in options (IF, WHILE, CALL_ONCE, ...) exist, and no subgraph calls itself
@@ -345,6 +345,23 @@ class _Decoder(GuardedDecoder):
                             inputs=ins, outputs=outs, intermediates=inter, options=options,
                             custom_options=custom_options)
         return self.guarded(f"operator {k} of subgraph {si}", one)
+
+    def decode_metadata(self, m: Any, buffers: list[tuple[int, int] | None]) -> tuple[tuple[str, int], ...]:
+        """(name, byte size) of each Model.metadata entry (min_runtime_version, TFLite Support's metadata...)."""
+        n = self.count(self.guarded("metadata table", m.MetadataLength), "metadata table")
+        out = []
+        for i in range(n):
+            def one(i: int = i) -> tuple[str, int]:
+                entry = m.Metadata(i)
+                if entry is None:
+                    raise self.fail(f"metadata entry {i} is missing")
+                b = entry.Buffer()
+                if b >= len(buffers):
+                    raise self.fail(f"metadata entry {i} names buffer {b}, but the model has {len(buffers)}")
+                span = buffers[b]
+                return (entry.Name() or b"").decode("utf-8", "replace"), span[1] if span else 0
+            out.append(self.guarded(f"metadata {i}", one))
+        return tuple(out)
 
     def decode_signatures(self, m: Any, subgraphs: tuple[Subgraph, ...]) -> tuple[SignatureDef, ...]:
         n = self.count(self.guarded("signature defs", m.SignatureDefsLength), "signature table")
