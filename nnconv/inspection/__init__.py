@@ -3,6 +3,6 @@
 
 from nnconv.inspection.dot import to_dot
 from nnconv.inspection.render import ops_table_text, summary_text
-from nnconv.inspection.summary import file_kind, load, op_rows, summarize
+from nnconv.inspection.summary import file_kind, load, op_rows, summarize, summary_of
 
-__all__ = ["file_kind", "load", "op_rows", "ops_table_text", "summarize", "summary_text", "to_dot"]
+__all__ = ["file_kind", "load", "op_rows", "ops_table_text", "summarize", "summary_of", "summary_text", "to_dot"]

@@ -114,12 +114,16 @@ def summarize_nnapi(nnapi: NnapiFile, path: str) -> dict[str, Any]:
     }
 
 
-def summarize(path: str | os.PathLike) -> dict[str, Any]:
-    """The summary of a `.tflite` or `.nnapi` file."""
-    loaded = load(path)
+def summary_of(loaded: TfliteModel | NnapiFile, path: str | os.PathLike) -> dict[str, Any]:
+    """The summary of a loaded file (`load(path)`)."""
     if isinstance(loaded, TfliteModel):
         return summarize_tflite(loaded, os.fspath(path))
     return summarize_nnapi(loaded, os.fspath(path))
+
+
+def summarize(path: str | os.PathLike) -> dict[str, Any]:
+    """The summary of a `.tflite` or `.nnapi` file."""
+    return summary_of(load(path), path)
 
 
 def op_rows(loaded: TfliteModel | NnapiFile) -> list[dict[str, Any]]:
