@@ -22,7 +22,7 @@ from nnconv.nnapi import serialize
 from nnconv.nnapi.emit_c import c_prefix_for, write_c
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.ndk.check import CheckError, GeneratedC, NoCompilerError, check_generated_c, find_compiler
-from nnconv.partition import convert_partial
+from nnconv.lowering.partition import convert_partial
 
 MODELS = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models"
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None,
@@ -152,3 +152,65 @@ def test_no_compiler_is_a_clear_usage_error(monkeypatch):
     with pytest.raises(NoCompilerError, match="--check-c needs a C compiler") as e:
         find_compiler()
     assert e.value.exit_code == 2 and isinstance(e.value, NnconvError)
+
+
+# -- the command line: convert --emit-c [--c-prefix P] --check-c -------------------------------------
+def run_cli(args: list[str]):
+    from click.testing import CliRunner
+
+    from nnconv.cli import main
+    return CliRunner().invoke(main, args)
+
+
+def test_cli_check_c_passes_and_names_symbols_after_the_model(tmp_path):
+    out, c = tmp_path / "g.nnapi", tmp_path / "g.c"
+    result = run_cli(["convert", str(MODELS / "gru_keras.tflite"), "-o", str(out), "--emit-c", str(c), "--check-c"])
+    assert result.exit_code == 0, result.stderr
+    assert "--check-c: " in result.stderr and "builds exactly the models of" in result.stderr
+    assert "int gru_keras_p0_create(" in (tmp_path / "g.h").read_text()
+
+
+def test_cli_check_c_partial_conversion_with_a_prefix(tmp_path):
+    out, c = tmp_path / "p.nnapi", tmp_path / "p.c"
+    result = run_cli(["convert", str(MODELS / "custom_op_middle.tflite"), "--allow-partial", "-o", str(out),
+                      "--emit-c", str(c), "--c-prefix", "audio", "--check-c"])
+    assert result.exit_code == 0, result.stderr
+    header = (tmp_path / "p.h").read_text()
+    assert "#define AUDIO_PARTITION_COUNT 2" in header and "int audio_p1_create(" in header
+
+
+def test_cli_check_c_exits_1_with_the_first_difference(tmp_path, monkeypatch):
+    from nnconv.nnapi import emit_c as emit_c_module
+    real = emit_c_module.emit_c
+    monkeypatch.setattr(emit_c_module, "emit_c", lambda *a, **k: real(*a, **k).replace(
+        "ANeuralNetworksModel_addOperation(model, ANEURALNETWORKS_FULLY_CONNECTED,",
+        "ANeuralNetworksModel_addOperation(model, ANEURALNETWORKS_ADD,", 1))
+    out, c = tmp_path / "g.nnapi", tmp_path / "g.c"
+    result = run_cli(["convert", str(MODELS / "gru_keras.tflite"), "-o", str(out), "--emit-c", str(c), "--check-c"])
+    assert result.exit_code == 1, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("nnconv: error: --check-c: ") and "the type: ADD in the C, FULLY_CONNECTED" in last
+
+
+def test_cli_without_a_compiler_exits_2_before_writing(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("CC", raising=False)
+    out, c = tmp_path / "g.nnapi", tmp_path / "g.c"
+    result = run_cli(["convert", str(MODELS / "gru_keras.tflite"), "-o", str(out), "--emit-c", str(c), "--check-c"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("nnconv: error: --check-c needs a C compiler: none of $CC, cc, gcc, clang is "
+                                     "on PATH")
+    assert not out.exists() and not c.exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--check-c"], "add --emit-c OUT.c"),
+    (["--c-prefix", "x"], "add --emit-c OUT.c"),
+    (["--emit-c", "{d}/m.c", "--c-prefix", "has-dash"], "is not a C identifier"),
+])
+def test_cli_c_options_misuse_is_a_usage_error(tmp_path, args, message):
+    out = tmp_path / "m.nnapi"
+    result = run_cli(["convert", str(MODELS / "lstm_keras.tflite"), "-o", str(out)]
+                     + [a.format(d=tmp_path) for a in args])
+    assert result.exit_code == 2 and message in result.stderr and "Traceback" not in result.output
+    assert not out.exists()

@@ -98,7 +98,7 @@ def test_convert_emit_c(tmp_path, conv_path, runner):
     result = runner.invoke(main, ["convert", str(conv_path), "-o", str(out), "--emit-c", str(c)])
     assert result.exit_code == EXIT_OK, result.stderr
     text = c.read_text()
-    assert "ANEURALNETWORKS_CONV_2D" in text and "int m_p0_create(" in (tmp_path / "m.h").read_text()
+    assert "ANEURALNETWORKS_CONV_2D" in text and "int conv_p0_create(" in (tmp_path / "m.h").read_text()
 
 
 def test_refused_model_exits_3_listing_every_refused_op(tmp_path, runner):

@@ -1,4 +1,4 @@
-"""The `nnconv` command line: convert, run, verify, check, ops (one module per command).
+"""The `nnconv` command line: convert, run, verify, check, ops, inspect (one module per command).
 
 Data goes to stdout, logs and errors to stderr. Colour is off when stdout is not a terminal or NO_COLOR is
 set. Exit codes: 0 ok; 1 parity failure or policy violation; 2 usage error or unreadable/invalid input;
@@ -12,6 +12,7 @@ import click
 from nnconv.cli import common
 from nnconv.cli.check import check
 from nnconv.cli.convert import convert
+from nnconv.cli.inspect import inspect
 from nnconv.cli.ops import ops
 from nnconv.cli.run import run
 from nnconv.cli.verify import verify
@@ -30,7 +31,7 @@ def main() -> None:
     common.reset_consoles()
 
 
-for _command in (convert, run, verify, check, ops):
+for _command in (convert, run, verify, check, ops, inspect):
     main.add_command(_command)
 
 

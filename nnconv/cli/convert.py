@@ -1,5 +1,6 @@
 """`nnconv convert`: a .tflite model into an .nnapi file (whole, or its partitions with --allow-partial),
-and optionally the NDK C source that builds it."""
+and optionally the NDK C source that builds it (a `.c` and its `.h`), checked by compiling and running it
+against nnconv's host recorder with --check-c."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from nnconv.cli.common import (
     resolve_api_level,
     warn_deprecated,
 )
-from nnconv.errors import ConversionError
+from nnconv.errors import ConversionError, NnconvError
 
 
 @click.command()
@@ -30,13 +31,28 @@ from nnconv.errors import ConversionError
 @relax_option
 @click.option("--emit-c", "emit_c_path", type=click.Path(dir_okay=False), default=None,
               help="Also write C source that builds the model with the NDK, reading the weights from the "
-                   ".nnapi file (docs/nnapi-format.md).")
+                   ".nnapi file (docs/nnapi-format.md), and its header beside it (OUT.h).")
+@click.option("--c-prefix", default=None,
+              help="Prefix of every symbol of the C source (default: the model's file name as a C identifier).")
+@click.option("--check-c", is_flag=True,
+              help="Compile the C source with the system compiler (cc -std=c99 -pedantic -Wall -Wextra -Werror) "
+                   "against nnconv's NDK header and host recorder, run it, and compare what it builds with the "
+                   ".nnapi file: exit 1 with the first difference.")
 @handle_errors
 def convert(model: str, output: str, api_level: int | None, feature_level: int | None, allow_partial: bool,
-            fold_weights: bool, relax_fp16: bool, emit_c_path: str | None) -> None:
+            fold_weights: bool, relax_fp16: bool, emit_c_path: str | None, c_prefix: str | None,
+            check_c: bool) -> None:
     """Convert MODEL (.tflite) into an NNAPI model file (.nnapi)."""
     from nnconv.lowering.convert import convert as do_convert
     from nnconv.nnapi import serialize
+    from nnconv.nnapi.emit_c import c_prefix_for, check_c_prefix
+    if (check_c or c_prefix is not None) and not emit_c_path:
+        raise NnconvError("--check-c and --c-prefix apply to the C source: add --emit-c OUT.c")
+    # Checked before converting, so a bad prefix leaves no output behind.
+    prefix = check_c_prefix(c_prefix if c_prefix is not None else c_prefix_for(model))
+    if check_c:
+        from nnconv.nnapi.ndk.check import find_compiler
+        find_compiler()  # no compiler: say so before converting anything
     level = resolve_api_level(api_level, feature_level)
     warn_deprecated(level)
     options = conversion_options(fold_weights, relax_fp16)
@@ -59,5 +75,25 @@ def convert(model: str, output: str, api_level: int | None, feature_level: int |
     if emit_c_path:
         from nnconv.nnapi.emit_c import write_c
         # From the file just written, so the C code's pool offsets are those of the file on disk.
-        write_c(emit_c_path, serialize.load(output), output)
-        common.err.print(f"wrote {emit_c_path}: NDK C source reading its weights from {output}", markup=False)
+        loaded = serialize.load(output)
+        header = write_c(emit_c_path, loaded, output, prefix)
+        common.err.print(f"wrote {emit_c_path} and {header}: NDK C source ({prefix}_p<k>_create) reading its "
+                         f"weights from {output}", markup=False)
+        if check_c:
+            _check_c(emit_c_path, header, prefix, output, loaded)
+
+
+def _check_c(c_path: str, header: str, prefix: str, output: str, loaded) -> None:
+    """--check-c: the C must build exactly the models of the file just written."""
+    import pathlib
+
+    from nnconv.nnapi.ndk.check import CheckError, GeneratedC, check_generated_c
+    generated = GeneratedC(pathlib.Path(c_path), pathlib.Path(header), prefix, pathlib.Path(output), loaded)
+    difference = check_generated_c([generated])
+    if difference:
+        raise CheckError(f"--check-c: {c_path} does not build {output}: {difference}")
+    n_operands = sum(len(sg.operands) for p in loaded.partitions for sg in p.model.subgraphs())
+    n_operations = sum(len(sg.operations) for p in loaded.partitions for sg in p.model.subgraphs())
+    common.err.print(f"--check-c: {c_path} compiled and ran; it builds exactly the models of {output} "
+                     f"({len(loaded.partitions)} partition(s): {n_operands} operands, values byte for byte, "
+                     f"{n_operations} operations)", markup=False)
