@@ -90,13 +90,15 @@ ALTERATIONS = [
     pytest.param(r"(static const uint32_t dims\[\] = \{)1u", r"\g<1>2u", "the dimensions", id="dimensions"),
     pytest.param(r"(static const uint32_t in\[\] = \{)(\d+)u", lambda m: f"{m.group(1)}{int(m.group(2)) + 1}u",
                  "the inputs", id="operation-input-index"),
-    pytest.param(r"(setOperandValueFromMemory\(model, \d+, file, )(\d+)u", lambda m: f"{m.group(1)}{int(m.group(2)) + 64}u",
+    pytest.param(r"(setOperandValueFromMemory\(model, \d+, file, )(\d+)u",
+                 lambda m: f"{m.group(1)}{int(m.group(2)) + 64}u",
                  "the file offset", id="weights-offset"),
     pytest.param(r"(static const uint8_t mobilenet_v2_int8_30_p0_values\[\d+\] = \{\n  0x)(\w\w)",
                  lambda m: f"{m.group(1)}{(int(m.group(2), 16) ^ 1):02x}", "value byte", id="copied-value-byte"),
     pytest.param(r"(static const float scales\[\] = \{)([^,]+)f,", r"\g<1>1.5f,", "per-channel scales",
                  id="per-channel-scale"),
-    pytest.param(r"(const ANeuralNetworksOperandType type = \{ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED, \d+u, dims, )([^,]+)f",
+    pytest.param(r"(const ANeuralNetworksOperandType type = \{ANEURALNETWORKS_TENSOR_QUANT8_ASYMM_SIGNED, \d+u, "
+                 r"dims, )([^,]+)f",
                  r"\g<1>0.5f", "the scale", id="operand-scale"),
     pytest.param(r"ANeuralNetworksModel_identifyInputsAndOutputs\(model, 1u, in, 1u, out\)",
                  "ANeuralNetworksModel_identifyInputsAndOutputs(model, 1u, in, 0u, out)", "output", id="model-outputs"),
@@ -139,7 +141,8 @@ def test_altered_while_reference_and_relax_flag_are_caught(generated, tmp_path):
 def test_c_that_does_not_compile_is_a_check_failure(generated, tmp_path):
     g = generated[("lstm_keras", 30)]
     c_path = tmp_path / g.c_path.name
-    c_path.write_text(g.c_path.read_text().replace("ANeuralNetworksModel_addOperand(", "ANeuralNetworksModel_addOperands(", 1))
+    source = g.c_path.read_text()
+    c_path.write_text(source.replace("ANeuralNetworksModel_addOperand(", "ANeuralNetworksModel_addOperands(", 1))
     (tmp_path / g.header_path.name).write_text(g.header_path.read_text())
     with pytest.raises(CheckError, match="compiling the generated C failed") as e:
         check_generated_c([GeneratedC(c_path, tmp_path / g.header_path.name, g.prefix, g.nnapi_path, g.nnapi)])

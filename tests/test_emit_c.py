@@ -83,7 +83,8 @@ def test_syntax_check_catches_a_wrong_call(emitted, tmp_path):
     header = emit_header(loaded, "nnconv", "m.nnapi")
     broken = source.replace("ANeuralNetworksModel_addOperation(", "ANeuralNetworksModel_addOperations(", 1)
     assert cc_syntax(broken, tmp_path, header).returncode != 0
-    assert cc_syntax(source.replace("ANEURALNETWORKS_IF,", "ANEURALNETWORKS_IF_ELSE,"), tmp_path, header).returncode != 0
+    misnamed = source.replace("ANEURALNETWORKS_IF,", "ANEURALNETWORKS_IF_ELSE,")
+    assert cc_syntax(misnamed, tmp_path, header).returncode != 0
 
 
 def test_header_declares_each_partition_under_the_prefix(emitted):
@@ -91,7 +92,8 @@ def test_header_declares_each_partition_under_the_prefix(emitted):
     header = emit_header(loaded, "mnv2", "m.nnapi")
     for decl in ("#ifndef MNV2_NNAPI_H", "#define MNV2_PARTITION_COUNT 2", "#define MNV2_P0_MODEL_COUNT 3",
                  "#define MNV2_P1_MODEL_COUNT 1",
-                 "int mnv2_p0_create(const ANeuralNetworksMemory* file, ANeuralNetworksModel* models[MNV2_P0_MODEL_COUNT]);",
+                 "int mnv2_p0_create(const ANeuralNetworksMemory* file, "
+                 "ANeuralNetworksModel* models[MNV2_P0_MODEL_COUNT]);",
                  "void mnv2_p1_free(ANeuralNetworksModel* models[MNV2_P1_MODEL_COUNT]);"):
         assert decl in header
 

@@ -52,7 +52,8 @@ def test_nnapi_summary_splits_constants_by_lifetime_and_gives_provenance(files):
     operands = [od for p in nn.partitions for sg in p.model.subgraphs() for od in sg.operands]
     copy = [od.location.length for od in operands if od.lifetime.name == "CONSTANT_COPY"]
     ref = [od.location.length for od in operands if od.lifetime.name == "CONSTANT_REFERENCE"]
-    assert s["constants"]["CONSTANT_COPY"]["bytes"] == sum(copy) and s["constants"]["CONSTANT_COPY"]["count"] == len(copy)
+    assert s["constants"]["CONSTANT_COPY"]["bytes"] == sum(copy)
+    assert s["constants"]["CONSTANT_COPY"]["count"] == len(copy)
     assert s["constants"]["CONSTANT_REFERENCE"]["bytes"] == sum(ref) > 10_000
     assert max(copy) <= 128
     assert s["provenance"]["producer"].startswith("nnconv") and s["provenance"]["api_level"] == 30
@@ -111,7 +112,8 @@ def test_dot_of_a_while_model_nests_its_subgraphs(files):
         assert a in nodes and b in nodes
 
 
-@pytest.mark.parametrize("content,message", [(b"", "neither a TFLite model"), (b"12345678abcdef", "neither a TFLite model")])
+@pytest.mark.parametrize("content,message", [(b"", "neither a TFLite model"),
+                                             (b"12345678abcdef", "neither a TFLite model")])
 def test_other_files_are_refused_with_one_line(tmp_path, content, message):
     path = tmp_path / "x.bin"
     path.write_bytes(content)

@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
   ANeuralNetworksModel_free(sub);
   {
     const ANeuralNetworksOperandType* bad_types[] = {&q8_bad, &q8_zp, &scalar_dims, &f32_scaled, &dims_null};
-    const char* labels[] = {"type_q8_scale0", "type_q8_zp256", "type_scalar_dims", "type_float_scale", "type_dims_null"};
+    const char* labels[] = {"type_q8_scale0", "type_q8_zp256", "type_scalar_dims", "type_float_scale",
+                            "type_dims_null"};
     for (int k = 0; k < 5; ++k) {
       ANeuralNetworksModel_create(&sub);
       R(labels[k], ANeuralNetworksModel_addOperand(sub, bad_types[k]));

@@ -60,7 +60,8 @@ def summary_text(s: dict[str, Any]) -> str:
         for part in s["partitions"]:
             ops = part["tflite_ops"]
             span = f"{ops[0]}..{ops[-1]}" if ops else "-"
-            lines.append(f"partition {part['index']}: API {part['api_level']}, TFLite subgraph {part['tflite_subgraph']} "
+            lines.append(f"partition {part['index']}: API {part['api_level']}, "
+                         f"TFLite subgraph {part['tflite_subgraph']} "
                          f"ops {span} ({len(ops)}), {part['operations']} operations, {part['operands']} operands, "
                          f"{part['referenced_subgraphs']} referenced subgraphs, pools {human_bytes(part['pool_bytes'])}"
                          + (", relaxed to fp16" if part["relaxed_fp16"] else ""))

@@ -124,7 +124,8 @@ def _run(argv: list[str], what: str, timeout: int, cwd: str) -> None:
         raise CheckError(f"{what} failed (exit {result.returncode}): {first.strip()}")
 
 
-def build_and_record(models: Sequence[GeneratedC], workdir: str | os.PathLike | None = None) -> list[tuple[dict, bytes]]:
+def build_and_record(models: Sequence[GeneratedC],
+                     workdir: str | os.PathLike | None = None) -> list[tuple[dict, bytes]]:
     """Compiles the models' C with the recorder into one program, runs it, and returns each model's
     (record, blob) pair; every model's bytes are in the one blob, their offsets into it in the record."""
     cc = find_compiler()

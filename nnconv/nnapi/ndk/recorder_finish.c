@@ -21,8 +21,9 @@ static int check_graph(ANeuralNetworksModel* model) {
     for (uint32_t o = 0; o < operation->output_count; ++o) {
       RecordedOperand* out = &operands[operation->outputs[o]];
       if (out->role == ROLE_INPUT || out->kind != VALUE_NONE || out->written)
-        return nnconv_recorder_fail(ANEURALNETWORKS_BAD_DATA, "finish: operation %u writes operand %u, which is an input, a "
-                    "constant or written twice", k, operation->outputs[o]);
+        return nnconv_recorder_fail(ANEURALNETWORKS_BAD_DATA,
+                                    "finish: operation %u writes operand %u, which is an input, a "
+                                    "constant or written twice", k, operation->outputs[o]);
       out->written = true;
     }
   }
@@ -33,7 +34,8 @@ static int check_graph(ANeuralNetworksModel* model) {
     if (operand->type == ANEURALNETWORKS_MODEL && operand->kind != VALUE_MODEL)
       return nnconv_recorder_fail(ANEURALNETWORKS_BAD_DATA, "finish: MODEL operand %u has no model set", i);
     if (operand->type == ANEURALNETWORKS_TENSOR_QUANT8_SYMM_PER_CHANNEL && !operand->has_channel)
-      return nnconv_recorder_fail(ANEURALNETWORKS_BAD_DATA, "finish: per-channel operand %u has no channel parameters", i);
+      return nnconv_recorder_fail(ANEURALNETWORKS_BAD_DATA,
+                                  "finish: per-channel operand %u has no channel parameters", i);
   }
   /* Run order: repeatedly take an operation whose inputs are all available. */
   bool* available = calloc(model->operand_count ? model->operand_count : 1, sizeof *available);
@@ -72,8 +74,9 @@ static int check_graph(ANeuralNetworksModel* model) {
   free(available);
   free(done);
   if (remaining > 0 || missing < model->operand_count)
-    return nnconv_recorder_fail(ANEURALNETWORKS_BAD_DATA, "finish: operand %u is read but has no value and no writer, or the "
-                "operations form a cycle", missing);
+    return nnconv_recorder_fail(ANEURALNETWORKS_BAD_DATA,
+                                "finish: operand %u is read but has no value and no writer, or the "
+                                "operations form a cycle", missing);
   return ANEURALNETWORKS_NO_ERROR;
 }
 
@@ -99,10 +102,12 @@ int ANeuralNetworksModel_finish(ANeuralNetworksModel* model) {
 
 int ANeuralNetworksMemory_createFromFd(size_t size, int protect, int fd, size_t offset,
                                        ANeuralNetworksMemory** memory) {
-  if (memory == NULL) return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL, "ANeuralNetworksMemory_createFromFd: memory is NULL");
+  if (memory == NULL) return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL,
+                                                  "ANeuralNetworksMemory_createFromFd: memory is NULL");
   *memory = NULL;
   if (size == 0 || fd < 0 || (protect & ~(PROT_READ | PROT_WRITE)) != 0)
-    return nnconv_recorder_fail(ANEURALNETWORKS_BAD_DATA, "ANeuralNetworksMemory_createFromFd: invalid size, fd or protect");
+    return nnconv_recorder_fail(ANEURALNETWORKS_BAD_DATA,
+                                "ANeuralNetworksMemory_createFromFd: invalid size, fd or protect");
   void* data = mmap(NULL, size, protect, MAP_SHARED, fd, (off_t)offset);
   if (data == MAP_FAILED)
     return nnconv_recorder_fail(ANEURALNETWORKS_BAD_DATA, "ANeuralNetworksMemory_createFromFd: cannot map the file");

@@ -131,15 +131,19 @@ static uint32_t* copy_indexes(uint32_t count, const uint32_t* indexes) {
 
 int nnconv_recorder_check_mutable(ANeuralNetworksModel* model, const char* call) {
   if (model == NULL) return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL, "%s: model is NULL", call);
-  if (model->finished) return nnconv_recorder_fail(ANEURALNETWORKS_BAD_STATE, "%s: the model is already finished", call);
-  if (model->invalid) return nnconv_recorder_fail(ANEURALNETWORKS_BAD_STATE, "%s: the model is invalid (an earlier call failed)", call);
+  if (model->finished) return nnconv_recorder_fail(ANEURALNETWORKS_BAD_STATE,
+                                                   "%s: the model is already finished", call);
+  if (model->invalid) return nnconv_recorder_fail(ANEURALNETWORKS_BAD_STATE,
+                                                  "%s: the model is invalid (an earlier call failed)", call);
   return ANEURALNETWORKS_NO_ERROR;
 }
 
 int ANeuralNetworksModel_create(ANeuralNetworksModel** model) {
-  if (model == NULL) return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL, "ANeuralNetworksModel_create: model is NULL");
+  if (model == NULL) return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL,
+                                                 "ANeuralNetworksModel_create: model is NULL");
   *model = calloc(1, sizeof **model);
-  if (*model == NULL) return nnconv_recorder_fail(ANEURALNETWORKS_OUT_OF_MEMORY, "ANeuralNetworksModel_create: out of memory");
+  if (*model == NULL) return nnconv_recorder_fail(ANEURALNETWORKS_OUT_OF_MEMORY,
+                                                  "ANeuralNetworksModel_create: out of memory");
   (*model)->id = next_model_id++;
   return ANEURALNETWORKS_NO_ERROR;
 }
@@ -166,7 +170,8 @@ int ANeuralNetworksModel_addOperand(ANeuralNetworksModel* model, const ANeuralNe
   int status = nnconv_recorder_check_mutable(model, "ANeuralNetworksModel_addOperand");
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
   const uint32_t index = model->operand_count;
-  if (type == NULL) return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL, "ANeuralNetworksModel_addOperand(%u): type is NULL", index);
+  if (type == NULL) return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL,
+                                                "ANeuralNetworksModel_addOperand(%u): type is NULL", index);
   const char* error = operand_type_error(type);
   if (error) {
     model->invalid = true;
@@ -176,7 +181,8 @@ int ANeuralNetworksModel_addOperand(ANeuralNetworksModel* model, const ANeuralNe
   uint32_t* dims = copy_indexes(type->dimensionCount, type->dimensions);
   if (operands == NULL || dims == NULL) {
     free(dims);
-    return nnconv_recorder_fail(ANEURALNETWORKS_OUT_OF_MEMORY, "ANeuralNetworksModel_addOperand(%u): out of memory", index);
+    return nnconv_recorder_fail(ANEURALNETWORKS_OUT_OF_MEMORY,
+                                "ANeuralNetworksModel_addOperand(%u): out of memory", index);
   }
   model->operands = operands;
   RecordedOperand* operand = &operands[index];
@@ -233,7 +239,8 @@ static void clear_value(RecordedOperand* operand) {
 int ANeuralNetworksModel_setOperandValue(ANeuralNetworksModel* model, int32_t index, const void* buffer,
                                          size_t length) {
   if (buffer == NULL && length != 0)
-    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL, "ANeuralNetworksModel_setOperandValue(%d): buffer is NULL", index);
+    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL,
+                                "ANeuralNetworksModel_setOperandValue(%d): buffer is NULL", index);
   RecordedOperand* operand = NULL;
   int status = value_target(model, index, "ANeuralNetworksModel_setOperandValue", &operand);
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
@@ -251,7 +258,8 @@ int ANeuralNetworksModel_setOperandValue(ANeuralNetworksModel* model, int32_t in
   operand->length = length;
   if (length <= ANEURALNETWORKS_MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES) {
     operand->copy = malloc(length ? length : 1);
-    if (operand->copy == NULL) return nnconv_recorder_fail(ANEURALNETWORKS_OUT_OF_MEMORY, "setOperandValue: out of memory");
+    if (operand->copy == NULL) return nnconv_recorder_fail(ANEURALNETWORKS_OUT_OF_MEMORY,
+                                                           "setOperandValue: out of memory");
     memcpy(operand->copy, buffer, length);
     operand->kind = VALUE_COPY;
   } else { /* the runtime keeps a pointer to larger values: the buffer must outlive the model */
@@ -265,8 +273,8 @@ int ANeuralNetworksModel_setOperandValueFromMemory(ANeuralNetworksModel* model, 
                                                    const ANeuralNetworksMemory* memory, size_t offset,
                                                    size_t length) {
   if (memory == NULL)
-    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL, "ANeuralNetworksModel_setOperandValueFromMemory(%d): memory is NULL",
-                index);
+    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL,
+                                "ANeuralNetworksModel_setOperandValueFromMemory(%d): memory is NULL", index);
   RecordedOperand* operand = NULL;
   int status = value_target(model, index, "ANeuralNetworksModel_setOperandValueFromMemory", &operand);
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
@@ -287,8 +295,8 @@ int ANeuralNetworksModel_setOperandValueFromMemory(ANeuralNetworksModel* model, 
 int ANeuralNetworksModel_setOperandValueFromModel(ANeuralNetworksModel* model, int32_t index,
                                                   const ANeuralNetworksModel* value) {
   if (value == NULL)
-    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL, "ANeuralNetworksModel_setOperandValueFromModel(%d): value is NULL",
-                index);
+    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL,
+                                "ANeuralNetworksModel_setOperandValueFromModel(%d): value is NULL", index);
   RecordedOperand* operand = NULL;
   int status = value_target(model, index, "ANeuralNetworksModel_setOperandValueFromModel", &operand);
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
@@ -311,8 +319,8 @@ int ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(
   int status = nnconv_recorder_check_mutable(model, "ANeuralNetworksModel_setOperandSymmPerChannelQuantParams");
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
   if (channelQuant == NULL)
-    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL, "setOperandSymmPerChannelQuantParams(%d): channelQuant is NULL",
-                index);
+    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL,
+                                "setOperandSymmPerChannelQuantParams(%d): channelQuant is NULL", index);
   if (index < 0 || (uint32_t)index >= model->operand_count)
     return invalidate(model, ANEURALNETWORKS_BAD_DATA, "setOperandSymmPerChannelQuantParams: invalid operand index %u",
                       (uint32_t)index);
@@ -327,13 +335,15 @@ int ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(
                       "setOperandSymmPerChannelQuantParams(%u): channelDim or scaleCount does not match the dimensions",
                       (uint32_t)index);
   if (channelQuant->scales == NULL)
-    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL, "setOperandSymmPerChannelQuantParams(%d): scales is NULL", index);
+    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL,
+                                "setOperandSymmPerChannelQuantParams(%d): scales is NULL", index);
   for (uint32_t c = 0; c < channelQuant->scaleCount; ++c)
     if (!(channelQuant->scales[c] > 0.0f) || !isfinite(channelQuant->scales[c]))
       return invalidate(model, ANEURALNETWORKS_BAD_DATA, "setOperandSymmPerChannelQuantParams(%u): a scale is not > 0",
                         (uint32_t)index);
   float* scales = malloc(channelQuant->scaleCount * sizeof *scales);
-  if (scales == NULL) return nnconv_recorder_fail(ANEURALNETWORKS_OUT_OF_MEMORY, "setOperandSymmPerChannelQuantParams: out of memory");
+  if (scales == NULL) return nnconv_recorder_fail(ANEURALNETWORKS_OUT_OF_MEMORY,
+                                                  "setOperandSymmPerChannelQuantParams: out of memory");
   memcpy(scales, channelQuant->scales, channelQuant->scaleCount * sizeof *scales);
   free(operand->scales);
   operand->scales = scales;
@@ -356,8 +366,8 @@ int ANeuralNetworksModel_addOperation(ANeuralNetworksModel* model, ANeuralNetwor
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
   const uint32_t index = model->operation_count;
   if (inputs == NULL || outputs == NULL)
-    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL, "ANeuralNetworksModel_addOperation(%u): inputs or outputs is NULL",
-                index);
+    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL,
+                                "ANeuralNetworksModel_addOperation(%u): inputs or outputs is NULL", index);
   if (type < 0 || type > LAST_OPERATION_CODE)
     return invalidate(model, ANEURALNETWORKS_BAD_DATA, "ANeuralNetworksModel_addOperation(%u): unknown operation type",
                       index);
@@ -399,11 +409,12 @@ int ANeuralNetworksModel_identifyInputsAndOutputs(ANeuralNetworksModel* model, u
   int status = nnconv_recorder_check_mutable(model, "ANeuralNetworksModel_identifyInputsAndOutputs");
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
   if (inputs == NULL || outputs == NULL)
-    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL, "ANeuralNetworksModel_identifyInputsAndOutputs: %s is NULL",
-                inputs == NULL ? "inputs" : "outputs");
+    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL,
+                                "ANeuralNetworksModel_identifyInputsAndOutputs: %s is NULL",
+                                inputs == NULL ? "inputs" : "outputs");
   if (!indexes_valid(model, inputCount, inputs) || !indexes_valid(model, outputCount, outputs))
-    return invalidate(model, ANEURALNETWORKS_BAD_DATA, "identifyInputsAndOutputs: invalid operand index (of %u operands)",
-                      model->operand_count);
+    return invalidate(model, ANEURALNETWORKS_BAD_DATA,
+                      "identifyInputsAndOutputs: invalid operand index (of %u operands)", model->operand_count);
   if (model->identified || !assign_role(model, inputCount, inputs, ROLE_INPUT) ||
       !assign_role(model, outputCount, outputs, ROLE_OUTPUT))
     return invalidate(model, ANEURALNETWORKS_BAD_DATA,
