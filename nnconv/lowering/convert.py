@@ -416,7 +416,8 @@ def lower_ops(state: ConversionState, op_indices: Sequence[int] | None = None, s
     validate_model(model)
     return ConvertedModel(model=model, inputs=[io_spec(state, sg, t) for t in inputs],
                           outputs=[io_spec(state, sg, t) for t in outputs], api_level=state.api_level,
-                          tflite_ops=[op.index for op in ops], subgraph=subgraph)
+                          tflite_ops=[op.index for op in ops], subgraph=subgraph,
+                          tensor_operands=dict(lowering.operands))
 
 
 def convert(model: TfliteModel | str | os.PathLike | bytes, api_level: int = DEFAULT_API_LEVEL,

@@ -38,3 +38,6 @@ class ConvertedModel:
     api_level: int
     tflite_ops: list[int] = field(default_factory=list)  # TFLite operator indexes it covers
     subgraph: int = 0  # TFLite subgraph it came from
+    # TFLite tensor index -> the main-subgraph operand holding its value (per-op parity). Known right after
+    # lowering; not stored in .nnapi files (empty when loaded from one).
+    tensor_operands: dict[int, int] = field(default_factory=dict)

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,9 +35,34 @@ class Tolerance:
         return "exact"
 
 
-def tolerance_for(dtype: np.dtype, hybrid: bool = False) -> Tolerance:
+@dataclass(frozen=True)
+class ToleranceOverrides:
+    """The user's `--atol / --rtol / --max-lsb`: each replaces the policy's value where given (None keeps
+    it). atol/rtol apply to float tensors, max_lsb to quantized ones; integer and boolean stay exact."""
+
+    atol: float | None = None
+    rtol: float | None = None
+    max_lsb: int | None = None
+
+    def apply(self, tol: Tolerance) -> Tolerance:
+        if tol.kind == "float":
+            return replace(tol, atol=tol.atol if self.atol is None else self.atol,
+                           rtol=tol.rtol if self.rtol is None else self.rtol)
+        if tol.kind == "quant" and self.max_lsb is not None:
+            return replace(tol, lsb=self.max_lsb)
+        return tol
+
+    def to_json(self) -> dict:
+        return {"atol": self.atol, "rtol": self.rtol, "max_lsb": self.max_lsb}
+
+
+def tolerance_for(dtype: np.dtype, hybrid: bool = False, overrides: ToleranceOverrides | None = None) -> Tolerance:
     """The tolerance of one output; `hybrid` for float outputs of models with dynamic-range ops."""
-    dtype = np.dtype(dtype)
+    tol = _policy(np.dtype(dtype), hybrid)
+    return overrides.apply(tol) if overrides is not None else tol
+
+
+def _policy(dtype: np.dtype, hybrid: bool) -> Tolerance:
     if dtype.kind == "f":
         if hybrid:
             return Tolerance("float", rtol=HYBRID_RTOL, atol=FLOAT_ATOL)

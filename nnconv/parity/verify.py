@@ -12,7 +12,8 @@ from nnconv.errors import NnconvError
 from nnconv.runtime.executor import Executor
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
-from nnconv.parity.tolerances import Tolerance, tolerance_for
+from nnconv.parity.metrics import tensor_metrics
+from nnconv.parity.tolerances import Tolerance, ToleranceOverrides, tolerance_for
 from nnconv.parity.twin import float_twin
 from nnconv.tflite.ir import TfliteModel
 from nnconv.tflite.reader import read_model
@@ -52,43 +53,39 @@ class OutputParity:
     histogram: dict[int, int] = field(default_factory=dict)  # |diff| in LSB -> count
     passed: bool = True
     detail: str = ""
+    mean_abs: float = 0.0
+    cosine: float = 1.0
+    top1: float | None = None  # class-score outputs only (parity/metrics.py)
+    top5: float | None = None
 
     def to_json(self) -> dict:
         return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "max_abs": self.max_abs,
-                "max_rel": self.max_rel, "max_lsb": self.max_lsb,
+                "mean_abs": self.mean_abs, "max_rel": self.max_rel, "cosine": self.cosine, "top1": self.top1,
+                "top5": self.top5, "max_lsb": self.max_lsb,
                 "histogram": {str(k): v for k, v in self.histogram.items()},
                 "tolerance": self.tolerance.describe(), "passed": self.passed, "detail": self.detail}
 
 
-def compare(name: str, actual: np.ndarray, expected: np.ndarray, hybrid: bool = False) -> OutputParity:
-    tol = tolerance_for(expected.dtype, hybrid)
+def compare(name: str, actual: np.ndarray, expected: np.ndarray, hybrid: bool = False,
+            overrides: ToleranceOverrides | None = None) -> OutputParity:
+    """Metrics (parity/metrics.py) of one output against TFLite's and the verdict of the tolerance policy
+    (parity/tolerances.py, with the user's `--atol/--rtol/--max-lsb` overrides)."""
+    tol = tolerance_for(expected.dtype, hybrid, overrides)
     shape = tuple(expected.shape)
     if actual.shape != expected.shape:
         return OutputParity(name, expected.dtype.name, shape, tol, float("inf"), float("inf"), None, passed=False,
                             detail=f"shape {list(actual.shape)} != TFLite's {list(expected.shape)}")
-    if expected.size == 0:
-        return OutputParity(name, expected.dtype.name, shape, tol, 0.0, 0.0, 0 if tol.kind == "quant" else None)
-    a64 = actual.astype(np.float64)
-    e64 = expected.astype(np.float64)
-    # Equal values (including equal infinities) and NaN in both engines count as agreement; a NaN on one
-    # side only, or infinities of opposite signs, as an infinite difference.
-    same = (a64 == e64) | (np.isnan(a64) & np.isnan(e64))
-    with np.errstate(invalid="ignore"):
-        diff = np.where(same, 0.0, np.abs(a64 - e64))
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    max_abs = float(diff.max())
-    finite = np.abs(e64[np.isfinite(e64)])
-    ref = float(finite.max()) if finite.size else 0.0  # the output's range, from its finite values
-    max_rel = max_abs / ref if ref > 0 else (0.0 if max_abs == 0 else float("inf"))
+    m = tensor_metrics(actual, expected, quantized=tol.kind != "float")
     if tol.kind == "float":
-        passed = max_abs <= tol.atol + tol.rtol * ref
-        return OutputParity(name, expected.dtype.name, shape, tol, max_abs, max_rel, None, passed=passed)
-    lsb = diff.astype(np.int64)
-    values, counts = np.unique(lsb, return_counts=True)
-    hist = {int(v): int(c) for v, c in zip(values, counts)}
-    max_lsb = int(lsb.max())
-    passed = max_lsb <= tol.lsb if tol.kind == "quant" else max_lsb == 0
-    return OutputParity(name, expected.dtype.name, shape, tol, max_abs, max_rel, max_lsb, hist, passed)
+        passed = m.max_abs <= tol.atol + tol.rtol * m.range
+    elif tol.kind == "quant":
+        passed = (m.max_lsb or 0) <= tol.lsb
+    else:
+        passed = m.max_abs == 0
+    return OutputParity(name, expected.dtype.name, shape, tol, m.max_abs, m.max_rel,
+                        m.max_lsb if tol.kind != "float" else None,
+                        m.histogram if tol.kind != "float" else {}, passed, mean_abs=m.mean_abs, cosine=m.cosine,
+                        top1=m.top1, top5=m.top5)
 
 
 @dataclass

@@ -22,7 +22,8 @@ import numpy as np
 from nnconv.runtime.blas_threads import limit_blas_threads
 from nnconv.errors import ExecutionError, InputDataError
 from nnconv.runtime.kernels import KERNELS, KernelCall
-from nnconv.nnapi.enums import OperandLifeTime, OperandType
+from nnconv.runtime.relaxed import fp16_storage
+from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 
@@ -66,11 +67,19 @@ class _Step:
 
 
 class SubgraphRunner:
-    """Executes subgraphs of one model; IF / WHILE kernels call back into `run_subgraph`."""
+    """Executes subgraphs of one model; IF / WHILE kernels call back into `run_subgraph`.
 
-    def __init__(self, model: Model, trace: Trace | None = None) -> None:
+    `kernel_overrides` replaces the kernels of some operation types for this runner only (tests inject a
+    faulty kernel this way to check that per-op parity blames it); `relaxed_fp16` simulates a driver with
+    relaxed float32 precision (nnconv/runtime/relaxed.py)."""
+
+    def __init__(self, model: Model, trace: Trace | None = None,
+                 kernel_overrides: Mapping[OperationType, Callable] | None = None,
+                 relaxed_fp16: bool = False) -> None:
         self.model = model
         self.trace = trace
+        self.kernels = {**KERNELS, **(kernel_overrides or {})}
+        self.relaxed_fp16 = relaxed_fp16
         self._constants: dict[tuple[int, int], np.ndarray] = {}
         # (subgraph, operation index) -> that operation's `KernelCall.cache` (constant-derived values)
         self._op_caches: dict[tuple[int, int], dict] = {}
@@ -82,6 +91,8 @@ class SubgraphRunner:
         v = self._constants.get(key)
         if v is None:
             v = self.model.constant_value(operand)
+            if self.relaxed_fp16:
+                v = fp16_storage(v, operand.type)
             self._constants[key] = v
         return v
 
@@ -92,7 +103,7 @@ class SubgraphRunner:
             raise ExecutionError(f"subgraph {sg_index} takes {len(sg.input_indexes)} inputs, got {len(inputs)}")
         values: dict[int, np.ndarray] = {}
         for idx, arr in zip(sg.input_indexes, inputs):
-            values[idx] = arr
+            values[idx] = fp16_storage(arr, sg.operands[idx].type) if self.relaxed_fp16 else arr
         plan = self._plans.get(sg_index)
         if plan is None:
             plan = self._plans[sg_index] = self._plan(sg_index, sg)
@@ -112,6 +123,8 @@ class SubgraphRunner:
                                      f"{len(op.outputs)}")
             for o, od, arr in zip(op.outputs, step.out_operands, outs):
                 values[o] = _conform(arr, od, op.type.name)
+                if self.relaxed_fp16:
+                    values[o] = fp16_storage(values[o], od.type)
             if trace is not None:
                 trace.record(k, op.type.name, op.outputs, [values[o] for o in op.outputs])
             if len(values) > self.peak_live_values:
@@ -142,7 +155,7 @@ class SubgraphRunner:
                     fixed.append(_UNSET)
             release = [i for i in dict.fromkeys(op.inputs) if last_use.get(i) == k and i not in keep
                        and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE]
-            steps.append(_Step(op=op, fn=KERNELS.get(op.type), fixed=fixed,
+            steps.append(_Step(op=op, fn=self.kernels.get(op.type), fixed=fixed,
                                in_operands=[sg.operands[i] for i in op.inputs],
                                out_operands=[sg.operands[o] for o in op.outputs], release=release,
                                cache=self._op_caches.setdefault((sg_index, k), {})))
@@ -186,13 +199,15 @@ class Executor:
     """Runs a converted model: `Executor(converted).run({"input": array})` -> {"output": array}."""
 
     def __init__(self, model: ConvertedModel | Model, trace: Trace | None = None,
-                 blas_threads: int | None = 1) -> None:
+                 blas_threads: int | None = 1, kernel_overrides: Mapping[OperationType, Callable] | None = None,
+                 relaxed_fp16: bool = False) -> None:
         """`blas_threads` caps numpy's BLAS pool during `run` (None: leave it alone); 1 by default, like the
-        single-threaded TFLite interpreter we compare with (see `nnconv.runtime.blas_threads` for why)."""
+        single-threaded TFLite interpreter we compare with (see `nnconv.runtime.blas_threads` for why).
+        `kernel_overrides` and `relaxed_fp16`: see `SubgraphRunner`."""
         if isinstance(model, Model):
             model = _bare(model)
         self.converted = model
-        self.runner = SubgraphRunner(model.model, trace)
+        self.runner = SubgraphRunner(model.model, trace, kernel_overrides, relaxed_fp16)
         self.blas_threads = blas_threads
 
     @property

@@ -1,0 +1,167 @@
+"""Per-op parity (`verify --per-op`): every TFLite tensor the NNAPI graph also computes, compared with the
+interpreter's own value, and the first op where parity breaks.
+
+Both engines keep every intermediate: TFLite's interpreter with `preserve_all_tensors`, our executor with
+a keeping `Trace`. The lowering records which NNAPI operand holds each TFLite tensor
+(`ConvertedModel.tensor_operands`); a tensor that a composite lowering only computes inside its own
+operations, or that was folded at conversion, has no counterpart and is not compared.
+
+Blame. Ops are visited in TFLite's execution order (the subgraph's operator order). An op whose output is
+out of tolerance is
+- `propagated` when one of its inputs was already out of tolerance (the error came from upstream);
+- otherwise it is lowered alone and fed TFLite's own input values: `divergent` when it is still out of
+  tolerance (this op computes something else: the one to look at), `amplified` when alone it passes
+  (in-tolerance differences of its inputs grew through it: rounding, not a conversion bug).
+`first_divergent_op` is the first `divergent` op; ops after it are never blamed for its error, since their
+inputs are then out of tolerance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from nnconv.errors import NnconvError
+from nnconv.lowering.context import ConversionState
+from nnconv.lowering.convert import lower_ops
+from nnconv.nnapi.program import ConvertedModel
+from nnconv.parity.tolerances import ToleranceOverrides
+from nnconv.parity.verify import OutputParity, compare
+from nnconv.runtime.executor import Executor, Trace
+from nnconv.tflite.ir import Subgraph
+
+PASS, DIVERGENT, PROPAGATED, AMPLIFIED = "pass", "divergent", "propagated", "amplified"
+TOP_BY_ERROR = 5  # rows of the table besides the first divergent op
+
+
+@dataclass
+class OpParity:
+    """The comparison of one TFLite op's output (its worst output when it has several)."""
+
+    op_index: int
+    op: str
+    tensor: str
+    dtype: str
+    max_abs: float
+    max_rel: float
+    lsb: int | None
+    status: str
+    tolerance: str = ""
+    partition: int | None = None  # partition-by-partition mode only
+    confirmed_alone: dict | None = None  # the op alone on TFLite's inputs (out-of-tolerance ops)
+
+    def to_json(self) -> dict:
+        data: dict[str, Any] = {"op_index": self.op_index, "op": self.op, "tensor": self.tensor,
+                                "dtype": self.dtype, "max_abs": self.max_abs, "max_rel": self.max_rel,
+                                "lsb": self.lsb, "status": self.status, "tolerance": self.tolerance}
+        if self.partition is not None:
+            data["partition"] = self.partition
+        if self.confirmed_alone is not None:
+            data["alone"] = self.confirmed_alone
+        return data
+
+
+@dataclass
+class PerOpReport:
+    entries: list[OpParity] = field(default_factory=list)
+    first_divergent: OpParity | None = None
+    not_compared: int = 0  # TFLite ops with no NNAPI counterpart of any output (fused, folded, refused)
+
+    def worst(self, n: int = TOP_BY_ERROR) -> list[OpParity]:
+        """The `n` out-of-tolerance ops with the largest relative error."""
+        bad = [e for e in self.entries if e.status != PASS]
+        return sorted(bad, key=lambda e: -e.max_rel)[:n]
+
+
+# A reader of TFLite's value of a tensor (the interpreter's preserved tensors).
+TensorSource = Callable[[int], np.ndarray]
+
+
+def per_op_parity(state: ConversionState, partitions: Sequence[ConvertedModel], tflite_tensor: TensorSource,
+                  hybrid: bool = False, overrides: ToleranceOverrides | None = None,
+                  executor_options: Mapping[str, Any] | None = None) -> PerOpReport:
+    """Runs each converted model (the whole model, or each partition) on TFLite's own values at its inputs,
+    keeping every intermediate, and compares every TFLite tensor it computes. `executor_options` are passed
+    to each `Executor` (e.g. `relaxed_fp16`, or a test's `kernel_overrides`)."""
+    options = dict(executor_options or {})
+    ours: dict[int, np.ndarray] = {}
+    partition_of: dict[int, int] = {}
+    subgraph = partitions[0].subgraph if partitions else 0
+    sg = state.model.subgraphs[subgraph]
+    for k, cm in enumerate(partitions):
+        trace = Trace(keep=True)
+        Executor(cm, trace=trace, **options).run({s.name: tflite_tensor(s.tflite_tensor) for s in cm.inputs})
+        for tensor, operand in cm.tensor_operands.items():
+            if operand in trace.values:  # computed by an operation (not a constant, not an input)
+                ours[tensor] = trace.values[operand]
+                partition_of[tensor] = k
+    report = PerOpReport()
+    out_of_tolerance: set[int] = set()
+    for op in sg.operators:
+        rows = [_compare_tensor(sg, t, ours[t], tflite_tensor, hybrid, overrides)
+                for t in op.outputs if t >= 0 and t in ours]
+        rows = [r for r in rows if r is not None]
+        if not rows:
+            report.not_compared += 1
+            continue
+        failing = [(t, r) for t, r in rows if not r.passed]
+        out_of_tolerance.update(t for t, _ in failing)
+        tensor, worst = failing[0] if failing else max(rows, key=lambda tr: tr[1].max_rel)
+        entry = OpParity(op.index, op.name, worst.name, worst.dtype, worst.max_abs, worst.max_rel,
+                         worst.max_lsb if worst.tolerance.kind != "float" else None, PASS,
+                         worst.tolerance.describe(), partition_of[tensor] if len(partitions) > 1 else None)
+        if failing:
+            if any(t in out_of_tolerance for t in op.inputs if t >= 0):
+                entry.status = PROPAGATED
+            else:
+                alone = _alone(state, subgraph, op.index, tflite_tensor, hybrid, overrides, options)
+                entry.confirmed_alone = alone
+                entry.status = DIVERGENT if alone is None or not alone["passed"] else AMPLIFIED
+                if entry.status == DIVERGENT and report.first_divergent is None:
+                    report.first_divergent = entry
+        report.entries.append(entry)
+    return report
+
+
+def _compare_tensor(sg: Subgraph, tensor: int, value: np.ndarray, tflite_tensor: TensorSource, hybrid: bool,
+                    overrides: ToleranceOverrides | None) -> tuple[int, OutputParity] | None:
+    try:
+        expected = tflite_tensor(tensor)
+    except (ValueError, RuntimeError, KeyError):  # the interpreter did not keep it
+        return None
+    actual = as_tflite_value(value, expected)
+    name = sg.tensors[tensor].name or f"tensor{tensor}"
+    return tensor, compare(name, actual, expected, hybrid, overrides)
+
+
+def as_tflite_value(value: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """An NNAPI operand's value in the TFLite tensor's representation: int8 carried as uint8 (+128, below
+    API 30) shifted back, int64 carried as int32 widened, rank 0 carried as [1] reshaped."""
+    value = np.asarray(value)
+    if value.dtype == np.uint8 and expected.dtype == np.int8:
+        value = (value.astype(np.int16) - 128).astype(np.int8)
+    elif value.dtype != expected.dtype:
+        value = value.astype(expected.dtype)
+    if value.shape != expected.shape and value.size == expected.size:
+        value = value.reshape(expected.shape)
+    return value
+
+
+def _alone(state: ConversionState, subgraph: int, op_index: int, tflite_tensor: TensorSource, hybrid: bool,
+           overrides: ToleranceOverrides | None, options: Mapping[str, Any]) -> dict | None:
+    """The op lowered alone and fed TFLite's own inputs: {"passed", "max_abs", "max_rel", "lsb"} of its
+    worst output, or None when it cannot run alone (then the in-graph result stands)."""
+    try:
+        single = lower_ops(state, [op_index], subgraph)
+        ours = Executor(single, **options).run({s.name: tflite_tensor(s.tflite_tensor) for s in single.inputs})
+        rows = [compare(s.name, ours[s.name], tflite_tensor(s.tflite_tensor), hybrid, overrides)
+                for s in single.outputs]
+    except (NnconvError, ValueError, RuntimeError):
+        return None
+    if not rows:
+        return None
+    worst = next((r for r in rows if not r.passed), max(rows, key=lambda r: r.max_rel))
+    return {"passed": all(r.passed for r in rows), "max_abs": worst.max_abs, "max_rel": worst.max_rel,
+            "lsb": worst.max_lsb if worst.tolerance.kind != "float" else None}
