@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from nnconv.runtime.executor import Executor
 from nnconv.lowering.convert import ConversionOptions, convert, io_spec, lower_ops, make_state
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
+from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.twin import float_twin
 from nnconv.parity.verify import OutputParity, ParityReport, compare, has_hybrid_ops, random_inputs, run_parity
 from nnconv.tflite.reader import read_model
@@ -66,39 +67,46 @@ class PartitionedParityReport(ParityReport):
 
 def verify_model(path: str | os.PathLike, api_level: int, options: ConversionOptions | None = None,
                  inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
-                 kernels: str = BUILTIN_KERNELS) -> ParityReport:
-    """Verifies a .tflite model (whole, or partition by partition when full conversion is refused) or a
-    .nnapi file against its source model."""
+                 kernels: str = BUILTIN_KERNELS, overrides: ToleranceOverrides | None = None,
+                 executor_options: Mapping[str, Any] | None = None, allow_partial: bool = True) -> ParityReport:
+    """Verifies a .tflite model (whole, or partition by partition when full conversion is refused and
+    `allow_partial`) or a .nnapi file against its source model. `overrides` and `executor_options`: see
+    `run_parity`."""
+    extra = dict(overrides=overrides, executor_options=executor_options)
     if _is_nnapi_file(path):
-        return verify_nnapi_file(path, inputs=inputs, seed=seed, kernels=kernels)
+        return verify_nnapi_file(path, inputs=inputs, seed=seed, kernels=kernels, **extra)
     model = read_model(path)
     try:
         converted, _report = convert(model, api_level, options)
     except ConversionError as e:
+        if not allow_partial:
+            raise
         from nnconv.lowering.partition import convert_partial
         plan = convert_partial(model, api_level, options)
         note = (f"full conversion refused ({e}); verified the {len(plan.converted)} delegated partition(s) one "
                 f"by one on TFLite's own boundary tensors: {plan.summary_line()}")
         return verify_partitions(path, plan.converted, api_level, inputs=inputs, seed=seed, kernels=kernels,
-                                 note=note)
+                                 note=note, **extra)
     feed = dict(inputs) if inputs is not None else random_inputs(converted.inputs, seed)
     if inputs is not None:
         feed = _named(Executor(converted), feed)
-    report = run_parity(path, converted, feed, kernels=kernels)
+    report = run_parity(path, converted, feed, kernels=kernels, **extra)
     if kernels == BUILTIN_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
-        _compare_with_reference_kernels(report, path, converted, feed)
+        _compare_with_reference_kernels(report, path, converted, feed, **extra)
     return report
 
 
 def _compare_with_reference_kernels(report: ParityReport, path: str | os.PathLike, converted: ConvertedModel,
-                                    feed: Mapping[str, np.ndarray]) -> None:
+                                    feed: Mapping[str, np.ndarray], overrides: ToleranceOverrides | None = None,
+                                    executor_options: Mapping[str, Any] | None = None) -> None:
     """Settles a quantized output out of tolerance against TFLite's optimized kernels by comparing it with
     TFLite's reference kernels too. The NNAPI reference CPU follows the reference kernels' integer
     arithmetic; the optimized int8 kernels round a few values (~0.05%) one step differently, and through a
     deep network such steps add up. An output within tolerance of the reference kernels passes, and its
     detail says which kernels it matched and by how much the optimized ones differ (tolerances.py)."""
     try:
-        ref = run_parity(path, converted, feed, kernels=REFERENCE_KERNELS)
+        ref = run_parity(path, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
+                         executor_options=executor_options)
     except NnconvError:
         return
     by_name = {o.name: o for o in ref.outputs}
@@ -117,9 +125,11 @@ def _compare_with_reference_kernels(report: ParityReport, path: str | os.PathLik
 
 def verify_partitions(tflite_path: str | os.PathLike, partitions: Sequence[ConvertedModel], api_level: int,
                       inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
-                      kernels: str = BUILTIN_KERNELS, note: str = "") -> PartitionedParityReport:
+                      kernels: str = BUILTIN_KERNELS, note: str = "", overrides: ToleranceOverrides | None = None,
+                      executor_options: Mapping[str, Any] | None = None) -> PartitionedParityReport:
     """Runs TFLite once on the model inputs keeping every tensor, then each partition on the interpreter's
     tensors at its boundary, comparing each partition output with the interpreter's value."""
+    opts = dict(executor_options or {})
     model = read_model(tflite_path)
     subgraph = partitions[0].subgraph if partitions else 0
     sg = model.subgraphs[subgraph]
@@ -135,26 +145,28 @@ def verify_partitions(tflite_path: str | os.PathLike, partitions: Sequence[Conve
     rows: list[PartitionParity] = []
     for k, cm in enumerate(partitions):
         boundary = {spec.name: runner.tensor(spec.tflite_tensor) for spec in cm.inputs}
-        ours = Executor(cm).run(boundary)
-        outs = [compare(f"p{k}/{spec.name}", ours[spec.name], runner.tensor(spec.tflite_tensor), hybrid)
-                for spec in cm.outputs]
+        ours = Executor(cm, **opts).run(boundary)
+        outs = [compare(f"p{k}/{spec.name}", ours[spec.name], runner.tensor(spec.tflite_tensor), hybrid,
+                        overrides) for spec in cm.outputs]
         row = PartitionParity(k, list(cm.tflite_ops), outs)
         rows.append(row)
     failing_quant = [(cm, row) for cm, row in zip(partitions, rows)
                      if any(not o.passed and o.max_lsb is not None for o in row.outputs)]
     if failing_quant and kernels == BUILTIN_KERNELS:
         _recheck_with_reference_kernels(failing_quant, twin if twin is not None else tflite_path, model_inputs,
-                                        feed, hybrid)
+                                        feed, hybrid, overrides, opts)
     for cm, row in zip(partitions, rows):
         if not row.passed:
-            _localize(row, state, cm, runner, hybrid)
+            _localize(row, state, cm, runner, hybrid, overrides, opts)
     name = os.fspath(tflite_path)
     return PartitionedParityReport(model=name, api_level=api_level, kernels=kernels,
                                    outputs=[o for r in rows for o in r.outputs], partitions=rows, note=note)
 
 
 def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[IoTensor],
-                                    feed: Mapping[str, np.ndarray], hybrid: bool) -> None:
+                                    feed: Mapping[str, np.ndarray], hybrid: bool,
+                                    overrides: ToleranceOverrides | None = None,
+                                    opts: Mapping[str, Any] | None = None) -> None:
     """The partition-wise twin of `_compare_with_reference_kernels`: a partition whose quantized outputs
     miss TFLite's optimized kernels passes when, fed and compared with TFLite's reference kernels' own
     tensors, it is within tolerance (the NNAPI reference arithmetic); its outputs' details say so."""
@@ -164,8 +176,9 @@ def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[Io
     except NnconvError:
         return
     for cm, row in failing:
-        ours = Executor(cm).run({spec.name: ref.tensor(spec.tflite_tensor) for spec in cm.inputs})
-        again = [compare(o.name, ours[spec.name], ref.tensor(spec.tflite_tensor), hybrid)
+        ours = Executor(cm, **dict(opts or {})).run({spec.name: ref.tensor(spec.tflite_tensor)
+                                                      for spec in cm.inputs})
+        again = [compare(o.name, ours[spec.name], ref.tensor(spec.tflite_tensor), hybrid, overrides)
                  for o, spec in zip(row.outputs, cm.outputs)]
         if all(a.passed for a in again):
             for o, a in zip(row.outputs, again):
@@ -176,15 +189,18 @@ def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[Io
                         f"follows; the optimized builtin kernels differ by up to {o.max_lsb} LSB")]))
 
 
-def _localize(row: PartitionParity, state, cm: ConvertedModel, runner: TfliteRunner, hybrid: bool = False) -> None:
+def _localize(row: PartitionParity, state, cm: ConvertedModel, runner: TfliteRunner, hybrid: bool = False,
+              overrides: ToleranceOverrides | None = None, opts: Mapping[str, Any] | None = None) -> None:
     """Explains a failing partition. Re-converts its ops from the source model: if that passes, the given
     partition (e.g. from an older .nnapi file) is not what nnconv produces now. Otherwise runs each op
     alone, re-converted and fed TFLite's own tensors, to tell a faulty op from rounding differences that
     only add up across several ops."""
     try:
         fresh = lower_ops(state, cm.tflite_ops, cm.subgraph)
-        ours = Executor(fresh).run({spec.name: runner.tensor(spec.tflite_tensor) for spec in fresh.inputs})
-        if all(compare(s.name, ours[s.name], runner.tensor(s.tflite_tensor), hybrid).passed for s in fresh.outputs):
+        ours = Executor(fresh, **dict(opts or {})).run({spec.name: runner.tensor(spec.tflite_tensor)
+                                                         for spec in fresh.inputs})
+        if all(compare(s.name, ours[s.name], runner.tensor(s.tflite_tensor), hybrid, overrides).passed
+               for s in fresh.outputs):
             row.diagnosis = ("a fresh conversion of the same ops passes: this partition differs from what nnconv "
                              "produces now (an outdated or modified .nnapi file?)")
             return
@@ -196,9 +212,10 @@ def _localize(row: PartitionParity, state, cm: ConvertedModel, runner: TfliteRun
             single = lower_ops(state, [k], cm.subgraph)
         except Exception:  # noqa: BLE001 - e.g. an op whose outputs are all folded: nothing to compare
             continue
-        ours = Executor(single).run({spec.name: runner.tensor(spec.tflite_tensor) for spec in single.inputs})
+        ours = Executor(single, **dict(opts or {})).run({spec.name: runner.tensor(spec.tflite_tensor)
+                                                          for spec in single.inputs})
         for spec in single.outputs:
-            o = compare(spec.name, ours[spec.name], runner.tensor(spec.tflite_tensor), hybrid)
+            o = compare(spec.name, ours[spec.name], runner.tensor(spec.tflite_tensor), hybrid, overrides)
             if not o.passed:
                 row.ops_at_fault.append({"index": k, "op": op.name, "output": spec.name, "max_abs": o.max_abs,
                                          "max_lsb": o.max_lsb, "detail": o.detail})
@@ -212,7 +229,8 @@ def _localize(row: PartitionParity, state, cm: ConvertedModel, runner: TfliteRun
 
 def verify_nnapi_file(path: str | os.PathLike, tflite_path: str | os.PathLike | None = None,
                       inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
-                      kernels: str = BUILTIN_KERNELS) -> PartitionedParityReport:
+                      kernels: str = BUILTIN_KERNELS, overrides: ToleranceOverrides | None = None,
+                      executor_options: Mapping[str, Any] | None = None) -> PartitionedParityReport:
     """Verifies every partition of a .nnapi file against its source .tflite (named by the file's partition
     plan, or given), partition by partition."""
     from nnconv.nnapi import serialize
@@ -221,7 +239,7 @@ def verify_nnapi_file(path: str | os.PathLike, tflite_path: str | os.PathLike | 
     note = (f"{os.path.basename(os.fspath(path))}: {len(loaded.partitions)} partition(s) verified one by one "
             f"against {source} on TFLite's own boundary tensors")
     return verify_partitions(source, loaded.partitions, loaded.api_level, inputs=inputs, seed=seed,
-                             kernels=kernels, note=note)
+                             kernels=kernels, note=note, overrides=overrides, executor_options=executor_options)
 
 
 def _source_of(path: str | os.PathLike, plan: dict | None) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Mapping
+import sys
+from typing import Iterator, Mapping
 
 import numpy as np
 
@@ -13,6 +15,27 @@ BUILTIN_KERNELS = "builtin"  # TFLite's optimized builtin kernels, no delegate
 REFERENCE_KERNELS = "reference"  # TFLite's reference kernels (what the NNAPI reference CPU follows)
 XNNPACK = "xnnpack"  # the default delegate path (XNNPACK for float models)
 KERNEL_CHOICES = (BUILTIN_KERNELS, REFERENCE_KERNELS, XNNPACK)
+
+
+@contextlib.contextmanager
+def _quiet_native_stderr() -> Iterator[None]:
+    """Silences file descriptor 2 while TFLite's native code runs: it logs lines such as "INFO: Created
+    TensorFlow Lite XNNPACK delegate for CPU." straight to fd 2, past Python's sys.stderr, and nnconv's
+    stderr carries only its own messages. Its errors still reach the user: the Python exceptions it raises
+    carry them."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no fd 2 (embedded interpreters): nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 class InterpreterUnavailable(NnconvError):
@@ -25,6 +48,15 @@ def _interpreter_class():
     except ImportError:  # pragma: no cover - depends on the environment
         raise InterpreterUnavailable("the TFLite interpreter is not installed: pip install 'nnconv[verify]'") from None
     return Interpreter, OpResolverType
+
+
+def interpreter_version() -> str | None:
+    """The installed ai-edge-litert version (for reports), or None when it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("ai-edge-litert")
+    except PackageNotFoundError:
+        return None
 
 
 class TfliteRunner:
@@ -41,11 +73,12 @@ class TfliteRunner:
         kw = dict(num_threads=num_threads, experimental_op_resolver_type=resolver,
                   experimental_preserve_all_tensors=preserve_all_tensors)
         try:
-            if isinstance(model_path_or_bytes, (bytes, bytearray)):
-                self.interp = Interpreter(model_content=bytes(model_path_or_bytes), **kw)
-            else:
-                self.interp = Interpreter(model_path=os.fspath(model_path_or_bytes), **kw)
-            self.interp.allocate_tensors()
+            with _quiet_native_stderr():
+                if isinstance(model_path_or_bytes, (bytes, bytearray)):
+                    self.interp = Interpreter(model_content=bytes(model_path_or_bytes), **kw)
+                else:
+                    self.interp = Interpreter(model_path=os.fspath(model_path_or_bytes), **kw)
+                self.interp.allocate_tensors()
         except (ValueError, RuntimeError) as e:
             raise NnconvError(f"the TFLite interpreter rejected the model: {str(e).splitlines()[0]}") from None
         self.kernels = kernels
@@ -60,7 +93,8 @@ class TfliteRunner:
         """Inputs and outputs keyed by TFLite tensor index."""
         for d in self.input_details():
             self.interp.set_tensor(d["index"], inputs[d["index"]])
-        self.interp.invoke()
+        with _quiet_native_stderr():
+            self.interp.invoke()
         return {d["index"]: self.interp.get_tensor(d["index"]).copy() for d in self.output_details()}
 
     def tensor(self, index: int) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -125,9 +125,12 @@ def _output(runner: TfliteRunner, outputs: Mapping[int, np.ndarray], tensor: int
 
 def run_parity(tflite_source: str | os.PathLike | bytes, converted: ConvertedModel,
                inputs: Mapping[str, np.ndarray], kernels: str = BUILTIN_KERNELS,
-               runner: TfliteRunner | None = None) -> ParityReport:
-    """Runs both engines on `inputs` (keyed by input name) and compares every output of `converted`."""
-    ours = Executor(converted).run(dict(inputs))
+               runner: TfliteRunner | None = None, overrides: ToleranceOverrides | None = None,
+               executor_options: Mapping[str, Any] | None = None) -> ParityReport:
+    """Runs both engines on `inputs` (keyed by input name) and compares every output of `converted`.
+    `overrides`: the user's tolerances; `executor_options`: passed to `Executor` (e.g. a test's faulty
+    `kernel_overrides`)."""
+    ours = Executor(converted, **dict(executor_options or {})).run(dict(inputs))
     runner = runner or TfliteRunner(tflite_source, kernels=kernels)
     feed = {}
     by_name = {spec.name: spec for spec in converted.inputs}
@@ -155,10 +158,10 @@ def run_parity(tflite_source: str | os.PathLike | bytes, converted: ConvertedMod
     for spec in converted.outputs:
         expected = _output(runner, theirs, spec.tflite_tensor)
         if twin_runner is None:
-            results.append(compare(spec.name, ours[spec.name], expected, hybrid))
+            results.append(compare(spec.name, ours[spec.name], expected, hybrid, overrides))
             continue
         reference = _output(twin_runner, twin_outputs, spec.tflite_tensor)
-        row = compare(spec.name, ours[spec.name], reference)
+        row = compare(spec.name, ours[spec.name], reference, overrides=overrides)
         gap = float(np.max(np.abs(expected.astype(np.float64) - reference))) if expected.size else 0.0
         row.detail = ("vs TFLite on the model with its dynamic-range weights dequantized (what NNAPI computes); "
                       f"TFLite's own hybrid kernels differ from that by up to {gap:.3g}")

@@ -1,0 +1,238 @@
+"""One `verify` of one model with every option: inputs (seeded, ranged, file, image), the comparison with
+TFLite or with saved reference outputs, per-op parity, the simulated relaxed-fp16 driver, and the report's
+metadata. `nnconv.verify(...)` and `nnconv verify` both return / print this report.
+
+Relaxed fp16 (`relax_fp16`): the float32 graph runs on the executor as a relaxed driver would
+(nnconv/runtime/relaxed.py says exactly what is simulated) and each output is compared with TFLite's
+float32 output under the relaxed tolerance below; the report also gives the extra error over the float32
+executor. With `per_op`, the op where the fp16 error first becomes large is named with the same blame
+rule as per-op parity (parity/per_op.py).
+
+| relaxed check | passes when | why |
+| --- | --- | --- |
+| float outputs | max |diff| <= 1e-3 + 1e-2 x the output range | float16 keeps 11 significant bits (relative step 2^-11 ~ 4.9e-4 per rounding); 1e-2 of the range allows ~20 roundings to add up in the same direction, while overflow (inf) and catastrophic cancellation exceed it |
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from nnconv.errors import ConversionError, InputDataError
+from nnconv.lowering.convert import ConversionOptions, DEFAULT_API_LEVEL, convert, io_spec, make_state
+from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.parity.inputs import bind_reference, image_inputs, ranged_inputs
+from nnconv.parity.partitioned import _bind_model_inputs, _is_nnapi_file, verify_model
+from nnconv.parity.per_op import PerOpReport, per_op_parity
+from nnconv.parity.tflite_runner import BUILTIN_KERNELS, XNNPACK, TfliteRunner, interpreter_version
+from nnconv.parity.tolerances import ToleranceOverrides
+from nnconv.parity.twin import float_twin
+from nnconv.parity.verify import OutputParity, ParityReport, compare, has_hybrid_ops, random_inputs
+from nnconv.runtime.executor import Executor
+from nnconv.tflite.reader import read_model
+
+SCHEMA_VERSION = 1
+RELAXED_ATOL = 1e-3
+RELAXED_RTOL = 1e-2
+RELAXED_TOLERANCE = ToleranceOverrides(atol=RELAXED_ATOL, rtol=RELAXED_RTOL)
+
+
+@dataclass
+class VerifyOptions:
+    """Everything `verify` can be asked. `inputs` / `image` / random (`seed`, `input_range`) are exclusive;
+    `reference` replaces TFLite by saved outputs; `executor_options` go to every `Executor` (tests inject
+    a faulty kernel with `{"kernel_overrides": {...}}`)."""
+
+    api_level: int = DEFAULT_API_LEVEL
+    conversion: ConversionOptions | None = None
+    kernels: str = BUILTIN_KERNELS
+    seed: int | None = None
+    input_range: tuple[float, float] | None = None
+    inputs: Mapping[str, np.ndarray] | None = None
+    inputs_source: str = ""  # the file the inputs came from, for the report
+    image: str | None = None
+    reference: Mapping[str, np.ndarray] | None = None
+    reference_source: str = ""
+    per_op: bool = False
+    relax_fp16: bool = False
+    allow_partial: bool = False
+    overrides: ToleranceOverrides | None = None
+    executor_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def check(self) -> None:
+        if self.inputs is not None and self.seed is not None:
+            raise InputDataError("--inputs and --seed exclude each other: the inputs are given, nothing is random")
+        if self.image is not None and (self.inputs is not None or self.seed is not None):
+            raise InputDataError("--image excludes --inputs and --seed")
+        if self.inputs is not None and self.input_range is not None:
+            raise InputDataError("--input-range applies to random inputs, not to --inputs")
+        if self.reference is not None and (self.per_op or self.relax_fp16):
+            raise InputDataError("--reference compares outputs only: it excludes --per-op and --relax-fp16")
+
+
+@dataclass
+class VerifyReport:
+    """A parity report plus what the options added: per-op rows, relaxed-fp16 outputs, metadata."""
+
+    parity: ParityReport
+    meta: dict
+    per_op: PerOpReport | None = None
+    relaxed: list[OutputParity] | None = None
+    relaxed_per_op: PerOpReport | None = None
+    seconds: float = 0.0
+    tflite_outputs: dict[str, np.ndarray] = field(default_factory=dict)  # for --save-reference
+
+    @property
+    def passed(self) -> bool:
+        return self.parity.passed and all(o.passed for o in self.relaxed or [])
+
+    @property
+    def model(self) -> str:
+        return self.parity.model
+
+    def to_json(self) -> dict:
+        data = {"schema_version": SCHEMA_VERSION, **self.parity.to_json(), **self.meta, "passed": self.passed,
+                "seconds": round(self.seconds, 3)}
+        if self.per_op is not None:
+            data["per_op"] = [e.to_json() for e in self.per_op.entries]
+            data["first_divergent_op"] = self.per_op.first_divergent.to_json() if self.per_op.first_divergent \
+                else None
+        if self.relaxed is not None:
+            relaxed: dict[str, Any] = {"tolerance": f"|diff| <= {RELAXED_ATOL:g} + {RELAXED_RTOL:g} * range",
+                                       "simulated": "fp16 storage of float32 operands, fp32 arithmetic rounded "
+                                                    "to fp16 per operation (nnconv/runtime/relaxed.py)",
+                                       "outputs": [o.to_json() for o in self.relaxed]}
+            if self.relaxed_per_op is not None:
+                first = self.relaxed_per_op.first_divergent
+                relaxed["first_large_error_op"] = first.to_json() if first else None
+                relaxed["per_op"] = [e.to_json() for e in self.relaxed_per_op.entries]
+            data["relaxed"] = relaxed
+        return data
+
+
+def verify(model: str | os.PathLike, options: VerifyOptions | None = None) -> VerifyReport:
+    """Verifies one model (.tflite, or a .nnapi file with its source) as `nnconv verify` does."""
+    opts = options or VerifyOptions()
+    opts.check()
+    start = time.monotonic()
+    path = os.fspath(model)
+    if _is_nnapi_file(path):
+        if opts.per_op or opts.relax_fp16 or opts.reference is not None or opts.image is not None:
+            raise InputDataError(f"{path}: --per-op, --relax-fp16, --reference and --image need the .tflite "
+                                 "model (a .nnapi file does not record which operand holds which TFLite tensor)")
+        parity = verify_model(path, opts.api_level, opts.conversion, inputs=opts.inputs, seed=opts.seed or 0,
+                              kernels=opts.kernels, overrides=opts.overrides,
+                              executor_options=opts.executor_options)
+        return VerifyReport(parity, _meta(opts, path), seconds=time.monotonic() - start)
+    tflite = read_model(path)
+    state = make_state(tflite, opts.api_level, opts.conversion)
+    whole = True
+    try:
+        partitions = [convert(tflite, opts.api_level, opts.conversion).converted]
+    except ConversionError as e:
+        whole = False
+        if not opts.allow_partial:
+            raise ConversionError(f"{e}; verify it partition by partition with --allow-partial",
+                                  e.diagnostics) from None
+        from nnconv.lowering.partition import convert_partial
+        partitions = list(convert_partial(tflite, opts.api_level, opts.conversion).converted)
+    sg = tflite.subgraphs[0]
+    specs = partitions[0].inputs if whole else [io_spec(state, sg, t) for t in sg.inputs]
+    feed = model_inputs(specs, opts)
+    if opts.reference is not None:
+        if not whole:
+            raise InputDataError("--reference compares the model's outputs: the model must lower whole")
+        parity = _compare_with_reference(path, partitions[0], feed, opts)
+        return VerifyReport(parity, _meta(opts, path), seconds=time.monotonic() - start)
+    parity = verify_model(path, opts.api_level, opts.conversion, inputs=feed, kernels=opts.kernels,
+                          overrides=opts.overrides, executor_options=opts.executor_options,
+                          allow_partial=opts.allow_partial)
+    report = VerifyReport(parity, _meta(opts, path))
+    if opts.per_op or opts.relax_fp16:
+        _deep_checks(report, path, tflite, state, partitions, specs, feed, opts, whole)
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def model_inputs(specs: Sequence[IoTensor], opts: VerifyOptions) -> dict[str, np.ndarray]:
+    """The inputs of one verify, keyed by input name (given, from the image, or seeded random)."""
+    if opts.inputs is not None:
+        return _bind_model_inputs(specs, opts.inputs)
+    if opts.image is not None:
+        return image_inputs(opts.image, specs, opts.input_range)
+    seed = opts.seed or 0
+    if opts.input_range is not None:
+        return ranged_inputs(specs, seed, *opts.input_range)
+    return random_inputs(list(specs), seed)
+
+
+def save_reference_outputs(path: str | os.PathLike, opts: VerifyOptions) -> dict[str, np.ndarray]:
+    """TFLite's outputs (by output name) on the inputs `opts` describe: what `--save-reference` writes."""
+    tflite = read_model(path)
+    sg = tflite.subgraphs[0]
+    state = make_state(tflite, opts.api_level, opts.conversion)
+    specs = [io_spec(state, sg, t) for t in sg.inputs]
+    feed = model_inputs(specs, opts)
+    runner = TfliteRunner(path, kernels=opts.kernels)
+    runner.run({s.tflite_tensor: feed[s.name] for s in specs})
+    return {io_spec(state, sg, t).name: runner.tensor(t) for t in sg.outputs}
+
+
+def _compare_with_reference(path: str, converted: ConvertedModel, feed: Mapping[str, np.ndarray],
+                            opts: VerifyOptions) -> ParityReport:
+    """Our executor against saved outputs (`--reference`), with the tolerance policy of TFLite's."""
+    expected = bind_reference(opts.reference or {}, converted.outputs)
+    ours = Executor(converted, **dict(opts.executor_options)).run(feed)
+    hybrid = has_hybrid_ops(path)
+    outputs = [compare(s.name, ours[s.name], expected[s.name], hybrid, opts.overrides) for s in converted.outputs]
+    return ParityReport(model=path, api_level=converted.api_level,
+                        kernels=f"reference outputs {opts.reference_source or '(given)'}", outputs=outputs)
+
+
+def _deep_checks(report: VerifyReport, path: str, tflite, state, partitions: Sequence[ConvertedModel],
+                 specs: Sequence[IoTensor], feed: Mapping[str, np.ndarray], opts: VerifyOptions,
+                 whole: bool) -> None:
+    """Per-op parity and the relaxed-fp16 simulation, both on TFLite's own tensors (kept by the
+    interpreter): each converted model is fed the interpreter's values at its inputs."""
+    hybrid = has_hybrid_ops(tflite)
+    twin = float_twin(tflite) if hybrid else None
+    # Intermediates are only readable from TFLite's own kernels (a delegate hides the tensors it computes).
+    kernels = BUILTIN_KERNELS if opts.kernels == XNNPACK else opts.kernels
+    runner = TfliteRunner(twin if twin is not None else path, kernels=kernels, preserve_all_tensors=True)
+    runner.run({s.tflite_tensor: np.asarray(feed[s.name]) for s in specs})
+    loose = hybrid and twin is None
+    base = dict(opts.executor_options)
+    if opts.per_op:
+        report.per_op = per_op_parity(state, partitions, runner.tensor, loose, opts.overrides, base)
+    if opts.relax_fp16:
+        fp32 = {o.name: o for o in report.parity.outputs}
+        rows = []
+        for k, cm in enumerate(partitions):
+            ours = Executor(cm, relaxed_fp16=True, **base).run({s.name: runner.tensor(s.tflite_tensor)
+                                                                 for s in cm.inputs})
+            for s in cm.outputs:
+                name = s.name if whole else f"p{k}/{s.name}"
+                row = compare(name, ours[s.name], runner.tensor(s.tflite_tensor), loose, RELAXED_TOLERANCE)
+                before = fp32.get(name)
+                if before is not None and np.isfinite(row.max_abs):
+                    row.detail = f"extra max |diff| over the float32 executor: {row.max_abs - before.max_abs:.3g}"
+                rows.append(row)
+        report.relaxed = rows
+        if opts.per_op:
+            report.relaxed_per_op = per_op_parity(state, partitions, runner.tensor, loose, RELAXED_TOLERANCE,
+                                                  {**base, "relaxed_fp16": True})
+
+
+def _meta(opts: VerifyOptions, path: str) -> dict:
+    if opts.inputs is not None:
+        inputs: dict[str, Any] = {"file": opts.inputs_source or "(given arrays)"}
+    elif opts.image is not None:
+        inputs = {"image": opts.image, "range": list(opts.input_range) if opts.input_range else None}
+    else:
+        inputs = {"seed": opts.seed or 0, "range": list(opts.input_range) if opts.input_range else None}
+    return {"inputs": inputs, "interpreter": {"package": "ai-edge-litert", "version": interpreter_version()},
+            "tolerance_overrides": opts.overrides.to_json() if opts.overrides else None}
