@@ -53,24 +53,30 @@ from nnconv.report.render import (
               help="Exit 1 when fewer than this percentage of ops is lowered.")
 @click.option("--max-partitions-allowed", type=int, default=None,
               help="Exit 1 when the plan has more partitions than this.")
+@click.option("--node-data", "node_data", type=click.Path(), default=None,
+              help="Write a Model Explorer node-data file colouring each op by partition / verdict (one model).")
 @fold_weights_option
 @handle_errors
 def check(models: tuple[str, ...], api_level: str | None, feature_level: int | None, fmt: str,
           max_partitions: int, fail_on: str | None, min_coverage: float | None,
-          max_partitions_allowed: int | None, fold_weights: bool) -> None:
+          max_partitions_allowed: int | None, node_data: str | None, fold_weights: bool) -> None:
     """Report, per op, whether NNAPI takes MODEL at an API level, why not, and from which level."""
     code = run_check(models, api_level, feature_level, fmt, max_partitions, fail_on, min_coverage,
-                     max_partitions_allowed, conversion_options(fold_weights, False), common.out, common.err)
+                     max_partitions_allowed, conversion_options(fold_weights, False), common.out, common.err,
+                     node_data)
     if code:
         raise SystemExit(code)
 
 
 def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: int | None, fmt: str,
               max_partitions: int, fail_on: str | None, min_coverage: float | None,
-              max_partitions_allowed: int | None, options: ConversionOptions, out: Console, err: Console) -> int:
+              max_partitions_allowed: int | None, options: ConversionOptions, out: Console, err: Console,
+              node_data: str | None = None) -> int:
     """Runs `nnconv check`; returns the exit code (0, or 1 when a policy is violated)."""
     policies = Policies(fail_on, min_coverage, max_partitions_allowed)
     paths = expand_models(models)
+    if node_data is not None and (len(paths) != 1 or (api_level or "").strip().lower() == "all"):
+        raise CheckUsageError("--node-data takes one model at one API level")
     if api_level is not None and api_level.strip().lower() == "all":
         if feature_level_ is not None:
             raise CheckUsageError("give --api-level all or --feature-level, not both")
@@ -82,6 +88,9 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         return 0
     level = resolve_level(_parse_level(api_level), feature_level_)
     checks = progress(paths, err, lambda p: check_one(p, level, options, max_partitions))
+    if node_data is not None:
+        from nnconv.report.node_data import check_node_data, write_node_data
+        write_node_data(node_data, check_node_data(checks[0]))
     if len(checks) == 1:
         check = checks[0]
         if fmt == "json":

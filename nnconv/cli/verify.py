@@ -1,10 +1,12 @@
-"""`nnconv verify`: convert a model, run it on our executor and on TFLite, and compare every output."""
+"""`nnconv verify`: convert models, run them on our executor and on TFLite (or against saved outputs), and
+compare every output; optionally every intermediate (`--per-op`) and a simulated fp16 driver
+(`--relax-fp16`). The work is in nnconv/parity/ (session.py for one model, batch.py for several)."""
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Sequence
 
 import click
 from rich.markup import escape
@@ -17,56 +19,200 @@ from nnconv.cli.common import (
     feature_level_option,
     fold_weights_option,
     handle_errors,
-    relax_option,
     resolve_api_level,
     warn_deprecated,
 )
-from nnconv.cli.npz_io import load_npz
+from nnconv.cli.npz_io import load_npz, save_npz
 from nnconv.errors import EXIT_FAILURE
+
+TOP_OPS = 5  # ops by error shown besides the first divergent one
 
 
 @click.command()
-@click.argument("model", type=click.Path())
+@click.argument("models", nargs=-1, required=True, type=click.Path())
 @api_level_option
 @feature_level_option
 @click.option("--inputs", "inputs_path", type=click.Path(), default=None,
-              help=".npz of inputs (default: seeded random inputs).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+              help=".npz of inputs by name or arr_0, arr_1, ... (default: seeded random inputs).")
+@click.option("--seed", type=int, default=None, help="Seed of the random inputs (default 0).")
+@click.option("--input-range", nargs=2, type=float, default=None, metavar="LO HI",
+              help="Range of the random float inputs (quantized inputs: the integers whose values fall in it; "
+                   "default [-1, 1]); with --image, the range pixels are mapped to.")
+@click.option("--image", "image", type=click.Path(), default=None,
+              help="Fill the model's one image input from this image (resized, normalized to --input-range, "
+                   "quantized with the input's scale; PNG/JPEG need Pillow, PPM/PGM always work).")
+@click.option("--reference", "reference_path", type=click.Path(), default=None,
+              help=".npz of outputs saved elsewhere (e.g. on a device) to compare with instead of TFLite.")
+@click.option("--save-reference", "save_reference", type=click.Path(), default=None,
+              help="Write TFLite's outputs on these inputs to this .npz.")
 @click.option("--kernels", type=click.Choice(["builtin", "reference", "xnnpack"]), default="builtin",
               show_default=True, help="TFLite kernels to compare against: optimized builtin kernels without "
                                       "delegates, the reference kernels, or the default XNNPACK path.")
+@click.option("--per-op", is_flag=True, help="Compare every intermediate tensor and name the first op whose "
+                                            "output is out of tolerance while its inputs are within it.")
+@click.option("--relax-fp16", is_flag=True, help="Also run the float32 graph as a relaxed fp16 driver would "
+                                                "(simulated) and report the extra error per output.")
+@click.option("--atol", type=click.FloatRange(min=0), default=None, help="Absolute tolerance of float outputs.")
+@click.option("--rtol", type=click.FloatRange(min=0), default=None,
+              help="Tolerance of float outputs relative to the output's range.")
+@click.option("--max-lsb", type=click.IntRange(min=0), default=None, help="Tolerance of quantized outputs in LSB.")
+@click.option("--allow-partial", is_flag=True,
+              help="Verify a model that does not lower whole partition by partition (else exit 3).")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Models verified in parallel processes (several models or folders).")
+@click.option("--node-data", "node_data", type=click.Path(), default=None,
+              help="With --per-op: write a Model Explorer node-data file colouring each op by its error.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @fold_weights_option
-@relax_option
 @handle_errors
-def verify(model: str, api_level: int | None, feature_level: int | None, inputs_path: str | None, seed: int,
-           kernels: str, fmt: str, fold_weights: bool, relax_fp16: bool) -> None:
-    """Convert MODEL, run it on our executor and on TFLite, and compare every output."""
-    from nnconv.parity.partitioned import verify_model
+def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | None, inputs_path: str | None,
+           seed: int | None, input_range: tuple[float, float] | None, image: str | None,
+           reference_path: str | None, save_reference: str | None, kernels: str, per_op: bool, relax_fp16: bool,
+           atol: float | None, rtol: float | None, max_lsb: int | None, allow_partial: bool, jobs: int,
+           node_data: str | None, fmt: str, fold_weights: bool) -> None:
+    """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
+    from nnconv.parity.batch import model_paths
+    from nnconv.parity.session import VerifyOptions
+    from nnconv.parity.tolerances import ToleranceOverrides
     level = resolve_api_level(api_level, feature_level)
+    if inputs_path is not None and seed is not None:
+        raise click.UsageError("--inputs and --seed exclude each other: the inputs are given, nothing is random")
+    if node_data is not None and not per_op:
+        raise click.UsageError("--node-data needs --per-op (the overlay shows each op's error)")
+    paths = model_paths(models)
+    several = len(paths) > 1 or any(os.path.isdir(m) for m in models)
+    if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data)):
+        raise click.UsageError("--inputs, --image, --reference, --save-reference and --node-data take one model")
     warn_deprecated(level)
-    options = conversion_options(fold_weights, relax_fp16)
-    inputs = load_npz(inputs_path) if inputs_path else None
-    report = verify_model(model, level, options, inputs=inputs, seed=seed, kernels=kernels)
+    overrides = ToleranceOverrides(atol, rtol, max_lsb) if (atol, rtol, max_lsb) != (None, None, None) else None
+    options = VerifyOptions(
+        api_level=level, conversion=conversion_options(fold_weights, relax_fp16), kernels=kernels, seed=seed,
+        input_range=input_range, inputs=load_npz(inputs_path) if inputs_path else None,
+        inputs_source=inputs_path or "", image=image,
+        reference=load_npz(reference_path) if reference_path else None, reference_source=reference_path or "",
+        per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial, overrides=overrides)
+    if several:
+        code = _verify_several(paths, options, jobs, fmt)
+    else:
+        code = _verify_one(paths[0], options, fmt, save_reference, node_data)
+    if code:
+        raise SystemExit(code)
+
+
+def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, node_data: str | None) -> int:
+    from nnconv.parity.session import save_reference_outputs, verify as verify_model
+    report = verify_model(path, options)
+    if save_reference is not None:
+        save_npz(save_reference, save_reference_outputs(path, options))
+    if node_data is not None:
+        from nnconv.report.node_data import per_op_node_data, write_node_data
+        write_node_data(node_data, per_op_node_data(report, path))
     if fmt == "json":
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
-        print_parity(report)
-    if not report.passed:
-        raise SystemExit(EXIT_FAILURE)
+        print_report(report)
+    return 0 if report.passed else EXIT_FAILURE
+
+
+def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str) -> int:
+    from nnconv.parity.batch import ERROR, PASS, batch_json, summary, verify_many
+    results = _with_progress(paths, lambda: verify_many(paths, options, jobs))
+    if fmt == "json":
+        click.echo(json.dumps(batch_json(results), indent=2))
+    else:
+        table = Table(title=f"verify at API {options.api_level} (TFLite {options.kernels} kernels)")
+        for col in ("model", "status", "worst output", "max |diff|", "max rel", "LSB", "time", "note"):
+            table.add_column(col)
+        for r in results:
+            worst = r.worst_output or {}
+            style = {"pass": "green", "fail": "red", "error": "red"}[r.status]
+            table.add_row(escape(r.model), f"[{style}]{r.status.upper()}[/{style}]", escape(worst.get("name", "-")),
+                          f"{worst['max_abs']:.3g}" if worst else "-", f"{worst['max_rel']:.3g}" if worst else "-",
+                          "-" if worst.get("max_lsb") is None else str(worst["max_lsb"]), f"{r.seconds:.1f}s",
+                          escape(r.error if r.status == ERROR else _first_divergent_note(r.report)))
+        common.out.print(table)
+        s = summary(results)
+        common.out.print(f"{s['passed']} passed, {s['failed']} failed, {s['errors']} could not be verified "
+                         f"({s['models']} models, {s['seconds']:.1f}s)", markup=False)
+    return 0 if all(r.status == PASS for r in results) else EXIT_FAILURE
+
+
+def _with_progress(paths: Sequence[str], make: Any) -> list:
+    """Collects results, with a progress bar on stderr when it is a terminal."""
+    err = common.err
+    if not err.file.isatty():
+        return list(make())
+    from rich.progress import Progress
+    results = []
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task("verifying", total=len(paths))
+        for r in make():
+            results.append(r)
+            progress.update(task, advance=1, description=f"verified {os.path.basename(r.model)}")
+    return results
+
+
+def _first_divergent_note(report: dict | None) -> str:
+    first = (report or {}).get("first_divergent_op")
+    return f"first divergent op #{first['op_index']} {first['op']}" if first else ""
+
+
+def print_report(report: Any) -> None:
+    """The single-model table: outputs, then per-op and relaxed sections when asked."""
+    print_parity(report.parity)
+    if report.per_op is not None:
+        _print_per_op(report.per_op, "per-op parity")
+    if report.relaxed is not None:
+        _print_outputs(report.relaxed, "relaxed fp16 (simulated) vs TFLite float32")
+        if report.relaxed_per_op is not None:
+            _print_per_op(report.relaxed_per_op, "relaxed fp16 per op", first_label="first op with large fp16 error")
+    common.out.print("PASS" if report.passed else "FAIL", markup=False)
 
 
 def print_parity(report: Any) -> None:
-    table = Table(title=f"{os.path.basename(report.model)} at API {report.api_level} "
-                        f"(TFLite {report.kernels} kernels)")
-    for col in ("output", "dtype", "shape", "max |diff|", "max rel", "LSB", "tolerance", "result"):
-        table.add_column(col)
-    for o in report.outputs:
-        detail = escape(o.detail)
-        table.add_row(o.name, o.dtype, "x".join(map(str, o.shape)), f"{o.max_abs:.3g}", f"{o.max_rel:.3g}",
-                      "-" if o.max_lsb is None else str(o.max_lsb), o.tolerance.describe(),
-                      f"[green]PASS[/green] {detail}" if o.passed else f"[red]FAIL[/red] {detail}")
-    common.out.print(table)
+    _print_outputs(report.outputs, f"{os.path.basename(report.model)} at API {report.api_level} "
+                                   f"(TFLite {report.kernels} kernels)")
     if getattr(report, "note", ""):
         common.out.print(f"note: {report.note}", markup=False)
-    common.out.print("PASS" if report.passed else "FAIL", markup=False)
+
+
+def _print_outputs(outputs: Sequence[Any], title: str) -> None:
+    table = Table(title=title)
+    for col in ("output", "dtype", "shape", "max |diff|", "mean |diff|", "max rel", "cosine", "top-1/5", "LSB",
+                "tolerance", "result"):
+        table.add_column(col)
+    for o in outputs:
+        detail = escape(o.detail)
+        top = "-" if o.top1 is None else f"{o.top1:.0%}/{o.top5:.0%}"
+        table.add_row(escape(o.name), o.dtype, "x".join(map(str, o.shape)), f"{o.max_abs:.3g}", f"{o.mean_abs:.3g}",
+                      f"{o.max_rel:.3g}", f"{o.cosine:.6f}", top, "-" if o.max_lsb is None else str(o.max_lsb),
+                      o.tolerance.describe(), f"[green]PASS[/green] {detail}" if o.passed else f"[red]FAIL[/red] {detail}")
+    common.out.print(table)
+
+
+def _print_per_op(per_op: Any, title: str, first_label: str = "first divergent op") -> None:
+    first = per_op.first_divergent
+    compared = len(per_op.entries)
+    bad = sum(e.status != "pass" for e in per_op.entries)
+    common.out.print(f"{title}: {compared} ops compared, {bad} out of tolerance, {per_op.not_compared} without an "
+                     "NNAPI counterpart", markup=False)
+    if first is not None:
+        alone = first.confirmed_alone
+        confirm = (f"; alone on TFLite's inputs: max |diff| {alone['max_abs']:.3g}" if alone else
+                   "; could not be run alone")
+        common.out.print(f"{first_label}: #{first.op_index} {first.op} -> {first.tensor} ({first.dtype}): "
+                         f"max |diff| {first.max_abs:.3g}, max rel {first.max_rel:.3g}"
+                         + ("" if first.lsb is None else f", {first.lsb} LSB") + confirm, markup=False)
+    else:
+        common.out.print(f"{first_label}: none", markup=False)
+    worst = per_op.worst(TOP_OPS)
+    if not worst:
+        return
+    table = Table(title=f"{title}: ops out of tolerance, largest error first")
+    for col in ("op", "tensor", "dtype", "max |diff|", "max rel", "LSB", "status"):
+        table.add_column(col)
+    for e in worst:
+        table.add_row(f"#{e.op_index} {e.op}", escape(e.tensor), e.dtype, f"{e.max_abs:.3g}", f"{e.max_rel:.3g}",
+                      "-" if e.lsb is None else str(e.lsb), e.status)
+    common.out.print(table)
+

@@ -1,0 +1,102 @@
+"""`verify` over several models or folders: one result per model, in parallel processes with `jobs` > 1.
+
+A model that cannot be read or converted (without `--allow-partial`) is an `error` row carrying the
+one-line reason; it never stops the others. Results keep the order of the paths given.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from typing import Callable, Iterator, Sequence
+
+from nnconv.errors import NnconvError
+from nnconv.parity.session import SCHEMA_VERSION, VerifyOptions, VerifyReport, verify
+
+PASS, FAIL, ERROR = "pass", "fail", "error"
+
+
+@dataclass
+class ModelResult:
+    model: str
+    status: str  # "pass" | "fail" | "error"
+    seconds: float
+    report: dict | None = None  # the model's verify JSON (pass / fail)
+    error: str = ""  # the one-line reason (error)
+
+    @property
+    def worst_output(self) -> dict | None:
+        """The failing output with the largest relative error, else the output with the largest one."""
+        outputs = (self.report or {}).get("outputs", [])
+        if not outputs:
+            return None
+        return max(outputs, key=lambda o: (not o["passed"], o["max_rel"]))
+
+    def to_json(self) -> dict:
+        data = {"model": self.model, "status": self.status, "seconds": round(self.seconds, 3)}
+        if self.error:
+            data["error"] = self.error
+        worst = self.worst_output
+        if worst is not None:
+            data["worst_output"] = {k: worst[k] for k in ("name", "max_abs", "max_rel", "max_lsb", "passed")}
+        if self.report is not None:
+            data["report"] = self.report
+        return data
+
+
+def verify_one(path: str, options: VerifyOptions) -> ModelResult:
+    """One model's row; every error nnconv reports to users becomes an `error` row."""
+    start = time.monotonic()
+    try:
+        report: VerifyReport = verify(path, options)
+    except NnconvError as e:
+        return ModelResult(path, ERROR, time.monotonic() - start, error=" ".join(str(e).split()))
+    except MemoryError:
+        return ModelResult(path, ERROR, time.monotonic() - start, error="out of memory")
+    except Exception as e:  # noqa: BLE001 - one broken model must not stop a folder run; its row says why
+        return ModelResult(path, ERROR, time.monotonic() - start,
+                           error=f"internal error: {type(e).__name__}: {' '.join(str(e).split())}")
+    return ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
+
+
+def verify_many(paths: Sequence[str], options: VerifyOptions, jobs: int = 1) -> Iterator[ModelResult]:
+    """Yields one result per path, in order. `jobs` > 1 runs models in that many processes ("spawn": no
+    interpreter state is inherited; `options` must then be picklable)."""
+    if jobs <= 1 or len(paths) < 2:
+        for p in paths:
+            yield verify_one(p, options)
+        return
+    with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(verify_one, p, options) for p in paths]
+        for f in futures:
+            yield f.result()
+
+
+def summary(results: Sequence[ModelResult]) -> dict:
+    counts = {s: sum(r.status == s for r in results) for s in (PASS, FAIL, ERROR)}
+    return {"models": len(results), "passed": counts[PASS], "failed": counts[FAIL], "errors": counts[ERROR],
+            "seconds": round(sum(r.seconds for r in results), 3)}
+
+
+def batch_json(results: Sequence[ModelResult]) -> dict:
+    return {"schema_version": SCHEMA_VERSION, "models": [r.to_json() for r in results],
+            "summary": summary(results)}
+
+
+def run_with_progress(paths: Sequence[str], options: VerifyOptions, jobs: int,
+                      on_result: Callable[[ModelResult], None] | None = None) -> list[ModelResult]:
+    results = []
+    for r in verify_many(paths, options, jobs):
+        results.append(r)
+        if on_result is not None:
+            on_result(r)
+    return results
+
+
+def model_paths(paths: Sequence[str]) -> list[str]:
+    """Files as given; folders contribute their .tflite files (recursively, sorted)."""
+    from nnconv.report.analysis import expand_models
+    return expand_models([os.fspath(p) for p in paths])
