@@ -9,7 +9,15 @@ from nnconv.errors import ConversionError, InputDataError, ModelFormatError, Nnc
 from nnconv.runtime.executor import Executor
 from nnconv.lowering.convert import ConversionOptions, ConversionResult, Report, check_model, convert
 
+
+def verify(model, api_level: int = 30, **options):
+    """Verifies one model as `nnconv verify` does and returns its report (`.passed`, `.to_json()`).
+    `options` are the fields of `nnconv.parity.session.VerifyOptions` (seed, inputs, image, input_range,
+    kernels, per_op, relax_fp16, allow_partial, overrides, reference, conversion, executor_options)."""
+    from nnconv.parity.session import VerifyOptions, verify as verify_one
+    return verify_one(model, VerifyOptions(api_level=api_level, **options))
+
 __version__ = "0.1.0"
 
 __all__ = ["ConversionError", "ConversionOptions", "ConversionResult", "Executor", "InputDataError",
-           "ModelFormatError", "NnconvError", "Report", "check_model", "convert", "__version__"]
+           "ModelFormatError", "NnconvError", "Report", "check_model", "convert", "verify", "__version__"]

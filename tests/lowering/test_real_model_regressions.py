@@ -256,8 +256,8 @@ def test_quantized_verify_failure_names_the_reference_kernels_result(tmp_path, m
     path.write_bytes(_per_channel_fc((3, 7), 5))
     real = partitioned.run_parity
 
-    def builtin_off_by_two(source, converted, feed, kernels="builtin", runner=None):
-        report = real(source, converted, feed, kernels=kernels)
+    def builtin_off_by_two(source, converted, feed, kernels="builtin", runner=None, **options):
+        report = real(source, converted, feed, kernels=kernels, **options)
         if kernels == "builtin":
             for o in report.outputs:
                 o.passed, o.max_lsb = False, 2
@@ -270,8 +270,8 @@ def test_quantized_verify_failure_names_the_reference_kernels_result(tmp_path, m
     assert "differ by up to 2 LSB" in out.detail
     assert verify_model(str(path), 30, kernels="reference").passed  # no second run, nothing added
 
-    def both_off_by_two(source, converted, feed, kernels="builtin", runner=None):
-        report = real(source, converted, feed, kernels=kernels)
+    def both_off_by_two(source, converted, feed, kernels="builtin", runner=None, **options):
+        report = real(source, converted, feed, kernels=kernels, **options)
         for o in report.outputs:
             o.passed, o.max_lsb = False, 2
         return report
