@@ -178,13 +178,13 @@ def print_parity(report: Any) -> None:
 
 def _print_outputs(outputs: Sequence[Any], title: str) -> None:
     table = Table(title=title)
-    for col in ("output", "dtype", "shape", "max |diff|", "mean |diff|", "max rel", "cosine", "top-1/5", "LSB",
+    for col in ("output", "dtype shape", "max |diff|", "mean |diff|", "max rel", "cosine", "top-1/5", "LSB",
                 "tolerance", "result"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col in ("tolerance", "dtype shape"))
     for o in outputs:
         detail = escape(o.detail)
         top = "-" if o.top1 is None else f"{o.top1:.0%}/{o.top5:.0%}"
-        table.add_row(escape(o.name), o.dtype, "x".join(map(str, o.shape)), f"{o.max_abs:.3g}", f"{o.mean_abs:.3g}",
+        table.add_row(escape(o.name), f"{o.dtype} {'x'.join(map(str, o.shape))}", f"{o.max_abs:.3g}", f"{o.mean_abs:.3g}",
                       f"{o.max_rel:.3g}", f"{o.cosine:.6f}", top, "-" if o.max_lsb is None else str(o.max_lsb),
                       o.tolerance.describe(), f"[green]PASS[/green] {detail}" if o.passed else f"[red]FAIL[/red] {detail}")
     common.out.print(table)
@@ -194,8 +194,9 @@ def _print_per_op(per_op: Any, title: str, first_label: str = "first divergent o
     first = per_op.first_divergent
     compared = len(per_op.entries)
     bad = sum(e.status != "pass" for e in per_op.entries)
-    common.out.print(f"{title}: {compared} ops compared, {bad} out of tolerance, {per_op.not_compared} without an "
-                     "NNAPI counterpart", markup=False)
+    against = f" (against TFLite's {per_op.kernels} kernels)" if per_op.kernels else ""
+    common.out.print(f"{title}{against}: {compared} ops compared, {bad} out of tolerance, {per_op.not_compared} "
+                     "without an NNAPI counterpart", markup=False)
     if first is not None:
         alone = first.confirmed_alone
         confirm = (f"; alone on TFLite's inputs: max |diff| {alone['max_abs']:.3g}" if alone else

@@ -68,6 +68,11 @@ class PerOpReport:
     entries: list[OpParity] = field(default_factory=list)
     first_divergent: OpParity | None = None
     not_compared: int = 0  # TFLite ops with no NNAPI counterpart of any output (fused, folded, refused)
+    kernels: str = ""  # TFLite's kernel set whose tensors were compared
+
+    @property
+    def out_of_tolerance(self) -> int:
+        return sum(e.status != PASS for e in self.entries)
 
     def worst(self, n: int = TOP_BY_ERROR) -> list[OpParity]:
         """The `n` out-of-tolerance ops with the largest relative error."""
