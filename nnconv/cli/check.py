@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import click
@@ -53,17 +54,19 @@ from nnconv.report.render import (
               help="Exit 1 when fewer than this percentage of ops is lowered.")
 @click.option("--max-partitions-allowed", type=int, default=None,
               help="Exit 1 when the plan has more partitions than this.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Models checked in parallel processes (several models or folders).")
 @click.option("--node-data", "node_data", type=click.Path(), default=None,
               help="Write a Model Explorer node-data file colouring each op by partition / verdict (one model).")
 @fold_weights_option
 @handle_errors
 def check(models: tuple[str, ...], api_level: str | None, feature_level: int | None, fmt: str,
           max_partitions: int, fail_on: str | None, min_coverage: float | None,
-          max_partitions_allowed: int | None, node_data: str | None, fold_weights: bool) -> None:
+          max_partitions_allowed: int | None, jobs: int, node_data: str | None, fold_weights: bool) -> None:
     """Report, per op, whether NNAPI takes MODEL at an API level, why not, and from which level."""
     code = run_check(models, api_level, feature_level, fmt, max_partitions, fail_on, min_coverage,
                      max_partitions_allowed, conversion_options(fold_weights, False), common.out, common.err,
-                     node_data)
+                     node_data, jobs)
     if code:
         raise SystemExit(code)
 
@@ -71,7 +74,7 @@ def check(models: tuple[str, ...], api_level: str | None, feature_level: int | N
 def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: int | None, fmt: str,
               max_partitions: int, fail_on: str | None, min_coverage: float | None,
               max_partitions_allowed: int | None, options: ConversionOptions, out: Console, err: Console,
-              node_data: str | None = None) -> int:
+              node_data: str | None = None, jobs: int = 1) -> int:
     """Runs `nnconv check`; returns the exit code (0, or 1 when a policy is violated)."""
     policies = Policies(fail_on, min_coverage, max_partitions_allowed)
     paths = expand_models(models)
@@ -83,11 +86,13 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         if policies.any:
             raise CheckUsageError("--fail-on, --min-coverage and --max-partitions-allowed need one target level, "
                                   "not --api-level all")
-        mats = progress(paths, err, lambda p: check_levels(p, options, max_partitions))
+        mats = progress(paths, err, functools.partial(check_levels, options=options, max_partitions=max_partitions),
+                        jobs)
         render_matrix(mats, fmt, out)
         return 0
     level = resolve_level(_parse_level(api_level), feature_level_)
-    checks = progress(paths, err, lambda p: check_one(p, level, options, max_partitions))
+    checks = progress(paths, err, functools.partial(check_one, level=level, options=options,
+                                                    max_partitions=max_partitions), jobs)
     if node_data is not None:
         from nnconv.report.node_data import check_node_data, write_node_data
         write_node_data(node_data, check_node_data(checks[0]))

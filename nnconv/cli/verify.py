@@ -4,6 +4,7 @@ compare every output; optionally every intermediate (`--per-op`) and a simulated
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any, Sequence
@@ -115,8 +116,9 @@ def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, n
 
 
 def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str) -> int:
-    from nnconv.parity.batch import ERROR, PASS, batch_json, summary, verify_many
-    results = _with_progress(paths, lambda: verify_many(paths, options, jobs))
+    from nnconv.parity.batch import ERROR, PASS, batch_json, summary, verify_one
+    from nnconv.report.render import progress
+    results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying")
     if fmt == "json":
         click.echo(json.dumps(batch_json(results), indent=2))
     else:
@@ -135,21 +137,6 @@ def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str) -> 
         common.out.print(f"{s['passed']} passed, {s['failed']} failed, {s['errors']} could not be verified "
                          f"({s['models']} models, {s['seconds']:.1f}s)", markup=False)
     return 0 if all(r.status == PASS for r in results) else EXIT_FAILURE
-
-
-def _with_progress(paths: Sequence[str], make: Any) -> list:
-    """Collects results, with a progress bar on stderr when it is a terminal."""
-    err = common.err
-    if not err.file.isatty():
-        return list(make())
-    from rich.progress import Progress
-    results = []
-    with Progress(console=err, transient=True) as progress:
-        task = progress.add_task("verifying", total=len(paths))
-        for r in make():
-            results.append(r)
-            progress.update(task, advance=1, description=f"verified {os.path.basename(r.model)}")
-    return results
 
 
 def _first_divergent_note(report: dict | None) -> str:
@@ -184,9 +171,10 @@ def _print_outputs(outputs: Sequence[Any], title: str) -> None:
     for o in outputs:
         detail = escape(o.detail)
         top = "-" if o.top1 is None else f"{o.top1:.0%}/{o.top5:.0%}"
-        table.add_row(escape(o.name), f"{o.dtype} {'x'.join(map(str, o.shape))}", f"{o.max_abs:.3g}", f"{o.mean_abs:.3g}",
-                      f"{o.max_rel:.3g}", f"{o.cosine:.6f}", top, "-" if o.max_lsb is None else str(o.max_lsb),
-                      o.tolerance.describe(), f"[green]PASS[/green] {detail}" if o.passed else f"[red]FAIL[/red] {detail}")
+        result = f"[green]PASS[/green] {detail}" if o.passed else f"[red]FAIL[/red] {detail}"
+        table.add_row(escape(o.name), f"{o.dtype} {'x'.join(map(str, o.shape))}", f"{o.max_abs:.3g}",
+                      f"{o.mean_abs:.3g}", f"{o.max_rel:.3g}", f"{o.cosine:.6f}", top,
+                      "-" if o.max_lsb is None else str(o.max_lsb), o.tolerance.describe(), result)
     common.out.print(table)
 
 

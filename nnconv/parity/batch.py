@@ -6,14 +6,14 @@ one-line reason; it never stops the others. Results keep the order of the paths 
 
 from __future__ import annotations
 
+import functools
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
-from typing import Callable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from nnconv.errors import NnconvError
+from nnconv.parallel import map_in_processes
 from nnconv.parity.session import SCHEMA_VERSION, VerifyOptions, VerifyReport, verify
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
@@ -65,14 +65,7 @@ def verify_one(path: str, options: VerifyOptions) -> ModelResult:
 def verify_many(paths: Sequence[str], options: VerifyOptions, jobs: int = 1) -> Iterator[ModelResult]:
     """Yields one result per path, in order. `jobs` > 1 runs models in that many processes ("spawn": no
     interpreter state is inherited; `options` must then be picklable)."""
-    if jobs <= 1 or len(paths) < 2:
-        for p in paths:
-            yield verify_one(p, options)
-        return
-    with ProcessPoolExecutor(max_workers=min(jobs, len(paths)), mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(verify_one, p, options) for p in paths]
-        for f in futures:
-            yield f.result()
+    yield from map_in_processes(functools.partial(verify_one, options=options), list(paths), jobs)
 
 
 def summary(results: Sequence[ModelResult]) -> dict:
@@ -84,16 +77,6 @@ def summary(results: Sequence[ModelResult]) -> dict:
 def batch_json(results: Sequence[ModelResult]) -> dict:
     return {"schema_version": SCHEMA_VERSION, "models": [r.to_json() for r in results],
             "summary": summary(results)}
-
-
-def run_with_progress(paths: Sequence[str], options: VerifyOptions, jobs: int,
-                      on_result: Callable[[ModelResult], None] | None = None) -> list[ModelResult]:
-    results = []
-    for r in verify_many(paths, options, jobs):
-        results.append(r)
-        if on_result is not None:
-            on_result(r)
-    return results
 
 
 def model_paths(paths: Sequence[str]) -> list[str]:

@@ -37,19 +37,24 @@ _STYLE = {Verdict.LOWERED: "green", Verdict.FOLDED: "green", Verdict.DRIVER_WARN
 
 
 
-def progress(paths: Sequence[str], err: Console, fn: Callable[[str], Any]) -> list[Any]:
-    """Runs `fn` on every path, with a progress bar on stderr when it is a terminal and there are several."""
+def progress(paths: Sequence[str], err: Console, fn: Callable[[str], Any], jobs: int = 1,
+             verb: str = "checking") -> list[Any]:
+    """Runs `fn` on every path (in `jobs` processes when > 1: `fn` must then be picklable), with a progress
+    bar on stderr when it is a terminal and there are several."""
+    from nnconv.parallel import map_in_processes
+    results = map_in_processes(fn, list(paths), jobs)
     if len(paths) < 2 or not err.file.isatty():
-        return [fn(p) for p in paths]
+        return list(results)
     from rich.progress import Progress
-    results = []
+    done: list[Any] = []
     with Progress(console=err, transient=True) as progress:
-        task = progress.add_task("checking", total=len(paths))
-        for p in paths:
-            progress.update(task, description=f"checking {os.path.basename(p)}")
-            results.append(fn(p))
+        task = progress.add_task(verb, total=len(paths))
+        while len(done) < len(paths):
+            # Results come in path order: the next one awaited is that of paths[len(done)].
+            progress.update(task, description=f"{verb} {os.path.basename(paths[len(done)])}")
+            done.append(next(results))
             progress.advance(task)
-    return results
+    return done
 
 
 # -- rendering: one model ---------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 
 import numpy as np
 import pytest
@@ -140,3 +141,14 @@ def test_empty_folder_is_a_one_line_error(tmp_path):
     empty.mkdir()
     result = CliRunner().invoke(main, ["verify", str(empty)])
     assert result.exit_code == EXIT_BAD_INPUT and "no .tflite" in result.stderr
+
+
+def test_check_in_parallel_processes_reports_the_same(runner, tmp_path):
+    d = tmp_path / "two"
+    d.mkdir()
+    for name in ("custom_op_middle.tflite", "lstm_keras.tflite"):
+        shutil.copy(FIXTURES / name, d / name)
+    one = runner.invoke(main, ["check", str(d), "--format", "json"])
+    two = runner.invoke(main, ["check", str(d), "--format", "json", "--jobs", "2"])
+    assert one.exit_code == two.exit_code == EXIT_OK, two.output
+    assert json.loads(one.stdout) == json.loads(two.stdout)
