@@ -128,9 +128,10 @@ def verify(model: str | os.PathLike, options: VerifyOptions | None = None) -> Ve
     start = time.monotonic()
     path = os.fspath(model)
     if _is_nnapi_file(path):
-        if opts.per_op or opts.relax_fp16 or opts.reference is not None or opts.image is not None:
-            raise InputDataError(f"{path}: --per-op, --relax-fp16, --reference and --image need the .tflite "
-                                 "model (a .nnapi file does not record which operand holds which TFLite tensor)")
+        if opts.per_op or opts.relax_fp16 or opts.reference is not None or opts.image is not None or \
+                opts.input_range is not None:
+            raise InputDataError(f"{path}: --per-op, --relax-fp16, --reference, --image and --input-range need "
+                                 "the .tflite model (a .nnapi file is verified against its source on seeded inputs)")
         parity = verify_model(path, opts.api_level, opts.conversion, inputs=opts.inputs, seed=opts.seed or 0,
                               kernels=opts.kernels, overrides=opts.overrides,
                               executor_options=opts.executor_options)
