@@ -152,7 +152,8 @@ def print_report(report: Any) -> None:
     if report.relaxed is not None:
         _print_outputs(report.relaxed, "relaxed fp16 (simulated) vs TFLite float32")
         if report.relaxed_per_op is not None:
-            _print_per_op(report.relaxed_per_op, "relaxed fp16 per op", first_label="first op with large fp16 error")
+            _print_per_op(report.relaxed_per_op, "relaxed fp16 per op", first_label="first op with large fp16 error",
+                          relaxed=True)
     common.out.print("PASS" if report.passed else "FAIL", markup=False)
 
 
@@ -178,8 +179,8 @@ def _print_outputs(outputs: Sequence[Any], title: str) -> None:
     common.out.print(table)
 
 
-def _print_per_op(per_op: Any, title: str, first_label: str = "first divergent op") -> None:
-    first = per_op.first_divergent
+def _print_per_op(per_op: Any, title: str, first_label: str = "first divergent op", relaxed: bool = False) -> None:
+    first = per_op.first_large if relaxed else per_op.first_divergent
     compared = len(per_op.entries)
     bad = sum(e.status != "pass" for e in per_op.entries)
     against = f" (against TFLite's {per_op.kernels} kernels)" if per_op.kernels else ""
@@ -189,8 +190,8 @@ def _print_per_op(per_op: Any, title: str, first_label: str = "first divergent o
         alone = first.confirmed_alone
         confirm = (f"; alone on TFLite's inputs: max |diff| {alone['max_abs']:.3g}" if alone else
                    "; could not be run alone")
-        common.out.print(f"{first_label}: #{first.op_index} {first.op} -> {first.tensor} ({first.dtype}): "
-                         f"max |diff| {first.max_abs:.3g}, max rel {first.max_rel:.3g}"
+        common.out.print(f"{first_label}: #{first.op_index} {first.op} -> {first.tensor} ({first.dtype}, "
+                         f"{first.status}): max |diff| {first.max_abs:.3g}, max rel {first.max_rel:.3g}"
                          + ("" if first.lsb is None else f", {first.lsb} LSB") + confirm, markup=False)
     else:
         common.out.print(f"{first_label}: none", markup=False)

@@ -71,6 +71,13 @@ class PerOpReport:
     kernels: str = ""  # TFLite's kernel set whose tensors were compared
 
     @property
+    def first_large(self) -> OpParity | None:
+        """The first op out of tolerance with its inputs within it, confirmed alone (`divergent`) or not
+        (`amplified`): where an error source such as fp16 rounding first becomes large, whether the op does
+        it alone (overflow, cancellation) or grows what came in."""
+        return next((e for e in self.entries if e.status in (DIVERGENT, AMPLIFIED)), None)
+
+    @property
     def out_of_tolerance(self) -> int:
         return sum(e.status != PASS for e in self.entries)
 

@@ -114,7 +114,7 @@ class VerifyReport:
                                                     "to fp16 per operation (nnconv/runtime/relaxed.py)",
                                        "outputs": [o.to_json() for o in self.relaxed]}
             if self.relaxed_per_op is not None:
-                first = self.relaxed_per_op.first_divergent
+                first = self.relaxed_per_op.first_large
                 relaxed["first_large_error_op"] = first.to_json() if first else None
                 relaxed["per_op"] = [e.to_json() for e in self.relaxed_per_op.entries]
             data["relaxed"] = relaxed

@@ -72,3 +72,25 @@ def test_fp16_overflow_fails_and_per_op_names_the_op(tmp_path):
     ok = runner.invoke(main, ["verify", str(path), "--relax-fp16"])  # inputs in [-1, 1]: no overflow
     assert ok.exit_code == EXIT_OK, ok.output
     assert "relaxed fp16 (simulated)" in ok.stdout
+
+
+def test_catastrophic_cancellation_is_blamed_on_the_subtraction(tmp_path):
+    """(x + 1000) - 1000: the sum is stored in fp16 with a step of 0.5 (within tolerance of its range,
+    ~1000), and the subtraction cancels the 1000 leaving that rounding as an error of up to 25% of x's
+    range: the SUB is where the fp16 error becomes large, not the ADD."""
+    from nnconv.tflite.options import SubOptions
+    b = TfliteBuilder()
+    x = b.input("x", SHAPE, np.float32)
+    a, y = b.tensor("a", SHAPE, np.float32), b.tensor("y", SHAPE, np.float32)
+    k = np.full(SHAPE, 1000.0, np.float32)
+    b.op(B.ADD, [x, b.const("k", k)], [a], AddOptions())
+    b.op(B.SUB, [a, b.const("k2", k)], [y], SubOptions())
+    b.output(y)
+    path = tmp_path / "cancel.tflite"
+    path.write_bytes(b.finish())
+    report = verify(str(path), VerifyOptions(relax_fp16=True, per_op=True))
+    assert report.parity.passed and not report.passed
+    assert 0.1 < report.relaxed[0].max_rel <= 0.25 + 1e-6
+    first = report.relaxed_per_op.first_large
+    assert (first.op_index, first.op, first.status) == (1, "SUB", "divergent")
+    assert report.to_json()["relaxed"]["first_large_error_op"]["op"] == "SUB"
