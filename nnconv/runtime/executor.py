@@ -14,6 +14,7 @@ after the first run. `Executor.run` caps numpy's BLAS at `blas_threads` (1) thre
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence, TextIO
 
@@ -22,6 +23,7 @@ import numpy as np
 from nnconv.runtime.blas_threads import limit_blas_threads
 from nnconv.errors import ExecutionError, InputDataError
 from nnconv.runtime.kernels import KERNELS, KernelCall
+from nnconv.runtime.kernels.buffers import BufferPool
 from nnconv.runtime.relaxed import fp16_storage
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
@@ -50,24 +52,27 @@ class Trace:
                 print(f"#{op_index} {op_name} -> operand {o}: {a.dtype}{list(a.shape)}{rng}", file=self.stream)
 
 
-_UNSET = object()  # a plan slot whose value is only known at run time
-
-
 @dataclass
 class _Step:
-    """One operation of a subgraph with everything about it that stays the same from run to run."""
+    """One operation of a subgraph with everything about it that stays the same from run to run, so that a
+    run does only the arithmetic: its `KernelCall` (reused: only `inputs` changes), the kernel, the
+    constant inputs resolved once, the declared output dtypes and shapes, and the release list."""
 
     op: Operation
     fn: Callable | None  # the kernel (None: raise when reached, as an unknown op only fails if it runs)
-    fixed: list[object]  # per input: the constant / omitted (None) / subgraph-index value, or _UNSET
-    in_operands: list[Operand]
-    out_operands: list[Operand]
+    call: KernelCall
+    fixed: list[np.ndarray | None]  # per input: the constant / omitted / subgraph-index value (runtime: None)
+    dynamic: list[tuple[int, int]]  # (input position, operand index) of the values known only at run time
+    outputs: list[tuple[int, np.dtype | None, tuple[int, ...] | None]]  # operand, dtype to hold, shape to check
     release: list[int]  # temporaries whose last reader this operation is
-    cache: dict  # the operation's `KernelCall.cache`
 
 
 class SubgraphRunner:
     """Executes subgraphs of one model; IF / WHILE kernels call back into `run_subgraph`.
+
+    `profile`, when set, is called as `profile(op_index, op_name, seconds)` after each kernel call of the
+    main subgraph (benchmarks/run.py --profile). `pool` reuses output buffers across runs (see
+    `nnconv.runtime.kernels.buffers`); it is off when a trace keeps intermediate values.
 
     `kernel_overrides` replaces the kernels of some operation types for this runner only (tests inject a
     faulty kernel this way to check that per-op parity blames it); `relaxed_fp16` simulates a driver with
@@ -85,6 +90,9 @@ class SubgraphRunner:
         self._op_caches: dict[tuple[int, int], dict] = {}
         self._plans: dict[int, list[_Step]] = {}  # subgraph index -> its operations' run-invariant facts
         self.peak_live_values = 0  # most non-constant values held at once (shows intermediates are freed)
+        self.pool: BufferPool | None = None if trace is not None and trace.keep else BufferPool()
+        self.profile: Callable[[int, str, float], None] | None = None
+        self._depth = 0
 
     def constant(self, sg_index: int, idx: int, operand: Operand) -> np.ndarray:
         key = (sg_index, idx)
@@ -107,31 +115,54 @@ class SubgraphRunner:
         plan = self._plans.get(sg_index)
         if plan is None:
             plan = self._plans[sg_index] = self._plan(sg_index, sg)
+        pool = self.pool
+        if pool is not None and self._depth == 0:
+            pool.start_run()
         trace = self.trace if sg_index == 0 else None
-        for k, step in enumerate(plan):
-            op = step.op
-            ins: list[np.ndarray | None] = [
-                (values[i] if i in values else self._value(sg_index, sg, i, values, op.type.name))
-                if fixed is _UNSET else fixed for i, fixed in zip(op.inputs, step.fixed)]
-            call = KernelCall(operation=op, inputs=ins, in_operands=step.in_operands,
-                              out_operands=step.out_operands, runner=self, cache=step.cache)
-            if step.fn is None:
-                raise ExecutionError(f"no kernel for NNAPI operation {op.type.name}")
-            outs = list(step.fn(call))
-            if len(outs) != len(op.outputs):
-                raise ExecutionError(f"{op.type.name} produced {len(outs)} outputs, the model declares "
-                                     f"{len(op.outputs)}")
-            for o, od, arr in zip(op.outputs, step.out_operands, outs):
-                values[o] = _conform(arr, od, op.type.name)
-                if self.relaxed_fp16:
-                    values[o] = fp16_storage(values[o], od.type)
-            if trace is not None:
-                trace.record(k, op.type.name, op.outputs, [values[o] for o in op.outputs])
-            if len(values) > self.peak_live_values:
-                self.peak_live_values = len(values)
-            # Release intermediates whose last reader was this operation.
-            for i in step.release:
-                values.pop(i, None)
+        profile = self.profile if sg_index == 0 else None
+        self._depth += 1
+        try:
+            for k, step in enumerate(plan):
+                ins = step.fixed.copy()
+                for pos, i in step.dynamic:
+                    v = values.get(i)
+                    if v is None:
+                        v = self._value(sg_index, sg, i, values, step.op.type.name)
+                    ins[pos] = v
+                call = step.call
+                call.inputs = ins
+                if step.fn is None:
+                    raise ExecutionError(f"no kernel for NNAPI operation {step.op.type.name}")
+                if profile is None:
+                    outs = step.fn(call)
+                else:
+                    t0 = time.perf_counter()
+                    outs = step.fn(call)
+                    profile(k, step.op.type.name, time.perf_counter() - t0)
+                call.inputs = []  # hold no input beyond its release
+                if len(outs) != len(step.outputs):
+                    raise ExecutionError(f"{step.op.type.name} produced {len(outs)} outputs, the model declares "
+                                         f"{len(step.outputs)}")
+                for (o, dt, shape), arr in zip(step.outputs, outs):
+                    if arr.__class__ is not np.ndarray or (dt is not None and arr.dtype != dt) or (
+                            shape is not None and arr.shape != shape):
+                        arr = _conform(arr, sg.operands[o], step.op.type.name)
+                    if self.relaxed_fp16:
+                        arr = fp16_storage(arr, sg.operands[o].type)
+                    values[o] = arr
+                    if pool is not None:
+                        pool.hold(arr)
+                if trace is not None:
+                    trace.record(k, step.op.type.name, step.op.outputs, [values[o] for o in step.op.outputs])
+                if len(values) > self.peak_live_values:
+                    self.peak_live_values = len(values)
+                # Release intermediates whose last reader was this operation.
+                for i in step.release:
+                    v = values.pop(i, None)
+                    if pool is not None and v is not None:
+                        pool.drop(v)
+        finally:
+            self._depth -= 1
         out = []
         for o in sg.output_indexes:
             if o not in values:
@@ -146,19 +177,25 @@ class SubgraphRunner:
         keep = set(sg.output_indexes)
         steps = []
         for k, op in enumerate(sg.operations):
-            fixed: list[object] = []
-            for i in op.inputs:
+            fixed: list[np.ndarray | None] = []
+            dynamic: list[tuple[int, int]] = []
+            for pos, i in enumerate(op.inputs):
                 lt = sg.operands[i].lifetime
                 if lt in (_L.CONSTANT_COPY, _L.CONSTANT_REFERENCE, _L.NO_VALUE, _L.SUBGRAPH):
                     fixed.append(self._value(sg_index, sg, i, {}, op.type.name))
                 else:
-                    fixed.append(_UNSET)
+                    fixed.append(None)
+                    dynamic.append((pos, i))
             release = [i for i in dict.fromkeys(op.inputs) if last_use.get(i) == k and i not in keep
                        and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE]
-            steps.append(_Step(op=op, fn=self.kernels.get(op.type), fixed=fixed,
-                               in_operands=[sg.operands[i] for i in op.inputs],
-                               out_operands=[sg.operands[o] for o in op.outputs], release=release,
-                               cache=self._op_caches.setdefault((sg_index, k), {})))
+            out_operands = [sg.operands[o] for o in op.outputs]
+            call = KernelCall(operation=op, inputs=[], in_operands=[sg.operands[i] for i in op.inputs],
+                              out_operands=out_operands, runner=self,
+                              cache=self._op_caches.setdefault((sg_index, k), {}))
+            steps.append(_Step(op=op, fn=self.kernels.get(op.type), call=call, fixed=fixed, dynamic=dynamic,
+                               outputs=[(o, _held_dtype(od), _checked_shape(od))
+                                        for o, od in zip(op.outputs, out_operands)],
+                               release=release))
         return steps
 
     def _value(self, sg_index: int, sg: Subgraph, i: int, values: dict[int, np.ndarray],
@@ -173,6 +210,16 @@ class SubgraphRunner:
         if i not in values:
             raise ExecutionError(f"{op_name} reads operand {i} ({od.name or od.describe()}), which has no value")
         return values[i]
+
+
+def _held_dtype(od: Operand) -> np.dtype | None:
+    return None if od.type is OperandType.SUBGRAPH else np.dtype(od.dtype)
+
+
+def _checked_shape(od: Operand) -> tuple[int, ...] | None:
+    if od.type.is_tensor and od.dimensions and all(d > 0 for d in od.dimensions):
+        return tuple(od.dimensions)
+    return None
 
 
 def _last_uses(sg: Subgraph) -> dict[int, int]:

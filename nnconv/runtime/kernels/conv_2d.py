@@ -15,7 +15,7 @@ import numpy as np
 
 from nnconv.runtime.kernels.common import (Requantizer, apply_float_activation, conv_multipliers, conv_output_size,
                                    exact_matmul_dtype, extract_patches, implicit_padding, is_quant8,
-                                   max_abs_offset, nchw_to_nhwc, nhwc_to_nchw, pad_spatial,
+                                   max_abs_offset, nchw_to_nhwc, nhwc_to_nchw, pad_spatial, qrange,
                                    requantize_accumulator)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType
@@ -90,71 +90,132 @@ class QuantFilter:
     requantizer: Requantizer | None  # the fused bias + requantization, None when its bound check fails
     multipliers: np.ndarray
     shifts: np.ndarray
+    # True: the matmul reads the raw input q_x and the bias absorbs -zp_x * sum_k(w_k - zp_w); padding is
+    # then zp_x (it must contribute 0 after that correction). False: it reads (q_x - zp_x), padding 0.
+    folded: bool
+    bias: np.ndarray | None  # the int64 bias the accumulators take (the corrected one when folded)
 
 
 def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activation: int,
                  groups: int) -> QuantFilter:
     """(q_w - zp_w) per group as a matmul operand, the exactness bound and the per-channel requantization.
 
-    |acc_c| <= sum_k |w_ck - zp_w| * max|x - zp_x| bounds every accumulator (padding contributes 0)."""
+    sum_k (x_k - zp_x) w'_k = sum_k x_k w'_k - zp_x sum_k w'_k: folding the input's zero point into the
+    bias saves a pass over the input, and is exact when the raw products stay within the BLAS dtype's exact
+    range as well. |acc_c| <= sum_k |w'_ck| * max|x| bounds every accumulator (padding contributes 0)."""
     in_od, w_od, out_od = call.in_operands[0], call.in_operands[1], call.out_operands[0]
     o = w.shape[0]
     w_zp = w_od.zero_point if w_od.type is not OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL else 0
     ws = w.reshape(o, -1).astype(np.int64) - w_zp
-    bound = np.abs(ws).sum(axis=1) * max_abs_offset(in_od.type, in_od.zero_point)
-    dtype = exact_matmul_dtype(int(bound.max(initial=0)))
-    og = o // groups
-    mats = [np.ascontiguousarray(ws[g * og:(g + 1) * og].T, dtype=dtype) for g in range(groups)]
+    abs_sum = np.abs(ws).sum(axis=1)
     m, sh = conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
-    rq = Requantizer.build(m, sh, b, out_od, activation, bound)
-    return QuantFilter(mats, dtype, rq, m, sh)
+    b64 = None if b is None else b.astype(np.int64)
+    lo, hi = qrange(in_od.type)
+    centered_bound = abs_sum * max_abs_offset(in_od.type, in_od.zero_point)
+    raw_bound = abs_sum * max(abs(lo), abs(hi))
+    folded_bias = (0 if b64 is None else b64) - in_od.zero_point * ws.sum(axis=1)
+    og = o // groups
+    folded_rq = Requantizer.build(m, sh, folded_bias, out_od, activation, raw_bound)
+    dtype = exact_matmul_dtype(int(centered_bound.max(initial=0)))
+    # fold unless it would cost a wider matmul or the fused requantization
+    folded = folded_rq is not None and exact_matmul_dtype(int(raw_bound.max(initial=0))) is dtype
+    if folded:
+        rq, bias = folded_rq, folded_bias
+    else:
+        rq, bias = Requantizer.build(m, sh, b64, out_od, activation, centered_bound), b64
+    mats = [np.ascontiguousarray(ws[g * og:(g + 1) * og].T, dtype=dtype) for g in range(groups)]
+    return QuantFilter(mats, dtype, rq, m, sh, folded, bias)
+
+
+# Bytes of matmul output per block of output rows: small enough that the im2col rows, the accumulators and
+# the requantization's int64 work stay in the CPU cache between the steps.
+CONV_BLOCK_BYTES = 1 << 19
 
 
 def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | None, p: ConvParams,
               groups: int = 1) -> np.ndarray:
     """Grouped NHWC convolution of storage arrays, float or quantized by the operand types.
 
-    One BLAS matmul per group over the im2col rows (a 1x1 convolution reads the input rows directly).
-    Quantized: (q - zp) products in float32 or float64 BLAS, exact by the filter's bound (see
-    `quant_filter`), then the memoized fused requantization."""
+    Output rows are computed in blocks: per block, the im2col rows (a strided view of the padded input,
+    gathered and cast in one copy; a 1x1 convolution reads the input rows directly), one BLAS matmul per
+    group, then bias + activation (float, in place) or the fused requantization (quantized) into the
+    output, all while the block is in cache. Quantized: products in float32 or float64 BLAS, exact by the
+    filter's bound (see `quant_filter`)."""
     in_od, out_od = call.in_operands[0], call.out_operands[0]
     n, _h, _w, c = x.shape
     o, kh, kw, cg = w.shape
     if c != cg * groups or o % groups:
         raise call.fail(f"input depth {c} does not match filter depth {cg} x {groups} groups")
     quant = is_quant8(in_od.type)
+    og = o // groups
     if quant:
         qf: QuantFilter = call.memo(("conv", groups, p.activation), (1, 2),
                                     lambda: quant_filter(call, w, b, p.activation, groups))
-        xs = np.subtract(x, qf.dtype(in_od.zero_point), dtype=qf.dtype)
-        xs = pad_spatial(xs, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
+        dtype = qf.dtype
+        if qf.folded:
+            xs = pad_spatial(x, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, in_od.zero_point)
+        else:
+            xs = pad_spatial(np.subtract(x, dtype(in_od.zero_point), dtype=dtype),
+                             p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
         mats = qf.mats
     else:
+        dtype = np.float32
         xs = pad_spatial(x.astype(np.float32, copy=False), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
         # [O, KH*KW*C/G] float32 rows (a view of a float32 filter, a converted copy of a float16 one);
         # each group's matmul reads a transposed view
         wf = call.memo("conv_float", (1,), lambda: np.asarray(w, dtype=np.float32).reshape(o, kh * kw * cg))
-        mats = [wf[g * (o // groups):(g + 1) * (o // groups)].T for g in range(groups)]
-    rows = n * p.out_h * p.out_w
-    if kh == kw == 1 and groups == 1:
-        cols = xs[:, ::p.stride_h, ::p.stride_w] if p.stride_h > 1 or p.stride_w > 1 else xs
-        cols = cols[:, :p.out_h, :p.out_w].reshape(rows, c)
-        acc = cols @ mats[0]
-    else:
-        patches = extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.out_h, p.out_w)
-        outs = [patches[..., g * cg:(g + 1) * cg].reshape(rows, kh * kw * cg) @ mats[g] for g in range(groups)]
-        acc = outs[0] if groups == 1 else np.concatenate(outs, axis=1)
-    acc = acc.reshape(n, p.out_h, p.out_w, o)
-    if quant:
-        if qf.requantizer is not None:
-            return qf.requantizer(acc)
-        acc = np.rint(acc).astype(np.int64)
-        if b is not None:
-            acc = acc + b.astype(np.int64)
-        return requantize_accumulator(acc, qf.multipliers, qf.shifts, out_od, p.activation)
-    if b is not None:
-        acc += b.astype(np.float32)
-    return apply_float_activation(acc, p.activation).astype(out_od.dtype, copy=False)
+        mats = [wf[g * og:(g + 1) * og].T for g in range(groups)]
+        bias = None if b is None else b.astype(np.float32, copy=False)
+    out = call.empty((n, p.out_h, p.out_w, o), out_od.dtype if quant else np.float32)
+    ow, k = p.out_w, kh * kw * cg
+    block_h = max(1, min(p.out_h, CONV_BLOCK_BYTES // max(1, 8 * ow * o)))
+    one_by_one = kh == kw == 1
+    direct = one_by_one and groups == 1 and xs.dtype == dtype  # the input rows may be the matmul operand
+    cols_buf: np.ndarray | None = None
+    acc_buf = np.empty((block_h * ow, o), dtype=dtype) if quant or groups > 1 else None
+    patches = None if one_by_one else extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w,
+                                                      p.out_h, p.out_w)
+    for i in range(n):
+        for r0 in range(0, p.out_h, block_h):
+            r1 = min(p.out_h, r0 + block_h)
+            rows = (r1 - r0) * ow
+            if one_by_one:
+                view = xs[i, r0 * p.stride_h:(r1 - 1) * p.stride_h + 1:p.stride_h,
+                          0:(ow - 1) * p.stride_w + 1:p.stride_w]
+            else:
+                view = patches[i, r0:r1]
+            if direct and view.flags.c_contiguous:
+                cols = view.reshape(rows, c)
+            else:
+                if cols_buf is None:
+                    cols_buf = np.empty((block_h * ow, kh * kw * c), dtype=dtype)
+                cols = cols_buf[:rows]
+                np.copyto(cols.reshape(view.shape), view, casting="unsafe")
+            dest = out[i, r0:r1].reshape(rows, o)
+            acc = dest if not quant and groups == 1 else acc_buf[:rows]
+            if groups == 1:
+                np.matmul(cols, mats[0], out=acc)
+            else:
+                taps = cols.reshape(rows, kh * kw, c)
+                for g in range(groups):
+                    acc[:, g * og:(g + 1) * og] = taps[:, :, g * cg:(g + 1) * cg].reshape(rows, k) @ mats[g]
+            if quant:
+                if qf.requantizer is not None:
+                    qf.requantizer(acc, out=dest)
+                else:
+                    r = np.rint(acc).astype(np.int64)
+                    if qf.bias is not None:
+                        r += qf.bias
+                    dest[...] = requantize_accumulator(r, qf.multipliers, qf.shifts, out_od, p.activation)
+                continue
+            if groups > 1:
+                dest[...] = acc
+            if bias is not None:
+                dest += bias
+            apply_float_activation(dest, p.activation)
+    if not quant and out_od.dtype != np.float32:
+        return out.astype(out_od.dtype)
+    return out
 
 
 @kernel(OperationType.CONV_2D)

@@ -87,6 +87,18 @@ class KernelCall:
         value = self.cache[key] = make()
         return value
 
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
+        """An uninitialized array for this operation's output (or scratch it gives back with `give_back`),
+        from the runner's buffer pool when it has one, so the same memory serves every run."""
+        pool = self.runner.pool if self.runner is not None else None
+        return np.empty(shape, dtype=dtype) if pool is None else pool.empty(shape, dtype)
+
+    def give_back(self, scratch: np.ndarray) -> None:
+        """Returns scratch taken with `empty` that nothing refers to any more."""
+        pool = self.runner.pool if self.runner is not None else None
+        if pool is not None:
+            pool.give(scratch)
+
     def type(self, i: int) -> OperandType:
         return self.in_operands[i].type
 

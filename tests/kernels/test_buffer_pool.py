@@ -1,0 +1,99 @@
+"""The runner's buffer pool: intermediates' memory serves the next run, while arrays the caller holds (the
+model's outputs, inputs it passes back) are never written again."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.nnapi.builder import ModelBuilder
+from nnconv.nnapi.enums import OperandType as T
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.model import Model
+from nnconv.runtime.executor import SubgraphRunner, Trace
+from nnconv.runtime.kernels.buffers import BufferPool
+
+RNG = np.random.default_rng(11)
+
+
+def _two_convs(quant: bool) -> Model:
+    """x [1, 6, 5, 3] -> CONV_2D 1x1 -> t [1, 6, 5, 4] -> CONV_2D 3x3 SAME -> y [1, 6, 5, 2], plus t as a
+    second output through RESHAPE (a view of t's pooled block)."""
+    mb = ModelBuilder()
+    g = mb.main
+    tt = T.TENSOR_QUANT8_ASYMM_SIGNED if quant else T.TENSOR_FLOAT32
+    q = dict(scale=0.05, zero_point=-3) if quant else {}
+    bt = T.TENSOR_INT32 if quant else T.TENSOR_FLOAT32
+
+    def conv(x: int, cin: int, cout: int, k: int, out_shape: tuple[int, ...]) -> int:
+        wv = RNG.integers(-127, 128, (cout, k, k, cin)) if quant else RNG.standard_normal((cout, k, k, cin))
+        w = g.add_constant(tt, wv, **(dict(scale=0.02, zero_point=0) if quant else {}))
+        b = g.add_constant(bt, RNG.integers(-300, 300, cout) if quant else RNG.standard_normal(cout),
+                           scale=0.05 * 0.02 if quant else 0.0)
+        y = g.add_tensor(tt, out_shape, **q)
+        g.add_operation(OperationType.CONV_2D, [x, w, b, g.add_scalar(1), g.add_scalar(1), g.add_scalar(1),
+                                               g.add_scalar(0)], [y])
+        return y
+
+    x = g.add_tensor(tt, (1, 6, 5, 3), **q)
+    t = conv(x, 3, 4, 1, (1, 6, 5, 4))
+    y = conv(t, 4, 2, 3, (1, 6, 5, 2))
+    flat = g.add_tensor(tt, (30, 4), **q)
+    g.add_operation(OperationType.RESHAPE, [t, g.add_constant(T.TENSOR_INT32, np.array([30, 4]))], [flat])
+    g.set_io([x], [y, flat])
+    return mb.finish()
+
+
+def _input(quant: bool) -> np.ndarray:
+    if quant:
+        return RNG.integers(-128, 128, (1, 6, 5, 3)).astype(np.int8)
+    return RNG.standard_normal((1, 6, 5, 3)).astype(np.float32)
+
+
+def test_outputs_the_caller_holds_are_not_overwritten_by_later_runs() -> None:
+    for quant in (False, True):
+        model = _two_convs(quant)
+        runner = SubgraphRunner(model)
+        x1, x2 = _input(quant), _input(quant)
+        first = [a.copy() for a in runner.run_subgraph(0, [x1])]
+        held = runner.run_subgraph(0, [x1])
+        runner.run_subgraph(0, [x2])
+        runner.run_subgraph(0, [x2])
+        for want, got in zip(first, held):
+            np.testing.assert_array_equal(got, want)
+        # the same bits as a runner without a pool
+        plain = SubgraphRunner(model, Trace(keep=True))
+        assert plain.pool is None
+        for want, got in zip(plain.run_subgraph(0, [x2]), runner.run_subgraph(0, [x2])):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_an_output_passed_back_as_input_stays_intact() -> None:
+    """RESHAPE's output is a view of the first convolution's pooled block; once the caller holds it, the
+    block is the caller's, even when it comes back as an input that a view-producing op reads."""
+    pool = BufferPool()
+    a = pool.empty((4, 3), np.float32)
+    a[...] = 7.0
+    pool.hold(a)
+    pool.start_run()  # a is now the caller's
+    view = a.reshape(12)
+    pool.hold(view)
+    pool.drop(view)
+    b = pool.empty((4, 3), np.float32)
+    assert not np.shares_memory(a, b)
+
+
+def test_released_intermediates_are_reused_by_the_next_run() -> None:
+    pool = BufferPool()
+    a = pool.empty((8, 8), np.float32)
+    pool.hold(a)
+    pool.drop(a)
+    pool.start_run()
+    b = pool.empty((8, 8), np.float32)
+    assert np.shares_memory(a, b)
+    view = b[2:]
+    pool.hold(b)
+    pool.hold(view)
+    pool.drop(b)  # the view still holds the block
+    assert not np.shares_memory(pool.empty((8, 8), np.float32), b)
+    pool.drop(view)
+    assert np.shares_memory(pool.empty((8, 8), np.float32), b)
