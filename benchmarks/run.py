@@ -61,17 +61,20 @@ def model_paths(args: list[str]) -> list[str]:
     return out
 
 
+CLOCK = time.perf_counter  # --clock cpu: time.thread_time (both sides compute in the calling thread at 1 thread)
+
+
 def median_ms(fn, runs: int, warmup: int, budget_s: float = 20.0) -> tuple[float, int]:
-    """Median wall time of `fn` over `runs` runs after `warmup` ones; stops early (at least 3 runs) once the
+    """Median time of `fn` over `runs` runs after `warmup` ones; stops early (at least 3 runs) once the
     timed runs exceed `budget_s`, so TFLite's reference kernels on a full-size model stay affordable."""
     for _ in range(warmup):
         fn()
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < runs:
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(CLOCK() - t0)
         if len(times) >= 3 and time.perf_counter() - start > budget_s:
             break
     return statistics.median(times) * 1e3, len(times)
@@ -244,10 +247,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--guard-mb", type=float, default=100.0, help="size of the conversion guard's model")
     ap.add_argument("--no-guard", action="store_true", help="skip the conversion guard")
     ap.add_argument("--guard-only", action="store_true", help="only run the conversion guard")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall time, or the calling thread's CPU time (steadier on a shared machine; "
+                         "only meaningful at 1 thread)")
     args = ap.parse_args(argv)
+    global CLOCK
+    CLOCK = time.thread_time if args.clock == "cpu" else time.perf_counter
     env = environment(args.threads)
+    env["clock"] = args.clock
     print(f"# {env.get('cpu', env['machine'])}, {env['cpus']} CPUs; numpy {env['numpy']}; BLAS {env['blas']}; "
-          f"ai-edge-litert {env.get('ai_edge_litert', '?')}; {args.threads} thread(s); API {args.api_level}")
+          f"ai-edge-litert {env.get('ai_edge_litert', '?')}; {args.threads} thread(s); API {args.api_level}; "
+          f"{args.clock} clock")
     rows = [] if args.guard_only else [bench_model(p, args) for p in model_paths(args.models)]
     if rows:
         print_table(rows, args)

@@ -185,6 +185,26 @@ def test_run_trace_prints_each_operation(tmp_path, runner, nnapi_path):
     assert "#0 CONV_2D -> operand" in result.stderr
 
 
+def test_run_and_verify_with_two_threads(tmp_path, runner, nnapi_path, conv_path):
+    """--threads N: the same outputs as one thread; verify runs both engines with N threads and passes."""
+    x = RNG.standard_normal(X_SHAPE).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    outs = []
+    for n in ("1", "2"):
+        out = tmp_path / f"out{n}.npz"
+        result = runner.invoke(main, ["run", str(nnapi_path), "--inputs", str(tmp_path / "in.npz"), "-o", str(out),
+                                      "--threads", n])
+        assert result.exit_code == EXIT_OK, result.stderr
+        with np.load(out) as data:
+            outs.append(data["y"])
+    np.testing.assert_array_equal(outs[0], outs[1])
+    result = runner.invoke(main, ["verify", str(conv_path), "--threads", "2", "--format", "json"])
+    assert result.exit_code == EXIT_OK, result.stderr
+    result = runner.invoke(main, ["run", str(nnapi_path), "--inputs", str(tmp_path / "in.npz"), "-o",
+                                  str(tmp_path / "o.npz"), "--threads", "0"])
+    assert result.exit_code == EXIT_BAD_INPUT
+
+
 @pytest.mark.parametrize("arrays,fragments", [
     pytest.param({"z": np.ones(X_SHAPE, np.float32)}, ("missing input 'x'",), id="missing"),
     pytest.param({"x": np.ones(X_SHAPE, np.float32), "extra": np.ones(2)}, ("unknown input(s) extra",),

@@ -105,6 +105,9 @@ def conversion_options(fold_weights: bool, relax_fp16: bool):
     return ConversionOptions(fold_dynamic_range_weights=fold_weights, relax_float32_to_float16=relax_fp16)
 
 
+threads_option = click.option(
+    "--threads", type=click.IntRange(1, 256), default=1, show_default=True,
+    help="Threads for our executor's BLAS and for TFLite's interpreter alike (the comparison stays fair).")
 fold_weights_option = click.option("--fold-weights", is_flag=True,
                                    help="Fold dynamic-range int8 weights into float32 constants (lets hybrid "
                                         "models lower at API 27/28).")

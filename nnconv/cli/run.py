@@ -21,10 +21,12 @@ from nnconv.errors import NnconvError
 @click.option("--partition", type=int, default=None,
               help="Run this partition of a file written with --allow-partial (its inputs are the TFLite "
                    "tensors entering it).")
+@common.threads_option
 @handle_errors
-def run(nnapi_model: str, inputs_path: str, output: str, trace: bool, partition: int | None) -> None:
+def run(nnapi_model: str, inputs_path: str, output: str, trace: bool, partition: int | None, threads: int) -> None:
     """Run an NNAPI model file on the numpy executor."""
     from nnconv.nnapi import serialize
+    from nnconv.runtime.blas_threads import use_threads
     from nnconv.runtime.executor import Executor, Trace
     loaded = serialize.load(nnapi_model)
     n = len(loaded.partitions)
@@ -36,8 +38,9 @@ def run(nnapi_model: str, inputs_path: str, output: str, trace: bool, partition:
     elif not 0 <= partition < n:
         raise click.BadParameter(f"{nnapi_model} has partitions 0..{n - 1}", param_hint="--partition")
     inputs = load_npz(inputs_path)
-    ex = Executor(loaded.partitions[partition], trace=Trace(stream=sys.stderr) if trace else None)
-    outputs = ex.run(inputs)
+    with use_threads(threads):
+        ex = Executor(loaded.partitions[partition], trace=Trace(stream=sys.stderr) if trace else None)
+        outputs = ex.run(inputs)
     save_npz(output, outputs)
     common.err.print(f"wrote {output}: " + ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in outputs.items()),
               markup=False)

@@ -21,6 +21,7 @@ from nnconv.cli.common import (
     fold_weights_option,
     handle_errors,
     resolve_api_level,
+    threads_option,
     warn_deprecated,
 )
 from nnconv.cli.npz_io import load_npz, save_npz
@@ -65,12 +66,13 @@ TOP_OPS = 5  # ops by error shown besides the first divergent one
               help="With --per-op: write a Model Explorer node-data file colouring each op by its error.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @fold_weights_option
+@threads_option
 @handle_errors
 def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | None, inputs_path: str | None,
            seed: int | None, input_range: tuple[float, float] | None, image: str | None,
            reference_path: str | None, save_reference: str | None, kernels: str, per_op: bool, relax_fp16: bool,
            atol: float | None, rtol: float | None, max_lsb: int | None, allow_partial: bool, jobs: int,
-           node_data: str | None, fmt: str, fold_weights: bool) -> None:
+           node_data: str | None, fmt: str, fold_weights: bool, threads: int) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
     from nnconv.parity.batch import model_paths
     from nnconv.parity.session import VerifyOptions
@@ -91,7 +93,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         input_range=input_range, inputs=load_npz(inputs_path) if inputs_path else None,
         inputs_source=inputs_path or "", image=image,
         reference=load_npz(reference_path) if reference_path else None, reference_source=reference_path or "",
-        per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial, overrides=overrides)
+        per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial, overrides=overrides, threads=threads)
     if several:
         code = _verify_several(paths, options, jobs, fmt)
     else:

@@ -38,6 +38,7 @@ from nnconv.parity.tflite_runner import (
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.twin import float_twin
 from nnconv.parity.verify import OutputParity, ParityReport, compare, has_hybrid_ops, random_inputs
+from nnconv.runtime.blas_threads import use_threads
 from nnconv.runtime.executor import Executor
 from nnconv.tflite.reader import read_model
 
@@ -68,6 +69,7 @@ class VerifyOptions:
     allow_partial: bool = False
     overrides: ToleranceOverrides | None = None
     executor_options: Mapping[str, Any] = field(default_factory=dict)
+    threads: int = 1  # our executor's BLAS threads and TFLite's num_threads, alike (`--threads`)
 
     def check(self) -> None:
         if self.inputs is not None and self.seed is not None:
@@ -124,6 +126,11 @@ class VerifyReport:
 def verify(model: str | os.PathLike, options: VerifyOptions | None = None) -> VerifyReport:
     """Verifies one model (.tflite, or a .nnapi file with its source) as `nnconv verify` does."""
     opts = options or VerifyOptions()
+    with use_threads(opts.threads):  # set here, in the process that runs: --jobs workers are spawned
+        return _verify(model, opts)
+
+
+def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
     opts.check()
     start = time.monotonic()
     path = os.fspath(model)

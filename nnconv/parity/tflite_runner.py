@@ -10,6 +10,7 @@ from typing import Iterator, Mapping
 import numpy as np
 
 from nnconv.errors import NnconvError
+from nnconv.runtime.blas_threads import default_threads
 
 BUILTIN_KERNELS = "builtin"  # TFLite's optimized builtin kernels, no delegate
 REFERENCE_KERNELS = "reference"  # TFLite's reference kernels (what the NNAPI reference CPU follows)
@@ -65,11 +66,13 @@ class TfliteRunner:
     `preserve_all_tensors` keeps intermediates readable (partition-by-partition verification)."""
 
     def __init__(self, model_path_or_bytes: str | os.PathLike | bytes, kernels: str = BUILTIN_KERNELS,
-                 num_threads: int = 1, preserve_all_tensors: bool = False) -> None:
+                 num_threads: int | None = None, preserve_all_tensors: bool = False) -> None:
         Interpreter, OpResolverType = _interpreter_class()
         resolver = {BUILTIN_KERNELS: OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
                     REFERENCE_KERNELS: OpResolverType.BUILTIN_REF,
                     XNNPACK: OpResolverType.AUTO}[kernels]
+        if num_threads is None:  # 1, or the N of `--threads N`, as for our executor
+            num_threads = default_threads()
         kw = dict(num_threads=num_threads, experimental_op_resolver_type=resolver,
                   experimental_preserve_all_tensors=preserve_all_tensors)
         try:

@@ -8,7 +8,7 @@ the original TFLite model.
 Speed: a runner builds each subgraph's run plan once (operand lists, kernels, constant inputs, release
 lists) and keeps one memo per operation (`KernelCall.cache`) in which kernels store what they derive from
 constant operands (converted filters, requantization constants); both assume the model is not mutated
-after the first run. `Executor.run` caps numpy's BLAS at `blas_threads` (1) threads.
+after the first run. `Executor.run` sets numpy's BLAS to `blas_threads` (1, or `--threads N`) threads.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence, TextIO
 
 import numpy as np
 
-from nnconv.runtime.blas_threads import limit_blas_threads
+from nnconv.runtime.blas_threads import default_threads, limit_blas_threads
 from nnconv.errors import ExecutionError, InputDataError
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.kernels.buffers import BufferPool
@@ -246,16 +246,18 @@ class Executor:
     """Runs a converted model: `Executor(converted).run({"input": array})` -> {"output": array}."""
 
     def __init__(self, model: ConvertedModel | Model, trace: Trace | None = None,
-                 blas_threads: int | None = 1, kernel_overrides: Mapping[OperationType, Callable] | None = None,
+                 blas_threads: int | None | str = "default",
+                 kernel_overrides: Mapping[OperationType, Callable] | None = None,
                  relaxed_fp16: bool = False) -> None:
-        """`blas_threads` caps numpy's BLAS pool during `run` (None: leave it alone); 1 by default, like the
-        single-threaded TFLite interpreter we compare with (see `nnconv.runtime.blas_threads` for why).
-        `kernel_overrides` and `relaxed_fp16`: see `SubgraphRunner`."""
+        """`blas_threads` sets numpy's BLAS pool during `run` (None: leave it alone); by default
+        `default_threads()`: 1, like the single-threaded TFLite interpreter we compare with, or the N of
+        `--threads N` (see `nnconv.runtime.blas_threads`). `kernel_overrides` and `relaxed_fp16`: see
+        `SubgraphRunner`."""
         if isinstance(model, Model):
             model = _bare(model)
         self.converted = model
         self.runner = SubgraphRunner(model.model, trace, kernel_overrides, relaxed_fp16)
-        self.blas_threads = blas_threads
+        self.blas_threads = default_threads() if blas_threads == "default" else blas_threads
 
     @property
     def input_specs(self) -> list[IoTensor]:

@@ -105,3 +105,28 @@ def test_executor_caps_blas_threads_only_while_running() -> None:
     out = Executor(model).run([_random(False, (2, 5, 7, 3))])
     assert blas_num_threads() == before
     assert out["out_0"].shape == (2, 5, 7, 4)
+
+
+def test_threads_setting_reaches_the_executor_and_blas_only_while_running() -> None:
+    """`--threads N` (`use_threads`) gives executors created under it N BLAS threads during `run`, with
+    the same results as one thread; outside it the default stays 1."""
+    from nnconv.runtime.blas_threads import default_threads, use_threads
+    model = _conv_model(False, filter_is_input=False)
+    x = _random(False, (2, 5, 7, 3))
+    seen: list[int | None] = []
+
+    class Spy(Executor):
+        def run(self, inputs):  # type: ignore[override]
+            with limit_blas_threads(self.blas_threads):
+                seen.append(blas_num_threads())
+            return super().run(inputs)
+    with use_threads(2):
+        ex = Spy(model)
+        two = ex.run([x])["out_0"]
+    assert ex.blas_threads == 2 and default_threads() == 1
+    if seen[0] is not None:
+        assert seen == [2]
+    np.testing.assert_array_equal(two, Executor(model).run([x])["out_0"])
+    with pytest.raises(ValueError):
+        with use_threads(0):
+            pass
