@@ -18,8 +18,8 @@ from nnconv.nnapi.enums import OperandLifeTime
 from nnconv.nnapi.model import Model
 
 
-def profile_run(executor, feed: dict, runs: int = 5, top: int = 10) -> dict:
-    """Times `runs` executor runs with per-kernel timing; returns the breakdown of the median run."""
+def profile_run(executor, feed: dict, runs: int = 5, top: int = 10, clock=time.perf_counter) -> dict:
+    """Times `runs` executor runs with per-kernel timing on `clock`; returns the breakdown of the median run."""
     per_run: list[tuple[float, dict[int, float]]] = []
     names: dict[int, str] = {}
     current: dict[int, float] = {}
@@ -29,13 +29,13 @@ def profile_run(executor, feed: dict, runs: int = 5, top: int = 10) -> dict:
         current[index] = current.get(index, 0.0) + seconds
 
     executor.run(feed)  # builds the plan and the memoized constants outside the timed runs
-    restore = _hook(executor.runner, record)
+    restore = _hook(executor.runner, record, clock)
     try:
         for _ in range(runs):
             current = {}
-            t0 = time.perf_counter()
+            t0 = clock()
             executor.run(feed)
-            per_run.append((time.perf_counter() - t0, current))
+            per_run.append((clock() - t0, current))
     finally:
         restore()
     per_run.sort(key=lambda r: r[0])
@@ -54,20 +54,20 @@ def profile_run(executor, feed: dict, runs: int = 5, top: int = 10) -> dict:
                     for name, ts in ranked[:top]]}
 
 
-def _hook(runner, record):
+def _hook(runner, record, clock):
     """Installs `record` as the runner's profile hook; returns the function that removes it. Runners
-    without a hook get their main plan's kernels wrapped instead."""
+    without a hook (older versions, for before/after tables) get their main plan's kernels wrapped."""
     if hasattr(runner, "profile"):
-        previous = runner.profile
-        runner.profile = record
+        previous, previous_clock = runner.profile, runner.profile_clock
+        runner.profile, runner.profile_clock = record, clock
 
         def restore() -> None:
-            runner.profile = previous
+            runner.profile, runner.profile_clock = previous, previous_clock
         return restore
     steps = runner._plans[0]
     originals = [s.fn for s in steps]
     for k, s in enumerate(steps):
-        s.fn = _timed(s.fn, k, s.op.type.name, record)
+        s.fn = _timed(s.fn, k, s.op.type.name, record, clock)
 
     def unwrap() -> None:
         for s, fn in zip(steps, originals):
@@ -75,11 +75,11 @@ def _hook(runner, record):
     return unwrap
 
 
-def _timed(fn, index: int, name: str, record):
+def _timed(fn, index: int, name: str, record, clock):
     def call(c):
-        t0 = time.perf_counter()
+        t0 = clock()
         out = fn(c)
-        record(index, name, time.perf_counter() - t0)
+        record(index, name, clock() - t0)
         return out
     return call
 
@@ -114,3 +114,33 @@ def liveness_peak_bytes(model: Model) -> int:
             if o not in last and o not in keep:
                 live -= size(o)
     return peak
+
+
+def overhead_probe(ops: int = 200, runs: int = 50, clock=time.perf_counter) -> dict:
+    """The executor's fixed cost per operation: a chain of `ops` ADDs of two 4-element float tensors (the
+    arithmetic is nanoseconds), built with nnconv's own builder. Per operation it is the executor's loop
+    plus the smallest kernel's Python work: the per-op overhead that dominates models of many small ops."""
+    import nnconv
+    from nnconv.tflite.builder import TfliteBuilder
+    from nnconv.tflite.options import AddOptions
+    from nnconv.tflite.schema_enums import BuiltinOperator
+
+    b = TfliteBuilder("nnconv overhead probe")
+    x = b.input("x", (1, 1, 1, 4), np.float32)
+    one = b.const("one", np.ones((1, 1, 1, 4), np.float32))
+    for k in range(ops):
+        y = b.tensor(f"t{k}", (1, 1, 1, 4), np.float32)
+        b.op(BuiltinOperator.ADD, [x, one], [y], AddOptions())
+        x = y
+    b.output(x)
+    converted, _report = nnconv.convert(b.finish(), api_level=30)
+    executor = nnconv.Executor(converted)
+    feed = {"x": np.zeros((1, 1, 1, 4), np.float32)}
+    executor.run(feed)
+    times = []
+    for _ in range(runs):
+        t0 = clock()
+        executor.run(feed)
+        times.append(clock() - t0)
+    # the fastest run: a fixed cost, best seen apart from the other jobs of a shared machine
+    return {"operations": ops, "us_per_op": min(times) / ops * 1e6, "median_us_per_op": statistics.median(times) / ops * 1e6}

@@ -47,7 +47,7 @@ from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, XNNP
 from nnconv.tflite.reader import read_model  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from profile_ops import liveness_peak_bytes, profile_run  # noqa: E402
+from profile_ops import liveness_peak_bytes, overhead_probe, profile_run  # noqa: E402
 
 DEFAULT_DIRS = [ROOT / "examples" / "models"]
 TFLITE_SETS = (("xnnpack", XNNPACK), ("builtin", BUILTIN_KERNELS), ("reference", REFERENCE_KERNELS))
@@ -120,6 +120,8 @@ def bench_model(path: str, args) -> dict:
     main = converted.model.main
     row["operations"] = len(main.operations)
     row["dtype"] = converted.inputs[0].dtype if converted.inputs else "-"
+    # vision: one NHWC image input (the "Done when" of the speed issue is about these)
+    row["vision"] = len(converted.inputs) == 1 and len(converted.inputs[0].shape) == 4
     feed = random_inputs(converted.inputs, seed=0)
     executor = nnconv.Executor(converted, blas_threads=args.threads)
     row["nnconv_ms"], row["nnconv_runs"] = median_ms(lambda: executor.run(feed), args.runs, args.warmup)
@@ -138,7 +140,7 @@ def bench_model(path: str, args) -> dict:
         if row.get(f"{key}_ms"):
             row[f"ours_over_{key}"] = row["nnconv_ms"] / row[f"{key}_ms"]
     if args.profile:
-        row["profile"] = profile_run(executor, feed, runs=max(3, min(args.runs, 10)))
+        row["profile"] = profile_run(executor, feed, runs=max(3, min(args.runs, 10)), clock=CLOCK)
     return row
 
 
@@ -152,7 +154,9 @@ def summary(rows: list[dict]) -> dict:
     floats = [r for r in ok if r["dtype"].startswith("float")]
     ints = [r for r in ok if not r["dtype"].startswith("float")]
     out = {}
-    for name, group in (("float", floats), ("quantized", ints)):
+    for name, group in (("float", floats), ("quantized", ints),
+                        ("float vision", [r for r in floats if r.get("vision")]),
+                        ("quantized vision", [r for r in ints if r.get("vision")])):
         if group:
             out[name] = {"models": len(group),
                          "geomean_ours_over_xnnpack": geomean([r.get("ours_over_xnnpack") for r in group]),
@@ -261,6 +265,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = [] if args.guard_only else [bench_model(p, args) for p in model_paths(args.models)]
     if rows:
         print_table(rows, args)
+    probe = None
+    if args.profile:
+        probe = overhead_probe(clock=CLOCK)
+        print(f"\nper-operation overhead: {probe['us_per_op']:.1f} us per operation (a chain of "
+              f"{probe['operations']} 4-element ADDs: the executor's loop plus the smallest kernel)")
     guard = None
     if not args.no_guard:
         from convert_guard import run_guard
@@ -269,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"environment": env, "runs": args.runs, "warmup": args.warmup, "api_level": args.api_level,
-                       "results": rows, "summary": summary(rows), "conversion_guard": guard}, f, indent=2)
+                       "results": rows, "summary": summary(rows), "overhead_probe": probe,
+                       "conversion_guard": guard}, f, indent=2)
     return 0 if guard is None or guard["ok"] else 1
 
 

@@ -71,8 +71,8 @@ class SubgraphRunner:
     """Executes subgraphs of one model; IF / WHILE kernels call back into `run_subgraph`.
 
     `profile`, when set, is called as `profile(op_index, op_name, seconds)` after each kernel call of the
-    main subgraph (benchmarks/run.py --profile). `pool` reuses output buffers across runs (see
-    `nnconv.runtime.kernels.buffers`); it is off when a trace keeps intermediate values.
+    main subgraph, timed on `profile_clock` (benchmarks/run.py --profile). `pool` reuses output buffers
+    across runs (see `nnconv.runtime.kernels.buffers`); it is off when a trace keeps intermediate values.
 
     `kernel_overrides` replaces the kernels of some operation types for this runner only (tests inject a
     faulty kernel this way to check that per-op parity blames it); `relaxed_fp16` simulates a driver with
@@ -92,6 +92,7 @@ class SubgraphRunner:
         self.peak_live_values = 0  # most non-constant values held at once (shows intermediates are freed)
         self.pool: BufferPool | None = None if trace is not None and trace.keep else BufferPool()
         self.profile: Callable[[int, str, float], None] | None = None
+        self.profile_clock: Callable[[], float] = time.perf_counter
         self._depth = 0
 
     def constant(self, sg_index: int, idx: int, operand: Operand) -> np.ndarray:
@@ -136,9 +137,10 @@ class SubgraphRunner:
                 if profile is None:
                     outs = step.fn(call)
                 else:
-                    t0 = time.perf_counter()
+                    clock = self.profile_clock
+                    t0 = clock()
                     outs = step.fn(call)
-                    profile(k, step.op.type.name, time.perf_counter() - t0)
+                    profile(k, step.op.type.name, clock() - t0)
                 call.inputs = []  # hold no input beyond its release
                 if len(outs) != len(step.outputs):
                     raise ExecutionError(f"{step.op.type.name} produced {len(outs)} outputs, the model declares "

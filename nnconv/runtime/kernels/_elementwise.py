@@ -61,9 +61,13 @@ def float_binary(call: KernelCall, fn: Callable[[np.ndarray, np.ndarray], np.nda
     b = call.tensor(1).astype(np.float32, copy=False)
     broadcast_shape(call, a, b, max_rank)
     with np.errstate(all="ignore"):  # inf/NaN results are the operation's defined float behaviour
-        y = np.asarray(fn(a, b), dtype=np.float32)
-    y = apply_float_activation(np.array(y, dtype=np.float32), activation)
-    return y.astype(call.out_operands[0].dtype)
+        y = fn(a, b)
+    # a fresh float32 array the clamp may overwrite (fn may hand back an input, e.g. x + 0 broadcast)
+    if not isinstance(y, np.ndarray) or y.dtype != np.float32 or y is a or y is b or y.base is not None:
+        y = np.array(y, dtype=np.float32)
+    y = apply_float_activation(y, activation)
+    out_dtype = call.out_operands[0].dtype
+    return y if y.dtype == out_dtype else y.astype(out_dtype)
 
 
 def float_unary(call: KernelCall, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
