@@ -310,10 +310,21 @@ def test_benchmark_scripts_run(capsys: pytest.CaptureFixture[str]) -> None:
         spec.loader.exec_module(module)  # type: ignore[union-attr]
         return module
 
-    assert load("bench_executor").main(["--model", path("lstm_keras"), path("custom_op_middle"), "--runs", "1",
-                                        "--warmup", "0", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)["results"]
-    assert rows[0]["nnconv_ms"] > 0 and rows[0]["tflite_ms"] > 0 and "error" in rows[1]
+    out = MODELS.parent.parent / "benchmarks" / ".test-run.json"
+    try:
+        assert load("run").main([path("lstm_keras"), path("custom_op_middle"), "--runs", "1", "--warmup", "0",
+                                 "--profile", "--no-guard", "--json", str(out)]) == 0
+        report = json.loads(out.read_text())
+    finally:
+        out.unlink(missing_ok=True)
+    rows = report["results"]
+    assert rows[0]["nnconv_ms"] > 0 and rows[0]["builtin_ms"] > 0 and rows[0]["reference_ms"] > 0
+    assert rows[0]["profile"]["operations"] == rows[0]["operations"] and "error" in rows[1]
+    assert report["overhead_probe"]["us_per_op"] > 0
+    capsys.readouterr()
+    # the conversion guard's memory figures (not its timings: no timed tests) on a small model
+    guard = load("convert_guard").run_guard(4.0)
+    assert guard["model_mb"] > 3.9 and guard["traced_peak_mb"] < 1.5 * guard["model_mb"], guard
     assert load("bench_convert").main(["--mb", "8", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert 7.9 < result["model_mb"] < 8.1 and result["nnapi_operations"] == 5

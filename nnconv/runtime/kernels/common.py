@@ -89,6 +89,14 @@ def apply_float_activation(x: np.ndarray, code: int) -> np.ndarray:
     return np.clip(x, lo, hi, out=x if x.flags.writeable else None)
 
 
+def add_bias_and_activate(dest: np.ndarray, bias: np.ndarray | None, code: int) -> None:
+    """The float epilogue of a convolution block, in place: + bias (per output channel), then the fused
+    activation's clamp."""
+    if bias is not None:
+        dest += bias
+    apply_float_activation(dest, code)
+
+
 # -- rounding ---------------------------------------------------------------------------------------
 def round_half_away(x: np.ndarray | float) -> np.ndarray:
     """C's `std::round`: halves away from zero (numpy's `round` rounds halves to even). Exact: `|x| + 0.5`

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import (Requantizer, apply_float_activation, conv_multipliers, conv_output_size,
-                                   exact_matmul_dtype, extract_patches, implicit_padding, is_quant8,
-                                   max_abs_offset, nchw_to_nhwc, nhwc_to_nchw, pad_spatial, qrange,
-                                   requantize_accumulator)
+from nnconv.runtime.kernels.common import (Requantizer, add_bias_and_activate, conv_multipliers,
+                                           conv_output_size, exact_matmul_dtype, extract_patches,
+                                           implicit_padding, is_quant8, max_abs_offset, nchw_to_nhwc,
+                                           nhwc_to_nchw, pad_spatial, qrange, requantize_accumulator)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType
 
@@ -210,12 +210,8 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
                 continue
             if groups > 1:
                 dest[...] = acc
-            if bias is not None:
-                dest += bias
-            apply_float_activation(dest, p.activation)
-    if not quant and out_od.dtype != np.float32:
-        return out.astype(out_od.dtype)
-    return out
+            add_bias_and_activate(dest, bias, p.activation)
+    return out if quant or out_od.dtype == np.float32 else out.astype(out_od.dtype)
 
 
 @kernel(OperationType.CONV_2D)

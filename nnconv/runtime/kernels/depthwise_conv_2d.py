@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import (Requantizer, apply_float_activation, conv_multipliers, extract_patches,
-                                   is_quant8, max_abs_offset, nchw_to_nhwc, nhwc_to_nchw, pad_spatial,
-                                   requantize_accumulator)
+from nnconv.runtime.kernels.common import (Requantizer, add_bias_and_activate, conv_multipliers,
+                                           extract_patches, is_quant8, max_abs_offset, nchw_to_nhwc,
+                                           nhwc_to_nchw, pad_spatial, requantize_accumulator)
 from nnconv.runtime.kernels.conv_2d import ConvParams, _peek_nchw, filter_scales, is_explicit_padding, parse_conv_params
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType
@@ -145,12 +145,8 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
             if quant:
                 _requantize(call, qd, acc.reshape(r1 - r0, p.out_w, oc), b, p, out=dest)
                 continue
-            if bias is not None:
-                dest += bias
-            apply_float_activation(dest, p.activation)
-    if not quant and out_od.dtype != np.float32:
-        return out.astype(out_od.dtype)
-    return out
+            add_bias_and_activate(dest, bias, p.activation)
+    return out if quant or out_od.dtype == np.float32 else out.astype(out_od.dtype)
 
 
 def _requantize(call: KernelCall, qd: QuantDepthwise, acc: np.ndarray, b: np.ndarray | None,
