@@ -3,11 +3,15 @@
     import nnconv
     model, report = nnconv.convert("model.tflite", api_level=30)
     outputs = nnconv.Executor(model).run({"input": x})
+
+    prepared = nnconv.prepare("model.tflite", api_level=30)   # read and rewritten once
+    prepared.report, prepared.plan(), prepared.whole()         # checked, planned, lowered on demand
 """
 
 from nnconv.errors import ConversionError, InputDataError, ModelFormatError, NnconvError
 from nnconv.runtime.executor import Executor
-from nnconv.lowering.convert import ConversionOptions, ConversionResult, Report, check_model, convert
+from nnconv.lowering.convert import ConversionOptions, ConversionResult, Report
+from nnconv.pipeline import PreparedConversion, check_model, convert, prepare
 
 
 def verify(model, api_level: int = 30, **options):
@@ -20,4 +24,5 @@ def verify(model, api_level: int = 30, **options):
 __version__ = "0.1.0"
 
 __all__ = ["ConversionError", "ConversionOptions", "ConversionResult", "Executor", "InputDataError",
-           "ModelFormatError", "NnconvError", "Report", "check_model", "convert", "verify", "__version__"]
+           "ModelFormatError", "NnconvError", "PreparedConversion", "Report", "check_model", "convert", "prepare",
+           "verify", "__version__"]

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from harness import single_op_model
 from nnconv.cli import main
 from nnconv.lowering import driver_support
-from nnconv.lowering.convert import check_model, make_state
+from nnconv.lowering.convert import check_ops, make_state
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import DriverIssue, warn_driver_issues
 from nnconv.lowering.context import CheckContext
@@ -133,7 +133,7 @@ def test_folded_verdict_in_the_report():
     m = read_model(chain(["conv", "conv"]))
     state = make_state(m, 30)
     state.folded[(0, m.subgraphs[0].operators[0].outputs[0])] = np.zeros(SHAPE, np.float32)
-    report = check_model(m, 30, state=state)
+    report = check_ops(state)
     data = report_json(ModelCheck("m.tflite", report, build_plan(state, report)))
     assert [o["status"] for o in data["ops"]] == ["folded", "lowered"]
     assert data["ops"][0]["nnapi_ops"] == [] and data["summary"]["ops_folded"] == 1
@@ -349,7 +349,7 @@ def test_a_partition_that_fails_to_lower_is_reported_not_fatal(models, monkeypat
     data = check_json(models["clean"], "--api-level", "30")
     assert "RuntimeError: boom" in data["partitions"][0]["error"]
     assert any("failed to lower" in w for w in data["warnings"])
-    from nnconv.lowering.partition import convert_partial
+    from nnconv.pipeline import convert_partial
     with pytest.raises(RuntimeError, match="boom"):
         convert_partial(models["clean"], 30)
 

@@ -220,7 +220,7 @@ def test_dynamic_range_api27_refused_without_folding() -> None:
 # -- EfficientNet squeeze-excite, LSTM, GRU: one partition at API 30 ----------------------------------
 @pytest.mark.parametrize("name", ["efficientnet_se_float", "lstm_keras", "gru_keras"])
 def test_single_partition_api30(name: str) -> None:
-    from nnconv.lowering.partition import analyse
+    from nnconv.pipeline import analyse
     report, plan = analyse(path(name), 30)
     assert report.ok, "; ".join(f"#{r.index} {r.op}: {r.reason}" for r in report.ops if not r.supported)
     assert len(plan.partitions) == 1, plan.summary_line()
@@ -261,7 +261,7 @@ def test_custom_op_middle_refused_whole() -> None:
 def test_custom_op_middle_partitions_verify() -> None:
     """Two partitions around the CPU-only custom op, each verified on TFLite's own boundary tensors."""
     from nnconv.parity.partitioned import verify_model
-    from nnconv.lowering.partition import analyse
+    from nnconv.pipeline import analyse
     _report, plan = analyse(path("custom_op_middle"), 30)
     assert [p.ops for p in plan.partitions] == [[0, 1], [3, 4]], plan.summary_line()
     report = verify_model(path("custom_op_middle"), 30)

@@ -15,11 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnconv.errors import ConversionError
-from nnconv.lowering.convert import check_model, make_state
+from nnconv.lowering.convert import check_ops, make_state
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.nnapi import serialize
 from nnconv.parity.partitioned import PartitionedParityReport, verify_model
-from nnconv.lowering.partition import analyse, build_plan, convert_partial, group_nodes
+from nnconv.lowering.partition import build_plan, group_nodes
+from nnconv.pipeline import PreparedConversion, analyse, convert_partial
 from nnconv.tflite.builder import TfliteBuilder
 from nnconv.tflite.options import Conv2DOptions
 from nnconv.tflite.reader import read_model
@@ -173,7 +174,7 @@ def test_folded_ops_are_constants_not_nodes():
     m = read_model(chain(["conv", "conv", "conv"]))
     state = make_state(m, 30)
     state.folded[(0, m.subgraphs[0].operators[0].outputs[0])] = np.zeros(SHAPE, np.float32)
-    report = check_model(m, 30, state=state)
+    report = check_ops(state)
     assert report.ops[0].status == Verdict.FOLDED
     plan = build_plan(state, report)
     assert [p.ops for p in plan.partitions] == [[1, 2]] and plan.folded == [0]
@@ -217,11 +218,10 @@ def test_partition_verification_catches_a_wrong_partition(tmp_path, monkeypatch)
     """Feeding boundary tensors really matters: corrupt partition 1's weights and only its row fails."""
     path = tmp_path / "mid.tflite"
     path.write_bytes(chain(["conv", "dilated", "conv"], seed=4))
-    import nnconv.lowering.partition as partition_mod
-    real = partition_mod.convert_partial
+    real = PreparedConversion.partial
 
-    def corrupted(*args, **kwargs):
-        plan = real(*args, **kwargs)
+    def corrupted(self, *args, **kwargs):
+        plan = real(self, *args, **kwargs)
         model = plan.converted[1].model
         assert model.pools, "the 3x3x3x3 float weights (324 bytes) live in a pool"
         flipped = []
@@ -231,7 +231,7 @@ def test_partition_verification_catches_a_wrong_partition(tmp_path, monkeypatch)
             flipped.append(raw)
         model.pools = flipped
         return plan
-    monkeypatch.setattr(partition_mod, "convert_partial", corrupted)
+    monkeypatch.setattr(PreparedConversion, "partial", corrupted)
     report = verify_model(str(path), 28)
     assert report.partitions[0].passed and not report.passed
     assert "fresh conversion of the same ops passes" in report.partitions[1].diagnosis
@@ -303,7 +303,7 @@ def test_tensor_read_only_by_a_folded_op_is_not_a_partition_output():
     m = read_model(b.finish())
     state = make_state(m, 30)
     state.folded[(0, s)] = np.asarray(SHAPE, np.int32)
-    report = check_model(m, 30, state=state)
+    report = check_ops(state)
     plan = build_plan(state, report)
     assert [p.ops for p in plan.partitions] == [[0, 2]]
     assert [t.name for t in plan.partitions[0].outputs] == ["t1"]

@@ -7,6 +7,7 @@ import numpy as np
 
 import nnconv.parity.partitioned as partitioned
 from harness import QuantParams, TfliteBuilder
+from nnconv.pipeline import prepare
 from nnconv.tflite.options import AddOptions
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -28,8 +29,8 @@ def int8_model(tmp_path) -> str:
 
 def test_partition_outputs_fall_back_to_the_reference_kernels(tmp_path, monkeypatch):
     path = int8_model(tmp_path)
-    from nnconv.lowering.convert import convert
-    converted = convert(path, 30).converted
+    prepared = prepare(path, 30)
+    converted = prepared.whole().converted
     real_compare = partitioned.compare
     phase = {"reference": False}
 
@@ -47,12 +48,12 @@ def test_partition_outputs_fall_back_to_the_reference_kernels(tmp_path, monkeypa
 
     monkeypatch.setattr(partitioned, "compare", compare)
     monkeypatch.setattr(partitioned, "_recheck_with_reference_kernels", recheck)
-    report = partitioned.verify_partitions(path, [converted], 30)
+    report = partitioned.verify_partitions(prepared, [converted])
     assert report.passed
     assert "PASS against TFLite's reference kernels" in report.outputs[0].detail
     assert "differ by up to 3 LSB" in report.outputs[0].detail
 
     phase["reference"] = False
     monkeypatch.setattr(partitioned, "_recheck_with_reference_kernels", real_recheck)  # stays failing
-    report = partitioned.verify_partitions(path, [converted], 30)
+    report = partitioned.verify_partitions(prepared, [converted])
     assert not report.passed

@@ -43,7 +43,6 @@ def convert(model: str, output: str, api_level: int | None, feature_level: int |
             fold_weights: bool, relax_fp16: bool, emit_c_path: str | None, c_prefix: str | None,
             check_c: bool) -> None:
     """Convert MODEL (.tflite) into an NNAPI model file (.nnapi)."""
-    from nnconv.lowering.convert import convert as do_convert
     from nnconv.nnapi import serialize
     from nnconv.nnapi.emit_c import c_prefix_for, check_c_prefix
     if (check_c or c_prefix is not None) and not emit_c_path:
@@ -53,25 +52,28 @@ def convert(model: str, output: str, api_level: int | None, feature_level: int |
     if check_c:
         from nnconv.nnapi.ndk.check import find_compiler
         find_compiler()  # no compiler: say so before converting anything
+    from nnconv.pipeline import prepare
     level = resolve_api_level(api_level, feature_level)
     warn_deprecated(level)
-    options = conversion_options(fold_weights, relax_fp16)
-    if allow_partial:
-        from nnconv.lowering.partition import convert_partial
-        plan = convert_partial(model, level, options)
+    prepared = prepare(model, level, conversion_options(fold_weights, relax_fp16))
+    try:
+        lowered = prepared.lowered(allow_partial)
+    except ConversionError as e:
+        if allow_partial:
+            raise
+        # Say what the user can do next; the diagnostics above the line say why.
+        raise ConversionError(f"{e}; --allow-partial writes the parts that lower, `nnconv check` "
+                              "explains each op", e.diagnostics) from None
+    if lowered.plan is not None:
+        plan = lowered.plan
         serialize.save(output, plan.converted, plan=plan.to_json())
         common.err.print(f"wrote {output}: {len(plan.converted)} partition(s), {plan.summary_line()}", markup=False)
     else:
-        try:
-            converted, report = do_convert(model, level, options)
-        except ConversionError as e:
-            # Say what the user can do next; the diagnostics above the line say why.
-            raise ConversionError(f"{e}; --allow-partial writes the parts that lower, `nnconv check` "
-                                  "explains each op", e.diagnostics) from None
+        converted, report = lowered.whole
         serialize.save(output, [converted])
         n_ops = len(converted.model.main.operations)
         common.err.print(f"wrote {output}: {len(report.ops)} TFLite ops -> {n_ops} NNAPI operations at API {level}",
-                  markup=False)
+                         markup=False)
     if emit_c_path:
         from nnconv.nnapi.emit_c import write_c
         # From the file just written, so the C code's pool offsets are those of the file on disk.

@@ -1,14 +1,13 @@
-"""The conversion driver: check every operator, then lower them into one NNAPI model.
+"""The conversion stages after the rewrite: check every operator, then lower them into NNAPI models.
 
-`check_model` runs every rule's check (all problems at once) and finds, for each refused op, the lowest
-API level at which the same check passes. `convert` additionally lowers the model and validates the
-result; `lower_ops` lowers any subset of a subgraph's operators (one partition) with the tensors crossing
-its boundary as model inputs and outputs.
+`check_ops` runs every rule's check (all problems at once) and finds, for each refused op, the lowest
+API level at which the same check passes. `lower_ops` lowers any subset of a subgraph's operators (the
+whole model, or one partition with the tensors crossing its boundary as model inputs and outputs) and
+validates the result. `nnconv.pipeline.prepare` drives them; this module never reads a model.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
@@ -25,7 +24,6 @@ from nnconv.nnapi.model import SymmPerChannelQuantParams
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.nnapi.validate import validate_model
 from nnconv.tflite.ir import Operator, Subgraph, TfliteModel
-from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 DEFAULT_API_LEVEL = 30
@@ -110,10 +108,6 @@ def rule_for(op: Operator) -> Rule | None:
     return RULES.get(op.builtin_code)
 
 
-def _load(model: TfliteModel | str | os.PathLike | bytes) -> TfliteModel:
-    return model if isinstance(model, TfliteModel) else read_model(model)
-
-
 def make_state(model: TfliteModel, api_level: int, options: ConversionOptions | None = None) -> ConversionState:
     if api_level not in API_LEVELS and api_level != 32:
         raise NnconvError(f"API level {api_level} is not one of {', '.join(map(str, API_LEVELS))}")
@@ -177,12 +171,9 @@ def _quant_summary(c: CheckContext) -> str:
     return ", ".join(dict.fromkeys(schemes))
 
 
-def check_model(model: TfliteModel | str | os.PathLike | bytes, api_level: int = DEFAULT_API_LEVEL,
-                options: ConversionOptions | None = None, subgraph: int = 0,
-                state: ConversionState | None = None) -> Report:
+def check_ops(state: ConversionState, subgraph: int = 0) -> Report:
     """Runs every check of one subgraph; refused ops get their lowest accepting API level."""
-    m = _load(model)
-    state = state or make_state(m, api_level, options)
+    m = state.model
     sg = m.subgraphs[subgraph]
     ops = []
     for op in sg.operators:
@@ -419,24 +410,3 @@ def lower_ops(state: ConversionState, op_indices: Sequence[int] | None = None, s
                           tflite_ops=[op.index for op in ops], subgraph=subgraph,
                           tensor_operands=dict(lowering.operands))
 
-
-def convert(model: TfliteModel | str | os.PathLike | bytes, api_level: int = DEFAULT_API_LEVEL,
-            options: ConversionOptions | None = None) -> ConversionResult:
-    """Converts a whole TFLite model; raises ConversionError (with `.report`) when any op is refused."""
-    m = _load(model)
-    state = make_state(m, api_level, options)
-    report = check_model(m, api_level, state=state)
-    if not report.ok:
-        refused = [r for r in report.ops if not r.supported]
-        err = ConversionError(f"{len(refused)} of {len(report.ops)} ops cannot be lowered at API {api_level}",
-                              report.errors)
-        err.report = report  # type: ignore[attr-defined]
-        raise err
-    converted = lower_ops(state)
-    by_op: dict[int, list[str]] = {}
-    for op in converted.model.main.operations:
-        if op.source_op is not None:
-            by_op.setdefault(op.source_op, []).append(op.type.name)
-    for r in report.ops:
-        r.nnapi_ops = by_op.get(r.index, [])
-    return ConversionResult(converted, report)

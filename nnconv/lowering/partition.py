@@ -28,13 +28,11 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from nnconv.errors import ConversionError, NnconvError
-from nnconv.lowering.convert import (ConversionOptions, Report, check_model, is_folded, lower_ops, make_state,
-                                     partition_boundary)
+from nnconv.lowering.convert import Report, is_folded, lower_ops, partition_boundary
 from nnconv.lowering.context import ConversionState, dtype_name
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.nnapi.program import ConvertedModel
-from nnconv.tflite.ir import Subgraph, TfliteModel
-from nnconv.tflite.reader import read_model
+from nnconv.tflite.ir import Subgraph
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 DEFAULT_MAX_PARTITIONS = 3  # the delegate's default max_number_delegated_partitions
@@ -291,22 +289,3 @@ def build_plan(state: ConversionState, report: Report, max_partitions: int = DEF
             r.nnapi_ops = []
     return plan
 
-
-def analyse(model: TfliteModel | str | os.PathLike | bytes, api_level: int,
-            options: ConversionOptions | None = None, max_partitions: int = DEFAULT_MAX_PARTITIONS,
-            lower: bool = True, strict: bool = False) -> tuple[Report, PartitionPlan]:
-    """Checks every op of the main subgraph at `api_level` and plans (and lowers) the partitions."""
-    m = model if isinstance(model, TfliteModel) else read_model(model)
-    state = make_state(m, api_level, options)
-    report = check_model(m, api_level, state=state)
-    return report, build_plan(state, report, max_partitions, lower=lower, strict=strict)
-
-
-def convert_partial(model_path: TfliteModel | str | os.PathLike | bytes, api_level: int,
-                    options: ConversionOptions | None = None,
-                    max_partitions: int = DEFAULT_MAX_PARTITIONS) -> PartitionPlan:
-    """Lowers every delegated partition; raises ConversionError when no op at all can be lowered."""
-    report, plan = analyse(model_path, api_level, options, max_partitions, lower=True, strict=True)
-    if not plan.partitions:
-        raise ConversionError(f"none of the {len(report.ops)} ops can be lowered at API {api_level}", report.errors)
-    return plan

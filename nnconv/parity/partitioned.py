@@ -16,15 +16,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from nnconv.errors import ConversionError, InputDataError, NnconvError
+from nnconv.errors import InputDataError, NnconvError
 from nnconv.runtime.executor import Executor
-from nnconv.lowering.convert import ConversionOptions, convert, io_spec, lower_ops, make_state
+from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
 from nnconv.parity.tolerances import ToleranceOverrides
-from nnconv.parity.twin import float_twin
-from nnconv.parity.verify import OutputParity, ParityReport, compare, has_hybrid_ops, random_inputs, run_parity
-from nnconv.tflite.reader import read_model
+from nnconv.parity.verify import OutputParity, ParityReport, TfliteReference, compare, random_inputs, run_parity
+from nnconv.pipeline import PreparedConversion, prepare
 
 NNAPI_FILE_MAGIC = b"NNAP"  # flatbuffer file identifier, bytes 4..8 of a .nnapi file
 
@@ -72,31 +71,39 @@ def verify_model(path: str | os.PathLike, api_level: int, options: ConversionOpt
     """Verifies a .tflite model (whole, or partition by partition when full conversion is refused and
     `allow_partial`) or a .nnapi file against its source model. `overrides` and `executor_options`: see
     `run_parity`."""
-    extra = dict(overrides=overrides, executor_options=executor_options)
     if _is_nnapi_file(path):
-        return verify_nnapi_file(path, inputs=inputs, seed=seed, kernels=kernels, **extra)
-    model = read_model(path)
-    try:
-        converted, _report = convert(model, api_level, options)
-    except ConversionError as e:
-        if not allow_partial:
-            raise
-        from nnconv.lowering.partition import convert_partial
-        plan = convert_partial(model, api_level, options)
-        note = (f"full conversion refused ({e}); verified the {len(plan.converted)} delegated partition(s) one "
-                f"by one on TFLite's own boundary tensors: {plan.summary_line()}")
-        return verify_partitions(path, plan.converted, api_level, inputs=inputs, seed=seed, kernels=kernels,
-                                 note=note, **extra)
+        return verify_nnapi_file(path, inputs=inputs, seed=seed, kernels=kernels, overrides=overrides,
+                                 executor_options=executor_options)
+    return verify_prepared(prepare(path, api_level, options), inputs=inputs, seed=seed, kernels=kernels,
+                           overrides=overrides, executor_options=executor_options, allow_partial=allow_partial)
+
+
+def verify_prepared(prepared: PreparedConversion, inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
+                    kernels: str = BUILTIN_KERNELS, overrides: ToleranceOverrides | None = None,
+                    executor_options: Mapping[str, Any] | None = None, allow_partial: bool = True,
+                    reference: TfliteReference | None = None) -> ParityReport:
+    """Verifies a prepared conversion: the whole model when it converts, else (`allow_partial`) each
+    delegated partition on TFLite's own boundary tensors."""
+    extra = dict(overrides=overrides, executor_options=executor_options)
+    lowered = prepared.lowered(allow_partial=allow_partial, prefer_whole=True)
+    reference = reference or TfliteReference.of(prepared.model, prepared.source)
+    if lowered.whole is None:
+        plan = lowered.plan
+        note = (f"full conversion refused ({lowered.refusal}); verified the {len(plan.converted)} delegated "
+                f"partition(s) one by one on TFLite's own boundary tensors: {plan.summary_line()}")
+        return verify_partitions(prepared, plan.converted, inputs=inputs, seed=seed, kernels=kernels, note=note,
+                                 reference=reference, **extra)
+    converted = lowered.whole.converted
     feed = dict(inputs) if inputs is not None else random_inputs(converted.inputs, seed)
     if inputs is not None:
         feed = _named(Executor(converted), feed)
-    report = run_parity(path, converted, feed, kernels=kernels, **extra)
+    report = run_parity(reference, converted, feed, kernels=kernels, **extra)
     if kernels == BUILTIN_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
-        _compare_with_reference_kernels(report, path, converted, feed, **extra)
+        _compare_with_reference_kernels(report, reference, converted, feed, **extra)
     return report
 
 
-def _compare_with_reference_kernels(report: ParityReport, path: str | os.PathLike, converted: ConvertedModel,
+def _compare_with_reference_kernels(report: ParityReport, reference: TfliteReference, converted: ConvertedModel,
                                     feed: Mapping[str, np.ndarray], overrides: ToleranceOverrides | None = None,
                                     executor_options: Mapping[str, Any] | None = None) -> None:
     """Settles a quantized output out of tolerance against TFLite's optimized kernels by comparing it with
@@ -105,7 +112,7 @@ def _compare_with_reference_kernels(report: ParityReport, path: str | os.PathLik
     deep network such steps add up. An output within tolerance of the reference kernels passes, and its
     detail says which kernels it matched and by how much the optimized ones differ (tolerances.py)."""
     try:
-        ref = run_parity(path, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
+        ref = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
                          executor_options=executor_options)
     except NnconvError:
         return
@@ -123,24 +130,24 @@ def _compare_with_reference_kernels(report: ParityReport, path: str | os.PathLik
         o.detail = "; ".join(filter(None, [o.detail, note]))
 
 
-def verify_partitions(tflite_path: str | os.PathLike, partitions: Sequence[ConvertedModel], api_level: int,
+def verify_partitions(prepared: PreparedConversion, partitions: Sequence[ConvertedModel],
                       inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
                       kernels: str = BUILTIN_KERNELS, note: str = "", overrides: ToleranceOverrides | None = None,
-                      executor_options: Mapping[str, Any] | None = None) -> PartitionedParityReport:
+                      executor_options: Mapping[str, Any] | None = None,
+                      reference: TfliteReference | None = None) -> PartitionedParityReport:
     """Runs TFLite once on the model inputs keeping every tensor, then each partition on the interpreter's
     tensors at its boundary, comparing each partition output with the interpreter's value."""
     opts = dict(executor_options or {})
-    model = read_model(tflite_path)
+    reference = reference or TfliteReference.of(prepared.model, prepared.source)
     subgraph = partitions[0].subgraph if partitions else 0
-    sg = model.subgraphs[subgraph]
-    state = make_state(model, api_level)
-    model_inputs = [io_spec(state, sg, t) for t in sg.inputs]
+    model_inputs = prepared.io_specs(prepared.model.subgraphs[subgraph].inputs, subgraph)
     feed = _bind_model_inputs(model_inputs, inputs) if inputs is not None else random_inputs(model_inputs, seed)
     # Dynamic-range models run on their float twin, as in a whole-model verify (parity/twin.py); without
     # one, on the model itself with the looser hybrid tolerance.
-    twin = float_twin(model) if has_hybrid_ops(model) else None
-    hybrid = twin is None and has_hybrid_ops(model)
-    runner = TfliteRunner(twin if twin is not None else tflite_path, kernels=kernels, preserve_all_tensors=True)
+    twin = reference.twin
+    hybrid = twin is None and reference.hybrid
+    source = twin if twin is not None else reference.source
+    runner = TfliteRunner(source, kernels=kernels, preserve_all_tensors=True)
     runner.run({spec.tflite_tensor: np.asarray(feed[spec.name]) for spec in model_inputs})
     rows: list[PartitionParity] = []
     for k, cm in enumerate(partitions):
@@ -153,13 +160,11 @@ def verify_partitions(tflite_path: str | os.PathLike, partitions: Sequence[Conve
     failing_quant = [(cm, row) for cm, row in zip(partitions, rows)
                      if any(not o.passed and o.max_lsb is not None for o in row.outputs)]
     if failing_quant and kernels == BUILTIN_KERNELS:
-        _recheck_with_reference_kernels(failing_quant, twin if twin is not None else tflite_path, model_inputs,
-                                        feed, hybrid, overrides, opts)
+        _recheck_with_reference_kernels(failing_quant, source, model_inputs, feed, hybrid, overrides, opts)
     for cm, row in zip(partitions, rows):
         if not row.passed:
-            _localize(row, state, cm, runner, hybrid, overrides, opts)
-    name = os.fspath(tflite_path)
-    return PartitionedParityReport(model=name, api_level=api_level, kernels=kernels,
+            _localize(row, prepared, cm, runner, hybrid, overrides, opts)
+    return PartitionedParityReport(model=reference.name, api_level=prepared.api_level, kernels=kernels,
                                    outputs=[o for r in rows for o in r.outputs], partitions=rows, note=note)
 
 
@@ -189,14 +194,14 @@ def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[Io
                         f"follows; the optimized builtin kernels differ by up to {o.max_lsb} LSB")]))
 
 
-def _localize(row: PartitionParity, state, cm: ConvertedModel, runner: TfliteRunner, hybrid: bool = False,
-              overrides: ToleranceOverrides | None = None, opts: Mapping[str, Any] | None = None) -> None:
+def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedModel, runner: TfliteRunner,
+              hybrid: bool = False, overrides: ToleranceOverrides | None = None, opts: Mapping[str, Any] | None = None) -> None:
     """Explains a failing partition. Re-converts its ops from the source model: if that passes, the given
     partition (e.g. from an older .nnapi file) is not what nnconv produces now. Otherwise runs each op
     alone, re-converted and fed TFLite's own tensors, to tell a faulty op from rounding differences that
     only add up across several ops."""
     try:
-        fresh = lower_ops(state, cm.tflite_ops, cm.subgraph)
+        fresh = prepared.lower_ops(cm.tflite_ops, cm.subgraph)
         ours = Executor(fresh, **dict(opts or {})).run({spec.name: runner.tensor(spec.tflite_tensor)
                                                          for spec in fresh.inputs})
         if all(compare(s.name, ours[s.name], runner.tensor(s.tflite_tensor), hybrid, overrides).passed
@@ -207,9 +212,9 @@ def _localize(row: PartitionParity, state, cm: ConvertedModel, runner: TfliteRun
     except Exception:  # noqa: BLE001 - fall through to the op-by-op diagnosis
         pass
     for k in cm.tflite_ops:
-        op = state.model.subgraphs[cm.subgraph].operators[k]
+        op = prepared.model.subgraphs[cm.subgraph].operators[k]
         try:
-            single = lower_ops(state, [k], cm.subgraph)
+            single = prepared.lower_ops([k], cm.subgraph)
         except Exception:  # noqa: BLE001 - e.g. an op whose outputs are all folded: nothing to compare
             continue
         ours = Executor(single, **dict(opts or {})).run({spec.name: runner.tensor(spec.tflite_tensor)
@@ -238,7 +243,9 @@ def verify_nnapi_file(path: str | os.PathLike, tflite_path: str | os.PathLike | 
     source = tflite_path or _source_of(path, loaded.plan)
     note = (f"{os.path.basename(os.fspath(path))}: {len(loaded.partitions)} partition(s) verified one by one "
             f"against {source} on TFLite's own boundary tensors")
-    return verify_partitions(source, loaded.partitions, loaded.api_level, inputs=inputs, seed=seed,
+    # The file records no conversion options: the source is prepared with the defaults, only to describe
+    # its inputs and to re-lower ops when diagnosing a failing partition.
+    return verify_partitions(prepare(source, loaded.api_level), loaded.partitions, inputs=inputs, seed=seed,
                              kernels=kernels, note=note, overrides=overrides, executor_options=executor_options)
 
 

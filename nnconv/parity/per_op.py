@@ -24,11 +24,10 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from nnconv.errors import NnconvError
-from nnconv.lowering.context import ConversionState
-from nnconv.lowering.convert import lower_ops
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.verify import OutputParity, compare
+from nnconv.pipeline import PreparedConversion
 from nnconv.runtime.executor import Executor, Trace
 from nnconv.tflite.ir import Subgraph
 
@@ -91,7 +90,7 @@ class PerOpReport:
 TensorSource = Callable[[int], np.ndarray]
 
 
-def per_op_parity(state: ConversionState, partitions: Sequence[ConvertedModel], tflite_tensor: TensorSource,
+def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedModel], tflite_tensor: TensorSource,
                   hybrid: bool = False, overrides: ToleranceOverrides | None = None,
                   executor_options: Mapping[str, Any] | None = None) -> PerOpReport:
     """Runs each converted model (the whole model, or each partition) on TFLite's own values at its inputs,
@@ -101,7 +100,7 @@ def per_op_parity(state: ConversionState, partitions: Sequence[ConvertedModel], 
     ours: dict[int, np.ndarray] = {}
     partition_of: dict[int, int] = {}
     subgraph = partitions[0].subgraph if partitions else 0
-    sg = state.model.subgraphs[subgraph]
+    sg = prepared.model.subgraphs[subgraph]
     for k, cm in enumerate(partitions):
         trace = Trace(keep=True)
         Executor(cm, trace=trace, **options).run({s.name: tflite_tensor(s.tflite_tensor) for s in cm.inputs})
@@ -128,7 +127,7 @@ def per_op_parity(state: ConversionState, partitions: Sequence[ConvertedModel], 
             if any(t in out_of_tolerance for t in op.inputs if t >= 0):
                 entry.status = PROPAGATED
             else:
-                alone = _alone(state, subgraph, op.index, tflite_tensor, hybrid, overrides, options)
+                alone = _alone(prepared, subgraph, op.index, tflite_tensor, hybrid, overrides, options)
                 entry.confirmed_alone = alone
                 entry.status = DIVERGENT if alone is None or not alone["passed"] else AMPLIFIED
                 if entry.status == DIVERGENT and report.first_divergent is None:
@@ -161,12 +160,12 @@ def as_tflite_value(value: np.ndarray, expected: np.ndarray) -> np.ndarray:
     return value
 
 
-def _alone(state: ConversionState, subgraph: int, op_index: int, tflite_tensor: TensorSource, hybrid: bool,
+def _alone(prepared: PreparedConversion, subgraph: int, op_index: int, tflite_tensor: TensorSource, hybrid: bool,
            overrides: ToleranceOverrides | None, options: Mapping[str, Any]) -> dict | None:
     """The op lowered alone and fed TFLite's own inputs: {"passed", "max_abs", "max_rel", "lsb"} of its
     worst output, or None when it cannot run alone (then the in-graph result stands)."""
     try:
-        single = lower_ops(state, [op_index], subgraph)
+        single = prepared.lower_ops([op_index], subgraph)
         ours = Executor(single, **options).run({s.name: tflite_tensor(s.tflite_tensor) for s in single.inputs})
         rows = [compare(s.name, ours[s.name], tflite_tensor(s.tflite_tensor), hybrid, overrides)
                 for s in single.outputs]

@@ -23,10 +23,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from nnconv.errors import ConversionError, InputDataError
-from nnconv.lowering.convert import ConversionOptions, DEFAULT_API_LEVEL, convert, io_spec, make_state
+from nnconv.lowering.convert import ConversionOptions, DEFAULT_API_LEVEL
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.inputs import bind_reference, image_inputs, ranged_inputs
-from nnconv.parity.partitioned import _bind_model_inputs, _is_nnapi_file, verify_model
+from nnconv.parity.partitioned import _bind_model_inputs, _is_nnapi_file, verify_model, verify_prepared
 from nnconv.parity.per_op import PASS, PerOpReport, per_op_parity
 from nnconv.parity.tflite_runner import (
     BUILTIN_KERNELS,
@@ -36,11 +36,10 @@ from nnconv.parity.tflite_runner import (
     interpreter_version,
 )
 from nnconv.parity.tolerances import ToleranceOverrides
-from nnconv.parity.twin import float_twin
-from nnconv.parity.verify import OutputParity, ParityReport, compare, has_hybrid_ops, random_inputs
+from nnconv.parity.verify import OutputParity, ParityReport, TfliteReference, compare, random_inputs
+from nnconv.pipeline import PreparedConversion, prepare
 from nnconv.runtime.blas_threads import use_threads
 from nnconv.runtime.executor import Executor
-from nnconv.tflite.reader import read_model
 
 SCHEMA_VERSION = 1
 RELAXED_ATOL = 1e-3
@@ -143,32 +142,31 @@ def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
                               kernels=opts.kernels, overrides=opts.overrides,
                               executor_options=opts.executor_options)
         return VerifyReport(parity, _meta(opts, path), seconds=time.monotonic() - start)
-    tflite = read_model(path)
-    state = make_state(tflite, opts.api_level, opts.conversion)
-    whole = True
+    # Read, rewritten, checked and lowered once (nnconv/pipeline.py); TFLite's side worked out once.
+    prepared = prepare(path, opts.api_level, opts.conversion)
     try:
-        partitions = [convert(tflite, opts.api_level, opts.conversion).converted]
+        lowered = prepared.lowered(allow_partial=opts.allow_partial, prefer_whole=True)
     except ConversionError as e:
-        whole = False
-        if not opts.allow_partial:
-            raise ConversionError(f"{e}; verify it partition by partition with --allow-partial",
-                                  e.diagnostics) from None
-        from nnconv.lowering.partition import convert_partial
-        partitions = list(convert_partial(tflite, opts.api_level, opts.conversion).converted)
-    sg = tflite.subgraphs[0]
-    specs = partitions[0].inputs if whole else [io_spec(state, sg, t) for t in sg.inputs]
+        if opts.allow_partial:
+            raise
+        raise ConversionError(f"{e}; verify it partition by partition with --allow-partial",
+                              e.diagnostics) from None
+    reference = TfliteReference.of(prepared.model, prepared.source)
+    whole = lowered.whole is not None
+    partitions = lowered.models
+    specs = partitions[0].inputs if whole else prepared.io_specs(prepared.model.subgraphs[0].inputs)
     feed = model_inputs(specs, opts)
     if opts.reference is not None:
         if not whole:
             raise InputDataError("--reference compares the model's outputs: the model must lower whole")
-        parity = _compare_with_reference(path, partitions[0], feed, opts)
+        parity = _compare_with_reference(path, partitions[0], feed, opts, reference.hybrid)
         return VerifyReport(parity, _meta(opts, path), seconds=time.monotonic() - start)
-    parity = verify_model(path, opts.api_level, opts.conversion, inputs=feed, kernels=opts.kernels,
-                          overrides=opts.overrides, executor_options=opts.executor_options,
-                          allow_partial=opts.allow_partial)
+    parity = verify_prepared(prepared, inputs=feed, kernels=opts.kernels, overrides=opts.overrides,
+                             executor_options=opts.executor_options, allow_partial=opts.allow_partial,
+                             reference=reference)
     report = VerifyReport(parity, _meta(opts, path))
     if opts.per_op or opts.relax_fp16:
-        _deep_checks(report, path, tflite, state, partitions, specs, feed, opts, whole)
+        _deep_checks(report, prepared, reference, partitions, specs, feed, opts, whole)
     report.seconds = time.monotonic() - start
     return report
 
@@ -187,50 +185,47 @@ def model_inputs(specs: Sequence[IoTensor], opts: VerifyOptions) -> dict[str, np
 
 def save_reference_outputs(path: str | os.PathLike, opts: VerifyOptions) -> dict[str, np.ndarray]:
     """TFLite's outputs (by output name) on the inputs `opts` describe: what `--save-reference` writes."""
-    tflite = read_model(path)
-    sg = tflite.subgraphs[0]
-    state = make_state(tflite, opts.api_level, opts.conversion)
-    specs = [io_spec(state, sg, t) for t in sg.inputs]
+    prepared = prepare(path, opts.api_level, opts.conversion)
+    sg = prepared.model.subgraphs[0]
+    specs = prepared.io_specs(sg.inputs)
     feed = model_inputs(specs, opts)
     runner = TfliteRunner(path, kernels=opts.kernels)
     runner.run({s.tflite_tensor: feed[s.name] for s in specs})
-    return {io_spec(state, sg, t).name: runner.tensor(t) for t in sg.outputs}
+    return {spec.name: runner.tensor(t) for spec, t in zip(prepared.io_specs(sg.outputs), sg.outputs)}
 
 
 def _compare_with_reference(path: str, converted: ConvertedModel, feed: Mapping[str, np.ndarray],
-                            opts: VerifyOptions) -> ParityReport:
+                            opts: VerifyOptions, hybrid: bool) -> ParityReport:
     """Our executor against saved outputs (`--reference`), with the tolerance policy of TFLite's."""
     expected = bind_reference(opts.reference or {}, converted.outputs)
     ours = Executor(converted, **dict(opts.executor_options)).run(feed)
-    hybrid = has_hybrid_ops(path)
     outputs = [compare(s.name, ours[s.name], expected[s.name], hybrid, opts.overrides) for s in converted.outputs]
     return ParityReport(model=path, api_level=converted.api_level,
                         kernels=f"reference outputs {opts.reference_source or '(given)'}", outputs=outputs)
 
 
-def _deep_checks(report: VerifyReport, path: str, tflite, state, partitions: Sequence[ConvertedModel],
-                 specs: Sequence[IoTensor], feed: Mapping[str, np.ndarray], opts: VerifyOptions,
-                 whole: bool) -> None:
+def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: TfliteReference,
+                 partitions: Sequence[ConvertedModel], specs: Sequence[IoTensor], feed: Mapping[str, np.ndarray],
+                 opts: VerifyOptions, whole: bool) -> None:
     """Per-op parity and the relaxed-fp16 simulation, both on TFLite's own tensors (kept by the
     interpreter): each converted model is fed the interpreter's values at its inputs."""
-    hybrid = has_hybrid_ops(tflite)
-    twin = float_twin(tflite) if hybrid else None
+    twin = reference.twin
+    source = twin if twin is not None else reference.source
     # Intermediates are only readable from TFLite's own kernels (a delegate hides the tensors it computes).
     kernels = BUILTIN_KERNELS if opts.kernels == XNNPACK else opts.kernels
-    runner = TfliteRunner(twin if twin is not None else path, kernels=kernels, preserve_all_tensors=True)
+    runner = TfliteRunner(source, kernels=kernels, preserve_all_tensors=True)
     runner.run({s.tflite_tensor: np.asarray(feed[s.name]) for s in specs})
-    loose = hybrid and twin is None
+    loose = reference.hybrid and twin is None
     base = dict(opts.executor_options)
     if opts.per_op:
-        report.per_op = per_op_parity(state, partitions, runner.tensor, loose, opts.overrides, base)
+        report.per_op = per_op_parity(prepared, partitions, runner.tensor, loose, opts.overrides, base)
         report.per_op.kernels = kernels
         if kernels == BUILTIN_KERNELS and any(e.status != PASS and e.lsb is not None for e in report.per_op.entries):
             # As for outputs (partitioned.py): quantized tensors are judged against TFLite's reference kernels,
             # whose integer arithmetic the NNAPI reference follows, when they explain more of the differences.
-            ref_runner = TfliteRunner(twin if twin is not None else path, kernels=REFERENCE_KERNELS,
-                                      preserve_all_tensors=True)
+            ref_runner = TfliteRunner(source, kernels=REFERENCE_KERNELS, preserve_all_tensors=True)
             ref_runner.run({s.tflite_tensor: np.asarray(feed[s.name]) for s in specs})
-            again = per_op_parity(state, partitions, ref_runner.tensor, loose, opts.overrides, base)
+            again = per_op_parity(prepared, partitions, ref_runner.tensor, loose, opts.overrides, base)
             if again.out_of_tolerance < report.per_op.out_of_tolerance:
                 again.kernels = REFERENCE_KERNELS
                 report.per_op = again
@@ -249,7 +244,7 @@ def _deep_checks(report: VerifyReport, path: str, tflite, state, partitions: Seq
                 rows.append(row)
         report.relaxed = rows
         if opts.per_op:
-            report.relaxed_per_op = per_op_parity(state, partitions, runner.tensor, loose, RELAXED_TOLERANCE,
+            report.relaxed_per_op = per_op_parity(prepared, partitions, runner.tensor, loose, RELAXED_TOLERANCE,
                                                   {**base, "relaxed_fp16": True})
 
 

@@ -14,10 +14,9 @@ from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
 from nnconv.parity.metrics import tensor_metrics
 from nnconv.parity.tolerances import Tolerance, ToleranceOverrides, tolerance_for
-from nnconv.parity.twin import float_twin
+from nnconv.parity.twin import float_twin, hybrid_weights
 from nnconv.tflite.ir import TfliteModel
 from nnconv.tflite.reader import read_model
-from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
 def random_inputs(specs: list[IoTensor], seed: int = 0) -> dict[str, np.ndarray]:
@@ -104,18 +103,32 @@ class ParityReport:
                 "passed": self.passed, "outputs": [o.to_json() for o in self.outputs]}
 
 
-def has_hybrid_ops(tflite_source: str | os.PathLike | bytes | TfliteModel) -> bool:
+def has_hybrid_ops(model: TfliteModel) -> bool:
     """True when some op takes a float activation and constant int8/uint8 weights (dynamic-range
     quantization), which TFLite runs with on-the-fly activation quantization (see tolerances.py)."""
-    model = tflite_source if isinstance(tflite_source, TfliteModel) else read_model(tflite_source)
-    for sg in model.subgraphs:
-        for op in sg.operators:
-            ins = [sg.tensors[i] for i in op.inputs if i >= 0]
-            float_act = any(t.type == TensorType.FLOAT32 and t.data is None for t in ins)
-            int_weights = any(t.type in (TensorType.INT8, TensorType.UINT8) and t.data is not None for t in ins)
-            if float_act and int_weights and op.builtin_code != BuiltinOperator.DEQUANTIZE:
-                return True
-    return False
+    return any(hybrid_weights(sg) for sg in model.subgraphs)
+
+
+@dataclass(frozen=True)
+class TfliteReference:
+    """TFLite's side of parity for one model, worked out once per verify: what the interpreter loads, whether
+    the model is dynamic-range quantized (hybrid), and then its float twin (parity/twin.py)."""
+
+    source: str | os.PathLike | bytes  # the file or bytes the model was read from
+    model: TfliteModel
+    hybrid: bool
+    twin: bytes | None
+
+    @classmethod
+    def of(cls, model: TfliteModel, source: str | os.PathLike | bytes | None) -> "TfliteReference":
+        if source is None:
+            raise NnconvError("parity needs the model's file or bytes for TFLite's interpreter")
+        hybrid = has_hybrid_ops(model)
+        return cls(source, model, hybrid, float_twin(model) if hybrid else None)
+
+    @property
+    def name(self) -> str:
+        return str(self.source) if isinstance(self.source, (str, os.PathLike)) else "<bytes>"
 
 
 def _output(runner: TfliteRunner, outputs: Mapping[int, np.ndarray], tensor: int) -> np.ndarray:
@@ -123,15 +136,17 @@ def _output(runner: TfliteRunner, outputs: Mapping[int, np.ndarray], tensor: int
     return found if found is not None else runner.tensor(tensor)
 
 
-def run_parity(tflite_source: str | os.PathLike | bytes, converted: ConvertedModel,
+def run_parity(reference: TfliteReference | str | os.PathLike | bytes, converted: ConvertedModel,
                inputs: Mapping[str, np.ndarray], kernels: str = BUILTIN_KERNELS,
                runner: TfliteRunner | None = None, overrides: ToleranceOverrides | None = None,
                executor_options: Mapping[str, Any] | None = None) -> ParityReport:
     """Runs both engines on `inputs` (keyed by input name) and compares every output of `converted`.
     `overrides`: the user's tolerances; `executor_options`: passed to `Executor` (e.g. a test's faulty
-    `kernel_overrides`)."""
+    `kernel_overrides`). `reference` is TFLite's side (a path or bytes is read here, for one-off calls)."""
+    if not isinstance(reference, TfliteReference):
+        reference = TfliteReference.of(read_model(reference), reference)
     ours = Executor(converted, **dict(executor_options or {})).run(dict(inputs))
-    runner = runner or TfliteRunner(tflite_source, kernels=kernels)
+    runner = runner or TfliteRunner(reference.source, kernels=kernels)
     feed = {}
     by_name = {spec.name: spec for spec in converted.inputs}
     for d in runner.input_details():
@@ -142,15 +157,13 @@ def run_parity(tflite_source: str | os.PathLike | bytes, converted: ConvertedMod
             raise ValueError(f"TFLite input {d['name']} has no counterpart in the converted model")
         feed[d["index"]] = np.asarray(inputs[spec.name])
     theirs = runner.run(feed)
-    model = tflite_source if isinstance(tflite_source, TfliteModel) else read_model(tflite_source)
-    hybrid = has_hybrid_ops(model)
+    hybrid = reference.hybrid
     # Dynamic-range models: the reference is TFLite on the float twin (nnconv/parity/twin.py), with the plain
     # float tolerance; without a twin, TFLite's hybrid kernels with the looser hybrid tolerance.
-    twin = float_twin(model) if hybrid else None
     twin_runner, twin_outputs = None, {}
-    if twin is not None:
+    if reference.twin is not None:
         try:
-            twin_runner = TfliteRunner(twin, kernels=kernels)
+            twin_runner = TfliteRunner(reference.twin, kernels=kernels)
             twin_outputs = twin_runner.run(feed)
         except (NnconvError, ValueError, RuntimeError):  # TFLite refuses the twin: compare with the hybrid kernels
             twin_runner, twin_outputs = None, {}
@@ -160,11 +173,10 @@ def run_parity(tflite_source: str | os.PathLike | bytes, converted: ConvertedMod
         if twin_runner is None:
             results.append(compare(spec.name, ours[spec.name], expected, hybrid, overrides))
             continue
-        reference = _output(twin_runner, twin_outputs, spec.tflite_tensor)
-        row = compare(spec.name, ours[spec.name], reference, overrides=overrides)
-        gap = float(np.max(np.abs(expected.astype(np.float64) - reference))) if expected.size else 0.0
+        reference_out = _output(twin_runner, twin_outputs, spec.tflite_tensor)
+        row = compare(spec.name, ours[spec.name], reference_out, overrides=overrides)
+        gap = float(np.max(np.abs(expected.astype(np.float64) - reference_out))) if expected.size else 0.0
         row.detail = ("vs TFLite on the model with its dynamic-range weights dequantized (what NNAPI computes); "
                       f"TFLite's own hybrid kernels differ from that by up to {gap:.3g}")
         results.append(row)
-    name = tflite_source if isinstance(tflite_source, (str, os.PathLike)) else "<bytes>"
-    return ParityReport(model=str(name), api_level=converted.api_level, kernels=kernels, outputs=results)
+    return ParityReport(model=reference.name, api_level=converted.api_level, kernels=kernels, outputs=results)

@@ -1,5 +1,5 @@
 """`nnconv check`'s analysis: per op the verdict, NNAPI ops, reason, hint and lowest accepting API level (all
-from the lowering rules' own checks, `lowering/convert.py:check_model`); the partition plan of TFLite's NNAPI
+from the lowering rules' own checks, `lowering/convert.py:check_ops`); the partition plan of TFLite's NNAPI
 delegate (`lowering/partition.py`); an op x API level matrix; CI policies. Rendering lives in `render.py`,
 the JSON schema in docs/report-schema.md.
 """
@@ -14,8 +14,9 @@ from typing import Iterable
 from nnconv.errors import NnconvError
 from nnconv.lowering.convert import ConversionOptions, OpReport, Report
 from nnconv.lowering.diagnostics import Verdict
-from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, analyse
+from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan
 from nnconv.nnapi.enums import API_LEVELS, DEPRECATED_FROM_API, feature_level
+from nnconv.pipeline import prepare
 from nnconv.tflite.reader import read_model
 
 SCHEMA_VERSION = 1
@@ -70,8 +71,8 @@ class ModelCheck:
 
 def check_one(path: str, level: int, options: ConversionOptions | None = None,
               max_partitions: int = DEFAULT_MAX_PARTITIONS, lower: bool = True) -> ModelCheck:
-    report, plan = analyse(read_model(path), level, options, max_partitions, lower=lower)
-    return ModelCheck(path, report, plan)
+    prepared = prepare(path, level, options)
+    return ModelCheck(path, prepared.report, prepared.plan(max_partitions, lower=lower))
 
 
 def beyond_delegate(op_name: str) -> bool:
@@ -144,8 +145,8 @@ def check_levels(path: str, options: ConversionOptions | None = None,
     model = read_model(path)
     checks = {}
     for lv in API_LEVELS:
-        report, plan = analyse(model, lv, options, max_partitions, lower=False)
-        checks[lv] = ModelCheck(path, report, plan)
+        prepared = prepare(model, lv, options)
+        checks[lv] = ModelCheck(path, prepared.report, prepared.plan(max_partitions, lower=False))
     return LevelMatrix(path, checks)
 
 

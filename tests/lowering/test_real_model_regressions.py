@@ -15,7 +15,7 @@ from nnconv.parity.partitioned import PartitionedParityReport, verify_model
 from nnconv.parity.tflite_runner import TfliteRunner
 from nnconv.parity.tolerances import FLOAT_RTOL
 from nnconv.parity.twin import float_twin
-from nnconv.lowering.partition import convert_partial
+from nnconv.pipeline import convert_partial
 from nnconv.tflite.builder import TfliteBuilder
 from nnconv.tflite.options import (AddOptions, BatchMatMulOptions, FullyConnectedOptions, ReducerOptions,
                                    ResizeBilinearOptions)

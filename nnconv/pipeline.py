@@ -1,0 +1,190 @@
+"""A prepared conversion: one model at one API level with one set of options, read, rewritten, checked,
+partitioned and lowered once, for every command to take.
+
+The data flows one way:
+
+    read (tflite/reader) -> rewrite (rewrite/folding) -> check (lowering rules) -> plan (lowering/partition)
+        -> lower + validate (lowering/convert, nnapi/validate) -> serialize | execute -> compare (parity)
+
+`prepare(model, api_level, options)` does the first two stages at once (they are cheap and everything
+needs them) and every later one on first use, keeping the result: the per-op verdicts (`report`), the
+partition plan (`plan`), the whole NNAPI model (`whole`) or its delegated partitions (`partial`).
+`convert`, `check`, `verify` and the Python API all start from it, so none of them reads or converts a
+model twice, and partition-wise `verify` lowers with the user's own options.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Sequence, SupportsInt
+
+from nnconv.errors import ConversionError
+from nnconv.lowering.context import ConversionState
+from nnconv.lowering.convert import (
+    DEFAULT_API_LEVEL,
+    ConversionOptions,
+    ConversionResult,
+    Report,
+    check_ops,
+    io_spec,
+    lower_ops,
+    make_state,
+)
+from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, build_plan
+from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.tflite.ir import TfliteModel
+from nnconv.tflite.reader import read_model
+
+ModelSource = TfliteModel | str | os.PathLike | bytes
+
+
+@dataclass
+class Lowered:
+    """What a conversion produced: the whole model, or the delegated partitions with their plan.
+
+    `refusal` says why the whole model was not converted when the partitions were taken instead."""
+
+    whole: ConversionResult | None = None
+    plan: PartitionPlan | None = None
+    refusal: str = ""
+
+    @property
+    def models(self) -> list[ConvertedModel]:
+        if self.whole is not None:
+            return [self.whole.converted]
+        return list(self.plan.converted) if self.plan is not None else []
+
+
+class PreparedConversion:
+    """One model at one API level with one set of options (see the module docstring). Build it with
+    `prepare`; every stage after the rewrite runs on first use and is kept."""
+
+    def __init__(self, model: TfliteModel, api_level: int, options: ConversionOptions,
+                 source: str | os.PathLike | bytes | None = None) -> None:
+        self.model = model
+        self.options = options
+        # The rewrite stage (int64 index narrowing, constant folding) and the level's validation.
+        self.state: ConversionState = make_state(model, api_level, options)
+        self.api_level = self.state.api_level
+        # What TFLite's interpreter loads for parity: the file or bytes the model was read from.
+        self.source = source if source is not None else (model.path or None)
+        self._plans: dict[tuple[int, bool], PartitionPlan] = {}
+        self._whole: ConversionResult | None = None
+
+    # -- check ----------------------------------------------------------------------------------------
+    @cached_property
+    def report(self) -> Report:
+        """Per-op verdicts of the main subgraph: every rule's check, all problems at once."""
+        return check_ops(self.state)
+
+    # -- plan -----------------------------------------------------------------------------------------
+    def plan(self, max_partitions: int = DEFAULT_MAX_PARTITIONS, lower: bool = True) -> PartitionPlan:
+        """The delegate's partition plan; with `lower`, each partition is lowered (`plan.converted`), a
+        partition that fails to lower recording its error. Kept per (max_partitions, lower)."""
+        key = (max_partitions, lower)
+        found = self._plans.get(key)
+        if found is None:
+            found = self._plans[key] = build_plan(self.state, self.report, max_partitions, lower=lower)
+        return found
+
+    def partial(self, max_partitions: int = DEFAULT_MAX_PARTITIONS) -> PartitionPlan:
+        """Every delegated partition lowered (a lowering failure raises); ConversionError when no op at all
+        can be lowered. What `convert --allow-partial` writes."""
+        found = self.plan(max_partitions)
+        if any(p.error for p in found.partitions):
+            # A rule bug: lower strictly so the original error surfaces (exit 4 unless it is ours to name).
+            build_plan(self.state, self.report, max_partitions, lower=True, strict=True)
+        if not found.partitions:
+            raise ConversionError(f"none of the {len(self.report.ops)} ops can be lowered at API "
+                                  f"{self.api_level}", self.report.errors)
+        return found
+
+    # -- lower ----------------------------------------------------------------------------------------
+    def whole(self) -> ConversionResult:
+        """The whole model as one validated NNAPI model; ConversionError (with `.report`) when any op is
+        refused. Each op's `nnapi_ops` in the report becomes the operations emitted for it."""
+        if self._whole is not None:
+            return self._whole
+        report = self.report
+        if not report.ok:
+            refused = [r for r in report.ops if not r.supported]
+            err = ConversionError(f"{len(refused)} of {len(report.ops)} ops cannot be lowered at API "
+                                  f"{self.api_level}", report.errors)
+            err.report = report  # type: ignore[attr-defined]
+            raise err
+        converted = lower_ops(self.state)
+        by_op: dict[int, list[str]] = {}
+        for op in converted.model.main.operations:
+            if op.source_op is not None:
+                by_op.setdefault(op.source_op, []).append(op.type.name)
+        for r in report.ops:
+            r.nnapi_ops = by_op.get(r.index, [])
+        self._whole = ConversionResult(converted, report)
+        return self._whole
+
+    def lowered(self, allow_partial: bool, prefer_whole: bool = False,
+                max_partitions: int = DEFAULT_MAX_PARTITIONS) -> Lowered:
+        """The one choice between the whole model and its partitions. Without `allow_partial`: the whole
+        model or ConversionError. With it: the partitions (`convert --allow-partial` always writes a plan),
+        or, with `prefer_whole` (verify), the whole model when it converts and the partitions otherwise."""
+        if not allow_partial:
+            return Lowered(whole=self.whole())
+        if prefer_whole:
+            try:
+                return Lowered(whole=self.whole())
+            except ConversionError as e:
+                return Lowered(plan=self.partial(max_partitions), refusal=str(e))
+        return Lowered(plan=self.partial(max_partitions))
+
+    def lower_ops(self, op_indices: Sequence[int] | None = None, subgraph: int = 0) -> ConvertedModel:
+        """Any set of ops of one subgraph as its own validated NNAPI model (one partition; parity's
+        op-by-op diagnosis). Not kept: each call lowers afresh."""
+        return lower_ops(self.state, op_indices, subgraph)
+
+    def io_specs(self, tensors: Sequence[int], subgraph: int = 0) -> list[IoTensor]:
+        """How the given TFLite tensors travel into or out of an NNAPI model (dtype, int8 offset)."""
+        sg = self.model.subgraphs[subgraph]
+        return [io_spec(self.state, sg, t) for t in tensors]
+
+
+def _api_level_int(api_level: SupportsInt) -> int:
+    return int(api_level)  # an int or an ApiLevel: the lowering works on the plain number
+
+
+def prepare(model: ModelSource, api_level: SupportsInt = DEFAULT_API_LEVEL,
+            options: ConversionOptions | None = None) -> PreparedConversion:
+    """Reads (a path, bytes, or an already read TfliteModel) and rewrites `model` for `api_level`; the
+    check, plan and lowering follow on demand (`PreparedConversion`)."""
+    if isinstance(model, TfliteModel):
+        return PreparedConversion(model, _api_level_int(api_level), options or ConversionOptions())
+    source = bytes(model) if isinstance(model, (bytes, bytearray, memoryview)) else model
+    return PreparedConversion(read_model(source), _api_level_int(api_level), options or ConversionOptions(),
+                              source=source)
+
+
+# -- the Python API ---------------------------------------------------------------------------------
+def convert(model: ModelSource, api_level: SupportsInt = DEFAULT_API_LEVEL,
+            options: ConversionOptions | None = None) -> ConversionResult:
+    """Converts a whole TFLite model; raises ConversionError (with `.report`) when any op is refused."""
+    return prepare(model, api_level, options).whole()
+
+
+def check_model(model: ModelSource, api_level: SupportsInt = DEFAULT_API_LEVEL,
+                options: ConversionOptions | None = None) -> Report:
+    """Per-op verdicts of the main subgraph; refused ops carry their lowest accepting API level."""
+    return prepare(model, api_level, options).report
+
+
+def analyse(model: ModelSource, api_level: SupportsInt, options: ConversionOptions | None = None,
+            max_partitions: int = DEFAULT_MAX_PARTITIONS, lower: bool = True) -> tuple[Report, PartitionPlan]:
+    """The report and the (lowered) partition plan of the main subgraph."""
+    prepared = prepare(model, api_level, options)
+    return prepared.report, prepared.plan(max_partitions, lower=lower)
+
+
+def convert_partial(model: ModelSource, api_level: SupportsInt, options: ConversionOptions | None = None,
+                    max_partitions: int = DEFAULT_MAX_PARTITIONS) -> PartitionPlan:
+    """Lowers every delegated partition; raises ConversionError when no op at all can be lowered."""
+    return prepare(model, api_level, options).partial(max_partitions)
