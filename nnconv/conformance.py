@@ -298,6 +298,9 @@ def is_infinite_loop_timeout_case(case: dict) -> bool:
 # CTS runs its never-ending loop with ANeuralNetworksExecution_setLoopTimeout(1 ms)
 # (TestControlFlow.cpp InfiniteLoop) rather than the 2 s default; so does `run_case`.
 INFINITE_LOOP_TIMEOUT_SECONDS = 0.001
+# Every operation is validated as the NNAPI runtime does before compiling (nnapi/validate.py), at the
+# newest feature level: each case targets its own version, and no valid case may be refused.
+CTS_FEATURE_LEVEL = 8
 
 
 @contextlib.contextmanager
@@ -328,7 +331,7 @@ def run_case(case: dict) -> CaseResult:
         timeout = (_loop_timeout(INFINITE_LOOP_TIMEOUT_SECONDS) if is_infinite_loop_timeout_case(case)
                    else contextlib.nullcontext())
         try:
-            validate_model(model)
+            validate_model(model, CTS_FEATURE_LEVEL)
             with timeout:
                 SubgraphRunner(model).run_subgraph(0, _inputs(case, model))
         except NnconvError:
@@ -337,7 +340,7 @@ def run_case(case: dict) -> CaseResult:
             return CaseResult("failed", f"crashed instead of failing cleanly: {type(e).__name__}: {e}", ops)
         return CaseResult("failed", "the case must fail, but it ran", ops)
     try:
-        validate_model(model)
+        validate_model(model, CTS_FEATURE_LEVEL)
         outputs = SubgraphRunner(model).run_subgraph(0, _inputs(case, model))
     except NnconvError as e:
         return CaseResult("failed", f"{type(e).__name__}: {e}", ops)

@@ -1,7 +1,7 @@
 """Errors that end a command with a one-line message and a documented exit code.
 
 Exit codes: 0 ok; 1 parity failure or policy violation; 2 usage error or unreadable/invalid input;
-3 model not convertible at the target level.
+3 model not convertible at the target level; 4 an internal error (a bug of nnconv).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_NOT_CONVERTIBLE = 3
+EXIT_INTERNAL = 4
 
 
 class NnconvError(Exception):
@@ -48,3 +49,19 @@ class ConversionError(NnconvError):
     def __init__(self, message: str, diagnostics: list | None = None) -> None:
         super().__init__(message)
         self.diagnostics = diagnostics or []
+
+
+class OperationsRefusedError(ModelValidationError):
+    """NNAPI operations the runtime would refuse (their `validate`, or `prepare` on constant parameters):
+    `refusals` lists each one with its reason. nnconv's check refuses such ops before lowering them, so a
+    converted model holding one is nnconv's own bug: exit 4, asking for a report."""
+
+    exit_code = EXIT_INTERNAL
+
+    def __init__(self, refusals: list) -> None:
+        self.refusals = refusals
+        super().__init__([str(r) for r in refusals])
+        head = str(refusals[0]) if refusals else "an operation is refused"
+        more = f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else ""
+        self.args = (f"the NNAPI runtime would refuse this model: {head}{more}. A model converted by nnconv "
+                     "should never be refused: please report this bug with the model",)

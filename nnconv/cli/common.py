@@ -15,14 +15,12 @@ from typing import Any, Callable
 import click
 from rich.console import Console
 
-from nnconv.errors import EXIT_NOT_CONVERTIBLE, ConversionError, NnconvError
+from nnconv.errors import EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE, ConversionError, NnconvError
 from nnconv.nnapi.enums import (
     API_LEVELS,
     DEPRECATED_FROM_API,
     api_level_of_feature_level,
 )
-
-EXIT_INTERNAL = 4
 
 
 def _console(stderr: bool = False) -> Console:

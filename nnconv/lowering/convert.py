@@ -19,10 +19,10 @@ from nnconv.lowering.context import INT8_SHIFT, CheckContext, ConversionState, L
 from nnconv.lowering.diagnostics import Code, Diagnostic, Verdict
 from nnconv.lowering.registry import CUSTOM_RULES, RULES, Rule
 from nnconv.nnapi.builder import ModelBuilder, SubgraphBuilder
-from nnconv.nnapi.enums import API_LEVELS, OperandType
-from nnconv.nnapi.model import SymmPerChannelQuantParams
+from nnconv.nnapi.enums import API_LEVELS, OperandType, feature_level
+from nnconv.nnapi.model import Model, SymmPerChannelQuantParams
 from nnconv.nnapi.program import ConvertedModel, IoTensor
-from nnconv.nnapi.validate import validate_model
+from nnconv.nnapi.validate import operation_refusals, validate_model
 from nnconv.tflite.ir import Operator, Subgraph, TfliteModel
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -141,10 +141,29 @@ def check_op(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnos
         # another op: refuse that op with a reason instead of failing the whole run.
         c.refuse(Code.MALFORMED, f"malformed {op.name} operator ({type(e).__name__}: {e})",
                  hint="the model file is inconsistent; re-export it")
+    if c.ok:
+        c.diagnostics.extend(runtime_refusals(state, sg, op))
     if c.ok:  # spec-valid cases drivers commonly refuse: warnings from the same check (driver_support.py)
         from nnconv.lowering.driver_support import warn_driver_issues
         warn_driver_issues(c)
     return c.diagnostics
+
+
+def runtime_refusals(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnostic]:
+    """What the NNAPI runtime says of the operations the rule emits for `op`: the op is lowered alone and
+    each emitted operation validated at the target level, as Android validates a model before compiling
+    it (`nnapi/validate.py`: each operation's validate and the constant checks of its prepare). A refused
+    operation refuses the op here, at check time, with the runtime's reason; a rule therefore cannot emit
+    what the executor would then refuse. (Where an exact alternative lowering exists for a refused case, the
+    rule's check chooses it before this point, e.g. DEQUANTIZE -> float op -> QUANTIZE.)"""
+    try:
+        model, _ops, _inputs, _outputs = _lower(state, [op.index], sg.index)
+    except Exception:  # noqa: BLE001 - a refusal found only while lowering, or a rule bug: either is
+        return []  # reported, with its own message, where the op's partition is lowered (build_plan)
+    return [Diagnostic(Code.RUNTIME_REFUSED, f"the NNAPI runtime refuses the {r.type.name} this op lowers to: "
+                       f"{r.reason}", hint="the reference CPU's validate/prepare refuses these parameters")
+            .at(op.index, op.name, sg.index)
+            for r in operation_refusals(model, feature_level(state.api_level))]
 
 
 def is_folded(state: ConversionState, sg: Subgraph, op: Operator) -> bool:
@@ -389,8 +408,10 @@ def partition_boundary(sg: Subgraph, op_indices: Iterable[int], state: Conversio
     return inputs, list(dict.fromkeys(outputs))
 
 
-def lower_ops(state: ConversionState, op_indices: Sequence[int] | None = None, subgraph: int = 0) -> ConvertedModel:
-    """Lowers the given operators (all when None) of a subgraph into a validated ConvertedModel."""
+def _lower(state: ConversionState, op_indices: Sequence[int] | None, subgraph: int
+           ) -> tuple[Model, list[Operator], list[int], list[int]]:
+    """The NNAPI model of the given operators (all when None), not yet validated; with its TFLite operators
+    and the tensors entering and leaving it."""
     sg = state.model.subgraphs[subgraph]
     conv = Converter(state)
     if op_indices is None:
@@ -404,7 +425,17 @@ def lower_ops(state: ConversionState, op_indices: Sequence[int] | None = None, s
     model = conv.builder.finish()
     if state.options.relax_float32_to_float16 and state.api_level >= 28:
         model.relax_computation_float32_to_float16 = True
-    validate_model(model)
+    return model, ops, inputs, outputs
+
+
+def lower_ops(state: ConversionState, op_indices: Sequence[int] | None = None, subgraph: int = 0) -> ConvertedModel:
+    """Lowers the given operators (all when None) of a subgraph into a validated ConvertedModel: the HAL's
+    structural rules, then every operation's own validation at the target level (nnapi/validate.py). The
+    check has already refused every op whose operations the runtime refuses (`runtime_refusals`), so an
+    `OperationsRefusedError` here is a bug of nnconv (exit 4)."""
+    model, ops, inputs, outputs = _lower(state, op_indices, subgraph)
+    sg = state.model.subgraphs[subgraph]
+    validate_model(model, feature_level(state.api_level))
     return ConvertedModel(model=model, inputs=[io_spec(state, sg, t) for t in inputs],
                           outputs=[io_spec(state, sg, t) for t in outputs], api_level=state.api_level,
                           tflite_ops=[op.index for op in ops], subgraph=subgraph,

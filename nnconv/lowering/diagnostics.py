@@ -35,6 +35,7 @@ class Code(str, enum.Enum):
     OPERAND_VALUE = "NNC026"  # an operand value out of NNAPI's range (e.g. zero-sized dimension)
     MISSING_OPERAND = "NNC027"
     MALFORMED = "NNC028"  # the operator's tensors or options do not have the shape its kind requires
+    RUNTIME_REFUSED = "NNC030"  # the NNAPI runtime's validation refuses an operation the op lowers to
     DRIVER_SUPPORT = "NNW100"  # warning: commonly refused by drivers
 
     @property

@@ -187,9 +187,9 @@ class OperationType(enum.IntEnum):
             return 3
         if v <= 101:
             return 4
-        if v == 102:
-            return 6
-        return 7  # PACK, MIRROR_PAD, REVERSE
+        if v <= 103:
+            return 6  # BATCH_MATMUL, PACK (the delegate emits native PACK from FL6)
+        return 7  # MIRROR_PAD, REVERSE
 
 
 class FuseCode(enum.IntEnum):

@@ -5,25 +5,67 @@ operation, before any operation reads it; subgraph inputs/outputs carry matching
 a location whose length equals their byte size; scalars have no dimensions; constant tensors have at least
 one dimension (non-constant tensors may have an unknown rank, as FL3+ dynamic shapes allow); SUBGRAPH
 operands reference an existing subgraph. All problems are collected and raised together.
+
+With a feature level, every operation is then validated the way Android does before it compiles a model:
+each operation's `validate` (with the constant-parameter checks of the reference CPU's `prepare`), which
+lives beside its kernel (`nnconv/runtime/kernels/validation.py`), says what feature level the operation
+needs with its operands or why it is refused. The lowering runs this on what the rules emit and the
+executor before it runs a model, so `check`, `convert` and `run` agree on what the runtime accepts.
 """
 
 from __future__ import annotations
 
-from nnconv.errors import ModelValidationError
-from nnconv.nnapi.enums import OperandLifeTime, OperandType
+from dataclasses import dataclass
+
+from nnconv.errors import ModelValidationError, OperationsRefusedError
+from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Model, Subgraph
+from nnconv.runtime import kernels as _kernels  # noqa: F401  (registers every kernel and its validator)
+from nnconv.runtime.kernels.validation import OperationRefused, OperationView, validate_operation
 
 _L = OperandLifeTime
 
 
-def validate_model(model: Model) -> None:
-    """Raises `ModelValidationError` listing every problem, or returns None for a valid model."""
+@dataclass(frozen=True)
+class OperationRefusal:
+    """One operation the runtime would refuse, and why."""
+
+    subgraph: int  # 0 = main
+    index: int  # the operation's position in its subgraph
+    type: OperationType
+    reason: str
+    source_op: int | None = None  # the TFLite operator it was lowered from
+
+    def __str__(self) -> str:
+        where = "" if self.subgraph == 0 else f"referenced subgraph {self.subgraph - 1} "
+        return f"{where}operation {self.index} {self.type.name}: {self.reason}"
+
+
+def validate_model(model: Model, feature_level: int | None = None) -> None:
+    """Raises `ModelValidationError` listing every structural problem; then, with `feature_level`,
+    `OperationsRefusedError` listing every operation the runtime would refuse at that level."""
     problems: list[str] = []
     for si, sg in enumerate(model.subgraphs()):
         where = "main" if si == 0 else f"referenced[{si - 1}]"
         _validate_subgraph(model, sg, where, problems)
     if problems:
         raise ModelValidationError(problems)
+    if feature_level is not None:
+        refusals = operation_refusals(model, feature_level)
+        if refusals:
+            raise OperationsRefusedError(refusals)
+
+
+def operation_refusals(model: Model, feature_level: int) -> list[OperationRefusal]:
+    """Every operation of a structurally valid model that its `validate` refuses at `feature_level`."""
+    found = []
+    for si, sg in enumerate(model.subgraphs()):
+        for k, op in enumerate(sg.operations):
+            try:
+                validate_operation(OperationView.of(model, si, op), feature_level)
+            except OperationRefused as e:
+                found.append(OperationRefusal(si, k, op.type, str(e), op.source_op))
+    return found
 
 
 def _validate_subgraph(model: Model, sg: Subgraph, where: str, problems: list[str]) -> None:

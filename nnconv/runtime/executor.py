@@ -21,15 +21,17 @@ from typing import Callable, Mapping, Sequence, TextIO
 import numpy as np
 
 from nnconv.runtime.blas_threads import default_threads, limit_blas_threads
-from nnconv.errors import ExecutionError, InputDataError
+from nnconv.errors import ExecutionError, InputDataError, OperationsRefusedError
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.kernels.buffers import BufferPool
 from nnconv.runtime.relaxed import fp16_storage
-from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
+from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType, feature_level
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
 from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.nnapi.validate import operation_refusals
 
 _L = OperandLifeTime
+MAX_FEATURE_LEVEL = 8
 
 
 @dataclass
@@ -257,6 +259,12 @@ class Executor:
         `SubgraphRunner`."""
         if isinstance(model, Model):
             model = _bare(model)
+        # What the NNAPI runtime does before it compiles a model: every operation's validate (with the
+        # constant checks of its prepare) at the model's feature level (the newest for a bare Model).
+        level = feature_level(model.api_level) if model.api_level else MAX_FEATURE_LEVEL
+        refusals = operation_refusals(model.model, level)
+        if refusals:
+            raise OperationsRefusedError(refusals)
         self.converted = model
         self.runner = SubgraphRunner(model.model, trace, kernel_overrides, relaxed_fp16)
         self.blas_threads = default_threads() if blas_threads == "default" else blas_threads

@@ -19,6 +19,7 @@ from nnconv.runtime.kernels.common import (apply_float_activation, is_quant8, qr
                                    quantize_multiplier_smaller_than_one_exp, quantized_activation_range,
                                    rounding_divide_by_pot, saturating_rounding_doubling_high_mul)
 from nnconv.runtime.kernels.registry import KernelCall
+from nnconv.runtime.kernels.validation import OperationView
 from nnconv.nnapi.enums import FuseCode, OperandType
 
 FLOAT_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16)
@@ -98,6 +99,41 @@ def offsets(call: KernelCall, slot: int) -> np.ndarray:
     return call.tensor(slot).astype(np.int64) - call.in_operands[slot].zero_point
 
 
+def add_output_multiplier(s1: float, s2: float, s_out: float) -> float:
+    """2 * max(s1, s2) / (2^20 * s_out): the real multiplier of a quantized ADD / SUB's sum (must be < 1)."""
+    twice_max = 2.0 * float(max(np.float32(s1), np.float32(s2)))
+    return twice_max / float(np.float32((1 << ADD_LEFT_SHIFT) * np.float32(s_out)))
+
+
+def mul_output_multiplier(s1: float, s2: float, s_out: float) -> float:
+    """s1 * s2 / s_out, the product rounded to float32 first: a quantized MUL's multiplier (must be < 1)."""
+    return float(np.float32(np.float32(s1) * np.float32(s2))) / float(np.float32(s_out))
+
+
+def validate_quant_binary(view: OperationView, multiply: bool) -> int:
+    """Broadcast.cpp's validate and prepare for quantized ADD / SUB / MUL: both inputs and the output of one
+    quantized type, and an output multiplier in (0, 1) (QuantizeMultiplierSmallerThanOneExp)."""
+    a, b, out = view.input(0), view.input(1), view.out_operands[0]
+    if a is None or b is None or not a.type.is_quantized:
+        return 1
+    if b.type is not a.type or out.type is not a.type:
+        raise view.refuse(f"input 0 (input1), input 1 (input2) and output 0 must share one type, got "
+                          f"{a.type.name}, {b.type.name} and {out.type.name}")
+    if not (a.scale > 0 and b.scale > 0 and out.scale > 0):
+        raise view.refuse("input 0 (input1), input 1 (input2) and output 0 need positive scales")
+    if multiply:
+        real = mul_output_multiplier(a.scale, b.scale, out.scale)
+        if not real < 1.0:
+            raise view.refuse(f"output 0 scale {out.scale:g} must exceed input1_scale * input2_scale "
+                              f"({a.scale:g} * {b.scale:g}): the multiplier {real:.3g} is not below 1")
+    else:
+        real = add_output_multiplier(a.scale, b.scale, out.scale)
+        if not real < 1.0:
+            raise view.refuse(f"output 0 scale {out.scale:g} is too small for the inputs' scales ({a.scale:g}, "
+                              f"{b.scale:g}): the output multiplier {real:.3g} is not below 1")
+    return 1
+
+
 def quant_add(call: KernelCall, activation: int, subtract: bool = False) -> np.ndarray:
     """The reference quantized ADD / SUB (TFLite `AddElementwise` / `BroadcastAdd4DSlow` parameters).
 
@@ -110,7 +146,7 @@ def quant_add(call: KernelCall, activation: int, subtract: bool = False) -> np.n
     twice_max = 2.0 * float(max(s1, s2))
     m1, sh1 = quantize_multiplier_smaller_than_one_exp(float(s1) / twice_max)
     m2, sh2 = quantize_multiplier_smaller_than_one_exp(float(s2) / twice_max)
-    mo, sho = quantize_multiplier_smaller_than_one_exp(twice_max / float(np.float32((1 << ADD_LEFT_SHIFT) * so)))
+    mo, sho = quantize_multiplier_smaller_than_one_exp(add_output_multiplier(s1, s2, so))
     if subtract:
         m2 = -m2
     x1, x2 = offsets(call, 0), offsets(call, 1)
@@ -128,8 +164,7 @@ def quant_mul(call: KernelCall, activation: int) -> np.ndarray:
     The product of the two float scales is rounded to float32 before the division in double, as the
     C++ `float * float` stored in a double."""
     od1, od2, out = call.in_operands[0], call.in_operands[1], call.out_operands[0]
-    product = float(np.float32(np.float32(od1.scale) * np.float32(od2.scale)))
-    real = product / float(np.float32(out.scale))
+    real = mul_output_multiplier(od1.scale, od2.scale, out.scale)
     if not 0.0 < real < 1.0:
         raise call.fail(f"quantized MUL needs input1_scale * input2_scale < output_scale (ratio {real:g})")
     m, sh = quantize_multiplier_smaller_than_one_exp(real)
@@ -166,4 +201,4 @@ def requantize_ref(call: KernelCall, slot: int) -> np.ndarray:
 
 __all__ = ["ADD_LEFT_SHIFT", "FLOAT_TYPES", "activation_code", "broadcast_shape", "check_same_type",
            "float_binary", "float_unary", "int32_binary", "offsets", "quant_add", "quant_mul", "real_values",
-           "requantize_ref"]
+           "requantize_ref", "validate_quant_binary"]

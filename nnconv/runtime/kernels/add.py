@@ -11,9 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from nnconv.runtime.kernels._elementwise import (FLOAT_TYPES, activation_code, check_same_type, float_binary,
-                                         int32_binary, quant_add)
+                                         int32_binary, quant_add,
+                                         validate_quant_binary)
 from nnconv.runtime.kernels.common import is_quant8
 from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.runtime.kernels.validation import OperationView, validator
 from nnconv.nnapi.enums import OperandType, OperationType
 
 
@@ -28,3 +30,8 @@ def add(call: KernelCall) -> list[np.ndarray]:
     if t is OperandType.TENSOR_INT32:
         return [int32_binary(call, np.add, act)]
     raise call.fail(f"input 0 has unsupported type {t.name}")
+
+
+@validator(OperationType.ADD)
+def validate_add(view: OperationView, feature_level: int) -> int:
+    return validate_quant_binary(view, multiply=False)

@@ -18,6 +18,7 @@ from nnconv.runtime.kernels.common import (Requantizer, add_bias_and_activate, c
                                            implicit_padding, is_quant8, max_abs_offset, nchw_to_nhwc,
                                            nhwc_to_nchw, pad_spatial, qrange, requantize_accumulator)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.runtime.kernels.validation import OperationView, scale_relation_level, validator
 from nnconv.nnapi.enums import OperandType, OperationType
 
 
@@ -242,3 +243,9 @@ def _peek_nchw(call: KernelCall, first: int = 3, extra: int = 0) -> bool:
     explicit = is_explicit_padding(call, first, extra)
     slot = (first + 7 + extra) if explicit else (first + 4 + extra)
     return bool(call.opt_scalar(slot, False))
+
+
+@validator(OperationType.CONV_2D)
+def validate_conv_2d(view: OperationView, feature_level: int) -> int:
+    """Slots 0 input, 1 filter, 2 bias: the quantized scale relation below API 29."""
+    return scale_relation_level(view, 1)

@@ -21,6 +21,7 @@ from nnconv.runtime.kernels.common import (Requantizer, add_bias_and_activate, c
                                            nhwc_to_nchw, pad_spatial, requantize_accumulator)
 from nnconv.runtime.kernels.conv_2d import ConvParams, _peek_nchw, filter_scales, is_explicit_padding, parse_conv_params
 from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.runtime.kernels.validation import OperationView, scale_relation_level, validator
 from nnconv.nnapi.enums import OperandType, OperationType
 
 
@@ -177,3 +178,9 @@ def depthwise_conv_2d(call: KernelCall) -> list[np.ndarray]:
         raise call.fail(f"depth multiplier {multiplier} must be positive")
     y = depthwise_nhwc(call, xh, w, call.inputs[2], p, multiplier)
     return [nhwc_to_nchw(y) if p.nchw else y]
+
+
+@validator(OperationType.DEPTHWISE_CONV_2D)
+def validate_depthwise_conv_2d(view: OperationView, feature_level: int) -> int:
+    """Slots 0 input, 1 filter, 2 bias: the quantized scale relation below API 29."""
+    return scale_relation_level(view, 1)

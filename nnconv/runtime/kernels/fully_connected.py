@@ -16,6 +16,7 @@ import numpy as np
 from nnconv.runtime.kernels.common import (Requantizer, apply_float_activation, conv_multipliers, exact_matmul_dtype,
                                    is_quant8, max_abs_offset, requantize_accumulator)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.runtime.kernels.validation import OperationView, scale_relation_level, validator
 from nnconv.nnapi.enums import OperationType
 
 
@@ -72,3 +73,9 @@ def _quant_weights(call: KernelCall, w: np.ndarray, b: np.ndarray | None, act: i
     m, sh = conv_multipliers(in_od.scale, np.asarray([w_od.scale]), out_od.scale)
     return QuantWeights(np.ascontiguousarray(ws.T, dtype=dtype), dtype,
                         Requantizer.build(m, sh, b, out_od, act, bound), m, sh)
+
+
+@validator(OperationType.FULLY_CONNECTED)
+def validate_fully_connected(view: OperationView, feature_level: int) -> int:
+    """Slots 0 input, 1 weights, 2 bias: the quantized scale relation below API 29."""
+    return scale_relation_level(view, 1)

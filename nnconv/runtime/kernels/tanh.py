@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._activation import check_fixed_output, check_rank, rescaled_q4
+from nnconv.runtime.kernels._activation import check_fixed_output, check_rank, rescaled_q4, validate_q4_activation
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
 from nnconv.runtime.kernels._fixedpoint import fixed_tanh
 from nnconv.runtime.kernels.common import rounding_divide_by_pot, via_quant8_table
 from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.runtime.kernels.validation import OperationView, validator
 from nnconv.nnapi.enums import OperandType, OperationType
 
 
@@ -43,3 +44,11 @@ def tanh(call: KernelCall) -> list[np.ndarray]:
         return y.astype(out.dtype)
 
     return [via_quant8_table(call, quantized)]
+
+
+@validator(OperationType.TANH)
+def validate_tanh(view: OperationView, feature_level: int) -> int:
+    # Quantized TANH arrived with feature level 3 (Android 10); float TANH is in the first one.
+    needed = 3 if view.input(0) is not None and view.input(0).type.is_quantized else 1
+    return max(needed, validate_q4_activation(view, {OperandType.TENSOR_QUANT8_ASYMM: (1.0 / 128, 128),
+                                         OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (1.0 / 128, 0)}))

@@ -1,0 +1,133 @@
+"""Operation validation: would the NNAPI runtime accept this operation, with these operands, at a feature level?
+
+Android validates every operation of a model before it compiles it (each operation file's `validate`,
+returning the feature level the operation needs with its operands), and the reference CPU's `prepare`
+refuses some more from the constant parameters alone (a quantized multiplier out of range, an output
+scale the kernel prescribes). Both are gathered here per operation, beside its kernel:
+
+    @validator(OperationType.SOFTMAX)
+    def validate_softmax(view: OperationView, feature_level: int) -> int:
+        ...  # returns the feature level needed, or raises view.refuse("input 0 (input): ...")
+
+Validators live in the kernel modules but in their own registry (`VALIDATORS`), apart from `KERNELS`, so
+how a kernel computes can change without touching what it accepts. Where an operation has no validator
+of its own, `default_feature_level` applies: the operation's own introduction and its operand types'.
+The model validator (`nnconv/nnapi/validate.py`) calls `validate_operation` for every operation; the
+lowering calls it on what the rules emit (so `check` refuses what the runtime would), and the executor
+calls it before it runs a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType, api_level_of_feature_level
+from nnconv.nnapi.model import Model, Operand, Operation
+
+_CONSTANT = (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
+
+
+class OperationRefused(Exception):
+    """Raised by a validator: why the runtime refuses the operation, naming the operand slot at fault."""
+
+
+@dataclass(frozen=True)
+class OperationView:
+    """What a validator sees of one operation: its operands' descriptions and the values of its constant
+    inputs (validation never sees runtime data, as on Android)."""
+
+    operation: Operation
+    in_operands: Sequence[Operand | None]  # None: an omitted optional input (NO_VALUE)
+    out_operands: Sequence[Operand]
+    model: Model | None = None  # where constant values live
+
+    @classmethod
+    def of(cls, model: Model, subgraph_index: int, operation: Operation) -> "OperationView":
+        sg = model.subgraphs()[subgraph_index]
+        ins = [None if sg.operands[i].lifetime is OperandLifeTime.NO_VALUE else sg.operands[i]
+               for i in operation.inputs]
+        return cls(operation, ins, [sg.operands[o] for o in operation.outputs], model)
+
+    @property
+    def name(self) -> str:
+        return self.operation.type.name
+
+    def refuse(self, message: str) -> OperationRefused:
+        return OperationRefused(message)
+
+    def input(self, slot: int) -> Operand | None:
+        return self.in_operands[slot] if slot < len(self.in_operands) else None
+
+    def constant(self, slot: int) -> np.ndarray | None:
+        """The value of input `slot` when it is a constant operand, else None."""
+        od = self.input(slot)
+        if od is None or od.lifetime not in _CONSTANT or self.model is None:
+            return None
+        return self.model.constant_value(od)
+
+    def scalar(self, slot: int, default: float | int | bool | None = None) -> float | int | bool | None:
+        """Constant scalar input `slot` as a Python value; `default` when omitted or not constant."""
+        v = self.constant(slot)
+        return default if v is None or v.size != 1 else v.reshape(()).item()
+
+
+ValidateFn = Callable[[OperationView, int], int]
+VALIDATORS: dict[OperationType, ValidateFn] = {}
+
+
+def validator(op_type: OperationType) -> Callable[[ValidateFn], ValidateFn]:
+    """Registers the decorated function as the validator of `op_type` (one per operation type)."""
+    def register(fn: ValidateFn) -> ValidateFn:
+        if op_type in VALIDATORS:
+            raise RuntimeError(f"two validators registered for {op_type.name}")
+        VALIDATORS[op_type] = fn
+        return fn
+    return register
+
+
+def default_feature_level(view: OperationView) -> int:
+    """The feature level the operation itself and its operand types were introduced at."""
+    types = [od.type for od in (*view.in_operands, *view.out_operands) if od is not None]
+    return max([view.operation.type.min_feature_level, *(t.min_feature_level for t in types)])
+
+
+def validate_operation(view: OperationView, feature_level: int) -> int:
+    """The feature level the operation needs with its operands; raises OperationRefused when the runtime
+    refuses it at every level or needs a level above `feature_level`."""
+    needed = default_feature_level(view)
+    specific = VALIDATORS.get(view.operation.type)
+    if specific is not None:
+        needed = max(needed, specific(view, feature_level))
+    if needed > feature_level:
+        raise view.refuse(f"needs NNAPI feature level {needed} (API {api_level_of_feature_level(needed)}) "
+                          f"with these operands, the model targets feature level {feature_level}")
+    return needed
+
+
+# -- helpers shared by validators -------------------------------------------------------------------
+def slot_name(slot: int, names: Sequence[str]) -> str:
+    """'input 1 (filter)': a slot and its name in the operation's signature."""
+    return f"input {slot} ({names[slot]})" if slot < len(names) else f"input {slot}"
+
+
+def is_quant8_type(t: OperandType) -> bool:
+    return t in (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
+
+
+def f32(x: float) -> float:
+    """`x` rounded to float32, as the reference holds operand scales."""
+    return float(np.float32(x))
+
+
+def scale_relation_level(view: OperationView, filter_slot: int = 1) -> int:
+    """Feature level 3 for a TENSOR_QUANT8_ASYMM CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED whose
+    output_scale is not above input_scale * filter_scale: NeuralNetworks.h requires that relation before
+    API 29, and the validators raise the operation's minimum version instead of refusing it."""
+    x, w, out = view.input(0), view.input(filter_slot), view.out_operands[0]
+    if x is None or w is None or x.type is not OperandType.TENSOR_QUANT8_ASYMM \
+            or w.type is not OperandType.TENSOR_QUANT8_ASYMM:
+        return 1
+    return 1 if f32(out.scale) > f32(f32(x.scale) * f32(w.scale)) else 3

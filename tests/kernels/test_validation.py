@@ -1,0 +1,207 @@
+"""Operation validation beside the kernels (nnconv/runtime/kernels/validation.py): each validator says what
+feature level an operation needs with its operands, or refuses it naming the slot, as the NNAPI reference
+operations' validate and the constant checks of their prepare do. The model validator and the executor
+run the same checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nnconv.errors import EXIT_INTERNAL, OperationsRefusedError
+from nnconv.nnapi.builder import ModelBuilder
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.model import Model
+from nnconv.nnapi.validate import operation_refusals, validate_model
+from nnconv.runtime.executor import Executor
+from nnconv.runtime.kernels.validation import (VALIDATORS, OperationRefused, OperationView, default_feature_level,
+                                               validate_operation)
+
+F32 = OperandType.TENSOR_FLOAT32
+U8 = OperandType.TENSOR_QUANT8_ASYMM
+I8 = OperandType.TENSOR_QUANT8_ASYMM_SIGNED
+SHAPE = (2, 5)
+
+
+def unary(op: OperationType, in_type: OperandType, in_q: tuple[float, int], out_type: OperandType,
+          out_q: tuple[float, int], *scalars, shape: tuple[int, ...] = SHAPE) -> Model:
+    """One operation: a tensor input, constant scalar parameters, one output."""
+    mb = ModelBuilder()
+    x = mb.main.add_tensor(in_type, shape, scale=in_q[0], zero_point=in_q[1])
+    y = mb.main.add_tensor(out_type, shape, scale=out_q[0], zero_point=out_q[1])
+    params = [mb.main.add_scalar(s) for s in scalars]
+    mb.main.add_operation(op, [x, *params], [y])
+    mb.main.set_io([x], [y])
+    return mb.finish()
+
+
+def binary(op: OperationType, t: OperandType, s1: float, s2: float, s_out: float) -> Model:
+    mb = ModelBuilder()
+    a = mb.main.add_tensor(t, SHAPE, scale=s1, zero_point=3)
+    b = mb.main.add_tensor(t, SHAPE, scale=s2, zero_point=-2 if t is I8 else 7)
+    y = mb.main.add_tensor(t, SHAPE, scale=s_out, zero_point=1)
+    mb.main.add_operation(op, [a, b, mb.main.add_scalar(0)], [y])
+    mb.main.set_io([a, b], [y])
+    return mb.finish()
+
+
+def conv(in_scale: float, filter_scale: float, out_scale: float, op: OperationType = OperationType.CONV_2D
+         ) -> Model:
+    """uint8 CONV_2D / DEPTHWISE_CONV_2D 1x1 (implicit padding) or FULLY_CONNECTED."""
+    mb = ModelBuilder()
+    fc = op is OperationType.FULLY_CONNECTED
+    x = mb.main.add_tensor(U8, (1, 4) if fc else (1, 3, 3, 4), scale=in_scale, zero_point=128)
+    w = mb.main.add_constant(U8, np.full((4, 4) if fc else (1, 1, 1, 4) if op is OperationType.DEPTHWISE_CONV_2D
+                                         else (4, 1, 1, 4), 130, np.uint8), scale=filter_scale, zero_point=128)
+    b = mb.main.add_constant(OperandType.TENSOR_INT32, np.zeros(4, np.int32),
+                             scale=float(np.float32(in_scale) * np.float32(filter_scale)))
+    y = mb.main.add_tensor(U8, (1, 4) if fc else (1, 3, 3, 4), scale=out_scale, zero_point=128)
+    if fc:
+        params = [mb.main.add_scalar(0)]
+    elif op is OperationType.DEPTHWISE_CONV_2D:
+        params = [mb.main.add_scalar(v) for v in (1, 1, 1, 1, 0)]  # SAME, strides, multiplier 1, NONE
+    else:
+        params = [mb.main.add_scalar(v) for v in (1, 1, 1, 0)]
+    mb.main.add_operation(op, [x, w, b, *params], [y])
+    mb.main.set_io([x], [y])
+    return mb.finish()
+
+
+def needed(model: Model, level: int = 8) -> int:
+    return validate_operation(OperationView.of(model, 0, model.main.operations[0]), level)
+
+
+def refusal(model: Model, level: int = 8) -> str:
+    with pytest.raises(OperationRefused) as e:
+        needed(model, level)
+    return str(e.value)
+
+
+# -- the generic default -------------------------------------------------------------------------------
+def test_default_level_is_that_of_the_operation_and_its_operand_types():
+    assert needed(unary(OperationType.RELU, F32, (0, 0), F32, (0, 0))) == 1
+    assert needed(unary(OperationType.RELU, I8, (0.1, 3), I8, (0.1, 3))) == 4  # the signed type is FL4
+    model = unary(OperationType.ABS, F32, (0, 0), F32, (0, 0))  # ABS arrived with feature level 3
+    assert default_feature_level(OperationView.of(model, 0, model.main.operations[0])) == 3
+    assert "needs NNAPI feature level 3 (API 29)" in refusal(model, 2)
+
+
+def test_pack_is_a_feature_level_6_operation():
+    assert OperationType.PACK.min_feature_level == 6 and OperationType.BATCH_MATMUL.min_feature_level == 6
+    assert OperationType.MIRROR_PAD.min_feature_level == 7 and OperationType.REVERSE.min_feature_level == 7
+
+
+def test_validators_are_registered_apart_from_kernels():
+    from nnconv.runtime.kernels import KERNELS
+    assert {OperationType.SOFTMAX, OperationType.LOGISTIC, OperationType.ADD} <= set(VALIDATORS)
+    assert all(op in KERNELS for op in VALIDATORS)  # every validated operation has a kernel
+
+
+# -- SOFTMAX: the multiplier its prepare quantizes must exceed 1 ----------------------------------------------
+@pytest.mark.parametrize("t, zp", [(U8, 0), (I8, -128)], ids=["uint8", "int8"])
+def test_softmax_tiny_input_scale_is_refused(t, zp):
+    # beta * scale * 2^26 = 1.0 * 7.8e-9 * 2^26 = 0.526: the case of a real TensorFlow-converted classifier.
+    tiny = unary(OperationType.SOFTMAX, t, (7.84e-9, 0), t, (1 / 256, zp), 1.0)
+    reason = refusal(tiny)
+    assert "input 0 (input)" in reason and "0.526" in reason and "greater than 1" in reason
+    assert needed(unary(OperationType.SOFTMAX, t, (0.1, 0), t, (1 / 256, zp), 1.0)) in (1, 4)
+
+
+def test_softmax_output_and_beta():
+    assert "output 0 must have scale 1/256" in refusal(
+        unary(OperationType.SOFTMAX, U8, (0.1, 0), U8, (1 / 128, 0), 1.0))
+    assert "input 1 (beta)" in refusal(unary(OperationType.SOFTMAX, F32, (0, 0), F32, (0, 0), -1.0))
+    assert needed(unary(OperationType.SOFTMAX, F32, (0, 0), F32, (0, 0), 1.0)) == 1
+    assert needed(unary(OperationType.SOFTMAX, F32, (0, 0), F32, (0, 0), 1.0, shape=(2, 3, 4))) == 3  # rank 3
+
+
+# -- LOGISTIC / TANH: Q4.27 input multiplier and fixed outputs ----------------------------------------------
+@pytest.mark.parametrize("op, out_q", [(OperationType.LOGISTIC, (1 / 256, 0)), (OperationType.TANH, (1 / 128, 128))],
+                         ids=["logistic", "tanh"])
+def test_logistic_tanh_validation(op, out_q):
+    assert needed(unary(op, U8, (0.05, 128), U8, out_q)) == (3 if op is OperationType.TANH else 1)
+    reason = refusal(unary(op, U8, (1e-9, 128), U8, out_q))  # 1e-9 * 2^27 = 0.134
+    assert "input 0 (input) scale 1e-09" in reason and "greater than 1" in reason
+    assert "output 0 must have scale" in refusal(unary(op, U8, (0.05, 128), U8, (0.1, 0)))
+
+
+def test_hard_swish_output_multiplier_must_not_exceed_one():
+    assert needed(unary(OperationType.HARD_SWISH, U8, (0.05, 128), U8, (0.02, 10))) == 4  # the operation's own
+    reason = refusal(unary(OperationType.HARD_SWISH, U8, (0.05, 128), U8, (1e-4, 10)))  # 0.05/128 > 1e-4
+    assert "output 0 scale 0.0001 is too small" in reason
+
+
+# -- ADD / SUB / MUL ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("op", [OperationType.ADD, OperationType.SUB])
+def test_add_sub_output_multiplier_below_one(op):
+    assert needed(binary(op, U8, 0.1, 0.2, 0.3)) == op.min_feature_level  # ADD: 1, SUB: 2
+    reason = refusal(binary(op, U8, 0.1, 0.2, 1e-7))  # 2 * 0.2 / (2^20 * 1e-7) = 3.8
+    assert "output 0 scale 1e-07 is too small" in reason
+
+
+def test_mul_needs_output_scale_above_the_product():
+    assert needed(binary(OperationType.MUL, U8, 0.1, 0.2, 0.03)) == 1
+    assert needed(binary(OperationType.MUL, I8, 0.1, 0.2, 0.03)) == 4
+    reason = refusal(binary(OperationType.MUL, U8, 0.1, 0.2, 0.01))
+    assert "output 0 scale 0.01 must exceed input1_scale * input2_scale" in reason
+
+
+# -- scale relations below API 29 -----------------------------------------------------------------------------
+@pytest.mark.parametrize("op", [OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D, OperationType.FULLY_CONNECTED])
+def test_conv_scale_relation_raises_the_level_to_29(op):
+    assert needed(conv(0.5, 0.5, 0.3, op)) == 1  # 0.3 > 0.25
+    assert needed(conv(0.5, 0.5, 0.2, op)) == 3  # output_scale <= input_scale * filter_scale
+    assert "needs NNAPI feature level 3 (API 29)" in refusal(conv(0.5, 0.5, 0.2, op), 2)
+
+
+def test_l2_normalization_concatenation_resize():
+    assert needed(unary(OperationType.L2_NORMALIZATION, U8, (0.1, 128), U8, (1 / 128, 128), shape=(1, 2, 2, 3))) == 3
+    assert "output 0 must have scale 1/128 and zero point 128" in refusal(
+        unary(OperationType.L2_NORMALIZATION, U8, (0.1, 128), U8, (1 / 128, 0), shape=(1, 2, 2, 3)))
+    mb = ModelBuilder()
+    a = mb.main.add_tensor(U8, (1, 2), scale=0.1, zero_point=3)
+    b = mb.main.add_tensor(U8, (1, 2), scale=0.2, zero_point=3)
+    y = mb.main.add_tensor(U8, (2, 2), scale=0.1, zero_point=3)
+    mb.main.add_operation(OperationType.CONCATENATION, [a, b, mb.main.add_scalar(0)], [y])
+    mb.main.set_io([a, b], [y])
+    assert needed(mb.finish()) == 3  # input 1's quantization differs from the output's
+    shape = (1, 2, 2, 3)
+    resize = unary(OperationType.RESIZE_BILINEAR, F32, (0, 0), F32, (0, 0), 2, 2, False, True, True, shape=shape)
+    assert "input 4 (align_corners) and input 5 (half_pixel_centers)" in refusal(resize)
+    assert needed(unary(OperationType.RESIZE_BILINEAR, F32, (0, 0), F32, (0, 0), 2, 2, False, False, True,
+                        shape=shape)) == 4
+
+
+# -- the model validator and the executor run the same checks -------------------------------------------------
+def test_model_validator_and_executor_refuse_what_validate_refuses():
+    tiny = unary(OperationType.SOFTMAX, U8, (7.84e-9, 0), U8, (1 / 256, 0), 1.0)
+    (r,) = operation_refusals(tiny, 8)
+    assert r.index == 0 and r.type is OperationType.SOFTMAX and "0.526" in r.reason
+    with pytest.raises(OperationsRefusedError) as e:
+        validate_model(tiny, 8)
+    assert e.value.exit_code == EXIT_INTERNAL and "please report this bug" in str(e.value)
+    validate_model(tiny)  # structurally valid: without a feature level only the HAL's structure is checked
+    with pytest.raises(OperationsRefusedError):
+        Executor(tiny)
+    ok = unary(OperationType.SOFTMAX, U8, (0.1, 0), U8, (1 / 256, 0), 1.0)
+    x = np.arange(10, dtype=np.uint8).reshape(SHAPE)
+    assert Executor(ok).run([x])["out_0"].shape == SHAPE
+
+
+def test_run_of_a_model_the_runtime_refuses_is_an_internal_error(tmp_path):
+    """`nnconv run` validates first, as the runtime does before compiling: a refused model is nnconv's bug
+    (check refuses such ops before converting them), exit 4 with a request for a report, never exit 2."""
+    from dataclasses import replace
+
+    from click.testing import CliRunner
+
+    from nnconv.cli import main
+    from nnconv.nnapi import serialize
+    from nnconv.runtime.executor import _bare
+    tiny = replace(_bare(unary(OperationType.SOFTMAX, U8, (7.84e-9, 0), U8, (1 / 256, 0), 1.0)), api_level=30)
+    serialize.save(tmp_path / "tiny.nnapi", [tiny])
+    np.savez(tmp_path / "x.npz", arr_0=np.zeros(SHAPE, np.uint8))
+    result = CliRunner().invoke(main, ["run", str(tmp_path / "tiny.nnapi"), "--inputs", str(tmp_path / "x.npz"),
+                                       "-o", str(tmp_path / "y.npz")])
+    assert result.exit_code == EXIT_INTERNAL, result.output
+    assert "greater than 1" in result.output and "please report this bug" in result.output
