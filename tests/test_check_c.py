@@ -22,7 +22,7 @@ from nnconv.nnapi import serialize
 from nnconv.nnapi.emit_c import c_prefix_for, write_c
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.ndk.check import CheckError, GeneratedC, NoCompilerError, check_generated_c, find_compiler
-from nnconv.lowering.partition import convert_partial
+from nnconv.pipeline import convert_partial
 
 MODELS = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models"
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None,

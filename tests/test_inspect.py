@@ -13,7 +13,7 @@ from nnconv.errors import ModelFormatError, NnconvError
 from nnconv.inspection import file_kind, load, op_rows, ops_table_text, summarize, summary_text, to_dot
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi import serialize
-from nnconv.lowering.partition import convert_partial
+from nnconv.pipeline import convert_partial
 
 MODELS = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models"
 
