@@ -157,7 +157,7 @@ def runtime_refusals(state: ConversionState, sg: Subgraph, op: Operator) -> list
     what the executor would then refuse. (Where an exact alternative lowering exists for a refused case, the
     rule's check chooses it before this point, e.g. DEQUANTIZE -> float op -> QUANTIZE.)"""
     try:
-        model, _ops, _inputs, _outputs = _lower(state, [op.index], sg.index)
+        model = _lower(state, [op.index], sg.index)[0]
     except Exception:  # noqa: BLE001 - a refusal found only while lowering, or a rule bug: either is
         return []  # reported, with its own message, where the op's partition is lowered (build_plan)
     return [Diagnostic(Code.RUNTIME_REFUSED, f"the NNAPI runtime refuses the {r.type.name} this op lowers to: "
@@ -409,9 +409,9 @@ def partition_boundary(sg: Subgraph, op_indices: Iterable[int], state: Conversio
 
 
 def _lower(state: ConversionState, op_indices: Sequence[int] | None, subgraph: int
-           ) -> tuple[Model, list[Operator], list[int], list[int]]:
-    """The NNAPI model of the given operators (all when None), not yet validated; with its TFLite operators
-    and the tensors entering and leaving it."""
+           ) -> tuple[Model, list[Operator], list[int], list[int], dict[int, int]]:
+    """The NNAPI model of the given operators (all when None), not yet validated; with its TFLite operators,
+    the tensors entering and leaving it, and the NNAPI operand of each TFLite tensor."""
     sg = state.model.subgraphs[subgraph]
     conv = Converter(state)
     if op_indices is None:
@@ -425,7 +425,7 @@ def _lower(state: ConversionState, op_indices: Sequence[int] | None, subgraph: i
     model = conv.builder.finish()
     if state.options.relax_float32_to_float16 and state.api_level >= 28:
         model.relax_computation_float32_to_float16 = True
-    return model, ops, inputs, outputs
+    return model, ops, inputs, outputs, dict(lowering.operands)
 
 
 def lower_ops(state: ConversionState, op_indices: Sequence[int] | None = None, subgraph: int = 0) -> ConvertedModel:
@@ -433,11 +433,11 @@ def lower_ops(state: ConversionState, op_indices: Sequence[int] | None = None, s
     structural rules, then every operation's own validation at the target level (nnapi/validate.py). The
     check has already refused every op whose operations the runtime refuses (`runtime_refusals`), so an
     `OperationsRefusedError` here is a bug of nnconv (exit 4)."""
-    model, ops, inputs, outputs = _lower(state, op_indices, subgraph)
+    model, ops, inputs, outputs, operands = _lower(state, op_indices, subgraph)
     sg = state.model.subgraphs[subgraph]
     validate_model(model, feature_level(state.api_level))
     return ConvertedModel(model=model, inputs=[io_spec(state, sg, t) for t in inputs],
                           outputs=[io_spec(state, sg, t) for t in outputs], api_level=state.api_level,
                           tflite_ops=[op.index for op in ops], subgraph=subgraph,
-                          tensor_operands=dict(lowering.operands))
+                          tensor_operands=operands)
 
