@@ -121,6 +121,7 @@ class PreparedConversion:
                 by_op.setdefault(op.source_op, []).append(op.type.name)
         for r in report.ops:
             r.nnapi_ops = by_op.get(r.index, [])
+            r.lowering_note = converted.notes.get(r.index, "")
         self._whole = ConversionResult(converted, report)
         return self._whole
 

@@ -19,3 +19,10 @@ def shared_dir() -> pathlib.Path:
     if not SHARED.is_dir():
         pytest.skip(f"../shared is not beside the repository ({SHARED})")  # CI always has it
     return SHARED
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI sizes its output by COLUMNS (then 160 columns for pipes); pytest-xdist workers inherit
+    COLUMNS=80, so tests that want a width set it themselves."""
+    monkeypatch.delenv("COLUMNS", raising=False)

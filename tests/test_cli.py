@@ -168,7 +168,7 @@ def test_run_by_name_and_by_position(tmp_path, runner, nnapi_path, key):
     x = RNG.standard_normal(X_SHAPE).astype(np.float32)
     result, out = run_with(runner, tmp_path, nnapi_path, {key: x})
     assert result.exit_code == EXIT_OK, result.stderr
-    assert "wrote" in result.stderr and "y float32[1, 9, 7, 4]" in result.stderr
+    assert "wrote" in result.stderr and "y float32 1x9x7x4" in result.stderr
     with np.load(out) as data:
         assert data.files == ["y"]
         from nnconv.runtime.executor import Executor

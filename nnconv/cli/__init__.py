@@ -2,7 +2,8 @@
 
 Data goes to stdout, logs and errors to stderr. Colour is off when stdout is not a terminal or NO_COLOR is
 set. Exit codes: 0 ok; 1 parity failure or policy violation; 2 usage error or unreadable/invalid input;
-3 model not convertible at the target level; 4 internal error (set NNCONV_DEBUG=1 for the traceback).
+3 model not convertible at the target level; 4 internal error (set NNCONV_DEBUG=1 for the traceback);
+130 interrupted. Every error, click's usage errors included, is one `nnconv: error: ...` line.
 """
 
 from __future__ import annotations
@@ -23,7 +24,20 @@ def _version() -> str:
     return __version__
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+EPILOG = """\b
+Examples:
+  nnconv check m.tflite --api-level 29    which ops NNAPI takes on Android 10, why not
+  nnconv convert m.tflite -o m.nnapi      write the NNAPI model
+  nnconv verify m.tflite --api-level 29   compare with TFLite, output by output
+  nnconv run m.nnapi --inputs in.npz -o out.npz --trace
+  nnconv ops --api-level 27 --format csv  what lowers on Android 8.1
+
+Exit codes: 0 ok, 1 parity or policy failure, 2 bad input or usage, 3 not convertible at the level,
+4 internal error. `nnconv COMMAND --help` shows each command's options and an example."""
+
+
+@click.group(cls=common.Group, epilog=EPILOG,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(version=_version(), prog_name="nnconv")  # works from a source tree, not only installed
 def main() -> None:
     """Convert TFLite models to Android NNAPI, check NNAPI compatibility offline, and prove parity."""

@@ -14,6 +14,7 @@ from nnconv.cli.common import (
     feature_level_option,
     fold_weights_option,
     handle_errors,
+    verbosity_options,
 )
 from nnconv.errors import EXIT_FAILURE
 from nnconv.lowering.convert import DEFAULT_API_LEVEL, ConversionOptions
@@ -26,6 +27,7 @@ from nnconv.report.analysis import (
     deprecation_warning,
     expand_models,
     report_json,
+    summary_line,
 )
 from nnconv.report.render import (
     print_raw,
@@ -38,7 +40,15 @@ from nnconv.report.render import (
 )
 
 
-@click.command()
+EPILOG = """\b
+Examples:
+  nnconv check model.tflite --api-level 29
+  nnconv check models/ --api-level all --format md
+  nnconv check model.tflite --fail-on refused --min-coverage 90 -q    (a CI gate)"""
+
+
+@click.command(short_help="Report per op whether NNAPI takes a model at an API level, why not, and from "
+                          "which level.", epilog=EPILOG)
 @click.argument("models", nargs=-1, required=True, type=click.Path())
 @click.option("--api-level", "api_level", type=str, default=None,
               help="Target API level 27..35, or 'all' for the op x level table. Default 30.")
@@ -59,11 +69,16 @@ from nnconv.report.render import (
 @click.option("--node-data", "node_data", type=click.Path(), default=None,
               help="Write a Model Explorer node-data file colouring each op by partition / verdict (one model).")
 @fold_weights_option
+@verbosity_options
 @handle_errors
 def check(models: tuple[str, ...], api_level: str | None, feature_level: int | None, fmt: str,
           max_partitions: int, fail_on: str | None, min_coverage: float | None,
           max_partitions_allowed: int | None, jobs: int, node_data: str | None, fold_weights: bool) -> None:
-    """Report, per op, whether NNAPI takes MODEL at an API level, why not, and from which level."""
+    """Report, per op, whether NNAPI takes MODEL at an API level, why not, and from which level.
+
+    MODELS are .tflite files or folders of them. The table becomes one op per line below 100 columns;
+    -v lists every NNAPI op of long expansions and the inputs' quantization, -q prints only the verdict
+    line of each model."""
     code = run_check(models, api_level, feature_level, fmt, max_partitions, fail_on, min_coverage,
                      max_partitions_allowed, conversion_options(fold_weights, False), common.out, common.err,
                      node_data, jobs)
@@ -86,17 +101,22 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         if policies.any:
             raise CheckUsageError("--fail-on, --min-coverage and --max-partitions-allowed need one target level, "
                                   "not --api-level all")
-        mats = progress(paths, err, functools.partial(check_levels, options=options, max_partitions=max_partitions),
-                        jobs)
+        with common.timed("check"):
+            mats = progress(paths, err, functools.partial(check_levels, options=options,
+                                                          max_partitions=max_partitions), jobs)
         render_matrix(mats, fmt, out)
         return 0
     level = resolve_level(_parse_level(api_level), feature_level_)
-    checks = progress(paths, err, functools.partial(check_one, level=level, options=options,
-                                                    max_partitions=max_partitions), jobs)
+    with common.timed("check"):
+        checks = progress(paths, err, functools.partial(check_one, level=level, options=options,
+                                                        max_partitions=max_partitions), jobs)
     if node_data is not None:
         from nnconv.report.node_data import check_node_data, write_node_data
         write_node_data(node_data, check_node_data(checks[0]))
-    if len(checks) == 1:
+    if fmt == "table" and common.verbosity == common.QUIET:
+        for c in checks:  # verdicts only
+            out.print(f"{c.path}: API {c.api_level}: {summary_line(c)}", markup=False)
+    elif len(checks) == 1:
         check = checks[0]
         if fmt == "json":
             print_raw(out, json.dumps(report_json(check), indent=2))
@@ -107,7 +127,7 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         elif fmt == "md":
             print_raw(out, render_md(check))
         else:
-            render_table(check, out)
+            render_table(check, out, verbose=common.verbosity == common.VERBOSE)
     else:
         render_multi(checks, fmt, out)
         if fmt == "csv" and deprecation_warning(level):

@@ -10,7 +10,9 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any, Callable
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import click
 from rich.console import Console
@@ -23,24 +25,104 @@ from nnconv.nnapi.enums import (
 )
 
 
+# Width of the consoles when the stream is not a terminal and COLUMNS is not set: wide enough that piped
+# tables keep one line per op.
+PIPE_WIDTH = 160
+
+
+def _width(stream: Any) -> int | None:
+    """COLUMNS when set (also for pipes, so `COLUMNS=80 nnconv check ... | less` renders for 80 columns),
+    else the terminal's own width, else PIPE_WIDTH."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return None if stream.isatty() else PIPE_WIDTH
+
+
 def _console(stderr: bool = False) -> Console:
     # NO_COLOR (https://no-color.org): any non-empty value turns every ANSI style off, not only colours.
     no_color = bool(os.environ.get("NO_COLOR"))
     stream = sys.stderr if stderr else sys.stdout
     # emoji=False: a path such as "a:thumbs_up:b" must print as written.
     return Console(stderr=stderr, no_color=no_color, color_system=None if no_color else "auto", highlight=False,
-                   emoji=False, soft_wrap=True, width=None if stream.isatty() else 160)
+                   emoji=False, soft_wrap=True, width=_width(stream))
 
 
 out = _console()
 err = _console(stderr=True)
 
+# -q: -1 (verdicts only), default 0, -v: 1 (details and timings). Set by `verbosity_options` per invocation.
+QUIET, NORMAL, VERBOSE = -1, 0, 1
+verbosity = NORMAL
+_timings: list[tuple[str, float]] = []
+
 
 def reset_consoles() -> None:
-    """Rebuilds both consoles so NO_COLOR and the current streams apply (tests, embedding)."""
-    global out, err
+    """Rebuilds both consoles so NO_COLOR and the current streams apply (tests, embedding), and forgets the
+    previous invocation's verbosity and timings."""
+    global out, err, verbosity
     out = _console()
     err = _console(stderr=True)
+    verbosity = NORMAL
+    _timings.clear()
+
+
+def info(message: str) -> None:
+    """A log line on stderr (what was written, partition counts); hidden by -q."""
+    if verbosity > QUIET:
+        err.print(message, markup=False)
+
+
+def detail(message: str) -> None:
+    """A detail line on stderr, shown only with -v."""
+    if verbosity >= VERBOSE:
+        err.print(message, markup=False)
+
+
+def warn(message: str) -> None:
+    """`warning: ...` on stderr; hidden by -q (which keeps only verdicts and errors)."""
+    if verbosity > QUIET:
+        err.print(f"warning: {message}", markup=False)
+
+
+@contextmanager
+def timed(phase: str) -> Iterator[None]:
+    """Records how long `phase` took; -v prints every phase after the command's output."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        _timings.append((phase, time.perf_counter() - start))
+
+
+def _print_timings() -> None:
+    from nnconv.report.fmt import format_seconds
+    if verbosity >= VERBOSE and _timings:
+        err.print("timings: " + ", ".join(f"{phase} {format_seconds(s)}" for phase, s in _timings), markup=False)
+
+
+def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    global verbosity
+    if value:
+        if verbosity == VERBOSE:
+            raise click.UsageError("give -q or -v, not both", ctx)
+        verbosity = QUIET
+
+
+def _set_verbose(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    global verbosity
+    if value:
+        if verbosity == QUIET:
+            raise click.UsageError("give -q or -v, not both", ctx)
+        verbosity = VERBOSE
+
+
+def verbosity_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """-q/--quiet and -v/--verbose for a command (read back as `common.verbosity`)."""
+    fn = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=_set_verbose,
+                      help="Also print details (every NNAPI op of long expansions, inputs) and timings.")(fn)
+    return click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set_quiet,
+                        help="Print only verdicts and errors (no tables, logs or warnings).")(fn)
 
 
 def fail(message: str, code: int) -> None:
@@ -48,6 +130,42 @@ def fail(message: str, code: int) -> None:
     one_line = " ".join(str(message).split())
     err.print(f"nnconv: error: {one_line}", markup=False)
     raise SystemExit(code)
+
+
+def usage_error_line(e: click.ClickException) -> str:
+    """click's usage errors as one line naming the command and where to read its help, instead of click's
+    `Usage:` / `Error:` block."""
+    message = e.format_message().rstrip(".")
+    ctx = getattr(e, "ctx", None)
+    if ctx is not None and isinstance(e, click.UsageError):
+        path = ctx.command_path
+        return f"{path.split(' ', 1)[1] + ': ' if ' ' in path else ''}{message} (see '{path} --help')"
+    return message
+
+
+class Group(click.Group):
+    """The `nnconv` group: every error, click's usage errors included, is one `nnconv: error: ...` line with
+    the documented exit code (2 for usage errors)."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.Abort:  # Ctrl-C at a prompt; KeyboardInterrupt elsewhere
+            reset_err()
+            fail("interrupted", 130)
+        except click.ClickException as e:
+            reset_err()
+            fail(usage_error_line(e), e.exit_code)
+        if not standalone_mode:
+            return rv
+        raise SystemExit(rv if isinstance(rv, int) else 0)  # --help and --version return 0
+
+
+def reset_err() -> None:
+    """Rebinds the error console to the current stderr (errors raised before `main`'s callback ran)."""
+    global err
+    err = _console(stderr=True)
 
 
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -70,6 +188,8 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             if os.environ.get("NNCONV_DEBUG"):
                 raise
             fail(f"internal error: {type(e).__name__}: {e} (set NNCONV_DEBUG=1 for a traceback)", EXIT_INTERNAL)
+        finally:
+            _print_timings()
     return wrapper
 
 
@@ -88,8 +208,26 @@ def resolve_api_level(api_level: int | None, feature_level: int | None) -> int:
 
 def warn_deprecated(level: int) -> None:
     if level >= DEPRECATED_FROM_API:
-        err.print(f"warning: NNAPI is deprecated from Android 15 (API {DEPRECATED_FROM_API}); "
-                  "consider LiteRT's GPU or vendor delegates for new apps", markup=False)
+        warn(f"NNAPI is deprecated from Android 15 (API {DEPRECATED_FROM_API}); "
+             "consider LiteRT's GPU or vendor delegates for new apps")
+
+
+RELAX_FP16_MIN_API = 28  # relaxComputationFloat32toFloat16 exists from NNAPI 1.1 (Android 9, API 28)
+
+
+def inapplicable_options(level: int, relax_fp16: bool = False) -> list[str]:
+    """Options the user gave that have no effect at `level`, each with the reason (printed as warnings
+    instead of dropping them silently)."""
+    found = []
+    if relax_fp16 and level < RELAX_FP16_MIN_API:
+        found.append(f"--relax-fp16 has no effect at API {level}: relaxComputationFloat32toFloat16 needs "
+                     f"API {RELAX_FP16_MIN_API} (NNAPI 1.1); the model computes in float32")
+    return found
+
+
+def warn_inapplicable(level: int, relax_fp16: bool = False) -> None:
+    for message in inapplicable_options(level, relax_fp16):
+        warn(message)
 
 
 api_level_option = click.option("--api-level", type=int, default=None,

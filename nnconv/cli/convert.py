@@ -4,6 +4,8 @@ against nnconv's host recorder with --check-c."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import click
 
 from nnconv.cli import common
@@ -15,12 +17,20 @@ from nnconv.cli.common import (
     handle_errors,
     relax_option,
     resolve_api_level,
+    verbosity_options,
     warn_deprecated,
+    warn_inapplicable,
 )
 from nnconv.errors import ConversionError, NnconvError
+from nnconv.report.render import ops_range
+
+EPILOG = """\b
+Examples:
+  nnconv convert model.tflite -o model.nnapi --api-level 29
+  nnconv convert model.tflite -o model.nnapi --allow-partial --emit-c model.c --check-c"""
 
 
-@click.command()
+@click.command(short_help="Convert a .tflite model into an NNAPI model file (.nnapi).", epilog=EPILOG)
 @click.argument("model", type=click.Path())
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="The .nnapi file to write.")
 @api_level_option
@@ -38,6 +48,7 @@ from nnconv.errors import ConversionError, NnconvError
               help="Compile the C source with the system compiler (cc -std=c99 -pedantic -Wall -Wextra -Werror) "
                    "against nnconv's NDK header and host recorder, run it, and compare what it builds with the "
                    ".nnapi file: exit 1 with the first difference.")
+@verbosity_options
 @handle_errors
 def convert(model: str, output: str, api_level: int | None, feature_level: int | None, allow_partial: bool,
             fold_weights: bool, relax_fp16: bool, emit_c_path: str | None, c_prefix: str | None,
@@ -55,9 +66,11 @@ def convert(model: str, output: str, api_level: int | None, feature_level: int |
     from nnconv.pipeline import prepare
     level = resolve_api_level(api_level, feature_level)
     warn_deprecated(level)
+    warn_inapplicable(level, relax_fp16=relax_fp16)
     prepared = prepare(model, level, conversion_options(fold_weights, relax_fp16))
     try:
-        lowered = prepared.lowered(allow_partial)
+        with common.timed("convert"):
+            lowered = prepared.lowered(allow_partial)
     except ConversionError as e:
         if allow_partial:
             raise
@@ -66,21 +79,27 @@ def convert(model: str, output: str, api_level: int | None, feature_level: int |
                               "explains each op", e.diagnostics) from None
     if lowered.plan is not None:
         plan = lowered.plan
-        serialize.save(output, plan.converted, plan=plan.to_json())
-        common.err.print(f"wrote {output}: {len(plan.converted)} partition(s), {plan.summary_line()}", markup=False)
+        with common.timed("write"):
+            serialize.save(output, plan.converted, plan=plan.to_json())
+        common.info(f"wrote {output}: {plan.summary_line()} at API {level}")
+        for converted in plan.converted:
+            common.detail(f"  partition: TFLite ops {ops_range(converted.tflite_ops)} -> "
+                          f"{_nnapi_histogram(converted)}")
     else:
         converted, report = lowered.whole
-        serialize.save(output, [converted])
+        with common.timed("write"):
+            serialize.save(output, [converted])
         n_ops = len(converted.model.main.operations)
-        common.err.print(f"wrote {output}: {len(report.ops)} TFLite ops -> {n_ops} NNAPI operations at API {level}",
-                         markup=False)
+        common.info(f"wrote {output}: {len(report.ops)} TFLite ops -> {n_ops} NNAPI operations at API {level}")
+        common.detail(f"  NNAPI operations: {_nnapi_histogram(converted)}")
     if emit_c_path:
         from nnconv.nnapi.emit_c import write_c
         # From the file just written, so the C code's pool offsets are those of the file on disk.
         loaded = serialize.load(output)
-        header = write_c(emit_c_path, loaded, output, prefix)
-        common.err.print(f"wrote {emit_c_path} and {header}: NDK C source ({prefix}_p<k>_create) reading its "
-                         f"weights from {output}", markup=False)
+        with common.timed("emit C"):
+            header = write_c(emit_c_path, loaded, output, prefix)
+        common.info(f"wrote {emit_c_path} and {header}: NDK C source ({prefix}_p<k>_create) reading its "
+                    f"weights from {output}")
         if check_c:
             _check_c(emit_c_path, header, prefix, output, loaded)
 
@@ -96,6 +115,12 @@ def _check_c(c_path: str, header: str, prefix: str, output: str, loaded) -> None
         raise CheckError(f"--check-c: {c_path} does not build {output}: {difference}")
     n_operands = sum(len(sg.operands) for p in loaded.partitions for sg in p.model.subgraphs())
     n_operations = sum(len(sg.operations) for p in loaded.partitions for sg in p.model.subgraphs())
-    common.err.print(f"--check-c: {c_path} compiled and ran; it builds exactly the models of {output} "
-                     f"({len(loaded.partitions)} partition(s): {n_operands} operands, values byte for byte, "
-                     f"{n_operations} operations)", markup=False)
+    common.info(f"--check-c: {c_path} compiled and ran; it builds exactly the models of {output} "
+                f"({len(loaded.partitions)} partition(s): {n_operands} operands, values byte for byte, "
+                f"{n_operations} operations)")
+
+
+def _nnapi_histogram(converted) -> str:
+    """'CONV_2D x52, ADD x10, MEAN' (most frequent first)."""
+    counts = Counter(op.type.name for op in converted.model.main.operations)
+    return ", ".join(name if n == 1 else f"{name} x{n}" for name, n in counts.most_common())

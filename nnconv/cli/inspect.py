@@ -7,16 +7,24 @@ import json
 import click
 
 from nnconv.cli import common
-from nnconv.cli.common import handle_errors
+from nnconv.cli.common import handle_errors, verbosity_options
 from nnconv.errors import NnconvError
 
 
-@click.command()
+EPILOG = """\b
+Examples:
+  nnconv inspect model.tflite --ops
+  nnconv inspect model.nnapi --dot | dot -Tsvg > model.svg"""
+
+
+@click.command(short_help="Summarize a .tflite or .nnapi file: ops, tensors, constants, partitions.",
+               epilog=EPILOG)
 @click.argument("file", type=click.Path())
 @click.option("--ops", "with_ops", is_flag=True, help="Also list every operation: place, type, inputs -> outputs.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--dot", is_flag=True, help="Print the operation graph as Graphviz text instead (partitions as "
                                           "clusters): nnconv inspect M.nnapi --dot | dot -Tsvg > m.svg")
+@verbosity_options
 @handle_errors
 def inspect(file: str, with_ops: bool, fmt: str, dot: bool) -> None:
     """Summarize FILE (.tflite or .nnapi): ops by type, tensors, constants, subgraphs, signatures, metadata,

@@ -7,21 +7,31 @@ import sys
 import click
 
 from nnconv.cli import common
-from nnconv.cli.common import handle_errors
+from nnconv.cli.common import handle_errors, verbosity_options
 from nnconv.cli.npz_io import load_npz, save_npz
 from nnconv.errors import NnconvError
+from nnconv.report.fmt import describe_array, format_shape
 
 
-@click.command()
+EPILOG = """\b
+Examples:
+  nnconv run model.nnapi --inputs in.npz -o out.npz
+  nnconv run model.nnapi --inputs in.npz -o out.npz --trace 2> trace.txt"""
+
+
+@click.command(short_help="Run an NNAPI model file on the numpy executor (.npz in, .npz out).", epilog=EPILOG)
 @click.argument("nnapi_model", type=click.Path())
 @click.option("--inputs", "inputs_path", type=click.Path(), required=True,
               help=".npz with one array per model input, by input name or arr_0, arr_1, ...")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help=".npz to write the outputs to.")
-@click.option("--trace", is_flag=True, help="Print each NNAPI operation's output dtype, shape and range to stderr.")
+@click.option("--trace", is_flag=True,
+              help="Print each NNAPI operation's outputs to stderr: TFLite tensor name [NNAPI operand], dtype, "
+                   "shape and [min, max].")
 @click.option("--partition", type=int, default=None,
               help="Run this partition of a file written with --allow-partial (its inputs are the TFLite "
                    "tensors entering it).")
 @common.threads_option
+@verbosity_options
 @handle_errors
 def run(nnapi_model: str, inputs_path: str, output: str, trace: bool, partition: int | None, threads: int) -> None:
     """Run an NNAPI model file on the numpy executor."""
@@ -40,7 +50,9 @@ def run(nnapi_model: str, inputs_path: str, output: str, trace: bool, partition:
     inputs = load_npz(inputs_path)
     with use_threads(threads):
         ex = Executor(loaded.partitions[partition], trace=Trace(stream=sys.stderr) if trace else None)
-        outputs = ex.run(inputs)
+        with common.timed("run"):
+            outputs = ex.run(inputs)
     save_npz(output, outputs)
-    common.err.print(f"wrote {output}: " + ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in outputs.items()),
-              markup=False)
+    common.info(f"wrote {output}: " + ", ".join(f"{k} {v.dtype} {format_shape(v.shape)}" for k, v in outputs.items()))
+    for k, v in outputs.items():
+        common.detail(f"  {k}: {describe_array(v)}")

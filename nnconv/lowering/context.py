@@ -346,6 +346,11 @@ class LowerContext(CheckContext):
     def emit(self, type: OperationType, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         self.sg.add_operation(type, inputs, outputs, source_op=self.op.index)
 
+    def explain(self, note: str) -> None:
+        """A few words on what a many-operation lowering computes and how faithfully, e.g. `int8 mean with
+        TFLite's rounding, exact`: reports print `MEAN -> 31 ops (note)` instead of the whole list."""
+        self.lowering.converter.notes[(self.subgraph.index, self.op.index)] = note
+
     def fused_output(self, activation: int, output_index: int = 0) -> FusedOutput:
         """Maps a TFLite fused activation to an NNAPI FuseCode (TANH / SIGMOID -> NONE, as TFLite's kernels
         apply neither; see `_FUSE_CODES`). Pass `code` to the op, write to `operand`, then call `finish()`."""

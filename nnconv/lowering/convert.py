@@ -52,6 +52,7 @@ class OpReport:
     input_dtypes: list[str] = field(default_factory=list)
     quantization: str = ""
     subgraph: int = 0
+    lowering_note: str = ""  # what a many-operation lowering computes (`LowerContext.explain`)
 
     @property
     def supported(self) -> bool:
@@ -336,6 +337,7 @@ class Converter:
         self.state = state
         self.builder = ModelBuilder()
         self._referenced: dict[int, int] = {}
+        self.notes: dict[tuple[int, int], str] = {}  # (subgraph, op) -> LowerContext.explain's note
 
     def referenced_subgraph(self, tflite_subgraph: int) -> int:
         if tflite_subgraph in self._referenced:
@@ -409,9 +411,10 @@ def partition_boundary(sg: Subgraph, op_indices: Iterable[int], state: Conversio
 
 
 def _lower(state: ConversionState, op_indices: Sequence[int] | None, subgraph: int
-           ) -> tuple[Model, list[Operator], list[int], list[int], dict[int, int]]:
+           ) -> tuple[Model, list[Operator], list[int], list[int], dict[int, int], dict[tuple[int, int], str]]:
     """The NNAPI model of the given operators (all when None), not yet validated; with its TFLite operators,
-    the tensors entering and leaving it, and the NNAPI operand of each TFLite tensor."""
+    the tensors entering and leaving it, the NNAPI operand of each TFLite tensor and the rules' notes on
+    their expansions (`LowerContext.explain`)."""
     sg = state.model.subgraphs[subgraph]
     conv = Converter(state)
     if op_indices is None:
@@ -425,7 +428,7 @@ def _lower(state: ConversionState, op_indices: Sequence[int] | None, subgraph: i
     model = conv.builder.finish()
     if state.options.relax_float32_to_float16 and state.api_level >= 28:
         model.relax_computation_float32_to_float16 = True
-    return model, ops, inputs, outputs, dict(lowering.operands)
+    return model, ops, inputs, outputs, dict(lowering.operands), conv.notes
 
 
 def lower_ops(state: ConversionState, op_indices: Sequence[int] | None = None, subgraph: int = 0) -> ConvertedModel:
@@ -433,11 +436,12 @@ def lower_ops(state: ConversionState, op_indices: Sequence[int] | None = None, s
     structural rules, then every operation's own validation at the target level (nnapi/validate.py). The
     check has already refused every op whose operations the runtime refuses (`runtime_refusals`), so an
     `OperationsRefusedError` here is a bug of nnconv (exit 4)."""
-    model, ops, inputs, outputs, operands = _lower(state, op_indices, subgraph)
+    model, ops, inputs, outputs, operands, notes = _lower(state, op_indices, subgraph)
     sg = state.model.subgraphs[subgraph]
     validate_model(model, feature_level(state.api_level))
     return ConvertedModel(model=model, inputs=[io_spec(state, sg, t) for t in inputs],
                           outputs=[io_spec(state, sg, t) for t in outputs], api_level=state.api_level,
                           tflite_ops=[op.index for op in ops], subgraph=subgraph,
-                          tensor_operands=operands)
+                          tensor_operands=operands,
+                          notes={k: note for (s, k), note in notes.items() if s == subgraph})
 

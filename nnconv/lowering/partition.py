@@ -257,6 +257,7 @@ def build_plan(state: ConversionState, report: Report, max_partitions: int = DEF
     if not lower:
         return plan
     emitted: dict[int, list[str]] = {}
+    notes: dict[int, str] = {}
     for p in partitions:
         try:
             converted = lower_ops(state, p.ops, subgraph)
@@ -271,18 +272,22 @@ def build_plan(state: ConversionState, report: Report, max_partitions: int = DEF
             p.error = f"{type(e).__name__}: {e}"
             continue
         plan.converted.append(converted)
+        notes.update(converted.notes)
         p.nnapi_ops = len(converted.model.main.operations)
         for op in converted.model.main.operations:
             if op.source_op is not None:
                 emitted.setdefault(op.source_op, []).append(op.type.name)
     for members in dropped:  # lowered only to name their NNAPI ops; they run on the CPU
         try:
-            for op in lower_ops(state, members, subgraph).model.main.operations:
+            converted = lower_ops(state, members, subgraph)
+            notes.update(converted.notes)
+            for op in converted.model.main.operations:
                 if op.source_op is not None:
                     emitted.setdefault(op.source_op, []).append(op.type.name)
         except Exception:  # noqa: BLE001 - the names are informative only
             pass
     for r in report.ops:
+        r.lowering_note = notes.get(r.index, "")
         if r.index in emitted:
             r.nnapi_ops = emitted[r.index]
         elif r.status == Verdict.FOLDED:

@@ -41,3 +41,5 @@ class ConvertedModel:
     # TFLite tensor index -> the main-subgraph operand holding its value (per-op parity). Known right after
     # lowering; not stored in .nnapi files (empty when loaded from one).
     tensor_operands: dict[int, int] = field(default_factory=dict)
+    # TFLite op index -> what its many-operation lowering computes (reports only; not saved in .nnapi files)
+    notes: dict[int, str] = field(default_factory=dict)

@@ -93,6 +93,7 @@ def op_json(r: OpReport, plan: PartitionPlan) -> dict:
             "severity": "error" if refused else ("warning" if r.status == Verdict.DRIVER_WARNING else "ok"),
             "nnapi_ops": [] if refused else r.nnapi_ops,
             "nnapi_ops_at_min_api_level": r.nnapi_ops if refused else [],
+            "lowering_note": r.lowering_note,
             "reason": r.reason, "hint": r.hint, "min_api_level": r.min_api_level,
             "input_dtypes": r.input_dtypes, "quantization": r.quantization,
             "partition": plan.partition_of(r.index),

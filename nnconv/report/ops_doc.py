@@ -2,21 +2,66 @@
 
 from __future__ import annotations
 
+import csv
+import io
+from typing import Iterable
+
+from rich.console import Console
+from rich.table import Table
+
 from nnconv.lowering import rules as _rules  # noqa: F401
 from nnconv.lowering.registry import CUSTOM_RULES, RULES, Rule
 
+CSV_COLUMNS = ("op", "builtin_code", "nnapi_ops", "min_api_level", "becomes_constant", "dtypes", "constraints",
+               "beyond_delegate")
+
+
+def _name(rule: Rule) -> str:
+    return rule.op.name if rule.custom_code is None else f"CUSTOM({rule.custom_code})"
+
 
 def _entry(rule: Rule) -> dict:
-    name = rule.op.name if rule.custom_code is None else f"CUSTOM({rule.custom_code})"
-    return {"op": name, "builtin_code": int(rule.op), "nnapi_ops": [o.name for o in rule.nnapi_ops],
-            "min_api_level": rule.min_api_level, "becomes_constant": rule.becomes_constant, "dtypes": list(rule.dtypes), "constraints": rule.constraints,
-            "beyond_delegate": rule.beyond_delegate}
+    return {"op": _name(rule), "builtin_code": int(rule.op), "nnapi_ops": [o.name for o in rule.nnapi_ops],
+            "min_api_level": rule.min_api_level, "becomes_constant": rule.becomes_constant,
+            "dtypes": list(rule.dtypes), "constraints": rule.constraints, "beyond_delegate": rule.beyond_delegate}
 
 
-def ops_json() -> dict:
-    entries = [_entry(r) for r in sorted(RULES.values(), key=lambda r: r.op.name)]
-    entries += [_entry(r) for r in sorted(CUSTOM_RULES.values(), key=lambda r: r.custom_code or "")]
-    return {"ops": entries}
+def _matches(rule: Rule, wanted: set[str]) -> bool:
+    """`--op` matching: the TFLite name in any case, `CUSTOM(code)` or the bare custom code."""
+    if rule.custom_code is not None:
+        return bool({_name(rule).upper(), rule.custom_code.upper()} & wanted)
+    return rule.op.name.upper() in wanted
+
+
+def unknown_op_names(names: Iterable[str]) -> list[str]:
+    """The `--op` names no rule answers to (for a one-line error naming them)."""
+    rules = [*RULES.values(), *CUSTOM_RULES.values()]
+    return [n for n in names if not any(_matches(r, {n.upper()}) for r in rules)]
+
+
+def ops_json(api_level: int | None = None, names: Iterable[str] = ()) -> dict:
+    """Every rule's entry, sorted by name; `api_level` keeps the ops that lower at that level (some variant
+    of them), `names` keeps the named ops."""
+    wanted = {n.upper() for n in names}
+
+    def keep(rule: Rule) -> bool:
+        return (api_level is None or rule.min_api_level <= api_level) and (not wanted or _matches(rule, wanted))
+
+    entries = [_entry(r) for r in sorted(RULES.values(), key=lambda r: r.op.name) if keep(r)]
+    entries += [_entry(r) for r in sorted(CUSTOM_RULES.values(), key=lambda r: r.custom_code or "") if keep(r)]
+    return {"ops": entries} if api_level is None else {"api_level": api_level, "ops": entries}
+
+
+def ops_csv(data: dict) -> str:
+    """One row per op; list cells joined by spaces (as `check --format csv` does)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for e in data["ops"]:
+        w.writerow([e["op"], e["builtin_code"], " ".join(e["nnapi_ops"]), e["min_api_level"],
+                    str(e["becomes_constant"]).lower(), " ".join(e["dtypes"]), e["constraints"],
+                    str(e["beyond_delegate"]).lower()])
+    return buf.getvalue()
 
 
 def ops_markdown() -> str:
@@ -26,7 +71,40 @@ def ops_markdown() -> str:
              "| TFLite op | NNAPI ops | min API | dtypes | constraints |", "| --- | --- | --- | --- | --- |"]
     for e in ops_json()["ops"]:
         extra = " (beyond the delegate)" if e["beyond_delegate"] else ""
-        emitted = ", ".join(e["nnapi_ops"]) or ("(constant at conversion time)" if e["becomes_constant"] else "")
+        emitted = _emitted(e)
         lines.append(f"| {e['op']}{extra} | {emitted} | {e['min_api_level']} | "
                      f"{', '.join(e['dtypes'])} | {e['constraints']} |")
     return "\n".join(lines) + "\n"
+
+
+def _emitted(e: dict) -> str:
+    return ", ".join(e["nnapi_ops"]) or ("(constant at conversion time)" if e["becomes_constant"] else "")
+
+
+# Below this console width `ops` prints one op per line with indented details instead of a table.
+COMPACT_BELOW = 100
+
+
+def render_ops(data: dict, out: Console) -> None:
+    """The `nnconv ops` table: identifiers never split (op names unbreakable, NNAPI op lists wrap only
+    between names); one op per line with indented details on narrow consoles."""
+    title = f"{len(data['ops'])} TFLite ops" + (f" lowering at API {data['api_level']}" if "api_level" in data
+                                                else "")
+    if out.width < COMPACT_BELOW:
+        out.print(title, markup=False)
+        for e in data["ops"]:
+            out.print(f"{e['op']}  API {e['min_api_level']}+  {', '.join(e['dtypes'])}", markup=False)
+            out.print(f"    -> {_emitted(e)}", markup=False)
+            if e["constraints"]:
+                out.print(f"    {e['constraints']}", markup=False)
+        return
+    table = Table(title=title)
+    longest_nnapi = max((len(n) for e in data["ops"] for n in e["nnapi_ops"]), default=8)
+    table.add_column("TFLite op", no_wrap=True)
+    table.add_column("NNAPI ops", min_width=longest_nnapi, overflow="fold")
+    table.add_column("min API", no_wrap=True, justify="right")
+    table.add_column("dtypes", min_width=8)
+    table.add_column("constraints", ratio=1)
+    for e in data["ops"]:
+        table.add_row(e["op"], _emitted(e), str(e["min_api_level"]), ", ".join(e["dtypes"]), e["constraints"])
+    out.print(table)

@@ -11,7 +11,9 @@ import os
 from typing import Any, Callable, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from nnconv.lowering.convert import OpReport
 from nnconv.lowering.diagnostics import Verdict
@@ -25,6 +27,7 @@ from nnconv.report.analysis import (
     report_json,
     summary_line,
 )
+from nnconv.report.fmt import format_bytes, print_wrapped
 
 # One-character cells of the `--api-level all` matrix.
 SYMBOLS = {Verdict.LOWERED: "✓", Verdict.FOLDED: "F", Verdict.DRIVER_WARNING: "W", Verdict.REFUSED_LEVEL: "L",
@@ -58,6 +61,14 @@ def progress(paths: Sequence[str], err: Console, fn: Callable[[str], Any], jobs:
 
 
 # -- rendering: one model ---------------------------------------------------------------------------
+# Below this console width the report prints one op per line (verdict first) with its details on indented
+# lines, instead of a table whose columns would be too narrow to hold op names and reasons.
+COMPACT_BELOW = 100
+# An op lowered into more NNAPI operations than this prints as `N ops (what they compute)`; -v and
+# `--format json` list every one.
+LONG_EXPANSION = 3
+
+
 def _inputs_cell(r: OpReport) -> str:
     cell = ",".join(r.input_dtypes)
     return f"{cell} ({r.quantization})" if r.quantization else cell
@@ -66,11 +77,25 @@ def _inputs_cell(r: OpReport) -> str:
 BEYOND_NOTE = "* lowered by nnconv, but TFLite's own NNAPI delegate leaves this op on the CPU"
 
 
-def _nnapi_cell(r: OpReport) -> str:
+def nnapi_summary(ops: Sequence[str], note: str = "", verbose: bool = False) -> str:
+    """The NNAPI operations of one TFLite op as a reader wants them: all of them when few (or `verbose`),
+    else their count with the rule's note (`31 ops (int8 mean with TFLite's integer rounding, exact)`), or
+    the distinct kinds when the rule gave no note."""
+    if verbose or len(ops) <= LONG_EXPANSION:
+        return ", ".join(ops)
+    if note:
+        return f"{len(ops)} ops ({note})"
+    kinds = list(dict.fromkeys(ops))
+    shown = ", ".join(kinds[:LONG_EXPANSION]) + (", ..." if len(kinds) > LONG_EXPANSION else "")
+    return f"{len(ops)} ops: {shown}"
+
+
+def _nnapi_cell(r: OpReport, verbose: bool = False) -> str:
+    summary = nnapi_summary(r.nnapi_ops, r.lowering_note, verbose)
     if r.supported:
-        cell = ", ".join(r.nnapi_ops) or ("-" if r.status == Verdict.FOLDED else "")
+        cell = summary or ("-" if r.status == Verdict.FOLDED else "")
         return f"{cell} *" if r.status != Verdict.FOLDED and beyond_delegate(r.op) else cell
-    return f"({', '.join(r.nnapi_ops)})" if r.nnapi_ops else ""
+    return f"({summary})" if r.nnapi_ops else ""
 
 
 def _reason_cell(r: OpReport) -> str:
@@ -83,40 +108,108 @@ def _reason_cell(r: OpReport) -> str:
 
 
 def _tensor_cell(t: Any) -> str:
-    return f"{t.name} {t.dtype}[{','.join(map(str, t.shape))}] {t.nbytes} B ({'; '.join(t.peers)})"
+    return (f"{t.name} {t.dtype}[{','.join(map(str, t.shape))}] {format_bytes(t.nbytes)} "
+            f"({'; '.join(t.peers)})")
 
 
 def _title(check: ModelCheck) -> str:
     return f"{os.path.basename(check.path)} at API {check.api_level} (NNAPI feature level {feature_level(check.api_level)})"
 
 
-def render_table(check: ModelCheck, out: Console) -> None:
-    table = Table(title=_title(check))
-    for col in ("#", "op", "v", "inputs", "status", "NNAPI ops", "part.", "min API", "reason"):
-        table.add_column(col, overflow="fold")
-    for r in check.report.ops:
-        part = check.plan.partition_of(r.index)
-        table.add_row(str(r.index), r.op, str(r.version), _inputs_cell(r),
-                      f"[{_STYLE[r.status]}]{r.status.value}[/]", _nnapi_cell(r), "-" if part is None else str(part),
-                      str(r.min_api_level or "-"), _reason_cell(r))
-    out.print(table)
-    if check.plan.partitions:
-        pt = Table(title="partitions (as TFLite's NNAPI delegate forms them)")
-        for col in ("#", "TFLite ops", "NNAPI ops", "inputs (from)", "outputs (to)", "bytes"):
-            pt.add_column(col, overflow="fold")
-        for p in check.plan.partitions:
-            pt.add_row(str(p.index), _ops_range(p.ops), str(p.nnapi_ops),
-                       "\n".join(_tensor_cell(t) for t in p.inputs), "\n".join(_tensor_cell(t) for t in p.outputs),
-                       str(p.boundary_bytes))
-        out.print(pt)
+def _longest_word(cells: Sequence[str]) -> int:
+    return max((len(w) for c in cells for w in c.split()), default=1)
+
+
+def render_table(check: ModelCheck, out: Console, verbose: bool = False) -> None:
+    """The per-op report: a table from COMPACT_BELOW columns up, else one op per line. Identifiers are never
+    split: op names do not wrap, and wrapping columns are at least as wide as their longest word."""
+    if out.width < COMPACT_BELOW:
+        _render_compact(check, out, verbose)
+    else:
+        _render_wide(check, out, verbose)
     out.print(f"API {check.api_level}: {summary_line(check)}", markup=False)
     if any(r.supported and r.status != Verdict.FOLDED and beyond_delegate(r.op) for r in check.report.ops):
         out.print(BEYOND_NOTE, markup=False)
     for w in check.warnings():
-        out.print(f"warning: {w}", markup=False)
+        print_wrapped(out, f"warning: {w}", indent="  ")
 
 
-def _ops_range(ops: Sequence[int]) -> str:
+def _render_wide(check: ModelCheck, out: Console, verbose: bool) -> None:
+    ops = check.report.ops
+    rows = []
+    for r in ops:
+        part = check.plan.partition_of(r.index)
+        inputs = ", ".join(r.input_dtypes) + (f" ({r.quantization})" if r.quantization and verbose else "")
+        rows.append([str(r.index), r.op, str(r.version), inputs, r.status, _nnapi_cell(r, verbose),
+                     "-" if part is None else str(part), str(r.min_api_level or "-"), _reason_cell(r)])
+    table = Table(title=_title(check))
+    table.add_column("#", no_wrap=True, justify="right")
+    table.add_column("op", no_wrap=True)
+    table.add_column("v", no_wrap=True, justify="right")
+    table.add_column("inputs", min_width=_longest_word([row[3] for row in rows]))
+    table.add_column("status", no_wrap=True)
+    table.add_column("NNAPI ops", min_width=_longest_word([row[5] for row in rows]))
+    table.add_column("part.", no_wrap=True, justify="right")
+    table.add_column("min API", no_wrap=True, justify="right")
+    table.add_column("reason", min_width=max(20, _longest_word([row[8] for row in rows])))
+    for row in rows:
+        status = row[4]
+        table.add_row(*(escape(c) for c in row[:4]), f"[{_STYLE[status]}]{status.value}[/]",
+                      *(escape(c) for c in row[5:]))
+    out.print(table)
+    if check.plan.partitions:
+        pt = Table(title="partitions (as TFLite's NNAPI delegate forms them)")
+        pt.add_column("#", no_wrap=True, justify="right")
+        pt.add_column("TFLite ops")
+        pt.add_column("NNAPI ops", no_wrap=True, justify="right")
+        pt.add_column("inputs (from)")
+        pt.add_column("outputs (to)")
+        pt.add_column("bytes", no_wrap=True, justify="right")
+        for p in check.plan.partitions:
+            pt.add_row(str(p.index), ops_range(p.ops), str(p.nnapi_ops),
+                       escape("\n".join(_tensor_cell(t) for t in p.inputs)),
+                       escape("\n".join(_tensor_cell(t) for t in p.outputs)), format_bytes(p.boundary_bytes))
+        out.print(pt)
+
+
+def _render_compact(check: ModelCheck, out: Console, verbose: bool) -> None:
+    """One op per line: `#3 MEAN v2 lowered -> 31 ops (...) [p0]`, then the reason, hint and (with -v) the
+    inputs and every NNAPI op on indented lines wrapped at spaces."""
+    out.print(_title(check), markup=False)
+    width = len(str(len(check.report.ops) - 1)) + 1
+    indent = " " * (width + 2)
+    # op names padded to a common width (up to a limit) so the verdicts line up
+    name_width = min(max((len(f"{r.op} v{r.version}") for r in check.report.ops), default=0), 28)
+    for r in check.report.ops:
+        part = check.plan.partition_of(r.index)
+        head = f"{'#' + str(r.index):>{width}}  {f'{r.op} v{r.version}':<{name_width}}  "
+        where = "" if part is None else f"  [partition {part}]"
+        if not r.supported and r.min_api_level:
+            where = f"  [from API {r.min_api_level}]"
+        nnapi = _nnapi_cell(r, verbose)
+        tail = f" -> {nnapi}" if nnapi and r.status != Verdict.FOLDED else ""
+        line = Text(head)
+        line.append(r.status.value, style=_STYLE[r.status])
+        if len(head) + len(r.status.value) + len(tail) + len(where) <= out.width:
+            line.append(tail + where)
+            out.print(line)
+        else:
+            line.append(where)
+            out.print(line)
+            print_wrapped(out, f"-> {nnapi}", indent=indent + "   ", first_indent=indent)
+        if r.status != Verdict.LOWERED:
+            print_wrapped(out, _reason_cell(r), indent=indent)
+        if verbose:
+            print_wrapped(out, f"inputs: {_inputs_cell(r)}", indent=indent + "  ", first_indent=indent)
+    for p in check.plan.partitions:
+        print_wrapped(out, f"partition {p.index}: TFLite ops {ops_range(p.ops)} -> {p.nnapi_ops} NNAPI ops, "
+                           f"{format_bytes(p.boundary_bytes)} across the boundary", indent="  ")
+        for kind, tensors in (("in", p.inputs), ("out", p.outputs)):
+            for t in tensors if verbose else ():
+                print_wrapped(out, f"{kind}: {_tensor_cell(t)}", indent="      ", first_indent="    ")
+
+
+def ops_range(ops: Sequence[int]) -> str:
     """[0,1,2,5,6] -> '#0-2, #5-6'."""
     parts, start = [], None
     for i, k in enumerate(ops):
@@ -167,7 +260,7 @@ def render_md(check: ModelCheck) -> str:
                   "| --- | --- | --- | --- | --- | --- |"]
         for p in check.plan.partitions:
             lines.append("| " + " | ".join(_md_escape(x) for x in (
-                p.index, _ops_range(p.ops), p.nnapi_ops, "<br>".join(_tensor_cell(t) for t in p.inputs),
+                p.index, ops_range(p.ops), p.nnapi_ops, "<br>".join(_tensor_cell(t) for t in p.inputs),
                 "<br>".join(_tensor_cell(t) for t in p.outputs), p.boundary_bytes)) + " |")
     lines += ["", f"**API {check.api_level}: {summary_line(check)}**", ""]
     if any(r.supported and r.status != Verdict.FOLDED and beyond_delegate(r.op) for r in check.report.ops):

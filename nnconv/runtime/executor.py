@@ -42,16 +42,21 @@ class Trace:
     keep: bool = False
     values: dict[int, np.ndarray] = field(default_factory=dict)  # operand -> value (main subgraph)
 
-    def record(self, op_index: int, op_name: str, outputs: Sequence[int], arrays: Sequence[np.ndarray]) -> None:
+    def record(self, op_index: int, op_name: str, outputs: Sequence[int], arrays: Sequence[np.ndarray],
+               names: Sequence[str] = (), source_op: int | None = None) -> None:
+        """One operation's outputs. With a stream, one line per output in the words of the TFLite model:
+        `#3 CONV_2D (TFLite op #2) -> conv1/Relu6 [17]: float32 1x112x112x32 [0, 6]`, the tensor's
+        TFLite name with its NNAPI operand number in brackets (`<temporary>` for operands a lowering
+        added), then `dtype shape [min, max]` at 4 significant digits."""
         if self.keep:
             for o, a in zip(outputs, arrays):
                 self.values[o] = a
         if self.stream is not None:
-            for o, a in zip(outputs, arrays):
-                rng = ""
-                if a.size and a.dtype != np.bool_:
-                    rng = f" [{a.min()}, {a.max()}]"
-                print(f"#{op_index} {op_name} -> operand {o}: {a.dtype}{list(a.shape)}{rng}", file=self.stream)
+            from nnconv.report.fmt import describe_array
+            source = "" if source_op is None else f" (TFLite op #{source_op})"
+            for k, (o, a) in enumerate(zip(outputs, arrays)):
+                name = names[k] if k < len(names) and names[k] else "<temporary>"
+                print(f"#{op_index} {op_name}{source} -> {name} [{o}]: {describe_array(a)}", file=self.stream)
 
 
 @dataclass
@@ -157,7 +162,9 @@ class SubgraphRunner:
                     if pool is not None:
                         pool.hold(arr)
                 if trace is not None:
-                    trace.record(k, step.op.type.name, step.op.outputs, [values[o] for o in step.op.outputs])
+                    trace.record(k, step.op.type.name, step.op.outputs, [values[o] for o in step.op.outputs],
+                                 names=[sg.operands[o].name for o in step.op.outputs],
+                                 source_op=step.op.source_op)
                 if len(values) > self.peak_live_values:
                     self.peak_live_values = len(values)
                 # Release intermediates whose last reader was this operation.

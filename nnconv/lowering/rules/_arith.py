@@ -140,6 +140,7 @@ def via_float(c: LowerContext, x: int, out: int, emit: Callable[[int, int], None
     TFLite's 8-bit kernels of transcendental functions are lookup tables filled with
     quantize(f(dequantize(q))), which is what this computes; the results agree within 1 LSB (a tie in the
     final rounding may fall either way)."""
+    c.explain("through float, within 1 LSB")
     f = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(x).dimensions))
     g = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(out).dimensions))
     c.emit(OperationType.DEQUANTIZE, [x], [f])

@@ -130,6 +130,7 @@ def _int8_mean_rounding(c: LowerContext, mean_f: int) -> int:
     recovered exactly by rounding mean * n / s_in; v = acc * M' / 2^31 is exact when M' has few significant
     bits (the ratios whose products hit exact ties) and otherwise within ~1e-7 relative; r * 2^s' is exact.
     Rounding half away from zero is FLOOR(max(t, 0) + 0.5) - FLOOR(max(-t, 0) + 0.5)."""
+    c.explain("int8 mean, exact")
     x_t, out_t = c.input(0), c.output()
     s_in, s_out = float(np.float32(x_t.quantization.scale[0])), float(np.float32(out_t.quantization.scale[0]))
     n = math.prod(x_t.shape) // max(1, math.prod(out_t.shape))
