@@ -26,9 +26,9 @@ def _version() -> str:
 
 EPILOG = """\b
 Examples:
-  nnconv check m.tflite --api-level 29    which ops NNAPI takes on Android 10, why not
+  nnconv check m.tflite --api-level 29    which ops Android 10 takes, and why
   nnconv convert m.tflite -o m.nnapi      write the NNAPI model
-  nnconv verify m.tflite --api-level 29   compare with TFLite, output by output
+  nnconv verify m.tflite --api-level 29   parity with TFLite, per output
   nnconv run m.nnapi --inputs in.npz -o out.npz --trace
   nnconv ops --api-level 27 --format csv  what lowers on Android 8.1
 

@@ -67,22 +67,30 @@ def reset_consoles() -> None:
     _timings.clear()
 
 
+def _print_log(message: str) -> None:
+    """One log message wrapped to the console at spaces, continuation lines indented two more columns than
+    the message's own indentation (file and tensor names are never split)."""
+    from nnconv.report.fmt import print_wrapped
+    lead = message[:len(message) - len(message.lstrip(" "))]
+    print_wrapped(err, message.lstrip(" "), indent=lead + "  ", first_indent=lead)
+
+
 def info(message: str) -> None:
     """A log line on stderr (what was written, partition counts); hidden by -q."""
     if verbosity > QUIET:
-        err.print(message, markup=False)
+        _print_log(message)
 
 
 def detail(message: str) -> None:
     """A detail line on stderr, shown only with -v."""
     if verbosity >= VERBOSE:
-        err.print(message, markup=False)
+        _print_log(message)
 
 
 def warn(message: str) -> None:
     """`warning: ...` on stderr; hidden by -q (which keeps only verdicts and errors)."""
     if verbosity > QUIET:
-        err.print(f"warning: {message}", markup=False)
+        _print_log(f"warning: {message}")
 
 
 @contextmanager
@@ -98,7 +106,7 @@ def timed(phase: str) -> Iterator[None]:
 def _print_timings() -> None:
     from nnconv.report.fmt import format_seconds
     if verbosity >= VERBOSE and _timings:
-        err.print("timings: " + ", ".join(f"{phase} {format_seconds(s)}" for phase, s in _timings), markup=False)
+        _print_log("timings: " + ", ".join(f"{phase} {format_seconds(s)}" for phase, s in _timings))
 
 
 def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -176,7 +184,7 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except ConversionError as e:
             for d in e.diagnostics:
-                err.print(f"  {d.one_line()}", markup=False)
+                _print_log(f"  {d.one_line()}")
             fail(str(e), EXIT_NOT_CONVERTIBLE)
         except NnconvError as e:
             fail(str(e), e.exit_code)

@@ -22,6 +22,7 @@ from nnconv.cli.common import (
     handle_errors,
     resolve_api_level,
     threads_option,
+    verbosity_options,
     warn_deprecated,
 )
 from nnconv.cli.npz_io import load_npz, save_npz
@@ -30,7 +31,15 @@ from nnconv.errors import EXIT_FAILURE
 TOP_OPS = 5  # ops by error shown besides the first divergent one
 
 
-@click.command()
+EPILOG = """\b
+Examples:
+  nnconv verify model.tflite --api-level 29
+  nnconv verify models/ --api-level 30 --jobs 2
+  nnconv verify model.tflite --per-op --kernels reference --format json"""
+
+
+@click.command(short_help="Convert models, run them on our executor and on TFLite, and compare every output.",
+               epilog=EPILOG)
 @click.argument("models", nargs=-1, required=True, type=click.Path())
 @api_level_option
 @feature_level_option
@@ -67,6 +76,7 @@ TOP_OPS = 5  # ops by error shown besides the first divergent one
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @fold_weights_option
 @threads_option
+@verbosity_options
 @handle_errors
 def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | None, inputs_path: str | None,
            seed: int | None, input_range: tuple[float, float] | None, image: str | None,
@@ -112,6 +122,8 @@ def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, n
         write_node_data(node_data, per_op_node_data(report, path))
     if fmt == "json":
         click.echo(json.dumps(report.to_json(), indent=2))
+    elif common.verbosity == common.QUIET:
+        common.out.print("PASS" if report.passed else "FAIL", markup=False)
     else:
         print_report(report)
     return 0 if report.passed else EXIT_FAILURE

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from nnconv.lowering import rules as _rules  # noqa: F401
 from nnconv.lowering.registry import CUSTOM_RULES, RULES, Rule
+from nnconv.report.fmt import print_wrapped
 
 CSV_COLUMNS = ("op", "builtin_code", "nnapi_ops", "min_api_level", "becomes_constant", "dtypes", "constraints",
                "beyond_delegate")
@@ -93,10 +94,10 @@ def render_ops(data: dict, out: Console) -> None:
     if out.width < COMPACT_BELOW:
         out.print(title, markup=False)
         for e in data["ops"]:
-            out.print(f"{e['op']}  API {e['min_api_level']}+  {', '.join(e['dtypes'])}", markup=False)
-            out.print(f"    -> {_emitted(e)}", markup=False)
+            print_wrapped(out, f"{e['op']}  API {e['min_api_level']}+  {', '.join(e['dtypes'])}", indent="    ")
+            print_wrapped(out, f"-> {_emitted(e)}", indent="       ", first_indent="    ")
             if e["constraints"]:
-                out.print(f"    {e['constraints']}", markup=False)
+                print_wrapped(out, e["constraints"], indent="    ")
         return
     table = Table(title=title)
     longest_nnapi = max((len(n) for e in data["ops"] for n in e["nnapi_ops"]), default=8)

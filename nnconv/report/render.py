@@ -28,6 +28,7 @@ from nnconv.report.analysis import (
     summary_line,
 )
 from nnconv.report.fmt import format_bytes, print_wrapped
+from nnconv.report.tables import Col, fitted_table
 
 # One-character cells of the `--api-level all` matrix.
 SYMBOLS = {Verdict.LOWERED: "✓", Verdict.FOLDED: "F", Verdict.DRIVER_WARNING: "W", Verdict.REFUSED_LEVEL: "L",
@@ -116,17 +117,11 @@ def _title(check: ModelCheck) -> str:
     return f"{os.path.basename(check.path)} at API {check.api_level} (NNAPI feature level {feature_level(check.api_level)})"
 
 
-def _longest_word(cells: Sequence[str]) -> int:
-    return max((len(w) for c in cells for w in c.split()), default=1)
-
-
 def render_table(check: ModelCheck, out: Console, verbose: bool = False) -> None:
-    """The per-op report: a table from COMPACT_BELOW columns up, else one op per line. Identifiers are never
-    split: op names do not wrap, and wrapping columns are at least as wide as their longest word."""
-    if out.width < COMPACT_BELOW:
+    """The per-op report: tables when the console holds them without splitting a word (`tables.py`), else
+    (and always below COMPACT_BELOW columns) one op per line with indented details."""
+    if out.width < COMPACT_BELOW or not _render_wide(check, out, verbose):
         _render_compact(check, out, verbose)
-    else:
-        _render_wide(check, out, verbose)
     out.print(f"API {check.api_level}: {summary_line(check)}", markup=False)
     if any(r.supported and r.status != Verdict.FOLDED and beyond_delegate(r.op) for r in check.report.ops):
         out.print(BEYOND_NOTE, markup=False)
@@ -134,42 +129,39 @@ def render_table(check: ModelCheck, out: Console, verbose: bool = False) -> None
         print_wrapped(out, f"warning: {w}", indent="  ")
 
 
-def _render_wide(check: ModelCheck, out: Console, verbose: bool) -> None:
-    ops = check.report.ops
+_OP_COLUMNS = (Col("#", justify="right"), Col("op"), Col("v", justify="right"), Col("inputs", wrap=True),
+               Col("status"), Col("NNAPI ops", wrap=True, grow=1), Col("part.", justify="right"),
+               Col("min API", justify="right"), Col("reason", wrap=True, grow=2))
+_PARTITION_COLUMNS = (Col("#", justify="right"), Col("TFLite ops", wrap=True), Col("NNAPI ops", justify="right"),
+                      Col("inputs (from)", wrap=True, grow=1), Col("outputs (to)", wrap=True, grow=1),
+                      Col("bytes", justify="right"))
+
+
+def _render_wide(check: ModelCheck, out: Console, verbose: bool) -> bool:
+    """Prints the op table and the partition table; False (printing nothing) when they do not fit."""
     rows = []
-    for r in ops:
+    for r in check.report.ops:
         part = check.plan.partition_of(r.index)
         inputs = ", ".join(r.input_dtypes) + (f" ({r.quantization})" if r.quantization and verbose else "")
-        rows.append([str(r.index), r.op, str(r.version), inputs, r.status, _nnapi_cell(r, verbose),
+        rows.append([str(r.index), r.op, str(r.version), inputs, r.status.value, _nnapi_cell(r, verbose),
                      "-" if part is None else str(part), str(r.min_api_level or "-"), _reason_cell(r)])
-    table = Table(title=_title(check))
-    table.add_column("#", no_wrap=True, justify="right")
-    table.add_column("op", no_wrap=True)
-    table.add_column("v", no_wrap=True, justify="right")
-    table.add_column("inputs", min_width=_longest_word([row[3] for row in rows]))
-    table.add_column("status", no_wrap=True)
-    table.add_column("NNAPI ops", min_width=_longest_word([row[5] for row in rows]))
-    table.add_column("part.", no_wrap=True, justify="right")
-    table.add_column("min API", no_wrap=True, justify="right")
-    table.add_column("reason", min_width=max(20, _longest_word([row[8] for row in rows])))
-    for row in rows:
-        status = row[4]
-        table.add_row(*(escape(c) for c in row[:4]), f"[{_STYLE[status]}]{status.value}[/]",
+    table = fitted_table(_OP_COLUMNS, rows, out.width, title=_title(check))
+    prows = [[str(p.index), ops_range(p.ops), str(p.nnapi_ops), "\n".join(_tensor_cell(t) for t in p.inputs),
+              "\n".join(_tensor_cell(t) for t in p.outputs), format_bytes(p.boundary_bytes)]
+             for p in check.plan.partitions]
+    ptable = fitted_table(_PARTITION_COLUMNS, prows, out.width,
+                          title="partitions (as TFLite's NNAPI delegate forms them)") if prows else None
+    if table is None or (prows and ptable is None):
+        return False
+    for r, row in zip(check.report.ops, rows):
+        table.add_row(*(escape(c) for c in row[:4]), f"[{_STYLE[r.status]}]{row[4]}[/]",
                       *(escape(c) for c in row[5:]))
     out.print(table)
-    if check.plan.partitions:
-        pt = Table(title="partitions (as TFLite's NNAPI delegate forms them)")
-        pt.add_column("#", no_wrap=True, justify="right")
-        pt.add_column("TFLite ops")
-        pt.add_column("NNAPI ops", no_wrap=True, justify="right")
-        pt.add_column("inputs (from)")
-        pt.add_column("outputs (to)")
-        pt.add_column("bytes", no_wrap=True, justify="right")
-        for p in check.plan.partitions:
-            pt.add_row(str(p.index), ops_range(p.ops), str(p.nnapi_ops),
-                       escape("\n".join(_tensor_cell(t) for t in p.inputs)),
-                       escape("\n".join(_tensor_cell(t) for t in p.outputs)), format_bytes(p.boundary_bytes))
-        out.print(pt)
+    if ptable is not None:
+        for row in prows:
+            ptable.add_row(*(escape(c) for c in row))
+        out.print(ptable)
+    return True
 
 
 def _render_compact(check: ModelCheck, out: Console, verbose: bool) -> None:
@@ -186,7 +178,9 @@ def _render_compact(check: ModelCheck, out: Console, verbose: bool) -> None:
         where = "" if part is None else f"  [partition {part}]"
         if not r.supported and r.min_api_level:
             where = f"  [from API {r.min_api_level}]"
-        nnapi = _nnapi_cell(r, verbose)
+        nnapi = _nnapi_cell(r, verbose) if r.supported or verbose else ""  # refused: what it would be, with -v
+        if nnapi and not r.supported:
+            nnapi = f"at API {r.min_api_level or check.api_level}: {nnapi[1:-1]}"
         tail = f" -> {nnapi}" if nnapi and r.status != Verdict.FOLDED else ""
         line = Text(head)
         line.append(r.status.value, style=_STYLE[r.status])
@@ -197,8 +191,12 @@ def _render_compact(check: ModelCheck, out: Console, verbose: bool) -> None:
             line.append(where)
             out.print(line)
             print_wrapped(out, f"-> {nnapi}", indent=indent + "   ", first_indent=indent)
-        if r.status != Verdict.LOWERED:
+        if r.status == Verdict.FOLDED:
             print_wrapped(out, _reason_cell(r), indent=indent)
+        elif r.status != Verdict.LOWERED:
+            print_wrapped(out, r.reason, indent=indent)
+            if r.hint:
+                print_wrapped(out, f"hint: {r.hint}", indent=indent + "  ", first_indent=indent)
         if verbose:
             print_wrapped(out, f"inputs: {_inputs_cell(r)}", indent=indent + "  ", first_indent=indent)
     for p in check.plan.partitions:

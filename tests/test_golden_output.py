@@ -1,0 +1,71 @@
+"""Golden outputs of `check`, `convert` and `verify` on the fixture models at 80 and 120 columns: what a user
+sees, byte for byte (stdout, stderr and exit code), so a rendering change shows up as a reviewed diff.
+
+Regenerate after an intended change (then read the diff of tests/golden/ before committing):
+
+    NNCONV_UPDATE_GOLDEN=1 python -m pytest tests/test_golden_output.py -q -p no:cacheprovider
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import pytest
+from click.testing import CliRunner
+
+from nnconv.cli import main
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden"
+MODELS = "examples/models"
+
+CASES = {
+    "check-mobilenet_v3_int8": ["check", f"{MODELS}/mobilenet_v3_int8.tflite"],
+    "check-mobilenet_v3_int8-api27": ["check", f"{MODELS}/mobilenet_v3_int8.tflite", "--api-level", "27"],
+    "check-custom_op_middle": ["check", f"{MODELS}/custom_op_middle.tflite"],
+    "convert-custom_op_middle-partial-relax27": ["convert", f"{MODELS}/custom_op_middle.tflite", "-o",
+                                                 "{tmp}/cop.nnapi", "--allow-partial", "--relax-fp16",
+                                                 "--api-level", "27"],
+    "convert-custom_op_middle-refused": ["convert", f"{MODELS}/custom_op_middle.tflite", "-o", "{tmp}/cop.nnapi"],
+    "convert-mobilenet_v2_float-verbose": ["convert", f"{MODELS}/mobilenet_v2_float.tflite", "-o",
+                                           "{tmp}/m.nnapi", "--api-level", "29", "-v"],
+    "verify-mobilenet_v2_float": ["verify", f"{MODELS}/mobilenet_v2_float.tflite", "--api-level", "29"],
+    "verify-mobilenet_v3_int8": ["verify", f"{MODELS}/mobilenet_v3_int8.tflite"],
+}
+
+
+def _normalise(text: str, tmp: str) -> str:
+    lines = text.replace(tmp, "{tmp}").splitlines()
+    # timings vary from run to run: keep the phases, not the durations
+    return "\n".join("timings: <varies>" if line.startswith("timings: ") else line for line in lines)
+
+
+def render(args: list[str], columns: int, tmp: pathlib.Path) -> str:
+    argv = [a.replace("{tmp}", str(tmp)) for a in args]
+    result = CliRunner().invoke(main, argv, env={"COLUMNS": str(columns), "NO_COLOR": "1"}, prog_name="nnconv")
+    return (f"$ COLUMNS={columns} nnconv {' '.join(args)}\n--- stdout\n{_normalise(result.stdout, str(tmp))}\n"
+            f"--- stderr\n{_normalise(result.stderr, str(tmp))}\n--- exit {result.exit_code}\n")
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden(name, columns, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # model paths in the output are the relative ones of the command line
+    got = render(CASES[name], columns, tmp_path)
+    path = GOLDEN / f"{name}.{columns}.txt"
+    if os.environ.get("NNCONV_UPDATE_GOLDEN"):
+        path.write_text(got)
+    assert path.exists(), f"{path} is missing: run NNCONV_UPDATE_GOLDEN=1 python -m pytest {__file__}"
+    assert got == path.read_text(), (f"{path.name} differs; if the change is intended, regenerate "
+                                     "(see this module's docstring)")
+
+
+def test_lines_fit_the_width_unless_one_identifier_is_longer():
+    for path in GOLDEN.glob("*.txt"):
+        columns = int(path.name.rsplit(".", 2)[1])
+        for line in path.read_text().splitlines():
+            if line.startswith(("$ ", "nnconv: error: ")) or len(line) <= columns:
+                continue  # the command, and the error line (one line by promise, for grep and CI logs)
+            # only a single unbreakable word (a long TFLite tensor name or path) may overflow
+            assert any(len(w) > columns // 2 for w in line.split()), f"{path.name}: {line!r}"
