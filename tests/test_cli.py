@@ -182,7 +182,7 @@ def test_run_trace_prints_each_operation(tmp_path, runner, nnapi_path):
     result = runner.invoke(main, ["run", str(nnapi_path), "--inputs", str(inputs), "-o", str(tmp_path / "o.npz"),
                                   "--trace"])
     assert result.exit_code == EXIT_OK
-    assert "#0 CONV_2D -> operand" in result.stderr
+    assert "#0 CONV_2D (TFLite op #0) -> y [" in result.stderr
 
 
 def test_run_and_verify_with_two_threads(tmp_path, runner, nnapi_path, conv_path):
