@@ -1,5 +1,6 @@
 """Regenerates docs/reading-the-report.md: fills scripts/templates/reading-the-report.tmpl.md with the real
-output of the `nnconv` commands named in its {{...}} placeholders (run on examples/models, colour off).
+output of the `nnconv` commands named in its {{...}} placeholders (run on examples/models, colour off, 120
+columns unless the placeholder starts with `COLUMNS=N`).
 
     python scripts/gen_reading_doc.py
 """
@@ -18,8 +19,11 @@ TEMPLATE = ROOT / "scripts" / "templates" / "reading-the-report.tmpl.md"
 OUT = ROOT / "docs" / "reading-the-report.md"
 
 
-def run(args: list[str]) -> subprocess.CompletedProcess:
-    env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(ROOT))
+DOC_COLUMNS = "120"  # the width the page's outputs are rendered for (the CLI follows COLUMNS)
+
+
+def run(args: list[str], columns: str = DOC_COLUMNS) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(ROOT), COLUMNS=columns)
     return subprocess.run([sys.executable, "-m", "nnconv.cli", *args], capture_output=True, text=True, env=env,
                           cwd=ROOT)
 
@@ -32,7 +36,12 @@ def block(cmd: str) -> str:
                    "api_level": data["api_level"], "feature_level": data["feature_level"],
                    "ops": [data["ops"][2]], "partitions": [data["partitions"][1]], "summary": data["summary"]}
         return "```json\n" + json.dumps(excerpt, indent=2) + "\n```"
-    p = run(cmd.split()[1:])
+    columns = DOC_COLUMNS
+    if cmd.startswith("COLUMNS="):
+        columns = cmd.split()[0].split("=", 1)[1]
+        p = run(cmd.split()[2:], columns)
+    else:
+        p = run(cmd.split()[1:])
     text = f"$ {cmd}\n" + p.stdout.rstrip("\n")
     if p.stderr:
         text += "\n" + p.stderr.rstrip("\n")
