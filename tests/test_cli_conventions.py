@@ -269,3 +269,23 @@ def test_blas_threads_are_capped_through_threadpoolctl():
     with limit_blas_threads(1):
         assert {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"} == {1}
     assert blas_num_threads() == before
+
+
+# -- verify ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("columns", [80, 120])
+def test_verify_names_outputs_as_tflite_does_with_operand_and_range(columns):
+    model = str(MODELS / "mobilenet_v3_int8.tflite")
+    result = invoke("verify", model, columns=columns)
+    assert result.exit_code == EXIT_OK, result.output
+    data = json.loads(invoke("verify", model, "--format", "json").stdout)
+    out = data["parity"]["outputs"][0] if "parity" in data else data["outputs"][0]
+    lo, hi = out["range"]
+    assert isinstance(out["operand"], int)
+    assert f"{out['name']} [{out['operand']}]" in result.stdout
+    assert f"int8 1x10 [{format_number(lo)}, {format_number(hi)}]" in result.stdout
+    assert all(len(line) <= columns for line in result.stdout.splitlines()), result.stdout
+
+
+def test_verify_quiet_prints_the_verdict_only():
+    result = invoke("verify", str(MODELS / "mobilenet_v3_int8.tflite"), "-q")
+    assert result.stdout == "PASS\n" and result.exit_code == EXIT_OK

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import click
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from nnconv.cli import common
 from nnconv.cli.common import (
@@ -24,9 +25,13 @@ from nnconv.cli.common import (
     threads_option,
     verbosity_options,
     warn_deprecated,
+    warn_inapplicable,
 )
 from nnconv.cli.npz_io import load_npz, save_npz
 from nnconv.errors import EXIT_FAILURE
+from nnconv.report.fmt import format_number, format_shape, print_wrapped
+from nnconv.report.render import COMPACT_BELOW
+from nnconv.report.tables import Col, fitted_table
 
 TOP_OPS = 5  # ops by error shown besides the first divergent one
 
@@ -97,6 +102,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
     if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data)):
         raise click.UsageError("--inputs, --image, --reference, --save-reference and --node-data take one model")
     warn_deprecated(level)
+    warn_inapplicable(level, relax_fp16=relax_fp16)
     overrides = ToleranceOverrides(atol, rtol, max_lsb) if (atol, rtol, max_lsb) != (None, None, None) else None
     options = VerifyOptions(
         api_level=level, conversion=conversion_options(fold_weights, relax_fp16), kernels=kernels, seed=seed,
@@ -178,19 +184,63 @@ def print_parity(report: Any) -> None:
         common.out.print(f"note: {report.note}", markup=False)
 
 
+def output_label(o: Any) -> str:
+    """`probabilities [175]`: the TFLite tensor name with the NNAPI operand holding our value."""
+    return o.name if o.operand is None else f"{o.name} [{o.operand}]"
+
+
+def tensor_label(o: Any) -> str:
+    """`float32 1x1000 [0, 0.9812]`: dtype, shape and TFLite's [min, max] at 4 significant digits."""
+    text = f"{o.dtype} {format_shape(o.shape)}"
+    if o.value_range is not None:
+        text += f" [{format_number(o.value_range[0])}, {format_number(o.value_range[1])}]"
+    return text
+
+
+_OUTPUT_COLUMNS = (Col("output"), Col("dtype shape [min, max]"), Col("max |diff|", justify="right"),
+                   Col("max rel", justify="right"), Col("top-1/5", justify="right"), Col("LSB", justify="right"),
+                   Col("tolerance", wrap=True), Col("result", wrap=True, grow=1))
+_VERBOSE_COLUMNS = (Col("mean |diff|", justify="right"), Col("cosine", justify="right"))
+
+
 def _print_outputs(outputs: Sequence[Any], title: str) -> None:
-    table = Table(title=title)
-    for col in ("output", "dtype shape", "max |diff|", "mean |diff|", "max rel", "cosine", "top-1/5", "LSB",
-                "tolerance", "result"):
-        table.add_column(col, no_wrap=col in ("tolerance", "dtype shape"))
+    """One row per output when the table fits the console without splitting a name, else one output per
+    line with its metrics on indented lines; -v adds mean |diff| and cosine similarity."""
+    verbose = common.verbosity == common.VERBOSE
+    out = common.out
+    rows = []
     for o in outputs:
-        detail = escape(o.detail)
         top = "-" if o.top1 is None else f"{o.top1:.0%}/{o.top5:.0%}"
-        result = f"[green]PASS[/green] {detail}" if o.passed else f"[red]FAIL[/red] {detail}"
-        table.add_row(escape(o.name), f"{o.dtype} {'x'.join(map(str, o.shape))}", f"{o.max_abs:.3g}",
-                      f"{o.mean_abs:.3g}", f"{o.max_rel:.3g}", f"{o.cosine:.6f}", top,
-                      "-" if o.max_lsb is None else str(o.max_lsb), o.tolerance.describe(), result)
-    common.out.print(table)
+        row = [output_label(o), tensor_label(o), f"{o.max_abs:.3g}", f"{o.max_rel:.3g}", top,
+               "-" if o.max_lsb is None else str(o.max_lsb), o.tolerance.describe(),
+               ("PASS" if o.passed else "FAIL") + (f" {o.detail}" if o.detail else "")]
+        if verbose:
+            row[4:4] = [f"{o.mean_abs:.3g}", f"{o.cosine:.6f}"]
+        rows.append(row)
+    cols = _OUTPUT_COLUMNS[:4] + _VERBOSE_COLUMNS + _OUTPUT_COLUMNS[4:] if verbose else _OUTPUT_COLUMNS
+    table = fitted_table(cols, rows, out.width, title=title) if out.width >= COMPACT_BELOW else None
+    if table is not None:
+        for o, row in zip(outputs, rows):
+            verdict = "[green]PASS[/green]" if o.passed else "[red]FAIL[/red]"
+            table.add_row(*(escape(c) for c in row[:-1]), verdict + escape(row[-1][4:]))
+        out.print(table)
+        return
+    out.print(title, markup=False)
+    for o in outputs:
+        line = Text(f"{output_label(o)}  {tensor_label(o)}  ")
+        line.append("PASS" if o.passed else "FAIL", style="green" if o.passed else "red")
+        out.print(line)
+        metrics = f"max |diff| {o.max_abs:.3g}, max rel {o.max_rel:.3g}"
+        if o.max_lsb is not None:
+            metrics += f", {o.max_lsb} LSB"
+        if o.top1 is not None:
+            metrics += f", top-1/5 {o.top1:.0%}/{o.top5:.0%}"
+        if verbose:
+            metrics += f", mean |diff| {o.mean_abs:.3g}, cosine {o.cosine:.6f}"
+        print_wrapped(out, metrics, indent="      ", first_indent="    ")
+        print_wrapped(out, f"tolerance: {o.tolerance.describe()}", indent="      ", first_indent="    ")
+        if o.detail:
+            print_wrapped(out, o.detail, indent="      ", first_indent="    ")
 
 
 def _print_per_op(per_op: Any, title: str, first_label: str = "first divergent op", relaxed: bool = False) -> None:
@@ -212,11 +262,20 @@ def _print_per_op(per_op: Any, title: str, first_label: str = "first divergent o
     worst = per_op.worst(TOP_OPS)
     if not worst:
         return
-    table = Table(title=f"{title}: ops out of tolerance, largest error first")
-    for col in ("op", "tensor", "dtype", "max |diff|", "max rel", "LSB", "status"):
-        table.add_column(col)
-    for e in worst:
-        table.add_row(f"#{e.op_index} {e.op}", escape(e.tensor), e.dtype, f"{e.max_abs:.3g}", f"{e.max_rel:.3g}",
-                      "-" if e.lsb is None else str(e.lsb), e.status)
+    rows = [[f"#{e.op_index} {e.op}", e.tensor, e.dtype, f"{e.max_abs:.3g}", f"{e.max_rel:.3g}",
+             "-" if e.lsb is None else str(e.lsb), e.status] for e in worst]
+    cols = (Col("op"), Col("tensor"), Col("dtype"), Col("max |diff|", justify="right"),
+            Col("max rel", justify="right"), Col("LSB", justify="right"), Col("status"))
+    title = f"{title}: ops out of tolerance, largest error first"
+    table = fitted_table(cols, rows, common.out.width, title=title) if common.out.width >= COMPACT_BELOW else None
+    if table is None:  # one op per line: tensor names are long TFLite names, never split
+        common.out.print(title, markup=False)
+        for row in rows:
+            print_wrapped(common.out, f"{row[0]} -> {row[1]} ({row[2]}): max |diff| {row[3]}, max rel {row[4]}"
+                          + ("" if row[5] == "-" else f", {row[5]} LSB") + f"  {row[6]}", indent="      ",
+                          first_indent="  ")
+        return
+    for row in rows:
+        table.add_row(*(escape(c) for c in row))
     common.out.print(table)
 

@@ -22,7 +22,15 @@ from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
 from nnconv.parity.tolerances import ToleranceOverrides
-from nnconv.parity.verify import OutputParity, ParityReport, TfliteReference, compare, random_inputs, run_parity
+from nnconv.parity.verify import (
+    OutputParity,
+    ParityReport,
+    TfliteReference,
+    attach_operands,
+    compare,
+    random_inputs,
+    run_parity,
+)
 from nnconv.pipeline import PreparedConversion, prepare
 
 NNAPI_FILE_MAGIC = b"NNAP"  # flatbuffer file identifier, bytes 4..8 of a .nnapi file
@@ -153,8 +161,8 @@ def verify_partitions(prepared: PreparedConversion, partitions: Sequence[Convert
     for k, cm in enumerate(partitions):
         boundary = {spec.name: runner.tensor(spec.tflite_tensor) for spec in cm.inputs}
         ours = Executor(cm, **opts).run(boundary)
-        outs = [compare(f"p{k}/{spec.name}", ours[spec.name], runner.tensor(spec.tflite_tensor), hybrid,
-                        overrides) for spec in cm.outputs]
+        outs = attach_operands([compare(f"p{k}/{spec.name}", ours[spec.name], runner.tensor(spec.tflite_tensor),
+                                        hybrid, overrides) for spec in cm.outputs], cm)
         row = PartitionParity(k, list(cm.tflite_ops), outs)
         rows.append(row)
     failing_quant = [(cm, row) for cm, row in zip(partitions, rows)

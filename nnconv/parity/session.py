@@ -36,7 +36,14 @@ from nnconv.parity.tflite_runner import (
     interpreter_version,
 )
 from nnconv.parity.tolerances import ToleranceOverrides
-from nnconv.parity.verify import OutputParity, ParityReport, TfliteReference, compare, random_inputs
+from nnconv.parity.verify import (
+    OutputParity,
+    ParityReport,
+    TfliteReference,
+    attach_operands,
+    compare,
+    random_inputs,
+)
 from nnconv.pipeline import PreparedConversion, prepare
 from nnconv.runtime.blas_threads import use_threads
 from nnconv.runtime.executor import Executor
@@ -199,7 +206,8 @@ def _compare_with_reference(path: str, converted: ConvertedModel, feed: Mapping[
     """Our executor against saved outputs (`--reference`), with the tolerance policy of TFLite's."""
     expected = bind_reference(opts.reference or {}, converted.outputs)
     ours = Executor(converted, **dict(opts.executor_options)).run(feed)
-    outputs = [compare(s.name, ours[s.name], expected[s.name], hybrid, opts.overrides) for s in converted.outputs]
+    outputs = attach_operands([compare(s.name, ours[s.name], expected[s.name], hybrid, opts.overrides)
+                               for s in converted.outputs], converted)
     return ParityReport(model=path, api_level=converted.api_level,
                         kernels=f"reference outputs {opts.reference_source or '(given)'}", outputs=outputs)
 

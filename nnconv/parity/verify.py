@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -56,9 +56,12 @@ class OutputParity:
     cosine: float = 1.0
     top1: float | None = None  # class-score outputs only (parity/metrics.py)
     top5: float | None = None
+    value_range: tuple[float, float] | None = None  # [min, max] of TFLite's tensor (None: empty or boolean)
+    operand: int | None = None  # the NNAPI operand holding our value (set by the caller that has the model)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "max_abs": self.max_abs,
+        return {"name": self.name, "operand": self.operand, "dtype": self.dtype, "shape": list(self.shape),
+                "range": None if self.value_range is None else list(self.value_range), "max_abs": self.max_abs,
                 "mean_abs": self.mean_abs, "max_rel": self.max_rel, "cosine": self.cosine, "top1": self.top1,
                 "top5": self.top5, "max_lsb": self.max_lsb,
                 "histogram": {str(k): v for k, v in self.histogram.items()},
@@ -71,9 +74,12 @@ def compare(name: str, actual: np.ndarray, expected: np.ndarray, hybrid: bool = 
     (parity/tolerances.py, with the user's `--atol/--rtol/--max-lsb` overrides)."""
     tol = tolerance_for(expected.dtype, hybrid, overrides)
     shape = tuple(expected.shape)
+    value_range = ((float(expected.min()), float(expected.max()))
+                   if expected.size and expected.dtype != np.bool_ else None)
     if actual.shape != expected.shape:
         return OutputParity(name, expected.dtype.name, shape, tol, float("inf"), float("inf"), None, passed=False,
-                            detail=f"shape {list(actual.shape)} != TFLite's {list(expected.shape)}")
+                            detail=f"shape {list(actual.shape)} != TFLite's {list(expected.shape)}",
+                            value_range=value_range)
     m = tensor_metrics(actual, expected, quantized=tol.kind != "float")
     if tol.kind == "float":
         passed = m.max_abs <= tol.atol + tol.rtol * m.range
@@ -84,7 +90,15 @@ def compare(name: str, actual: np.ndarray, expected: np.ndarray, hybrid: bool = 
     return OutputParity(name, expected.dtype.name, shape, tol, m.max_abs, m.max_rel,
                         m.max_lsb if tol.kind != "float" else None,
                         m.histogram if tol.kind != "float" else {}, passed, mean_abs=m.mean_abs, cosine=m.cosine,
-                        top1=m.top1, top5=m.top5)
+                        top1=m.top1, top5=m.top5, value_range=value_range)
+
+
+def attach_operands(rows: Sequence[OutputParity], converted: ConvertedModel) -> list[OutputParity]:
+    """Sets each output row's NNAPI operand (rows in `converted.outputs` order), so reports can name the
+    tensor as TFLite does with the operand in brackets."""
+    for row, operand in zip(rows, converted.model.main.output_indexes):
+        row.operand = operand
+    return list(rows)
 
 
 @dataclass
@@ -179,4 +193,5 @@ def run_parity(reference: TfliteReference | str | os.PathLike | bytes, converted
         row.detail = ("vs TFLite on the model with its dynamic-range weights dequantized (what NNAPI computes); "
                       f"TFLite's own hybrid kernels differ from that by up to {gap:.3g}")
         results.append(row)
-    return ParityReport(model=reference.name, api_level=converted.api_level, kernels=kernels, outputs=results)
+    return ParityReport(model=reference.name, api_level=converted.api_level, kernels=kernels,
+                        outputs=attach_operands(results, converted))

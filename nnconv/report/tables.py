@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from rich.markup import escape
 from rich.table import Table
 
 TABLE_FRAME_PER_COLUMN = 3  # a border and one space of padding either side
@@ -54,5 +55,5 @@ def fitted_table(cols: Sequence[Col], rows: Sequence[Sequence[str]], width: int,
         spare -= give
     table = Table(title=title)
     for i, col in enumerate(cols):
-        table.add_column(col.header, width=widths[i], no_wrap=not col.wrap, justify=col.justify)  # type: ignore[arg-type]
+        table.add_column(escape(col.header), width=widths[i], no_wrap=not col.wrap, justify=col.justify)  # type: ignore[arg-type]
     return table
