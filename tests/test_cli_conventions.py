@@ -289,3 +289,17 @@ def test_verify_names_outputs_as_tflite_does_with_operand_and_range(columns):
 def test_verify_quiet_prints_the_verdict_only():
     result = invoke("verify", str(MODELS / "mobilenet_v3_int8.tflite"), "-q")
     assert result.stdout == "PASS\n" and result.exit_code == EXIT_OK
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_level_matrix_and_model_summary_never_split_names(columns):
+    lstm, mnv3 = str(MODELS / "lstm_keras.tflite"), str(MODELS / "mobilenet_v3_int8.tflite")
+    matrix = invoke("check", lstm, "--api-level", "all", columns=columns).stdout
+    assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in matrix.split() and "FULLY_CONNECTED" in matrix.split()
+    several = invoke("check", lstm, mnv3, "--api-level", "29", columns=columns).stdout
+    for path in (lstm, mnv3):
+        assert any(path in w for line in several.splitlines() for w in line.split()), several
+    both = invoke("check", lstm, mnv3, "--api-level", "all", columns=columns).stdout
+    assert any(mnv3 in line for line in both.splitlines()), both
+    for text in (matrix, several, both):
+        assert all(len(line) <= columns for line in text.splitlines() if mnv3 not in line), text

@@ -310,12 +310,18 @@ def render_multi(checks: Sequence[ModelCheck], fmt: str, out: Console) -> None:
         lines += ["| " + " | ".join(_md_escape(x) for x in row) + " |" for row in rows]
         print_raw(out, "\n".join(lines) + "\n")
     else:
-        table = Table(title=f"{len(checks)} models at API {level} (NNAPI feature level {feature_level(level)})")
-        for col in _MULTI_COLUMNS:
-            table.add_column(col, overflow="fold")
-        for i, row in enumerate(rows):
-            table.add_row(*row, end_section=(i == len(rows) - 2))
-        out.print(table)
+        title = f"{len(checks)} models at API {level} (NNAPI feature level {feature_level(level)})"
+        cols = [Col(_MULTI_COLUMNS[0])] + [Col(c, wrap=True, justify="right") for c in _MULTI_COLUMNS[1:]]
+        table = fitted_table(cols, rows, out.width, title=title)
+        if table is None:  # one model per line: paths are never split
+            out.print(title, markup=False)
+            for row in rows:
+                print_wrapped(out, f"{row[0]}: {row[1]} ops, {row[2]} lowered, {row[3]} refused, {row[4]} "
+                                   f"delegated ({row[5]}%), {row[6]} partitions", indent="    ")
+        else:
+            for i, row in enumerate(rows):
+                table.add_row(*(escape(c) for c in row), end_section=(i == len(rows) - 2))
+            out.print(table)
     if fmt in ("table", "md") and deprecation_warning(level):
         print_raw(out, f"warning: {deprecation_warning(level)}")
 
@@ -362,16 +368,39 @@ def render_matrix(mats: Sequence[LevelMatrix], fmt: str, out: Console) -> None:
         lines += ["", LEGEND, ""]
         print_raw(out, "\n".join(lines))
         return
-    table = Table(title=title)
-    for col in header:
-        table.add_column(col, justify="center" if col.isdigit() else "left")
-    for i, (head, cells, first) in enumerate(rows):
-        table.add_row(*head, *(f"[{_STYLE[v]}]{SYMBOLS[v]}[/]" for v in cells), first,
-                      end_section=(i == len(rows) - 1))
-    table.add_row("", "coverage", *cov, "")
-    table.add_row("", "partitions", *parts, "")
-    out.print(table)
-    print_raw(out, LEGEND)
+    plain = [[*head, *(SYMBOLS[v] for v in cells), first] for head, cells, first in rows]
+    plain += [["", "coverage", *cov, ""], ["", "partitions", *parts, ""]]
+    cols = [Col("#", justify="right"), Col("op"), *(Col(str(lv), justify="center") for lv in levels),
+            Col("from API", justify="right")]
+    table = fitted_table(cols, plain, out.width, title=title)
+    if table is None:
+        _render_matrix_compact(title, levels, rows, cov, parts, out)
+    else:
+        for i, (head, cells, first) in enumerate(rows):
+            table.add_row(*(escape(h) for h in head), *(f"[{_STYLE[v]}]{SYMBOLS[v]}[/]" for v in cells), first,
+                          end_section=(i == len(rows) - 1))
+        table.add_row("", "coverage", *cov, "")
+        table.add_row("", "partitions", *parts, "")
+        out.print(table)
+    print_wrapped(out, LEGEND, indent="  ")
+
+
+def _render_matrix_compact(title: str, levels: Sequence[int], rows: Sequence[Any], cov: Sequence[str],
+                           parts: Sequence[str], out: Console) -> None:
+    """The level matrix as a text grid, op names last so that long ones cannot push the columns apart:
+    `#0    L   ✓   ✓ ...  28  UNIDIRECTIONAL_SEQUENCE_LSTM`."""
+    index_width = max(len(f"#{head[0]}") for head, _, _ in rows) if rows else 2
+    label_width = max(index_width, len("partitions"))
+    out.print(title, markup=False)
+    out.print(f"{'':<{label_width}}" + "".join(f"{lv:>5}" for lv in levels) + "  from  op", markup=False)
+    for head, cells, first in rows:
+        line = Text(f"{'#' + head[0]:<{label_width}}")
+        for v in cells:
+            line.append(f"{SYMBOLS[v]:>5}", style=_STYLE[v])
+        line.append(f"  {first:>4}  {head[1]}")
+        out.print(line)
+    out.print(f"{'coverage':<{label_width}}" + "".join(f"{c:>5}" for c in cov), markup=False)
+    out.print(f"{'partitions':<{label_width}}" + "".join(f"{p:>5}" for p in parts), markup=False)
 
 
 def _render_matrix_multi(mats: Sequence[LevelMatrix], fmt: str, out: Console) -> None:
@@ -395,11 +424,17 @@ def _render_matrix_multi(mats: Sequence[LevelMatrix], fmt: str, out: Console) ->
         lines += ["| " + " | ".join(_md_escape(x) for x in row) + " |" for row in rows]
         print_raw(out, "\n".join(lines) + "\n\ncells: coverage of ops delegated / partitions\n")
     else:
-        table = Table(title=f"{len(mats)} models: coverage / partitions per API level")
-        for col in header:
-            table.add_column(col, overflow="fold")
+        title = f"{len(mats)} models: coverage / partitions per API level"
+        # cells such as '100% / 1p' may wrap at their spaces; model paths never split
+        table = fitted_table([Col("model"), *(Col(h, wrap=True) for h in header[1:])], rows, out.width, title=title)
+        if table is None:  # one model per line
+            out.print(title, markup=False)
+            for row in rows:
+                print_wrapped(out, f"{row[0]}: " + ", ".join(f"API {h} {c}" for h, c in zip(header[1:], row[1:])),
+                              indent="    ")
+            return
         for i, row in enumerate(rows):
-            table.add_row(*row, end_section=(i == len(rows) - 2))
+            table.add_row(*(escape(c) for c in row), end_section=(i == len(rows) - 2))
         out.print(table)
 
 
