@@ -94,7 +94,7 @@ def render_ops(data: dict, out: Console) -> None:
     if out.width < COMPACT_BELOW:
         out.print(title, markup=False)
         for e in data["ops"]:
-            print_wrapped(out, f"{e['op']}  API {e['min_api_level']}+  {', '.join(e['dtypes'])}", indent="    ")
+            print_wrapped(out, f"{e['op']}  API {e['min_api_level']}+  {', '.join(e['dtypes'])}", indent="    ", first_indent="")
             print_wrapped(out, f"-> {_emitted(e)}", indent="       ", first_indent="    ")
             if e["constraints"]:
                 print_wrapped(out, e["constraints"], indent="    ")

@@ -126,7 +126,7 @@ def render_table(check: ModelCheck, out: Console, verbose: bool = False) -> None
     if any(r.supported and r.status != Verdict.FOLDED and beyond_delegate(r.op) for r in check.report.ops):
         out.print(BEYOND_NOTE, markup=False)
     for w in check.warnings():
-        print_wrapped(out, f"warning: {w}", indent="  ")
+        print_wrapped(out, f"warning: {w}", indent="  ", first_indent="")
 
 
 _OP_COLUMNS = (Col("#", justify="right"), Col("op"), Col("v", justify="right"), Col("inputs", wrap=True),
@@ -201,7 +201,7 @@ def _render_compact(check: ModelCheck, out: Console, verbose: bool) -> None:
             print_wrapped(out, f"inputs: {_inputs_cell(r)}", indent=indent + "  ", first_indent=indent)
     for p in check.plan.partitions:
         print_wrapped(out, f"partition {p.index}: TFLite ops {ops_range(p.ops)} -> {p.nnapi_ops} NNAPI ops, "
-                           f"{format_bytes(p.boundary_bytes)} across the boundary", indent="  ")
+                           f"{format_bytes(p.boundary_bytes)} across the boundary", indent="    ", first_indent="  ")
         for kind, tensors in (("in", p.inputs), ("out", p.outputs)):
             for t in tensors if verbose else ():
                 print_wrapped(out, f"{kind}: {_tensor_cell(t)}", indent="      ", first_indent="    ")
@@ -317,7 +317,7 @@ def render_multi(checks: Sequence[ModelCheck], fmt: str, out: Console) -> None:
             out.print(title, markup=False)
             for row in rows:
                 print_wrapped(out, f"{row[0]}: {row[1]} ops, {row[2]} lowered, {row[3]} refused, {row[4]} "
-                                   f"delegated ({row[5]}%), {row[6]} partitions", indent="    ")
+                                   f"delegated ({row[5]}%), {row[6]} partitions", indent="    ", first_indent="")
         else:
             for i, row in enumerate(rows):
                 table.add_row(*(escape(c) for c in row), end_section=(i == len(rows) - 2))
@@ -382,15 +382,14 @@ def render_matrix(mats: Sequence[LevelMatrix], fmt: str, out: Console) -> None:
         table.add_row("", "coverage", *cov, "")
         table.add_row("", "partitions", *parts, "")
         out.print(table)
-    print_wrapped(out, LEGEND, indent="  ")
+    print_wrapped(out, LEGEND, indent="  ", first_indent="")
 
 
 def _render_matrix_compact(title: str, levels: Sequence[int], rows: Sequence[Any], cov: Sequence[str],
                            parts: Sequence[str], out: Console) -> None:
     """The level matrix as a text grid, op names last so that long ones cannot push the columns apart:
     `#0    L   ✓   ✓ ...  28  UNIDIRECTIONAL_SEQUENCE_LSTM`."""
-    index_width = max(len(f"#{head[0]}") for head, _, _ in rows) if rows else 2
-    label_width = max(index_width, len("partitions"))
+    label_width = max((len(f"#{head[0]}") for head, _, _ in rows), default=2)
     out.print(title, markup=False)
     out.print(f"{'':<{label_width}}" + "".join(f"{lv:>5}" for lv in levels) + "  from  op", markup=False)
     for head, cells, first in rows:
@@ -399,8 +398,8 @@ def _render_matrix_compact(title: str, levels: Sequence[int], rows: Sequence[Any
             line.append(f"{SYMBOLS[v]:>5}", style=_STYLE[v])
         line.append(f"  {first:>4}  {head[1]}")
         out.print(line)
-    out.print(f"{'coverage':<{label_width}}" + "".join(f"{c:>5}" for c in cov), markup=False)
-    out.print(f"{'partitions':<{label_width}}" + "".join(f"{p:>5}" for p in parts), markup=False)
+    for label, values in (("coverage", cov), ("partitions", parts)):
+        out.print(f"{'':<{label_width}}" + "".join(f"{c:>5}" for c in values) + f"  {'':>4}  {label}", markup=False)
 
 
 def _render_matrix_multi(mats: Sequence[LevelMatrix], fmt: str, out: Console) -> None:
@@ -431,7 +430,7 @@ def _render_matrix_multi(mats: Sequence[LevelMatrix], fmt: str, out: Console) ->
             out.print(title, markup=False)
             for row in rows:
                 print_wrapped(out, f"{row[0]}: " + ", ".join(f"API {h} {c}" for h, c in zip(header[1:], row[1:])),
-                              indent="    ")
+                              indent="    ", first_indent="")
             return
         for i, row in enumerate(rows):
             table.add_row(*(escape(c) for c in row), end_section=(i == len(rows) - 2))
