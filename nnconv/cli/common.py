@@ -109,27 +109,22 @@ def _print_timings() -> None:
         _print_log("timings: " + ", ".join(f"{phase} {format_seconds(s)}" for phase, s in _timings))
 
 
-def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    global verbosity
-    if value:
-        if verbosity == VERBOSE:
-            raise click.UsageError("give -q or -v, not both", ctx)
-        verbosity = QUIET
-
-
-def _set_verbose(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    global verbosity
-    if value:
-        if verbosity == QUIET:
-            raise click.UsageError("give -q or -v, not both", ctx)
-        verbosity = VERBOSE
+def _verbosity_setter(level: int) -> Callable[[click.Context, click.Parameter, bool], None]:
+    """The callback of -q (QUIET) or -v (VERBOSE): sets `verbosity`, refusing the other flag too."""
+    def callback(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        global verbosity
+        if value:
+            if verbosity not in (NORMAL, level):
+                raise click.UsageError("give -q or -v, not both", ctx)
+            verbosity = level
+    return callback
 
 
 def verbosity_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """-q/--quiet and -v/--verbose for a command (read back as `common.verbosity`)."""
-    fn = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=_set_verbose,
+    fn = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=_verbosity_setter(VERBOSE),
                       help="Also print details (every NNAPI op of long expansions, inputs) and timings.")(fn)
-    return click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set_quiet,
+    return click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_verbosity_setter(QUIET),
                         help="Print only verdicts and errors (no tables, logs or warnings).")(fn)
 
 
