@@ -205,3 +205,28 @@ def test_run_of_a_model_the_runtime_refuses_is_an_internal_error(tmp_path):
                                        "-o", str(tmp_path / "y.npz")])
     assert result.exit_code == EXIT_INTERNAL, result.output
     assert "greater than 1" in result.output and "please report this bug" in result.output
+
+
+def pool(op: OperationType, t: OperandType, *scalars) -> Model:
+    mb = ModelBuilder()
+    x = mb.main.add_tensor(t, (1, 6, 5, 3), scale=0.1 if t is U8 else 0.0, zero_point=3 if t is U8 else 0)
+    y = mb.main.add_tensor(t, (1, 3, 3, 3), scale=0.1 if t is U8 else 0.0, zero_point=3 if t is U8 else 0)
+    mb.main.add_operation(op, [x, *(mb.main.add_scalar(s) for s in scalars)], [y])
+    mb.main.set_io([x], [y])
+    return mb.finish()
+
+
+@pytest.mark.parametrize("op", [OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D, OperationType.L2_POOL_2D])
+def test_pooling_parameters(op):
+    assert needed(pool(op, F32, 1, 2, 2, 2, 2, 0)) == 1  # implicit: SAME, strides 2, filter 2x2
+    assert needed(pool(op, F32, 1, 2, 2, 2, 2, 0, True)) == 3  # the NCHW flag
+    assert "input 3 (stride_height) is 0" in refusal(pool(op, F32, 1, 2, 0, 2, 2, 0))
+    # explicit: pads (left, right, top, bottom), strides, filter 2x2: a padding of 2 is not inside the filter
+    assert needed(pool(op, F32, 1, 1, 0, 1, 2, 2, 2, 2, 0)) == 1
+    assert "input 2 (padding_right) 2 is not smaller than input 7 (filter_width) 2" in refusal(
+        pool(op, F32, 1, 2, 0, 1, 2, 2, 2, 2, 0))
+
+
+def test_l2_pool_is_float_only():
+    assert "L2_POOL_2D takes float tensors only" in refusal(pool(OperationType.L2_POOL_2D, U8, 1, 2, 2, 2, 2, 0))
+    assert needed(pool(OperationType.MAX_POOL_2D, U8, 1, 2, 2, 2, 2, 0)) == 1
