@@ -31,6 +31,7 @@ from nnconv.tflite.sparsity import densify
 
 if TYPE_CHECKING:
     from nnconv.lowering.convert import ConversionOptions, SubgraphLowering
+    from nnconv.rewrite.registry import RewriteRecord
 
 INT8_SHIFT = 128
 
@@ -55,6 +56,8 @@ class ConversionState:
     # TENSOR_INT32; see folding.mark_int64_indices.
     int64_as_int32: set[tuple[int, int]] = field(default_factory=set)
     densified: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # sparse constants, dense
+    rewrites: list["RewriteRecord"] = field(default_factory=list)  # what the graph rewrites changed
+    source: TfliteModel | None = None  # the model as read, when the graph rewrites changed `model`
 
 
 class CheckContext:

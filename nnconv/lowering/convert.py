@@ -53,6 +53,7 @@ class OpReport:
     quantization: str = ""
     subgraph: int = 0
     lowering_note: str = ""  # what a many-operation lowering computes (`LowerContext.explain`)
+    rewrites: list[str] = field(default_factory=list)  # which graph rewrites changed the op, and how
 
     @property
     def supported(self) -> bool:
@@ -113,11 +114,8 @@ def make_state(model: TfliteModel, api_level: int, options: ConversionOptions | 
     if api_level not in API_LEVELS and api_level != 32:
         raise NnconvError(f"API level {api_level} is not one of {', '.join(map(str, API_LEVELS))}")
     state = ConversionState(model=model, api_level=api_level, options=options or ConversionOptions())
-    from nnconv.rewrite.folding import mark_int64_indices
-    mark_int64_indices(state)
-    if state.options.fold_constants:
-        from nnconv.rewrite.folding import fold_constants
-        fold_constants(state)
+    from nnconv.rewrite.pipeline import rewrite
+    rewrite(state)
     return state
 
 
@@ -194,7 +192,12 @@ def _quant_summary(c: CheckContext) -> str:
 def check_ops(state: ConversionState, subgraph: int = 0) -> Report:
     """Runs every check of one subgraph; refused ops get their lowest accepting API level."""
     m = state.model
-    sg = m.subgraphs[subgraph]
+    sg = m.subgraphs[subgraph]  # as the rewrite stage left it: same operators at the same indices
+    original = (state.source or m).subgraphs[subgraph].operators
+    rewrites: dict[int, list[str]] = {}
+    for rec in state.rewrites:
+        if rec.subgraph == subgraph:
+            rewrites.setdefault(rec.op_index, []).append(rec.describe())
     ops = []
     for op in sg.operators:
         diags = check_op(state, sg, op)
@@ -209,9 +212,10 @@ def check_ops(state: ConversionState, subgraph: int = 0) -> Report:
         else:
             status = Verdict.LOWERED
         rule = rule_for(op)
-        rep = OpReport(index=op.index, op=op.name, version=op.version, status=status, diagnostics=diags,
+        source = original[op.index] if op.index < len(original) else op
+        rep = OpReport(index=op.index, op=source.name, version=source.version, status=status, diagnostics=diags,
                        input_dtypes=[dtype_name(t.type) if t is not None else "-" for t in c.inputs],
-                       quantization=_quant_summary(c), subgraph=sg.index)
+                       quantization=_quant_summary(c), subgraph=sg.index, rewrites=rewrites.get(op.index, []))
         if errors:
             rep.min_api_level = lowest_accepting_level(state, sg, op)
             if rule is not None:

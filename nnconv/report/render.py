@@ -101,8 +101,8 @@ def _nnapi_cell(r: OpReport, verbose: bool = False) -> str:
 
 def _reason_cell(r: OpReport) -> str:
     if r.status == Verdict.FOLDED:
-        return "evaluated at conversion time"
-    text = r.reason
+        return "; ".join(["evaluated at conversion time", *r.rewrites])
+    text = "; ".join([t for t in [r.reason] if t] + r.rewrites)
     if r.hint:
         text += f" — hint: {r.hint}"
     return text

@@ -9,7 +9,8 @@ excite block) collapse into constants so the whole block lowers in one NNAPI par
 What is never folded, and why:
 - an op any of whose outputs is an output of its subgraph: the converter requires outputs to be computed;
 - arithmetic on quantized tensors (it would need the quantized kernels' exact rounding) and data movement
-  between tensors with different quantization parameters;
+  between tensors with different quantization parameters (SHAPE and RANK of a quantized tensor do fold:
+  they read no values);
 - results that would grow the model: a result bigger than 64 KiB and bigger than its constant inputs
   together (a FILL or TILE of a large float tensor stays a runtime op);
 - a result whose shape differs from the tensor's declared static shape (the model is then inconsistent;
@@ -329,7 +330,11 @@ def _quant_key(t: Tensor | None) -> tuple:
 
 
 def _quant_ok(op: Operator, ins: list[Tensor | None], outs: list[Tensor]) -> bool:
-    """Quantized tensors fold only through data movement with unchanged parameters."""
+    """Quantized tensors fold only through data movement with unchanged parameters. SHAPE and RANK read
+    only their input's static shape, never its values, so its dtype and quantization do not matter (an
+    int8 model's `tf.shape(x)` feeding a Flatten or squeeze-excite RESHAPE folds as in float)."""
+    if op.builtin_code in SHAPE_ONLY:
+        return True
     quantized = [t for t in [*ins, *outs] if t is not None and t.quantization.is_quantized
                  and t.type in (TensorType.UINT8, TensorType.INT8, TensorType.INT16)]
     if not quantized:

@@ -1,0 +1,30 @@
+"""Runs the rewrite stage on a conversion state: constant folding, then every registered graph rewrite.
+
+The graph rewrites are registered by importing their modules here, explicitly (one line per rewrite).
+"""
+
+from __future__ import annotations
+
+from nnconv.lowering.context import ConversionState
+from nnconv.rewrite import merge_axes  # noqa: F401  (registers RewriteKind.MERGE_AXES)
+from nnconv.rewrite.folding import fold_constants, mark_int64_indices
+from nnconv.rewrite.registry import REWRITES, RewriteKind
+
+
+def rewrite(state: ConversionState) -> None:
+    """Folds constants (unless `ConversionOptions.fold_constants` is off), applies every graph rewrite in `RewriteKind` order (recording what each changed in
+    `state.rewrites`), and folds again what the rewrites made constant."""
+    mark_int64_indices(state)
+    fold = state.options.fold_constants
+    if fold:
+        fold_constants(state)
+    changed = False
+    for kind in RewriteKind:
+        model, records = REWRITES[kind].apply(state)
+        if records:
+            state.source = state.source or state.model
+            state.model = model
+            state.rewrites.extend(records)
+            changed = True
+    if changed and fold:
+        fold_constants(state)
