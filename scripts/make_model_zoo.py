@@ -348,9 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for arch in ARCHITECTURES:
-        if args.only and arch.name not in args.only:
-            continue
+    by_name = {a.name: a for a in ARCHITECTURES}
+    for arch in [by_name[n] for n in args.only] if args.only else ARCHITECTURES:  # --only's order
         for variant in args.variants:
             name = f"{arch.name}.{variant}"
             if args.skip_existing and (out / f"{name}.tflite").exists():

@@ -58,6 +58,7 @@ class ConversionState:
     densified: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # sparse constants, dense
     rewrites: list["RewriteRecord"] = field(default_factory=list)  # what the graph rewrites changed
     source: TfliteModel | None = None  # the model as read, when the graph rewrites changed `model`
+    removed: set[tuple[int, int]] = field(default_factory=set)  # (subgraph, op) a graph rewrite made dead
 
 
 class CheckContext:

@@ -8,6 +8,7 @@ validates the result. `nnconv.pipeline.prepare` drives them; this module never r
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
@@ -166,6 +167,10 @@ def runtime_refusals(state: ConversionState, sg: Subgraph, op: Operator) -> list
 
 
 def is_folded(state: ConversionState, sg: Subgraph, op: Operator) -> bool:
+    """True when the op emits nothing: every output was folded into a constant, or a graph rewrite removed
+    the op (its work is done by another op; `ConversionState.removed`)."""
+    if (sg.index, op.index) in state.removed:
+        return True
     return bool(op.outputs) and all((sg.index, o) in state.folded for o in op.outputs if o >= 0)
 
 
@@ -194,10 +199,7 @@ def check_ops(state: ConversionState, subgraph: int = 0) -> Report:
     m = state.model
     sg = m.subgraphs[subgraph]  # as the rewrite stage left it: same operators at the same indices
     original = (state.source or m).subgraphs[subgraph].operators
-    rewrites: dict[int, list[str]] = {}
-    for rec in state.rewrites:
-        if rec.subgraph == subgraph:
-            rewrites.setdefault(rec.op_index, []).append(rec.describe())
+    rewrites = _rewrites_by_op(state, sg)
     ops = []
     for op in sg.operators:
         diags = check_op(state, sg, op)
@@ -224,6 +226,24 @@ def check_ops(state: ConversionState, subgraph: int = 0) -> Report:
             rep.min_api_level = _lowest_passing(state, sg, op)
         ops.append(rep)
     return Report(model=m.path, api_level=state.api_level, ops=ops)
+
+
+def _rewrites_by_op(state: ConversionState, sg: Subgraph) -> dict[int, list[str]]:
+    """Per op of `sg`, what the graph rewrites changed in it and, for WHILE / IF, in the subgraphs it runs."""
+    by_sg: dict[int, list[tuple[int, str]]] = {}
+    for rec in state.rewrites:
+        by_sg.setdefault(rec.subgraph, []).append((rec.op_index, rec.describe()))
+    found: dict[int, list[str]] = {}
+    for k, text in by_sg.get(sg.index, []):
+        found.setdefault(k, []).append(text)
+    for op in sg.operators:
+        o = op.options
+        roles = [(f.name.replace("_subgraph_index", ""), getattr(o, f.name)) for f in dataclasses.fields(o)
+                 if f.name.endswith("_subgraph_index")] if dataclasses.is_dataclass(o) else []
+        for role, index in roles:
+            found.setdefault(op.index, []).extend(f"{role} subgraph {index}, op #{k}: {text}"
+                                                  for k, text in by_sg.get(index, []))
+    return {k: v for k, v in found.items() if v}
 
 
 def _lowest_passing(state: ConversionState, sg: Subgraph, op: Operator) -> int:

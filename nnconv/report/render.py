@@ -101,7 +101,7 @@ def _nnapi_cell(r: OpReport, verbose: bool = False) -> str:
 
 def _reason_cell(r: OpReport) -> str:
     if r.status == Verdict.FOLDED:
-        return "; ".join(["evaluated at conversion time", *r.rewrites])
+        return "; ".join(r.rewrites or ["evaluated at conversion time"])
     text = "; ".join([t for t in [r.reason] if t] + r.rewrites)
     if r.hint:
         text += f" — hint: {r.hint}"

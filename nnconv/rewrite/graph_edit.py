@@ -12,7 +12,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from nnconv.tflite.ir import TENSOR_TYPE_OF_DTYPE, Operator, Subgraph, Tensor
+from nnconv.tflite.ir import TENSOR_TYPE_OF_DTYPE, Operator, Quantization, Subgraph, Tensor
+from nnconv.tflite.schema_enums import TensorType
 
 NO_BUFFER = -1  # appended constants have no buffer in the file; their data lives in `Tensor.data`
 
@@ -53,6 +54,16 @@ class SubgraphEdit:
         index = len(self.tensors)
         self.tensors.append(Tensor(index=index, name=name, shape=tuple(arr.shape), shape_signature=None,
                                    type=TENSOR_TYPE_OF_DTYPE[arr.dtype], buffer=NO_BUFFER, data=arr))
+        self.changed = True
+        return index
+
+    def add_tensor(self, name: str, shape: Sequence[int], like: Tensor, type: TensorType | None = None) -> int:
+        """Appends a computed tensor of `shape` with `like`'s type (or `type`, unquantized) and quantization."""
+        index = len(self.tensors)
+        quant = like.quantization if type is None else Quantization()
+        self.tensors.append(Tensor(index=index, name=name, shape=tuple(int(d) for d in shape),
+                                   shape_signature=None, type=like.type if type is None else type,
+                                   buffer=NO_BUFFER, quantization=quant))
         self.changed = True
         return index
 

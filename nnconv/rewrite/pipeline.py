@@ -6,6 +6,7 @@ The graph rewrites are registered by importing their modules here, explicitly (o
 from __future__ import annotations
 
 from nnconv.lowering.context import ConversionState
+from nnconv.rewrite import list_set_item  # noqa: F401  (registers RewriteKind.LIST_SET_ITEM)
 from nnconv.rewrite import merge_axes  # noqa: F401  (registers RewriteKind.MERGE_AXES)
 from nnconv.rewrite.folding import fold_constants, mark_int64_indices
 from nnconv.rewrite.registry import REWRITES, RewriteKind
@@ -25,6 +26,7 @@ def rewrite(state: ConversionState) -> None:
             state.source = state.source or state.model
             state.model = model
             state.rewrites.extend(records)
+            state.removed.update((r.subgraph, r.op_index) for r in records if r.removed)
             changed = True
     if changed and fold:
         fold_constants(state)

@@ -22,6 +22,7 @@ class RewriteKind(enum.Enum):
     """Every graph rewrite, in the order they run."""
 
     MERGE_AXES = "merge-axes"  # rank-5 reshape/tile/transpose chains on merged axes (rank <= 4)
+    LIST_SET_ITEM = "list-set-item"  # a loop's lowered TensorListSetItem as a SELECT of one row
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class RewriteRecord:
     op_index: int
     kind: RewriteKind
     note: str
+    removed: bool = False  # the op emits nothing any more: another op of the rewrite does its work
 
     def describe(self) -> str:
         return f"rewritten by {self.kind.value}: {self.note}"
