@@ -69,6 +69,7 @@ class CheckContext:
         self.subgraph = subgraph
         self.op = op
         self.diagnostics: list[Diagnostic] = []
+        self.notes: list[str] = []  # how the lowering differs from the plain one (reported, not a refusal)
 
     # -- target -----------------------------------------------------------------------------------
     @property
@@ -163,6 +164,10 @@ class CheckContext:
         self.diagnostics.append(Diagnostic(code=code, message=message, hint=hint, min_api_level=min_api_level,
                                            op_index=self.op.index, op_name=self.op.name,
                                            subgraph=self.subgraph.index))
+
+    def note(self, message: str) -> None:
+        """Records, for the report, an alternative lowering the rule chose (e.g. through float)."""
+        self.notes.append(message)
 
     def warn_driver(self, message: str) -> None:
         self.refuse(Code.DRIVER_SUPPORT, message)

@@ -54,7 +54,7 @@ class OpReport:
     quantization: str = ""
     subgraph: int = 0
     lowering_note: str = ""  # what a many-operation lowering computes (`LowerContext.explain`)
-    rewrites: list[str] = field(default_factory=list)  # which graph rewrites changed the op, and how
+    notes: list[str] = field(default_factory=list)  # what rewrites changed in the op; alternative lowerings
 
     @property
     def supported(self) -> bool:
@@ -122,8 +122,14 @@ def make_state(model: TfliteModel, api_level: int, options: ConversionOptions | 
 
 def check_op(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnostic]:
     """Every diagnostic for one op at `state.api_level` (empty: it lowers)."""
+    return checked(state, sg, op).diagnostics
+
+
+def checked(state: ConversionState, sg: Subgraph, op: Operator) -> CheckContext:
+    """The op's check context after its rule's check: diagnostics and notes (nothing for a folded op)."""
+    c = CheckContext(state, sg, op)
     if is_folded(state, sg, op):
-        return []
+        return c
     rule = rule_for(op)
     if rule is None:
         if op.builtin_code == BuiltinOperator.CUSTOM:
@@ -132,8 +138,8 @@ def check_op(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnos
         else:
             d = Diagnostic(Code.UNSUPPORTED_OPERATOR, f"no NNAPI lowering for TFLite {op.name}",
                            hint="this op stays on the TFLite CPU kernels")
-        return [d.at(op.index, op.name, sg.index)]
-    c = CheckContext(state, sg, op)
+        c.diagnostics.append(d.at(op.index, op.name, sg.index))
+        return c
     try:
         rule.check(c)
     except (AttributeError, IndexError, TypeError, KeyError, ValueError) as e:
@@ -146,7 +152,7 @@ def check_op(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnos
     if c.ok:  # spec-valid cases drivers commonly refuse: warnings from the same check (driver_support.py)
         from nnconv.lowering.driver_support import warn_driver_issues
         warn_driver_issues(c)
-    return c.diagnostics
+    return c
 
 
 def runtime_refusals(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnostic]:
@@ -202,8 +208,8 @@ def check_ops(state: ConversionState, subgraph: int = 0) -> Report:
     rewrites = _rewrites_by_op(state, sg)
     ops = []
     for op in sg.operators:
-        diags = check_op(state, sg, op)
-        c = CheckContext(state, sg, op)
+        c = checked(state, sg, op)
+        diags = c.diagnostics
         errors = [d for d in diags if d.is_error]
         if is_folded(state, sg, op):
             status = Verdict.FOLDED
@@ -217,7 +223,8 @@ def check_ops(state: ConversionState, subgraph: int = 0) -> Report:
         source = original[op.index] if op.index < len(original) else op
         rep = OpReport(index=op.index, op=source.name, version=source.version, status=status, diagnostics=diags,
                        input_dtypes=[dtype_name(t.type) if t is not None else "-" for t in c.inputs],
-                       quantization=_quant_summary(c), subgraph=sg.index, rewrites=rewrites.get(op.index, []))
+                       quantization=_quant_summary(c), subgraph=sg.index,
+                       notes=rewrites.get(op.index, []) + (c.notes if not errors else []))
         if errors:
             rep.min_api_level = lowest_accepting_level(state, sg, op)
             if rule is not None:

@@ -98,7 +98,7 @@ def op_json(r: OpReport, plan: PartitionPlan) -> dict:
             "input_dtypes": r.input_dtypes, "quantization": r.quantization,
             "partition": plan.partition_of(r.index),
             "beyond_delegate": not refused and beyond_delegate(r.op),
-            "rewrites": r.rewrites,
+            "notes": r.notes,
             "diagnostics": [d.to_json() for d in r.diagnostics]}
 
 

@@ -101,8 +101,8 @@ def _nnapi_cell(r: OpReport, verbose: bool = False) -> str:
 
 def _reason_cell(r: OpReport) -> str:
     if r.status == Verdict.FOLDED:
-        return "; ".join(r.rewrites or ["evaluated at conversion time"])
-    text = "; ".join([t for t in [r.reason] if t] + r.rewrites)
+        return "; ".join(r.notes or ["evaluated at conversion time"])
+    text = "; ".join([t for t in [r.reason] if t] + r.notes)
     if r.hint:
         text += f" — hint: {r.hint}"
     return text

@@ -69,14 +69,14 @@ def test_report_says_which_ops_the_rewrite_removed():
     report = check_model(list_write_model(), 30)
     assert report.ok
     by_op = {r.index: r for r in report.ops}
-    assert by_op[1].op == "RESHAPE" and "EQUAL" in by_op[1].rewrites[0]
+    assert by_op[1].op == "RESHAPE" and "EQUAL" in by_op[1].notes[0]
     assert [by_op[k].status for k in (2, 3, 4, 5, 6)] == [Verdict.FOLDED] * 5
-    assert all("removed" in by_op[k].rewrites[0] for k in (2, 3, 4, 5, 6))
-    assert "SELECT_V2" in by_op[7].rewrites[0]
+    assert all("removed" in by_op[k].notes[0] for k in (2, 3, 4, 5, 6))
+    assert "SELECT_V2" in by_op[7].notes[0]
 
 
 def test_tail_not_after_the_written_row_is_left_alone():
     """With L[i+2:] as the tail the concatenation is not a row write: nothing is rewritten."""
     m = list_write_model(plus=2)
-    assert not any(r.rewrites for r in check_model(m, 30).ops)
+    assert not any(r.notes for r in check_model(m, 30).ops)
     assert_refused(m, 30, Code.NON_CONSTANT)

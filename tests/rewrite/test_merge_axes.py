@@ -120,7 +120,7 @@ def test_report_names_the_rewrite_and_keeps_op_names():
     report = check_model(repeat_model(expand=True), 30)
     assert report.ok
     assert [r.op for r in report.ops] == ["EXPAND_DIMS", "TILE", "RESHAPE"]
-    assert all(any(w.startswith("rewritten by merge-axes") for w in r.rewrites) for r in report.ops)
+    assert all(any(w.startswith("rewritten by merge-axes") for w in r.notes) for r in report.ops)
     state = make_state(read_model(repeat_model()), 30)
     assert [t.shape for t in state.model.main.tensors if t.name in ("a0", "t0")] == [(3, 20), (3, 40)]
 
@@ -136,7 +136,7 @@ def test_untouched_when_no_rank4_form_exists():
     b.output(y)
     m = b.finish()
     assert_refused(m, 30, Code.RANK)
-    assert not any(r.rewrites for r in check_model(m, 30).ops)
+    assert not any(r.notes for r in check_model(m, 30).ops)
 
 
 def test_model_output_inside_the_chain_is_left_alone():

@@ -18,6 +18,8 @@ from nnconv.lowering.rules._arith import (F32, I8, U8, check_common, check_fixed
                                           same_quant, scalar_tensor, via_float)
 from nnconv.lowering.rules.elementwise import negate
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
+from nnconv.nnapi.quant_limits import sigmoid_input_multiplier
+from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -103,9 +105,24 @@ class _Sigmoidal(Rule):
         if is_quant(y):
             c.require_api(self.quant_api, f"quantized {self.op.name}")
             check_fixed_output_quant(c, self.op.name, y, self.fixed_scale, self.fixed_zp[y.type])
+            if _sigmoid_through_float(c.input(0)):
+                scale = c.input(0).quantization.scale[0]
+                what = (f"quantized {self.op.name} with input scale {scale:g} (scale * 2^27 is not above 1, which "
+                        "the reference's fixed-point kernel refuses; TFLite's lookup table computes it) through float")
+                if c.require_api(29, what):
+                    c.note(f"{what}: DEQUANTIZE, {self.op.name}, QUANTIZE (within 1 LSB of TFLite)")
 
     def lower(self, c: LowerContext) -> None:
+        if _sigmoid_through_float(c.input(0)):
+            via_float(c, c.in_(0), c.out(0), lambda f, g: c.emit(self.nnapi_op, [f], [g]))
+            return
         c.emit(self.nnapi_op, [c.in_(0)], [c.out(0)])
+
+
+def _sigmoid_through_float(x: Tensor | None) -> bool:
+    """A quantized LOGISTIC / TANH input whose scale the reference's Q4.27 evaluation refuses."""
+    return (x is not None and is_quant(x) and not x.quantization.is_per_channel
+            and not sigmoid_input_multiplier(x.quantization.scale[0]) > 1.0)
 
 
 @lowering_rule(BuiltinOperator.LOGISTIC)
@@ -113,7 +130,7 @@ class Logistic(_Sigmoidal):
     """TFLite LOGISTIC(x) -> NNAPI LOGISTIC(x) (API 27); quantized output (1/256, 0), int8 (1/256, -128)."""
 
     nnapi_op = OperationType.LOGISTIC
-    nnapi_ops = (OperationType.LOGISTIC,)
+    nnapi_ops = (OperationType.LOGISTIC, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     fixed_scale = 1.0 / 256
     fixed_zp = {U8: 0, I8: -128}
     constraints = "quantized output scale 1/256"
@@ -125,7 +142,7 @@ class Tanh(_Sigmoidal):
     int8 (1/128, 0)."""
 
     nnapi_op = OperationType.TANH
-    nnapi_ops = (OperationType.TANH,)
+    nnapi_ops = (OperationType.TANH, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     quant_api = 29
     fixed_scale = 1.0 / 128
     fixed_zp = {U8: 128, I8: 0}

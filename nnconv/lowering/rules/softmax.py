@@ -6,9 +6,18 @@ from nnconv.lowering.common import FLOAT, FLOAT_OR_QUANT8, check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import check_fixed_output_quant, emit_last_axis_op_as_rows
+from nnconv.lowering.rules._arith import check_fixed_output_quant, emit_last_axis_op_as_rows, via_float
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quant_limits import softmax_input_multiplier
+from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+
+
+def _through_float(x: Tensor, beta: float) -> bool:
+    """A quantized input whose scale the reference's fixed-point SOFTMAX refuses (`quant_limits`)."""
+    q = x.quantization
+    return (x.type != TensorType.FLOAT32 and q.is_quantized and not q.is_per_channel
+            and not softmax_input_multiplier(beta, q.scale[0]) > 1.0)
 
 
 @lowering_rule(BuiltinOperator.SOFTMAX)
@@ -19,12 +28,15 @@ class Softmax(Rule):
     NNAPI 1.0/1.1 take rank 2 or 4 only; from API 29 rank 1..4. Below API 29 a rank-1 or rank-3 input is
     reshaped to [rows, last axis], normalized, and reshaped back (TFLite's delegate refuses it).
     Quantized output must be scale 1/256 with zero point 0 (uint8) or -128 (int8): the reference computes
-    it in fixed point and fails on any other.
+    it in fixed point and fails on any other. It also refuses an input scale so small that
+    beta * scale * 2^26 <= 1 (`nnapi/quant_limits.py`), which TFLite's lookup-table kernel computes: such a
+    SOFTMAX becomes DEQUANTIZE -> float SOFTMAX -> QUANTIZE from API 29 (the lookup table holds
+    quantize(softmax(dequantize(q))) too; within 1 LSB).
     int8 is TENSOR_QUANT8_ASYMM_SIGNED from API 30, uint8 + 128 below (zero point -128 becomes 0, as NNAPI
     1.0 requires).
     """
 
-    nnapi_ops = (OperationType.SOFTMAX, OperationType.RESHAPE)
+    nnapi_ops = (OperationType.SOFTMAX, OperationType.RESHAPE, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     dtypes = ("float32", "uint8", "int8")
     constraints = "beta > 0; rank 1..4 (reshaped to 2-D below API 29 when not 2 or 4); quantized output 1/256"
 
@@ -41,11 +53,22 @@ class Softmax(Rule):
         beta = c.options.beta if c.options is not None else 1.0
         if not beta > 0:
             c.refuse(Code.OPTION, f"beta {beta} must be positive")
+            return
         check_int8(c)
+        if x is not None and _through_float(x, beta):
+            scale = x.quantization.scale[0]
+            what = (f"quantized SOFTMAX with input scale {scale:g} (beta * scale * 2^26 = "
+                    f"{softmax_input_multiplier(beta, scale):.3g} is not above 1, which the reference's "
+                    "fixed-point kernel refuses; TFLite's lookup table computes it) through float")
+            if c.require_api(29, what):
+                c.note(f"{what}: DEQUANTIZE, SOFTMAX, QUANTIZE (within 1 LSB of TFLite)")
 
     def lower(self, c: LowerContext) -> None:
         beta = c.options.beta if c.options is not None else 1.0
         x_t = c.input(0)
+        if _through_float(x_t, beta):
+            via_float(c, c.in_(0), c.out(0), lambda f, g: c.emit(OperationType.SOFTMAX, [f, c.f32(beta)], [g]))
+            return
         if c.api_level >= 29 or x_t.rank in (2, 4):
             c.emit(OperationType.SOFTMAX, [c.in_(0), c.f32(beta)], [c.out(0)])
             return
