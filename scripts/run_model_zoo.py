@@ -6,7 +6,7 @@ some ops stay on the CPU). Each command runs as `python -m nnconv` from this rep
 so one model's failure cannot stop the others and the figures are those a user gets from the CLI.
 
     python scripts/run_model_zoo.py /work/zoo [--out docs/model-zoo.md] [--json results.json]
-                                    [--baseline before.json] [--only NAME ...] [--no-verify]
+                                    [--baseline before.json] [--only NAME ...] [--no-verify] [--jobs N]
 
 `--json` also saves the raw results; `--baseline` takes such a file (e.g. measured on an older commit)
 and adds its one-partition counts to the summary for comparison.
@@ -15,6 +15,7 @@ and adds its one-partition counts to the summary for comparison.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import pathlib
 import subprocess
@@ -86,21 +87,21 @@ def verify(path: pathlib.Path, level: int) -> dict[str, Any]:
                          "tolerance": o["tolerance"], "detail": o["detail"][:200]} for o in failing]}
 
 
-def run(zoo: pathlib.Path, only: list[str] | None, with_verify: bool) -> list[ZooResult]:
-    results = []
-    for path in sorted(zoo.glob("*.tflite")):
-        name = path.name[: -len(".tflite")]
-        if only and name.split(".")[0] not in only:
-            continue
-        started = time.monotonic()
-        result = ZooResult(name)
-        check(path, result)
-        if with_verify and not result.error:
-            result.verify = {str(lv): verify(path, lv) for lv in VERIFY_LEVELS}
-        results.append(result)
-        print(f"{name}: {level_cells(result)[3]} at API 30, verify {verify_cell(result, 30)} "
-              f"({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
-    return results
+def measure(path: pathlib.Path, with_verify: bool) -> ZooResult:
+    started = time.monotonic()
+    result = ZooResult(path.name[: -len(".tflite")])
+    check(path, result)
+    if with_verify and not result.error:
+        result.verify = {str(lv): verify(path, lv) for lv in VERIFY_LEVELS}
+    print(f"{result.name}: {level_cells(result)[3]} at API 30, verify {verify_cell(result, 30)} "
+          f"({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+    return result
+
+
+def run(zoo: pathlib.Path, only: list[str] | None, with_verify: bool, jobs: int = 1) -> list[ZooResult]:
+    paths = [p for p in sorted(zoo.glob("*.tflite")) if not only or p.name.split(".")[0] in only]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # each job is a process
+        return list(pool.map(lambda p: measure(p, with_verify), paths))
 
 
 # -- rendering ----------------------------------------------------------------------------------------
@@ -209,11 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", default=None, help="label of this run inside --json (e.g. a commit)")
     ap.add_argument("--only", nargs="*", default=None, help="architecture names")
     ap.add_argument("--no-verify", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1, help="models measured at once (one process each)")
     args = ap.parse_args(argv)
     if not args.zoo.is_dir():
         print(f"error: {args.zoo} is not a directory", file=sys.stderr)
         return 2
-    results = run(args.zoo, args.only, not args.no_verify)
+    results = run(args.zoo, args.only, not args.no_verify, args.jobs)
     manifest_path = args.zoo / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     baseline = json.loads(args.baseline.read_text()) if args.baseline else None
