@@ -77,9 +77,12 @@ def test_logistic_wrong_output_quantization_refused():
 def test_elu_parity_and_level():
     m = act_model(B.ELU)
     assert_parity(m, api_level=30, input_fn=wide, expect_ops=["ELU"])
-    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+    composite = ["MINIMUM", "EXP", "ADD", "RELU", "ADD"]
+    assert_parity(m, api_level=29, input_fn=wide, expect_ops=composite)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
     q = act_model(B.ELU, np.int8, q_out=QuantParams(0.04, 0))
     assert_parity(q, api_level=30, expect_ops=["DEQUANTIZE", "ELU", "QUANTIZE"])
+    assert_parity(q, api_level=29, expect_ops=["DEQUANTIZE", *composite, "QUANTIZE"])
     assert_refused(act_model(B.ELU, np.uint8), 30, Code.DTYPE)  # TFLite has no uint8 ELU
 
 

@@ -51,8 +51,19 @@ def test_resize_quantized_parity(op, dtype, api, align, half):
 def test_resize_flags_need_30():
     m = resize_model(BIL, np.float32, (1, 4, 5, 2), (8, 10), align=True)
     assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
-    m = resize_model(NN, np.float32, (1, 4, 5, 2), (8, 10), half=True)
+    m = resize_model(NN, np.float32, (1, 4, 5, 2), (8, 15), half=True)  # not one integer factor
     assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+
+
+@pytest.mark.parametrize("dtype,q", [(np.float32, None), (np.int8, QuantParams(0.05, -3))], ids=["float32", "int8"])
+@pytest.mark.parametrize("api,ops", [(27, ["CONCATENATION", "DEPTH_TO_SPACE"]), (29, ["RESIZE_NEAREST_NEIGHBOR"])])
+def test_nearest_half_pixel_integer_upscale_needs_no_flag(dtype, q, api, ops):
+    """Keras' UpSampling2D (half_pixel_centers, factor f): floor((y + 0.5) / f) == y // f, so the flag
+    changes nothing and the plain operation (or below API 29 the repeat) lowers it."""
+    m = resize_model(NN, dtype, (1, 4, 5, 2), (8, 10), half=True, q=q)
+    if dtype is np.int8 and api < 29:
+        api = 28
+    assert_parity(m, api_level=api, expect_ops=ops)
 
 
 @pytest.mark.parametrize("op", [BIL, NN], ids=["bilinear", "nearest"])

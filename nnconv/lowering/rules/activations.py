@@ -152,25 +152,47 @@ class Tanh(_Sigmoidal):
 @lowering_rule(BuiltinOperator.ELU)
 class Elu(Rule):
     """TFLite ELU(x) -> NNAPI ELU(x, alpha = 1.0) (API 30, float32). TFLite's int8 ELU (a lookup table of
-    quantize(elu(dequantize(q)))) becomes DEQUANTIZE, ELU, QUANTIZE (`via_float`)."""
+    quantize(elu(dequantize(q)))) becomes DEQUANTIZE, ELU, QUANTIZE (`via_float`).
 
-    nnapi_ops = (OperationType.ELU, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
-    min_api_level = 30
+    At API 29, where NNAPI has no ELU, the identity elu(x) = max(x, 0) + (exp(min(x, 0)) - 1) gives
+    RELU, MINIMUM, EXP and two ADDs (float32, or int8 through float): exp(m) - 1 instead of TFLite's
+    expm1(m) costs at most ~1e-7 absolute near 0, far inside the float tolerance and invisible after
+    quantization."""
+
+    nnapi_ops = (OperationType.ELU, OperationType.DEQUANTIZE, OperationType.QUANTIZE, OperationType.RELU,
+                 OperationType.MINIMUM, OperationType.EXP, OperationType.ADD)
+    min_api_level = 29
     dtypes = ("float32", "int8")
-    constraints = "float32; int8 through float"
+    constraints = "float32; int8 through float; API 29 as RELU + EXP(MINIMUM) - 1"
 
     def check(self, c: CheckContext) -> None:
         quant = is_quant(c.input(0))
-        if check_common(c, 1, (F32, I8), max_rank=4 if quant else None):
-            c.require_api(30, "ELU")
+        # int8 goes through DEQUANTIZE/QUANTIZE, exact on the uint8 + 128 form that carries int8 below API 30
+        if check_common(c, 1, (F32, I8), max_rank=4 if quant else None, int8_shiftable=True):
+            if c.api_level < 30 and c.require_api(29, "ELU (below API 30 as RELU(x) + EXP(MINIMUM(x, 0)) - 1)"):
+                c.note("NNAPI has ELU from API 30: lowered as RELU(x) + EXP(MINIMUM(x, 0)) - 1")
 
     def lower(self, c: LowerContext) -> None:
         def elu(x: int, out: int) -> None:
-            c.emit(OperationType.ELU, [x, c.f32(1.0)], [out])
+            if c.api_level >= 30:
+                c.emit(OperationType.ELU, [x, c.f32(1.0)], [out])
+            else:
+                _elu_composite(c, x, out)
         if is_quant(c.input(0)):
             via_float(c, c.in_(0), c.out(0), elu)
         else:
             elu(c.in_(0), c.out(0))
+
+
+def _elu_composite(c: LowerContext, x: int, out: int) -> None:
+    """Float32 ELU as RELU(x) + (EXP(MINIMUM(x, 0)) - 1) (see `Elu`)."""
+    none = c.i32(FuseCode.NONE)
+    negative, exp, exp_m1, positive = (c.temp_like(out) for _ in range(4))
+    c.emit(OperationType.MINIMUM, [x, scalar_tensor(c, 0.0)], [negative])
+    c.emit(OperationType.EXP, [negative], [exp])
+    c.emit(OperationType.ADD, [exp, scalar_tensor(c, -1.0), none], [exp_m1])
+    c.emit(OperationType.RELU, [x], [positive])
+    c.emit(OperationType.ADD, [positive, exp_m1, none], [out])
 
 
 def _hard_swish_composite(c: LowerContext, x: int, out: int) -> None:

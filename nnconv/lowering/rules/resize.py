@@ -41,7 +41,7 @@ class _Resize(Rule):
             if value.size != 2 or value.min() < 1:
                 c.refuse(Code.OPERAND_VALUE, f"size {value.tolist()} is not two positive extents")
         o = c.options
-        if o is not None and (o.align_corners or o.half_pixel_centers):
+        if o is not None and (o.align_corners or o.half_pixel_centers) and self.flags_matter(c):
             c.require_api(30, f"{c.op.name} with align_corners / half_pixel_centers")
             if o.align_corners and o.half_pixel_centers:
                 c.refuse(Code.OPTION, "align_corners and half_pixel_centers together")
@@ -50,6 +50,10 @@ class _Resize(Rule):
     def check_level(self, c: CheckContext) -> None:
         """Level of the op itself."""
 
+    def flags_matter(self, c: CheckContext) -> bool:
+        """False when align_corners / half_pixel_centers do not change the result (then not emitted)."""
+        return True
+
     def quant_level(self, c: CheckContext) -> int:
         """Lowest level of the quantized variant."""
         return self.quant_api
@@ -57,8 +61,9 @@ class _Resize(Rule):
     def lower(self, c: LowerContext) -> None:
         h, w = (int(v) for v in np.asarray(c.const_value(c.input(1))).reshape(-1))
         o = c.options
-        align = bool(o.align_corners) if o is not None else False
-        half = bool(o.half_pixel_centers) if o is not None else False
+        flags = o is not None and self.flags_matter(c)
+        align = bool(o.align_corners) if flags else False
+        half = bool(o.half_pixel_centers) if flags else False
         args = [c.in_(0), c.i32(w), c.i32(h)]
         if align or half or self.nnapi_op is OperationType.RESIZE_NEAREST_NEIGHBOR:
             args.append(c.boolean(False))  # NCHW; NEAREST_NEIGHBOR requires the operand
@@ -81,14 +86,18 @@ class ResizeBilinear(_Resize):
 
 
 def integer_upscale(c: CheckContext) -> int | None:
-    """The factor f when a plain nearest-neighbour resize repeats every pixel f x f times: output = f * input
-    on both axes and the source index floor(y * (in / out)), in float32 as the kernels compute it, equals
-    y // f for every output row and column. None otherwise."""
+    """The factor f when the nearest-neighbour resize repeats every pixel f x f times: output = f * input
+    on both axes and the source index floor((y + offset) * (in / out)), in float32 as the kernels compute
+    it (offset 0.5 with half_pixel_centers, else 0), equals y // f for every output row and column. With
+    half_pixel_centers that holds too: for y = q*f + r, (y + 0.5) / f = q + (r + 0.5) / f < q + 1, so the
+    flag changes nothing and the plain operation (API 29, or below it the repeat) computes the same.
+    None otherwise (and always with align_corners)."""
     x, size, o = c.input(0), c.input(1), c.options
     if x is None or size is None or x.rank != 4 or not c.is_const(size):
         return None
-    if o is not None and (o.align_corners or o.half_pixel_centers):
+    if o is not None and o.align_corners:
         return None
+    offset = np.float32(0.5) if o is not None and o.half_pixel_centers else np.float32(0.0)
     h, w = (int(v) for v in np.asarray(c.const_value(size)).reshape(-1)[:2])
     in_h, in_w = x.shape[1], x.shape[2]
     if in_h < 1 or in_w < 1 or h % in_h or w % in_w or h // in_h != w // in_w or h // in_h < 2:
@@ -96,7 +105,7 @@ def integer_upscale(c: CheckContext) -> int | None:
     f = h // in_h
     for n_in, n_out in ((in_h, h), (in_w, w)):
         pos = np.arange(n_out, dtype=np.float32)
-        idx = np.floor(pos * (np.float32(n_in) / np.float32(n_out))).astype(np.int64)
+        idx = np.floor((pos + offset) * (np.float32(n_in) / np.float32(n_out))).astype(np.int64)
         if not np.array_equal(np.minimum(idx, n_in - 1), np.arange(n_out) // f):
             return None
     return f
@@ -105,8 +114,9 @@ def integer_upscale(c: CheckContext) -> int | None:
 @lowering_rule(BuiltinOperator.RESIZE_NEAREST_NEIGHBOR)
 class ResizeNearestNeighbor(_Resize):
     __doc__ = _Resize.__doc__.replace("<RESIZE>", "RESIZE_NEAREST_NEIGHBOR") + """
-    The operation exists from API 29 (with the NCHW operand always present). Below API 29 an upscale by the
-    same integer factor f on both axes (no flags) is exactly "repeat each pixel f x f times":
+    The operation exists from API 29 (with the NCHW operand always present). An upscale by the same integer
+    factor f on both axes (no flag, or half_pixel_centers, which then changes nothing: Keras' UpSampling2D
+    in TF >= 2.x) is exactly "repeat each pixel f x f times": the plain operation from API 29, and below it
     CONCATENATION of f*f copies on the channel axis, then DEPTH_TO_SPACE with block f (beyond TFLite's
     delegate, which needs API 29)."""
     nnapi_op = OperationType.RESIZE_NEAREST_NEIGHBOR
@@ -122,6 +132,9 @@ class ResizeNearestNeighbor(_Resize):
 
     def quant_level(self, c: CheckContext) -> int:
         return 27 if integer_upscale(c) is not None else 29
+
+    def flags_matter(self, c: CheckContext) -> bool:
+        return integer_upscale(c) is None
 
     def lower(self, c: LowerContext) -> None:
         f = integer_upscale(c) if c.api_level < 29 else None
