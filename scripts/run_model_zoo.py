@@ -1,12 +1,14 @@
 """Checks and verifies the model zoo built by `scripts/make_model_zoo.py` and writes `docs/model-zoo.md`.
 
 For every `<model>.<variant>.tflite` of DIR: `nnconv check --api-level all` (partitions and refused ops
-per API level 27..35) and `nnconv verify` at API 29 and 30 (whole-model, or partition by partition when
-some ops stay on the CPU). Each command runs as `python -m nnconv` from this repository in its own process,
+per API level 27..35) and `nnconv verify --allow-partial` at API 29 and 30 (whole-model, or partition by
+partition when some ops stay on the CPU; a failing model is verified again with `--per-op` to name the op
+responsible). Each command runs as `python -m nnconv` from this repository in its own process,
 so one model's failure cannot stop the others and the figures are those a user gets from the CLI.
 
     python scripts/run_model_zoo.py /work/zoo [--out docs/model-zoo.md] [--json results.json]
                                     [--baseline before.json] [--only NAME ...] [--no-verify] [--jobs N]
+                                    [--keep earlier.json [--missing]]
 
 `--json` also saves the raw results; `--baseline` takes such a file (e.g. measured on an older commit)
 and adds its one-partition counts to the summary for comparison.
@@ -74,13 +76,23 @@ def check(path: pathlib.Path, result: ZooResult) -> None:
 
 
 def verify(path: pathlib.Path, level: int) -> dict[str, Any]:
-    proc = nnconv("verify", str(path), "--api-level", str(level), "--format", "json")
+    """`nnconv verify --allow-partial` (partition by partition when some ops stay on the CPU); when an
+    output fails, again with `--per-op` to name the first op whose output diverges."""
+    proc = nnconv("verify", str(path), "--api-level", str(level), "--allow-partial", "--format", "json")
     try:
         data = json.loads(proc.stdout)
     except json.JSONDecodeError:
         return {"exit": proc.returncode, "message": last_line(proc.stderr)}
     failing = [o for o in data["outputs"] if not o["passed"]]
-    return {"exit": proc.returncode, "passed": data["passed"],
+    culprit = None
+    if failing:
+        again = nnconv("verify", str(path), "--api-level", str(level), "--allow-partial", "--per-op",
+                       "--format", "json")
+        try:
+            culprit = json.loads(again.stdout).get("first_divergent_op")
+        except json.JSONDecodeError:
+            culprit = None
+    return {"exit": proc.returncode, "passed": data["passed"], "first_divergent_op": culprit,
             "partitions": len({o["name"].split("/")[0] for o in data["outputs"] if o["name"][:1] == "p"
                                and "/" in o["name"] and o["name"].split("/")[0][1:].isdigit()}),
             "failing": [{"name": o["name"], "max_abs": o["max_abs"], "max_lsb": o["max_lsb"],
@@ -98,8 +110,10 @@ def measure(path: pathlib.Path, with_verify: bool) -> ZooResult:
     return result
 
 
-def run(zoo: pathlib.Path, only: list[str] | None, with_verify: bool, jobs: int = 1) -> list[ZooResult]:
-    paths = [p for p in sorted(zoo.glob("*.tflite")) if not only or p.name.split(".")[0] in only]
+def run(zoo: pathlib.Path, only: list[str] | None, with_verify: bool, jobs: int = 1,
+        skip: set[str] = frozenset()) -> list[ZooResult]:
+    paths = [p for p in sorted(zoo.glob("*.tflite"))
+             if (not only or p.name.split(".")[0] in only) and p.name[: -len(".tflite")] not in skip]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # each job is a process
         return list(pool.map(lambda p: measure(p, with_verify), paths))
 
@@ -131,7 +145,16 @@ def verify_cell(result: ZooResult, level: int) -> str:
         return f"PASS{where}"
     worst = v["failing"][0]
     err = f"{worst['max_lsb']} LSB" if worst["max_lsb"] is not None else f"{worst['max_abs']:.2g}"
-    return f"FAIL{where}: {_md(worst['name'])} {err}"
+    culprit = v.get("first_divergent_op")
+    blame = f"; first divergent op: {_md(_op_name(culprit))}" if culprit else ""
+    return f"FAIL{where}: {_md(worst['name'])} {err}{blame}"
+
+
+def _op_name(op: Any) -> str:
+    """`--per-op`'s first divergent op, as `#index NAME` when it is a record."""
+    if isinstance(op, dict):
+        return f"#{op.get('index', '?')} {op.get('op', '')}".strip()
+    return str(op)
 
 
 def _md(text: str) -> str:
@@ -211,11 +234,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", default=None, help="architecture names")
     ap.add_argument("--no-verify", action="store_true")
     ap.add_argument("--jobs", type=int, default=1, help="models measured at once (one process each)")
+    ap.add_argument("--keep", type=pathlib.Path, default=None,
+                    help="raw results of an earlier run (--json) kept for the models not measured now")
+    ap.add_argument("--missing", action="store_true", help="with --keep: measure only models it lacks")
     args = ap.parse_args(argv)
     if not args.zoo.is_dir():
         print(f"error: {args.zoo} is not a directory", file=sys.stderr)
         return 2
-    results = run(args.zoo, args.only, not args.no_verify, args.jobs)
+    kept = {r["name"]: ZooResult(**r) for r in json.loads(args.keep.read_text())["results"]} if args.keep else {}
+    skip = set(kept) if args.missing else set()
+    measured = run(args.zoo, args.only, not args.no_verify, args.jobs, skip)
+    results = sorted({**kept, **{r.name: r for r in measured}}.values(), key=lambda r: r.name)
     manifest_path = args.zoo / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     baseline = json.loads(args.baseline.read_text()) if args.baseline else None
