@@ -4,8 +4,8 @@ The reference implementation turns some real-valued rescaling factors into fixed
 helpers that only accept a range (`QuantizeMultiplierGreaterThanOne`, `QuantizeMultiplierSmallerThanOne`);
 parameters outside it make the operation fail whatever the input values, while TFLite's own kernels (which
 use a lookup table or the general `QuantizeMultiplier`) run them. The lowering rules test these limits at
-check time (so `convert` never writes a model the executor refuses) and the runtime kernels use the same
-functions to compute the factors they then quantize.
+check time to choose an exact alternative lowering (DEQUANTIZE -> float op -> QUANTIZE) before the
+runtime's own validation (`runtime/kernels`' validators) would refuse the operation.
 """
 
 from __future__ import annotations
