@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 from nnconv.errors import ConversionError
-from nnconv.lowering.partition import convert_partial
+from nnconv.pipeline import convert_partial
 from nnconv.nnapi import serialize
 from nnconv.nnapi.enums import API_LEVELS
 from nnconv.parity import random_inputs

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness import QuantParams, assert_parity, assert_refused, single_op_model
-from nnconv.lowering.convert import check_model
+from nnconv.pipeline import check_model
 from nnconv.lowering.diagnostics import Code
 from nnconv.tflite.options import SoftmaxOptions
 from nnconv.tflite.schema_enums import BuiltinOperator as B

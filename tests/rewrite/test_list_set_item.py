@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
-from nnconv.lowering.convert import check_model
+from nnconv.pipeline import check_model
 from nnconv.lowering.diagnostics import Code, Verdict
 from nnconv.tflite.options import AddOptions, ConcatenationOptions, ReshapeOptions, SliceOptions
 from nnconv.tflite.schema_enums import BuiltinOperator as B

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
-from nnconv.lowering.convert import ConversionOptions, check_model, make_state
+from nnconv.lowering.convert import ConversionOptions, make_state
+from nnconv.pipeline import check_model
 from nnconv.lowering.diagnostics import Code
 from nnconv.rewrite.merge_axes import merge_tile, merge_transpose
 from nnconv.tflite.options import ExpandDimsOptions, ReshapeOptions, SqueezeOptions, TileOptions, TransposeOptions

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from harness import QuantParams, TfliteBuilder, assert_parity
-from nnconv.lowering.convert import check_model
+from nnconv.pipeline import check_model
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.tflite.options import PackOptions, ReshapeOptions, ShapeOptions, StridedSliceOptions
 from nnconv.tflite.schema_enums import BuiltinOperator as B

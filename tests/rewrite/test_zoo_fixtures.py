@@ -8,7 +8,7 @@ import pathlib
 import pytest
 
 from harness import assert_parity
-from nnconv.lowering.convert import check_model
+from nnconv.pipeline import check_model
 
 ZOO = pathlib.Path(__file__).resolve().parent.parent / "data" / "zoo"
 EXPECTED_REWRITE = {"repeat_idioms.float32.tflite": "merge-axes", "simple_rnn.float32.tflite": "list-set-item"}
