@@ -65,28 +65,32 @@ def test_log_softmax_refusals():
     assert_refused(log_softmax_model((3, 7), np.int32), 30, Code.DTYPE)
 
 
-# -- what the NNAPI runtime refuses at prepare time is refused by check ------------------------------------------
+# -- what the NNAPI runtime refuses at prepare time is known at check time ---------------------------------------
 @pytest.mark.parametrize("dtype,api", [(np.uint8, 27), (np.int8, 29), (np.int8, 30), (np.int8, 33)])
-def test_softmax_tiny_input_scale_is_a_check_time_refusal(dtype, api, tmp_path):
+def test_softmax_tiny_input_scale_is_known_at_check_time(dtype, api, tmp_path):
     """A TensorFlow-converted int8 classifier whose SOFTMAX input scale is tiny: beta * scale * 2^26 = 0.526,
-    which the reference CPU's prepare refuses (QuantizeMultiplierGreaterThanOne). TFLite computes it, so the
-    rule's own check accepts it; the runtime validation of what the rule emits refuses it at every level,
-    so `check` says so (NNC030, no accepting level) and `convert` exits 3 instead of writing a model that
-    `run` then refuses."""
+    which the reference CPU's prepare refuses (QuantizeMultiplierGreaterThanOne) while TFLite computes it.
+    From API 29 the rule takes the exact alternative, DEQUANTIZE -> float SOFTMAX -> QUANTIZE, and says so;
+    below, `check` refuses it with the reason and lowest level 29 and `convert` exits 3 instead of writing a
+    model that `run` then refuses (tests/lowering/test_prepare_limits.py covers LOGISTIC and TANH)."""
+    import json
+
     from click.testing import CliRunner
 
     from nnconv.cli import main
     tiny = softmax_model(dtype, (1, 10), 1.0, QuantParams(7.84e-9, 0), OUT_Q[dtype])
-    (diag,) = assert_refused(tiny, api, Code.RUNTIME_REFUSED, min_api_level=None)
-    assert "SOFTMAX" in diag.message and "0.526" in diag.message and "input 0 (input)" in diag.message
     path = tmp_path / "tiny_softmax.tflite"
     path.write_bytes(tiny)
     result = CliRunner().invoke(main, ["convert", str(path), "-o", str(tmp_path / "m.nnapi"),
                                        "--api-level", str(api)])
-    assert result.exit_code == 3, result.output
-    assert "NNC030" in result.output and not (tmp_path / "m.nnapi").exists()
-    result = CliRunner().invoke(main, ["check", str(path), "--api-level", str(api), "--format", "json"])
-    import json
-    op = json.loads(result.output)["ops"][0]
-    assert op["status"] == "refused_operand" and op["min_api_level"] is None
-    assert op["diagnostics"][0]["code"] == "NNC030"
+    check = CliRunner().invoke(main, ["check", str(path), "--api-level", str(api), "--format", "json"])
+    op = json.loads(check.output)["ops"][0]
+    if api < 29:
+        assert result.exit_code == 3, result.output
+        assert not (tmp_path / "m.nnapi").exists()
+        assert op["status"] == "refused_level" and op["min_api_level"] == 29
+        assert "through float" in op["reason"]
+        return
+    assert result.exit_code == 0, result.output
+    assert op["status"] == "lowered" and any("through float" in n for n in op["notes"])
+    assert_parity(tiny, api_level=api, expect_ops=["DEQUANTIZE", "SOFTMAX", "QUANTIZE"])
