@@ -4,6 +4,10 @@ registry says."""
 from __future__ import annotations
 
 import pathlib
+import subprocess
+import sys
+
+import pytest
 
 from nnconv.runtime.kernels import KERNELS
 from nnconv.lowering import rules as _rules  # noqa: F401
@@ -30,3 +34,26 @@ def test_ops_doc_matches_registry():
     doc = ROOT / "docs" / "ops.md"
     assert doc.exists(), "docs/ops.md is missing: run `nnconv ops --format md > docs/ops.md`"
     assert doc.read_text() == ops_markdown(), "docs/ops.md is stale: run `nnconv ops --format md > docs/ops.md`"
+
+
+def _modules_below(package: str) -> set[str]:
+    """Every importable module below a package's folder (helpers starting with `_` included)."""
+    root = ROOT / pathlib.Path(*package.split("."))
+    found = set()
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found.add(".".join(parts))
+    return found
+
+
+@pytest.mark.parametrize("package", ["nnconv.lowering.rules", "nnconv.runtime.kernels"])
+def test_every_module_of_a_registry_folder_is_imported_by_its_package(package):
+    # Registration is an explicit import list (no discovery by name): a module left out of it would
+    # silently drop its rules or kernels. Importing the package must import every module of its folder.
+    # A fresh interpreter, so modules other tests imported directly cannot hide an omission.
+    code = f"import sys, {package}; print(' '.join(sorted(m for m in sys.modules if m.startswith('{package}'))))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    missing = sorted(_modules_below(package) - set(run.stdout.split()))
+    assert not missing, f"not imported by {package.replace('.', '/')}/__init__.py (add them to its import list): {missing}"

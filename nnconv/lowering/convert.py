@@ -428,7 +428,7 @@ def partition_boundary(sg: Subgraph, op_indices: Iterable[int], state: Conversio
             if tensor.data is not None or (sg.index, t) in state.folded:
                 continue
             if tensor.is_variable:
-                continue  # recurrent state: the rules lower it as a zero constant (rules/recurrent.py)
+                continue  # recurrent state: the rules lower it as a zero constant (rules/recurrent/)
             inputs.append(t)
         produced_inside.update(o for o in op.outputs if o >= 0)
     # Folded ops are gone from the converted model: what they read (e.g. a SHAPE of a computed tensor) is

@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 
 from nnconv.errors import ExecutionError
-from nnconv.runtime.kernels import KERNELS, KernelCall
-from nnconv.runtime.kernels.common import multiply_by_quantized_multiplier, quantize_multiplier
-from nnconv.nnapi.enums import OperandType as T
-from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.enums import OperandType as T, OperationType
 from nnconv.nnapi.model import Operand, Operation
+from nnconv.nnapi.quantization import multiply_by_quantized_multiplier, quantize_multiplier
+from nnconv.runtime.kernels import KERNELS, KernelCall
 
 RNG = np.random.default_rng(5)
 

@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 
 from nnconv.errors import ExecutionError
+from nnconv.nnapi.enums import OperandType as T, OperationType as Op
+from nnconv.nnapi.model import Operand, Operation
+from nnconv.nnapi.quantization import round_half_away
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.kernels._fixedpoint import exp_on_negative_values, fixed_logistic, fixed_tanh
-from nnconv.runtime.kernels.common import round_half_away
-from nnconv.nnapi.enums import OperandType as T
-from nnconv.nnapi.enums import OperationType as Op
-from nnconv.nnapi.model import Operand, Operation
 
 
 def run(op, inputs, out_type, out_q=(0.0, 0), in_q=None, out_shape=()):

@@ -1,21 +1,20 @@
-"""The vectorized fixed-point helpers of kernels/common.py equal a plain scalar transcription of the
+"""The vectorized fixed-point helpers of nnconv/nnapi/quantization.py equal a plain scalar transcription of the
 reference formulas (gemmlowp / TFLite `common.h`), on edge values and on hypothesis-drawn inputs.
 
 The scalar references below follow the C++ definitions literally (nudge, truncating division, mask and
-threshold), so the shift-based rewrites in common.py are checked against the formulas they replace.
+threshold), so the shift-based rewrites in quantization.py are checked against the formulas they replace.
 """
 
 from __future__ import annotations
 
+from hypothesis import example, given, settings, strategies as st
 import numpy as np
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
-from nnconv.runtime.kernels.common import (INT32_MAX, INT32_MIN, Requantizer, multiply_by_quantized_multiplier,
-                                   quantize_multiplier, requantize_accumulator, rounding_divide_by_pot,
-                                   saturating_rounding_doubling_high_mul)
 from nnconv.nnapi.enums import FuseCode, OperandType
 from nnconv.nnapi.model import Operand
+from nnconv.nnapi.quantization import (INT32_MAX, INT32_MIN, Requantizer, multiply_by_quantized_multiplier,
+                                       quantize_multiplier, requantize_accumulator, rounding_divide_by_pot,
+                                       saturating_rounding_doubling_high_mul)
 
 int32s = st.integers(INT32_MIN, INT32_MAX)
 EDGE32 = [INT32_MIN, INT32_MIN + 1, -(1 << 30) - 1, -(1 << 30), -3, -2, -1, 0, 1, 2, 3, 1 << 30, INT32_MAX - 1,

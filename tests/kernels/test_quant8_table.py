@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nnconv.runtime.kernels.common import via_quant8_table
-from nnconv.runtime.kernels.hard_swish import _hard_swish_quant
-from nnconv.runtime.kernels.registry import KernelCall
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.model import Operand, Operation
+from nnconv.runtime.kernels._quant8_table import via_quant8_table
+from nnconv.runtime.kernels.hard_swish import _hard_swish_quant
+from nnconv.runtime.kernels.registry import KernelCall
 
 
 @pytest.mark.parametrize("t,dtype,zp_in,zp_out", [(OperandType.TENSOR_QUANT8_ASYMM, np.uint8, 131, 120),

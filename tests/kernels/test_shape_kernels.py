@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 
 from nnconv.errors import ExecutionError
-from nnconv.runtime.kernels import KERNELS, KernelCall
-from nnconv.runtime.kernels.common import requantize_to
-from nnconv.nnapi.enums import OperandType as T
-from nnconv.nnapi.enums import OperationType as Op
+from nnconv.nnapi.enums import OperandType as T, OperationType as Op
 from nnconv.nnapi.model import Operand, Operation
+from nnconv.nnapi.quantization import requantize_to
+from nnconv.runtime.kernels import KERNELS, KernelCall
 
 
 def run(op, inputs, outs):

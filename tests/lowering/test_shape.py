@@ -191,7 +191,7 @@ def test_mirror_pad_parity(dtype, api, ops, mode):
 
 
 def test_mirror_indices():
-    from nnconv.lowering.rules.shape import mirror_indices
+    from nnconv.lowering.rules.shape.pad import mirror_indices
     assert mirror_indices(4, 2, 2, 0).tolist() == [2, 1, 0, 1, 2, 3, 2, 1]
     assert mirror_indices(4, 2, 3, 1).tolist() == [1, 0, 0, 1, 2, 3, 3, 2, 1]
 

@@ -21,6 +21,7 @@ F32 = TensorType.FLOAT32
 U8 = TensorType.UINT8
 I8 = TensorType.INT8
 I32 = TensorType.INT32
+F16 = TensorType.FLOAT16
 BOOL = TensorType.BOOL
 QUANT = (U8, I8)
 
@@ -146,3 +147,13 @@ def via_float(c: LowerContext, x: int, out: int, emit: Callable[[int, int], None
     c.emit(OperationType.DEQUANTIZE, [x], [f])
     emit(f, g)
     c.emit(OperationType.QUANTIZE, [g], [out])
+
+
+def negate(c: LowerContext, x: int) -> int:
+    """-x of a float operand: NEG from API 29, MUL(x, -1) before (exact: only the sign bit changes)."""
+    t = c.temp_like(x)
+    if c.api_level >= 29:
+        c.emit(OperationType.NEG, [x], [t])
+    else:
+        c.emit(OperationType.MUL, [x, scalar_tensor(c, -1.0), c.i32(FuseCode.NONE)], [t])
+    return t

@@ -26,6 +26,9 @@ BOOL = TensorType.BOOL
 BASIC = (F32, U8, I8)
 BASIC_I32 = (F32, U8, I8, I32)
 INDEX_TYPES = (I32, I64)
+# dtype names for `Rule.dtypes` (what `nnconv ops` lists)
+FS = ("float32", "uint8", "int8")
+FSI = ("float32", "uint8", "int8", "int32")
 
 
 def quant_params(t: Tensor) -> tuple[float, int]:

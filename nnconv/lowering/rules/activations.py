@@ -14,9 +14,8 @@ import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import (F32, I8, U8, check_common, check_fixed_output_quant, is_quant, requantize,
-                                          same_quant, scalar_tensor, via_float)
-from nnconv.lowering.rules.elementwise import negate
+from nnconv.lowering.rules._arith import (F32, I8, U8, check_common, check_fixed_output_quant, is_quant, negate,
+                                          requantize, same_quant, scalar_tensor, via_float)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.nnapi.quant_limits import sigmoid_input_multiplier
 from nnconv.tflite.ir import Tensor

@@ -13,16 +13,15 @@ import math
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import quantize_multiplier
 from nnconv.lowering.common import check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import scalar_tensor
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, BOOL, F32, I32, I64, check_data_movement,
-                                                  check_same_quant, const_ints,
-                                                  require_const_ints, same_quant)
+                                                 check_same_quant, const_ints, require_const_ints, same_quant)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
+from nnconv.nnapi.quantization import quantize_multiplier
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 

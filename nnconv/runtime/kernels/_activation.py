@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.enums import FuseCode
+from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multiplier_greater_than_one,
+                                       quantize_multiplier_greater_than_one, quantized_activation_range)
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
 from nnconv.runtime.kernels._fixedpoint import calculate_input_radius
-from nnconv.runtime.kernels.common import (is_quant8, multiply_by_quantized_multiplier_greater_than_one,
-                                   quantize_multiplier_greater_than_one, quantized_activation_range)
 from nnconv.runtime.kernels.registry import KernelCall
 from nnconv.runtime.kernels.validation import OperationView
-from nnconv.nnapi.enums import FuseCode
 
 # The quantized LOGISTIC / TANH evaluate their gemmlowp function on a Q4.27 input.
 INPUT_INTEGER_BITS = 4

@@ -17,10 +17,11 @@ from typing import Callable
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import nchw_to_nhwc, nhwc_to_nchw, qrange, round_half_away
-from nnconv.runtime.kernels.registry import KernelCall
 from nnconv.nnapi.enums import OperandType
 from nnconv.nnapi.model import Operand
+from nnconv.nnapi.quantization import qrange, round_half_away
+from nnconv.runtime.kernels._spatial import nchw_to_nhwc, nhwc_to_nchw
+from nnconv.runtime.kernels.registry import KernelCall
 
 F32 = np.float32
 FLOAT_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16)

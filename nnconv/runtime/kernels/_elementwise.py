@@ -15,12 +15,13 @@ from typing import Callable
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import (apply_float_activation, is_quant8, qrange, round_half_away,
-                                   quantize_multiplier_smaller_than_one_exp, quantized_activation_range,
-                                   rounding_divide_by_pot, saturating_rounding_doubling_high_mul)
+from nnconv.nnapi.enums import FuseCode, OperandType
+from nnconv.nnapi.quantization import (is_quant8, qrange, quantize_multiplier_smaller_than_one_exp,
+                                       quantized_activation_range, round_half_away, rounding_divide_by_pot,
+                                       saturating_rounding_doubling_high_mul)
+from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels.registry import KernelCall
 from nnconv.runtime.kernels.validation import OperationView
-from nnconv.nnapi.enums import FuseCode, OperandType
 
 FLOAT_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16)
 

@@ -23,8 +23,7 @@ import math
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import rounding_divide_by_pot
-from nnconv.runtime.kernels.common import saturating_rounding_doubling_high_mul as _srdhm32
+from nnconv.nnapi.quantization import rounding_divide_by_pot, saturating_rounding_doubling_high_mul as _srdhm32
 
 # (exponent, int32 Q0.31 encoding of exp(-2^exponent)) of gemmlowp's barrel shifter.
 _EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535),

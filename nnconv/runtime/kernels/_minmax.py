@@ -6,10 +6,10 @@ from typing import Callable
 
 import numpy as np
 
-from nnconv.runtime.kernels._elementwise import FLOAT_TYPES, broadcast_shape, check_same_type, requantize_ref
-from nnconv.runtime.kernels.common import is_quant8
-from nnconv.runtime.kernels.registry import KernelCall
 from nnconv.nnapi.enums import OperandType
+from nnconv.nnapi.quantization import is_quant8
+from nnconv.runtime.kernels._elementwise import FLOAT_TYPES, broadcast_shape, check_same_type, requantize_ref
+from nnconv.runtime.kernels.registry import KernelCall
 
 
 def min_max(call: KernelCall, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:

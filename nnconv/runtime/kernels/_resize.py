@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import nchw_to_nhwc
-from nnconv.runtime.kernels.registry import KernelCall
 from nnconv.nnapi.enums import OperandType
+from nnconv.runtime.kernels._spatial import nchw_to_nhwc
+from nnconv.runtime.kernels.registry import KernelCall
 
 
 @dataclass

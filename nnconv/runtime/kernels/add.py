@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.quantization import is_quant8
 from nnconv.runtime.kernels._elementwise import (FLOAT_TYPES, activation_code, check_same_type, float_binary,
-                                         int32_binary, quant_add,
-                                         validate_quant_binary)
-from nnconv.runtime.kernels.common import is_quant8
+                                                 int32_binary, quant_add, validate_quant_binary)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.runtime.kernels.validation import OperationView, validator
-from nnconv.nnapi.enums import OperandType, OperationType
 
 
 @kernel(OperationType.ADD)

@@ -10,9 +10,9 @@ from typing import Callable
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import normalize_axis
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.runtime.kernels._spatial import normalize_axis
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 def _arg(call: KernelCall, fn: Callable[..., np.ndarray]) -> list[np.ndarray]:

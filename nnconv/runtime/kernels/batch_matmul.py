@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._fixedpoint import wrap32
-from nnconv.runtime.kernels.common import conv_multipliers, is_quant8, requantize_accumulator
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.quantization import conv_multipliers, is_quant8, requantize_accumulator
+from nnconv.runtime.kernels._fixedpoint import wrap32
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.BATCH_MATMUL)

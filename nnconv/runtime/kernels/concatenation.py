@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import normalize_axis, requantize_to
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import requantize_to
+from nnconv.runtime.kernels._spatial import normalize_axis
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.runtime.kernels.validation import OperationView, validator
-from nnconv.nnapi.enums import OperationType
 
 
 @kernel(OperationType.CONCATENATION)

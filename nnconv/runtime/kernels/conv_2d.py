@@ -13,13 +13,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import (Requantizer, add_bias_and_activate, conv_multipliers,
-                                           conv_output_size, exact_matmul_dtype, extract_patches,
-                                           implicit_padding, is_quant8, max_abs_offset, nchw_to_nhwc,
-                                           nhwc_to_nchw, pad_spatial, qrange, requantize_accumulator)
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.quantization import (Requantizer, conv_multipliers, is_quant8, max_abs_offset, qrange,
+                                       requantize_accumulator)
+from nnconv.runtime.kernels._float_activation import add_bias_and_activate
+from nnconv.runtime.kernels._matmul import exact_matmul_dtype
+from nnconv.runtime.kernels._spatial import (conv_output_size, extract_patches, implicit_padding, nchw_to_nhwc,
+                                             nhwc_to_nchw, pad_spatial)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.runtime.kernels.validation import OperationView, scale_relation_level, validator
-from nnconv.nnapi.enums import OperandType, OperationType
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import (Requantizer, add_bias_and_activate, conv_multipliers,
-                                           extract_patches, is_quant8, max_abs_offset, nchw_to_nhwc,
-                                           nhwc_to_nchw, pad_spatial, requantize_accumulator)
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.quantization import Requantizer, conv_multipliers, is_quant8, max_abs_offset, requantize_accumulator
+from nnconv.runtime.kernels._float_activation import add_bias_and_activate
+from nnconv.runtime.kernels._spatial import extract_patches, nchw_to_nhwc, nhwc_to_nchw, pad_spatial
 from nnconv.runtime.kernels.conv_2d import ConvParams, _peek_nchw, filter_scales, is_explicit_padding, parse_conv_params
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.runtime.kernels.validation import OperationView, scale_relation_level, validator
-from nnconv.nnapi.enums import OperandType, OperationType
 
 
 # A quantized depthwise layer with at least this many output channels, or at most this many output pixels,

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.quantization import dequantize
 from nnconv.runtime.kernels._activation import check_rank
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
-from nnconv.runtime.kernels.common import dequantize
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.nnapi.enums import OperandType, OperationType
 
 _INPUTS = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
            OperandType.TENSOR_QUANT8_SYMM, OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL)

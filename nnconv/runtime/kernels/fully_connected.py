@@ -13,11 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import (Requantizer, apply_float_activation, conv_multipliers, exact_matmul_dtype,
-                                   is_quant8, max_abs_offset, requantize_accumulator)
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import Requantizer, conv_multipliers, is_quant8, max_abs_offset, requantize_accumulator
+from nnconv.runtime.kernels._float_activation import apply_float_activation
+from nnconv.runtime.kernels._matmul import exact_matmul_dtype
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.runtime.kernels.validation import OperationView, scale_relation_level, validator
-from nnconv.nnapi.enums import OperationType
 
 
 @kernel(OperationType.FULLY_CONNECTED)

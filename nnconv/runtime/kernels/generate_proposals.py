@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._boxes import (F32, bbox_transform, float_scalar, from_float, nms_single_class,
-                                   stable_order_desc, to_float)
-from nnconv.runtime.kernels.common import nchw_to_nhwc
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.runtime.kernels._boxes import (F32, bbox_transform, float_scalar, from_float, nms_single_class,
+                                           stable_order_desc, to_float)
+from nnconv.runtime.kernels._spatial import nchw_to_nhwc
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.GENERATE_PROPOSALS)

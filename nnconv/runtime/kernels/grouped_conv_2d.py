@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import nchw_to_nhwc, nhwc_to_nchw
+from nnconv.nnapi.enums import OperationType
+from nnconv.runtime.kernels._spatial import nchw_to_nhwc, nhwc_to_nchw
 from nnconv.runtime.kernels.conv_2d import _peek_nchw, conv_nhwc, is_explicit_padding, parse_conv_params
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.nnapi.enums import OperationType
 
 
 @kernel(OperationType.GROUPED_CONV_2D)

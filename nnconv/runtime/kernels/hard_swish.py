@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import is_quant8, qrange, quantize_multiplier, rounding_divide_by_pot
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
 from nnconv.runtime.kernels._fixedpoint import FP16, I16_MAX, I16_MIN
-from nnconv.runtime.kernels.common import (is_quant8, qrange, quantize_multiplier, rounding_divide_by_pot,
-                                   via_quant8_table)
+from nnconv.runtime.kernels._quant8_table import via_quant8_table
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.runtime.kernels.validation import OperationView, validator
-from nnconv.nnapi.enums import OperationType
 
 def _sdhm16(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """16-bit SaturatingDoublingHighMul: like SaturatingRoundingDoublingHighMul but truncating toward zero."""

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._boxes import F32, check_quant_boxes, from_float, to_float
-from nnconv.runtime.kernels.common import nchw_to_nhwc
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.runtime.kernels._boxes import F32, check_quant_boxes, from_float, to_float
+from nnconv.runtime.kernels._spatial import nchw_to_nhwc
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.HEATMAP_MAX_KEYPOINT)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._fixedpoint import rescale, saturating_rounding_multiply_by_pot, wrap32
-from nnconv.runtime.kernels.common import (INT32_MAX, is_quant8, qrange, rounding_divide_by_pot,
-                                   saturating_rounding_doubling_high_mul as srdhm)
-from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.runtime.kernels.validation import OperationView, validator
-from nnconv.runtime.kernels.softmax import count_leading_zeros32, softmax_axis
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.quantization import (INT32_MAX, is_quant8, qrange, rounding_divide_by_pot,
+                                       saturating_rounding_doubling_high_mul as srdhm)
+from nnconv.runtime.kernels._fixedpoint import rescale, saturating_rounding_multiply_by_pot, wrap32
+from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.runtime.kernels.softmax import count_leading_zeros32, softmax_axis
+from nnconv.runtime.kernels.validation import OperationView, validator
 
 HALF_SQRT_2_Q0 = 1518500250  # sqrt(2)/2 in Q0.31
 ONE_AND_HALF_Q3 = (1 << 28) + (1 << 27)  # 1.5 in Q3.28

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.quantization import rounding_divide_by_pot
 from nnconv.runtime.kernels._activation import check_fixed_output, check_rank, rescaled_q4, validate_q4_activation
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
 from nnconv.runtime.kernels._fixedpoint import fixed_logistic
-from nnconv.runtime.kernels.common import rounding_divide_by_pot, via_quant8_table
+from nnconv.runtime.kernels._quant8_table import via_quant8_table
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.runtime.kernels.validation import OperationView, validator
-from nnconv.nnapi.enums import OperandType, OperationType
 
 
 @kernel(OperationType.LOGISTIC)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import is_quant8, requantize_to
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import is_quant8, requantize_to
 from nnconv.runtime.kernels.reduce_ops import finish_reduction, reduction_axes
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.nnapi.enums import OperationType
 
 
 @kernel(OperationType.MEAN)

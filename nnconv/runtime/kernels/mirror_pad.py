@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import requantize_to
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import requantize_to
 from nnconv.runtime.kernels.pad import read_paddings
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.nnapi.enums import OperationType
 
 
 @kernel(OperationType.MIRROR_PAD)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import is_quant8, requantize_to
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import is_quant8, requantize_to
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 def read_paddings(call: KernelCall, rank: int, slot: int = 1) -> list[tuple[int, int]]:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import (apply_float_activation, conv_output_size, extract_patches, implicit_padding,
-                                   is_quant8, nchw_to_nhwc, nhwc_to_nchw, pad_spatial, quantized_activation_range)
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import is_quant8, quantized_activation_range
+from nnconv.runtime.kernels._float_activation import apply_float_activation
+from nnconv.runtime.kernels._spatial import (conv_output_size, extract_patches, implicit_padding, nchw_to_nhwc,
+                                             nhwc_to_nchw, pad_spatial)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.runtime.kernels.validation import OperationView, validator
-from nnconv.nnapi.enums import OperationType
 
 
 def _params(call: KernelCall, h: int, w: int) -> tuple[tuple[int, int, int, int], int, int, int, int, int]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._elementwise import FLOAT_TYPES, broadcast_shape, check_same_type, offsets
-from nnconv.runtime.kernels.common import is_quant8, multiply_by_quantized_multiplier, qrange, quantize_multiplier
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import is_quant8, multiply_by_quantized_multiplier, qrange, quantize_multiplier
+from nnconv.runtime.kernels._elementwise import FLOAT_TYPES, broadcast_shape, check_same_type, offsets
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.PRELU)

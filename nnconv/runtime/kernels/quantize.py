@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
-from nnconv.runtime.kernels.common import is_quant8, quantize
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import is_quant8, quantize
+from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.QUANTIZE)

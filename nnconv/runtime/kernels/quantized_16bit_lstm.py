@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._fixedpoint import FP16 as fp
-from nnconv.runtime.kernels.common import (exact_int_matmul, multiply_by_quantized_multiplier, quantize_multiplier,
-                                   rounding_divide_by_pot)
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import multiply_by_quantized_multiplier, quantize_multiplier, rounding_divide_by_pot
+from nnconv.runtime.kernels._fixedpoint import FP16 as fp
+from nnconv.runtime.kernels._matmul import exact_int_matmul
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 STATE_INTEGER_BITS = 4
 

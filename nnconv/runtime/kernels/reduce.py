@@ -12,10 +12,10 @@ from typing import Callable
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import is_quant8, requantize_to
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.quantization import is_quant8, requantize_to
 from nnconv.runtime.kernels.reduce_ops import finish_reduction, reduction_axes
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.nnapi.enums import OperandType, OperationType
 
 
 def _reduce(call: KernelCall, fn: Callable[..., np.ndarray]) -> list[np.ndarray]:

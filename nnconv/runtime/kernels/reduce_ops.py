@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import normalize_axis
+from nnconv.runtime.kernels._spatial import normalize_axis
 from nnconv.runtime.kernels.registry import KernelCall
 
 

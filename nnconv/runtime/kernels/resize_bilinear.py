@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import is_quant8, qrange
 from nnconv.runtime.kernels._resize import parse_resize, resize_scale
-from nnconv.runtime.kernels.common import is_quant8, nhwc_to_nchw, qrange
+from nnconv.runtime.kernels._spatial import nhwc_to_nchw
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.runtime.kernels.validation import OperationView, validator
-from nnconv.nnapi.enums import OperationType
 
 
 def _axis(out_size: int, in_size: int, align: bool, half: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._resize import parse_resize, resize_scale
-from nnconv.runtime.kernels.common import nhwc_to_nchw, round_half_away
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import round_half_away
+from nnconv.runtime.kernels._resize import parse_resize, resize_scale
+from nnconv.runtime.kernels._spatial import nhwc_to_nchw
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 def _index(out_size: int, in_size: int, align: bool, half: bool) -> np.ndarray:

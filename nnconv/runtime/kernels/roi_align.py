@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._boxes import F32, check_quant_boxes, roi_call, roi_chunks
-from nnconv.runtime.kernels.common import (is_quant8, multiply_by_quantized_multiplier, nhwc_to_nchw, qrange,
-                                   quantize_multiplier, round_half_away)
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multiplier, qrange, quantize_multiplier,
+                                       round_half_away)
+from nnconv.runtime.kernels._boxes import F32, check_quant_boxes, roi_call, roi_chunks
+from nnconv.runtime.kernels._spatial import nhwc_to_nchw
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 W_SCALE = F32(1.0) / F32(255.0)  # the quantized path's bilinear weight step
 

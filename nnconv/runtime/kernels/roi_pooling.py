@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._boxes import F32, check_quant_boxes, dequantize_ref, roi_call, roi_chunks
-from nnconv.runtime.kernels.common import is_quant8, nhwc_to_nchw, round_half_away
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import is_quant8, round_half_away
+from nnconv.runtime.kernels._boxes import F32, check_quant_boxes, dequantize_ref, roi_call, roi_chunks
+from nnconv.runtime.kernels._spatial import nhwc_to_nchw
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.ROI_POOLING)

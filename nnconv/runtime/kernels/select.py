@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._elementwise import FLOAT_TYPES, check_same_type, requantize_ref
-from nnconv.runtime.kernels.common import is_quant8
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.quantization import is_quant8
+from nnconv.runtime.kernels._elementwise import FLOAT_TYPES, check_same_type, requantize_ref
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.SELECT)

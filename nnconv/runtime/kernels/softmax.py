@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multiplier_greater_than_one, qrange,
+                                       quantize_multiplier_greater_than_one, rounding_divide_by_pot,
+                                       saturating_rounding_doubling_high_mul)
 from nnconv.runtime.kernels._fixedpoint import (calculate_input_radius, exp_on_negative_values,
-                                       one_over_one_plus_x_for_x_in_0_1, rescale, wrap32)
-from nnconv.runtime.kernels.common import (is_quant8, multiply_by_quantized_multiplier_greater_than_one, qrange,
-                                   quantize_multiplier_greater_than_one, rounding_divide_by_pot,
-                                   saturating_rounding_doubling_high_mul)
+                                                one_over_one_plus_x_for_x_in_0_1, rescale, wrap32)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.runtime.kernels.validation import OperationView, validator
-from nnconv.nnapi.enums import OperandType, OperationType
 
 SCALED_DIFF_INTEGER_BITS = 5
 ACCUMULATION_INTEGER_BITS = 12

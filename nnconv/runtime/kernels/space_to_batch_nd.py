@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import is_quant8, nchw_to_nhwc, nhwc_to_nchw, requantize_to
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import is_quant8, requantize_to
+from nnconv.runtime.kernels._spatial import nchw_to_nhwc, nhwc_to_nchw
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.SPACE_TO_BATCH_ND)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import nchw_to_nhwc, nhwc_to_nchw, requantize_to
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import requantize_to
+from nnconv.runtime.kernels._spatial import nchw_to_nhwc, nhwc_to_nchw
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 def _prepare(call: KernelCall) -> tuple[np.ndarray, int, bool]:

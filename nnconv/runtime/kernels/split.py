@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import normalize_axis, requantize_to
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import requantize_to
+from nnconv.runtime.kernels._spatial import normalize_axis
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.SPLIT)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import requantize_to
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.quantization import requantize_to
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 def axis_indices(call: KernelCall, dim: int, begin: int, end: int, stride: int, begin_full: bool,

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnconv.runtime.kernels.common import (Requantizer, apply_float_activation, conv_multipliers, exact_matmul_dtype,
-                                   extract_patches, is_quant8, max_abs_offset, nchw_to_nhwc, nhwc_to_nchw,
-                                   requantize_accumulator)
+from nnconv.nnapi.enums import OperandType, OperationType, PaddingCode
+from nnconv.nnapi.quantization import Requantizer, conv_multipliers, is_quant8, max_abs_offset, requantize_accumulator
+from nnconv.runtime.kernels._float_activation import apply_float_activation
+from nnconv.runtime.kernels._matmul import exact_matmul_dtype
+from nnconv.runtime.kernels._spatial import extract_patches, nchw_to_nhwc, nhwc_to_nchw
 from nnconv.runtime.kernels.conv_2d import filter_scales
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.nnapi.enums import OperandType, OperationType, PaddingCode
 
 
 def transpose_padding(out_size: int, stride: int, filter_size: int, scheme: int) -> tuple[int, int]:

@@ -1,23 +1,23 @@
-"""Helpers shared by kernels: fused activations, padding, and the reference integer arithmetic.
+"""NNAPI's quantization arithmetic, in one place: the storage ranges of the quantized operand types, the
+reference integer arithmetic (TFLite's `common.h` / gemmlowp fixed-point primitives that the Android reference
+CPU implementation calls, vectorized over int64 numpy arrays), (de)quantization, and every requantization:
+accumulators to an output (`requantize_accumulator`, `Requantizer`), stored values from one operand's
+(scale, zero point) to another's (`requantize_to`).
 
-The integer helpers reproduce TFLite's `common.h` / gemmlowp fixed-point primitives that the Android
-reference CPU implementation calls, vectorized over int64 numpy arrays.
+The runtime kernels compute with it; the lowering uses the same multipliers where a rule reproduces TFLite's
+integer arithmetic with NNAPI operations, so both agree on every rounding by construction.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from nnconv.errors import ExecutionError
-from nnconv.nnapi.enums import FuseCode, OperandType, PaddingCode
+from nnconv.nnapi.enums import FuseCode, OperandType
 from nnconv.nnapi.model import Operand
 
-if TYPE_CHECKING:
-    from nnconv.runtime.kernels.registry import KernelCall
 
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
@@ -25,7 +25,6 @@ INT32_MAX = (1 << 31) - 1
 QUANT8_TYPES = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
-# -- dtype ranges -----------------------------------------------------------------------------------
 def qrange(t: OperandType) -> tuple[int, int]:
     """Storage range of a quantized operand type."""
     if t is OperandType.TENSOR_QUANT8_ASYMM:
@@ -46,17 +45,12 @@ def is_quant8(t: OperandType) -> bool:
     return t in QUANT8_TYPES
 
 
-# -- fused activations ------------------------------------------------------------------------------
-def float_activation_range(code: int) -> tuple[float, float]:
-    if code == FuseCode.NONE:
-        return -np.inf, np.inf
-    if code == FuseCode.RELU:
-        return 0.0, np.inf
-    if code == FuseCode.RELU1:
-        return -1.0, 1.0
-    if code == FuseCode.RELU6:
-        return 0.0, 6.0
-    raise ExecutionError(f"invalid fused activation code {code}")
+def round_half_away(x: np.ndarray | float) -> np.ndarray:
+    """C's `std::round`: halves away from zero (numpy's `round` rounds halves to even). Exact: `|x| + 0.5`
+    would itself round (0.49999997f + 0.5 is 1.0f), while `|x| - floor(|x|)` is always representable."""
+    a = np.abs(x)
+    f = np.floor(a)
+    return np.copysign(f + (a - f >= 0.5), x)
 
 
 def quantized_activation_range(code: int, out: Operand) -> tuple[int, int]:
@@ -82,52 +76,6 @@ def quantized_activation_range(code: int, out: Operand) -> tuple[int, int]:
     raise ExecutionError(f"invalid fused activation code {code}")
 
 
-def apply_float_activation(x: np.ndarray, code: int) -> np.ndarray:
-    lo, hi = float_activation_range(code)
-    if code == FuseCode.NONE:
-        return x
-    return np.clip(x, lo, hi, out=x if x.flags.writeable else None)
-
-
-def add_bias_and_activate(dest: np.ndarray, bias: np.ndarray | None, code: int) -> None:
-    """The float epilogue of a convolution block, in place: + bias (per output channel), then the fused
-    activation's clamp."""
-    if bias is not None:
-        dest += bias
-    apply_float_activation(dest, code)
-
-
-# -- rounding ---------------------------------------------------------------------------------------
-def round_half_away(x: np.ndarray | float) -> np.ndarray:
-    """C's `std::round`: halves away from zero (numpy's `round` rounds halves to even). Exact: `|x| + 0.5`
-    would itself round (0.49999997f + 0.5 is 1.0f), while `|x| - floor(|x|)` is always representable."""
-    a = np.abs(x)
-    f = np.floor(a)
-    return np.copysign(f + (a - f >= 0.5), x)
-
-
-# -- padding ----------------------------------------------------------------------------------------
-def implicit_padding(in_size: int, stride: int, filter_size: int, dilation: int, scheme: int) -> tuple[int, int]:
-    """(head, tail) padding of one spatial axis for an implicit padding scheme.
-
-    SAME: out = ceil(in / stride); the total padding is split with the smaller half first.
-    """
-    if scheme == PaddingCode.VALID:
-        return 0, 0
-    if scheme != PaddingCode.SAME:
-        raise ExecutionError(f"invalid padding scheme {scheme}")
-    eff = (filter_size - 1) * dilation + 1
-    out = (in_size + stride - 1) // stride
-    need = max((out - 1) * stride + eff - in_size, 0)
-    return need // 2, need - need // 2
-
-
-def conv_output_size(in_size: int, filter_size: int, stride: int, dilation: int, head: int, tail: int) -> int:
-    eff = (filter_size - 1) * dilation + 1
-    return (in_size - eff + stride + head + tail) // stride
-
-
-# -- reference integer arithmetic -------------------------------------------------------------------
 def quantize_multiplier(m: float) -> tuple[int, int]:
     """`QuantizeMultiplier`: m = q * 2^shift with q in [0.5, 1) as a Q31 int; returns (q_fixed, shift)."""
     if m == 0.0:
@@ -244,7 +192,6 @@ def multiply_by_quantized_multiplier_greater_than_one(x: np.ndarray, multiplier:
     return saturating_rounding_doubling_high_mul(np.clip(x, INT32_MIN, INT32_MAX), multiplier)
 
 
-# -- (de)quantization -------------------------------------------------------------------------------
 def dequantize(q: np.ndarray, operand: Operand) -> np.ndarray:
     """Real values of a quantized array, in float32 (`scale * (q - zp)`)."""
     if operand.type is OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL and operand.channel_quant is not None:
@@ -263,52 +210,10 @@ def quantize(x: np.ndarray, operand: Operand) -> np.ndarray:
     return np.clip(q, lo, hi).astype(operand.dtype)
 
 
-def float_compute_dtype(t: OperandType) -> type:
-    """Float kernels compute float16 operands in float32 and cast back, like the reference CPU."""
-    return np.float32
-
-
-# -- convolution helpers ----------------------------------------------------------------------------
-def extract_patches(x: np.ndarray, kh: int, kw: int, stride_h: int, stride_w: int, dil_h: int, dil_w: int,
-                    out_h: int, out_w: int) -> np.ndarray:
-    """A zero-copy [N, OH, OW, KH, KW, C] view of the (already padded) NHWC input: the im2col windows."""
-    n, _h, _w, c = x.shape
-    s = x.strides
-    return np.lib.stride_tricks.as_strided(
-        x, shape=(n, out_h, out_w, kh, kw, c),
-        strides=(s[0], s[1] * stride_h, s[2] * stride_w, s[1] * dil_h, s[2] * dil_w, s[3]),
-        writeable=False)
-
-
-def pad_spatial(x: np.ndarray, top: int, bottom: int, left: int, right: int, value: float | int = 0) -> np.ndarray:
-    """Pads H and W of an NHWC array (negative amounts crop). Writes the interior once and only the border
-    strips with `value` (np.pad costs a Python-level setup of ~50 us per call and fills everything)."""
-    if top == bottom == left == right == 0:
-        return x
-    x = x[:, max(-top, 0): x.shape[1] - max(-bottom, 0), max(-left, 0): x.shape[2] - max(-right, 0), :]
-    t, b, l, r = max(top, 0), max(bottom, 0), max(left, 0), max(right, 0)
-    n, h, w, c = x.shape
-    out = np.empty((n, h + t + b, w + l + r, c), dtype=x.dtype)
-    out[:, :t] = value
-    out[:, t + h:] = value
-    out[:, t:t + h, :l] = value
-    out[:, t:t + h, l + w:] = value
-    out[:, t:t + h, l:l + w] = x
-    return out
-
-
 def max_abs_offset(t: OperandType, zero_point: int) -> int:
     """The largest |q - zero_point| a quantized operand of type `t` can hold."""
     lo, hi = qrange(t)
     return max(zero_point - lo, hi - zero_point)
-
-
-def exact_matmul_dtype(bound: int | np.integer) -> type:
-    """The float dtype whose BLAS products are exact for an integer matmul whose every output satisfies
-    sum_k |a_k * b_k| <= bound: each product and every partial sum (in any summation order, with or without
-    FMA) is then an integer of magnitude <= bound, exactly representable below 2^24 (float32, twice the
-    speed of float64) or 2^53 (float64)."""
-    return np.float32 if bound < (1 << 24) else np.float64
 
 
 def conv_multipliers(in_scale: float, filter_scales: np.ndarray, out_scale: float) -> tuple[np.ndarray, np.ndarray]:
@@ -330,24 +235,6 @@ def conv_multipliers(in_scale: float, filter_scales: np.ndarray, out_scale: floa
     q_fixed[tiny] = 0
     shift[tiny] = 0
     return q_fixed, shift
-
-
-def exact_int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer matrix product through float BLAS: exact while every partial sum stays below 2^53 (float64),
-    which 8-bit operands guarantee for any reduction shorter than 2^37 elements. When
-    max|a| * max|b| * K < 2^24 bounds every partial sum, float32 BLAS is exact too, at twice the speed.
-    The float result holds exact integers, so it converts to int64 without rounding."""
-    bound = int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) * (a.shape[-1] if a.ndim else 1)
-    dtype = exact_matmul_dtype(bound)
-    return (a.astype(dtype) @ b.astype(dtype)).astype(np.int64)
-
-
-def nchw_to_nhwc(x: np.ndarray) -> np.ndarray:
-    return np.transpose(x, (0, 2, 3, 1))
-
-
-def nhwc_to_nchw(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(np.transpose(x, (0, 3, 1, 2)))
 
 
 def requantize_accumulator(acc: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, out: Operand,
@@ -459,7 +346,6 @@ class Requantizer:
         np.clip(t, self.lo, self.hi, out=y, casting="unsafe")
 
 
-# -- data movement helpers --------------------------------------------------------------------------
 def requantize_to(q: np.ndarray, src: Operand, dst: Operand) -> np.ndarray:
     """Moves quant8 storage values from `src`'s (scale, zero point) to `dst`'s the way the reference
     CONCATENATION does (in float: `round(q*s - zp_in*s) + zp_out` with `s = s_in * (1/s_out)`, clamped).
@@ -472,29 +358,3 @@ def requantize_to(q: np.ndarray, src: Operand, dst: Operand) -> np.ndarray:
     v = q.astype(np.float32) * s - np.float32(src.zero_point) * s
     lo, hi = qrange(dst.type)
     return np.clip(round_half_away(v) + dst.zero_point, lo, hi).astype(dst.dtype)
-
-
-def normalize_axis(axis: int, rank: int, fail: Callable[[str], Exception]) -> int:
-    """An axis in [-rank, rank) as a non-negative index; anything else raises `fail(message)`."""
-    if not -rank <= axis < rank:
-        raise fail(f"axis {axis} is out of range for rank {rank}")
-    return axis % rank if rank else 0
-
-
-# -- 8-bit lookup tables ----------------------------------------------------------------------------
-def via_quant8_table(call: "KernelCall", compute: Callable[["KernelCall"], np.ndarray]) -> np.ndarray:
-    """Applies an elementwise quant8 -> quant8 kernel through a 256-entry table.
-
-    An 8-bit input has only 256 possible values, so `compute` (the kernel's own fixed-point arithmetic) is
-    run once on all of them, with input 0 replaced, and each run is then one gather: the same bits, without
-    redoing the integer pipeline per element. The table depends only on the operands' static quantization
-    parameters, so it is memoized per operation."""
-    x = call.tensor(0)
-    signed = x.dtype == np.int8
-
-    def make() -> np.ndarray:
-        domain = (np.arange(-128, 128) if signed else np.arange(256)).astype(x.dtype)
-        return np.asarray(compute(dataclasses.replace(call, inputs=[domain, *call.inputs[1:]], cache=None)))
-
-    table = call.memo(("quant8_table", compute.__name__), (), make)
-    return table[x.view(np.uint8) ^ np.uint8(0x80) if signed else x]

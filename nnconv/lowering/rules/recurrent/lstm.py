@@ -1,0 +1,228 @@
+"""TFLite LSTM -> NNAPI LSTM (float32, hybrid weights) or QUANTIZED_LSTM (int8), and the LSTM weight checks
+the sequence LSTMs share."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.lowering.common import FLOAT
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._weights import weights_operand
+from nnconv.lowering.rules.recurrent.common import (activation_code, check_activation, check_clips,
+                                                    check_float_operands, check_hybrid_weights, check_state_inputs,
+                                                    check_static, dim, opt_in, state_in, unread)
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+
+
+# -- LSTM family ------------------------------------------------------------------------------------
+LSTM_WEIGHT_SLOTS = range(1, 18)
+LSTM_STATE_SLOTS = (18, 19)
+LSTM_HYBRID_SLOTS = (*range(1, 12), 16)  # the weight matrices and peepholes a dynamic-range LSTM quantizes
+
+
+def lstm_weight(c: LowerContext, i: int) -> int:
+    """Weight slot i: omitted, float32, or hybrid int8 / uint8 dequantized to float32 (_weights policy)."""
+    if c.input(i) is None:
+        return c.no_value(OperandType.TENSOR_FLOAT32)
+    return weights_operand(c, i) if i in LSTM_HYBRID_SLOTS else c.in_(i)
+
+
+def check_lstm_weights(c: CheckContext, first: int) -> None:
+    """The all-or-none rules of the 17 weight slots starting at `first` (TFLite layout = NNAPI's)."""
+    def has(k: int) -> bool:
+        return c.input(first + k) is not None
+    for k, what in ((1, "input-to-forget"), (2, "input-to-cell"), (3, "input-to-output"),
+                    (5, "recurrent-to-forget"), (6, "recurrent-to-cell"), (7, "recurrent-to-output"),
+                    (12, "forget gate bias"), (13, "cell gate bias"), (14, "output gate bias")):
+        if not has(k):
+            c.refuse(Code.MISSING_OPERAND, f"{what} weights (input {first + k}) are required")
+    if has(0) != has(4):
+        c.refuse(Code.MISSING_OPERAND, "input-to-input and recurrent-to-input weights must be both given "
+                 "or both omitted (CIFG)")
+    if not has(15) and has(16):
+        c.refuse(Code.MISSING_OPERAND, "a projection bias needs projection weights")
+
+
+def check_layer_norm(c: CheckContext, slots: range, cifg: bool) -> bool:
+    """Whether the op has layer-norm weights (`slots`); refuses a partial set (with CIFG the input gate's
+    is omitted)."""
+    present = [c.input(i) is not None for i in slots]
+    if not any(present):
+        return False
+    needed = present[1:] if cifg else present
+    if not all(needed):
+        c.refuse(Code.MISSING_OPERAND, "layer-norm weights must be all given or all omitted")
+    return True
+
+
+@lowering_rule(BuiltinOperator.LSTM)
+class Lstm(Rule):
+    """TFLite LSTM (full kernel, 20 or 24 inputs) -> NNAPI LSTM (float32) or QUANTIZED_LSTM (int8).
+
+    Float32: TFLite inputs 0..17 (input, 4 input-to-gate weights, 4 recurrent weights, 3 peephole,
+    4 biases, projection weights and bias; optional ones -1) map to NNAPI slots 0..17 one to one;
+    18 output state and 19 cell state (variables -> zero constants) to slots 18, 19; then NNAPI
+    20 activation, 21 cell_clip, 22 proj_clip from the options; TFLite 20..23 layer-norm weights -> NNAPI
+    23..26 (the 27-input form of API 29). NNAPI outputs: scratch buffer, output_state_out, cell_state_out
+    (unread temporaries) and output (TFLite's output 0).
+
+    Dynamic-range (hybrid) float LSTMs, with int8 constant weight matrices and peepholes, get
+    those weights dequantized (`check_hybrid_weights`: DEQUANTIZE from API 29 as TFLite's delegate does, or
+    float32 constants with `fold_dynamic_range_weights`). The BASIC kernel (uint8, 5 inputs) is refused:
+    see the comment in `check`.
+
+    Int8 (TFLite's 8x8_16 integer kernel, API 30, as TFLite's NNAPI delegate): TFLite inputs 0..19 map to
+    QUANTIZED_LSTM slots 0..19 (the int8 weights become TENSOR_QUANT8_SYMM constants, the int16 peephole
+    and layer-norm weights TENSOR_QUANT16_SYMM), layer norm 20..23 to 20..23, then 24 cell_clip,
+    25 proj_clip, 26..29 the scales of the op's four gate intermediates, 30/31 the zero point and scale of
+    its fifth (hidden state) intermediate. NNAPI outputs: output_state_out and cell_state_out (unread
+    temporaries) and output.
+    """
+
+    nnapi_ops = (OperationType.LSTM, OperationType.QUANTIZED_LSTM, OperationType.DEQUANTIZE)
+    min_api_level = 28
+    dtypes = ("float32", "int8")
+    constraints = ("full kernel; float32 (layer norm and hybrid weights need API 29) or int8 with layer "
+                   "norm (API 30); state from zero (variables)")
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(28, "LSTM (as TFLite's NNAPI delegate)")
+        o = c.options
+        if o is not None and o.kernel_type == 1:
+            # The uint8 basic kernel would map to QUANTIZED_16BIT_LSTM, but NNAPI's reference (and its CTS
+            # vectors) multiply the concatenation [input, previous output] by weight columns ordered
+            # [recurrent | input]; with TFLite's weights split as the delegate does, that disagrees with
+            # TFLite's kernel (measured), so parity cannot hold.
+            c.refuse(Code.OPTION, "the BASIC (uint8, 5-input) LSTM kernel is not lowered: NNAPI's "
+                     "QUANTIZED_16BIT_LSTM reference pairs its weights differently from TFLite's kernel",
+                     "convert the model with the full LSTM kernel")
+            return
+        if not c.require_inputs(20, 24):
+            return
+        x = c.input(0)
+        c.require_rank(x, 2, 2)
+        if x is not None and x.type == TensorType.INT8:
+            self._check_int8(c)
+        else:
+            c.require_dtype(x, FLOAT)
+            check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS, LSTM_HYBRID_SLOTS)
+            check_hybrid_weights(c, LSTM_HYBRID_SLOTS, "LSTM")
+            if len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None):
+                c.require_api(29, "layer-normalized LSTM (27-input NNAPI LSTM)")
+        check_lstm_weights(c, 1)
+        check_state_inputs(c, LSTM_STATE_SLOTS)
+        check_static(c)
+        if o is not None:
+            check_activation(c, o.fused_activation_function, lstm=True)
+            check_clips(c)
+
+    @staticmethod
+    def _check_int8(c: CheckContext) -> None:
+        c.require_api(30, "int8 LSTM (QUANTIZED_LSTM)")
+        check_int8_output_matches_state(c)
+        n = len(c.op.inputs)
+        if n != 24 or not check_layer_norm(c, range(20, 24), c.input(1) is None):
+            c.refuse(Code.OPTION, "an int8 LSTM without layer normalization runs TFLite's 8x8_8 kernel, which "
+                     "NNAPI has no equivalent of")
+        expected = {0: TensorType.INT8, 18: TensorType.INT8, 19: TensorType.INT16, 17: TensorType.INT32}
+        expected.update({i: TensorType.INT8 for i in (*range(1, 9), 16)})
+        expected.update({i: TensorType.INT16 for i in (9, 10, 11, 20, 21, 22, 23)})
+        expected.update({i: TensorType.INT32 for i in range(12, 16)})
+        for i, tt in expected.items():
+            t = c.input(i)
+            if t is not None and t.type != tt:
+                c.refuse(Code.DTYPE, f"input {i} '{t.name}' is {t.type.name.lower()}; the int8 LSTM takes "
+                         f"{tt.name.lower()} there")
+        for i in (*range(1, 9), 16):
+            t = c.input(i)
+            if t is None:
+                continue
+            c.require_const(t, f"int8 LSTM weight {i}")
+            q = t.quantization
+            if q.is_per_channel or any(z != 0 for z in q.zero_point):
+                c.refuse(Code.QUANTIZATION, f"weight '{t.name}' must be per-tensor symmetric (zero point 0)")
+        cell = c.input(19)
+        if cell is not None and cell.quantization.scale:
+            log2 = float(np.log2(cell.quantization.scale[0]))
+            if abs(log2 - round(log2)) >= 1e-3 or round(log2) > -9:
+                c.refuse(Code.QUANTIZATION, f"the cell state scale {cell.quantization.scale[0]} must be a power "
+                         "of two no larger than 2^-9")
+        if c.output(0).type != TensorType.INT8:
+            c.refuse(Code.DTYPE, "the int8 LSTM's output must be int8")
+        inter = [c.tensor(i) for i in c.op.intermediates]
+        if len(inter) != 5 or any(not t.quantization.scale for t in inter):
+            c.refuse(Code.QUANTIZATION, "the int8 LSTM needs its 5 quantized intermediates (gate and hidden "
+                     "state scales)")
+        elif c.input(16) is None and any(inter[4].quantization.zero_point):
+            # NNAPI's reference stores the hidden state as q - zp (its projection bias compensates), TFLite as
+            # q + zp; without a projection that value is the output, so the two differ by 2 * zp (measured).
+            c.refuse(Code.QUANTIZATION, "an int8 LSTM without projection whose hidden state has a nonzero zero "
+                     "point: NNAPI's QUANTIZED_LSTM offsets it the other way from TFLite's kernel")
+
+    def lower(self, c: LowerContext) -> None:
+        if c.input(0).type == TensorType.INT8:
+            self._lower_int8(c)
+            return
+        o = c.options
+        ins = [c.in_(0)] + [lstm_weight(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
+        ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip)]
+        layer_norm = len(c.op.inputs) == 24 and any(c.input(i) is not None for i in range(20, 24))
+        if layer_norm:
+            ins += [opt_in(c, i) for i in range(20, 24)]
+        out = c.out(0)
+        batch = dim(c.input(0), 0)
+        n_cell = dim(c.input(4), 0)
+        n_out = dim(c.output(0), 1)
+        gates = 3 if c.input(1) is None else 4
+        outs = [unread(c, out, (batch, gates * n_cell), "scratch"), unread(c, out, (batch, n_out), "h_out"),
+                unread(c, out, (batch, n_cell), "c_out"), out]
+        c.emit(OperationType.LSTM, ins, outs)
+
+    @staticmethod
+    def _lower_int8(c: LowerContext) -> None:
+        emit_quantized_lstm(c, quantized_lstm_operands(c), c.in_(0), state_in(c, 18), state_in(c, 19),
+                            c.out(0))
+
+
+def quantized_lstm_operands(c: LowerContext) -> tuple[list[int], list[int]]:
+    """The step-independent QUANTIZED_LSTM operands of an int8 TFLite LSTM: (slots 1..17, slots 20..31).
+    The int8 weights become TENSOR_QUANT8_SYMM constants (the operand policy would make them ASYMM)."""
+    o = c.options
+
+    def symm_weight(i: int) -> int:
+        t = c.input(i)
+        if t is None:
+            return c.no_value(OperandType.TENSOR_QUANT8_SYMM)
+        return c.constant(OperandType.TENSOR_QUANT8_SYMM, np.asarray(c.const_value(t), dtype=np.int8),
+                          scale=t.quantization.scale[0], name=t.name)
+
+    weights = [symm_weight(i) for i in range(1, 9)] + [opt_in(c, i) for i in range(9, 16)]
+    weights += [symm_weight(16), opt_in(c, 17)]
+    inter = [c.tensor(i).quantization for i in c.op.intermediates]
+    tail = [opt_in(c, i) for i in range(20, 24)]
+    tail += [c.f32(o.cell_clip), c.f32(o.proj_clip)] + [c.f32(q.scale[0]) for q in inter[:4]]
+    tail += [c.i32(inter[4].zero_point[0] if inter[4].zero_point else 0), c.f32(inter[4].scale[0])]
+    return weights, tail
+
+
+def emit_quantized_lstm(c: LowerContext, parts: tuple[list[int], list[int]], x: int, h: int, cell: int,
+                        y: int | None = None) -> tuple[int, int, int]:
+    """One QUANTIZED_LSTM step; returns (output state, cell state, output) operands (`y` if given)."""
+    weights, tail = parts
+    h_out = c.temp_like(h, name=f"op{c.op.index}_h_out")
+    c_out = c.temp_like(cell, name=f"op{c.op.index}_c_out")
+    y = c.temp_like(h, name=f"op{c.op.index}_y") if y is None else y
+    c.emit(OperationType.QUANTIZED_LSTM, [x, *weights, h, cell, *tail], [h_out, c_out, y])
+    return h_out, c_out, y
+
+
+def check_int8_output_matches_state(c: CheckContext) -> None:
+    """QUANTIZED_LSTM's output shares the output state's quantization."""
+    h, y = c.input(18), c.output(0)
+    if h is not None and y.type == TensorType.INT8 and (h.quantization.scale, h.quantization.zero_point) != \
+            (y.quantization.scale, y.quantization.zero_point):
+        c.refuse(Code.QUANTIZATION, f"output '{y.name}' is quantized differently from the output state "
+                 f"'{h.name}'; QUANTIZED_LSTM writes both with the state's parameters")

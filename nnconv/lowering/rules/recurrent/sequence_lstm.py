@@ -1,0 +1,179 @@
+"""TFLite UNIDIRECTIONAL_SEQUENCE_LSTM and BIDIRECTIONAL_SEQUENCE_LSTM: native NNAPI sequence ops from API 29,
+unrolled into single-step LSTMs at API 28."""
+
+from __future__ import annotations
+
+from nnconv.lowering.common import FLOAT
+from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import lowering_rule
+from nnconv.lowering.rules.recurrent.common import (activation_code, check_activation, check_clips,
+                                                    check_float_operands, check_state_inputs, check_static, opt_in,
+                                                    state_in)
+from nnconv.lowering.rules.recurrent.lstm import (LSTM_STATE_SLOTS, LSTM_WEIGHT_SLOTS, Lstm, check_layer_norm,
+                                                  check_lstm_weights, emit_quantized_lstm, quantized_lstm_operands)
+from nnconv.lowering.rules.recurrent.unroll import (UNROLL_OPS, UnrolledSequence, check_unrolled_bidirectional,
+                                                    cross_linked_steps, emit_bidirectional_outputs, joined_weight,
+                                                    stack_outputs, unroll_inputs, unrolled_lstm)
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+
+
+@lowering_rule(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM)
+class UnidirectionalSequenceLstm(UnrolledSequence):
+    """TFLite UNIDIRECTIONAL_SEQUENCE_LSTM (20 or 24 inputs) -> NNAPI UNIDIRECTIONAL_SEQUENCE_LSTM.
+
+    Inputs 0..19 map one to one (18/19 the variable states -> zero constants); NNAPI 20 activation,
+    21 cell_clip, 22 proj_clip, 23 time_major from the options; TFLite 20..23 layer-norm weights -> NNAPI
+    24..27 (omitted operands when absent). One NNAPI output (the sequence output), as in feature level 3;
+    the state outputs of feature level 4 are not requested since nothing reads them.
+
+    At API 28 (where TFLite's delegate stops, while NNAPI already has LSTM and STRIDED_SLICE) the sequence
+    is unrolled into one NNAPI LSTM per time step sharing the weight operands, each step's output and cell
+    state outputs feeding the next (see "unrolling" above); layer normalization still needs API 29.
+
+    Int8 (TFLite's 8x8_16 kernel): NNAPI's sequence op has no quantized form, so from API 30 the sequence
+    is unrolled into QUANTIZED_LSTM steps, each mapped as the LSTM rule maps an int8 LSTM (beyond TFLite's
+    delegate, which rejects it).
+    """
+
+    nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.LSTM, OperationType.QUANTIZED_LSTM,
+                 *UNROLL_OPS)
+    dtypes = ("float32", "int8")
+    constraints = ("float32 (hybrid refused; unrolled into LSTM steps at API 28) or int8 with layer norm "
+                   "(unrolled into QUANTIZED_LSTM steps, API 30); rank-3 input")
+
+    cell_op = OperationType.LSTM
+    native_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.QUANTIZED_LSTM)
+
+    def check(self, c: CheckContext) -> None:
+        c.require_api(28, "UNIDIRECTIONAL_SEQUENCE_LSTM (unrolled into LSTM steps below API 29)")
+        if not c.require_inputs(20, 24):
+            return
+        x = c.input(0)
+        c.require_rank(x, 3, 3)
+        if x is not None and x.type == TensorType.INT8:
+            Lstm._check_int8(c)
+        else:
+            c.require_dtype(x, FLOAT)
+            check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS)
+            if len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None):
+                c.require_api(29, "a layer-normalized UNIDIRECTIONAL_SEQUENCE_LSTM")
+        check_lstm_weights(c, 1)
+        check_state_inputs(c, LSTM_STATE_SLOTS)
+        check_static(c)
+        o = c.options
+        if o is not None:
+            check_activation(c, o.fused_activation_function, lstm=True)
+            check_clips(c)
+            if o.diagonal_recurrent_tensors:
+                c.refuse(Code.OPTION, "diagonal recurrent weights have no NNAPI equivalent")
+
+    def lower(self, c: LowerContext) -> None:
+        o = c.options
+        if c.input(0).type == TensorType.INT8:
+            parts = quantized_lstm_operands(c)
+            h, cell = state_in(c, 18), state_in(c, 19)
+            outs = []
+            for x_t in unroll_inputs(c, o.time_major):
+                h, cell, y_t = emit_quantized_lstm(c, parts, x_t, h, cell)
+                outs.append(y_t)
+            stack_outputs(c, outs, o.time_major, c.out(0))
+            return
+        if c.api_level < 29:
+            self._lower_unrolled(c)
+            return
+        ins = [c.in_(0)] + [opt_in(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
+        ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip),
+                c.boolean(o.time_major)]
+        ins += [opt_in(c, i) for i in range(20, 24)]
+        c.emit(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [c.out(0)])
+
+    @staticmethod
+    def _lower_unrolled(c: LowerContext) -> None:
+        o = c.options
+        weights = [opt_in(c, i) for i in LSTM_WEIGHT_SLOTS]
+        params = [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip)]
+        outs = unrolled_lstm(c, unroll_inputs(c, o.time_major), weights, state_in(c, 18), state_in(c, 19),
+                             params, cifg=c.input(1) is None)
+        stack_outputs(c, outs, o.time_major, c.out(0))
+
+
+@lowering_rule(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM)
+class BidirectionalSequenceLstm(UnrolledSequence):
+    """TFLite BIDIRECTIONAL_SEQUENCE_LSTM (48 inputs) -> NNAPI BIDIRECTIONAL_SEQUENCE_LSTM (61 inputs).
+
+    TFLite 0..47 map one to one: input, forward weights 1..17, backward weights 18..34, forward output and
+    cell state 35/36 and backward ones 37/38 (variables -> zero constants), aux input 39, forward aux
+    weights 40..43, backward aux weights 44..47; then NNAPI 48 activation, 49 cell_clip, 50 proj_clip,
+    51 merge_outputs, 52 time_major, and 53..60 layer-norm weights as omitted operands (TFLite's op has
+    none). Outputs: forward and (unless merged) backward sequence outputs.
+
+    At API 28 (beyond TFLite's delegate) both directions are unrolled into single-step NNAPI LSTMs, the
+    backward chain walking the steps in reverse (and reading the aux input when given without aux
+    weights); merged outputs are concatenated on the last axis. With constant aux weights (cross-linking)
+    each cell reads the input and aux sequences joined on the last axis against [W | W_aux].
+    """
+
+    nnapi_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, OperationType.LSTM, *UNROLL_OPS)
+    dtypes = ("float32",)
+    constraints = "float32 (hybrid refused); rank-3 input; unrolled into LSTM steps at API 28"
+
+    cell_op = OperationType.LSTM
+    native_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_LSTM,)
+
+    def check(self, c: CheckContext) -> None:
+        if not c.require_inputs(48):
+            return
+        check_unrolled_bidirectional(c, [(1 + k, 40 + k) for k in range(4)] + [(18 + k, 44 + k) for k in range(4)],
+                                     "BIDIRECTIONAL_SEQUENCE_LSTM")
+        x = c.input(0)
+        c.require_dtype(x, FLOAT)
+        c.require_rank(x, 3, 3)
+        states = (35, 36, 37, 38)
+        check_float_operands(c, range(0, 48), states)
+        check_lstm_weights(c, 1)
+        check_lstm_weights(c, 18)
+        check_state_inputs(c, states)
+        aux_w = [c.input(i) is not None for i in range(40, 48)]
+        if any(aux_w) and c.input(39) is None:
+            c.refuse(Code.MISSING_OPERAND, "aux input weights without an aux input")
+        check_static(c)
+        o = c.options
+        if o is not None:
+            check_activation(c, o.fused_activation_function, lstm=True)
+            check_clips(c)
+            if o.merge_outputs and not o.time_major:
+                # Measured: the interpreter's merged output for batch-major input misplaces the forward
+                # half for every batch after the first, while NNAPI concatenates correctly.
+                c.refuse(Code.OPTION, "merge_outputs with batch-major input: TFLite's kernel lays out the "
+                         "merged forward output differently from NNAPI, so parity cannot hold",
+                         "use time-major input, or separate outputs and a CONCATENATION")
+
+    def lower(self, c: LowerContext) -> None:
+        o = c.options
+        if c.api_level < 29:
+            params = [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip),
+                      c.f32(o.proj_clip)]
+            fw_w = [opt_in(c, i) for i in range(1, 18)]
+            bw_w = [opt_in(c, i) for i in range(18, 35)]
+            if c.input(41) is not None:  # cross-linking: joined inputs and [W | W_aux] weights
+                xs = bw_xs = cross_linked_steps(c, o.time_major, 39)
+                fw_w[0:4] = [joined_weight(c, 1 + k, 40 + k) for k in range(4)]
+                bw_w[0:4] = [joined_weight(c, 18 + k, 44 + k) for k in range(4)]
+            else:
+                xs = unroll_inputs(c, o.time_major)
+                bw_xs = unroll_inputs(c, o.time_major, 39) if c.input(39) is not None else xs  # parallel
+            fw = unrolled_lstm(c, xs, fw_w, state_in(c, 35), state_in(c, 36), params, cifg=c.input(1) is None)
+            bw = unrolled_lstm(c, bw_xs, bw_w, state_in(c, 37), state_in(c, 38), params,
+                               cifg=c.input(18) is None, reverse=True)
+            emit_bidirectional_outputs(c, fw, bw, o.time_major, o.merge_outputs)
+            return
+        ins = [c.in_(0)] + [opt_in(c, i) for i in range(1, 35)]
+        ins += [state_in(c, i) for i in (35, 36, 37, 38)]
+        ins += [opt_in(c, i) for i in range(39, 48)]
+        ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip),
+                c.boolean(o.merge_outputs), c.boolean(o.time_major)]
+        ins += [c.no_value(OperandType.TENSOR_FLOAT32) for _ in range(8)]
+        outs = [c.out(0)] if o.merge_outputs else [c.out(0), c.out(1)]
+        c.emit(OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, ins, outs)

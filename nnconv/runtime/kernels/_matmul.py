@@ -1,0 +1,23 @@
+"""Exact integer matrix products through float BLAS (the float dtype whose products stay exact)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def exact_matmul_dtype(bound: int | np.integer) -> type:
+    """The float dtype whose BLAS products are exact for an integer matmul whose every output satisfies
+    sum_k |a_k * b_k| <= bound: each product and every partial sum (in any summation order, with or without
+    FMA) is then an integer of magnitude <= bound, exactly representable below 2^24 (float32, twice the
+    speed of float64) or 2^53 (float64)."""
+    return np.float32 if bound < (1 << 24) else np.float64
+
+
+def exact_int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer matrix product through float BLAS: exact while every partial sum stays below 2^53 (float64),
+    which 8-bit operands guarantee for any reduction shorter than 2^37 elements. When
+    max|a| * max|b| * K < 2^24 bounds every partial sum, float32 BLAS is exact too, at twice the speed.
+    The float result holds exact integers, so it converts to int64 without rounding."""
+    bound = int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) * (a.shape[-1] if a.ndim else 1)
+    dtype = exact_matmul_dtype(bound)
+    return (a.astype(dtype) @ b.astype(dtype)).astype(np.int64)

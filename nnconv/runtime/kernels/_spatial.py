@@ -1,0 +1,74 @@
+"""Geometry shared by the kernels: implicit padding and output sizes of windowed ops, the im2col view,
+spatial padding, NCHW <-> NHWC layout, and axis normalization."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from nnconv.errors import ExecutionError
+from nnconv.nnapi.enums import PaddingCode
+
+
+def implicit_padding(in_size: int, stride: int, filter_size: int, dilation: int, scheme: int) -> tuple[int, int]:
+    """(head, tail) padding of one spatial axis for an implicit padding scheme.
+
+    SAME: out = ceil(in / stride); the total padding is split with the smaller half first.
+    """
+    if scheme == PaddingCode.VALID:
+        return 0, 0
+    if scheme != PaddingCode.SAME:
+        raise ExecutionError(f"invalid padding scheme {scheme}")
+    eff = (filter_size - 1) * dilation + 1
+    out = (in_size + stride - 1) // stride
+    need = max((out - 1) * stride + eff - in_size, 0)
+    return need // 2, need - need // 2
+
+
+def conv_output_size(in_size: int, filter_size: int, stride: int, dilation: int, head: int, tail: int) -> int:
+    eff = (filter_size - 1) * dilation + 1
+    return (in_size - eff + stride + head + tail) // stride
+
+
+def extract_patches(x: np.ndarray, kh: int, kw: int, stride_h: int, stride_w: int, dil_h: int, dil_w: int,
+                    out_h: int, out_w: int) -> np.ndarray:
+    """A zero-copy [N, OH, OW, KH, KW, C] view of the (already padded) NHWC input: the im2col windows."""
+    n, _h, _w, c = x.shape
+    s = x.strides
+    return np.lib.stride_tricks.as_strided(
+        x, shape=(n, out_h, out_w, kh, kw, c),
+        strides=(s[0], s[1] * stride_h, s[2] * stride_w, s[1] * dil_h, s[2] * dil_w, s[3]),
+        writeable=False)
+
+
+def pad_spatial(x: np.ndarray, top: int, bottom: int, left: int, right: int, value: float | int = 0) -> np.ndarray:
+    """Pads H and W of an NHWC array (negative amounts crop). Writes the interior once and only the border
+    strips with `value` (np.pad costs a Python-level setup of ~50 us per call and fills everything)."""
+    if top == bottom == left == right == 0:
+        return x
+    x = x[:, max(-top, 0): x.shape[1] - max(-bottom, 0), max(-left, 0): x.shape[2] - max(-right, 0), :]
+    t, b, l, r = max(top, 0), max(bottom, 0), max(left, 0), max(right, 0)
+    n, h, w, c = x.shape
+    out = np.empty((n, h + t + b, w + l + r, c), dtype=x.dtype)
+    out[:, :t] = value
+    out[:, t + h:] = value
+    out[:, t:t + h, :l] = value
+    out[:, t:t + h, l + w:] = value
+    out[:, t:t + h, l:l + w] = x
+    return out
+
+
+def nchw_to_nhwc(x: np.ndarray) -> np.ndarray:
+    return np.transpose(x, (0, 2, 3, 1))
+
+
+def nhwc_to_nchw(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.transpose(x, (0, 3, 1, 2)))
+
+
+def normalize_axis(axis: int, rank: int, fail: Callable[[str], Exception]) -> int:
+    """An axis in [-rank, rank) as a non-negative index; anything else raises `fail(message)`."""
+    if not -rank <= axis < rank:
+        raise fail(f"axis {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
