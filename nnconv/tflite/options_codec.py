@@ -1,13 +1,19 @@
 """Decodes builtin options from a flatbuffer table into the typed dataclasses of `options.py`, and encodes
-them back (for our own `.tflite` builder). Only this module and `reader.py` touch TFLite flatbuffers."""
+them back (for our own `.tflite` builder). Only this module and `reader.py` touch TFLite flatbuffers.
+
+Each dataclass's `FIELDS` gives every field's vtable slot and flatbuffers number type, so the table is read
+directly (what the `tflite` package's generated accessors do field by field); an absent field reads as
+the dataclass default, which the generator copied from the schema."""
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
+import functools
 from typing import Any
 
 import flatbuffers
 import numpy as np
+from flatbuffers import number_types
 
 from nnconv.tflite import options as opt
 
@@ -15,15 +21,16 @@ _NP_OF_FLAGS = {"Int32Flags": np.int32, "Int64Flags": np.int64, "Float32Flags": 
                 "Int8Flags": np.int8, "Uint8Flags": np.uint8, "Int16Flags": np.int16,
                 "Uint16Flags": np.uint16, "Uint32Flags": np.uint32, "Uint64Flags": np.uint64,
                 "BoolFlags": np.bool_, "Float64Flags": np.float64}
-_FB_CLASSES: dict[str, type] = {}
 
 
-def _fb_class(name: str) -> type:
-    cls = _FB_CLASSES.get(name)
-    if cls is None:
-        cls = getattr(importlib.import_module(f"tflite.{name}"), name)
-        _FB_CLASSES[name] = cls
-    return cls
+@functools.cache
+def _defaults(cls: type) -> dict[str, Any]:
+    return {f.name: f.default for f in dataclasses.fields(cls)}
+
+
+def _vtable_offset(slot: int) -> int:
+    """The vtable entry of field `slot`: after the vtable's own size and the table's size (2 bytes each)."""
+    return 4 + 2 * slot
 
 
 def decode_options(union: str, union_type: int, table: Any) -> Any | None:
@@ -31,18 +38,18 @@ def decode_options(union: str, union_type: int, table: Any) -> Any | None:
     cls = opt.OPTIONS_BY_UNION.get((union, union_type))
     if cls is None or table is None:
         return None
-    fb = _fb_class(cls.__name__)()
-    fb.Init(table.Bytes, table.Pos)
+    defaults = _defaults(cls)
     values: dict[str, Any] = {}
-    for name, accessor, kind, _slot, _flags in cls.FIELDS:
-        if kind == "scalar":
-            values[name] = getattr(fb, accessor)()
+    for name, _accessor, kind, slot, flags in cls.FIELDS:
+        o = table.Offset(_vtable_offset(slot))
+        if not o:
+            values[name] = defaults[name]
+        elif kind == "scalar":
+            values[name] = table.Get(getattr(number_types, flags + "Flags"), o + table.Pos)
         elif kind == "vector":
-            arr = getattr(fb, accessor + "AsNumpy")()
-            values[name] = None if isinstance(arr, int) else tuple(arr.tolist())
+            values[name] = tuple(table.GetVectorAsNumpy(getattr(number_types, flags), o).tolist())
         else:
-            raw = getattr(fb, accessor)()
-            values[name] = None if raw is None else raw.decode("utf-8", "replace")
+            values[name] = table.String(o + table.Pos).decode("utf-8", "replace")
     return cls(**values)
 
 
