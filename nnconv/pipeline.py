@@ -23,7 +23,6 @@ from typing import Sequence, SupportsInt
 from nnconv.errors import ConversionError
 from nnconv.lowering.context import ConversionState
 from nnconv.lowering.convert import (
-    DEFAULT_API_LEVEL,
     ConversionOptions,
     ConversionResult,
     Report,
@@ -33,6 +32,7 @@ from nnconv.lowering.convert import (
     make_state,
 )
 from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, build_plan
+from nnconv.nnapi.levels import DEFAULT_API_LEVEL
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.tflite.ir import TfliteModel
 from nnconv.tflite.reader import read_model

@@ -182,7 +182,7 @@ def test_bad_level_is_a_usage_error(models):
 # -- --api-level all ------------------------------------------------------------------------------
 def test_all_levels_json(models):
     data = check_json(models["mid"], "--api-level", "all")
-    assert data["api_level"] == "all" and data["levels"] == [27, 28, 29, 30, 31, 33, 34, 35]
+    assert data["api_level"] == "all" and data["levels"] == [27, 28, 29, 30, 31, 32, 33, 34, 35]
     dilated = data["ops"][1]
     assert dilated["min_api_level"] == 29
     assert [dilated["status_by_level"][str(lv)] for lv in (27, 28, 29, 35)] == \
@@ -196,7 +196,7 @@ def test_all_levels_table_csv_md(models):
     table = run(models["mid"], "--api-level", "all").stdout
     assert "from API" in table and "coverage" in table and "partitions" in table and "L refused" in table
     rows = list(csv.reader(io.StringIO(run(models["mid"], "--api-level", "all", "--format", "csv").stdout)))
-    assert rows[0] == ["index", "op", "27", "28", "29", "30", "31", "33", "34", "35", "min_api_level"]
+    assert rows[0] == ["index", "op", "27", "28", "29", "30", "31", "32", "33", "34", "35", "min_api_level"]
     assert rows[2][2:5] == ["refused_level", "refused_level", "lowered"] and rows[2][-1] == "29"
     assert rows[-1][:4] == ["partitions", "", "2", "2"]
     md = run(models["mid"], "--api-level", "all", "--format", "md").stdout
@@ -386,8 +386,9 @@ def chain_path(tmp_path) -> str:
     return str(p)
 
 
-def test_api_32_is_31_and_default_is_30(models):
-    assert check_json(models["clean"], "--api-level", "32")["api_level"] == 31
+def test_api_32_is_reported_as_32_with_31s_feature_level_and_default_is_30(models):
+    data = check_json(models["clean"], "--api-level", "32")
+    assert (data["api_level"], data["feature_level"]) == (32, 5)
     assert check_json(models["clean"])["api_level"] == 30
 
 

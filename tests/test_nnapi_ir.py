@@ -8,7 +8,8 @@ import pytest
 from nnconv.errors import ExecutionError, ModelValidationError
 from nnconv.runtime.executor import Executor, SubgraphRunner
 from nnconv.nnapi.builder import ModelBuilder
-from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType, api_level_of_feature_level, feature_level
+from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
+from nnconv.nnapi.levels import api_level_of_feature_level, feature_level
 from nnconv.nnapi.model import SymmPerChannelQuantParams
 from nnconv.nnapi.validate import validate_model
 

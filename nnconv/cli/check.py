@@ -17,8 +17,8 @@ from nnconv.cli.common import (
     verbosity_options,
 )
 from nnconv.errors import EXIT_FAILURE
-from nnconv.lowering.convert import DEFAULT_API_LEVEL, ConversionOptions
-from nnconv.nnapi.enums import API_LEVELS, api_level_of_feature_level
+from nnconv.lowering.convert import ConversionOptions
+from nnconv.nnapi.levels import ApiLevel, LevelError, is_all
 from nnconv.report.analysis import (
     CheckUsageError,
     Policies,
@@ -93,9 +93,9 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     """Runs `nnconv check`; returns the exit code (0, or 1 when a policy is violated)."""
     policies = Policies(fail_on, min_coverage, max_partitions_allowed)
     paths = expand_models(models)
-    if node_data is not None and (len(paths) != 1 or (api_level or "").strip().lower() == "all"):
+    if node_data is not None and (len(paths) != 1 or is_all(api_level)):
         raise CheckUsageError("--node-data takes one model at one API level")
-    if api_level is not None and api_level.strip().lower() == "all":
+    if is_all(api_level):
         if feature_level_ is not None:
             raise CheckUsageError("give --api-level all or --feature-level, not both")
         if policies.any:
@@ -106,7 +106,7 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
                                                           max_partitions=max_partitions), jobs)
         render_matrix(mats, fmt, out)
         return 0
-    level = resolve_level(_parse_level(api_level), feature_level_)
+    level = resolve_level(api_level, feature_level_)
     with common.timed("check"):
         checks = progress(paths, err, functools.partial(check_one, level=level, options=options,
                                                         max_partitions=max_partitions), jobs)
@@ -138,25 +138,13 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     return EXIT_FAILURE if violations else 0
 
 
-def resolve_level(api_level: int | None, feature_level_: int | None) -> int:
-    """The target API level from --api-level or --feature-level (default 30; 32 is 31's feature level)."""
+def resolve_level(api_level: str | None, feature_level_: int | None) -> ApiLevel:
+    """The target from --api-level or --feature-level (`ApiLevel.resolve`), errors naming the option."""
     if api_level is not None and feature_level_ is not None:
         raise CheckUsageError("give --api-level or --feature-level, not both")
-    if feature_level_ is not None:
-        try:
-            return api_level_of_feature_level(feature_level_)
-        except ValueError as e:
-            raise CheckUsageError(f"--feature-level: {e}") from None
-    level = DEFAULT_API_LEVEL if api_level is None else (31 if api_level == 32 else api_level)
-    if level not in API_LEVELS:
-        raise CheckUsageError(f"--api-level {api_level}: give one of {', '.join(map(str, API_LEVELS))} or 'all'")
-    return level
-
-
-def _parse_level(api_level: str | None) -> int | None:
-    if api_level is None:
-        return None
     try:
-        return int(api_level)
-    except ValueError:
-        raise CheckUsageError(f"--api-level {api_level!r}: give 27..35 or 'all'") from None
+        return ApiLevel.resolve(api_level, feature_level_)
+    except LevelError as e:
+        if feature_level_ is not None:
+            raise CheckUsageError(f"--feature-level: {e}") from None
+        raise CheckUsageError(f"--api-level: {e} or 'all'") from None

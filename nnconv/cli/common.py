@@ -18,11 +18,7 @@ import click
 from rich.console import Console
 
 from nnconv.errors import EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE, ConversionError, NnconvError
-from nnconv.nnapi.enums import (
-    API_LEVELS,
-    DEPRECATED_FROM_API,
-    api_level_of_feature_level,
-)
+from nnconv.nnapi.levels import ApiLevel, LevelError
 
 
 # Width of the consoles when the stream is not a terminal and COLUMNS is not set: wide enough that piped
@@ -196,23 +192,20 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def resolve_api_level(api_level: int | None, feature_level: int | None) -> int:
+def resolve_api_level(api_level: int | None, feature_level: int | None) -> ApiLevel:
+    """The target of --api-level / --feature-level (`ApiLevel.resolve`: default 30, 32 reported as 32)."""
     if api_level is not None and feature_level is not None:
         raise click.UsageError("give --api-level or --feature-level, not both")
-    if feature_level is not None:
-        return api_level_of_feature_level(feature_level)
-    level = 30 if api_level is None else api_level
-    if level == 32:
-        level = 31
-    if level not in API_LEVELS:
-        raise click.BadParameter(f"{level} is not one of {', '.join(map(str, API_LEVELS))}", param_hint="--api-level")
-    return level
+    try:
+        return ApiLevel.resolve(api_level, feature_level)
+    except LevelError as e:
+        raise click.BadParameter(str(e), param_hint="--api-level" if feature_level is None else "--feature-level")
 
 
 def warn_deprecated(level: int) -> None:
-    if level >= DEPRECATED_FROM_API:
-        warn(f"NNAPI is deprecated from Android 15 (API {DEPRECATED_FROM_API}); "
-             "consider LiteRT's GPU or vendor delegates for new apps")
+    warning = ApiLevel(level).deprecation_warning()
+    if warning:
+        warn(warning)
 
 
 RELAX_FP16_MIN_API = 28  # relaxComputationFloat32toFloat16 exists from NNAPI 1.1 (Android 9, API 28)

@@ -23,7 +23,8 @@ import numpy as np
 
 from nnconv.lowering.diagnostics import Code, Diagnostic
 from nnconv.nnapi.builder import SubgraphBuilder
-from nnconv.nnapi.enums import FuseCode, OperandType, OperationType, feature_level
+from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
+from nnconv.nnapi.levels import feature_level, rule_level
 from nnconv.nnapi.model import Operand, SymmPerChannelQuantParams
 from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.schema_enums import ActivationFunctionType, TensorType
@@ -74,7 +75,8 @@ class CheckContext:
     # -- target -----------------------------------------------------------------------------------
     @property
     def api_level(self) -> int:
-        return self.state.api_level
+        """The level rules decide at: the target's, except that 32 decides as 31 (`levels.rule_level`)."""
+        return rule_level(self.state.api_level)
 
     @property
     def feature_level(self) -> int:

@@ -20,14 +20,14 @@ from nnconv.lowering.context import INT8_SHIFT, CheckContext, ConversionState, L
 from nnconv.lowering.diagnostics import Code, Diagnostic, Verdict
 from nnconv.lowering.registry import CUSTOM_RULES, RULES, Rule
 from nnconv.nnapi.builder import ModelBuilder, SubgraphBuilder
-from nnconv.nnapi.enums import API_LEVELS, OperandType, feature_level
+from nnconv.nnapi.enums import OperandType
+from nnconv.nnapi.levels import API_LEVELS, ApiLevel, LevelError, feature_level, rule_level
 from nnconv.nnapi.model import Model, SymmPerChannelQuantParams
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.nnapi.validate import operation_refusals, validate_model
 from nnconv.tflite.ir import Operator, Subgraph, TfliteModel
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
-DEFAULT_API_LEVEL = 30
 
 
 @dataclass(frozen=True)
@@ -112,9 +112,11 @@ def rule_for(op: Operator) -> Rule | None:
 
 
 def make_state(model: TfliteModel, api_level: int, options: ConversionOptions | None = None) -> ConversionState:
-    if api_level not in API_LEVELS and api_level != 32:
-        raise NnconvError(f"API level {api_level} is not one of {', '.join(map(str, API_LEVELS))}")
-    state = ConversionState(model=model, api_level=api_level, options=options or ConversionOptions())
+    try:
+        level = ApiLevel(api_level)
+    except LevelError as e:
+        raise NnconvError(f"API level {e}") from None
+    state = ConversionState(model=model, api_level=level, options=options or ConversionOptions())
     from nnconv.rewrite.pipeline import rewrite
     rewrite(state)
     return state
@@ -228,7 +230,7 @@ def check_ops(state: ConversionState, subgraph: int = 0) -> Report:
         if errors:
             rep.min_api_level = lowest_accepting_level(state, sg, op)
             if rule is not None:
-                rep.nnapi_ops = [o.name for o in rule.describe_lowering(rep.min_api_level or state.api_level)]
+                rep.nnapi_ops = [o.name for o in rule.describe_lowering(rule_level(rep.min_api_level or state.api_level))]
         else:
             rep.min_api_level = _lowest_passing(state, sg, op)
         ops.append(rep)

@@ -220,30 +220,5 @@ class OperandLifeTime(enum.IntEnum):
     SUBGRAPH = 6
 
 
-# Android API level <-> NNAPI feature level. From Android 13 the NDK constants are 1000006.. and no longer
-# equal an API level; we keep the API level as the user-facing number (33, 34, 35).
-API_LEVELS: tuple[int, ...] = (27, 28, 29, 30, 31, 33, 34, 35)
-MIN_API_LEVEL = 27
-MAX_API_LEVEL = 35
-_API_TO_FL = {27: 1, 28: 2, 29: 3, 30: 4, 31: 5, 32: 5, 33: 6, 34: 7, 35: 8}
-_FL_TO_API = {1: 27, 2: 28, 3: 29, 4: 30, 5: 31, 6: 33, 7: 34, 8: 35}
-# NDK values of ANEURALNETWORKS_FEATURE_LEVEL_n.
-NDK_FEATURE_LEVEL = {1: 27, 2: 28, 3: 29, 4: 30, 5: 31, 6: 1000006, 7: 1000007, 8: 1000008}
-DEPRECATED_FROM_API = 35
-
 # ANEURALNETWORKS_MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES: values up to this size are CONSTANT_COPY.
 MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES = 128
-
-
-def feature_level(api_level: int) -> int:
-    """NNAPI feature level (1..8) of an Android API level (27..35)."""
-    if api_level not in _API_TO_FL:
-        raise ValueError(f"API level {api_level} is outside 27..35")
-    return _API_TO_FL[api_level]
-
-
-def api_level_of_feature_level(fl: int) -> int:
-    """The first Android API level that ships NNAPI feature level `fl` (1..8)."""
-    if fl not in _FL_TO_API:
-        raise ValueError(f"feature level {fl} is outside 1..8")
-    return _FL_TO_API[fl]

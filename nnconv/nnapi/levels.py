@@ -21,18 +21,16 @@ DEPRECATED_FROM_API = 35  # Android 15 deprecates NNAPI
 
 _API_TO_FEATURE_LEVEL = {27: 1, 28: 2, 29: 3, 30: 4, 31: 5, 32: 5, 33: 6, 34: 7, 35: 8}
 _FEATURE_LEVEL_TO_API = {1: 27, 2: 28, 3: 29, 4: 30, 5: 31, 6: 33, 7: 34, 8: 35}
-# NDK values of ANEURALNETWORKS_FEATURE_LEVEL_n.
-NDK_FEATURE_LEVEL = {1: 27, 2: 28, 3: 29, 4: 30, 5: 31, 6: 1000006, 7: 1000007, 8: 1000008}
 
 
 class LevelError(ValueError):
-    """A level outside the accepted ones; the message lists every valid value."""
+    """A level outside the accepted ones, or both options given; the message names the value and lists every
+    valid one (callers add the option's name)."""
 
 
-def valid_levels_text(allow_all: bool = False) -> str:
-    """'27, 28, ..., 35' (with "or 'all'" where the command takes the whole table)."""
-    text = ", ".join(map(str, ALL_API_LEVELS))
-    return f"{text} or 'all'" if allow_all else text
+def valid_levels_text() -> str:
+    """'27, 28, 29, 30, 31, 32, 33, 34, 35'."""
+    return ", ".join(map(str, ALL_API_LEVELS))
 
 
 class ApiLevel(int):
@@ -40,23 +38,23 @@ class ApiLevel(int):
 
     def __new__(cls, value: int) -> "ApiLevel":
         if isinstance(value, bool) or int(value) not in _API_TO_FEATURE_LEVEL:
-            raise LevelError(f"API level {value} is not one of {valid_levels_text()}")
+            raise LevelError(f"{value} is not one of {valid_levels_text()}")
         return super().__new__(cls, int(value))
 
     @classmethod
     def parse(cls, text: str | int) -> "ApiLevel":
-        """An `--api-level` value (a number; 'all' is a table of every level, see `parse_levels`)."""
+        """An `--api-level` value: a number ('all', the table of every level, is the caller's: `is_all`)."""
         try:
             value = int(str(text).strip())
         except ValueError:
-            raise LevelError(f"API level {text!r} is not a number; give one of {valid_levels_text()}") from None
+            raise LevelError(f"{text!r} is not one of {valid_levels_text()}") from None
         return cls(value)
 
     @classmethod
     def of_feature_level(cls, fl: int) -> "ApiLevel":
         """The first Android API level that ships NNAPI feature level `fl` (1..8)."""
         if isinstance(fl, bool) or fl not in _FEATURE_LEVEL_TO_API:
-            raise LevelError(f"feature level {fl} is not one of {', '.join(map(str, _FEATURE_LEVEL_TO_API))}")
+            raise LevelError(f"{fl} is not one of {', '.join(map(str, _FEATURE_LEVEL_TO_API))}")
         return cls(_FEATURE_LEVEL_TO_API[fl])
 
     @classmethod
@@ -76,7 +74,7 @@ class ApiLevel(int):
     @property
     def rule_level(self) -> int:
         """The level the lowering rules decide at: 32 decides as 31 (the same feature level)."""
-        return _FEATURE_LEVEL_TO_API[self.feature_level]
+        return rule_level(self)
 
     @property
     def deprecated(self) -> bool:
@@ -99,6 +97,11 @@ class ApiLevel(int):
 def is_all(api_level: str | int | None) -> bool:
     """Whether an `--api-level` value asks for the table of every level."""
     return isinstance(api_level, str) and api_level.strip().lower() == "all"
+
+
+def rule_level(api_level: int) -> int:
+    """The level the lowering rules decide at for a target `api_level` (32 -> 31, otherwise itself)."""
+    return _FEATURE_LEVEL_TO_API.get(_API_TO_FEATURE_LEVEL.get(api_level, 0), api_level)
 
 
 def feature_level(api_level: int) -> int:

@@ -21,7 +21,8 @@ import numpy as np
 
 from nnconv.errors import ModelFormatError, ModelValidationError, NnconvError
 from nnconv.guarded_decoder import GuardedDecoder
-from nnconv.nnapi.enums import MAX_API_LEVEL, MIN_API_LEVEL, OperandLifeTime, OperandType, OperationType
+from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
+from nnconv.nnapi.levels import MAX_API_LEVEL, MIN_API_LEVEL
 from nnconv.nnapi.fbs import ConvertedModel as FbConvertedModel
 from nnconv.nnapi.fbs import DataLocation as FbDataLocation
 from nnconv.nnapi.fbs import IoTensor as FbIoTensor

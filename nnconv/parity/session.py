@@ -23,7 +23,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from nnconv.errors import ConversionError, InputDataError
-from nnconv.lowering.convert import ConversionOptions, DEFAULT_API_LEVEL
+from nnconv.lowering.convert import ConversionOptions
+from nnconv.nnapi.levels import DEFAULT_API_LEVEL
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.inputs import bind_reference, image_inputs, ranged_inputs
 from nnconv.parity.partitioned import _bind_model_inputs, _is_nnapi_file, verify_model, verify_prepared

@@ -15,7 +15,7 @@ from nnconv.errors import NnconvError
 from nnconv.lowering.convert import ConversionOptions, OpReport, Report
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan
-from nnconv.nnapi.enums import API_LEVELS, DEPRECATED_FROM_API, feature_level
+from nnconv.nnapi.levels import ALL_API_LEVELS, ApiLevel, feature_level
 from nnconv.pipeline import prepare
 from nnconv.tflite.reader import read_model
 
@@ -28,10 +28,7 @@ class CheckUsageError(NnconvError):
 
 
 def deprecation_warning(level: int) -> str | None:
-    if level >= DEPRECATED_FROM_API:
-        return (f"NNAPI is deprecated from Android 15 (API {DEPRECATED_FROM_API}); consider LiteRT's GPU or "
-                "vendor delegates for new apps")
-    return None
+    return ApiLevel(level).deprecation_warning()
 
 
 # -- one model at one level -------------------------------------------------------------------------
@@ -146,7 +143,7 @@ def check_levels(path: str, options: ConversionOptions | None = None,
                  max_partitions: int = DEFAULT_MAX_PARTITIONS) -> LevelMatrix:
     model = read_model(path)
     checks = {}
-    for lv in API_LEVELS:
+    for lv in ALL_API_LEVELS:
         prepared = prepare(model, lv, options)
         checks[lv] = ModelCheck(path, prepared.report, prepared.plan(max_partitions, lower=False))
     return LevelMatrix(path, checks)

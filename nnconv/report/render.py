@@ -17,7 +17,7 @@ from rich.text import Text
 
 from nnconv.lowering.convert import OpReport
 from nnconv.lowering.diagnostics import Verdict
-from nnconv.nnapi.enums import API_LEVELS, feature_level
+from nnconv.nnapi.levels import ALL_API_LEVELS, feature_level
 from nnconv.report.analysis import (
     SCHEMA_VERSION,
     LevelMatrix,
@@ -328,7 +328,7 @@ def render_multi(checks: Sequence[ModelCheck], fmt: str, out: Console) -> None:
 
 # -- rendering: the level matrix --------------------------------------------------------------------
 def render_matrix(mats: Sequence[LevelMatrix], fmt: str, out: Console) -> None:
-    levels = list(API_LEVELS)
+    levels = list(ALL_API_LEVELS)
     if fmt == "json":
         data: Any = mats[0].to_json() if len(mats) == 1 else {
             "schema_version": SCHEMA_VERSION, "api_level": "all", "levels": levels,
@@ -403,7 +403,7 @@ def _render_matrix_compact(title: str, levels: Sequence[int], rows: Sequence[Any
 
 
 def _render_matrix_multi(mats: Sequence[LevelMatrix], fmt: str, out: Console) -> None:
-    levels = list(API_LEVELS)
+    levels = list(ALL_API_LEVELS)
     header = ["model", *map(str, levels)]
     rows = [[m.path, *(f"{m.checks[lv].plan.coverage:.0f}% / {len(m.checks[lv].plan.partitions)}p" for lv in levels)]
             for m in mats]

@@ -25,7 +25,8 @@ from nnconv.errors import ExecutionError, InputDataError, OperationsRefusedError
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.kernels.buffers import BufferPool
 from nnconv.runtime.relaxed import fp16_storage
-from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType, feature_level
+from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
+from nnconv.nnapi.levels import feature_level
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.nnapi.validate import operation_refusals

@@ -24,7 +24,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType, api_level_of_feature_level
+from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
+from nnconv.nnapi.levels import api_level_of_feature_level
 from nnconv.nnapi.model import Model, Operand, Operation
 
 _CONSTANT = (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_REFERENCE)
