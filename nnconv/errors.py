@@ -65,3 +65,9 @@ class OperationsRefusedError(ModelValidationError):
         more = f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else ""
         self.args = (f"the NNAPI runtime would refuse this model: {head}{more}. A model converted by nnconv "
                      "should never be refused: please report this bug with the model",)
+
+
+class InternalError(NnconvError):
+    """A bug of nnconv (e.g. a rule's check raising on a well-formed op): never the user's input."""
+
+    exit_code = EXIT_INTERNAL

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 import click
 from rich.console import Console
 
-from nnconv.errors import EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE, ConversionError, NnconvError
+from nnconv.errors import EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE, ConversionError, InternalError, NnconvError
 from nnconv.nnapi.levels import ApiLevel, LevelError
 
 
@@ -177,6 +177,10 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             for d in e.diagnostics:
                 _print_log(f"  {d.one_line()}")
             fail(str(e), EXIT_NOT_CONVERTIBLE)
+        except InternalError as e:
+            if os.environ.get("NNCONV_DEBUG"):
+                raise
+            fail(f"internal error: {e} (set NNCONV_DEBUG=1 for a traceback)", EXIT_INTERNAL)
         except NnconvError as e:
             fail(str(e), e.exit_code)
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
@@ -186,7 +190,8 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as e:  # noqa: BLE001 - last line of defence for the one-line-error promise
             if os.environ.get("NNCONV_DEBUG"):
                 raise
-            fail(f"internal error: {type(e).__name__}: {e} (set NNCONV_DEBUG=1 for a traceback)", EXIT_INTERNAL)
+            fail(f"internal error: {type(e).__name__}: {e}; this is a bug in nnconv, please report it "
+                 "(set NNCONV_DEBUG=1 for a traceback)", EXIT_INTERNAL)
         finally:
             _print_timings()
     return wrapper

@@ -19,6 +19,7 @@ from nnconv.lowering import rules as _rules  # noqa: F401  (registers every rule
 from nnconv.lowering.context import INT8_SHIFT, CheckContext, ConversionState, LowerContext, dtype_name
 from nnconv.lowering.diagnostics import Code, Diagnostic, Verdict
 from nnconv.lowering.registry import CUSTOM_RULES, RULES, Rule
+from nnconv.lowering.rule_errors import malformed_reason, rule_bug
 from nnconv.nnapi.builder import ModelBuilder, SubgraphBuilder
 from nnconv.nnapi.enums import OperandType
 from nnconv.nnapi.levels import API_LEVELS, ApiLevel, LevelError, feature_level, rule_level
@@ -27,7 +28,6 @@ from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.nnapi.validate import operation_refusals, validate_model
 from nnconv.tflite.ir import Operator, Subgraph, TfliteModel
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
-
 
 
 @dataclass(frozen=True)
@@ -144,10 +144,14 @@ def checked(state: ConversionState, sg: Subgraph, op: Operator) -> CheckContext:
         return c
     try:
         rule.check(c)
-    except (AttributeError, IndexError, TypeError, KeyError, ValueError) as e:
+    except Exception as e:  # noqa: BLE001 - sorted into the model's fault or ours, never swallowed
         # A hand-edited or corrupt model can give an op fewer tensors than its kind has, or options of
-        # another op: refuse that op with a reason instead of failing the whole run.
-        c.refuse(Code.MALFORMED, f"malformed {op.name} operator ({type(e).__name__}: {e})",
+        # another op: refuse that op with a reason instead of failing the whole run. Anything else the
+        # check raises is a bug of the rule (rule_errors.py).
+        reason = malformed_reason(c, e)
+        if reason is None:
+            raise rule_bug(c, type(rule).__name__, e) from e
+        c.refuse(Code.MALFORMED, f"malformed {op.name} operator: {reason} ({type(e).__name__}: {e})",
                  hint="the model file is inconsistent; re-export it")
     if c.ok:
         c.diagnostics.extend(runtime_refusals(state, sg, op))
