@@ -18,9 +18,7 @@ As CTS does (nn/runtime/test/TestGenerated.cpp, TestHarness.cpp):
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import importlib
 import json
 import os
 import pathlib
@@ -32,6 +30,7 @@ import numpy as np
 from nnconv.errors import NnconvError
 from nnconv.runtime.executor import SubgraphRunner
 from nnconv.runtime.kernels import KERNELS
+from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import (STORAGE_DTYPE, DataLocation, Model, Operand, Operation, Subgraph,
                                 SymmPerChannelQuantParams)
@@ -303,22 +302,11 @@ INFINITE_LOOP_TIMEOUT_SECONDS = 0.001
 CTS_FEATURE_LEVEL = 8
 
 
-@contextlib.contextmanager
-def _loop_timeout(seconds: float) -> Iterator[None]:
-    """Runs the block with the WHILE kernel's loop timeout set to `seconds` (this process only)."""
-    try:
-        mod = importlib.import_module("nnconv.runtime.kernels.while_")
-    except ImportError:
-        mod = None
-    if mod is None or not hasattr(mod, "LOOP_TIMEOUT_SECONDS"):
-        yield
-        return
-    saved = mod.LOOP_TIMEOUT_SECONDS
-    mod.LOOP_TIMEOUT_SECONDS = seconds
-    try:
-        yield
-    finally:
-        mod.LOOP_TIMEOUT_SECONDS = saved
+def execution_options(case: dict) -> ExecutionOptions:
+    """The execution settings CTS uses for `case`: its 1 ms loop timeout for the never-ending loop."""
+    if is_infinite_loop_timeout_case(case):
+        return ExecutionOptions(loop_timeout_seconds=INFINITE_LOOP_TIMEOUT_SECONDS)
+    return ExecutionOptions()
 
 
 def run_case(case: dict) -> CaseResult:
@@ -328,12 +316,9 @@ def run_case(case: dict) -> CaseResult:
         return CaseResult("unsupported", f"no kernel for {', '.join(missing)}", ops)
     model = build_model(case)
     if case.get("expect_failure"):
-        timeout = (_loop_timeout(INFINITE_LOOP_TIMEOUT_SECONDS) if is_infinite_loop_timeout_case(case)
-                   else contextlib.nullcontext())
         try:
             validate_model(model, CTS_FEATURE_LEVEL)
-            with timeout:
-                SubgraphRunner(model).run_subgraph(0, _inputs(case, model))
+            SubgraphRunner(model, options=execution_options(case)).run_subgraph(0, _inputs(case, model))
         except NnconvError:
             return CaseResult("passed", "failed as expected", ops)
         except Exception as e:  # noqa: BLE001 - any crash is a wrong failure mode

@@ -20,12 +20,13 @@ import pathlib
 import numpy as np
 import pytest
 
-from nnconv.conformance import (INFINITE_LOOP_TIMEOUT_SECONDS, SIGNED_COUPLING, _loop_timeout, cts_dir,
-                                dynamic_output_shape_case, is_coupling_candidate, is_dynamic_shape_candidate,
+from nnconv.conformance import (INFINITE_LOOP_TIMEOUT_SECONDS, SIGNED_COUPLING, cts_dir, dynamic_output_shape_case,
+                                execution_options, is_coupling_candidate, is_dynamic_shape_candidate,
                                 is_infinite_loop_timeout_case, iter_cases, multinomial_problems, run_case,
                                 signed_coupling_case)
-from nnconv.runtime.kernels import KERNELS
 from nnconv.nnapi.enums import OperationType
+from nnconv.runtime.kernels import KERNELS
+from nnconv.runtime.kernels.registry import ExecutionOptions
 
 HERE = pathlib.Path(__file__).resolve().parent
 KNOWN = HERE / "conformance_known_failures.txt"
@@ -223,11 +224,9 @@ def test_infinite_loop_cases_run_with_the_cts_loop_timeout():
     assert is_infinite_loop_timeout_case(loop)
     loop["expect_failure"] = False
     assert not is_infinite_loop_timeout_case(loop)
-    from nnconv.runtime.kernels import while_
-    before = while_.LOOP_TIMEOUT_SECONDS
-    with _loop_timeout(INFINITE_LOOP_TIMEOUT_SECONDS):
-        assert while_.LOOP_TIMEOUT_SECONDS == INFINITE_LOOP_TIMEOUT_SECONDS
-    assert while_.LOOP_TIMEOUT_SECONDS == before
+    assert execution_options(loop).loop_timeout_seconds == ExecutionOptions().loop_timeout_seconds == 2.0
+    loop["expect_failure"] = True
+    assert execution_options(loop).loop_timeout_seconds == INFINITE_LOOP_TIMEOUT_SECONDS
 
 
 def test_dynamic_output_shape_twin_checks_the_original_dimensions(fake_kernel):

@@ -24,6 +24,7 @@ from nnconv.runtime.blas_threads import default_threads, limit_blas_threads
 from nnconv.errors import ExecutionError, InputDataError, OperationsRefusedError
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.kernels.buffers import BufferPool
+from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.runtime.relaxed import fp16_storage
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.levels import feature_level
@@ -84,15 +85,17 @@ class SubgraphRunner:
 
     `kernel_overrides` replaces the kernels of some operation types for this runner only (tests inject a
     faulty kernel this way to check that per-op parity blames it); `relaxed_fp16` simulates a driver with
-    relaxed float32 precision (nnconv/runtime/relaxed.py)."""
+    relaxed float32 precision (nnconv/runtime/relaxed.py); `options` are the execution's settings (loop
+    timeout), NNAPI's defaults when None."""
 
     def __init__(self, model: Model, trace: Trace | None = None,
                  kernel_overrides: Mapping[OperationType, Callable] | None = None,
-                 relaxed_fp16: bool = False) -> None:
+                 relaxed_fp16: bool = False, options: ExecutionOptions | None = None) -> None:
         self.model = model
         self.trace = trace
         self.kernels = {**KERNELS, **(kernel_overrides or {})}
         self.relaxed_fp16 = relaxed_fp16
+        self.options = options or ExecutionOptions()
         self._constants: dict[tuple[int, int], np.ndarray] = {}
         # (subgraph, operation index) -> that operation's `KernelCall.cache` (constant-derived values)
         self._op_caches: dict[tuple[int, int], dict] = {}
@@ -260,11 +263,11 @@ class Executor:
     def __init__(self, model: ConvertedModel | Model, trace: Trace | None = None,
                  blas_threads: int | None | str = "default",
                  kernel_overrides: Mapping[OperationType, Callable] | None = None,
-                 relaxed_fp16: bool = False) -> None:
+                 relaxed_fp16: bool = False, options: ExecutionOptions | None = None) -> None:
         """`blas_threads` sets numpy's BLAS pool during `run` (None: leave it alone); by default
         `default_threads()`: 1, like the single-threaded TFLite interpreter we compare with, or the N of
-        `--threads N` (see `nnconv.runtime.blas_threads`). `kernel_overrides` and `relaxed_fp16`: see
-        `SubgraphRunner`."""
+        `--threads N` (see `nnconv.runtime.blas_threads`). `kernel_overrides`, `relaxed_fp16` and `options`:
+        see `SubgraphRunner`."""
         if isinstance(model, Model):
             model = _bare(model)
         # What the NNAPI runtime does before it compiles a model: every operation's validate (with the
@@ -274,7 +277,7 @@ class Executor:
         if refusals:
             raise OperationsRefusedError(refusals)
         self.converted = model
-        self.runner = SubgraphRunner(model.model, trace, kernel_overrides, relaxed_fp16)
+        self.runner = SubgraphRunner(model.model, trace, kernel_overrides, relaxed_fp16, options)
         self.blas_threads = default_threads() if blas_threads == "default" else blas_threads
 
     @property

@@ -25,6 +25,15 @@ _CONSTANT_LIFETIMES = (OperandLifeTime.CONSTANT_COPY, OperandLifeTime.CONSTANT_R
 _MISSING = object()
 
 
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """Settings of one execution, as an NNAPI execution has them (`ANeuralNetworksExecution_setLoopTimeout`):
+    kernels read them from `KernelCall.runner.options`, never from module globals."""
+
+    loop_timeout_seconds: float = 2.0  # ANeuralNetworks_getDefaultLoopTimeout
+    max_loop_iterations: int = 10_000_000
+
+
 def kernel(op_type: OperationType) -> Callable[[KernelFn], KernelFn]:
     """Registers the decorated function as the kernel of `op_type`."""
     def register(fn: KernelFn) -> KernelFn:

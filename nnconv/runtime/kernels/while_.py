@@ -8,8 +8,9 @@ Outputs: the final values of the m input-output operands.
 
 Bounded execution: like the NNAPI runtime, which aborts a loop after its loop timeout
 (`ANeuralNetworks_getDefaultLoopTimeout`: 2 seconds), the loop fails with an ExecutionError once it has run
-for LOOP_TIMEOUT_SECONDS of wall time or MAX_ITERATIONS iterations, whichever comes first, so a model that
-never terminates (CTS `while_infinite_loop`) fails cleanly instead of hanging.
+for the execution's `loop_timeout_seconds` of wall time or `max_loop_iterations` iterations
+(`ExecutionOptions`), whichever comes first, so a model that never terminates (CTS `while_infinite_loop`)
+fails cleanly instead of hanging.
 """
 
 from __future__ import annotations
@@ -18,11 +19,8 @@ import time
 
 import numpy as np
 
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
-
-LOOP_TIMEOUT_SECONDS = 2.0  # the NNAPI default loop timeout
-MAX_ITERATIONS = 10_000_000
+from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.WHILE)
@@ -33,8 +31,9 @@ def while_(call: KernelCall) -> list[np.ndarray]:
     cond_sg, body_sg = int(call.scalar(0)), int(call.scalar(1))
     values = [call.tensor(i) for i in range(2, call.num_inputs)]
     m = len(call.out_operands)
-    deadline = time.monotonic() + LOOP_TIMEOUT_SECONDS
-    for _ in range(MAX_ITERATIONS):
+    options = runner.options
+    deadline = time.monotonic() + options.loop_timeout_seconds
+    for _ in range(options.max_loop_iterations):
         (flag,) = _run(call, cond_sg, values, 1, "condition")
         if flag.size != 1:
             raise call.fail(f"the condition returned shape {list(flag.shape)}, expected one boolean")
@@ -47,8 +46,8 @@ def while_(call: KernelCall) -> list[np.ndarray]:
         values = list(new) + values[len(new):]
         if time.monotonic() > deadline:
             break
-    raise call.fail(f"the loop did not terminate within {LOOP_TIMEOUT_SECONDS:g} s "
-                    f"(the NNAPI default loop timeout)")
+    raise call.fail(f"the loop did not terminate within {options.loop_timeout_seconds:g} s "
+                    "(the execution's loop timeout; NNAPI's default is 2 s)")
 
 
 def _run(call: KernelCall, sg: int, values: list[np.ndarray], expected: int, what: str) -> list[np.ndarray]:
