@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.tflite.builder import QuantParams, SubgraphBuilder, TfliteBuilder, _TensorSpec
+from nnconv.tflite.builder import QuantParams, SubgraphBuilder, TfliteBuilder
 from nnconv.tflite.ir import Subgraph, Tensor, TfliteModel
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -68,8 +68,7 @@ def _copy_subgraph(owner: TfliteBuilder, sb: SubgraphBuilder, sg: Subgraph) -> N
         else:
             data = None if t.data is None else np.ascontiguousarray(t.data).tobytes()
             ttype, quant = t.type, _quant(t)
-        sb.tensors.append(_TensorSpec(t.name, tuple(t.shape), ttype, owner.add_buffer(data), quant,
-                                      None if sig is None else tuple(sig), t.is_variable))
+        sb.copied_tensor(t.name, t.shape, ttype, data, quant, sig, t.is_variable)
     for op in sg.operators:
         sb.op(op.builtin_code, op.inputs, op.outputs, op.options, version=op.version, custom_code=op.custom_code,
               intermediates=op.intermediates, custom_options=op.custom_options)

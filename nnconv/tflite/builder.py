@@ -97,6 +97,16 @@ class SubgraphBuilder:
                                         None, sparsity=sparsity))
         return len(self.tensors) - 1
 
+    def copied_tensor(self, name: str, shape: Sequence[int], tensor_type: TensorType, data: bytes | None,
+                      quant: QuantParams | None = None, shape_signature: Sequence[int] | None = None,
+                      is_variable: bool = False) -> int:
+        """A tensor given as a read model holds it: its TFLite type and its buffer's raw bytes (None: no
+        data), for rewriting an existing model (e.g. the float twin of `nnconv.parity.twin`)."""
+        self.tensors.append(_TensorSpec(name, tuple(int(d) for d in shape), tensor_type, self._owner.add_buffer(data),
+                                        quant, None if shape_signature is None else tuple(shape_signature),
+                                        is_variable))
+        return len(self.tensors) - 1
+
     def output(self, *tensors: int) -> None:
         self.outputs.extend(tensors)
 
