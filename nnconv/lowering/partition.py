@@ -279,13 +279,13 @@ def build_plan(state: ConversionState, report: Report, max_partitions: int = DEF
                 emitted.setdefault(op.source_op, []).append(op.type.name)
     for members in dropped:  # lowered only to name their NNAPI ops; they run on the CPU
         try:
-            converted = lower_ops(state, members, subgraph)
-            notes.update(converted.notes)
-            for op in converted.model.main.operations:
-                if op.source_op is not None:
-                    emitted.setdefault(op.source_op, []).append(op.type.name)
-        except Exception:  # noqa: BLE001 - the names are informative only
-            pass
+            dropped_model = lower_ops(state, members, subgraph)
+        except NnconvError:
+            continue  # the names are informative only: a group that does not lower keeps none
+        notes.update(dropped_model.notes)
+        for op in dropped_model.model.main.operations:
+            if op.source_op is not None:
+                emitted.setdefault(op.source_op, []).append(op.type.name)
     for r in report.ops:
         r.lowering_note = notes.get(r.index, "")
         if r.index in emitted:

@@ -212,13 +212,13 @@ def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedM
         fresh = prepared.lower_ops(cm.tflite_ops, cm.subgraph)
         ours = Executor(fresh, **dict(opts or {})).run({spec.name: runner.tensor(spec.tflite_tensor)
                                                          for spec in fresh.inputs})
-        if all(compare(s.name, ours[s.name], runner.tensor(s.tflite_tensor), hybrid, overrides).passed
-               for s in fresh.outputs):
-            row.diagnosis = ("a fresh conversion of the same ops passes: this partition differs from what nnconv "
-                             "produces now (an outdated or modified .nnapi file?)")
-            return
-    except Exception:  # noqa: BLE001 - fall through to the op-by-op diagnosis
-        pass
+    except NnconvError:
+        fresh = None  # the ops no longer convert or run together: the op-by-op diagnosis below says which
+    if fresh is not None and all(compare(s.name, ours[s.name], runner.tensor(s.tflite_tensor), hybrid,
+                                         overrides).passed for s in fresh.outputs):
+        row.diagnosis = ("a fresh conversion of the same ops passes: this partition differs from what nnconv "
+                         "produces now (an outdated or modified .nnapi file?)")
+        return
     for k in cm.tflite_ops:
         op = prepared.model.subgraphs[cm.subgraph].operators[k]
         try:
