@@ -9,11 +9,15 @@ import numpy as np
 
 import nnconv
 from nnconv.errors import ConversionError
-from nnconv.lowering.convert import ConversionOptions
+from nnconv.lowering.convert import ConversionOptions, rule_for
 from nnconv.lowering.diagnostics import Code
+from nnconv.nnapi.levels import feature_level
+from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity import random_inputs, run_parity
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS
 from nnconv.tflite.builder import QuantParams, TfliteBuilder
+from nnconv.tflite.ir import TfliteModel
+from nnconv.tflite.reader import read_model
 
 __all__ = ["QuantParams", "TfliteBuilder", "assert_bit_exact", "assert_parity", "assert_refused", "single_op_model"]
 
@@ -46,6 +50,7 @@ def assert_parity(model: bytes, api_level: int = 30, seed: int = 0, options: Con
     `expect_ops` (optional) is the exact list of NNAPI operation names the lowering must emit."""
     result = nnconv.convert(model, api_level=api_level, options=options)
     converted = result.converted
+    assert_emits_what_rules_declare(model, converted, api_level)
     if expect_ops is not None:
         emitted = [op.type.name for op in converted.model.main.operations]
         assert emitted == list(expect_ops), f"emitted {emitted}, expected {list(expect_ops)}"
@@ -57,6 +62,30 @@ def assert_parity(model: bytes, api_level: int = 30, seed: int = 0, options: Con
     assert not bad, "parity failed: " + "; ".join(
         f"{o.name}: max|diff|={o.max_abs:.3g} rel={o.max_rel:.3g} lsb={o.max_lsb} {o.detail}" for o in bad)
     return result
+
+
+def undeclared_emissions(tflite: TfliteModel, converted: ConvertedModel, api_level: int) -> list[str]:
+    """The NNAPI operations of `converted`'s main subgraph that the rule of their TFLite op does not declare
+    in `nnapi_ops`, or that the NNAPI spec introduced after `api_level`'s feature level."""
+    sg = tflite.subgraphs[converted.subgraph]
+    problems = []
+    for op in converted.model.main.operations:
+        if op.source_op is None:
+            continue
+        source = sg.operators[op.source_op]
+        rule = rule_for(source)
+        if rule is None or op.type not in rule.nnapi_ops:
+            problems.append(f"{source.name} (op #{source.index}) emitted {op.type.name}, which "
+                            f"{type(rule).__name__ if rule else 'no rule'}.nnapi_ops does not declare")
+        if op.type.min_feature_level > feature_level(api_level):
+            problems.append(f"{source.name} (op #{source.index}) emitted {op.type.name} (feature level "
+                            f"{op.type.min_feature_level}) at API {api_level}")
+    return problems
+
+
+def assert_emits_what_rules_declare(model: bytes, converted: ConvertedModel, api_level: int) -> None:
+    problems = undeclared_emissions(read_model(model), converted, api_level)
+    assert not problems, "; ".join(problems)
 
 
 def assert_refused(model: bytes, api_level: int, code: Code, min_api_level: int | None = "any",

@@ -9,10 +9,13 @@ import sys
 
 import pytest
 
-from nnconv.runtime.kernels import KERNELS
-from nnconv.lowering import rules as _rules  # noqa: F401
+from nnconv.lowering import rules as _rules  # noqa: F401  (registers every rule)
+from nnconv.lowering.partition import analyse
 from nnconv.lowering.registry import CUSTOM_RULES, RULES
+from nnconv.nnapi.levels import API_LEVELS, feature_level
 from nnconv.report.ops_doc import ops_markdown
+from nnconv.runtime.kernels import KERNELS
+from nnconv.tflite.reader import read_model
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -57,3 +60,32 @@ def test_every_module_of_a_registry_folder_is_imported_by_its_package(package):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     missing = sorted(_modules_below(package) - set(run.stdout.split()))
     assert not missing, f"not imported by {package.replace('.', '/')}/__init__.py (add them to its import list): {missing}"
+
+
+def test_a_rule_declares_no_lowest_level_before_any_of_its_nnapi_ops_exists():
+    # At its `min_api_level` a rule must be able to emit at least one of its declared NNAPI ops: the spec
+    # introduced each at OperationType.min_feature_level. (What a lowering emits at a given level is checked
+    # op by op on every rule test, tests/harness.py, and on the fixtures below.)
+    too_early = sorted(f"{type(rule).__name__}: min API {rule.min_api_level}, but none of "
+                       f"{[op.name for op in rule.nnapi_ops]} exists before feature level "
+                       f"{min(op.min_feature_level for op in rule.nnapi_ops)}"
+                       for rule in [*RULES.values(), *CUSTOM_RULES.values()] if rule.nnapi_ops
+                       and min(op.min_feature_level for op in rule.nnapi_ops) > feature_level(rule.min_api_level))
+    assert not too_early, "; ".join(too_early)
+
+
+FIXTURES = sorted((ROOT / "examples" / "models").glob("*.tflite"))
+
+
+@pytest.mark.parametrize("level", API_LEVELS)
+def test_fixture_models_emit_only_what_their_rules_declare(level):
+    # Every partition nnconv lowers from the fixture models: each NNAPI operation is declared by the rule of
+    # its TFLite op and exists at the target level. (tests/harness.py checks the same on every rule test.)
+    from harness import undeclared_emissions
+    problems = []
+    for path in FIXTURES:
+        model = read_model(str(path))
+        _report, plan = analyse(model, level, lower=True)
+        for converted in plan.converted:
+            problems += [f"{path.stem}: {p}" for p in undeclared_emissions(model, converted, level)]
+    assert not problems, "; ".join(problems)
