@@ -12,6 +12,7 @@ from nnconv.errors import ConversionError, InputDataError, ModelFormatError, Nnc
 from nnconv.runtime.executor import Executor
 from nnconv.lowering.convert import ConversionOptions, ConversionResult, Report
 from nnconv.pipeline import PreparedConversion, check_model, convert, prepare
+from nnconv.version import __version__
 
 
 def verify(model, api_level: int = 30, **options):
@@ -21,7 +22,6 @@ def verify(model, api_level: int = 30, **options):
     from nnconv.parity.session import VerifyOptions, verify as verify_one
     return verify_one(model, VerifyOptions(api_level=api_level, **options))
 
-__version__ = "0.1.0"
 
 __all__ = ["ConversionError", "ConversionOptions", "ConversionResult", "Executor", "InputDataError",
            "ModelFormatError", "NnconvError", "PreparedConversion", "Report", "check_model", "convert", "prepare",

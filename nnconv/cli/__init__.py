@@ -20,7 +20,7 @@ from nnconv.cli.verify import verify
 
 
 def _version() -> str:
-    from nnconv import __version__
+    from nnconv.version import __version__
     return __version__
 
 

@@ -77,7 +77,7 @@ def _pool_bytes(pool: object) -> memoryview:
 # -- save -------------------------------------------------------------------------------------------
 def save(path: str | os.PathLike, converted_models: Sequence[ConvertedModel], plan: dict | None = None) -> None:
     """Writes one or more converted models (one per partition) and an optional partition plan to `path`."""
-    from nnconv import __version__
+    from nnconv.version import __version__
     if not converted_models:
         raise NnconvError("nothing to save: no converted model")
     pools = [[_pool_bytes(p) for p in cm.model.pools] for cm in converted_models]
