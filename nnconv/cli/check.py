@@ -25,7 +25,6 @@ from nnconv.report.analysis import (
     check_levels,
     check_one,
     deprecation_warning,
-    expand_models,
     report_json,
     summary_line,
 )
@@ -38,6 +37,7 @@ from nnconv.report.render import (
     render_multi,
     render_table,
 )
+from nnconv.tflite.model_paths import expand_models
 
 
 EPILOG = """\b

@@ -81,5 +81,5 @@ def batch_json(results: Sequence[ModelResult]) -> dict:
 
 def model_paths(paths: Sequence[str]) -> list[str]:
     """Files as given; folders contribute their .tflite files (recursively, sorted)."""
-    from nnconv.report.analysis import expand_models
+    from nnconv.tflite.model_paths import expand_models
     return expand_models([os.fspath(p) for p in paths])

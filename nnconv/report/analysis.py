@@ -7,9 +7,7 @@ the JSON schema in docs/report-schema.md.
 from __future__ import annotations
 
 import os
-import pathlib
 from dataclasses import dataclass
-from typing import Iterable
 
 from nnconv.errors import NnconvError
 from nnconv.lowering.convert import ConversionOptions, OpReport, Report
@@ -177,18 +175,3 @@ class Policies:
             out.append(f"--max-partitions-allowed {self.max_partitions_allowed}: {name} forms "
                        f"{len(check.plan.partitions)} partitions at API {check.api_level}")
         return out
-
-
-# -- inputs -----------------------------------------------------------------------------------------
-def expand_models(paths: Iterable[str]) -> list[str]:
-    """Files as given; folders contribute their .tflite files (recursively, sorted)."""
-    out: list[str] = []
-    for p in paths:
-        if os.path.isdir(p):
-            found = sorted(str(f) for f in pathlib.Path(p).rglob("*.tflite") if f.is_file())
-            if not found:
-                raise NnconvError(f"{p}: folder holds no .tflite file")
-            out += found
-        else:
-            out.append(p)
-    return out
