@@ -16,6 +16,7 @@ from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, I32, check_data_movement, const_ints,
                                                   out_dims, require_const_ints)
 from nnconv.nnapi.enums import OperationType
+from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -211,18 +212,13 @@ class Split(Rule):
     constraints = "constant axis; equal splits; rank <= 4; int32 needs API 29"
 
     def check(self, c: CheckContext) -> None:
-        if not c.require_inputs(2):
+        checked = _check_split(c, "SPLIT", data=1, axis_slot=0)
+        if checked is None:
             return
-        x = check_data_movement(c, BASIC_I32, data=1)
-        _check_box_level(c, x, "SPLIT")
-        axis = require_const_ints(c, 0, "axis")
-        if x is None or axis is None:
-            return
+        x, axis, _ = checked
         n = len(c.op.outputs)
-        if len(axis) != 1 or not -x.rank <= axis[0] < x.rank:
-            c.refuse(Code.OPERAND_VALUE, f"axis {axis} is out of range for rank {x.rank}")
-        elif x.shape[axis[0]] % n:
-            c.refuse(Code.OPERAND_VALUE, f"extent {x.shape[axis[0]]} does not split into {n} parts")
+        if x.shape[axis] % n:
+            c.refuse(Code.OPERAND_VALUE, f"extent {x.shape[axis]} does not split into {n} parts")
 
     def lower(self, c: LowerContext) -> None:
         x = c.input(1)
@@ -234,14 +230,39 @@ class Split(Rule):
         _slices_along(c, c.in_(1), list(x.shape), axis, [x.shape[axis] // n] * n)
 
 
-def _slices_along(c: LowerContext, src: int, shape: list[int], axis: int, sizes: list[int]) -> None:
+def _check_split(c: CheckContext, what: str, data: int, axis_slot: int,
+                 sizes_slot: int | None = None) -> tuple[Tensor, int, list[int] | None] | None:
+    """The checks SPLIT and SPLIT_V share: the data input (slot `data`), the level of a box (_check_box_level),
+    constant split sizes (SPLIT_V's `sizes_slot`) and a constant single axis (slot `axis_slot`) in range.
+    Returns (input, axis >= 0, sizes) when all hold."""
+    if not c.require_inputs(max(data, axis_slot, sizes_slot or 0) + 1):
+        return None
+    x = check_data_movement(c, BASIC_I32, data=data)
+    _check_box_level(c, x, what)
+    sizes = None if sizes_slot is None else require_const_ints(c, sizes_slot, "size_splits")
+    axis = require_const_ints(c, axis_slot, "axis")
+    if x is None or axis is None or (sizes_slot is not None and sizes is None):
+        return None
+    if len(axis) != 1 or not -x.rank <= axis[0] < x.rank:
+        c.refuse(Code.OPERAND_VALUE, f"axis {axis} is out of range for rank {x.rank}")
+        return None
+    return x, axis[0] % x.rank, sizes
+
+
+def _slices_along(c: LowerContext, src: int, shape: list[int], axis: int, sizes: list[int],
+                  native: bool = False) -> None:
+    """Output k is the k-th consecutive part of `sizes[k]` along `axis`: NNAPI SLICE(src, begin, size) when
+    `native` (API 29), else the same box as a STRIDED_SLICE (emit_box_slice, API 28)."""
     offset = 0
     for k, part in enumerate(sizes):
         begin = [0] * len(shape)
         begin[axis] = offset
         size = list(shape)
         size[axis] = part
-        emit_box_slice(c, src, begin, size, c.out(k))
+        if native:
+            c.emit(OperationType.SLICE, [src, c.i32_vector(begin), c.i32_vector(size)], [c.out(k)])
+        else:
+            emit_box_slice(c, src, begin, size, c.out(k))
         offset += part
 
 
@@ -257,30 +278,16 @@ class SplitV(Rule):
     constraints = "constant size_splits and axis; no zero sizes; rank <= 4; int32 needs API 29"
 
     def check(self, c: CheckContext) -> None:
-        if not c.require_inputs(3):
+        checked = _check_split(c, "SPLIT_V", data=0, axis_slot=2, sizes_slot=1)
+        if checked is None:
             return
-        x = check_data_movement(c, BASIC_I32)
-        _check_box_level(c, x, "SPLIT_V")
-        sizes, axis = require_const_ints(c, 1, "size_splits"), require_const_ints(c, 2, "axis")
-        if x is None or sizes is None or axis is None:
-            return
-        if len(axis) != 1 or not -x.rank <= axis[0] < x.rank:
-            c.refuse(Code.OPERAND_VALUE, f"axis {axis} is out of range for rank {x.rank}")
-            return
-        outs = [o.shape[axis[0] % x.rank] for o in c.outputs]
-        if 0 in outs or sum(outs) != x.shape[axis[0]]:
+        x, axis, sizes = checked
+        outs = [o.shape[axis] for o in c.outputs]
+        if 0 in outs or sum(outs) != x.shape[axis]:
             c.refuse(Code.OPERAND_VALUE, f"split sizes {sizes} are empty or do not cover the axis")
 
     def lower(self, c: LowerContext) -> None:
         x = c.input(0)
         axis = const_ints(c, c.input(2))[0] % x.rank
         sizes = [o.shape[axis] for o in c.outputs]
-        if c.api_level < 29:
-            _slices_along(c, c.in_(0), list(x.shape), axis, sizes)
-            return
-        offset = 0
-        for k, o in enumerate(c.outputs):
-            begin = [0] * x.rank
-            begin[axis] = offset
-            c.emit(OperationType.SLICE, [c.in_(0), c.i32_vector(begin), c.i32_vector(list(o.shape))], [c.out(k)])
-            offset += o.shape[axis]
+        _slices_along(c, c.in_(0), list(x.shape), axis, sizes, native=c.api_level >= 29)

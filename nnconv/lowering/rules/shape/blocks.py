@@ -9,7 +9,29 @@ from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import BASIC, FS, check_data_movement, const_ints, require_const_ints
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator
+
+
+def check_block_op(c: CheckContext, name: str, amounts: str) -> tuple[Tensor, list[int], list[int]] | None:
+    """The checks SPACE_TO_BATCH_ND and BATCH_TO_SPACE_ND share (API 28; NNAPI takes 4-D NHWC only): input 0 a
+    4-D data-movement input, input 1 a constant block_shape of two positive values, input 2 constant 2x2
+    non-negative `amounts` (paddings or crops). Returns (input, block, amounts) when all hold."""
+    c.require_api(28, name)
+    if not c.require_inputs(3):
+        return None
+    x = check_data_movement(c, BASIC)
+    if x is None or not c.require_rank(x, 4, 4):
+        return None
+    block = require_const_ints(c, 1, "block_shape")
+    values = require_const_ints(c, 2, amounts)
+    if block is not None and (len(block) != 2 or min(block) < 1):
+        c.refuse(Code.OPERAND_VALUE, f"block_shape {block} must be two positive values")
+        block = None
+    if values is not None and (len(values) != 4 or min(values) < 0):
+        c.refuse(Code.OPERAND_VALUE, f"{amounts} {values} must be 2x2 non-negative values")
+        values = None
+    return None if block is None or values is None else (x, block, values)
 
 
 @lowering_rule(BuiltinOperator.SPACE_TO_BATCH_ND)
@@ -24,18 +46,7 @@ class SpaceToBatchNd(Rule):
     constraints = "4-D input; constant block shape and paddings"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(28, "SPACE_TO_BATCH_ND")
-        if not c.require_inputs(3):
-            return
-        x = check_data_movement(c, BASIC)
-        if x is None or not c.require_rank(x, 4, 4):
-            return
-        block = require_const_ints(c, 1, "block_shape")
-        pads = require_const_ints(c, 2, "paddings")
-        if block is not None and (len(block) != 2 or min(block) < 1):
-            c.refuse(Code.OPERAND_VALUE, f"block_shape {block} must be two positive values")
-        if pads is not None and (len(pads) != 4 or min(pads) < 0):
-            c.refuse(Code.OPERAND_VALUE, f"paddings {pads} must be 2x2 non-negative values")
+        check_block_op(c, "SPACE_TO_BATCH_ND", "paddings")
 
     def lower(self, c: LowerContext) -> None:
         pads = np.asarray(const_ints(c, c.input(2)), dtype=np.int32).reshape(2, 2)
@@ -57,19 +68,12 @@ class BatchToSpaceNd(Rule):
     constraints = "4-D input; constant block shape and crops"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(28, "BATCH_TO_SPACE_ND")
-        if not c.require_inputs(3):
+        checked = check_block_op(c, "BATCH_TO_SPACE_ND", "crops")
+        if checked is None:
             return
-        x = check_data_movement(c, BASIC)
-        if x is None or not c.require_rank(x, 4, 4):
-            return
-        block = require_const_ints(c, 1, "block_shape")
-        crops = require_const_ints(c, 2, "crops")
-        if block is not None and (len(block) != 2 or min(block) < 1):
-            c.refuse(Code.OPERAND_VALUE, f"block_shape {block} must be two positive values")
-        elif crops is not None and (len(crops) != 4 or min(crops) < 0 or crops[0] + crops[1] >= x.shape[1] * block[0]
-                                    or crops[2] + crops[3] >= x.shape[2] * block[1]):
-            c.refuse(Code.OPERAND_VALUE, f"crops {crops} must be 2x2 non-negative values leaving a non-empty result")
+        x, block, crops = checked
+        if crops[0] + crops[1] >= x.shape[1] * block[0] or crops[2] + crops[3] >= x.shape[2] * block[1]:
+            c.refuse(Code.OPERAND_VALUE, f"crops {crops} leave an empty result")
 
     def lower(self, c: LowerContext) -> None:
         block = const_ints(c, c.input(1))
