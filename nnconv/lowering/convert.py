@@ -157,7 +157,7 @@ def checked(state: ConversionState, sg: Subgraph, op: Operator) -> CheckContext:
         c.diagnostics.extend(runtime_refusals(state, sg, op))
     if c.ok:  # spec-valid cases drivers commonly refuse: warnings from the same check (driver_support.py)
         from nnconv.lowering.driver_support import warn_driver_issues
-        warn_driver_issues(c)
+        warn_driver_issues(c, rule.driver_notes)
     return c
 
 

@@ -1,8 +1,9 @@
-"""Cases the NNAPI spec accepts but vendor drivers commonly refuse: a small table, each row with its source.
+"""Cases the NNAPI spec accepts but vendor drivers commonly refuse: the notes a rule lists in its
+`driver_notes` (beside its check and lowering), each with its source.
 
 A model that passes every check still runs only where a driver takes each operation; an operation a driver
 refuses runs on NNAPI's CPU implementation or, under TFLite's delegate (`disallow_nnapi_cpu`, the default
-with a named accelerator), back on TFLite's CPU kernels, splitting the partition. These rows are applied in
+with a named accelerator), back on TFLite's CPU kernels, splitting the partition. These notes are applied in
 the op's own check context (`CheckContext.warn_driver`, code NNW100), right after the rule's check accepted the
 op, so the report's "driver_warning" verdict comes from the same pass that gates lowering; they never refuse.
 
@@ -17,7 +18,7 @@ Sources (read, not copied):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 from nnconv.lowering.context import CheckContext
 from nnconv.tflite.schema_enums import TensorType
@@ -49,48 +50,32 @@ def _always(c: CheckContext) -> bool:
 
 
 @dataclass(frozen=True)
-class DriverIssue:
-    """TFLite ops whose NNAPI lowering drivers commonly refuse when `applies`."""
+class DriverNote:
+    """A case drivers commonly refuse when `applies`; a rule lists the notes of its op in `driver_notes`."""
 
-    ops: frozenset[str]
     applies: Callable[[CheckContext], bool]
     message: str
     source: str
 
 
-DRIVER_ISSUES: tuple[DriverIssue, ...] = (
-    DriverIssue(frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "SOFTMAX", "STRIDED_SLICE",
-                           "TRANSPOSE", "TRANSPOSE_CONV", "L2_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION"}),
-                _float16, "float16 activations: the Arm NN driver lists this NNAPI operation without "
-                          "TENSOR_FLOAT16", ARMNN),
-    DriverIssue(frozenset({"CAST", "ELU", "RESIZE_NEAREST_NEIGHBOR"}), _signed_int8,
-                "int8 activations (TENSOR_QUANT8_ASYMM_SIGNED): the Arm NN driver lists this NNAPI operation "
-                "without the signed type", ARMNN),
-    DriverIssue(frozenset({"MUL"}), _int32, "int32 MUL: the Arm NN driver lists MUL without TENSOR_INT32", ARMNN),
-    DriverIssue(frozenset({"GATHER", "SELECT", "SELECT_V2", "SLICE", "SPLIT", "SPLIT_V", "UNPACK", "TILE",
-                           "TOPK_V2", "POW", "EMBEDDING_LOOKUP", "HASHTABLE_LOOKUP", "LSH_PROJECTION", "RNN",
-                           "SVDF", "UNIDIRECTIONAL_SEQUENCE_RNN", "BIDIRECTIONAL_SEQUENCE_RNN",
-                           "BIDIRECTIONAL_SEQUENCE_LSTM", "REDUCE_ANY", "CUSTOM(TFLite_Detection_PostProcess)"}),
-                _always, "its NNAPI operation is missing from the Arm NN driver's supported list", ARMNN),
-    DriverIssue(frozenset({"BATCH_MATMUL", "MIRROR_PAD", "REVERSE_V2"}), _always,
-                "an NNAPI feature level 6+ operation: HAL 1.0-1.3 drivers (such as Arm NN's) cannot take it",
-                ARMNN),
-    DriverIssue(frozenset({"PACK"}), lambda c: c.api_level >= 33,
-                "native PACK (feature level 6): HAL 1.0-1.3 drivers (such as Arm NN's) cannot take it; "
-                "below API 33 it lowers to CONCATENATION + RESHAPE", ARMNN),
-    DriverIssue(frozenset({"WHILE", "IF"}), _always,
-                "NNAPI control flow: TFLite's own NNAPI delegate never lowers it and the Arm NN driver does not "
-                "list IF/WHILE", f"{DELEGATE}; {ARMNN}"),
-)
-
-_BY_OP: dict[str, list[DriverIssue]] = {}
-for _issue in DRIVER_ISSUES:
-    for _op in _issue.ops:
-        _BY_OP.setdefault(_op, []).append(_issue)
+NO_FLOAT16_ARMNN = DriverNote(_float16, "float16 activations: the Arm NN driver lists this NNAPI operation "
+                                        "without TENSOR_FLOAT16", ARMNN)
+NO_SIGNED_INT8_ARMNN = DriverNote(_signed_int8, "int8 activations (TENSOR_QUANT8_ASYMM_SIGNED): the Arm NN driver "
+                                                "lists this NNAPI operation without the signed type", ARMNN)
+NO_INT32_MUL_ARMNN = DriverNote(_int32, "int32 MUL: the Arm NN driver lists MUL without TENSOR_INT32", ARMNN)
+MISSING_FROM_ARMNN = DriverNote(_always, "its NNAPI operation is missing from the Arm NN driver's supported list",
+                                ARMNN)
+FEATURE_LEVEL_6_ARMNN = DriverNote(_always, "an NNAPI feature level 6+ operation: HAL 1.0-1.3 drivers (such as Arm "
+                                            "NN's) cannot take it", ARMNN)
+NATIVE_PACK_ARMNN = DriverNote(lambda c: c.api_level >= 33,
+                               "native PACK (feature level 6): HAL 1.0-1.3 drivers (such as Arm NN's) cannot take "
+                               "it; below API 33 it lowers to CONCATENATION + RESHAPE", ARMNN)
+CONTROL_FLOW_UNTESTED = DriverNote(_always, "NNAPI control flow: TFLite's own NNAPI delegate never lowers it and the "
+                                            "Arm NN driver does not list IF/WHILE", f"{DELEGATE}; {ARMNN}")
 
 
-def warn_driver_issues(c: CheckContext) -> None:
-    """Records an NNW100 warning on `c` for every row of the table that applies to its op."""
-    for issue in _BY_OP.get(c.op.name, ()):
-        if issue.applies(c):
-            c.warn_driver(f"commonly refused by drivers: {issue.message} [source: {issue.source}]")
+def warn_driver_issues(c: CheckContext, notes: Iterable[DriverNote]) -> None:
+    """Records an NNW100 warning on `c` for every note of its rule that applies."""
+    for note in notes:
+        if note.applies(c):
+            c.warn_driver(f"commonly refused by drivers: {note.message} [source: {note.source}]")

@@ -15,6 +15,7 @@ from nnconv.tflite.schema_enums import BuiltinOperator
 
 if TYPE_CHECKING:
     from nnconv.lowering.context import CheckContext, LowerContext
+    from nnconv.lowering.driver_support import DriverNote
 
 RULES: dict[int, "Rule"] = {}  # keyed by BuiltinOperator value
 CUSTOM_RULES: dict[str, "Rule"] = {}  # keyed by custom_code
@@ -37,6 +38,8 @@ class Rule:
     constraints: ClassVar[str] = ""
     beyond_delegate: ClassVar[bool] = False  # True where TFLite's NNAPI delegate does not lower the op
     becomes_constant: ClassVar[bool] = False  # the op is evaluated at conversion time (emits no operation)
+    # Spec-valid cases vendor drivers commonly refuse (driver_support.py): warnings, never refusals.
+    driver_notes: ClassVar[tuple["DriverNote", ...]] = ()
 
     def check(self, c: "CheckContext") -> None:
         """Records every reason the op cannot be lowered at `c.api_level` (nothing when it can)."""

@@ -13,6 +13,7 @@ from typing import ClassVar
 import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.driver_support import NO_SIGNED_INT8_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import (F32, I8, U8, check_common, check_fixed_output_quant, is_quant, negate,
                                           requantize, same_quant, scalar_tensor, via_float)
@@ -163,6 +164,7 @@ class Elu(Rule):
     min_api_level = 29
     dtypes = ("float32", "int8")
     constraints = "float32; int8 through float; API 29 as RELU + EXP(MINIMUM) - 1"
+    driver_notes = (NO_SIGNED_INT8_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         quant = is_quant(c.input(0))

@@ -7,6 +7,7 @@ from typing import ClassVar
 import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.driver_support import NO_SIGNED_INT8_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import F16, F32, I32, U8, check_common, nnapi_dims, scalar_tensor
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
@@ -29,6 +30,7 @@ class Cast(Rule):
     min_api_level = 29
     dtypes = ("float32", "float16", "int32", "uint8", "bool")
     constraints = "float32/float16/int32/uint8/bool; values cast to uint8 are clamped to [0, 255]"
+    driver_notes = (NO_SIGNED_INT8_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not check_common(c, 1, (F32, F16, I32, U8, TensorType.BOOL), max_rank=None, same_type=False):

@@ -18,12 +18,13 @@ from typing import ClassVar
 
 import numpy as np
 
+from nnconv.lowering.common import check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import (BOOL, F32, I8, I32, U8, broadcast_shape, check_common, is_quant,
-                                          nnapi_dims, same_quant)
-from nnconv.lowering.common import check_int8
+from nnconv.lowering.rules._arith import (BOOL, F32, I32, I8, U8, broadcast_shape, check_common, is_quant, nnapi_dims,
+                                          same_quant)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -166,6 +167,7 @@ class Select(_Select):
 
     nnapi_ops = (OperationType.SELECT,)
     constraints = "condition with the values' shape"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not self.check_values(c):
@@ -187,6 +189,7 @@ class SelectV2(_Select):
     nnapi_ops = (OperationType.SELECT, OperationType.LOGICAL_OR, OperationType.ADD, OperationType.MAXIMUM)
     constraints = "rank <= 4 when operands need broadcasting"
     beyond_delegate = True
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not self.check_values(c):

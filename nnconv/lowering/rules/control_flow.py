@@ -23,6 +23,7 @@ import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import CONTROL_FLOW_UNTESTED
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.nnapi.builder import SubgraphBuilder
 from nnconv.nnapi.enums import OperandType, OperationType
@@ -129,6 +130,7 @@ class While(Rule):
     dtypes = ("float32", "int32", "uint8", "int8", "bool")
     constraints = "API 30; every cond/body op checked; loop invariants become input-only operands"
     beyond_delegate = True
+    driver_notes = (CONTROL_FLOW_UNTESTED,)
 
     def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
         return (OperationType.WHILE,)  # the copy operations appear only for pass-through values
@@ -237,6 +239,7 @@ class If(Rule):
     dtypes = ("bool", "float32", "int32", "uint8", "int8")
     constraints = "API 30; one-element bool condition; every branch op checked; pass-through values copied"
     beyond_delegate = True
+    driver_notes = (CONTROL_FLOW_UNTESTED,)
 
     def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
         return (OperationType.IF,)  # the copy operations appear only for pass-through values

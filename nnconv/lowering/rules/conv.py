@@ -15,6 +15,7 @@ import numpy as np
 from nnconv.lowering.common import check_padding, padding_code
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import NO_FLOAT16_ARMNN
 from nnconv.lowering.registry import Rule, custom_rule, lowering_rule
 from nnconv.lowering.rules._weights import bias_for, check_weighted_op, weights_operand
 from nnconv.nnapi.enums import OperationType
@@ -65,6 +66,7 @@ class Conv2D(Rule):
     dtypes = CONV_DTYPES
     constraints = ("rank-4 input; dilation, grouped filters, per-channel weights and hybrid weights need API 29; "
                    "below 29 input_scale*filter_scale < output_scale")
+    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2, 3):
@@ -120,6 +122,7 @@ class DepthwiseConv2D(Rule):
     dtypes = CONV_DTYPES
     constraints = ("rank-4 input; filter depth a multiple of the input depth; dilation, per-channel and hybrid "
                    "weights need API 29")
+    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2, 3):
@@ -207,6 +210,7 @@ class TransposeConv(Rule):
     min_api_level = 29
     dtypes = CONV_DTYPES
     constraints = "API 29; constant output_shape; rank-4 input; hybrid weights need API 29 or --fold-weights"
+    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(3, 4):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from flatbuffers import flexbuffers
+import numpy as np
 
 from nnconv.errors import ConversionError
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, custom_rule
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.schema_enums import TensorType
@@ -72,6 +73,7 @@ class TfliteDetectionPostProcess(Rule):
     constraints = ("API 29; float32 or uint8; regular NMS only with max_classes_per_detection 1; class "
                    "predictions with a background column")
     beyond_delegate = True
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         c.require_api(29, "DETECTION_POSTPROCESSING")

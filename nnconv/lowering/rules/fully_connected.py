@@ -8,6 +8,7 @@ import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import NO_FLOAT16_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._weights import QUANT_WEIGHTS, bias_for, check_weighted_op, weights_operand
 from nnconv.nnapi.enums import OperandType, OperationType, PaddingCode
@@ -45,6 +46,7 @@ class FullyConnected(Rule):
     dtypes = ("float32", "uint8", "int8", "float32+int8 weights (hybrid)")
     constraints = ("default weights format; fused activation NONE or RELU family; per-channel quantized weights "
                    "(as CONV_2D) and hybrid weights need API 29; below 29 input_scale*weights_scale < output_scale")
+    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2, 3):

@@ -13,6 +13,7 @@ import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import BASIC_I32, I32, INDEX_TYPES, check_data_movement, out_dims
 from nnconv.nnapi.enums import OperandType, OperationType
@@ -66,6 +67,7 @@ class Gather(Rule):
     min_api_level = 28
     dtypes = ("float32", "uint8", "int8", "int32")
     constraints = "batch_dims 0; indices rank <= 4; rank <= 4; API 28 only for few constant index runs"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2):

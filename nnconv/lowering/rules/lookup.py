@@ -5,8 +5,9 @@ from __future__ import annotations
 from nnconv.lowering.common import check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._shape_common import F32, I8, I32, U8, check_same_quant
+from nnconv.lowering.rules._shape_common import F32, I32, I8, U8, check_same_quant
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -25,6 +26,7 @@ class EmbeddingLookup(Rule):
     nnapi_ops = (OperationType.EMBEDDING_LOOKUP, OperationType.DEQUANTIZE)
     dtypes = ("int32", "float32", "uint8", "int8")
     constraints = "int32 lookups; float32 or quantized values; hybrid tables per-tensor with zero point 0"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2):
@@ -68,6 +70,7 @@ class HashtableLookup(Rule):
     nnapi_ops = (OperationType.HASHTABLE_LOOKUP,)
     dtypes = ("int32", "float32", "uint8")
     constraints = "int32 lookups and keys; float32, int32 or uint8 values"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(3):

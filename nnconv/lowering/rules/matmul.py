@@ -9,6 +9,7 @@ import numpy as np
 from nnconv.lowering.common import bias_operand
 from nnconv.lowering.context import INT8_SHIFT, CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import FEATURE_LEVEL_6_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import quant_params
 from nnconv.lowering.rules._weights import check_weighted_op
@@ -80,6 +81,7 @@ class BatchMatMul(Rule):
     constraints = ("API 33 (BATCH_MATMUL: same dtype, rank 2..4, equal batch dims); from API 27 with a constant "
                    "matrix y and no adj_x (FULLY_CONNECTED); below 33 two computed float32 tensors with equal "
                    "batch dims as FULLY_CONNECTED per batch element (27/28/29; int8 29)")
+    driver_notes = (FEATURE_LEVEL_6_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from nnconv.lowering.common import FLOAT, FLOAT_OR_QUANT8, check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import NO_FLOAT16_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import check_fixed_output_quant, emit_last_axis_op_as_rows
 from nnconv.nnapi.enums import OperationType
@@ -26,6 +27,7 @@ class L2Normalization(Rule):
     nnapi_ops = (OperationType.L2_NORMALIZATION, OperationType.RESHAPE)
     dtypes = ("float32", "uint8", "int8")
     constraints = "fused activation NONE; quantized needs API 29, output scale 1/128; rank 1..4"
+    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(1):
@@ -60,6 +62,7 @@ class LocalResponseNormalization(Rule):
     nnapi_ops = (OperationType.LOCAL_RESPONSE_NORMALIZATION,)
     dtypes = ("float32",)
     constraints = "float32; rank 4"
+    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(1):

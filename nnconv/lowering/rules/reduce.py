@@ -16,6 +16,7 @@ import numpy as np
 from nnconv.lowering.common import check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import scalar_tensor
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, BOOL, F32, I32, I64, check_data_movement,
@@ -282,6 +283,7 @@ class ReduceAny(_Reduce):
     allowed = (BOOL,)
     dtypes = ("bool",)
     constraints = "bool; constant axes; rank <= 4"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
 
 @lowering_rule(BuiltinOperator.REDUCE_ALL)
@@ -349,6 +351,7 @@ class TopKV2(Rule):
     min_api_level = 29
     dtypes = ("float32", "uint8", "int8", "int32")
     constraints = "constant k; int32 indices; rank <= 4"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         c.require_api(29, "TOPK_V2")

@@ -7,6 +7,7 @@ import numpy as np
 from nnconv.lowering.common import FLOAT_OR_QUANT8, check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import NO_SIGNED_INT8_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
@@ -124,6 +125,7 @@ class ResizeNearestNeighbor(_Resize):
     min_api_level = 27
     constraints = ("rank-4 input; constant size; API 29, or below an equal integer upscale on both axes; "
                    "align_corners/half_pixel_centers API 30")
+    driver_notes = (NO_SIGNED_INT8_ARMNN,)
 
     def check_level(self, c: CheckContext) -> None:
         if integer_upscale(c) is None:

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import MISSING_FROM_ARMNN, NO_FLOAT16_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, I32, check_data_movement, const_ints,
-                                                  out_dims, require_const_ints)
+from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, I32, check_data_movement, const_ints, out_dims,
+                                                 require_const_ints)
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator
@@ -116,6 +117,7 @@ class StridedSlice(Rule):
     min_api_level = 28
     dtypes = ("float32", "uint8", "int8")
     constraints = "constant begin/end/strides; rank <= 4; non-empty result"
+    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "STRIDED_SLICE")
@@ -173,6 +175,7 @@ class Slice(Rule):
     min_api_level = 28
     dtypes = ("float32", "uint8", "int8", "int32")
     constraints = "constant begin and size; rank <= 4; int32 needs API 29"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(3):
@@ -210,6 +213,7 @@ class Split(Rule):
     min_api_level = 28
     dtypes = ("float32", "uint8", "int8", "int32")
     constraints = "constant axis; equal splits; rank <= 4; int32 needs API 29"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         checked = _check_split(c, "SPLIT", data=1, axis_slot=0)
@@ -276,6 +280,7 @@ class SplitV(Rule):
     min_api_level = 28
     dtypes = ("float32", "uint8", "int8", "int32")
     constraints = "constant size_splits and axis; no zero sizes; rank <= 4; int32 needs API 29"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         checked = _check_split(c, "SPLIT_V", data=0, axis_slot=2, sizes_slot=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from nnconv.lowering.common import FLOAT, FLOAT_OR_QUANT8, check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import NO_FLOAT16_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import check_fixed_output_quant, emit_last_axis_op_as_rows, via_float
 from nnconv.nnapi.enums import OperationType
@@ -39,6 +40,7 @@ class Softmax(Rule):
     nnapi_ops = (OperationType.SOFTMAX, OperationType.RESHAPE, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     dtypes = ("float32", "uint8", "int8")
     constraints = "beta > 0; rank 1..4 (reshaped to 2-D below API 29 when not 2 or 4); quantized output 1/256"
+    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(1):

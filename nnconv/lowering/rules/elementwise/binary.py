@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import F32, I32, I8, U8, check_common, is_quant, negate, same_quant, scalar_tensor
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
@@ -114,6 +115,7 @@ class Pow(Rule):
     min_api_level = 29
     dtypes = ("float32",)
     constraints = "float32 only"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if check_common(c, 2, (F32,), max_rank=None):

@@ -8,6 +8,7 @@ import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import NO_INT32_MUL_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import F32, I32, I8, U8, check_common, is_quant, quant_params
 from nnconv.nnapi.enums import OperandType, OperationType
@@ -120,6 +121,7 @@ class Mul(_FusedBinary):
     nnapi_ops = (OperationType.MUL, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     dtypes = ("float32", "uint8", "int8", "int32")
     constraints = "rank <= 4; quantized with output scale <= product of input scales needs API 29; int32 API 30"
+    driver_notes = (NO_INT32_MUL_ARMNN,)
 
     def check_quant(self, c: CheckContext) -> None:
         if not _mul_scales_ok(c):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from nnconv.lowering.common import FLOAT
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules.recurrent.common import check_static, opt_in
 from nnconv.nnapi.enums import OperationType
@@ -21,6 +22,7 @@ class LshProjection(Rule):
     nnapi_ops = (OperationType.LSH_PROJECTION,)
     dtypes = ("float32", "int32", "uint8", "int8")
     constraints = "float32 hash; sparse projection needs API 29; dense needs the weight; int8 input needs API 30"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2, 3):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from nnconv.lowering.common import FLOAT
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules.recurrent.common import (activation_code, check_activation, check_float_operands,
                                                     check_state_cell, check_state_inputs, check_static, opt_in,
@@ -27,6 +28,7 @@ class Rnn(Rule):
     nnapi_ops = (OperationType.RNN,)
     dtypes = ("float32",)
     constraints = "float32 weights (hybrid refused); rank-2 input; state from zero (variables)"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         check_state_cell(c, 2)
@@ -51,6 +53,7 @@ class UnidirectionalSequenceRnn(UnrolledSequence):
 
     cell_op = OperationType.RNN
     native_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_RNN,)
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "UNIDIRECTIONAL_SEQUENCE_RNN (unrolled into RNN steps below API 29)")
@@ -86,6 +89,7 @@ class BidirectionalSequenceRnn(UnrolledSequence):
 
     cell_op = OperationType.RNN
     native_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_RNN,)
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(12):

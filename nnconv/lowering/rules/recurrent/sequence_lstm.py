@@ -6,6 +6,7 @@ from __future__ import annotations
 from nnconv.lowering.common import FLOAT
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import lowering_rule
 from nnconv.lowering.rules.recurrent.common import (activation_code, check_activation, check_clips,
                                                     check_float_operands, check_state_inputs, check_static, opt_in,
@@ -121,6 +122,7 @@ class BidirectionalSequenceLstm(UnrolledSequence):
 
     cell_op = OperationType.LSTM
     native_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_LSTM,)
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(48):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules.recurrent.common import activation_code, check_state_cell, opt_in, state_in, unread
 from nnconv.nnapi.enums import OperationType
@@ -22,6 +23,7 @@ class Svdf(Rule):
     min_api_level = 28
     dtypes = ("float32",)
     constraints = "float32 weights (hybrid refused); rank-2 input; API 28 as the delegate"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "SVDF (as TFLite's NNAPI delegate)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from nnconv.lowering.common import check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import MISSING_FROM_ARMNN, NATIVE_PACK_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, FS, FSI, I32, I8, U8, check_data_movement,
                                                  check_same_quant, out_dims)
@@ -72,6 +73,7 @@ class Pack(Rule):
     nnapi_ops = (OperationType.PACK, OperationType.RESHAPE, OperationType.CONCATENATION)
     dtypes = FSI
     constraints = "output rank <= 4; int32 needs API 33"
+    driver_notes = (NATIVE_PACK_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         out = c.output()
@@ -115,6 +117,7 @@ class Unpack(Rule):
     min_api_level = 28
     dtypes = FSI
     constraints = "input rank 1..4; int32 needs API 33"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         x = check_data_movement(c, BASIC_I32)

@@ -6,6 +6,7 @@ import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import FEATURE_LEVEL_6_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, F32, FS, FSI, check_data_movement, const_ints,
                                                  require_const_ints)
@@ -165,6 +166,7 @@ class MirrorPad(Rule):
     min_api_level = 29
     dtypes = FSI
     constraints = "constant paddings within the input extents; no zero-sized dimensions; GATHERs below API 34"
+    driver_notes = (FEATURE_LEVEL_6_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         c.require_api(29, "MIRROR_PAD (GATHER per axis below API 34)")

@@ -6,6 +6,7 @@ import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import FEATURE_LEVEL_6_ARMNN, NO_FLOAT16_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, FS, FSI, check_data_movement, const_ints,
                                                  require_const_ints)
@@ -22,6 +23,7 @@ class Transpose(Rule):
     min_api_level = 28
     dtypes = FS
     constraints = "constant perm; rank <= 4"
+    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "TRANSPOSE")
@@ -48,6 +50,7 @@ class ReverseV2(Rule):
     min_api_level = 29
     dtypes = FSI
     constraints = "constant axes; rank <= 4; GATHER below API 34"
+    driver_notes = (FEATURE_LEVEL_6_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         c.require_api(29, "REVERSE_V2 (GATHER below API 34)")

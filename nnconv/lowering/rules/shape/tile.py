@@ -6,6 +6,7 @@ import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, F32, FS, FSI, I32, check_data_movement, const_ints,
                                                  out_dims, require_const_ints)
@@ -35,6 +36,7 @@ class Tile(Rule):
     nnapi_ops = (OperationType.TILE, OperationType.CONCATENATION)
     dtypes = FSI
     constraints = "constant multiples; rank <= 4; int32 needs API 29"
+    driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2):
