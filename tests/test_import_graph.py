@@ -3,7 +3,8 @@ every import, inside functions and under TYPE_CHECKING too), so stages cannot fo
 that run at import time form no cycle between modules. Read from the source (ast).
 
 The stages, earliest first (a module may import its own stage and earlier ones):
-  base     errors.py, guarded_decoder.py, version.py: what every stage reports with
+  base     errors.py, guarded_decoder.py, version.py, parallel.py: what every stage uses (errors, bounded
+           flatbuffers access, the version, running a function over models in processes)
   tflite   read: the .tflite reader, IR, options, our builder
   nnapi    the NNAPI IR the lowering writes (HAL Model, builder, validator, serializer, C emitter), the
            API levels and NNAPI's quantization arithmetic
@@ -27,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "nnconv"
 
 STAGES = ("base", "tflite", "nnapi", "rewrite", "lowering", "runtime", "parity", "report", "tools", "cli")
-TOP_LEVEL_STAGE = {"errors": "base", "guarded_decoder": "base", "version": "base", "conformance": "tools", "inspection": "tools",
+TOP_LEVEL_STAGE = {"errors": "base", "guarded_decoder": "base", "version": "base", "parallel": "base", "conformance": "tools", "inspection": "tools",
                    "__init__": "cli", "__main__": "cli"}
 
 # Back edges that exist today and are owned by other work; each names why it is there. The test fails when
