@@ -11,11 +11,12 @@
 from nnconv.errors import ConversionError, InputDataError, ModelFormatError, NnconvError
 from nnconv.runtime.executor import Executor
 from nnconv.lowering.convert import ConversionOptions, ConversionResult, Report
+from nnconv.nnapi.levels import DEFAULT_API_LEVEL
 from nnconv.pipeline import PreparedConversion, check_model, convert, prepare
 from nnconv.version import __version__
 
 
-def verify(model, api_level: int = 30, **options):
+def verify(model, api_level: int = DEFAULT_API_LEVEL, **options):
     """Verifies one model as `nnconv verify` does and returns its report (`.passed`, `.to_json()`).
     `options` are the fields of `nnconv.parity.session.VerifyOptions` (seed, inputs, image, input_range,
     kernels, per_op, relax_fp16, allow_partial, overrides, reference, conversion, executor_options)."""
