@@ -234,7 +234,8 @@ def check_ops(state: ConversionState, subgraph: int = 0) -> Report:
         if errors:
             rep.min_api_level = lowest_accepting_level(state, sg, op)
             if rule is not None:
-                rep.nnapi_ops = [o.name for o in rule.describe_lowering(rule_level(rep.min_api_level or state.api_level))]
+                level = rule_level(rep.min_api_level or state.api_level)
+                rep.nnapi_ops = [o.name for o in rule.describe_lowering(level)]
         else:
             rep.min_api_level = _lowest_passing(state, sg, op)
         ops.append(rep)
