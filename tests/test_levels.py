@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from nnconv.lowering.convert import check_model, convert
+from nnconv.pipeline import check_model, convert
 from nnconv.nnapi.levels import ALL_API_LEVELS, DEFAULT_API_LEVEL, ApiLevel, LevelError, is_all, rule_level
 
 FIXTURES = sorted((pathlib.Path(__file__).resolve().parent.parent / "examples" / "models").glob("*.tflite"))

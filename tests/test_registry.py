@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from nnconv.lowering import rules as _rules  # noqa: F401  (registers every rule)
-from nnconv.lowering.partition import analyse
 from nnconv.lowering.registry import CUSTOM_RULES, RULES
 from nnconv.nnapi.levels import API_LEVELS, feature_level
+from nnconv.pipeline import analyse
 from nnconv.report.ops_doc import ops_markdown
 from nnconv.runtime.kernels import KERNELS
 from nnconv.tflite.reader import read_model

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from harness import assert_refused
 from nnconv.cli import main
 from nnconv.errors import EXIT_INTERNAL, InternalError
-from nnconv.lowering.convert import check_model
+from nnconv.pipeline import check_model
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import RULES
 from nnconv.tflite.builder import TfliteBuilder
