@@ -390,16 +390,23 @@ def _render_matrix_compact(title: str, levels: Sequence[int], rows: Sequence[Any
     """The level matrix as a text grid, op names last so that long ones cannot push the columns apart:
     `#0    L   ✓   ✓ ...  28  UNIDIRECTIONAL_SEQUENCE_LSTM`."""
     label_width = max((len(f"#{head[0]}") for head, _, _ in rows), default=2)
+    longest = max((len(head[1]) for head, _, _ in rows), default=0)
+    # Five characters a level when the longest op name still fits the width, else four; the coverage row
+    # then drops its '%' signs (named in its label) so that "100%" cells do not touch.
+    cell = 5 if label_width + 5 * len(levels) + 8 + longest <= out.width else 4
+    cov_label = "coverage" if cell == 5 else "coverage %"
+    cov = cov if cell == 5 else [c.rstrip("%") for c in cov]
     out.print(title, markup=False)
-    out.print(f"{'':<{label_width}}" + "".join(f"{lv:>5}" for lv in levels) + "  from  op", markup=False)
+    out.print(f"{'':<{label_width}}" + "".join(f"{lv:>{cell}}" for lv in levels) + "  from  op", markup=False)
     for head, cells, first in rows:
         line = Text(f"{'#' + head[0]:<{label_width}}")
         for v in cells:
-            line.append(f"{SYMBOLS[v]:>5}", style=_STYLE[v])
+            line.append(f"{SYMBOLS[v]:>{cell}}", style=_STYLE[v])
         line.append(f"  {first:>4}  {head[1]}")
         out.print(line)
-    for label, values in (("coverage", cov), ("partitions", parts)):
-        out.print(f"{'':<{label_width}}" + "".join(f"{c:>5}" for c in values) + f"  {'':>4}  {label}", markup=False)
+    for label, values in ((cov_label, cov), ("partitions", parts)):
+        out.print(f"{'':<{label_width}}" + "".join(f"{c:>{cell}}" for c in values) + f"  {'':>4}  {label}",
+                  markup=False)
 
 
 def _render_matrix_multi(mats: Sequence[LevelMatrix], fmt: str, out: Console) -> None:
