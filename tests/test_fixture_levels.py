@@ -11,7 +11,7 @@ import pytest
 from nnconv.errors import ConversionError
 from nnconv.pipeline import convert_partial
 from nnconv.nnapi import serialize
-from nnconv.nnapi.enums import API_LEVELS
+from nnconv.nnapi.levels import API_LEVELS
 from nnconv.parity import random_inputs
 from nnconv.runtime.executor import Executor
 
