@@ -17,7 +17,6 @@ from nnconv.parity import random_inputs, run_parity
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS
 from nnconv.tflite.builder import QuantParams, TfliteBuilder
 from nnconv.tflite.ir import TfliteModel
-from nnconv.tflite.reader import read_model
 
 __all__ = ["QuantParams", "TfliteBuilder", "assert_bit_exact", "assert_parity", "assert_refused", "single_op_model"]
 
@@ -50,7 +49,7 @@ def assert_parity(model: bytes, api_level: int = 30, seed: int = 0, options: Con
     `expect_ops` (optional) is the exact list of NNAPI operation names the lowering must emit."""
     result = nnconv.convert(model, api_level=api_level, options=options)
     converted = result.converted
-    assert_emits_what_rules_declare(model, converted, api_level)
+    assert_emits_what_rules_declare(model, converted, api_level, options)
     if expect_ops is not None:
         emitted = [op.type.name for op in converted.model.main.operations]
         assert emitted == list(expect_ops), f"emitted {emitted}, expected {list(expect_ops)}"
@@ -83,8 +82,11 @@ def undeclared_emissions(tflite: TfliteModel, converted: ConvertedModel, api_lev
     return problems
 
 
-def assert_emits_what_rules_declare(model: bytes, converted: ConvertedModel, api_level: int) -> None:
-    problems = undeclared_emissions(read_model(model), converted, api_level)
+def assert_emits_what_rules_declare(model: bytes, converted: ConvertedModel, api_level: int,
+                                    options: ConversionOptions | None = None) -> None:
+    # the model the rules lowered: after the rewrite stage, whose rewritten operators keep their index
+    lowered = nnconv.prepare(model, api_level, options).state.model
+    problems = undeclared_emissions(lowered, converted, api_level)
     assert not problems, "; ".join(problems)
 
 

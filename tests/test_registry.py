@@ -12,10 +12,9 @@ import pytest
 from nnconv.lowering import rules as _rules  # noqa: F401  (registers every rule)
 from nnconv.lowering.registry import CUSTOM_RULES, RULES
 from nnconv.nnapi.levels import API_LEVELS, feature_level
-from nnconv.pipeline import analyse
+from nnconv.pipeline import prepare
 from nnconv.report.ops_doc import ops_markdown
 from nnconv.runtime.kernels import KERNELS
-from nnconv.tflite.reader import read_model
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -86,8 +85,7 @@ def test_fixture_models_emit_only_what_their_rules_declare(level):
     from harness import undeclared_emissions
     problems = []
     for path in FIXTURES:
-        model = read_model(str(path))
-        _report, plan = analyse(model, level, lower=True)
-        for converted in plan.converted:
-            problems += [f"{path.stem}: {p}" for p in undeclared_emissions(model, converted, level)]
+        prepared = prepare(str(path), level)
+        for converted in prepared.plan(lower=True).converted:
+            problems += [f"{path.stem}: {p}" for p in undeclared_emissions(prepared.state.model, converted, level)]
     assert not problems, "; ".join(problems)
