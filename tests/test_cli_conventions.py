@@ -20,7 +20,7 @@ from nnconv.cli import main
 from nnconv.errors import EXIT_BAD_INPUT, EXIT_OK
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.report.analysis import check_one, report_json
-from nnconv.report.fmt import describe_array, format_bytes, format_number, format_seconds, wrap
+from nnconv.fmt import describe_array, format_bytes, format_number, format_seconds, wrap
 from nnconv.report.render import nnapi_summary
 from nnconv.tflite.schema_enums import BuiltinOperator
 from test_cli import assert_one_line_error, conv_tflite

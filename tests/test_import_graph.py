@@ -28,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "nnconv"
 
 STAGES = ("base", "tflite", "nnapi", "rewrite", "lowering", "runtime", "parity", "report", "tools", "cli")
-TOP_LEVEL_STAGE = {"errors": "base", "guarded_decoder": "base", "version": "base", "parallel": "base",
+TOP_LEVEL_STAGE = {"errors": "base", "guarded_decoder": "base", "version": "base", "parallel": "base", "fmt": "base",
                    "pipeline": "lowering", "conformance": "tools", "inspection": "tools",
                    "__init__": "cli", "__main__": "cli"}
 
@@ -41,9 +41,6 @@ KNOWN_BACK_EDGES = {
     ("nnconv.nnapi.validate", "nnconv.runtime.kernels"):
         "the model validator runs each operation's validate, which lives beside its kernel (issue 9, item 2); "
         "moving the validators to the NNAPI stage would restore the order",
-    ("nnconv.runtime.executor", "nnconv.report.fmt"):
-        "the executor's trace formats its lines with the report's number formatting; that helper belongs in "
-        "an earlier stage",
     ("nnconv.nnapi.validate", "nnconv.runtime.kernels.validation"):
         "as above: the validator registry (VALIDATORS) lives with the kernels",
 }

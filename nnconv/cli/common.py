@@ -66,7 +66,7 @@ def reset_consoles() -> None:
 def _print_log(message: str) -> None:
     """One log message wrapped to the console at spaces, continuation lines indented two more columns than
     the message's own indentation (file and tensor names are never split)."""
-    from nnconv.report.fmt import print_wrapped
+    from nnconv.fmt import print_wrapped
     lead = message[:len(message) - len(message.lstrip(" "))]
     print_wrapped(err, message.lstrip(" "), indent=lead + "  ", first_indent=lead)
 
@@ -100,7 +100,7 @@ def timed(phase: str) -> Iterator[None]:
 
 
 def _print_timings() -> None:
-    from nnconv.report.fmt import format_seconds
+    from nnconv.fmt import format_seconds
     if verbosity >= VERBOSE and _timings:
         _print_log("timings: " + ", ".join(f"{phase} {format_seconds(s)}" for phase, s in _timings))
 

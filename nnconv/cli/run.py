@@ -10,7 +10,7 @@ from nnconv.cli import common
 from nnconv.cli.common import handle_errors, verbosity_options
 from nnconv.cli.npz_io import load_npz, save_npz
 from nnconv.errors import NnconvError
-from nnconv.report.fmt import describe_array, format_shape
+from nnconv.fmt import describe_array, format_shape
 
 
 EPILOG = """\b

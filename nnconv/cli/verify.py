@@ -29,7 +29,7 @@ from nnconv.cli.common import (
 )
 from nnconv.cli.npz_io import load_npz, save_npz
 from nnconv.errors import EXIT_FAILURE
-from nnconv.report.fmt import format_number, format_shape, print_wrapped
+from nnconv.fmt import format_number, format_shape, print_wrapped
 from nnconv.report.render import COMPACT_BELOW
 from nnconv.report.tables import Col, fitted_table
 

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from nnconv.lowering import rules as _rules  # noqa: F401
 from nnconv.lowering.registry import CUSTOM_RULES, RULES, Rule
-from nnconv.report.fmt import print_wrapped
+from nnconv.fmt import print_wrapped
 
 CSV_COLUMNS = ("op", "builtin_code", "nnapi_ops", "min_api_level", "becomes_constant", "dtypes", "constraints",
                "beyond_delegate")

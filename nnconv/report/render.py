@@ -27,7 +27,7 @@ from nnconv.report.analysis import (
     report_json,
     summary_line,
 )
-from nnconv.report.fmt import format_bytes, print_wrapped
+from nnconv.fmt import format_bytes, print_wrapped
 from nnconv.report.tables import Col, fitted_table
 
 # One-character cells of the `--api-level all` matrix.

@@ -54,7 +54,7 @@ class Trace:
             for o, a in zip(outputs, arrays):
                 self.values[o] = a
         if self.stream is not None:
-            from nnconv.report.fmt import describe_array
+            from nnconv.fmt import describe_array
             source = "" if source_op is None else f" (TFLite op #{source_op})"
             for k, (o, a) in enumerate(zip(outputs, arrays)):
                 name = names[k] if k < len(names) and names[k] else "<temporary>"
