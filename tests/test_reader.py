@@ -171,8 +171,9 @@ def test_buffer_size_must_match_shape():
     assert "whole number" in assert_format_error(odd)
 
 
-def sparsity_table(index_kind: int = 3, segments=(0, 2, 3), indices=(1, 3, 0), traversal=(0, 1)):
-    """CSR metadata for a 3x4 matrix: dim 0 dense (3), dim 1 sparse with the given segments and indices."""
+def sparsity_table(index_kind: int = 3, segments=(0, 2, 3, 3), indices=(1, 3, 0), traversal=(0, 1)):
+    """CSR metadata for a 3x4 matrix: dim 0 dense (3), dim 1 sparse with the given segments and indices
+    (by default rows 0 and 1 hold values, row 2 none)."""
     kinds = {1: (tflite.Int32VectorStart, tflite.Int32VectorAddValues, tflite.Int32VectorEnd, np.int32),
              2: (tflite.Uint16VectorStart, tflite.Uint16VectorAddValues, tflite.Uint16VectorEnd, np.uint16),
              3: (tflite.Uint8VectorStart, tflite.Uint8VectorAddValues, tflite.Uint8VectorEnd, np.uint8)}
@@ -218,7 +219,7 @@ def test_sparse_tensor_metadata_decodes(kind):
     assert sp.traversal_order == (0, 1)
     assert [d.format for d in sp.dim_metadata] == [0, 1]
     assert sp.dim_metadata[0].dense_size == 3
-    assert sp.dim_metadata[1].array_segments == (0, 2, 3) and sp.dim_metadata[1].array_indices == (1, 3, 0)
+    assert sp.dim_metadata[1].array_segments == (0, 2, 3, 3) and sp.dim_metadata[1].array_indices == (1, 3, 0)
     np.testing.assert_array_equal(t.data, values)  # sparse values stay compressed
 
 
@@ -228,6 +229,9 @@ def test_sparse_tensor_metadata_decodes(kind):
     pytest.param({"segments": (0, 2, 1)}, "inconsistent CSR", id="segments-decrease"),
     pytest.param({"segments": (1, 2, 3)}, "inconsistent CSR", id="segments-start"),
     pytest.param({"segments": (0, 2, 5)}, "inconsistent CSR", id="segments-past-indices"),
+    pytest.param({"segments": (0, 2, 3)}, "3 segments for 3 parents",
+                 id="fewer-segments-than-rows"),
+    pytest.param({"indices": (1, 7, 0)}, "outside its extent 4", id="column-outside-shape"),
 ])
 def test_inconsistent_sparse_metadata_refused(kwargs, fragment):
     data = minimal_model(np.zeros(3, np.float32).tobytes(), (3, 4), TensorType.FLOAT32,

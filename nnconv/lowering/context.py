@@ -26,6 +26,7 @@ from nnconv.nnapi.builder import SubgraphBuilder
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.nnapi.levels import feature_level, rule_level
 from nnconv.nnapi.model import Operand, SymmPerChannelQuantParams
+from nnconv.nnapi.program import INT8_SHIFT
 from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.schema_enums import ActivationFunctionType, TensorType
 from nnconv.tflite.sparsity import densify
@@ -33,8 +34,6 @@ from nnconv.tflite.sparsity import densify
 if TYPE_CHECKING:
     from nnconv.lowering.convert import ConversionOptions, SubgraphLowering
     from nnconv.rewrite.registry import RewriteRecord
-
-INT8_SHIFT = 128
 
 _DTYPE_NAMES = {TensorType.FLOAT32: "float32", TensorType.FLOAT16: "float16", TensorType.INT32: "int32",
                 TensorType.UINT8: "uint8", TensorType.INT64: "int64", TensorType.BOOL: "bool",

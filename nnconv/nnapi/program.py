@@ -10,6 +10,8 @@ import numpy as np
 
 from nnconv.nnapi.model import Model
 
+INT8_SHIFT = 128  # int8 data carried as uint8 below API 30: NNAPI value = TFLite value + 128
+
 
 @dataclass(frozen=True)
 class IoTensor:

@@ -10,6 +10,7 @@ never a flatbuffers exception, a hang or an allocation sized by the file's claim
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import os
 import struct
@@ -34,7 +35,7 @@ from nnconv.nnapi.fbs import PoolSpan as FbPoolSpan
 from nnconv.nnapi.fbs import Subgraph as FbSubgraph
 from nnconv.nnapi.fbs import SymmPerChannelQuantParams as FbChannelQuant
 from nnconv.nnapi.model import DataLocation, Model, Operand, Operation, Subgraph, SymmPerChannelQuantParams
-from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.nnapi.program import INT8_SHIFT, ConvertedModel, IoTensor
 from nnconv.nnapi.validate import validate_model
 
 FILE_IDENTIFIER = b"NNAP"
@@ -415,9 +416,17 @@ class _Decoder(GuardedDecoder):
         shape = self.array(t.ShapeAsNumpy, f"{where} shape", np.int64)
         if shape.size and shape.min() < -1:
             raise self.fail(f"{where} ('{name}') has a negative extent in shape {shape.tolist()}")
+        offset = self.guarded(where, t.Offset)
+        if offset not in (0, INT8_SHIFT) or (offset and dtype != "int8"):
+            # the only shift nnconv writes: int8 carried as uint8 below API 30
+            raise self.fail(f"{where} ('{name}') has value offset {offset}; only 0, or {INT8_SHIFT} for int8, "
+                            "are valid")
+        scale = self.guarded(where, t.Scale)
+        if not math.isfinite(scale) or scale < 0:
+            raise self.fail(f"{where} ('{name}') has scale {scale!r}, not a finite non-negative number")
         return IoTensor(name=name, tflite_tensor=self.guarded(where, t.TfliteTensor), dtype=dtype,
-                        shape=tuple(int(d) for d in shape), offset=self.guarded(where, t.Offset),
-                        scale=self.guarded(where, t.Scale), zero_point=self.guarded(where, t.ZeroPoint))
+                        shape=tuple(int(d) for d in shape), offset=offset, scale=scale,
+                        zero_point=self.guarded(where, t.ZeroPoint))
 
     def model(self, m: Any, where: str) -> Model:
         main_fb = self.guarded(f"{where} main subgraph", m.Main)

@@ -4,7 +4,10 @@ Rules: every operand index is in range; each non-input, non-constant operand is 
 operation, before any operation reads it; subgraph inputs/outputs carry matching lifetimes; constants have
 a location whose length equals their byte size; scalars have no dimensions; constant tensors have at least
 one dimension (non-constant tensors may have an unknown rank, as FL3+ dynamic shapes allow); SUBGRAPH
-operands reference an existing subgraph. All problems are collected and raised together.
+operands reference an existing subgraph; quantized operands carry what `validateOperand` demands of
+their type (a finite scale, 0 or in nnconv's accepted range `limits.MIN_SCALE..MAX_SCALE`, a zero point in
+the type's range, 0 for the symmetric types; positive finite per-channel scales; dimensions that fit
+uint32). All problems are collected and raised together.
 
 With a feature level, every operation is then validated the way Android does before it compiles a model:
 each operation's `validate` (with the constant-parameter checks of the reference CPU's `prepare`), which
@@ -15,15 +18,24 @@ executor before it runs a model, so `check`, `convert` and `run` agree on what t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from nnconv.errors import ModelValidationError, OperationsRefusedError
+from nnconv.limits import MAX_SCALE, MIN_SCALE
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Model, Subgraph
 from nnconv.runtime import kernels as _kernels  # noqa: F401  (registers every kernel and its validator)
 from nnconv.runtime.kernels.validation import OperationRefused, OperationView, validate_operation
 
 _L = OperandLifeTime
+_T = OperandType
+# Zero-point range of each quantized type (validateOperand in the NNAPI runtime).
+_ZERO_POINT_RANGE = {
+    _T.TENSOR_QUANT8_ASYMM: (0, 255), _T.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127), _T.TENSOR_QUANT8_SYMM: (0, 0),
+    _T.TENSOR_QUANT16_ASYMM: (0, 65535), _T.TENSOR_QUANT16_SYMM: (0, 0), _T.TENSOR_QUANT8_SYMM_PER_CHANNEL: (0, 0),
+}
+_INT32_RANGE = (-2**31, 2**31 - 1)
 
 
 @dataclass(frozen=True)
@@ -97,13 +109,13 @@ def _validate_subgraph(model: Model, sg: Subgraph, where: str, problems: list[st
                 problems.append(f"{tag}: SUBGRAPH type and lifetime must go together")
             elif not 0 <= od.location.offset < len(model.referenced):
                 problems.append(f"{tag}: references subgraph {od.location.offset}, which does not exist")
-        if od.type.is_quantized and od.type is not OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-            if od.scale < 0:
-                problems.append(f"{tag}: negative scale {od.scale}")
+        _check_numbers(od, tag, problems)
         if od.type is OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
             cq = od.channel_quant
             if cq is None:
                 problems.append(f"{tag}: per-channel operand without channel parameters")
+            elif any(not (math.isfinite(s) and MIN_SCALE <= s <= MAX_SCALE) for s in cq.scales):
+                problems.append(f"{tag}: channel scales must be finite and positive, got {list(cq.scales)[:8]}")
             elif od.dimensions and (cq.channel_dim >= len(od.dimensions)
                                     or (od.dimensions[cq.channel_dim]
                                         and len(cq.scales) != od.dimensions[cq.channel_dim])):
@@ -151,3 +163,16 @@ def _validate_subgraph(model: Model, sg: Subgraph, where: str, problems: list[st
     for o in sg.output_indexes:
         if 0 <= o < n and o not in written and o not in declared_inputs:
             problems.append(f"{where}: output operand {o} is never written")
+
+
+def _check_numbers(od, tag: str, problems: list[str]) -> None:
+    """Scale and zero point fit the operand type (what the kernels and the serializer assume)."""
+    lo, hi = _ZERO_POINT_RANGE.get(od.type, _INT32_RANGE)
+    if not lo <= od.zero_point <= hi:
+        problems.append(f"{tag}: zero point {od.zero_point} is outside {lo}..{hi} for {od.type.name}")
+    if not math.isfinite(od.scale) or od.scale < 0:
+        problems.append(f"{tag}: scale {od.scale!r} is not a finite non-negative number")
+    elif od.type.is_quantized and od.type is not OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+        if not MIN_SCALE <= od.scale <= MAX_SCALE:
+            problems.append(f"{tag}: {od.type.name} needs a scale in [{MIN_SCALE:.3g}, {MAX_SCALE:.3g}], "
+                            f"got {od.scale!r}")

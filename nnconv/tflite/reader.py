@@ -25,6 +25,7 @@ from nnconv.tflite.ir import (NUMPY_DTYPE, DimensionMetadata, Operator, Quantiza
                               Sparsity, Subgraph, Tensor, TfliteModel)
 from nnconv.tflite.options_codec import decode_options
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+from nnconv.tflite.validate import validate_model
 
 FILE_IDENTIFIER = b"TFL3"
 
@@ -83,8 +84,10 @@ class _Decoder(GuardedDecoder):
         subgraphs = tuple(self.decode_subgraph(m, i, buffers, opcodes) for i in range(n_sub))
         self.check_subgraph_calls(subgraphs)
         sigs = self.decode_signatures(m, subgraphs)
-        return TfliteModel(version=version, description=desc, subgraphs=subgraphs, signature_defs=sigs,
-                           path=self.name, metadata=self.decode_metadata(m, buffers))
+        model = TfliteModel(version=version, description=desc, subgraphs=subgraphs, signature_defs=sigs,
+                            path=self.name, metadata=self.decode_metadata(m, buffers))
+        validate_model(model)  # the numbers and the graph, before any rule or command uses them
+        return model
 
     def check_subgraph_calls(self, subgraphs: tuple[Subgraph, ...]) -> None:
         """Subgraph indexes in options (IF, WHILE, CALL_ONCE, ...) exist, and no subgraph calls itself

@@ -24,8 +24,24 @@ class SparsityError(ValueError):
     """The sparsity metadata does not describe the tensor (indices or segments out of range)."""
 
 
+MAX_DENSE_BYTES = 1 << 31  # a dense weight tensor larger than this is not a model we can hold in memory
+
+
 def densify(values: np.ndarray, shape: tuple[int, ...], sparsity: Sparsity) -> np.ndarray:
     """The dense array of `shape` that a sparse TFLite constant stands for."""
+    values = np.asarray(values).reshape(-1)
+    pos, dense_coords = sparse_positions(values.size, shape, sparsity, values.dtype.itemsize)
+    out = np.zeros(shape, dtype=values.dtype)
+    out[tuple(dense_coords)] = values[pos]
+    return out
+
+
+def sparse_positions(n_values: int, shape: tuple[int, ...], sparsity: Sparsity, itemsize: int = 1
+                     ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Walks the metadata: (index of each reached stored value, its coordinate along each dense dimension).
+    Raises SparsityError when the metadata does not describe `shape` (the reader's validation calls this,
+    so a lowering never densifies an inconsistent tensor). The walk's work is bounded by the stored values
+    and the CSR vectors (the file's own size), never by what the dense levels claim."""
     rank = len(shape)
     order = list(sparsity.traversal_order)
     block_map = list(sparsity.block_map)
@@ -33,17 +49,18 @@ def densify(values: np.ndarray, shape: tuple[int, ...], sparsity: Sparsity) -> n
     n_expanded = rank + len(block_map)
     if sorted(order) != list(range(n_expanded)) or len(levels) != n_expanded:
         raise SparsityError(f"traversal order {order} does not cover {n_expanded} dimensions")
-    values = np.asarray(values).reshape(-1)
+    if any(d < 0 for d in shape) or int(np.prod(shape, dtype=np.float64)) * itemsize > MAX_DENSE_BYTES:
+        raise SparsityError(f"dense shape {list(shape)} is negative or over {MAX_DENSE_BYTES} bytes")
+    # No level may hold more nodes than the stored values or the parents a CSR level has segments for.
+    max_nodes = max([n_values] + [len(dm.array_segments) for dm in levels]) + 1
     pos = np.zeros(1, dtype=np.int64)
     coords = np.zeros((1, n_expanded), dtype=np.int64)
-    sizes = [0] * n_expanded
     for level, dm in enumerate(levels):
         dim = order[level]
         if dm.format == DENSE:
             n = int(dm.dense_size)
-            if n <= 0:
-                raise SparsityError(f"dense level {level} has size {n}")
-            sizes[dim] = n
+            if n <= 0 or pos.size * n > max_nodes:
+                raise SparsityError(f"dense level {level} of size {n} describes more entries than are stored")
             child = np.arange(n, dtype=np.int64)
             pos = (pos[:, None] * n + child).reshape(-1)
             coords = np.repeat(coords, n, axis=0)
@@ -64,8 +81,8 @@ def densify(values: np.ndarray, shape: tuple[int, ...], sparsity: Sparsity) -> n
             pos = offsets
         else:
             raise SparsityError(f"level {level} has unknown format {dm.format}")
-    if pos.size and pos.max() >= values.size:
-        raise SparsityError(f"the walk reaches value {int(pos.max())}, but only {values.size} are stored")
+    if pos.size and pos.max() >= n_values:
+        raise SparsityError(f"the walk reaches value {int(pos.max())}, but only {n_values} are stored")
     dense_coords = []
     for d in range(rank):
         c = coords[:, d]
@@ -76,6 +93,4 @@ def densify(values: np.ndarray, shape: tuple[int, ...], sparsity: Sparsity) -> n
         if c.size and (c.min() < 0 or c.max() >= shape[d]):
             raise SparsityError(f"a coordinate of dimension {d} lies outside its extent {shape[d]}")
         dense_coords.append(c)
-    out = np.zeros(shape, dtype=values.dtype)
-    out[tuple(dense_coords)] = values[pos]
-    return out
+    return pos, dense_coords

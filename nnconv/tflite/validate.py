@@ -1,0 +1,117 @@
+"""Validates the numbers and the graph of a decoded TFLite model before anything uses them.
+
+The reader (`reader.py`) guarantees that every offset and index is in range; this module checks what the
+rules, the serializer and the executor take for granted about the values, so that a corrupt or hostile
+file ends in one `ModelFormatError` line naming the tensor (exit 2), whichever command reads it. `check`,
+`convert` and `verify` all read through `read_model`, which calls `validate_model`: `check` cannot call a
+file fine that `convert` then rejects for its numbers.
+
+- Quantization: scales finite and within [MIN_SCALE, MAX_SCALE], positive for the 8/16-bit integer types
+  (NNAPI requires scale > 0 for its quantized operand types); zero points in range for the tensor type
+  (uint8 0..255, int8 -128..127, int16, and int32 for the rest, which is how NNAPI stores them).
+- Sparse constants: the traversal reaches only coordinates inside the dense shape and only stored values,
+  and the dense tensor is of a bounded size (`sparsity.sparse_positions`).
+- Graph: operators are in execution order as TFLite requires: every tensor an operator reads is a
+  subgraph input, a constant, a variable or the output of an earlier operator; no tensor is written twice;
+  no operator writes a constant or a subgraph input; every subgraph output is computed or passed through.
+  This is also what makes a dependency cycle impossible.
+- Weights with a bias (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV): the bias holds one value
+  per output channel of the filter, as TFLite's own kernels check in their Prepare.
+"""
+
+from __future__ import annotations
+
+import math
+
+from nnconv.errors import ModelFormatError
+from nnconv.limits import MAX_SCALE, MIN_SCALE
+from nnconv.tflite.ir import Subgraph, Tensor, TfliteModel
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
+from nnconv.tflite.sparsity import SparsityError, sparse_positions
+
+_ZERO_POINT_RANGE: dict[TensorType, tuple[int, int]] = {
+    TensorType.UINT8: (0, 255), TensorType.INT8: (-128, 127), TensorType.INT16: (-32768, 32767),
+    TensorType.UINT16: (0, 65535),
+}
+_INT32_RANGE = (-2**31, 2**31 - 1)
+_POSITIVE_SCALE_TYPES = frozenset({TensorType.UINT8, TensorType.INT8, TensorType.INT16, TensorType.UINT16})
+# op -> (filter slot, the filter dimension that counts output channels, bias slot)
+_BIASED_OPS: dict[int, tuple[int, int, int]] = {
+    BuiltinOperator.CONV_2D: (1, 0, 2), BuiltinOperator.DEPTHWISE_CONV_2D: (1, 3, 2),
+    BuiltinOperator.FULLY_CONNECTED: (1, 0, 2), BuiltinOperator.TRANSPOSE_CONV: (1, 0, 3),
+}
+
+
+def validate_model(model: TfliteModel) -> None:
+    """Raises ModelFormatError on the first problem (naming the tensor or operator), else returns None."""
+    for sg in model.subgraphs:
+        for t in sg.tensors:
+            where = f"{model.path}: tensor {t.index} ('{t.name}') of subgraph {sg.index}"
+            _check_quantization(t, where)
+            if t.sparsity is not None and t.data is not None:
+                try:
+                    sparse_positions(t.data.size, t.shape, t.sparsity)
+                except SparsityError as e:
+                    raise ModelFormatError(f"{where}: sparse metadata inconsistent with its shape "
+                                           f"{list(t.shape)}: {e}") from None
+        _check_graph(model.path, sg)
+        _check_biases(model.path, sg)
+
+
+def _check_quantization(t: Tensor, where: str) -> None:
+    q = t.quantization
+    positive = t.type in _POSITIVE_SCALE_TYPES
+    for s in q.scale:
+        if not math.isfinite(s) or s < 0 or (s == 0 and positive) or (s != 0 and not MIN_SCALE <= s <= MAX_SCALE):
+            raise ModelFormatError(f"{where}: quantization scale {s:.7g} is not a finite positive number "
+                                   f"in [{MIN_SCALE:.3g}, {MAX_SCALE:.3g}]")
+    lo, hi = _ZERO_POINT_RANGE.get(t.type, _INT32_RANGE)
+    for z in q.zero_point:
+        if not lo <= z <= hi:
+            raise ModelFormatError(f"{where}: zero point {z} is outside {lo}..{hi}, the range of its "
+                                   f"{t.type.name} type")
+
+
+def _check_graph(path: str, sg: Subgraph) -> None:
+    tensors = sg.tensors
+    available = set(sg.inputs) | {t.index for t in tensors if t.data is not None or t.is_variable}
+    written: set[int] = set()
+    inputs = set(sg.inputs)
+    for op in sg.operators:
+        where = f"{path}: operator {op.index} ({op.name}) of subgraph {sg.index}"
+        for t in op.inputs:
+            if t >= 0 and t not in available and t not in written:
+                raise ModelFormatError(f"{where} reads tensor {t} ('{tensors[t].name}'), which is not an input, "
+                                       "a constant or the output of an earlier operator")
+        for t in op.outputs:
+            if t < 0:
+                continue
+            if t in written:
+                raise ModelFormatError(f"{where} writes tensor {t} ('{tensors[t].name}'), which an earlier "
+                                       "operator already wrote")
+            if t in inputs or tensors[t].data is not None:
+                kind = "a subgraph input" if t in inputs else "a constant"
+                raise ModelFormatError(f"{where} writes tensor {t} ('{tensors[t].name}'), which is {kind}")
+            written.add(t)
+    for t in sg.outputs:
+        if t not in available and t not in written:
+            raise ModelFormatError(f"{path}: output tensor {t} ('{tensors[t].name}') of subgraph {sg.index} is "
+                                   "not computed by any operator")
+
+
+def _check_biases(path: str, sg: Subgraph) -> None:
+    for op in sg.operators:
+        slots = _BIASED_OPS.get(op.builtin_code)
+        if slots is None:
+            continue
+        f_slot, f_dim, b_slot = slots
+        if len(op.inputs) <= max(f_slot, b_slot) or op.inputs[f_slot] < 0 or op.inputs[b_slot] < 0:
+            continue
+        w, b = sg.tensors[op.inputs[f_slot]], sg.tensors[op.inputs[b_slot]]
+        if f_dim >= w.rank or w.has_dynamic_shape or b.has_dynamic_shape:
+            continue
+        n_bias = math.prod(b.shape) if b.shape else 1
+        if n_bias != w.shape[f_dim]:
+            raise ModelFormatError(f"{path}: operator {op.index} ({op.name}) of subgraph {sg.index}: bias "
+                                   f"'{b.name}' of shape {list(b.shape)} has {n_bias} values for the "
+                                   f"{w.shape[f_dim]} output channels of filter '{w.name}' {list(w.shape)}")
