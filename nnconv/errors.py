@@ -1,7 +1,8 @@
 """Errors that end a command with a one-line message and a documented exit code.
 
 Exit codes: 0 ok; 1 parity failure or policy violation; 2 usage error or unreadable/invalid input;
-3 model not convertible at the target level; 4 an internal error (a bug of nnconv).
+3 model not convertible at the target level; 4 internal error (our bug); 130 interrupted (Ctrl-C).
+docs/errors.md lists the error classes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_NOT_CONVERTIBLE = 3
 EXIT_INTERNAL = 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a process ended by Ctrl-C
 
 
 class NnconvError(Exception):
@@ -25,6 +27,14 @@ class ModelFormatError(NnconvError):
 
 class InputDataError(NnconvError):
     """Input arrays that do not fit the model (missing, wrong dtype or shape, unreadable `.npz`)."""
+
+
+class OutputError(NnconvError):
+    """An output path we must not or cannot write (a directory, a device, a missing folder, a full disk)."""
+
+
+class ResourceLimitError(NnconvError):
+    """The work would need more memory than allowed (`--max-memory`), or an input claims absurd sizes."""
 
 
 class ModelValidationError(NnconvError):

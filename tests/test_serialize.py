@@ -215,7 +215,7 @@ def test_save_replaces_atomically(tmp_path, good_file):
     assert serialize.load(path).api_level == 28
     assert before.api_level == 30 and bytes(before.partitions[0].model.pools[0])  # old mapping still valid
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.nnapi"]  # no temporary left behind
-    with pytest.raises(NnconvError, match="cannot write"):
+    with pytest.raises(NnconvError, match="does not exist"):
         serialize.save(tmp_path / "missing-dir" / "m.nnapi", [converted])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.nnapi"]
 

@@ -30,6 +30,7 @@ from nnconv.errors import ModelFormatError, NnconvError
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Model, Operand, Subgraph
 from nnconv.nnapi.serialize import NnapiFile
+from nnconv.safe_write import output_target, write_text
 
 _L = OperandLifeTime
 
@@ -340,23 +341,15 @@ def header_path_for(c_path: str | os.PathLike) -> str:
 
 
 def write_c(path: str | os.PathLike, nnapi: NnapiFile, source_name: str, prefix: str | None = None) -> str:
-    """Writes `emit_c(nnapi)` to `path` and `emit_header(nnapi)` beside it (returned), each through a
-    temporary file so that no half-written source is left behind. `prefix` defaults to `c_prefix_for`
+    """Writes `emit_c(nnapi)` to `path` and `emit_header(nnapi)` beside it (returned), each atomically
+    (nnconv.safe_write) so that no half-written source is left behind. `prefix` defaults to `c_prefix_for`
     of `source_name`."""
     prefix = check_c_prefix(prefix if prefix is not None else c_prefix_for(source_name))
     header = header_path_for(path)
     texts = {header: emit_header(nnapi, prefix, source_name),
              os.fspath(path): emit_c(nnapi, prefix, source_name, os.path.basename(header))}
+    for target in texts:
+        output_target(target)  # refuse a directory or device before writing either file
     for target, text in texts.items():
-        tmp = f"{target}.tmp"
-        try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, target)
-        except OSError as e:
-            try:
-                os.remove(tmp)
-            except OSError:
-                pass
-            raise NnconvError(f"{target}: cannot write ({e.strerror or e})") from None
+        write_text(target, text)
     return header

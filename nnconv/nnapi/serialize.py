@@ -37,6 +37,7 @@ from nnconv.nnapi.fbs import SymmPerChannelQuantParams as FbChannelQuant
 from nnconv.nnapi.model import DataLocation, Model, Operand, Operation, Subgraph, SymmPerChannelQuantParams
 from nnconv.nnapi.program import INT8_SHIFT, ConvertedModel, IoTensor
 from nnconv.nnapi.validate import validate_model
+from nnconv.safe_write import atomic_output
 
 FILE_IDENTIFIER = b"NNAP"
 FORMAT_VERSION = 1
@@ -103,26 +104,16 @@ def save(path: str | os.PathLike, converted_models: Sequence[ConvertedModel], pl
     fb = build(spans)
     if len(fb) != len(head):  # cannot happen with fixed-size structs; refuse rather than write garbage
         raise NnconvError("internal error: the .nnapi header changed size between layout passes")
-    # Write beside the target and rename: a failed write never leaves a truncated .nnapi behind, and a
-    # process that has the old file mapped keeps reading the old bytes.
-    target = os.fspath(path)
-    tmp = f"{target}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(fb)
-            written = len(fb)
-            for ps, row in zip(pools, spans):
-                for p, (off, size) in zip(ps, row):
-                    f.write(b"\0" * (off - written))
-                    f.write(p)
-                    written = off + size
-        os.replace(tmp, target)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise NnconvError(f"{target}: cannot write ({e.strerror or e})") from None
+    # Beside the target and renamed (nnconv.safe_write): a failed write never leaves a truncated .nnapi
+    # behind, and a process that has the old file mapped keeps reading the old bytes.
+    with atomic_output(path) as f:
+        f.write(fb)
+        written = len(fb)
+        for ps, row in zip(pools, spans):
+            for p, (off, size) in zip(ps, row):
+                f.write(b"\0" * (off - written))
+                f.write(p)
+                written = off + size
 
 
 class _Writer:
