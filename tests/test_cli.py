@@ -221,9 +221,9 @@ def test_run_bad_inputs_one_line_exit_2(tmp_path, runner, nnapi_path, arrays, fr
 
 
 @pytest.mark.parametrize("content,fragment", [
-    pytest.param(b"not a zip file at all", "not a readable .npz file", id="garbage"),
+    pytest.param(b"not a zip file at all", "not an .npz file", id="garbage"),
     pytest.param(b"PK\x03\x04" + b"\0" * 40, "not a readable .npz file", id="broken-zip"),
-    pytest.param(b"", "not a readable .npz file", id="empty"),
+    pytest.param(b"", "not an .npz file", id="empty"),
 ])
 def test_run_unreadable_npz_one_line_exit_2(tmp_path, runner, nnapi_path, content, fragment):
     result, _ = run_with(runner, tmp_path, nnapi_path, npz_bytes=content)
@@ -241,7 +241,7 @@ def test_run_pickled_npz_refused(tmp_path, runner, nnapi_path):
     inputs = tmp_path / "in.npz"
     np.savez(inputs, x=np.array([{"a": 1}], dtype=object))
     result = runner.invoke(main, ["run", str(nnapi_path), "--inputs", str(inputs), "-o", str(tmp_path / "o.npz")])
-    assert_one_line_error(result, EXIT_BAD_INPUT, "not a readable .npz file")
+    assert_one_line_error(result, EXIT_BAD_INPUT, "holds Python objects (pickled data)")
 
 
 def test_run_missing_npz_and_broken_model(tmp_path, runner, nnapi_path):
@@ -260,7 +260,7 @@ def test_run_unwritable_output(tmp_path, runner, nnapi_path):
     np.savez(tmp_path / "in.npz", x=np.ones(X_SHAPE, np.float32))
     result = runner.invoke(main, ["run", str(nnapi_path), "--inputs", str(tmp_path / "in.npz"), "-o",
                                   str(tmp_path / "no-such-dir" / "o.npz")])
-    assert_one_line_error(result, EXIT_BAD_INPUT, "cannot write")
+    assert_one_line_error(result, EXIT_BAD_INPUT, "does not exist")
 
 
 # -- verify -------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ PACKAGE = ROOT / "nnconv"
 
 STAGES = ("base", "tflite", "nnapi", "rewrite", "lowering", "runtime", "parity", "report", "tools", "cli")
 TOP_LEVEL_STAGE = {"errors": "base", "guarded_decoder": "base", "version": "base", "parallel": "base", "fmt": "base",
+                   "limits": "base", "npz": "base", "safe_write": "base",
                    "pipeline": "lowering", "conformance": "tools", "inspection": "tools",
                    "__init__": "cli", "__main__": "cli"}
 

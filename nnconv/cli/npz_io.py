@@ -1,40 +1,21 @@
-"""Reading model inputs from, and writing outputs to, .npz files, with one-line errors (exit 2)."""
+"""Reading model inputs from, and writing outputs to, .npz files for the CLI: `nnconv.npz` checks every
+archive from its zip and .npy headers before inflating anything, under the default memory bound (half of
+physical RAM, `nnconv.limits`), and writes outputs atomically; errors are one line, exit 2."""
 
 from __future__ import annotations
 
-import zipfile
+from typing import Mapping
 
 import numpy as np
 
-from nnconv.errors import InputDataError, NnconvError
+from nnconv import npz
+from nnconv.limits import default_max_memory
 
 
 def load_npz(path: str) -> dict[str, np.ndarray]:
-    """The arrays of an .npz file by key; any unreadable file is an InputDataError (exit 2)."""
-    try:
-        data = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise InputDataError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputDataError(f"{path}: is a directory, not an .npz file") from None
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise InputDataError(f"{path}: not a readable .npz file ({_reason(e)})") from None
-    if isinstance(data, np.ndarray):  # a bare .npy: say what is expected rather than guessing its name
-        raise InputDataError(f"{path}: is a single .npy array; pass an .npz (np.savez) with one array per input")
-    try:
-        with data:
-            return {k: data[k] for k in data.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as e:
-        raise InputDataError(f"{path}: not a readable .npz file ({_reason(e)})") from None
+    """The arrays of an .npz file by key; an unreadable, hostile or oversized file is an InputDataError."""
+    return npz.load_npz(path, max_bytes=default_max_memory())
 
 
-def _reason(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
-
-
-def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
-    try:
-        with open(path, "wb") as f:
-            np.savez(f, **arrays)
-    except OSError as e:
-        raise NnconvError(f"{path}: cannot write ({e.strerror or e})") from None
+def save_npz(path: str, arrays: Mapping[str, np.ndarray]) -> None:
+    npz.save_npz(path, arrays)
