@@ -36,9 +36,6 @@ TOP_LEVEL_STAGE = {"errors": "base", "guarded_decoder": "base", "version": "base
 # Back edges that exist today and are owned by other work; each names why it is there. The test fails when
 # one disappears (so the entry is removed) as well as when a new one appears.
 KNOWN_BACK_EDGES = {
-    **{(f"nnconv.rewrite.{m}", "nnconv.lowering.context"):
-       "the rewrite stage fills ConversionState, which lives in the lowering; it needs a home before both"
-       for m in ("folding", "list_set_item", "merge_axes", "pipeline", "registry")},
     ("nnconv.nnapi.validate", "nnconv.runtime.kernels"):
         "the model validator runs each operation's validate, which lives beside its kernel (issue 9, item 2); "
         "moving the validators to the NNAPI stage would restore the order",

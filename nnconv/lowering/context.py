@@ -16,7 +16,7 @@ rule agrees on it:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -26,14 +26,14 @@ from nnconv.nnapi.builder import SubgraphBuilder
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.nnapi.levels import feature_level, rule_level
 from nnconv.nnapi.model import Operand, SymmPerChannelQuantParams
-from nnconv.nnapi.program import INT8_SHIFT
+from nnconv.nnapi.program import INT8_SHIFT  # noqa: F401  (re-exported: rules import it from here)
+from nnconv.rewrite.state import ConversionState
 from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.schema_enums import ActivationFunctionType, TensorType
 from nnconv.tflite.sparsity import densify
 
 if TYPE_CHECKING:
-    from nnconv.lowering.convert import ConversionOptions, SubgraphLowering
-    from nnconv.rewrite.registry import RewriteRecord
+    from nnconv.lowering.convert import SubgraphLowering
 
 _DTYPE_NAMES = {TensorType.FLOAT32: "float32", TensorType.FLOAT16: "float16", TensorType.INT32: "int32",
                 TensorType.UINT8: "uint8", TensorType.INT64: "int64", TensorType.BOOL: "bool",
@@ -42,23 +42,6 @@ _DTYPE_NAMES = {TensorType.FLOAT32: "float32", TensorType.FLOAT16: "float16", Te
 
 def dtype_name(t: TensorType) -> str:
     return _DTYPE_NAMES.get(t, t.name.lower())
-
-
-@dataclass
-class ConversionState:
-    """Shared by every operator of one conversion."""
-
-    model: TfliteModel
-    api_level: int
-    options: "ConversionOptions"
-    folded: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # (subgraph, tensor) -> value
-    # Non-constant int64 tensors whose values always fit int32 (ARG_MAX/ARG_MIN indices), carried as
-    # TENSOR_INT32; see folding.mark_int64_indices.
-    int64_as_int32: set[tuple[int, int]] = field(default_factory=set)
-    densified: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # sparse constants, dense
-    rewrites: list["RewriteRecord"] = field(default_factory=list)  # what the graph rewrites changed
-    source: TfliteModel | None = None  # the model as read, when the graph rewrites changed `model`
-    removed: set[tuple[int, int]] = field(default_factory=set)  # (subgraph, op) a graph rewrite made dead
 
 
 class CheckContext:

@@ -26,17 +26,9 @@ from nnconv.nnapi.levels import API_LEVELS, ApiLevel, LevelError, feature_level,
 from nnconv.nnapi.model import Model, SymmPerChannelQuantParams
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.nnapi.validate import operation_refusals, validate_model
+from nnconv.rewrite.state import ConversionOptions
 from nnconv.tflite.ir import Operator, Subgraph, TfliteModel
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
-
-
-@dataclass(frozen=True)
-class ConversionOptions:
-    """Choices a user can make about a conversion."""
-
-    fold_constants: bool = True  # evaluate ops whose inputs are all constant at conversion time
-    fold_dynamic_range_weights: bool = False  # hybrid int8 weights -> float32 constants (API 27/28)
-    relax_float32_to_float16: bool = False  # set relaxComputationFloat32toFloat16 (API 28+)
 
 
 @dataclass

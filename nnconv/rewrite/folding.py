@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from nnconv.lowering.context import ConversionState
+from nnconv.rewrite.state import ConversionState
 from nnconv.tflite.ir import Operator, Subgraph, Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 from nnconv.tflite.schema_enums import TensorType

@@ -24,7 +24,7 @@ import dataclasses
 
 import numpy as np
 
-from nnconv.lowering.context import ConversionState
+from nnconv.rewrite.state import ConversionState
 from nnconv.rewrite.graph_edit import SubgraphEdit
 from nnconv.rewrite.registry import RewriteKind, RewriteRecord, graph_rewrite
 from nnconv.tflite.ir import Operator, Subgraph, TfliteModel

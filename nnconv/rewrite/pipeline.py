@@ -5,7 +5,7 @@ The graph rewrites are registered by importing their modules here, explicitly (o
 
 from __future__ import annotations
 
-from nnconv.lowering.context import ConversionState
+from nnconv.rewrite.state import ConversionState
 from nnconv.rewrite import list_set_item  # noqa: F401  (registers RewriteKind.LIST_SET_ITEM)
 from nnconv.rewrite import merge_axes  # noqa: F401  (registers RewriteKind.MERGE_AXES)
 from nnconv.rewrite.folding import fold_constants, mark_int64_indices

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from nnconv.lowering.context import ConversionState
+    from nnconv.rewrite.state import ConversionState
     from nnconv.tflite.ir import TfliteModel
 
 
