@@ -49,6 +49,8 @@ def load_npz(path: str, max_bytes: int) -> dict[str, np.ndarray]:
             with zipfile.ZipFile(f) as z:
                 members = _check_members(path, z, max_bytes)
                 return {key: _read_member(path, z, info, dtype, shape) for key, info, dtype, shape in members}
+        # zipfile raises NotImplementedError for an unsupported compression method and RuntimeError for an
+        # encrypted member: both are a file we cannot read, one line and exit 2 like the rest.
         except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, NotImplementedError,
                 RuntimeError) as e:
             raise InputDataError(f"{path}: not a readable .npz file ({_reason(e)})") from None

@@ -251,3 +251,18 @@ def _peek_nchw(call: KernelCall, first: int = 3, extra: int = 0) -> bool:
 def validate_conv_2d(view: OperationView, feature_level: int) -> int:
     """Slots 0 input, 1 filter, 2 bias: the quantized scale relation below API 29."""
     return scale_relation_level(view, 1)
+
+
+def grouped_conv_inputs(call: KernelCall, what: str) -> tuple[np.ndarray, np.ndarray, ConvParams, int]:
+    """DEPTHWISE_CONV_2D and GROUPED_CONV_2D share their slots: 0 input, 1 filter, 2 bias, then CONV_2D's
+    padding/stride/activation/layout/dilation scalars with one extra INT32 (depth multiplier / num_groups)
+    before the activation. Returns the NHWC input, the filter, the parsed parameters and that count."""
+    x, w = call.tensor(0), call.tensor(1)
+    if x.ndim != 4 or w.ndim != 4:
+        raise call.fail(f"input and filter must be 4-D, got {x.ndim}-D and {w.ndim}-D")
+    xh = nchw_to_nhwc(x) if _peek_nchw(call, extra=1) else x
+    p = parse_conv_params(call, xh.shape[1], xh.shape[2], w.shape[1], w.shape[2], extra=1)
+    count = int(call.scalar(9 if is_explicit_padding(call, 3, 1) else 6))
+    if count < 1:
+        raise call.fail(f"{what} {count} must be positive")
+    return xh, w, p, count

@@ -19,8 +19,8 @@ import numpy as np
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.quantization import Requantizer, conv_multipliers, is_quant8, max_abs_offset, requantize_accumulator
 from nnconv.runtime.kernels._float_activation import add_bias_and_activate
-from nnconv.runtime.kernels._spatial import extract_patches, nchw_to_nhwc, nhwc_to_nchw, pad_spatial
-from nnconv.runtime.kernels.conv_2d import ConvParams, _peek_nchw, filter_scales, is_explicit_padding, parse_conv_params
+from nnconv.runtime.kernels._spatial import extract_patches, nhwc_to_nchw, pad_spatial
+from nnconv.runtime.kernels.conv_2d import ConvParams, filter_scales, grouped_conv_inputs
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.runtime.kernels.validation import OperationView, scale_relation_level, validator
 
@@ -166,16 +166,7 @@ def _requantize(call: KernelCall, qd: QuantDepthwise, acc: np.ndarray, b: np.nda
 
 @kernel(OperationType.DEPTHWISE_CONV_2D)
 def depthwise_conv_2d(call: KernelCall) -> list[np.ndarray]:
-    x, w = call.tensor(0), call.tensor(1)
-    if x.ndim != 4 or w.ndim != 4:
-        raise call.fail(f"input and filter must be 4-D, got {x.ndim}-D and {w.ndim}-D")
-    nchw = _peek_nchw(call, extra=1)
-    xh = nchw_to_nhwc(x) if nchw else x
-    p = parse_conv_params(call, xh.shape[1], xh.shape[2], w.shape[1], w.shape[2], extra=1)
-    mult_slot = 9 if is_explicit_padding(call, 3, 1) else 6
-    multiplier = int(call.scalar(mult_slot))
-    if multiplier < 1:
-        raise call.fail(f"depth multiplier {multiplier} must be positive")
+    xh, w, p, multiplier = grouped_conv_inputs(call, "depth multiplier")
     y = depthwise_nhwc(call, xh, w, call.inputs[2], p, multiplier)
     return [nhwc_to_nchw(y) if p.nchw else y]
 

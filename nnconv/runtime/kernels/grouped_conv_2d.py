@@ -12,21 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from nnconv.nnapi.enums import OperationType
-from nnconv.runtime.kernels._spatial import nchw_to_nhwc, nhwc_to_nchw
-from nnconv.runtime.kernels.conv_2d import _peek_nchw, conv_nhwc, is_explicit_padding, parse_conv_params
+from nnconv.runtime.kernels._spatial import nhwc_to_nchw
+from nnconv.runtime.kernels.conv_2d import conv_nhwc, grouped_conv_inputs
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.GROUPED_CONV_2D)
 def grouped_conv_2d(call: KernelCall) -> list[np.ndarray]:
-    x, w = call.tensor(0), call.tensor(1)
-    if x.ndim != 4 or w.ndim != 4:
-        raise call.fail(f"input and filter must be 4-D, got {x.ndim}-D and {w.ndim}-D")
-    nchw = _peek_nchw(call, extra=1)
-    xh = nchw_to_nhwc(x) if nchw else x
-    p = parse_conv_params(call, xh.shape[1], xh.shape[2], w.shape[1], w.shape[2], extra=1)
-    groups = int(call.scalar(9 if is_explicit_padding(call, 3, 1) else 6))
-    if groups < 1:
-        raise call.fail(f"num_groups {groups} must be positive")
+    xh, w, p, groups = grouped_conv_inputs(call, "num_groups")
     y = conv_nhwc(call, xh, w, call.inputs[2], p, groups=groups)
     return [nhwc_to_nchw(y) if p.nchw else y]
