@@ -375,7 +375,33 @@ def test_floor_mod_int32():
     from nnconv.tflite.options import FloorModOptions
     m = two_input(B.FLOOR_MOD, np.int32, FloorModOptions())
     assert_parity(m, api_level=30, input_fn=nonzero_ints, expect_ops=["DIV", "MUL", "SUB"])
-    assert_refused(two_input(B.FLOOR_MOD, np.float32, FloorModOptions()), 30, Code.DTYPE)
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+    assert_refused(two_input(B.FLOOR_MOD, np.uint8, FloorModOptions()), 30, Code.DTYPE)
+
+
+FLOAT_FLOOR_MOD_OPS = ["DIV", "FLOOR", "MUL", "SUB", "SUB", "SUB", "MUL", "SUB", "MUL", "SUB", "MUL", "LESS", "ABS", "ABS", "GREATER_EQUAL", "SUB",
+                       "SELECT", "ADD", "SELECT"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_floor_mod_float32(seed):
+    """x - floor(x / y) * y with TFLite's sign rule restored: both signs of x and y, exact multiples (a zero
+    remainder, and quotients that round onto an integer), |x / y| up to ~300 (the documented bound is
+    |x| * 2^-24 of error; the policy's rtol 1e-4 of the range holds while |x / y| < 1600)."""
+    from nnconv.tflite.options import FloorModOptions
+    m = two_input(B.FLOOR_MOD, np.float32, FloorModOptions())
+    rng = np.random.default_rng(seed)
+
+    def mixed(feed):
+        y = (rng.uniform(0.3, 5.0, (7, 3)) * rng.choice([-1, 1], (7, 3))).astype(np.float32)
+        x = rng.uniform(-100, 100, (2, 5, 7, 3)).astype(np.float32)
+        k = rng.integers(-30, 30, (2, 5, 7, 3)).astype(np.float32)
+        multiples = (k * y).astype(np.float32)  # exact multiples, and ones a rounding off
+        x = np.where(rng.random(x.shape) < 0.3, multiples, x)
+        x = np.where(rng.random(x.shape) < 0.1, np.nextafter(multiples, np.float32(np.inf)), x)
+        return {"x": x.astype(np.float32), "y": y}
+    assert_parity(m, api_level=29, input_fn=mixed, expect_ops=FLOAT_FLOOR_MOD_OPS)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32], ids=["f32", "i32"])

