@@ -8,10 +8,10 @@ imported, so a forgotten line cannot silently drop a rule. Modules starting with
 
 from __future__ import annotations
 
-from nnconv.lowering.rules import (activations, cast, compare, control_flow, conv, densify, detection, elementwise,
-                                   fully_connected, gather, lookup, matmul, normalization, pooling, quantize,
-                                   recurrent, reduce, resize, shape, slicing, softmax)
+from nnconv.lowering.rules import (activations, cast, compare, control_flow, conv, cumsum, densify, detection,
+                                   elementwise, fully_connected, gather, lookup, matmul, normalization, pooling,
+                                   quantize, recurrent, reduce, resize, shape, slicing, softmax)
 
-__all__ = ["activations", "cast", "compare", "control_flow", "conv", "densify", "detection", "elementwise",
-           "fully_connected", "gather", "lookup", "matmul", "normalization", "pooling", "quantize", "recurrent",
-           "reduce", "resize", "shape", "slicing", "softmax"]
+__all__ = ["activations", "cast", "compare", "control_flow", "conv", "cumsum", "densify", "detection",
+           "elementwise", "fully_connected", "gather", "lookup", "matmul", "normalization", "pooling", "quantize",
+           "recurrent", "reduce", "resize", "shape", "slicing", "softmax"]
