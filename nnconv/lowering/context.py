@@ -6,7 +6,8 @@ rule agrees on it:
 - float32 -> TENSOR_FLOAT32; a constant float16 tensor is widened to a float32 constant (the delegate's
   HALF_TO_FLOAT conversion), a non-constant one is TENSOR_FLOAT16;
 - int32 -> TENSOR_INT32; int64 constants are narrowed to TENSOR_INT32 when every value fits, and so are
-  ARG_MAX / ARG_MIN int64 outputs (indices always fit; `ConversionState.int64_as_int32`);
+  int64 index tensors (ARG_MAX / ARG_MIN outputs, GATHER indices: `rewrite/int64_indices.py`,
+  `ConversionState.int64_as_int32`);
 - uint8 -> TENSOR_QUANT8_ASYMM; int16 -> TENSOR_QUANT16_SYMM; bool -> TENSOR_BOOL8;
 - int8 with several scales -> TENSOR_QUANT8_SYMM_PER_CHANNEL (channel dim = quantized_dimension);
   other int8 -> TENSOR_QUANT8_ASYMM_SIGNED from API 30, and below API 30 TENSOR_QUANT8_ASYMM with zero

@@ -388,18 +388,6 @@ def _fold_op(state: ConversionState, sg: Subgraph, op: Operator, model_outputs: 
         state.folded[(sg.index, o)] = r
 
 
-def mark_int64_indices(state: ConversionState) -> None:
-    """Records the int64 outputs of ARG_MAX / ARG_MIN (TensorFlow's default index type): indices into a
-    tensor of at most 2^31 elements always fit int32, so they travel as TENSOR_INT32 (the executor converts
-    model inputs and outputs of dtype int64 at the boundary)."""
-    for sg in state.model.subgraphs:
-        for op in sg.operators:
-            if op.builtin_code in (B.ARG_MAX, B.ARG_MIN):
-                for o in op.outputs:
-                    if o >= 0 and sg.tensors[o].type == TensorType.INT64:
-                        state.int64_as_int32.add((sg.index, o))
-
-
 def fold_constants(state: ConversionState) -> None:
     """Fills `state.folded` for every subgraph, in operator order (TFLite operators are topologically
     sorted, so a folded result is available to the ops that consume it)."""

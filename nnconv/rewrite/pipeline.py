@@ -6,16 +6,16 @@ The graph rewrites are registered by importing their modules here, explicitly (o
 from __future__ import annotations
 
 from nnconv.rewrite.state import ConversionState
+from nnconv.rewrite import int64_indices  # noqa: F401  (registers RewriteKind.INT64_INDICES)
 from nnconv.rewrite import list_set_item  # noqa: F401  (registers RewriteKind.LIST_SET_ITEM)
 from nnconv.rewrite import merge_axes  # noqa: F401  (registers RewriteKind.MERGE_AXES)
-from nnconv.rewrite.folding import fold_constants, mark_int64_indices
+from nnconv.rewrite.folding import fold_constants
 from nnconv.rewrite.registry import REWRITES, RewriteKind
 
 
 def rewrite(state: ConversionState) -> None:
     """Folds constants (unless `ConversionOptions.fold_constants` is off), applies every graph rewrite in `RewriteKind` order (recording what each changed in
     `state.rewrites`), and folds again what the rewrites made constant."""
-    mark_int64_indices(state)
     fold = state.options.fold_constants
     if fold:
         fold_constants(state)

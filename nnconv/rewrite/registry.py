@@ -23,6 +23,7 @@ class RewriteKind(enum.Enum):
 
     MERGE_AXES = "merge-axes"  # rank-5 reshape/tile/transpose chains on merged axes (rank <= 4)
     LIST_SET_ITEM = "list-set-item"  # a loop's lowered TensorListSetItem as a SELECT of one row
+    INT64_INDICES = "int64-indices"  # int64 index tensors carried as int32
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ class ConversionState:
     api_level: int
     options: ConversionOptions
     folded: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # (subgraph, tensor) -> value
-    # Non-constant int64 tensors whose values always fit int32 (ARG_MAX/ARG_MIN indices), carried as
-    # TENSOR_INT32; see folding.mark_int64_indices.
+    # Non-constant int64 tensors whose values always fit int32 (indices), carried as TENSOR_INT32; see
+    # rewrite/int64_indices.py.
     int64_as_int32: set[tuple[int, int]] = field(default_factory=set)
     densified: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # sparse constants, dense
     rewrites: list["RewriteRecord"] = field(default_factory=list)  # what the graph rewrites changed

@@ -82,9 +82,7 @@ def test_gather_refusals():
     batch = single_op_model(B.GATHER, [("x", (2, 5), np.float32), ("i", np.array([[1], [0]], I32))],
                             [("y", (2, 1), np.float32)], GatherOptions(axis=1, batch_dims=1))
     assert_refused(batch, 30, Code.OPTION)
-    dyn64 = single_op_model(B.GATHER, [("x", (5, 3), np.float32), ("i", (2,), np.int64)],
-                            [("y", (2, 3), np.float32)], GatherOptions(axis=0))
-    assert_refused(dyn64, 30, Code.DTYPE)
+    # non-constant int64 indices lower as int32 (tests/rewrite/test_int64_indices.py); read otherwise, refused
 
 
 @pytest.mark.parametrize("dtype,api", LEVELS[:4])

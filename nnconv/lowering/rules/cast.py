@@ -24,18 +24,22 @@ class Cast(Rule):
     x -> bool is NOT_EQUAL(x, [0]) (the 0 stored with x's own quantization, so stored values compare);
     bool -> y is SELECT(x, ones, zeros) with constants of x's shape.
     CastOptions' in_data_type / out_data_type repeat the tensor types, which are what TFLite's kernel reads,
-    so the rule reads the tensor types too."""
+    so the rule reads the tensor types too. An int64 output that the int64-indices rewrite carries as int32
+    (it is only read as indices) is a CAST to TENSOR_INT32."""
 
     nnapi_ops = (OperationType.CAST, OperationType.NOT_EQUAL, OperationType.SELECT, OperationType.LOGICAL_OR)
     min_api_level = 29
     dtypes = ("float32", "float16", "int32", "uint8", "bool")
-    constraints = "float32/float16/int32/uint8/bool; values cast to uint8 are clamped to [0, 255]"
+    constraints = ("float32/float16/int32/uint8/bool, int64 indices as int32; values cast to uint8 are clamped "
+                   "to [0, 255]")
     driver_notes = (NO_SIGNED_INT8_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not check_common(c, 1, (F32, F16, I32, U8, TensorType.BOOL), max_rank=None, same_type=False):
             return
-        c.require_dtype(c.output(0), (F32, F16, I32, U8, TensorType.BOOL), "output")
+        out = c.output(0)
+        if not (out is not None and out.type == TensorType.INT64 and c.nnapi_type(out) is not None):
+            c.require_dtype(out, (F32, F16, I32, U8, TensorType.BOOL), "output")
         c.require_api(29, "CAST")
 
     def lower(self, c: LowerContext) -> None:
