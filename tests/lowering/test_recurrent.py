@@ -102,7 +102,7 @@ def test_lstm_negative_clip_refused(clip):
 
 
 def seq_lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=4, time_major=False, cifg=False, peephole=False,
-                   projection=False, layer_norm=False, act=4, cell_clip=0.0, diagonal=False) -> bytes:
+                   projection=False, layer_norm=False, act=4, cell_clip=0.0, diagonal=False, out_shape=None) -> bytes:
     if not projection:
         n_out = n_cell
     b = TfliteBuilder()
@@ -115,7 +115,7 @@ def seq_lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=4, time_major=False
     if layer_norm:
         ins += [-1 if cifg and g == "i" else b.const(f"ln_{g}", (1 + w(n_cell, scale=0.1)).astype(F32))
                 for g in ("i", "f", "c", "o")]
-    y = b.tensor("y", (shape[0], shape[1], n_out), F32)
+    y = b.tensor("y", (shape[0], shape[1], n_out) if out_shape is None else out_shape, F32)
     b.op(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [y],
          UnidirectionalSequenceLSTMOptions(fused_activation_function=act, cell_clip=cell_clip,
                                            time_major=time_major, diagonal_recurrent_tensors=diagonal))
@@ -211,14 +211,15 @@ def test_bidirectional_sequence_lstm_needs_api28():
     assert_refused(bidi_lstm_model(), 27, Code.API_LEVEL, min_api_level=28)
 
 
-def rnn_model(op, batch=2, steps=3, n_in=5, units=4, act=1, time_major=False) -> bytes:
+def rnn_model(op, batch=2, steps=3, n_in=5, units=4, act=1, time_major=False, out_shape=None) -> bytes:
+    """`out_shape` declares the output with another shape (TensorFlow leaves some undeclared, `()`)."""
     b = TfliteBuilder()
     seq = op != BuiltinOperator.RNN
     shape = ((steps, batch, n_in) if time_major else (batch, steps, n_in)) if seq else (batch, n_in)
     x = b.input("x", shape, F32)
     ins = [x, b.const("w", w(units, n_in)), b.const("r", w(units, units)), b.const("b", w(units, scale=0.1)),
            b.tensor("h", (batch, units), F32, is_variable=True)]
-    y = b.tensor("y", shape[:-1] + (units,), F32)
+    y = b.tensor("y", shape[:-1] + (units,) if out_shape is None else out_shape, F32)
     opts = SequenceRNNOptions(time_major=time_major, fused_activation_function=act) if seq else \
         RNNOptions(fused_activation_function=act)
     b.op(op, ins, [y], opts)
@@ -239,6 +240,22 @@ def test_unidirectional_sequence_rnn_parity(time_major):
     # Below API 29 the sequence is unrolled into one RNN per step.
     assert_parity(m, api_level=28, expect_ops=["STRIDED_SLICE"] * 3 + ["RNN"] * 3 + ["CONCATENATION", "RESHAPE"])
     assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
+
+
+@pytest.mark.parametrize("declared", [(), (1,), (9, 9, 9)], ids=["undeclared", "one", "wrong"])
+@pytest.mark.parametrize("time_major", [False, True], ids=["batch-major", "time-major"])
+def test_sequence_output_shape_as_tflite_computes_it(declared, time_major):
+    """TensorFlow's converter leaves a sequence op's output shape undeclared (`[]`, from an OpHint stub);
+    TFLite's kernel resizes it at Prepare and so does the output-shapes rewrite (nnconv/rewrite/
+    output_shapes.py): the model lowers, matches TFLite and the report names the rewrite."""
+    from nnconv.pipeline import check_model
+    rnn = rnn_model(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN, time_major=time_major, act=4, steps=6,
+                    out_shape=declared)
+    lstm = seq_lstm_model(time_major=time_major, out_shape=declared, projection=True, n_out=3)
+    for m, api in ((rnn, 28), (rnn, 29), (lstm, 29), (lstm, 30)):
+        assert_parity(m, api_level=api)
+        notes = [n for r in check_model(m, api).ops for n in r.notes]
+        assert any("output-shapes" in n for n in notes), notes
 
 
 def bidi_rnn_model(batch=2, steps=4, n_in=3, units=5, merge=False, time_major=False, aux: str = "") -> bytes:
