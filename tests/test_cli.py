@@ -46,7 +46,7 @@ def refused_tflite() -> bytes:
     z = b.tensor("z", Y_SHAPE, np.float32)
     b.op(BuiltinOperator.CUSTOM, [y], [z], custom_code="MyFancyOp")
     s = b.tensor("s", Y_SHAPE, np.float32)
-    b.op(BuiltinOperator.CUMSUM, [z, b.const("axis", np.int32(1))], [s])
+    b.op(BuiltinOperator.SEGMENT_SUM, [z, b.const("segments", np.zeros(Y_SHAPE[0], np.int32))], [s])
     b.output(s)
     return b.finish()
 
@@ -110,7 +110,7 @@ def test_refused_model_exits_3_listing_every_refused_op(tmp_path, runner):
     lines = result.stderr.splitlines()
     assert lines[-1].startswith("nnconv: error: 3 of 3 ops cannot be lowered at API 30; --allow-partial")
     body = "\n".join(lines[:-1])
-    for needle in ("op #0 CONV_2D", "op #1", "MyFancyOp", "op #2 CUMSUM"):
+    for needle in ("op #0 CONV_2D", "op #1", "MyFancyOp", "op #2 SEGMENT_SUM"):
         assert needle in body, result.stderr
     assert "Traceback" not in result.output
     assert not out.exists()
