@@ -6,13 +6,18 @@
 
     prepared = nnconv.prepare("model.tflite", api_level=30)   # read and rewritten once
     prepared.report, prepared.plan(), prepared.whole()         # checked, planned, lowered on demand
+
+The converter and the executor are imported on first use (module `__getattr__`), so that `import nnconv`
+stays instant: the command line's entry (`nnconv.__main__`) must be running its Ctrl-C handler before
+numpy and the rules load.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from nnconv.errors import ConversionError, InputDataError, ModelFormatError, NnconvError
-from nnconv.runtime.executor import Executor
-from nnconv.lowering.convert import ConversionOptions, ConversionResult, Report
 from nnconv.nnapi.levels import DEFAULT_API_LEVEL
-from nnconv.pipeline import PreparedConversion, check_model, convert, prepare
 from nnconv.version import __version__
 
 
@@ -27,3 +32,18 @@ def verify(model, api_level: int = DEFAULT_API_LEVEL, **options):
 __all__ = ["ConversionError", "ConversionOptions", "ConversionResult", "Executor", "InputDataError",
            "ModelFormatError", "NnconvError", "PreparedConversion", "Report", "check_model", "convert", "prepare",
            "verify", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """The converter's and the executor's names, imported on first use (see the module docstring)."""
+    if name == "Executor":
+        from nnconv.runtime.executor import Executor
+        return Executor
+    if name in ("ConversionOptions", "ConversionResult", "Report"):
+        from nnconv.lowering.convert import ConversionOptions, ConversionResult, Report
+        return {"ConversionOptions": ConversionOptions, "ConversionResult": ConversionResult, "Report": Report}[name]
+    if name in ("PreparedConversion", "check_model", "convert", "prepare"):
+        from nnconv.pipeline import PreparedConversion, check_model, convert, prepare
+        return {"PreparedConversion": PreparedConversion, "check_model": check_model, "convert": convert,
+                "prepare": prepare}[name]
+    raise AttributeError(f"module 'nnconv' has no attribute {name!r}")

@@ -340,16 +340,21 @@ def test_int32_mul_driver_warning_from_the_real_table(tmp_path):
     assert levels["min_api_level"] == 30
 
 
-def test_a_partition_that_fails_to_lower_is_reported_not_fatal(models, monkeypatch):
-    """A rule whose check accepts but whose lowering raises is a bug: the report names it per partition."""
+def test_a_partition_that_fails_to_lower_is_reported_then_fails_like_convert(models, monkeypatch):
+    """A rule whose check accepts but whose lowering raises is a bug: the report names it per partition, and
+    check exits 4 as convert would (check exit 0 must mean convert succeeds)."""
     rule = RULES[int(BuiltinOperator.CONV_2D)]
 
     def broken(c):
         raise RuntimeError("boom")
     monkeypatch.setattr(rule, "lower", broken)
-    data = check_json(models["clean"], "--api-level", "30")
+    res = run(models["clean"], "--api-level", "30", "--format", "json")
+    assert res.exit_code == 4
+    data = json.loads(res.stdout)
     assert "RuntimeError: boom" in data["partitions"][0]["error"]
     assert any("failed to lower" in w for w in data["warnings"])
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("nnconv: error:")]
+    assert len(errors) == 1 and "partition 0 failed to lower: RuntimeError: boom (a bug in nnconv" in errors[0]
     from nnconv.pipeline import convert_partial
     with pytest.raises(RuntimeError, match="boom"):
         convert_partial(models["clean"], 30)

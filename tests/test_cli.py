@@ -260,7 +260,7 @@ def test_run_unwritable_output(tmp_path, runner, nnapi_path):
     np.savez(tmp_path / "in.npz", x=np.ones(X_SHAPE, np.float32))
     result = runner.invoke(main, ["run", str(nnapi_path), "--inputs", str(tmp_path / "in.npz"), "-o",
                                   str(tmp_path / "no-such-dir" / "o.npz")])
-    assert_one_line_error(result, EXIT_BAD_INPUT, "does not exist")
+    assert_one_line_error(result, EXIT_BAD_INPUT, "no-such-dir does not exist")
 
 
 # -- verify -------------------------------------------------------------------------------------------

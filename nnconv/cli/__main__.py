@@ -1,5 +1,5 @@
-"""`python -m nnconv.cli`: the same command line as `nnconv`."""
+"""`python -m nnconv.cli`: the same command line as `nnconv` (and the same Ctrl-C handling)."""
 
-from nnconv.cli import main
+from nnconv.__main__ import main
 
-main(prog_name="nnconv")
+main()

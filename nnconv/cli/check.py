@@ -16,7 +16,7 @@ from nnconv.cli.common import (
     handle_errors,
     verbosity_options,
 )
-from nnconv.errors import EXIT_FAILURE
+from nnconv.errors import EXIT_FAILURE, EXIT_INTERNAL
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.levels import ApiLevel, LevelError, is_all
 from nnconv.report.analysis import (
@@ -90,7 +90,8 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
               max_partitions: int, fail_on: str | None, min_coverage: float | None,
               max_partitions_allowed: int | None, options: ConversionOptions, out: Console, err: Console,
               node_data: str | None = None, jobs: int = 1) -> int:
-    """Runs `nnconv check`; returns the exit code (0, or 1 when a policy is violated)."""
+    """Runs `nnconv check`; returns the exit code (0; 1 when a policy is violated; that of `convert` when a
+    partition fails to lower)."""
     policies = Policies(fail_on, min_coverage, max_partitions_allowed)
     paths = expand_models(models)
     if node_data is not None and (len(paths) != 1 or is_all(api_level)):
@@ -135,6 +136,15 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     violations = [v for c in checks for v in policies.violations(c)]
     for v in violations:
         err.print(f"nnconv: policy violated: {v}", markup=False)
+    # `check` is the gate in front of `convert`: a partition that did not lower fails it with the exit code
+    # `convert` would give (2 bad input, 3 not convertible, 4 our bug), after the report is printed.
+    failed = [(c, p) for c in checks for p in c.plan.partitions if p.error]
+    if failed:
+        c, p = failed[0]
+        bug = " (a bug in nnconv: please report it with the model)" if p.error_exit_code == EXIT_INTERNAL else ""
+        line = " ".join(f"{c.path}: partition {p.index} failed to lower: {p.error}{bug}".split())
+        err.print(f"nnconv: error: {line}", markup=False)
+        return p.error_exit_code
     return EXIT_FAILURE if violations else 0
 
 

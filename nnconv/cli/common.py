@@ -17,7 +17,14 @@ from typing import Any, Callable, Iterator
 import click
 from rich.console import Console
 
-from nnconv.errors import EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE, ConversionError, InternalError, NnconvError
+from nnconv.errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_CONVERTIBLE,
+    ConversionError,
+    InternalError,
+    NnconvError,
+)
 from nnconv.nnapi.levels import ApiLevel, LevelError
 
 
@@ -151,8 +158,7 @@ class Group(click.Group):
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Abort:  # Ctrl-C at a prompt; KeyboardInterrupt elsewhere
-            reset_err()
-            fail("interrupted", 130)
+            interrupted()
         except click.ClickException as e:
             reset_err()
             fail(usage_error_line(e), e.exit_code)
@@ -165,6 +171,13 @@ def reset_err() -> None:
     """Rebinds the error console to the current stderr (errors raised before `main`'s callback ran)."""
     global err
     err = _console(stderr=True)
+
+
+def interrupted() -> None:
+    """Ctrl-C: one line, exit 130 (128 + SIGINT, as shells report it), never click's "Aborted!" (exit 1)."""
+    sys.stderr.write("nnconv: interrupted\n")
+    sys.stderr.flush()
+    raise SystemExit(EXIT_INTERRUPTED)
 
 
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -183,7 +196,10 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             fail(f"internal error: {e} (set NNCONV_DEBUG=1 for a traceback)", EXIT_INTERNAL)
         except NnconvError as e:
             fail(str(e), e.exit_code)
-        except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
+        except KeyboardInterrupt:
+            # Ctrl-C: outputs are written atomically (nnconv.safe_write), so nothing half-written remains.
+            interrupted()
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except MemoryError:
             fail("out of memory", EXIT_INTERNAL)
@@ -250,3 +266,16 @@ fold_weights_option = click.option("--fold-weights", is_flag=True,
                                         "models lower at API 27/28).")
 relax_option = click.option("--relax-fp16", is_flag=True,
                             help="Set relaxComputationFloat32toFloat16 in the NNAPI model (API 28+).")
+
+
+def max_memory_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`--max-memory SIZE`: the bound `run` / `verify` check the model's memory (and the .npz inputs) against."""
+    from nnconv.limits import DEFAULT_FRACTION_OF_RAM
+    return click.option("--max-memory", "max_memory", type=str, default=None,
+                        help=f"Refuse models / inputs needing more memory than this (e.g. 512M, 2G). Default "
+                             f"{DEFAULT_FRACTION_OF_RAM:.0%} of the machine's physical memory.")(fn)
+
+
+def resolve_max_memory(text: str | None) -> int:
+    from nnconv.limits import default_max_memory, parse_size
+    return default_max_memory() if text is None else parse_size(text)

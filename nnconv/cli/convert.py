@@ -32,14 +32,14 @@ Examples:
 
 @click.command(short_help="Convert a .tflite model into an NNAPI model file (.nnapi).", epilog=EPILOG)
 @click.argument("model", type=click.Path())
-@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="The .nnapi file to write.")
+@click.option("-o", "--output", type=click.Path(), required=True, help="The .nnapi file to write.")
 @api_level_option
 @feature_level_option
 @click.option("--allow-partial", is_flag=True, help="Write the supported partitions and the partition plan "
                                                      "instead of failing on refused ops.")
 @fold_weights_option
 @relax_option
-@click.option("--emit-c", "emit_c_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--emit-c", "emit_c_path", type=click.Path(), default=None,
               help="Also write C source that builds the model with the NDK, reading the weights from the "
                    ".nnapi file (docs/nnapi-format.md), and its header beside it (OUT.h).")
 @click.option("--c-prefix", default=None,
@@ -55,11 +55,15 @@ def convert(model: str, output: str, api_level: int | None, feature_level: int |
             check_c: bool) -> None:
     """Convert MODEL (.tflite) into an NNAPI model file (.nnapi)."""
     from nnconv.nnapi import serialize
-    from nnconv.nnapi.emit_c import c_prefix_for, check_c_prefix
+    from nnconv.nnapi.emit_c import c_prefix_for, check_c_prefix, header_path_for
+    from nnconv.safe_write import output_target
     if (check_c or c_prefix is not None) and not emit_c_path:
         raise NnconvError("--check-c and --c-prefix apply to the C source: add --emit-c OUT.c")
-    # Checked before converting, so a bad prefix leaves no output behind.
+    # Checked before converting, so a bad prefix or output path leaves no output behind.
     prefix = check_c_prefix(c_prefix if c_prefix is not None else c_prefix_for(model))
+    for path in (output, emit_c_path, emit_c_path and header_path_for(emit_c_path)):
+        if path:
+            output_target(path)  # a directory or device is refused before the conversion, not after it
     if check_c:
         from nnconv.nnapi.ndk.check import find_compiler
         find_compiler()  # no compiler: say so before converting anything

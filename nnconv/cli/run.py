@@ -7,7 +7,7 @@ import sys
 import click
 
 from nnconv.cli import common
-from nnconv.cli.common import handle_errors, verbosity_options
+from nnconv.cli.common import handle_errors, max_memory_option, resolve_max_memory, verbosity_options
 from nnconv.cli.npz_io import load_npz, save_npz
 from nnconv.errors import NnconvError
 from nnconv.fmt import describe_array, format_shape
@@ -23,7 +23,7 @@ Examples:
 @click.argument("nnapi_model", type=click.Path())
 @click.option("--inputs", "inputs_path", type=click.Path(), required=True,
               help=".npz with one array per model input, by input name or arr_0, arr_1, ...")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help=".npz to write the outputs to.")
+@click.option("-o", "--output", type=click.Path(), required=True, help=".npz to write the outputs to.")
 @click.option("--trace", is_flag=True,
               help="Print each NNAPI operation's outputs to stderr: TFLite tensor name [NNAPI operand], dtype, "
                    "shape and [min, max].")
@@ -32,11 +32,14 @@ Examples:
                    "tensors entering it).")
 @common.threads_option
 @verbosity_options
+@max_memory_option
 @handle_errors
-def run(nnapi_model: str, inputs_path: str, output: str, trace: bool, partition: int | None, threads: int) -> None:
+def run(nnapi_model: str, inputs_path: str, output: str, trace: bool, partition: int | None, threads: int,
+        max_memory: str | None) -> None:
     """Run an NNAPI model file on the numpy executor."""
     from nnconv.nnapi import serialize
     from nnconv.runtime.blas_threads import use_threads
+    from nnconv.safe_write import output_target
     from nnconv.runtime.executor import Executor, Trace
     loaded = serialize.load(nnapi_model)
     n = len(loaded.partitions)
@@ -47,9 +50,12 @@ def run(nnapi_model: str, inputs_path: str, output: str, trace: bool, partition:
         partition = 0
     elif not 0 <= partition < n:
         raise click.BadParameter(f"{nnapi_model} has partitions 0..{n - 1}", param_hint="--partition")
-    inputs = load_npz(inputs_path)
+    limit = resolve_max_memory(max_memory)
+    output_target(output)  # refuse a directory or device before the work, not after it
+    ex = Executor(loaded.partitions[partition], trace=Trace(stream=sys.stderr) if trace else None,
+                  max_memory=limit, name=nnapi_model)
+    inputs = load_npz(inputs_path, limit)
     with use_threads(threads):
-        ex = Executor(loaded.partitions[partition], trace=Trace(stream=sys.stderr) if trace else None)
         with common.timed("run"):
             outputs = ex.run(inputs)
     save_npz(output, outputs)

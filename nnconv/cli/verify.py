@@ -21,7 +21,9 @@ from nnconv.cli.common import (
     feature_level_option,
     fold_weights_option,
     handle_errors,
+    max_memory_option,
     resolve_api_level,
+    resolve_max_memory,
     threads_option,
     verbosity_options,
     warn_deprecated,
@@ -81,13 +83,14 @@ Examples:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @fold_weights_option
 @threads_option
+@max_memory_option
 @verbosity_options
 @handle_errors
 def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | None, inputs_path: str | None,
            seed: int | None, input_range: tuple[float, float] | None, image: str | None,
            reference_path: str | None, save_reference: str | None, kernels: str, per_op: bool, relax_fp16: bool,
            atol: float | None, rtol: float | None, max_lsb: int | None, allow_partial: bool, jobs: int,
-           node_data: str | None, fmt: str, fold_weights: bool, threads: int) -> None:
+           node_data: str | None, fmt: str, fold_weights: bool, threads: int, max_memory: str | None) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
     from nnconv.parity.batch import model_paths
     from nnconv.parity.session import VerifyOptions
@@ -104,12 +107,14 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
     warn_deprecated(level)
     warn_inapplicable(level, relax_fp16=relax_fp16)
     overrides = ToleranceOverrides(atol, rtol, max_lsb) if (atol, rtol, max_lsb) != (None, None, None) else None
+    limit = resolve_max_memory(max_memory)
     options = VerifyOptions(
         api_level=level, conversion=conversion_options(fold_weights, relax_fp16), kernels=kernels, seed=seed,
-        input_range=input_range, inputs=load_npz(inputs_path) if inputs_path else None,
+        input_range=input_range, inputs=load_npz(inputs_path, limit) if inputs_path else None,
         inputs_source=inputs_path or "", image=image,
-        reference=load_npz(reference_path) if reference_path else None, reference_source=reference_path or "",
-        per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial, overrides=overrides, threads=threads)
+        reference=load_npz(reference_path, limit) if reference_path else None,
+        reference_source=reference_path or "", per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial,
+        overrides=overrides, threads=threads, executor_options={"max_memory": limit})
     if several:
         code = _verify_several(paths, options, jobs, fmt)
     else:

@@ -27,7 +27,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from nnconv.errors import ConversionError, NnconvError
+from nnconv.errors import EXIT_INTERNAL, ConversionError, NnconvError
 from nnconv.lowering.convert import Report, is_folded, lower_ops, partition_boundary
 from nnconv.lowering.context import ConversionState, dtype_name
 from nnconv.lowering.diagnostics import Verdict
@@ -65,6 +65,7 @@ class Partition:
     outputs: list[BoundaryTensor]
     nnapi_ops: int = 0  # NNAPI operations emitted for it
     error: str = ""  # why lowering it failed (a bug: every op in it passed its check)
+    error_exit_code: int = 0  # the exit code `convert` gives for that failure (4: our bug)
 
     @property
     def boundary_bytes(self) -> int:
@@ -264,12 +265,12 @@ def build_plan(state: ConversionState, report: Report, max_partitions: int = DEF
         except NnconvError as e:
             if strict:
                 raise
-            p.error = str(e)
+            p.error, p.error_exit_code = str(e), e.exit_code
             continue
         except Exception as e:  # noqa: BLE001 - a rule bug must not hide the rest of the report
             if strict:
                 raise
-            p.error = f"{type(e).__name__}: {e}"
+            p.error, p.error_exit_code = f"{type(e).__name__}: {e}", EXIT_INTERNAL
             continue
         plan.converted.append(converted)
         notes.update(converted.notes)

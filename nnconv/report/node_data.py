@@ -19,7 +19,7 @@ import json
 import os
 from typing import Any
 
-from nnconv.errors import NnconvError
+from nnconv.safe_write import write_text
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.tflite.ir import Subgraph
 
@@ -68,14 +68,5 @@ def per_op_node_data(report: Any, tflite_path: str) -> dict:
 
 
 def write_node_data(path: str | os.PathLike, data: dict) -> None:
-    """Writes the overlay atomically (a temporary file renamed): never a half-written file."""
-    target = os.fspath(path)
-    tmp = f"{target}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2)
-        os.replace(tmp, target)
-    except OSError as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise NnconvError(f"{target}: cannot write ({e.strerror or e})") from None
+    """Writes the overlay atomically (nnconv.safe_write): never a half-written file, only regular files."""
+    write_text(path, json.dumps(data, indent=2))

@@ -28,6 +28,7 @@ from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.runtime.relaxed import fp16_storage
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.levels import feature_level
+from nnconv.nnapi.memory import ensure_fits
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.nnapi.validate import operation_refusals
@@ -263,11 +264,14 @@ class Executor:
     def __init__(self, model: ConvertedModel | Model, trace: Trace | None = None,
                  blas_threads: int | None | str = "default",
                  kernel_overrides: Mapping[OperationType, Callable] | None = None,
-                 relaxed_fp16: bool = False, options: ExecutionOptions | None = None) -> None:
+                 relaxed_fp16: bool = False, options: ExecutionOptions | None = None,
+                 max_memory: int | None = None, name: str = "the model") -> None:
         """`blas_threads` sets numpy's BLAS pool during `run` (None: leave it alone); by default
         `default_threads()`: 1, like the single-threaded TFLite interpreter we compare with, or the N of
         `--threads N` (see `nnconv.runtime.blas_threads`). `kernel_overrides`, `relaxed_fp16` and `options`:
-        see `SubgraphRunner`."""
+        see `SubgraphRunner`. `max_memory` (bytes): refuse, before anything runs, a model whose values need
+        more (`nnconv.nnapi.memory`: constants + the largest set of values live at once); `name` is how the
+        refusal names the model."""
         if isinstance(model, Model):
             model = _bare(model)
         # What the NNAPI runtime does before it compiles a model: every operation's validate (with the
@@ -276,6 +280,8 @@ class Executor:
         refusals = operation_refusals(model.model, level)
         if refusals:
             raise OperationsRefusedError(refusals)
+        if max_memory is not None:
+            ensure_fits(model.model, max_memory, name)
         self.converted = model
         self.runner = SubgraphRunner(model.model, trace, kernel_overrides, relaxed_fp16, options)
         self.blas_threads = default_threads() if blas_threads == "default" else blas_threads

@@ -1,0 +1,155 @@
+"""Hostile paths, sizes and signals at the command line: outputs that are not files, --max-memory, Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from harness import TfliteBuilder, single_op_model
+from nnconv.cli import main
+from nnconv.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
+from nnconv.nnapi import serialize
+from nnconv.nnapi.memory import constant_bytes, peak_live_bytes, peak_memory
+from nnconv.tflite.options import AddOptions, MulOptions
+from nnconv.tflite.schema_enums import BuiltinOperator
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def add_model(shape=(2, 3)) -> bytes:
+    return single_op_model(BuiltinOperator.ADD, [("x", shape, np.float32), ("k", np.ones(shape, np.float32))],
+                           [("y", shape, np.float32)], AddOptions())
+
+
+def one_error_line(result, code: int) -> str:
+    assert result.exit_code == code, (result.exit_code, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nnconv: error: "), result.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def model(tmp_path) -> pathlib.Path:
+    p = tmp_path / "m.tflite"
+    p.write_bytes(add_model())
+    return p
+
+
+@pytest.mark.parametrize("output,fragment", [
+    pytest.param(".", "is a directory; give a file name", id="directory"),
+    pytest.param("/dev/null", "is not a regular file (a device); refusing to replace it", id="device"),
+])
+def test_convert_refuses_outputs_that_are_not_files(tmp_path, model, output, fragment):
+    result = CliRunner().invoke(main, ["convert", str(model), "-o", output])
+    assert fragment in one_error_line(result, EXIT_BAD_INPUT)
+    assert os.path.isdir(".") and not os.path.isfile("/dev/null")
+
+
+def test_emit_c_to_a_directory_is_refused_before_writing_anything(tmp_path, model):
+    out = tmp_path / "m.nnapi"
+    result = CliRunner().invoke(main, ["convert", str(model), "-o", str(out), "--emit-c", str(tmp_path)])
+    assert "is a directory" in one_error_line(result, EXIT_BAD_INPUT)
+    assert not out.exists()
+
+
+def test_convert_follows_a_symlink_to_its_file(tmp_path, model):
+    real = tmp_path / "real.nnapi"
+    real.write_bytes(b"old")
+    link = tmp_path / "link.nnapi"
+    link.symlink_to(real)
+    result = CliRunner().invoke(main, ["convert", str(model), "-o", str(link)])
+    assert result.exit_code == EXIT_OK, result.stderr
+    assert link.is_symlink() and serialize.load(real).partitions
+
+
+def run_args(tmp_path, model_path, *extra, shape=(2, 3)) -> list[str]:
+    nnapi = tmp_path / "m.nnapi"
+    assert CliRunner().invoke(main, ["convert", str(model_path), "-o", str(nnapi)]).exit_code == EXIT_OK
+    np.savez(tmp_path / "in.npz", x=np.ones(shape, np.float32))
+    return ["run", str(nnapi), "--inputs", str(tmp_path / "in.npz"), "-o", str(tmp_path / "out.npz"), *extra]
+
+
+def test_run_output_to_a_directory_is_one_line(tmp_path, model):
+    args = run_args(tmp_path, model)
+    args[-1] = str(tmp_path)
+    assert "is a directory" in one_error_line(CliRunner().invoke(main, args), EXIT_BAD_INPUT)
+
+
+def test_run_refuses_a_model_over_max_memory_with_the_figure(tmp_path):
+    big = tmp_path / "big.tflite"
+    big.write_bytes(add_model((256, 1024)))  # 1 MiB per tensor: constant + input + output = 3 MiB
+    result = CliRunner().invoke(main, run_args(tmp_path, big, "--max-memory", "2M", shape=(256, 1024)))
+    line = one_error_line(result, EXIT_BAD_INPUT)
+    assert "needs at least 3.0 MiB to execute" in line and "over the 2.0 MiB allowed (--max-memory)" in line
+    assert not (tmp_path / "out.npz").exists()
+    ok = CliRunner().invoke(main, run_args(tmp_path, big, "--max-memory", "4M", shape=(256, 1024)))
+    assert ok.exit_code == EXIT_OK, ok.stderr
+
+
+def test_max_memory_syntax_errors_are_one_line(tmp_path, model):
+    result = CliRunner().invoke(main, run_args(tmp_path, model, "--max-memory", "lots"))
+    assert "give a size such as 512M" in one_error_line(result, EXIT_BAD_INPUT)
+
+
+def test_verify_refuses_before_running_either_engine(tmp_path):
+    big = tmp_path / "big.tflite"
+    big.write_bytes(add_model((256, 1024)))
+    result = CliRunner().invoke(main, ["verify", str(big), "--max-memory", "1M"])
+    assert "over the 1.0 MiB allowed (--max-memory)" in one_error_line(result, EXIT_BAD_INPUT)
+
+
+def test_peak_memory_frees_intermediates_after_their_last_use():
+    """x -> a -> b -> y, each 4x4 float32 (64 bytes): at most two values live at once beyond the input."""
+    import nnconv
+    b = TfliteBuilder()
+    x = b.input("x", (4, 4), np.float32)
+    k = b.const("k", np.ones((4, 4), np.float32))
+    t1, t2, y = (b.tensor(n, (4, 4), np.float32) for n in ("a", "b", "y"))
+    b.op(BuiltinOperator.ADD, [x, k], [t1], AddOptions())
+    b.op(BuiltinOperator.MUL, [t1, k], [t2], MulOptions())
+    b.op(BuiltinOperator.ADD, [t2, k], [y], AddOptions())
+    b.output(y)
+    model = nnconv.convert(b.finish(), api_level=30).converted.model
+    assert constant_bytes(model) >= 64
+    # x stays (a model input), a and b overlap at the MUL, then b and y at the last ADD: 3 x 64.
+    assert peak_live_bytes(model) == 3 * 64
+    assert peak_memory(model) == constant_bytes(model) + 3 * 64
+
+
+def test_keyboard_interrupt_in_a_command_is_one_line_exit_130(tmp_path, model, monkeypatch):
+    from nnconv import pipeline
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(pipeline, "lower_ops", interrupted)
+    out = tmp_path / "o.nnapi"
+    result = CliRunner().invoke(main, ["convert", str(model), "-o", str(out)])
+    assert result.exit_code == EXIT_INTERRUPTED
+    assert result.stderr == "nnconv: interrupted\n" and not out.exists()
+
+
+@pytest.mark.parametrize("delay", [0.25, 1.0], ids=["during-imports", "during-work"])
+def test_sigint_to_the_process_is_one_line_exit_130(tmp_path, delay):
+    """A real Ctrl-C (SIGINT) at two moments: while Python imports nnconv, numpy and TFLite, and later. (Before
+    ~0.05 s the interpreter itself has not started: no Python code can answer a signal then.)"""
+    model = tmp_path / "m.tflite"
+    model.write_bytes(add_model((64, 64)))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    proc = subprocess.Popen([sys.executable, "-m", "nnconv", "verify", str(model)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    if proc.returncode == EXIT_OK:
+        pytest.skip("the command finished before the signal arrived")  # a loaded machine may be slow or fast
+    assert proc.returncode == EXIT_INTERRUPTED, err
+    assert err.decode() == "nnconv: interrupted\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
