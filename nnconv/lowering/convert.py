@@ -119,8 +119,10 @@ def check_op(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnos
     return checked(state, sg, op).diagnostics
 
 
-def checked(state: ConversionState, sg: Subgraph, op: Operator) -> CheckContext:
-    """The op's check context after its rule's check: diagnostics and notes (nothing for a folded op)."""
+def checked(state: ConversionState, sg: Subgraph, op: Operator, runtime: bool = True) -> CheckContext:
+    """The op's check context after its rule's check: diagnostics and notes (nothing for a folded op).
+    `runtime=False` skips lowering the op to ask the runtime (`runtime_refusals`): for callers inside the
+    lowering itself, which would otherwise recurse into it."""
     c = CheckContext(state, sg, op)
     if is_folded(state, sg, op):
         return c
@@ -145,7 +147,7 @@ def checked(state: ConversionState, sg: Subgraph, op: Operator) -> CheckContext:
             raise rule_bug(c, type(rule).__name__, e) from e
         c.refuse(Code.MALFORMED, f"malformed {op.name} operator: {reason} ({type(e).__name__}: {e})",
                  hint="the model file is inconsistent; re-export it")
-    if c.ok:
+    if c.ok and runtime:
         c.diagnostics.extend(runtime_refusals(state, sg, op))
     if c.ok:  # spec-valid cases drivers commonly refuse: warnings from the same check (driver_support.py)
         from nnconv.lowering.driver_support import warn_driver_issues
@@ -406,7 +408,10 @@ def constant_producers(state: ConversionState, sg: Subgraph) -> dict[int, Operat
         if op.builtin_code not in _CONSTANT_PRODUCERS or len(op.outputs) != 1 or op.outputs[0] < 0:
             continue
         ins = [sg.tensors[i] for i in op.inputs if i >= 0]
-        if ins and all(t.data is not None or (sg.index, t.index) in state.folded for t in ins):
+        if ins and all(t.data is not None or (sg.index, t.index) in state.folded for t in ins) \
+                and checked(state, sg, op, runtime=False).ok:
+            # A refused producer (say of an int4 constant) stays a CPU op whose output enters as an input.
+            # (It emits no NNAPI operation, so the runtime has nothing to refuse: its rule's check decides.)
             found[op.outputs[0]] = op
     return found
 

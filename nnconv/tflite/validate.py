@@ -17,6 +17,7 @@ file fine that `convert` then rejects for its numbers.
   This is also what makes a dependency cycle impossible.
 - Weights with a bias (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV): the bias holds one value
   per output channel of the filter, as TFLite's own kernels check in their Prepare.
+- Variable tensors (recurrent state) have a known shape: they are allocated from it before the first run.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ def validate_model(model: TfliteModel) -> None:
         for t in sg.tensors:
             where = f"{model.path}: tensor {t.index} ('{t.name}') of subgraph {sg.index}"
             _check_quantization(t, where)
+            if t.is_variable and any(d < 0 for d in t.shape):
+                # state tensors are allocated (zero-filled) from their stored shape before the first run
+                raise ModelFormatError(f"{where}: variable tensor with unknown extent in shape {list(t.shape)}")
             if t.sparsity is not None and t.data is not None:
                 try:
                     sparse_positions(t.data.size, t.shape, t.sparsity)
