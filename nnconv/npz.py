@@ -52,7 +52,7 @@ def load_npz(path: str, max_bytes: int) -> dict[str, np.ndarray]:
         # zipfile raises NotImplementedError for an unsupported compression method and RuntimeError for an
         # encrypted member: both are a file we cannot read, one line and exit 2 like the rest.
         except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, NotImplementedError,
-                RuntimeError) as e:
+                RuntimeError, IndexError, KeyError, UnicodeDecodeError) as e:  # what zipfile raises on damage
             raise InputDataError(f"{path}: not a readable .npz file ({_reason(e)})") from None
 
 
@@ -91,7 +91,7 @@ def _read_header(path: str, name: str, member: object) -> tuple[np.dtype, tuple[
             shape, fortran, dtype = fmt.read_array_header_2_0(member)
         else:
             raise ValueError(f"unknown .npy version {version}")
-    except (ValueError, EOFError, SyntaxError, TypeError) as e:
+    except (ValueError, EOFError, SyntaxError, TypeError, IndexError, KeyError, MemoryError) as e:
         raise InputDataError(f"{path}: member '{name}' is not a readable .npy array ({_reason(e)})") from None
     if dtype.hasobject:
         raise InputDataError(f"{path}: array '{name[:-4]}' holds Python objects (pickled data); nnconv reads "

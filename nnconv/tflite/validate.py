@@ -17,6 +17,7 @@ file fine that `convert` then rejects for its numbers.
   This is also what makes a dependency cycle impossible.
 - Weights with a bias (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV): the bias holds one value
   per output channel of the filter, as TFLite's own kernels check in their Prepare.
+- LSTM cells: every weight, peephole, bias and layer-norm input has n_cell rows, as TFLite's kernel checks.
 - Variable tensors (recurrent state) have a known shape: they are allocated from it before the first run.
 """
 
@@ -60,6 +61,7 @@ def validate_model(model: TfliteModel) -> None:
                                            f"{list(t.shape)}: {e}") from None
         _check_graph(model.path, sg)
         _check_biases(model.path, sg)
+        _check_lstm(model.path, sg)
 
 
 def _check_quantization(t: Tensor, where: str) -> None:
@@ -101,6 +103,33 @@ def _check_graph(path: str, sg: Subgraph) -> None:
         if t not in available and t not in written:
             raise ModelFormatError(f"{path}: output tensor {t} ('{tensors[t].name}') of subgraph {sg.index} is "
                                    "not computed by any operator")
+
+
+# LSTM-kind operators: the slots holding [n_cell, ...] weights, and the [n_cell] vectors (peepholes, gate
+# biases, layer-norm coefficients); slot 4 (input-to-output weights) is mandatory and sets n_cell.
+_LSTM_OPS = frozenset({BuiltinOperator.LSTM, BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM})
+_LSTM_MATRICES = (1, 2, 3, 4, 5, 6, 7, 8)
+_LSTM_VECTORS = (9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23)
+
+
+def _check_lstm(path: str, sg: Subgraph) -> None:
+    """The weight and bias shapes of LSTM cells agree on n_cell (TFLite's CheckInputTensorDimensions)."""
+    for op in sg.operators:
+        if op.builtin_code not in _LSTM_OPS or len(op.inputs) <= 4 or op.inputs[4] < 0:
+            continue
+        ref = sg.tensors[op.inputs[4]]
+        if ref.rank != 2 or ref.has_dynamic_shape:
+            continue
+        n_cell = ref.shape[0]
+        for slot in _LSTM_MATRICES + _LSTM_VECTORS:
+            if slot >= len(op.inputs) or op.inputs[slot] < 0:
+                continue
+            t = sg.tensors[op.inputs[slot]]
+            rank = 2 if slot in _LSTM_MATRICES else 1
+            if t.rank != rank or t.shape[0] != n_cell:
+                raise ModelFormatError(f"{path}: operator {op.index} ({op.name}) of subgraph {sg.index}: input "
+                                       f"{slot} '{t.name}' has shape {list(t.shape)}; the cell has {n_cell} "
+                                       f"units, so it must be {'[n_cell, n]' if rank == 2 else '[n_cell]'}")
 
 
 def _check_biases(path: str, sg: Subgraph) -> None:

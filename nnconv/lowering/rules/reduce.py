@@ -89,6 +89,9 @@ class Mean(Rule):
         x = _check_float_or_quant_reduction(c)
         if x is None:
             return
+        if x.type != F32 and not (x.quantization.scale and c.output().quantization.scale):
+            c.refuse(Code.QUANTIZATION, "quantized input and output need a scale")
+            return
         if x.type != F32 and not same_quant(x, c.output()):
             c.require_api(29, "quantized MEAN with an output quantized differently from its input")
         elif not _is_spatial_mean(c):

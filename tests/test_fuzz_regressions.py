@@ -1,0 +1,43 @@
+"""Mutants the fuzzer found (tests/data/fuzz_regressions/), each of which once ended in exit 4 or in check and
+convert disagreeing. Now: check and convert give the same documented outcome, with one error line."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from click.testing import CliRunner
+
+from nnconv.cli import main
+from nnconv.errors import InputDataError
+from nnconv.npz import load_npz
+
+DATA = pathlib.Path(__file__).resolve().parent / "data" / "fuzz_regressions"
+
+CASES = [
+    # (file, exit code of check --fail-on refused, of convert, a fragment of convert's error line)
+    pytest.param("lstm_bias_rank2.tflite", 2, 2, "input 13 'arith.constant8' has shape [8, 8]", id="lstm-bias"),
+    pytest.param("lstm_state_unknown_shape.tflite", 2, 2, "variable tensor with unknown extent", id="lstm-state"),
+    pytest.param("int8_mean_without_scale.tflite", 1, 3, "cannot be lowered", id="int8-mean-no-scale"),
+    pytest.param("dequantize_int4_constant.tflite", 1, 3, "cannot be lowered", id="int4-dequantize"),
+    pytest.param("read_before_write.tflite", 2, 2, "which is not an input, a constant or the output of an "
+                                                   "earlier operator", id="read-before-write"),
+]
+
+
+@pytest.mark.parametrize("name,check_code,convert_code,fragment", CASES)
+def test_mutant_has_one_documented_outcome(tmp_path, name, check_code, convert_code, fragment):
+    model = str(DATA / name)
+    check = CliRunner().invoke(main, ["check", model, "--fail-on", "refused", "--format", "json"])
+    assert check.exit_code == check_code, check.stderr
+    out = tmp_path / "m.nnapi"
+    convert = CliRunner().invoke(main, ["convert", model, "-o", str(out)])
+    assert convert.exit_code == convert_code, convert.stderr
+    errors = [ln for ln in convert.stderr.splitlines() if ln.startswith("nnconv: error:")]
+    assert len(errors) == 1 and fragment in errors[0], convert.stderr
+    assert not out.exists()
+
+
+def test_zip_member_with_an_empty_name_is_one_line():
+    with pytest.raises(InputDataError, match="not a readable .npz file"):
+        load_npz(str(DATA / "zip_empty_member_name.npz"), 1 << 20)
