@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -14,6 +15,19 @@ from nnconv.errors import OutputError
 from nnconv.nnapi import serialize
 from nnconv.npz import save_npz
 from nnconv.safe_write import atomic_output, write_bytes
+
+
+@contextlib.contextmanager
+def file_size_limit(nbytes: int):
+    """RLIMIT_FSIZE (what `ulimit -f` sets): writes past it fail with EFBIG (Python ignores SIGXFSZ)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, old_handler)
 
 
 def leftovers(directory) -> list[str]:
@@ -52,18 +66,10 @@ def test_a_failure_inside_leaves_the_old_file_and_no_temp(tmp_path, error):
 
 
 def test_a_size_limit_gives_one_line_and_keeps_the_old_file(tmp_path):
-    """RLIMIT_FSIZE (what `ulimit -f` sets): the write fails with EFBIG (Python ignores SIGXFSZ)."""
     target = tmp_path / "out.npz"
     target.write_bytes(b"old")
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))
-    try:
-        with pytest.raises(OutputError) as e:
-            save_npz(target, {"x": np.zeros(10_000, np.float32)})
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-        signal.signal(signal.SIGXFSZ, old_handler)
+    with file_size_limit(4096), pytest.raises(OutputError) as e:
+        save_npz(target, {"x": np.zeros(10_000, np.float32)})
     assert "cannot write" in str(e.value) and "\n" not in str(e.value)
     assert target.read_bytes() == b"old"
     assert leftovers(tmp_path) == []
@@ -117,15 +123,8 @@ def test_nnapi_save_is_atomic_on_failure(tmp_path):
     converted = nnconv.convert(m, api_level=30).converted
     target = tmp_path / "m.nnapi"
     target.write_bytes(b"previous")
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (16384, hard))
-    try:
-        with pytest.raises(OutputError, match="cannot write"):
-            serialize.save(target, [converted])
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-        signal.signal(signal.SIGXFSZ, old_handler)
+    with file_size_limit(16384), pytest.raises(OutputError, match="cannot write"):
+        serialize.save(target, [converted])
     assert target.read_bytes() == b"previous" and leftovers(tmp_path) == []
     serialize.save(target, [converted])
     assert serialize.load(target).partitions[0].model.main.operations

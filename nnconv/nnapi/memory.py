@@ -45,7 +45,7 @@ def peak_live_bytes(model: Model, sg_index: int = 0, _memo: dict[int, int] | Non
         return memo[sg_index]
     memo[sg_index] = 0  # while it is being measured: a reference back to it adds nothing more
     sg = model.subgraphs()[sg_index]
-    last_use = _last_uses(sg)
+    last_use = last_uses(sg)
     live: dict[int, int] = {i: operand_bytes(sg.operands[i]) for i in sg.input_indexes}
     keep = set(sg.output_indexes)
     current = sum(live.values())
@@ -72,7 +72,8 @@ def peak_memory(model: Model) -> int:
     return constant_bytes(model) + peak_live_bytes(model)
 
 
-def _last_uses(sg: Subgraph) -> dict[int, int]:
+def last_uses(sg: Subgraph) -> dict[int, int]:
+    """Operand -> index of the last operation reading it (the executor frees temporaries after it)."""
     last: dict[int, int] = {}
     for k, op in enumerate(sg.operations):
         for i in op.inputs:

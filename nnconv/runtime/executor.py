@@ -28,7 +28,7 @@ from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.runtime.relaxed import fp16_storage
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.levels import feature_level
-from nnconv.nnapi.memory import ensure_fits
+from nnconv.nnapi.memory import ensure_fits, last_uses
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.nnapi.validate import operation_refusals
@@ -189,7 +189,7 @@ class SubgraphRunner:
     def _plan(self, sg_index: int, sg: Subgraph) -> list[_Step]:
         """Per-operation facts that do not change between runs: operand descriptions, the kernel, constant
         and subgraph-reference inputs resolved once, and which intermediates to release afterwards."""
-        last_use = _last_uses(sg)
+        last_use = last_uses(sg)
         keep = set(sg.output_indexes)
         steps = []
         for k, op in enumerate(sg.operations):
@@ -236,14 +236,6 @@ def _checked_shape(od: Operand) -> tuple[int, ...] | None:
     if od.type.is_tensor and od.dimensions and all(d > 0 for d in od.dimensions):
         return tuple(od.dimensions)
     return None
-
-
-def _last_uses(sg: Subgraph) -> dict[int, int]:
-    last: dict[int, int] = {}
-    for k, op in enumerate(sg.operations):
-        for i in op.inputs:
-            last[i] = k
-    return last
 
 
 def _conform(arr: np.ndarray, od: Operand, op_name: str) -> np.ndarray:
