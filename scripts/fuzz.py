@@ -32,6 +32,7 @@ def figures(tally: Tally, minutes: float, seed: int) -> dict:
             "command_calls": tally.calls, "slowest_call_seconds": round(tally.slowest, 2),
             "exits": {f"{cmd} {code}": n for (cmd, code), n in sorted(tally.exits.items())},
             "findings": len(tally.findings),
+            "seconds_by_seed": {k: round(v, 1) for k, v in tally.seconds_by_seed.most_common()},
             "exit_2_reasons_top": dict(tally.reasons.most_common(25))}
 
 

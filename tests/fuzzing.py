@@ -65,6 +65,8 @@ class Tally:
     findings: list[Finding] = field(default_factory=list)
     reasons: Counter = field(default_factory=Counter)  # first words of exit-2 messages
     slowest: float = 0.0
+    slowest_case: str = ""
+    seconds_by_seed: Counter = field(default_factory=Counter)  # wall time spent on each seed's mutants
 
     def add(self, other: "Tally") -> None:
         self.cases += other.cases
@@ -74,6 +76,7 @@ class Tally:
         self.findings += other.findings
         self.reasons.update(other.reasons)
         self.slowest = max(self.slowest, other.slowest)
+        self.seconds_by_seed.update(other.seconds_by_seed)
 
 
 # -- mutations ----------------------------------------------------------------------------------------
@@ -223,7 +226,8 @@ class Harness:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
         elapsed = time.monotonic() - start
-        self.tally.slowest = max(self.tally.slowest, elapsed)
+        if elapsed > self.tally.slowest:
+            self.tally.slowest, self.tally.slowest_case = elapsed, f"{case}: {command}"
         self.tally.calls += 1
         code = result.exit_code
         self.tally.exits[(command, code)] += 1
@@ -409,14 +413,16 @@ def fuzz(seed: int, max_cases: int | None = None, seconds: float | None = None,
         h = Harness(d)
         prepared = prepare(h)
         deadline = None if seconds is None else time.monotonic() + seconds
-        for name, _, run in cases(prepared, rng):
+        for name, p, run in cases(prepared, rng):
             if max_cases is not None and h.tally.cases >= max_cases:
                 break
             if deadline is not None and time.monotonic() >= deadline:
                 break
             h.tally.cases += 1
             h.tally.mutated_files += 1
+            started = time.monotonic()
             run(h, f"#{h.tally.cases} {name}")
+            h.tally.seconds_by_seed[p.seed.name] += time.monotonic() - started
             if progress is not None and h.tally.cases % 200 == 0:
                 progress(h.tally)
         return h.tally

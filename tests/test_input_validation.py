@@ -134,3 +134,21 @@ def test_nnapi_per_channel_scales_must_be_positive():
                         channel_quant=SymmPerChannelQuantParams(0, (0.5, -1.0)))
     with pytest.raises(ModelValidationError, match="channel scales must be finite and positive"):
         validate_nnapi(g.finish())
+
+
+def test_a_dependency_cycle_is_a_format_error_for_check_and_convert(tmp_path):
+    """Two operators reading each other's output: exit 2 from both commands (check used to exit 3)."""
+    from click.testing import CliRunner
+    from nnconv.cli import main
+    b = TfliteBuilder()
+    x = b.input("x", (4,), np.float32)
+    p, q = b.tensor("p", (4,), np.float32), b.tensor("q", (4,), np.float32)
+    b.op(BuiltinOperator.ADD, [x, q], [p], AddOptions())
+    b.op(BuiltinOperator.ADD, [x, p], [q], AddOptions())
+    b.output(q)
+    model = tmp_path / "cycle.tflite"
+    model.write_bytes(b.finish())
+    for args in (["check", str(model)], ["convert", str(model), "-o", str(tmp_path / "o.nnapi")]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, result.stderr
+        assert result.stderr.count("\n") == 1 and "reads tensor 2 ('q')" in result.stderr

@@ -45,6 +45,16 @@ def check_window_options(c: CheckContext, o: Any) -> None:
     bad = [f"{name} {value}" for name, value in values.items() if value < 1]
     if bad:
         c.refuse(Code.OPTION, f"{', '.join(bad)}: strides and dilation factors must be positive")
+    # A factor far beyond the input's extent only reads padding (every tap but one), and the executor pads
+    # physically: a corrupt 65536 would allocate and sweep gigabytes for a result no real model asks for.
+    x = c.inputs[0] if c.inputs else None
+    if x is not None and x.rank == 4 and not x.has_dynamic_shape:
+        extent = {"w": x.shape[2], "h": x.shape[1]}
+        huge = [f"{name} {value}" for name, value in values.items()
+                if value > max(64, 2 * extent["w" if "_w" in name else "h"])]
+        if huge:
+            c.refuse(Code.OPTION, f"{', '.join(huge)}: far beyond the input's {x.shape[1]}x{x.shape[2]} extent "
+                                  "(a corrupt option?)")
     check_padding(c, o.padding)
 
 
