@@ -80,6 +80,8 @@ def quantize_multiplier(m: float) -> tuple[int, int]:
     """`QuantizeMultiplier`: m = q * 2^shift with q in [0.5, 1) as a Q31 int; returns (q_fixed, shift)."""
     if m == 0.0:
         return 0, 0
+    if not math.isfinite(m):  # a zero or absurd scale in a hand-made .nnapi file: the op cannot run
+        raise ExecutionError(f"requantization multiplier {m} is not finite (an operand scale of 0?)")
     q, shift = math.frexp(m)
     q_fixed = int(round_half_away(q * (1 << 31)))
     if q_fixed == (1 << 31):

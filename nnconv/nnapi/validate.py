@@ -173,7 +173,8 @@ def _check_numbers(od, tag: str, problems: list[str]) -> None:
     if not math.isfinite(od.scale) or od.scale < 0:
         problems.append(f"{tag}: scale {od.scale!r} is not a finite non-negative number")
     elif od.type.is_quantized and od.type is not OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL and od.scale:
-        # (a zero scale is let through: nnconv's own lowering of some LSTM / LSH_PROJECTION operands writes it)
+        # (a zero scale is let through: nnconv's own lowering of some LSTM / LSH_PROJECTION operands writes it,
+        # and the kernels refuse what it would make of a requantization multiplier)
         if not MIN_SCALE <= od.scale <= MAX_SCALE:
             problems.append(f"{tag}: {od.type.name} needs a scale in [{MIN_SCALE:.3g}, {MAX_SCALE:.3g}], "
                             f"got {od.scale!r}")

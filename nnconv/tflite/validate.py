@@ -115,8 +115,8 @@ _LSTM_VECTORS = (9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23)
 def _check_lstm(path: str, sg: Subgraph) -> None:
     """The weight and bias shapes of LSTM cells agree on n_cell (TFLite's CheckInputTensorDimensions)."""
     for op in sg.operators:
-        if op.builtin_code not in _LSTM_OPS or len(op.inputs) <= 4 or op.inputs[4] < 0:
-            continue
+        if op.builtin_code not in _LSTM_OPS or len(op.inputs) < 20 or op.inputs[4] < 0:
+            continue  # (the basic LSTM kernel has 5 inputs, laid out differently)
         ref = sg.tensors[op.inputs[4]]
         if ref.rank != 2 or ref.has_dynamic_shape:
             continue
