@@ -49,9 +49,15 @@ def main() -> int:
     resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
     start = time.monotonic()
 
+    reported = 0
+
     def progress(t: Tally) -> None:
+        nonlocal reported
         print(f"{time.monotonic() - start:7.0f} s  {t.cases} cases  {t.calls} calls  {len(t.findings)} findings",
               file=sys.stderr, flush=True)
+        for f in t.findings[reported:]:  # as they come, so a long run can be acted on before it ends
+            print(f"  FINDING {f.case}: {f.what}: {f.detail}", file=sys.stderr, flush=True)
+        reported = len(t.findings)
     tally = fuzz(args.seed, max_cases=args.max_cases, seconds=args.minutes * 60, progress=progress)
     data = figures(tally, (time.monotonic() - start) / 60, args.seed)
     print(json.dumps(data, indent=2))

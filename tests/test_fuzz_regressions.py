@@ -21,6 +21,8 @@ CASES = [
     pytest.param("int8_mean_without_scale.tflite", 1, 3, "cannot be lowered", id="int8-mean-no-scale"),
     pytest.param("dequantize_int4_constant.tflite", 1, 3, "cannot be lowered", id="int4-dequantize"),
     pytest.param("depthwise_dilation_65536.tflite", 1, 3, "cannot be lowered", id="dilation-65536"),
+    pytest.param("lstm_dimension_over_uint32.tflite", 2, 2, "dimensions [6442450944, 3] do not fit in uint32",
+                 id="dimension-over-uint32"),
     pytest.param("read_before_write.tflite", 2, 2, "which is not an input, a constant or the output of an "
                                                    "earlier operator", id="read-before-write"),
 ]

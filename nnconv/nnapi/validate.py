@@ -36,6 +36,7 @@ _ZERO_POINT_RANGE = {
     _T.TENSOR_QUANT16_ASYMM: (0, 65535), _T.TENSOR_QUANT16_SYMM: (0, 0), _T.TENSOR_QUANT8_SYMM_PER_CHANNEL: (0, 0),
 }
 _INT32_RANGE = (-2**31, 2**31 - 1)
+_UINT32_MAX = 2**32 - 1
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,9 @@ def _validate_subgraph(model: Model, sg: Subgraph, where: str, problems: list[st
     n = len(sg.operands)
     for idx, od in enumerate(sg.operands):
         tag = f"{where} operand {idx}"
+        if any(not 0 <= d <= _UINT32_MAX for d in od.dimensions):
+            # the HAL's dimensions are uint32 (a corrupt shape multiplied by the lowering can exceed them)
+            problems.append(f"{tag}: dimensions {list(od.dimensions)} do not fit in uint32")
         if od.type.is_scalar and od.dimensions:
             problems.append(f"{tag}: scalar {od.type.name} has dimensions {list(od.dimensions)}")
         if od.type.is_tensor and not od.dimensions and od.is_constant:
