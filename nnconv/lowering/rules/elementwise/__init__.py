@@ -1,6 +1,7 @@
 """Elementwise arithmetic: ADD, SUB, MUL, DIV (`fused_binary`); ADD_N, SQUARE, SQUARED_DIFFERENCE, MAXIMUM,
 MINIMUM, POW (`binary`); the float unary functions ABS, EXP, LOG, RSQRT, SQRT, SIN, COS, NEG, FLOOR, CEIL
-(`unary`); FLOOR_DIV, FLOOR_MOD, SIGN, ROUND (`integer`). CAST and ZEROS_LIKE live in `rules/cast.py`.
+(`unary`); FLOOR_DIV, FLOOR_MOD, SIGN, ROUND (`integer`); ATAN2 (`atan2`, a polynomial). CAST and ZEROS_LIKE
+live in `rules/cast.py`.
 (TFLite has no ONES_LIKE builtin: models express it as FILL, another family's rule.)
 
 Broadcasting: TFLite and NNAPI broadcast alike (dimensions aligned from the right, 1 stretches), so
@@ -14,6 +15,6 @@ Importing this package registers the rules of its modules.
 
 from __future__ import annotations
 
-from nnconv.lowering.rules.elementwise import binary, fused_binary, integer, unary
+from nnconv.lowering.rules.elementwise import atan2, binary, fused_binary, integer, unary
 
-__all__ = ["binary", "fused_binary", "integer", "unary"]
+__all__ = ["atan2", "binary", "fused_binary", "integer", "unary"]
