@@ -12,8 +12,8 @@ would compute, from static input shapes:
   [n_cell, n_output]).
 
 Identity: the output of the op is the tensor its kernel resized, so the declared shape was never used.
-Only an output whose declared shape differs from the computed one, of an op whose inputs are static, is
-changed.
+Only an undeclared output (rank 0, which a sequence op never produces) of an op whose inputs are static is
+given a shape; a declared shape that disagrees is left for validation to report (a corrupt file, exit 2).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def output_shapes(state: ConversionState) -> tuple[TfliteModel, list[RewriteReco
                 continue
             out = edit.tensors[op.outputs[0]]
             shape = sequence_output_shape(edit, op)
-            if shape is None or out.shape == shape:
+            if shape is None or out.rank != 0:
                 continue
             edit.set_shape(out.index, shape)
             records.append(RewriteRecord(sg.index, op.index, RewriteKind.OUTPUT_SHAPES,

@@ -242,16 +242,15 @@ def test_unidirectional_sequence_rnn_parity(time_major):
     assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
 
 
-@pytest.mark.parametrize("declared", [(), (1,), (9, 9, 9)], ids=["undeclared", "one", "wrong"])
 @pytest.mark.parametrize("time_major", [False, True], ids=["batch-major", "time-major"])
-def test_sequence_output_shape_as_tflite_computes_it(declared, time_major):
+def test_sequence_output_shape_as_tflite_computes_it(time_major):
     """TensorFlow's converter leaves a sequence op's output shape undeclared (`[]`, from an OpHint stub);
     TFLite's kernel resizes it at Prepare and so does the output-shapes rewrite (nnconv/rewrite/
     output_shapes.py): the model lowers, matches TFLite and the report names the rewrite."""
     from nnconv.pipeline import check_model
     rnn = rnn_model(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN, time_major=time_major, act=4, steps=6,
-                    out_shape=declared)
-    lstm = seq_lstm_model(time_major=time_major, out_shape=declared, projection=True, n_out=3)
+                    out_shape=())
+    lstm = seq_lstm_model(time_major=time_major, out_shape=(), projection=True, n_out=3)
     for m, api in ((rnn, 28), (rnn, 29), (lstm, 29), (lstm, 30)):
         assert_parity(m, api_level=api)
         notes = [n for r in check_model(m, api).ops for n in r.notes]
