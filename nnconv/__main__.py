@@ -9,6 +9,7 @@ written atomically (nnconv.safe_write), so an interrupted command leaves no part
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 from nnconv.errors import EXIT_INTERRUPTED
@@ -26,6 +27,10 @@ def main(argv: list[str] | None = None) -> None:
     except SystemExit as e:
         if e.code == EXIT_INTERRUPTED:  # a command's own handler already said "interrupted"
             _exit_interrupted()
+        # The command is over and its outputs are written: a Ctrl-C during the interpreter's shutdown, which
+        # puts the default SIGINT action back, would otherwise kill the process by the signal (-2) and hide
+        # this exit code. An ignored signal stays ignored through the shutdown.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         raise
 
 

@@ -46,9 +46,25 @@ class InterpreterUnavailable(NnconvError):
 def _interpreter_class():
     try:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
-    except ImportError:  # pragma: no cover - depends on the environment
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        if _caused_by_interrupt(e):
+            # The extension's initialisation turns a Ctrl-C that lands in it into "ImportError:
+            # initialization failed" (the KeyboardInterrupt is its cause): that is an interrupt, not a
+            # missing package.
+            raise KeyboardInterrupt from None
         raise InterpreterUnavailable("the TFLite interpreter is not installed: pip install 'nnconv[verify]'") from None
     return Interpreter, OpResolverType
+
+
+def _caused_by_interrupt(e: BaseException) -> bool:
+    seen: set[int] = set()
+    cause: BaseException | None = e
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def interpreter_version() -> str | None:
