@@ -75,9 +75,15 @@ def hard_swish(call: KernelCall) -> list[np.ndarray]:
     t = call.type(0)
     out = call.out_operands[0]
     if t in FLOAT_TYPES:
-        x = call.tensor(0).astype(np.float32)
-        y = x * np.minimum(np.float32(6), np.maximum(np.float32(0), x + np.float32(3))) / np.float32(6)
-        return [y.astype(out.dtype)]
+        # x * min(6, max(0, x + 3)) / 6 in float32, the steps in place in one pooled buffer (no temporaries)
+        x = call.tensor(0)
+        y = call.empty(x.shape, np.float32)
+        np.add(x, np.float32(3), out=y, dtype=np.float32)
+        np.maximum(np.float32(0), y, out=y)
+        np.minimum(np.float32(6), y, out=y)
+        np.multiply(x, y, out=y, dtype=np.float32)
+        y /= np.float32(6)
+        return [y if out.dtype == np.float32 else y.astype(out.dtype)]
     if is_quant8(t):
         if out.type is not t:
             raise call.fail(f"output is {out.type.name}, input is {t.name}")

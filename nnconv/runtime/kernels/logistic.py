@@ -27,10 +27,15 @@ def logistic(call: KernelCall) -> list[np.ndarray]:
     t = call.type(0)
     out = call.out_operands[0]
     if t in FLOAT_TYPES:
-        xf = x.astype(np.float32)
+        # 1 / (1 + exp(-x)) in float32, each step in place in one pooled buffer: the exp dominates, and
+        # fresh temporaries per step (multi-megabyte on EfficientNet's swish maps) cost as much again.
+        y = call.empty(x.shape, np.float32)
+        np.negative(x, out=y, dtype=np.float32)
         with np.errstate(over="ignore"):
-            y = np.float32(1.0) / (np.float32(1.0) + np.exp(-xf))
-        return [y.astype(out.dtype)]
+            np.exp(y, out=y)
+        y += np.float32(1.0)
+        np.divide(np.float32(1.0), y, out=y)
+        return [y if out.dtype == np.float32 else y.astype(out.dtype)]
     if t is OperandType.TENSOR_QUANT8_ASYMM:
         check_fixed_output(call, 1.0 / 256, 0)
         lo, hi, zp = 0, 255, 0
