@@ -4,6 +4,7 @@ cross-checked against CONV_2D (a one-channel depthwise convolution is a one-chan
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.nnapi.enums import OperandType as T
@@ -38,3 +39,49 @@ def test_depthwise_huge_filter_uses_exact_int64_accumulation():
     assert acc < -(2**31)
     np.testing.assert_array_equal(dw, conv)
     assert dw.reshape(()) != 7  # the large negative accumulator moved the output off the zero point
+
+
+def _float_call(x, w, b, scalars, out_shape):
+    ods = [Operand(type=T.TENSOR_FLOAT32, dimensions=x.shape), Operand(type=T.TENSOR_FLOAT32, dimensions=w.shape),
+           Operand(type=T.TENSOR_FLOAT32, dimensions=b.shape)]
+    ods += [Operand(type=T.INT32, dimensions=()) for _ in scalars]
+    out = Operand(type=T.TENSOR_FLOAT32, dimensions=out_shape)
+    arrays = [x, w, b] + [np.array(s, np.int32) for s in scalars]
+    call = KernelCall(Operation(OperationType.DEPTHWISE_CONV_2D, list(range(len(arrays))), []), arrays, ods, [out])
+    return KERNELS[OperationType.DEPTHWISE_CONV_2D](call)[0]
+
+
+def _direct_depthwise(x, w, b, stride, dilation, pad, multiplier, activation_hi):
+    """The definition, tap by tap in row-major order on a zero-padded input."""
+    n, h, wd, c = x.shape
+    _one, kh, kw, oc = w.shape
+    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    xp = np.repeat(xp, multiplier, axis=3)  # output channel c*M + m reads input channel c
+    oh = (h + 2 * pad - (kh - 1) * dilation - 1) // stride + 1
+    ow = (wd + 2 * pad - (kw - 1) * dilation - 1) // stride + 1
+    acc = np.zeros((n, oh, ow, oc), np.float32)
+    for ky in range(kh):
+        for kx in range(kw):
+            y0, x0 = ky * dilation, kx * dilation
+            acc += xp[:, y0:y0 + (oh - 1) * stride + 1:stride, x0:x0 + (ow - 1) * stride + 1:stride] * w[0, ky, kx]
+    return np.clip(acc + b, 0, activation_hi)
+
+
+@pytest.mark.parametrize("channels,multiplier,kernel,stride,dilation", [
+    pytest.param(8, 1, 3, 1, 1, id="narrow-taps"),
+    pytest.param(72, 1, 3, 2, 1, id="wide-einsum-stride2"),
+    pytest.param(96, 1, 5, 1, 1, id="wide-einsum-5x5"),
+    pytest.param(4, 2, 3, 2, 1, id="narrow-multiplier2-stride2"),
+    pytest.param(40, 2, 3, 1, 2, id="wide-multiplier2-dilated"),
+])
+def test_float_depthwise_paths_match_the_definition(channels, multiplier, kernel, stride, dilation):
+    # Both float paths (einsum over the im2col view for >= 64 output channels, per-tap passes below) sum the
+    # taps in row-major order from 0: the result equals the tap-by-tap definition bit for bit.
+    x = RNG.standard_normal((2, 13, 11, channels)).astype(np.float32)
+    w = RNG.standard_normal((1, kernel, kernel, channels * multiplier)).astype(np.float32)
+    b = RNG.standard_normal(channels * multiplier).astype(np.float32)
+    pad = (kernel - 1) * dilation // 2
+    want = _direct_depthwise(x, w, b, stride, dilation, pad, multiplier, 6.0)
+    # explicit padding: pads l/r/t/b, strides w/h, multiplier, RELU6, NHWC, dilations w/h
+    got = _float_call(x, w, b, [pad, pad, pad, pad, stride, stride, multiplier, 3, 0, dilation, dilation], want.shape)
+    np.testing.assert_array_equal(got, want)

@@ -42,15 +42,18 @@ def extract_patches(x: np.ndarray, kh: int, kw: int, stride_h: int, stride_w: in
         writeable=False)
 
 
-def pad_spatial(x: np.ndarray, top: int, bottom: int, left: int, right: int, value: float | int = 0) -> np.ndarray:
+def pad_spatial(x: np.ndarray, top: int, bottom: int, left: int, right: int, value: float | int = 0,
+                empty: Callable[[tuple[int, ...], np.dtype], np.ndarray] = np.empty) -> np.ndarray:
     """Pads H and W of an NHWC array (negative amounts crop). Writes the interior once and only the border
-    strips with `value` (np.pad costs a Python-level setup of ~50 us per call and fills everything)."""
+    strips with `value` (np.pad costs a Python-level setup of ~50 us per call and fills everything).
+    Returns `x` itself when nothing is padded; else a new array from `empty` (a kernel passes
+    `call.empty` to take it from the buffer pool and gives it back after use)."""
     if top == bottom == left == right == 0:
         return x
     x = x[:, max(-top, 0): x.shape[1] - max(-bottom, 0), max(-left, 0): x.shape[2] - max(-right, 0), :]
     t, b, l, r = max(top, 0), max(bottom, 0), max(left, 0), max(right, 0)
     n, h, w, c = x.shape
-    out = np.empty((n, h + t + b, w + l + r, c), dtype=x.dtype)
+    out = empty((n, h + t + b, w + l + r, c), x.dtype)
     out[:, :t] = value
     out[:, t + h:] = value
     out[:, t:t + h, :l] = value

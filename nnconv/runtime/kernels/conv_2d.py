@@ -155,15 +155,20 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
         qf: QuantFilter = call.memo(("conv", groups, p.activation), (1, 2),
                                     lambda: quant_filter(call, w, b, p.activation, groups))
         dtype = qf.dtype
-        if qf.folded:
-            xs = pad_spatial(x, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, in_od.zero_point)
-        else:
-            xs = pad_spatial(np.subtract(x, dtype(in_od.zero_point), dtype=dtype),
-                             p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
+        # padded (scratch from the buffer pool) with the zero point: 0 after centering or after the fold
+        xs = pad_spatial(x, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, in_od.zero_point, call.empty)
+        scratch = [] if xs is x else [xs]
+        if not qf.folded:
+            centered = call.empty(xs.shape, dtype)
+            np.subtract(xs, dtype(in_od.zero_point), out=centered, dtype=dtype)
+            xs = centered
+            scratch.append(centered)
         mats = qf.mats
     else:
         dtype = np.float32
-        xs = pad_spatial(x.astype(np.float32, copy=False), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
+        xf = x.astype(np.float32, copy=False)
+        xs = pad_spatial(xf, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0, call.empty)
+        scratch = [] if xs is xf else [xs]
         # [O, KH*KW*C/G] float32 rows (a view of a float32 filter, a converted copy of a float16 one);
         # each group's matmul reads a transposed view
         wf = call.memo("conv_float", (1,), lambda: np.asarray(w, dtype=np.float32).reshape(o, kh * kw * cg))
@@ -214,6 +219,8 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
             if groups > 1:
                 dest[...] = acc
             add_bias_and_activate(dest, bias, p.activation)
+    for block in scratch:
+        call.give_back(block)
     return out if quant or out_od.dtype == np.float32 else out.astype(out_od.dtype)
 
 

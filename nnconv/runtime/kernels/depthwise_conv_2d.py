@@ -63,8 +63,8 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
                    multiplier: int) -> np.ndarray:
     """Depthwise convolution of NHWC storage arrays; filter [1, KH, KW, C*M].
 
-    One multiply-add over the whole output per filter tap, into preallocated buffers; quantized in exact
-    int32 (or int64) arithmetic, float in float32 with the taps summed in row-major order from 0."""
+    Quantized in exact int32 (or int64) arithmetic, float in float32 with the taps summed in row-major
+    order from 0, by an einsum over the im2col view (wide layers) or one multiply-add per tap (narrow)."""
     in_od, out_od = call.in_operands[0], call.out_operands[0]
     n, _h, _w, c = x.shape
     one, kh, kw, oc = w.shape
@@ -77,27 +77,64 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
         qd: QuantDepthwise = call.memo(("depthwise", multiplier, p.activation), (1, 2),
                                        lambda: quant_depthwise(call, w, b, c, multiplier, p.activation))
         acc_dtype = qd.dtype
-        xs = pad_spatial(np.subtract(x, acc_dtype(in_od.zero_point), dtype=acc_dtype),
-                         p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
+        # Padding with the zero point then centering equals centering then padding with 0; padding the
+        # 8-bit values first makes the wide array in one pass. Both come from the buffer pool (scratch).
+        xp = pad_spatial(x, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, in_od.zero_point, call.empty)
+        xs = call.empty(xp.shape, acc_dtype)
+        np.subtract(xp, acc_dtype(in_od.zero_point), out=xs, dtype=acc_dtype)
+        scratch = [xs] if xp is x else [xs, xp]
         wk = qd.taps
     else:
         acc_dtype = np.float32
-        xs = pad_spatial(x.astype(np.float32, copy=False), p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0)
+        xf = x.astype(np.float32, copy=False)
+        xs = pad_spatial(xf, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0, call.empty)
+        scratch = [] if xs is xf else [xs]
         wk = call.memo("depthwise_float", (1,),
                        lambda: np.asarray(w, dtype=np.float32).reshape(kh, kw, c, multiplier))
     out = call.empty((n, p.out_h, p.out_w, oc), out_od.dtype if quant else np.float32)
-    if quant and (oc >= EINSUM_MIN_CHANNELS or p.out_h * p.out_w <= EINSUM_MAX_PIXELS):
-        # Wide or spatially small layers: an einsum over the im2col view beats the per-tap passes (measured
-        # 1.2-2x from 8x8x96 to 112x112x96), per block of output rows so that the requantization finds the
-        # accumulators in cache. Integer sums are exact in any order, so this is for quantized only.
-        patches = extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.out_h, p.out_w)
-        block_h = max(1, min(p.out_h, DEPTHWISE_BLOCK_BYTES // max(1, 4 * p.out_w * oc)))
-        for i in range(n):
-            for r0 in range(0, p.out_h, block_h):
-                acc = np.einsum("hwijc,ijcm->hwcm", patches[i, r0:r0 + block_h], wk)
-                rows = acc.shape[0]
-                _requantize(call, qd, acc.reshape(rows, p.out_w, oc), b, p, out=out[i, r0:r0 + rows])
-        return out
+    if oc >= EINSUM_MIN_CHANNELS or p.out_h * p.out_w <= EINSUM_MAX_PIXELS:
+        _depthwise_einsum(call, xs, wk, b, p, qd if quant else None, out)
+    else:
+        _depthwise_taps(call, xs, wk, b, p, qd if quant else None, out)
+    for block in scratch:
+        call.give_back(block)
+    return out if quant or out_od.dtype == np.float32 else out.astype(out_od.dtype)
+
+
+def _depthwise_einsum(call: KernelCall, xs: np.ndarray, wk: np.ndarray, b: np.ndarray | None, p: ConvParams,
+                      qd: "QuantDepthwise | None", out: np.ndarray) -> None:
+    """Wide or spatially small layers: one einsum over the im2col view (a strided view, no copy) beats the
+    per-tap passes, which cost two memory passes per tap (measured 1.2-2x quantized from 8x8x96 to
+    112x112x96; float 1.4-3x from 56x56x144 to 7x7x1152 in isolation, and on stride 2 it needs no phase
+    copy). einsum sums each output's taps in row-major order from 0, as the per-tap path does."""
+    n, kh, kw, c, multiplier, oc = xs.shape[0], *wk.shape, out.shape[3]
+    quant = qd is not None
+    bias = None if quant or b is None else b.astype(np.float32, copy=False)
+    # Per block of output rows, so that the requantization or the bias and activation find the block
+    # in cache.
+    patches = extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.out_h, p.out_w)
+    block_h = max(1, min(p.out_h, DEPTHWISE_BLOCK_BYTES // max(1, 4 * p.out_w * oc)))
+    acc_buf = np.empty((block_h, p.out_w, c, multiplier), dtype=qd.dtype) if quant else None
+    for i in range(n):
+        for r0 in range(0, p.out_h, block_h):
+            r1 = min(p.out_h, r0 + block_h)
+            dest = out[i, r0:r1]
+            acc = acc_buf[:r1 - r0] if acc_buf is not None else dest.reshape(r1 - r0, p.out_w, c, multiplier)
+            np.einsum("hwijc,ijcm->hwcm", patches[i, r0:r1], wk, out=acc)
+            if quant:
+                _requantize(call, qd, acc.reshape(r1 - r0, p.out_w, oc), b, p, out=dest)
+            else:
+                add_bias_and_activate(dest, bias, p.activation)
+
+
+def _depthwise_taps(call: KernelCall, xs: np.ndarray, wk: np.ndarray, b: np.ndarray | None, p: ConvParams,
+                    qd: "QuantDepthwise | None", out: np.ndarray) -> None:
+    """Narrow layers: one multiply-add per filter tap over a block of output rows (the tap's window of
+    the padded input, merged into one contiguous inner loop), accumulated in the output itself (float)
+    or in an int32/int64 buffer that is then requantized (quantized)."""
+    n, kh, kw, c, multiplier, oc = xs.shape[0], *wk.shape, out.shape[3]
+    quant = qd is not None
+    acc_dtype = qd.dtype if quant else np.float32
     if multiplier == 1:
         wk = wk[..., 0]
         tail: tuple[int, ...] = (c,)
@@ -147,7 +184,6 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
                 _requantize(call, qd, acc.reshape(r1 - r0, p.out_w, oc), b, p, out=dest)
                 continue
             add_bias_and_activate(dest, bias, p.activation)
-    return out if quant or out_od.dtype == np.float32 else out.astype(out_od.dtype)
 
 
 def _requantize(call: KernelCall, qd: QuantDepthwise, acc: np.ndarray, b: np.ndarray | None,
