@@ -11,7 +11,7 @@ from nnconv.errors import ExecutionError
 from nnconv.nnapi.enums import OperandType as T, OperationType as Op
 from nnconv.nnapi.model import Operand, Operation
 from nnconv.nnapi.quantization import round_half_away
-from nnconv.runtime.kernels import KERNELS, KernelCall
+from nnconv.runtime.kernels import KERNELS, KernelCall, _quant8_table
 from nnconv.runtime.kernels._fixedpoint import exp_on_negative_values, fixed_logistic, fixed_tanh
 
 
@@ -204,3 +204,32 @@ def test_nan_handling_follows_std_min_max():
     mn = run(Op.MINIMUM, [(a, T.TENSOR_FLOAT32), (b, T.TENSOR_FLOAT32)], T.TENSOR_FLOAT32)
     assert np.isnan(mx[0]) and mx[1] == 1.0  # (a < b) ? b : a
     assert np.isnan(mn[0]) and mn[1] == 1.0  # (b < a) ? b : a
+
+
+# -- binary quant8 kernels through the 256 x 256 table ---------------------------------------------------
+@pytest.mark.parametrize("op", [Op.ADD, Op.SUB, Op.MUL])
+@pytest.mark.parametrize("t, dt", [(T.TENSOR_QUANT8_ASYMM, np.uint8), (T.TENSOR_QUANT8_ASYMM_SIGNED, np.int8)])
+@pytest.mark.parametrize("activation", [0, 1, 3], ids=["none", "relu", "relu6"])
+def test_quantized_binary_table_equals_direct_computation(monkeypatch, op, t, dt, activation):
+    # Every pair of byte values (both extremes, the zero points, saturation of the output, rounding ties of
+    # the reference's fixed-point steps fall among them) in a broadcast over a [1, 256, 256] x [256, 1]
+    # input, plus a second operand order: the table path must give the direct path's bytes exactly.
+    info = np.iinfo(dt)
+    values = np.arange(info.min, info.max + 1).astype(dt)
+    a = np.broadcast_to(values[:, None], (256, 256)).reshape(1, 256, 256).copy()
+    b = values[:, None].copy()  # broadcasts along the last axis: every (a, b) pair occurs
+    qa, qb = (0.05, 7), (0.03, -5 if dt is np.int8 else 130)
+    qo = (0.2, 3) if op is Op.MUL else (0.09, -2 if dt is np.int8 else 120)
+    args = [(a, t), (b, t), i32(activation)]
+    q = [qa, qb, (0.0, 0)]
+    monkeypatch.setattr(_quant8_table, "PAIR_TABLE_MIN_ELEMENTS", 1 << 30)  # direct
+    direct = run(op, args, t, qo, q, (1, 256, 256))
+    monkeypatch.setattr(_quant8_table, "PAIR_TABLE_MIN_ELEMENTS", 1)  # through the table
+    table = run(op, args, t, qo, q, (1, 256, 256))
+    assert table.dtype == direct.dtype == dt
+    np.testing.assert_array_equal(table, direct)
+    assert len(np.unique(direct)) > 20  # the pairs cover a real range of outputs, not one saturated value
+    swapped = run(op, [(b, t), (a, t), i32(activation)], t, qo, [qb, qa, (0.0, 0)], (1, 256, 256))
+    monkeypatch.setattr(_quant8_table, "PAIR_TABLE_MIN_ELEMENTS", 1 << 30)
+    np.testing.assert_array_equal(swapped, run(op, [(b, t), (a, t), i32(activation)], t, qo, [qb, qa, (0.0, 0)],
+                                               (1, 256, 256)))

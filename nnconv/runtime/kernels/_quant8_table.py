@@ -1,9 +1,10 @@
-"""Elementwise quant8 -> quant8 kernels through a memoized 256-entry table."""
+"""Elementwise quant8 kernels through memoized tables: 256 entries for one input, 256 x 256 for two."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Callable
+import math
+from typing import TYPE_CHECKING, Callable, Hashable
 
 import numpy as np
 
@@ -27,3 +28,41 @@ def via_quant8_table(call: "KernelCall", compute: Callable[["KernelCall"], np.nd
 
     table = call.memo(("quant8_table", compute.__name__), (), make)
     return table[x.view(np.uint8) ^ np.uint8(0x80) if signed else x]
+
+
+# Below this many output elements a binary quant8 kernel computes directly: building its 65536-entry table
+# costs about as much as computing that many elements, and a model run once (verify) would pay it per op.
+PAIR_TABLE_MIN_ELEMENTS = 1 << 16
+
+
+def via_quant8_pair_table(call: "KernelCall", compute: Callable[["KernelCall"], np.ndarray],
+                          key: Hashable) -> np.ndarray:
+    """Applies an elementwise (q1, q2) -> q kernel on two broadcastable quant8 inputs of one type through a
+    memoized 256 x 256 table indexed by the two input bytes.
+
+    Like `via_quant8_table`: `compute` (the kernel's own integer pipeline) runs once on every pair of input
+    values, so the result has its bits exactly; each run is then an index computation and a gather instead
+    of a dozen int64 passes. `key` names every non-constant value `compute` reads besides inputs 0 and 1
+    (the fused activation). Small outputs, and shapes that do not broadcast (`compute` reports them), are
+    computed directly (`PAIR_TABLE_MIN_ELEMENTS`)."""
+    a, b = call.tensor(0), call.tensor(1)
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        return compute(call)
+    if math.prod(shape) < PAIR_TABLE_MIN_ELEMENTS or a.dtype != b.dtype:
+        return compute(call)
+
+    def make() -> np.ndarray:
+        # byte k of the table's row/column is the value whose storage byte is k (int8: k - 256 above 127)
+        domain = np.arange(256, dtype=np.uint8).view(a.dtype)
+        pairs = [np.repeat(domain, 256), np.tile(domain, 256)]
+        return np.asarray(compute(dataclasses.replace(call, inputs=[*pairs, *call.inputs[2:]], cache=None)))
+
+    table = call.memo(("quant8_pair_table", key), (), make)
+    index = np.empty(shape, dtype=np.uint16)
+    np.left_shift(a.view(np.uint8), np.uint16(8), out=index, dtype=np.uint16)
+    np.bitwise_or(index, b.view(np.uint8), out=index, dtype=np.uint16)
+    out = call.empty(shape, table.dtype)
+    np.take(table, index, out=out)
+    return out

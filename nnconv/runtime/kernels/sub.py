@@ -14,6 +14,7 @@ from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.quantization import is_quant8
 from nnconv.runtime.kernels._elementwise import (FLOAT_TYPES, activation_code, check_same_type, float_binary,
                                                  int32_binary, quant_add, validate_quant_binary)
+from nnconv.runtime.kernels._quant8_table import via_quant8_pair_table
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.runtime.kernels.validation import OperationView, validator
 
@@ -25,7 +26,7 @@ def sub(call: KernelCall) -> list[np.ndarray]:
     if t in FLOAT_TYPES:
         return [float_binary(call, np.subtract, act)]
     if is_quant8(t):
-        return [quant_add(call, act, subtract=True)]
+        return [via_quant8_pair_table(call, lambda c: quant_add(c, act, subtract=True), ("sub", act))]
     if t is OperandType.TENSOR_INT32:
         return [int32_binary(call, np.subtract, act)]
     raise call.fail(f"input 0 has unsupported type {t.name}")
