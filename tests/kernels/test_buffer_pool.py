@@ -4,15 +4,23 @@ model's outputs, inputs it passes back) are never written again."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from nnconv.nnapi.builder import ModelBuilder
 from nnconv.nnapi.enums import OperandType as T
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Model
 from nnconv.runtime.executor import SubgraphRunner, Trace
+from nnconv.runtime.kernels import buffers
 from nnconv.runtime.kernels.buffers import BufferPool
 
 RNG = np.random.default_rng(11)
+
+
+@pytest.fixture(autouse=True)
+def pool_every_size(monkeypatch):
+    """These models' tensors are tiny: pool them all (the pool skips arrays under POOL_MIN_BYTES)."""
+    monkeypatch.setattr(buffers, "POOL_MIN_BYTES", 0)
 
 
 def _two_convs(quant: bool) -> Model:
@@ -97,3 +105,14 @@ def test_released_intermediates_are_reused_by_the_next_run() -> None:
     assert not np.shares_memory(pool.empty((8, 8), np.float32), b)
     pool.drop(view)
     assert np.shares_memory(pool.empty((8, 8), np.float32), b)
+
+
+def test_small_arrays_bypass_the_pool(monkeypatch) -> None:
+    monkeypatch.setattr(buffers, "POOL_MIN_BYTES", 1 << 17)
+    pool = BufferPool()
+    small = pool.empty((4, 8), np.float32)
+    large = pool.empty((256, 256), np.float32)  # 256 KiB
+    assert small.base is None or small.base.dtype != np.uint8  # a plain numpy array
+    pool.hold(large)
+    pool.drop(large)
+    assert pool.empty((256, 256), np.float32).base is large.base  # the block came back and is reused
