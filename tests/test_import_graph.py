@@ -7,7 +7,8 @@ The stages, earliest first (a module may import its own stage and earlier ones):
            flatbuffers access, the version, running a function over models in processes)
   tflite   read: the .tflite reader, IR, options, our builder
   nnapi    the NNAPI IR the lowering writes (HAL Model, builder, validator, serializer, C emitter), the
-           API levels and NNAPI's quantization arithmetic
+           API levels, NNAPI's quantization arithmetic and what the runtime accepts per operation
+           (operations/: each family's validate/prepare-time rules, which the kernels import)
   rewrite  TFLite IR -> TFLite IR before lowering
   lowering check/lower: rules, diagnostics, the partition plan; pipeline.py, the prepared conversion
   runtime  the numpy executor and its kernels
@@ -32,17 +33,6 @@ TOP_LEVEL_STAGE = {"errors": "base", "guarded_decoder": "base", "version": "base
                    "limits": "base", "npz": "base", "safe_write": "base",
                    "pipeline": "lowering", "conformance": "tools", "inspection": "tools",
                    "__init__": "cli", "__main__": "cli"}
-
-# Back edges that exist today and are owned by other work; each names why it is there. The test fails when
-# one disappears (so the entry is removed) as well as when a new one appears.
-KNOWN_BACK_EDGES = {
-    ("nnconv.nnapi.validate", "nnconv.runtime.kernels"):
-        "the model validator runs each operation's validate, which lives beside its kernel (issue 9, item 2); "
-        "moving the validators to the NNAPI stage would restore the order",
-    ("nnconv.nnapi.validate", "nnconv.runtime.kernels.validation"):
-        "as above: the validator registry (VALIDATORS) lives with the kernels",
-}
-
 
 def module_name(path: pathlib.Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
@@ -114,11 +104,8 @@ def test_no_module_imports_a_later_stage():
     graph = import_graph()
     back = {(m, d) for m, deps in graph.items() for d in deps
             if STAGES.index(stage_of(d)) > STAGES.index(stage_of(m))}
-    unexpected = sorted(back - set(KNOWN_BACK_EDGES))
-    assert not unexpected, "imports of a later stage: " + "; ".join(
-        f"{m} ({stage_of(m)}) -> {d} ({stage_of(d)})" for m, d in unexpected)
-    gone = sorted(set(KNOWN_BACK_EDGES) - back)
-    assert not gone, f"no longer imported, remove from KNOWN_BACK_EDGES: {gone}"
+    assert not back, "imports of a later stage: " + "; ".join(
+        f"{m} ({stage_of(m)}) -> {d} ({stage_of(d)})" for m, d in sorted(back))
 
 
 def test_no_import_cycle():

@@ -39,11 +39,11 @@ def test_ops_doc_matches_registry():
 
 
 def _modules_below(package: str) -> set[str]:
-    """Every module below a package's folder that registers something (a rule or a kernel decorator)."""
+    """Every module below a package's folder that registers something (a rule, kernel or validator decorator)."""
     root = ROOT / pathlib.Path(*package.split("."))
     found = set()
     for path in root.rglob("*.py"):
-        if not any(mark in path.read_text() for mark in ("@kernel(", "@lowering_rule(", "@custom_rule(")):
+        if not any(mark in path.read_text() for mark in ("@kernel(", "@lowering_rule(", "@custom_rule(", "@validator(")):
             continue
         parts = path.relative_to(ROOT).with_suffix("").parts
         if parts[-1] == "__init__":
@@ -52,7 +52,7 @@ def _modules_below(package: str) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("package", ["nnconv.lowering.rules", "nnconv.runtime.kernels"])
+@pytest.mark.parametrize("package", ["nnconv.lowering.rules", "nnconv.runtime.kernels", "nnconv.nnapi.operations"])
 def test_every_module_of_a_registry_folder_is_imported_by_its_package(package):
     # Registration is an explicit import list (no discovery by name): a module left out of it would
     # silently drop its rules or kernels. Importing the package must import every module of its folder.

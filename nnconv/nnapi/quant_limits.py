@@ -1,30 +1,46 @@
-"""Quantization parameters the NNAPI reference CPU refuses when it prepares an operation.
+"""The fixed-point multipliers NNAPI's reference CPU derives from quantization parameters, and their limits.
 
 The reference implementation turns some real-valued rescaling factors into fixed-point multipliers with
 helpers that only accept a range (`QuantizeMultiplierGreaterThanOne`, `QuantizeMultiplierSmallerThanOne`);
 parameters outside it make the operation fail whatever the input values, while TFLite's own kernels (which
-use a lookup table or the general `QuantizeMultiplier`) run them. The lowering rules test these limits at
-check time to choose an exact alternative lowering (DEQUANTIZE -> float op -> QUANTIZE) before the
-runtime's own validation (`runtime/kernels`' validators) would refuse the operation.
+use a lookup table or the general `QuantizeMultiplier`) run them. This module is the one place each
+multiplier is computed: the operation validators (`nnapi/operations`) refuse what prepare would, the
+kernels (`runtime/kernels`) quantize the same value, and the lowering rules test the limits at check time
+to choose an exact alternative lowering (DEQUANTIZE -> float op -> QUANTIZE) instead.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.quantization import quantize_multiplier
+
 SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5
 SIGMOID_INPUT_INTEGER_BITS = 4  # LOGISTIC and TANH evaluate their input in Q4.27
+ADD_LEFT_SHIFT = 20  # the reference ADD/SUB scales both inputs up by 2^20 before rescaling them
+
+
+def _f32(x: float) -> float:
+    return float(np.float32(x))
 
 
 def softmax_input_multiplier(beta: float, input_scale: float) -> float:
-    """SOFTMAX's beta * input_scale * 2^26 (capped at 2^31 - 1), which must be greater than 1."""
-    real = float(np.float32(beta)) * float(np.float32(input_scale)) * (1 << (31 - SOFTMAX_SCALED_DIFF_INTEGER_BITS))
+    """SOFTMAX's beta * input_scale * 2^26 (capped at 2^31 - 1), which must be greater than 1: the real
+    multiplier of the quantized input differences, quantized with QuantizeMultiplierGreaterThanOne."""
+    real = _f32(beta) * _f32(input_scale) * (1 << (31 - SOFTMAX_SCALED_DIFF_INTEGER_BITS))
     return min(real, (1 << 31) - 1.0)
 
 
 def sigmoid_input_multiplier(input_scale: float) -> float:
-    """LOGISTIC's and TANH's input_scale * 2^27, which must be greater than 1."""
-    return float(np.float32(input_scale)) * float(1 << (31 - SIGMOID_INPUT_INTEGER_BITS))
+    """LOGISTIC's and TANH's input_scale * 2^27, which must be greater than 1: the real multiplier moving a
+    quantized input to Q4.27."""
+    return _f32(input_scale) * float(1 << (31 - SIGMOID_INPUT_INTEGER_BITS))
+
+
+def add_output_multiplier(scale1: float, scale2: float, output_scale: float) -> float:
+    """2 * max(s1, s2) / (2^20 * s_out): the real multiplier of a quantized ADD / SUB's sum (must be < 1)."""
+    twice_max = 2.0 * float(max(np.float32(scale1), np.float32(scale2)))
+    return twice_max / float(np.float32((1 << ADD_LEFT_SHIFT) * np.float32(output_scale)))
 
 
 def mul_output_multiplier(scale1: float, scale2: float, output_scale: float) -> float:
@@ -32,3 +48,11 @@ def mul_output_multiplier(scale1: float, scale2: float, output_scale: float) -> 
     the C++ `float * float` stored in a double), which must lie in (0, 1)."""
     product = float(np.float32(np.float32(scale1) * np.float32(scale2)))
     return product / float(np.float32(output_scale))
+
+
+def hard_swish_output_multiplier(input_scale: float, output_scale: float) -> tuple[int, int]:
+    """(Q31 multiplier, exponent) of hires_input_scale / output_scale, hires_input_scale = input_scale / 128
+    (computed in float, as the reference does, before QuantizeMultiplier widens it); prepare refuses a
+    positive exponent."""
+    hires_input_scale = np.float32(1.0 / 128.0) * np.float32(input_scale)
+    return quantize_multiplier(float(hires_input_scale / np.float32(output_scale)))

@@ -10,8 +10,8 @@ the type's range, 0 for the symmetric types; positive finite per-channel scales;
 uint32). All problems are collected and raised together.
 
 With a feature level, every operation is then validated the way Android does before it compiles a model:
-each operation's `validate` (with the constant-parameter checks of the reference CPU's `prepare`), which
-lives beside its kernel (`nnconv/runtime/kernels/validation.py`), says what feature level the operation
+each operation's `validate` (with the constant-parameter checks of the reference CPU's `prepare`), one
+module per operation family in `nnconv/nnapi/operations/`, says what feature level the operation
 needs with its operands or why it is refused. The lowering runs this on what the rules emit and the
 executor before it runs a model, so `check`, `convert` and `run` agree on what the runtime accepts.
 """
@@ -25,8 +25,7 @@ from nnconv.errors import ModelValidationError, OperationsRefusedError
 from nnconv.limits import MAX_SCALE, MIN_SCALE
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Model, Subgraph
-from nnconv.runtime import kernels as _kernels  # noqa: F401  (registers every kernel and its validator)
-from nnconv.runtime.kernels.validation import OperationRefused, OperationView, validate_operation
+from nnconv.nnapi.operations import OperationRefused, OperationView, validate_operation
 
 _L = OperandLifeTime
 _T = OperandType

@@ -1,4 +1,4 @@
-"""Operation validation beside the kernels (nnconv/runtime/kernels/validation.py): each validator says what
+"""Operation validation in the NNAPI stage (nnconv/nnapi/operations/): each validator says what
 feature level an operation needs with its operands, or refuses it naming the slot, as the NNAPI reference
 operations' validate and the constant checks of their prepare do. The model validator and the executor
 run the same checks."""
@@ -14,8 +14,8 @@ from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.model import Model
 from nnconv.nnapi.validate import operation_refusals, validate_model
 from nnconv.runtime.executor import Executor
-from nnconv.runtime.kernels.validation import (VALIDATORS, OperationRefused, OperationView, default_feature_level,
-                                               validate_operation)
+from nnconv.nnapi.operations import (VALIDATORS, OperationRefused, OperationView, default_feature_level,
+                                     validate_operation)
 
 F32 = OperandType.TENSOR_FLOAT32
 U8 = OperandType.TENSOR_QUANT8_ASYMM

@@ -10,13 +10,10 @@ import numpy as np
 from nnconv.nnapi.enums import FuseCode
 from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multiplier_greater_than_one,
                                        quantize_multiplier_greater_than_one, quantized_activation_range)
+from nnconv.nnapi.quant_limits import SIGMOID_INPUT_INTEGER_BITS, sigmoid_input_multiplier
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
 from nnconv.runtime.kernels._fixedpoint import calculate_input_radius
 from nnconv.runtime.kernels.registry import KernelCall
-from nnconv.runtime.kernels.validation import OperationView
-
-# The quantized LOGISTIC / TANH evaluate their gemmlowp function on a Q4.27 input.
-INPUT_INTEGER_BITS = 4
 
 
 def check_rank(call: KernelCall, x: np.ndarray, max_rank: int = 4) -> None:
@@ -47,22 +44,17 @@ def relu_family(call: KernelCall, code: FuseCode) -> list[np.ndarray]:
     raise call.fail(f"input 0 has unsupported type {t.name}")
 
 
-def q4_input_multiplier(input_scale: float) -> float:
-    """input_scale * 2^27: the real multiplier moving a quantized input to Q4.27 (must exceed 1)."""
-    return float(np.float32(input_scale)) * float(1 << (31 - INPUT_INTEGER_BITS))
-
-
 def rescaled_q4(call: KernelCall) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(centered input, its Q4.27 rescaling, mask of |centered| < radius) for quantized LOGISTIC / TANH.
 
     input_real_multiplier = input_scale * 2^27 must exceed 1 (`QuantizeMultiplierGreaterThanOne`);
     inputs beyond `CalculateInputRadius` saturate the function and skip the fixed-point evaluation."""
     od = call.in_operands[0]
-    real = q4_input_multiplier(od.scale)
+    real = sigmoid_input_multiplier(od.scale)
     if not real > 1.0:
         raise call.fail(f"input scale {od.scale:g} is too small for the fixed-point evaluation")
     m, left_shift = quantize_multiplier_greater_than_one(real)
-    radius = calculate_input_radius(INPUT_INTEGER_BITS, left_shift)
+    radius = calculate_input_radius(SIGMOID_INPUT_INTEGER_BITS, left_shift)
     centered = call.tensor(0).astype(np.int64) - od.zero_point
     inside = (centered > -radius) & (centered < radius)
     # Values outside the radius are replaced by 0 before rescaling so nothing overflows; they are masked.
@@ -76,26 +68,3 @@ def check_fixed_output(call: KernelCall, scale: float, zero_point: int) -> None:
     if np.float32(out.scale) != np.float32(scale) or out.zero_point != zero_point:
         raise call.fail(f"the quantized output must have scale {scale:g} and zero point {zero_point}, "
                         f"got {out.scale:g} and {out.zero_point}")
-
-
-def validate_q4_activation(view: OperationView, fixed_output: dict) -> int:
-    """Validation of quantized LOGISTIC / TANH (Activation.cpp): the output has the (scale, zero point) the
-    operation prescribes for its type (`fixed_output`: type -> (scale, zero point)), and the input scale is
-    large enough for the Q4.27 rescaling (its multiplier input_scale * 2^27 must exceed 1 in prepare)."""
-    x, out = view.input(0), view.out_operands[0]
-    if x is None or not x.type.is_quantized:
-        return 1
-    if x.dimensions and len(x.dimensions) > 4:
-        raise view.refuse(f"input 0 (input) has rank {len(x.dimensions)}, NNAPI takes rank <= 4")
-    expected = fixed_output.get(x.type)
-    if expected is None:
-        raise view.refuse(f"input 0 (input) has unsupported type {x.type.name}")
-    scale, zero_point = expected
-    if np.float32(out.scale) != np.float32(scale) or out.zero_point != zero_point:
-        raise view.refuse(f"output 0 must have scale {scale:g} and zero point {zero_point}, got "
-                          f"{out.scale:g} and {out.zero_point}")
-    real = q4_input_multiplier(x.scale)
-    if not real > 1.0:
-        raise view.refuse(f"input 0 (input) scale {x.scale:g} gives the fixed-point multiplier scale * 2^27 = "
-                          f"{real:.3g}, which the reference's prepare needs greater than 1")
-    return 1

@@ -19,14 +19,11 @@ from nnconv.nnapi.enums import FuseCode, OperandType
 from nnconv.nnapi.quantization import (is_quant8, qrange, quantize_multiplier_smaller_than_one_exp,
                                        quantized_activation_range, round_half_away, rounding_divide_by_pot,
                                        saturating_rounding_doubling_high_mul)
+from nnconv.nnapi.quant_limits import ADD_LEFT_SHIFT, add_output_multiplier, mul_output_multiplier
 from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels.registry import KernelCall
-from nnconv.runtime.kernels.validation import OperationView
 
 FLOAT_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16)
-
-# The reference ADD/SUB scales both inputs up by 2^20 before rescaling them to a common scale.
-ADD_LEFT_SHIFT = 20
 
 
 def broadcast_shape(call: KernelCall, a: np.ndarray, b: np.ndarray, max_rank: int | None = 4) -> tuple[int, ...]:
@@ -100,41 +97,6 @@ def offsets(call: KernelCall, slot: int) -> np.ndarray:
     return call.tensor(slot).astype(np.int64) - call.in_operands[slot].zero_point
 
 
-def add_output_multiplier(s1: float, s2: float, s_out: float) -> float:
-    """2 * max(s1, s2) / (2^20 * s_out): the real multiplier of a quantized ADD / SUB's sum (must be < 1)."""
-    twice_max = 2.0 * float(max(np.float32(s1), np.float32(s2)))
-    return twice_max / float(np.float32((1 << ADD_LEFT_SHIFT) * np.float32(s_out)))
-
-
-def mul_output_multiplier(s1: float, s2: float, s_out: float) -> float:
-    """s1 * s2 / s_out, the product rounded to float32 first: a quantized MUL's multiplier (must be < 1)."""
-    return float(np.float32(np.float32(s1) * np.float32(s2))) / float(np.float32(s_out))
-
-
-def validate_quant_binary(view: OperationView, multiply: bool) -> int:
-    """Broadcast.cpp's validate and prepare for quantized ADD / SUB / MUL: both inputs and the output of one
-    quantized type, and an output multiplier in (0, 1) (QuantizeMultiplierSmallerThanOneExp)."""
-    a, b, out = view.input(0), view.input(1), view.out_operands[0]
-    if a is None or b is None or not a.type.is_quantized:
-        return 1
-    if b.type is not a.type or out.type is not a.type:
-        raise view.refuse(f"input 0 (input1), input 1 (input2) and output 0 must share one type, got "
-                          f"{a.type.name}, {b.type.name} and {out.type.name}")
-    if not (a.scale > 0 and b.scale > 0 and out.scale > 0):
-        raise view.refuse("input 0 (input1), input 1 (input2) and output 0 need positive scales")
-    if multiply:
-        real = mul_output_multiplier(a.scale, b.scale, out.scale)
-        if not real < 1.0:
-            raise view.refuse(f"output 0 scale {out.scale:g} must exceed input1_scale * input2_scale "
-                              f"({a.scale:g} * {b.scale:g}): the multiplier {real:.3g} is not below 1")
-    else:
-        real = add_output_multiplier(a.scale, b.scale, out.scale)
-        if not real < 1.0:
-            raise view.refuse(f"output 0 scale {out.scale:g} is too small for the inputs' scales ({a.scale:g}, "
-                              f"{b.scale:g}): the output multiplier {real:.3g} is not below 1")
-    return 1
-
-
 def quant_add(call: KernelCall, activation: int, subtract: bool = False) -> np.ndarray:
     """The reference quantized ADD / SUB (TFLite `AddElementwise` / `BroadcastAdd4DSlow` parameters).
 
@@ -202,4 +164,4 @@ def requantize_ref(call: KernelCall, slot: int) -> np.ndarray:
 
 __all__ = ["ADD_LEFT_SHIFT", "FLOAT_TYPES", "activation_code", "broadcast_shape", "check_same_type",
            "float_binary", "float_unary", "int32_binary", "offsets", "quant_add", "quant_mul", "real_values",
-           "requantize_ref", "validate_quant_binary"]
+           "requantize_ref"]

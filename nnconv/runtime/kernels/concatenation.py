@@ -14,7 +14,6 @@ from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.quantization import requantize_to
 from nnconv.runtime.kernels._spatial import normalize_axis
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.runtime.kernels.validation import OperationView, validator
 
 
 @kernel(OperationType.CONCATENATION)
@@ -33,15 +32,3 @@ def concatenation(call: KernelCall) -> list[np.ndarray]:
     out = call.out_operands[0]
     parts = [requantize_to(x, call.in_operands[i], out) for i, x in enumerate(xs)]
     return [np.concatenate(parts, axis=axis).astype(out.dtype, copy=False)]
-
-
-@validator(OperationType.CONCATENATION)
-def validate_concatenation(view: OperationView, feature_level: int) -> int:
-    """Concatenation.cpp: quantized inputs whose (scale, zero point) differ from the output's need feature
-    level 3 (before it, every input had to share the output's quantization)."""
-    out = view.out_operands[0]
-    if not out.type.is_quantized:
-        return 1
-    tensors = [od for od in view.in_operands[:-1] if od is not None]
-    same = all(od.scale == out.scale and od.zero_point == out.zero_point for od in tensors)
-    return 1 if same else 3

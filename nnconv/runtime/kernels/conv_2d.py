@@ -21,7 +21,6 @@ from nnconv.runtime.kernels._matmul import exact_matmul_dtype
 from nnconv.runtime.kernels._spatial import (conv_output_size, extract_patches, implicit_padding, nchw_to_nhwc,
                                              nhwc_to_nchw, pad_spatial)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.runtime.kernels.validation import OperationView, scale_relation_level, validator
 
 
 @dataclass(frozen=True)
@@ -252,12 +251,6 @@ def _peek_nchw(call: KernelCall, first: int = 3, extra: int = 0) -> bool:
     explicit = is_explicit_padding(call, first, extra)
     slot = (first + 7 + extra) if explicit else (first + 4 + extra)
     return bool(call.opt_scalar(slot, False))
-
-
-@validator(OperationType.CONV_2D)
-def validate_conv_2d(view: OperationView, feature_level: int) -> int:
-    """Slots 0 input, 1 filter, 2 bias: the quantized scale relation below API 29."""
-    return scale_relation_level(view, 1)
 
 
 def grouped_conv_inputs(call: KernelCall, what: str) -> tuple[np.ndarray, np.ndarray, ConvParams, int]:

@@ -22,7 +22,6 @@ from nnconv.runtime.kernels._float_activation import add_bias_and_activate
 from nnconv.runtime.kernels._spatial import extract_patches, nhwc_to_nchw, pad_spatial
 from nnconv.runtime.kernels.conv_2d import ConvParams, filter_scales, grouped_conv_inputs
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.runtime.kernels.validation import OperationView, scale_relation_level, validator
 
 
 # A quantized depthwise layer with at least this many output channels, or at most this many output pixels,
@@ -205,9 +204,3 @@ def depthwise_conv_2d(call: KernelCall) -> list[np.ndarray]:
     xh, w, p, multiplier = grouped_conv_inputs(call, "depth multiplier")
     y = depthwise_nhwc(call, xh, w, call.inputs[2], p, multiplier)
     return [nhwc_to_nchw(y) if p.nchw else y]
-
-
-@validator(OperationType.DEPTHWISE_CONV_2D)
-def validate_depthwise_conv_2d(view: OperationView, feature_level: int) -> int:
-    """Slots 0 input, 1 filter, 2 bias: the quantized scale relation below API 29."""
-    return scale_relation_level(view, 1)

@@ -18,7 +18,6 @@ from nnconv.nnapi.quantization import Requantizer, conv_multipliers, is_quant8, 
 from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels._matmul import exact_matmul_dtype
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.runtime.kernels.validation import OperationView, scale_relation_level, validator
 
 
 @kernel(OperationType.FULLY_CONNECTED)
@@ -74,9 +73,3 @@ def _quant_weights(call: KernelCall, w: np.ndarray, b: np.ndarray | None, act: i
     m, sh = conv_multipliers(in_od.scale, np.asarray([w_od.scale]), out_od.scale)
     return QuantWeights(np.ascontiguousarray(ws.T, dtype=dtype), dtype,
                         Requantizer.build(m, sh, b, out_od, act, bound), m, sh)
-
-
-@validator(OperationType.FULLY_CONNECTED)
-def validate_fully_connected(view: OperationView, feature_level: int) -> int:
-    """Slots 0 input, 1 weights, 2 bias: the quantized scale relation below API 29."""
-    return scale_relation_level(view, 1)

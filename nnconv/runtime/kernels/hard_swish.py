@@ -12,11 +12,11 @@ import numpy as np
 
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.quantization import is_quant8, qrange, quantize_multiplier, rounding_divide_by_pot
+from nnconv.nnapi.quant_limits import hard_swish_output_multiplier
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
 from nnconv.runtime.kernels._fixedpoint import FP16, I16_MAX, I16_MIN
 from nnconv.runtime.kernels._quant8_table import via_quant8_table
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.runtime.kernels.validation import OperationView, validator
 
 def _sdhm16(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """16-bit SaturatingDoublingHighMul: like SaturatingRoundingDoublingHighMul but truncating toward zero."""
@@ -36,19 +36,12 @@ def _int16_multiplier(m32: int) -> int:
     return (m32 + (1 << 15)) >> 16
 
 
-def output_multiplier(input_scale: float, output_scale: float) -> tuple[int, int]:
-    """(Q31 multiplier, exponent) of hires_input_scale / output_scale, hires_input_scale = input_scale / 128
-    (computed in float, as the reference does, before QuantizeMultiplier widens it)."""
-    hires_input_scale = np.float32(1.0 / 128.0) * np.float32(input_scale)
-    return quantize_multiplier(float(hires_input_scale / np.float32(output_scale)))
-
-
 def _hard_swish_quant(call: KernelCall) -> np.ndarray:
     od, out = call.in_operands[0], call.out_operands[0]
     # The reference computes these ratios in float before widening them for QuantizeMultiplier.
     hires_input_scale = np.float32(1.0 / 128.0) * np.float32(od.scale)
     reluish_scale = np.float32(3.0 / 32768.0)
-    out_m32, out_exp = output_multiplier(od.scale, out.scale)
+    out_m32, out_exp = hard_swish_output_multiplier(od.scale, out.scale)
     if out_exp > 0:
         raise call.fail("output scale too small: the output multiplier must not exceed 1")
     rel_m32, rel_exp = quantize_multiplier(float(hires_input_scale / reluish_scale))
@@ -89,19 +82,3 @@ def hard_swish(call: KernelCall) -> list[np.ndarray]:
             raise call.fail(f"output is {out.type.name}, input is {t.name}")
         return [via_quant8_table(call, _hard_swish_quant)]
     raise call.fail(f"input 0 has unsupported type {t.name}")
-
-
-@validator(OperationType.HARD_SWISH)
-def validate_hard_swish(view: OperationView, feature_level: int) -> int:
-    """HardSwish.cpp: a quantized output of the input's type whose multiplier (input_scale / 128) /
-    output_scale does not exceed 1 (prepare refuses a positive exponent)."""
-    x, out = view.input(0), view.out_operands[0]
-    if x is None or not is_quant8(x.type):
-        return 1
-    if out.type is not x.type:
-        raise view.refuse(f"output 0 is {out.type.name}, input 0 (input) is {x.type.name}")
-    _m, exponent = output_multiplier(x.scale, out.scale)
-    if exponent > 0:
-        raise view.refuse(f"output 0 scale {out.scale:g} is too small for input 0 (input) scale {x.scale:g}: the "
-                          "output multiplier (input_scale / 128) / output_scale exceeds 1")
-    return 1

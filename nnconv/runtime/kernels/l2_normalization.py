@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.quantization import (INT32_MAX, is_quant8, qrange, rounding_divide_by_pot,
                                        saturating_rounding_doubling_high_mul as srdhm)
 from nnconv.runtime.kernels._fixedpoint import rescale, saturating_rounding_multiply_by_pot, wrap32
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.runtime.kernels.softmax import count_leading_zeros32, softmax_axis
-from nnconv.runtime.kernels.validation import OperationView, validator
 
 HALF_SQRT_2_Q0 = 1518500250  # sqrt(2)/2 in Q0.31
 ONE_AND_HALF_Q3 = (1 << 28) + (1 << 27)  # 1.5 in Q3.28
@@ -76,20 +75,3 @@ def l2_normalization(call: KernelCall) -> list[np.ndarray]:
     norm = np.maximum(np.sqrt((xf * xf).sum(axis=axis, keepdims=True)), np.float32(1e-6))
     y = xf / norm
     return [y.astype(out.dtype)]
-
-
-@validator(OperationType.L2_NORMALIZATION)
-def validate_l2_normalization(view: OperationView, feature_level: int) -> int:
-    """L2Normalization.cpp: quantized from feature level 3, onto the fixed output (1/128, 128 or 0 signed);
-    a rank other than 4 or an axis needs feature level 3 too."""
-    x, out = view.input(0), view.out_operands[0]
-    if x is None:
-        return 1
-    needed = 3 if view.input(1) is not None or (x.dimensions and len(x.dimensions) != 4) else 1
-    if x.type.is_quantized:
-        zero_point = 0 if x.type is OperandType.TENSOR_QUANT8_ASYMM_SIGNED else 128
-        if np.float32(out.scale) != np.float32(1.0 / 128) or out.zero_point != zero_point:
-            raise view.refuse(f"output 0 must have scale 1/128 and zero point {zero_point}, got {out.scale:g} "
-                              f"and {out.zero_point}")
-        needed = 3
-    return needed

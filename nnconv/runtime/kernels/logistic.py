@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.nnapi.quantization import rounding_divide_by_pot
-from nnconv.runtime.kernels._activation import check_fixed_output, check_rank, rescaled_q4, validate_q4_activation
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.activations import LOGISTIC_OUTPUT
+from nnconv.nnapi.quantization import qrange, rounding_divide_by_pot
+from nnconv.runtime.kernels._activation import check_fixed_output, check_rank, rescaled_q4
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
 from nnconv.runtime.kernels._fixedpoint import fixed_logistic
 from nnconv.runtime.kernels._quant8_table import via_quant8_table
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.runtime.kernels.validation import OperationView, validator
 
 
 @kernel(OperationType.LOGISTIC)
@@ -36,14 +36,11 @@ def logistic(call: KernelCall) -> list[np.ndarray]:
         y += np.float32(1.0)
         np.divide(np.float32(1.0), y, out=y)
         return [y if out.dtype == np.float32 else y.astype(out.dtype)]
-    if t is OperandType.TENSOR_QUANT8_ASYMM:
-        check_fixed_output(call, 1.0 / 256, 0)
-        lo, hi, zp = 0, 255, 0
-    elif t is OperandType.TENSOR_QUANT8_ASYMM_SIGNED:
-        check_fixed_output(call, 1.0 / 256, -128)
-        lo, hi, zp = -128, 127, -128
-    else:
+    if t not in LOGISTIC_OUTPUT:
         raise call.fail(f"input 0 has unsupported type {t.name}")
+    scale, zp = LOGISTIC_OUTPUT[t]  # the output quantization the operation prescribes (nnapi/operations)
+    check_fixed_output(call, scale, zp)
+    lo, hi = qrange(t)
 
     def quantized(c: KernelCall) -> np.ndarray:
         # The reference fixed-point pipeline, run once per 8-bit value by via_quant8_table.
@@ -54,9 +51,3 @@ def logistic(call: KernelCall) -> list[np.ndarray]:
         return y.astype(out.dtype)
 
     return [via_quant8_table(call, quantized)]
-
-
-@validator(OperationType.LOGISTIC)
-def validate_logistic(view: OperationView, feature_level: int) -> int:
-    return validate_q4_activation(view, {OperandType.TENSOR_QUANT8_ASYMM: (1.0 / 256, 0),
-                                         OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (1.0 / 256, -128)})

@@ -21,7 +21,6 @@ from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels._spatial import (conv_output_size, extract_patches, implicit_padding, nchw_to_nhwc,
                                              nhwc_to_nchw, pad_spatial)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.runtime.kernels.validation import OperationView, validator
 
 
 def _params(call: KernelCall, h: int, w: int) -> tuple[tuple[int, int, int, int], int, int, int, int, int]:
@@ -125,48 +124,3 @@ def l2_pool_2d(call: KernelCall) -> list[np.ndarray]:
         y = np.sqrt(win.sum(axis=(3, 4)) / count.astype(np.float32))
         return apply_float_activation(y.astype(np.float32), act).astype(out.dtype)
     return _run(call, fn)
-
-
-EXPLICIT_SLOTS = ("input", "padding_left", "padding_right", "padding_top", "padding_bottom", "stride_width",
-                  "stride_height", "filter_width", "filter_height", "activation", "nchw")
-IMPLICIT_SLOTS = ("input", "padding_scheme", "stride_width", "stride_height", "filter_width", "filter_height",
-                  "activation", "nchw")
-
-
-def validate_pooling(view: OperationView, feature_level: int) -> int:
-    """Pooling.cpp: positive strides and filter sizes, and (prepare) each explicit padding smaller than the
-    filter along its axis; an NCHW layout flag needs feature level 3."""
-    explicit = len(view.in_operands) >= 10
-    names = EXPLICIT_SLOTS if explicit else IMPLICIT_SLOTS
-    first = 5 if explicit else 2  # stride_width, stride_height, filter_width, filter_height
-    values = {names[k]: view.scalar(k) for k in range(1, first + 4)}
-    for k in range(first, first + 4):
-        v = values[names[k]]
-        if v is not None and v < 1:
-            raise view.refuse(f"input {k} ({names[k]}) is {v}, it must be positive")
-    if explicit:
-        for pad, size in (("padding_left", "filter_width"), ("padding_right", "filter_width"),
-                          ("padding_top", "filter_height"), ("padding_bottom", "filter_height")):
-            if values[pad] is not None and values[size] is not None and not values[pad] < values[size]:
-                raise view.refuse(f"input {names.index(pad)} ({pad}) {values[pad]} is not smaller than "
-                                  f"input {names.index(size)} ({size}) {values[size]}")
-    return 3 if view.input(len(names) - 1) is not None else 1
-
-
-@validator(OperationType.AVERAGE_POOL_2D)
-def validate_average_pool_2d(view: OperationView, feature_level: int) -> int:
-    return validate_pooling(view, feature_level)
-
-
-@validator(OperationType.MAX_POOL_2D)
-def validate_max_pool_2d(view: OperationView, feature_level: int) -> int:
-    return validate_pooling(view, feature_level)
-
-
-@validator(OperationType.L2_POOL_2D)
-def validate_l2_pool_2d(view: OperationView, feature_level: int) -> int:
-    """L2_POOL_2D takes float tensors only."""
-    x = view.input(0)
-    if x is not None and not x.type.is_float:
-        raise view.refuse(f"input 0 (input) is {x.type.name}; L2_POOL_2D takes float tensors only")
-    return validate_pooling(view, feature_level)

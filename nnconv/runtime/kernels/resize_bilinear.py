@@ -17,7 +17,6 @@ from nnconv.nnapi.quantization import is_quant8, qrange
 from nnconv.runtime.kernels._resize import parse_resize, resize_scale
 from nnconv.runtime.kernels._spatial import nhwc_to_nchw
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.runtime.kernels.validation import OperationView, validator
 
 
 def _axis(out_size: int, in_size: int, align: bool, half: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -50,17 +49,3 @@ def resize_bilinear(call: KernelCall) -> list[np.ndarray]:
         y = np.clip(np.floor(y + np.float32(0.5)), lo, hi)
     y = y.astype(out.dtype)
     return [nhwc_to_nchw(y) if p.nchw else y]
-
-
-@validator(OperationType.RESIZE_BILINEAR)
-def validate_resize_bilinear(view: OperationView, feature_level: int) -> int:
-    """ResizeImageOps.cpp: quantized input from feature level 3, the align_corners / half_pixel_centers flags
-    (slots 4, 5) from 4, and prepare refuses both flags set."""
-    x = view.input(0)
-    needed = 3 if x is not None and x.type.is_quantized else 1
-    align, half = view.scalar(4, False), view.scalar(5, False)
-    if view.input(4) is not None or view.input(5) is not None:
-        needed = 4
-    if align and half:
-        raise view.refuse("input 4 (align_corners) and input 5 (half_pixel_centers) cannot both be true")
-    return needed

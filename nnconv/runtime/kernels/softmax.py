@@ -17,12 +17,11 @@ from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multiplier_greater_than_one, qrange,
                                        quantize_multiplier_greater_than_one, rounding_divide_by_pot,
                                        saturating_rounding_doubling_high_mul)
+from nnconv.nnapi.quant_limits import SOFTMAX_SCALED_DIFF_INTEGER_BITS, softmax_input_multiplier
 from nnconv.runtime.kernels._fixedpoint import (calculate_input_radius, exp_on_negative_values,
                                                 one_over_one_plus_x_for_x_in_0_1, rescale, wrap32)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.runtime.kernels.validation import OperationView, validator
 
-SCALED_DIFF_INTEGER_BITS = 5
 ACCUMULATION_INTEGER_BITS = 12
 
 
@@ -40,23 +39,16 @@ def count_leading_zeros32(x: np.ndarray) -> np.ndarray:
     return np.where(x > 0, 32 - e, 32).astype(np.int64)
 
 
-def input_multiplier(beta: float, in_scale: float) -> float:
-    """The real multiplier of the quantized input differences, beta * input_scale * 2^26 capped at 2^31 - 1;
-    the reference's prepare quantizes it with QuantizeMultiplierGreaterThanOne, so it must exceed 1."""
-    return min(float(np.float32(beta)) * float(np.float32(in_scale)) * (1 << (31 - SCALED_DIFF_INTEGER_BITS)),
-               (1 << 31) - 1.0)
-
-
 def softmax_quant8(q: np.ndarray, beta: float, in_scale: float, out_type: OperandType) -> np.ndarray:
     """The reference quantized softmax along the last axis of storage array `q`."""
-    real = input_multiplier(beta, in_scale)
+    real = softmax_input_multiplier(beta, in_scale)
     mult, left_shift = quantize_multiplier_greater_than_one(real)
-    diff_min = -calculate_input_radius(SCALED_DIFF_INTEGER_BITS, left_shift)
+    diff_min = -calculate_input_radius(SOFTMAX_SCALED_DIFF_INTEGER_BITS, left_shift)
     x = q.astype(np.int64)
     diff = x - x.max(axis=-1, keepdims=True)
     valid = diff >= diff_min
     scaled = multiply_by_quantized_multiplier_greater_than_one(diff, mult, left_shift)
-    exps = exp_on_negative_values(scaled, SCALED_DIFF_INTEGER_BITS)
+    exps = exp_on_negative_values(scaled, SOFTMAX_SCALED_DIFF_INTEGER_BITS)
     terms = np.where(valid, rescale(exps, 0, ACCUMULATION_INTEGER_BITS), 0)
     total = wrap32(terms.sum(axis=-1, keepdims=True))
     headroom_plus_one = count_leading_zeros32(total)
@@ -94,31 +86,3 @@ def softmax(call: KernelCall) -> list[np.ndarray]:
     return [np.ascontiguousarray(np.moveaxis(y, -1, axis))]
 
 
-SLOTS = ("input", "beta", "axis")
-
-
-@validator(OperationType.SOFTMAX)
-def validate_softmax(view: OperationView, feature_level: int) -> int:
-    """Softmax.cpp's validate and the constant checks of its prepare: rank 1..4, beta > 0, and for a
-    quantized input the output (1/256, type minimum) and an input multiplier above 1. A non-default axis
-    (or rank other than 2 / 4) needs feature level 3."""
-    x, out = view.input(0), view.out_operands[0]
-    beta = view.scalar(1)
-    needed = 1
-    if x is not None and x.dimensions and not 1 <= len(x.dimensions) <= 4:
-        raise view.refuse(f"input 0 (input) has rank {len(x.dimensions)}, outside 1..4")
-    if beta is not None and not beta > 0:
-        raise view.refuse(f"input 1 (beta) is {beta}, it must be positive")
-    if view.input(2) is not None or (x is not None and x.dimensions and len(x.dimensions) not in (2, 4)):
-        needed = 3
-    if x is not None and x.type.is_quantized and beta is not None:
-        lo = -128 if x.type is OperandType.TENSOR_QUANT8_ASYMM_SIGNED else 0
-        if not (np.float32(out.scale) == np.float32(1.0 / 256) and out.zero_point == lo):
-            raise view.refuse(f"output 0 must have scale 1/256 and zero point {lo}, got {out.scale:g} and "
-                              f"{out.zero_point}")
-        real = input_multiplier(float(beta), x.scale)
-        if not real > 1.0:
-            raise view.refuse(f"input 0 (input) scale {x.scale:g} with beta {beta:g} gives the fixed-point "
-                              f"multiplier beta * scale * 2^26 = {real:.3g}, which the reference's prepare "
-                              "needs greater than 1 (QuantizeMultiplierGreaterThanOne)")
-    return needed

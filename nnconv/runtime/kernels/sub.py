@@ -13,10 +13,9 @@ import numpy as np
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.quantization import is_quant8
 from nnconv.runtime.kernels._elementwise import (FLOAT_TYPES, activation_code, check_same_type, float_binary,
-                                                 int32_binary, quant_add, validate_quant_binary)
+                                                 int32_binary, quant_add)
 from nnconv.runtime.kernels._quant8_table import via_quant8_pair_table
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.runtime.kernels.validation import OperationView, validator
 
 
 @kernel(OperationType.SUB)
@@ -30,8 +29,3 @@ def sub(call: KernelCall) -> list[np.ndarray]:
     if t is OperandType.TENSOR_INT32:
         return [int32_binary(call, np.subtract, act)]
     raise call.fail(f"input 0 has unsupported type {t.name}")
-
-
-@validator(OperationType.SUB)
-def validate_sub(view: OperationView, feature_level: int) -> int:
-    return validate_quant_binary(view, multiply=False)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.nnapi.quantization import rounding_divide_by_pot
-from nnconv.runtime.kernels._activation import check_fixed_output, check_rank, rescaled_q4, validate_q4_activation
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.activations import TANH_OUTPUT
+from nnconv.nnapi.quantization import qrange, rounding_divide_by_pot
+from nnconv.runtime.kernels._activation import check_fixed_output, check_rank, rescaled_q4
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
 from nnconv.runtime.kernels._fixedpoint import fixed_tanh
 from nnconv.runtime.kernels._quant8_table import via_quant8_table
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.runtime.kernels.validation import OperationView, validator
 
 
 @kernel(OperationType.TANH)
@@ -28,14 +28,11 @@ def tanh(call: KernelCall) -> list[np.ndarray]:
     out = call.out_operands[0]
     if t in FLOAT_TYPES:
         return [np.tanh(x.astype(np.float32)).astype(out.dtype)]
-    if t is OperandType.TENSOR_QUANT8_ASYMM:
-        check_fixed_output(call, 1.0 / 128, 128)
-        lo, hi, zp = 0, 255, 128
-    elif t is OperandType.TENSOR_QUANT8_ASYMM_SIGNED:
-        check_fixed_output(call, 1.0 / 128, 0)
-        lo, hi, zp = -128, 127, 0
-    else:
+    if t not in TANH_OUTPUT:
         raise call.fail(f"input 0 has unsupported type {t.name}")
+    scale, zp = TANH_OUTPUT[t]  # the output quantization the operation prescribes (nnapi/operations)
+    check_fixed_output(call, scale, zp)
+    lo, hi = qrange(t)
 
     def quantized(c: KernelCall) -> np.ndarray:
         # The reference fixed-point pipeline, run once per 8-bit value by via_quant8_table.
@@ -45,11 +42,3 @@ def tanh(call: KernelCall) -> list[np.ndarray]:
         return y.astype(out.dtype)
 
     return [via_quant8_table(call, quantized)]
-
-
-@validator(OperationType.TANH)
-def validate_tanh(view: OperationView, feature_level: int) -> int:
-    # Quantized TANH arrived with feature level 3 (Android 10); float TANH is in the first one.
-    needed = 3 if view.input(0) is not None and view.input(0).type.is_quantized else 1
-    return max(needed, validate_q4_activation(view, {OperandType.TENSOR_QUANT8_ASYMM: (1.0 / 128, 128),
-                                         OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (1.0 / 128, 0)}))

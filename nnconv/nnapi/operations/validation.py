@@ -3,23 +3,31 @@
 Android validates every operation of a model before it compiles it (each operation file's `validate`,
 returning the feature level the operation needs with its operands), and the reference CPU's `prepare`
 refuses some more from the constant parameters alone (a quantized multiplier out of range, an output
-scale the kernel prescribes). Both are gathered here per operation, beside its kernel:
+scale the kernel prescribes). Both are gathered per operation family in this package:
+
+    class SoftmaxSlot(IntEnum):
+        INPUT = 0
+        BETA = 1
 
     @validator(OperationType.SOFTMAX)
     def validate_softmax(view: OperationView, feature_level: int) -> int:
-        ...  # returns the feature level needed, or raises view.refuse("input 0 (input): ...")
+        beta = view.scalar(SoftmaxSlot.BETA)
+        ...  # returns the feature level needed, or raises view.refuse(f"{view.describe(SoftmaxSlot.BETA)} ...")
 
-Validators live in the kernel modules but in their own registry (`VALIDATORS`), apart from `KERNELS`, so
-how a kernel computes can change without touching what it accepts. Where an operation has no validator
-of its own, `default_feature_level` applies: the operation's own introduction and its operand types'.
-The model validator (`nnconv/nnapi/validate.py`) calls `validate_operation` for every operation; the
-lowering calls it on what the rules emit (so `check` refuses what the runtime would), and the executor
-calls it before it runs a model.
+Operand slots are named by an `IntEnum` per operation signature (the kernels index their operands with the
+same enums), so a refusal names the slot at fault: "input 1 (beta)". Validators are kept apart from the
+kernels (`nnconv/runtime/kernels`, a later stage that imports them), so how a kernel computes can change
+without touching what the runtime accepts. Where an operation has no validator of its own,
+`default_feature_level` applies: the operation's own introduction and its operand types'. The model
+validator (`nnconv/nnapi/validate.py`) calls `validate_operation` for every operation; the lowering calls
+it on what the rules emit (so `check` refuses what the runtime would), and the executor calls it before it
+runs a model.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Callable, Sequence
 
 import numpy as np
@@ -74,6 +82,11 @@ class OperationView:
         v = self.constant(slot)
         return default if v is None or v.size != 1 else v.reshape(()).item()
 
+    @staticmethod
+    def describe(slot: int) -> str:
+        """'input 1 (beta)' for a named slot (a member of the operation's slot enum), 'input 1' otherwise."""
+        return f"input {int(slot)} ({slot.name.lower()})" if isinstance(slot, IntEnum) else f"input {slot}"
+
 
 ValidateFn = Callable[[OperationView, int], int]
 VALIDATORS: dict[OperationType, ValidateFn] = {}
@@ -108,27 +121,17 @@ def validate_operation(view: OperationView, feature_level: int) -> int:
     return needed
 
 
-# -- helpers shared by validators -------------------------------------------------------------------
-def slot_name(slot: int, names: Sequence[str]) -> str:
-    """'input 1 (filter)': a slot and its name in the operation's signature."""
-    return f"input {slot} ({names[slot]})" if slot < len(names) else f"input {slot}"
-
-
-def is_quant8_type(t: OperandType) -> bool:
-    return t in (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
-
-
 def f32(x: float) -> float:
     """`x` rounded to float32, as the reference holds operand scales."""
     return float(np.float32(x))
 
 
-def scale_relation_level(view: OperationView, filter_slot: int = 1) -> int:
-    """Feature level 3 for a TENSOR_QUANT8_ASYMM CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED whose
-    output_scale is not above input_scale * filter_scale: NeuralNetworks.h requires that relation before
-    API 29, and the validators raise the operation's minimum version instead of refusing it."""
-    x, w, out = view.input(0), view.input(filter_slot), view.out_operands[0]
-    if x is None or w is None or x.type is not OperandType.TENSOR_QUANT8_ASYMM \
-            or w.type is not OperandType.TENSOR_QUANT8_ASYMM:
-        return 1
-    return 1 if f32(out.scale) > f32(f32(x.scale) * f32(w.scale)) else 3
+def check_fixed_output(view: OperationView, scale: float, zero_point: int, shown: str | None = None) -> None:
+    """Refuses an output 0 whose (scale, zero point) is not the fixed one the operation prescribes for its
+    quantized type (SOFTMAX, LOGISTIC, TANH, L2_NORMALIZATION); `shown` writes the scale in the message."""
+    out = view.out_operands[0]
+    if np.float32(out.scale) != np.float32(scale) or out.zero_point != zero_point:
+        shown = shown or f"{scale:g}"
+        raise view.refuse(f"output 0 must have scale {shown} and zero point {zero_point}, got {out.scale:g} and "
+                          f"{out.zero_point}")
+

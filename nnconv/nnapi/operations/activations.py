@@ -1,0 +1,128 @@
+"""Validate/prepare-time rules of the activations with a quantized fixed-point path: SOFTMAX, LOGISTIC,
+TANH, HARD_SWISH and L2_NORMALIZATION (Softmax.cpp, Activation.cpp, HardSwish.cpp, L2Normalization.cpp of
+the NNAPI reference operations). Their quantized outputs are fixed or bounded by the multipliers of
+`nnapi/quant_limits.py`, the same values the kernels quantize."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.operations.validation import OperationView, check_fixed_output, validator
+from nnconv.nnapi.quantization import is_quant8, qrange
+from nnconv.nnapi.quant_limits import (hard_swish_output_multiplier, sigmoid_input_multiplier,
+                                       softmax_input_multiplier)
+
+
+class SoftmaxSlot(IntEnum):
+    """SOFTMAX's inputs; AXIS from feature level 3."""
+    INPUT = 0
+    BETA = 1
+    AXIS = 2
+
+
+class UnarySlot(IntEnum):
+    """LOGISTIC, TANH, HARD_SWISH: one tensor input."""
+    INPUT = 0
+
+
+class L2NormalizationSlot(IntEnum):
+    """L2_NORMALIZATION's inputs; AXIS from feature level 3."""
+    INPUT = 0
+    AXIS = 1
+
+
+@validator(OperationType.SOFTMAX)
+def validate_softmax(view: OperationView, feature_level: int) -> int:
+    """Softmax.cpp's validate and the constant checks of its prepare: rank 1..4, beta > 0, and for a
+    quantized input the output (1/256, type minimum) and an input multiplier above 1. A non-default axis
+    (or rank other than 2 / 4) needs feature level 3."""
+    x, beta = view.input(SoftmaxSlot.INPUT), view.scalar(SoftmaxSlot.BETA)
+    needed = 1
+    if x is not None and x.dimensions and not 1 <= len(x.dimensions) <= 4:
+        raise view.refuse(f"{view.describe(SoftmaxSlot.INPUT)} has rank {len(x.dimensions)}, outside 1..4")
+    if beta is not None and not beta > 0:
+        raise view.refuse(f"{view.describe(SoftmaxSlot.BETA)} is {beta}, it must be positive")
+    if view.input(SoftmaxSlot.AXIS) is not None or (x is not None and x.dimensions
+                                                    and len(x.dimensions) not in (2, 4)):
+        needed = 3
+    if x is not None and x.type.is_quantized and beta is not None:
+        check_fixed_output(view, 1.0 / 256, qrange(x.type)[0], "1/256")
+        real = softmax_input_multiplier(float(beta), x.scale)
+        if not real > 1.0:
+            raise view.refuse(f"{view.describe(SoftmaxSlot.INPUT)} scale {x.scale:g} with beta {beta:g} gives the "
+                              f"fixed-point multiplier beta * scale * 2^26 = {real:.3g}, which the reference's "
+                              "prepare needs greater than 1 (QuantizeMultiplierGreaterThanOne)")
+    return needed
+
+
+# The (scale, zero point) quantized LOGISTIC / TANH prescribe for their output, per type.
+LOGISTIC_OUTPUT = {OperandType.TENSOR_QUANT8_ASYMM: (1.0 / 256, 0),
+                   OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (1.0 / 256, -128)}
+TANH_OUTPUT = {OperandType.TENSOR_QUANT8_ASYMM: (1.0 / 128, 128),
+               OperandType.TENSOR_QUANT8_ASYMM_SIGNED: (1.0 / 128, 0)}
+
+
+def validate_q4_activation(view: OperationView, fixed_output: dict) -> int:
+    """Validation of quantized LOGISTIC / TANH (Activation.cpp): the output has the (scale, zero point) the
+    operation prescribes for its type (`fixed_output`: type -> (scale, zero point)), and the input scale is
+    large enough for the Q4.27 rescaling (its multiplier input_scale * 2^27 must exceed 1 in prepare)."""
+    x = view.input(UnarySlot.INPUT)
+    if x is None or not x.type.is_quantized:
+        return 1
+    if x.dimensions and len(x.dimensions) > 4:
+        raise view.refuse(f"{view.describe(UnarySlot.INPUT)} has rank {len(x.dimensions)}, NNAPI takes rank <= 4")
+    expected = fixed_output.get(x.type)
+    if expected is None:
+        raise view.refuse(f"{view.describe(UnarySlot.INPUT)} has unsupported type {x.type.name}")
+    check_fixed_output(view, *expected)
+    real = sigmoid_input_multiplier(x.scale)
+    if not real > 1.0:
+        raise view.refuse(f"{view.describe(UnarySlot.INPUT)} scale {x.scale:g} gives the fixed-point multiplier "
+                          f"scale * 2^27 = {real:.3g}, which the reference's prepare needs greater than 1")
+    return 1
+
+
+@validator(OperationType.LOGISTIC)
+def validate_logistic(view: OperationView, feature_level: int) -> int:
+    return validate_q4_activation(view, LOGISTIC_OUTPUT)
+
+
+@validator(OperationType.TANH)
+def validate_tanh(view: OperationView, feature_level: int) -> int:
+    # Quantized TANH arrived with feature level 3 (Android 10); float TANH is in the first one.
+    x = view.input(UnarySlot.INPUT)
+    needed = 3 if x is not None and x.type.is_quantized else 1
+    return max(needed, validate_q4_activation(view, TANH_OUTPUT))
+
+
+@validator(OperationType.HARD_SWISH)
+def validate_hard_swish(view: OperationView, feature_level: int) -> int:
+    """HardSwish.cpp: a quantized output of the input's type whose multiplier (input_scale / 128) /
+    output_scale does not exceed 1 (prepare refuses a positive exponent)."""
+    x, out = view.input(UnarySlot.INPUT), view.out_operands[0]
+    if x is None or not is_quant8(x.type):
+        return 1
+    if out.type is not x.type:
+        raise view.refuse(f"output 0 is {out.type.name}, {view.describe(UnarySlot.INPUT)} is {x.type.name}")
+    _m, exponent = hard_swish_output_multiplier(x.scale, out.scale)
+    if exponent > 0:
+        raise view.refuse(f"output 0 scale {out.scale:g} is too small for {view.describe(UnarySlot.INPUT)} scale "
+                          f"{x.scale:g}: the output multiplier (input_scale / 128) / output_scale exceeds 1")
+    return 1
+
+
+@validator(OperationType.L2_NORMALIZATION)
+def validate_l2_normalization(view: OperationView, feature_level: int) -> int:
+    """L2Normalization.cpp: quantized from feature level 3, onto the fixed output (1/128, 128 or 0 signed);
+    a rank other than 4 or an axis needs feature level 3 too."""
+    x = view.input(L2NormalizationSlot.INPUT)
+    if x is None:
+        return 1
+    needed = 3 if view.input(L2NormalizationSlot.AXIS) is not None or (x.dimensions and len(x.dimensions) != 4) \
+        else 1
+    if x.type.is_quantized:
+        zero_point = 0 if x.type is OperandType.TENSOR_QUANT8_ASYMM_SIGNED else 128
+        check_fixed_output(view, 1.0 / 128, zero_point, "1/128")
+        needed = 3
+    return needed

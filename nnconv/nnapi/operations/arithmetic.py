@@ -1,0 +1,58 @@
+"""Validate/prepare-time rules of the broadcasting arithmetic ADD, SUB and MUL (Broadcast.cpp of the NNAPI
+reference operations): one quantized type throughout and an output multiplier the reference can quantize
+(`nnapi/quant_limits.py`, the same value the kernels use)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.validation import OperationView, validator
+from nnconv.nnapi.quant_limits import add_output_multiplier, mul_output_multiplier
+
+
+class BinarySlot(IntEnum):
+    """ADD, SUB, MUL: two broadcastable tensors and the fused activation."""
+    INPUT1 = 0
+    INPUT2 = 1
+    ACTIVATION = 2
+
+
+def validate_quant_binary(view: OperationView, multiply: bool) -> int:
+    """Broadcast.cpp's validate and prepare for quantized ADD / SUB / MUL: both inputs and the output of one
+    quantized type, and an output multiplier in (0, 1) (QuantizeMultiplierSmallerThanOneExp)."""
+    a, b, out = view.input(BinarySlot.INPUT1), view.input(BinarySlot.INPUT2), view.out_operands[0]
+    if a is None or b is None or not a.type.is_quantized:
+        return 1
+    both = f"{view.describe(BinarySlot.INPUT1)}, {view.describe(BinarySlot.INPUT2)}"
+    if b.type is not a.type or out.type is not a.type:
+        raise view.refuse(f"{both} and output 0 must share one type, got {a.type.name}, {b.type.name} and "
+                          f"{out.type.name}")
+    if not (a.scale > 0 and b.scale > 0 and out.scale > 0):
+        raise view.refuse(f"{both} and output 0 need positive scales")
+    if multiply:
+        real = mul_output_multiplier(a.scale, b.scale, out.scale)
+        if not real < 1.0:
+            raise view.refuse(f"output 0 scale {out.scale:g} must exceed input1_scale * input2_scale "
+                              f"({a.scale:g} * {b.scale:g}): the multiplier {real:.3g} is not below 1")
+    else:
+        real = add_output_multiplier(a.scale, b.scale, out.scale)
+        if not real < 1.0:
+            raise view.refuse(f"output 0 scale {out.scale:g} is too small for the inputs' scales ({a.scale:g}, "
+                              f"{b.scale:g}): the output multiplier {real:.3g} is not below 1")
+    return 1
+
+
+@validator(OperationType.ADD)
+def validate_add(view: OperationView, feature_level: int) -> int:
+    return validate_quant_binary(view, multiply=False)
+
+
+@validator(OperationType.SUB)
+def validate_sub(view: OperationView, feature_level: int) -> int:
+    return validate_quant_binary(view, multiply=False)
+
+
+@validator(OperationType.MUL)
+def validate_mul(view: OperationView, feature_level: int) -> int:
+    return validate_quant_binary(view, multiply=True)
