@@ -39,11 +39,11 @@ def test_ops_doc_matches_registry():
 
 
 def _modules_below(package: str) -> set[str]:
-    """Every module below a package's folder that registers something (a rule, kernel or validator decorator)."""
+    """Every module below a package's folder that registers something (a rule, kernel, validator or fold decorator)."""
     root = ROOT / pathlib.Path(*package.split("."))
     found = set()
     for path in root.rglob("*.py"):
-        if not any(mark in path.read_text() for mark in ("@kernel(", "@lowering_rule(", "@custom_rule(", "@validator(")):
+        if not any(mark in path.read_text() for mark in ("@kernel(", "@lowering_rule(", "@custom_rule(", "@validator(", "@fold(")):
             continue
         parts = path.relative_to(ROOT).with_suffix("").parts
         if parts[-1] == "__init__":
@@ -52,7 +52,8 @@ def _modules_below(package: str) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("package", ["nnconv.lowering.rules", "nnconv.runtime.kernels", "nnconv.nnapi.operations"])
+@pytest.mark.parametrize("package", ["nnconv.lowering.rules", "nnconv.runtime.kernels", "nnconv.nnapi.operations",
+                                     "nnconv.rewrite.folds"])
 def test_every_module_of_a_registry_folder_is_imported_by_its_package(package):
     # Registration is an explicit import list (no discovery by name): a module left out of it would
     # silently drop its rules or kernels. Importing the package must import every module of its folder.
@@ -89,3 +90,14 @@ def test_fixture_models_emit_only_what_their_rules_declare(level):
         for converted in prepared.plan(lower=True).converted:
             problems += [f"{path.stem}: {p}" for p in undeclared_emissions(prepared.state.model, converted, level)]
     assert not problems, "; ".join(problems)
+
+
+def test_every_rule_names_the_fold_registered_for_its_op():
+    # The folds live in the rewrite stage (it runs before the lowering and imports nothing of it), keyed by
+    # op; the rule of each op names the same Fold, so what one op does can be read from its rule.
+    from nnconv.rewrite.folds import FOLDS
+    from nnconv.tflite.schema_enums import BuiltinOperator as B
+    wrong = sorted(f"{type(rule).__name__}: fold {rule.fold} but FOLDS has {FOLDS.get(rule.op)}"
+                   for rule in RULES.values() if rule.fold is not FOLDS.get(rule.op))
+    assert not wrong, "; ".join(wrong)
+    assert FOLDS[B.RESHAPE].data_movement and not FOLDS[B.ADD].data_movement and FOLDS[B.SHAPE].shape_only

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, ClassVar
 
 from nnconv.nnapi.enums import OperationType
+from nnconv.rewrite.folds import Fold
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 if TYPE_CHECKING:
@@ -40,6 +41,9 @@ class Rule:
     becomes_constant: ClassVar[bool] = False  # the op is evaluated at conversion time (emits no operation)
     # Spec-valid cases vendor drivers commonly refuse (driver_support.py): warnings, never refusals.
     driver_notes: ClassVar[tuple["DriverNote", ...]] = ()
+    # How the rewrite stage evaluates the op when its inputs are constant (`rewrite/folds/`, registered there
+    # by op, since the rewrite stage runs before and imports nothing of the lowering); None: never folded.
+    fold: ClassVar[Fold | None] = None
 
     def check(self, c: "CheckContext") -> None:
         """Records every reason the op cannot be lowered at `c.api_level` (nothing when it can)."""

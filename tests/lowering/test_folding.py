@@ -9,7 +9,7 @@ from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
 from nnconv.lowering.convert import ConversionOptions, make_state
 from nnconv.pipeline import check_model
 from nnconv.lowering.diagnostics import Code
-from nnconv.rewrite.folding import strided_slice_index
+from nnconv.rewrite.folds.shape import strided_slice_index
 from nnconv.tflite.options import (CastOptions, ConcatenationOptions, ExpandDimsOptions, FloorDivOptions,
                                    GatherOptions, PackOptions, ReducerOptions, ReshapeOptions, ShapeOptions,
                                    SqueezeOptions, StridedSliceOptions, TransposeOptions)

@@ -11,6 +11,7 @@ from nnconv.lowering.driver_support import NO_SIGNED_INT8_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import F16, F32, I32, U8, check_common, nnapi_dims, scalar_tensor
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
+from nnconv.rewrite.folds import arithmetic as arithmetic_folds
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
@@ -27,6 +28,7 @@ class Cast(Rule):
     so the rule reads the tensor types too. An int64 output that the int64-indices rewrite carries as int32
     (it is only read as indices) is a CAST to TENSOR_INT32."""
 
+    fold = arithmetic_folds.cast
     nnapi_ops = (OperationType.CAST, OperationType.NOT_EQUAL, OperationType.SELECT, OperationType.LOGICAL_OR)
     min_api_level = 29
     dtypes = ("float32", "float16", "int32", "uint8", "bool")
@@ -96,4 +98,5 @@ class _FillLike(Rule):
 @lowering_rule(BuiltinOperator.ZEROS_LIKE)
 class ZerosLike(_FillLike):
     __doc__ = _FillLike.__doc__.replace("OP", "ZEROS_LIKE")
+    fold = arithmetic_folds.zeros_like
     fill_value = 0

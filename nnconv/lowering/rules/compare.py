@@ -26,6 +26,8 @@ from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import (BOOL, F32, I32, I8, U8, broadcast_shape, check_common, is_quant, nnapi_dims,
                                           same_quant)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
+from nnconv.rewrite.folds import Fold
+from nnconv.rewrite.folds import arithmetic as arithmetic_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 INT32_MIN = -(1 << 31)
@@ -51,19 +53,19 @@ class _Compare(Rule):
         c.emit(self.nnapi_op, [c.in_(0), c.in_(1)], [c.out(0)])
 
 
-def _compare(op: BuiltinOperator, nn_op: OperationType) -> type[Rule]:
+def _compare(op: BuiltinOperator, nn_op: OperationType, fold: Fold) -> type[Rule]:
     cls = type(op.name.title().replace("_", ""), (_Compare,),
                {"__doc__": _Compare.__doc__.replace("OP", op.name), "nnapi_op": nn_op, "nnapi_ops": (nn_op,),
-                "__module__": __name__})
+                "fold": fold, "__module__": __name__})
     return lowering_rule(op)(cls)
 
 
-Equal = _compare(BuiltinOperator.EQUAL, OperationType.EQUAL)
-NotEqual = _compare(BuiltinOperator.NOT_EQUAL, OperationType.NOT_EQUAL)
-Less = _compare(BuiltinOperator.LESS, OperationType.LESS)
-LessEqual = _compare(BuiltinOperator.LESS_EQUAL, OperationType.LESS_EQUAL)
-Greater = _compare(BuiltinOperator.GREATER, OperationType.GREATER)
-GreaterEqual = _compare(BuiltinOperator.GREATER_EQUAL, OperationType.GREATER_EQUAL)
+Equal = _compare(BuiltinOperator.EQUAL, OperationType.EQUAL, arithmetic_folds.equal)
+NotEqual = _compare(BuiltinOperator.NOT_EQUAL, OperationType.NOT_EQUAL, arithmetic_folds.not_equal)
+Less = _compare(BuiltinOperator.LESS, OperationType.LESS, arithmetic_folds.less)
+LessEqual = _compare(BuiltinOperator.LESS_EQUAL, OperationType.LESS_EQUAL, arithmetic_folds.less_equal)
+Greater = _compare(BuiltinOperator.GREATER, OperationType.GREATER, arithmetic_folds.greater)
+GreaterEqual = _compare(BuiltinOperator.GREATER_EQUAL, OperationType.GREATER_EQUAL, arithmetic_folds.greater_equal)
 
 
 class _Logical(Rule):
@@ -85,6 +87,7 @@ class _Logical(Rule):
 
 @lowering_rule(BuiltinOperator.LOGICAL_AND)
 class LogicalAnd(_Logical):
+    fold = arithmetic_folds.logical_and
     __doc__ = _Logical.__doc__.replace("OP", "LOGICAL_AND")
     nnapi_op = OperationType.LOGICAL_AND
     nnapi_ops = (OperationType.LOGICAL_AND,)
@@ -92,6 +95,7 @@ class LogicalAnd(_Logical):
 
 @lowering_rule(BuiltinOperator.LOGICAL_OR)
 class LogicalOr(_Logical):
+    fold = arithmetic_folds.logical_or
     __doc__ = _Logical.__doc__.replace("OP", "LOGICAL_OR")
     nnapi_op = OperationType.LOGICAL_OR
     nnapi_ops = (OperationType.LOGICAL_OR,)
@@ -99,6 +103,7 @@ class LogicalOr(_Logical):
 
 @lowering_rule(BuiltinOperator.LOGICAL_NOT)
 class LogicalNot(_Logical):
+    fold = arithmetic_folds.logical_not
     __doc__ = _Logical.__doc__.replace("OP", "LOGICAL_NOT")
     nnapi_op = OperationType.LOGICAL_NOT
     nnapi_ops = (OperationType.LOGICAL_NOT,)
@@ -165,6 +170,7 @@ class Select(_Select):
     """TFLite SELECT(condition, x, y) -> NNAPI SELECT(condition, x, y) (API 29). The condition must have
     x's shape: TFLite's rank-1 condition selecting whole rows has no NNAPI form."""
 
+    fold = arithmetic_folds.select
     nnapi_ops = (OperationType.SELECT,)
     constraints = "condition with the values' shape"
     driver_notes = (MISSING_FROM_ARMNN,)
@@ -186,6 +192,7 @@ class SelectV2(_Select):
     """TFLite SELECT_V2(condition, x, y) with broadcasting -> NNAPI SELECT (API 29) after broadcasting each
     operand whose shape differs from the output's (see the module docstring for the exact identities)."""
 
+    fold = arithmetic_folds.select
     nnapi_ops = (OperationType.SELECT, OperationType.LOGICAL_OR, OperationType.ADD, OperationType.MAXIMUM)
     constraints = "rank <= 4 when operands need broadcasting"
     beyond_delegate = True

@@ -17,6 +17,7 @@ from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import BASIC_I32, I32, INDEX_TYPES, check_data_movement, out_dims
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.rewrite.folds import shape as shape_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -62,6 +63,7 @@ class Gather(Rule):
     arithmetic run of indices (e.g. [2, 1, 0] is one slice with stride -1; a scalar index is a shrunk
     slice), CONCATENATED along the axis: the same elements in the same order (at most 8 runs)."""
 
+    fold = shape_folds.gather
     nnapi_ops = (OperationType.GATHER, OperationType.RESHAPE, OperationType.STRIDED_SLICE,
                  OperationType.CONCATENATION)
     min_api_level = 28
@@ -144,6 +146,7 @@ class GatherNd(Rule):
     axes) + GATHER(axis 0, constant flat indices) (API 29; module docstring for the identity). With k = 1
     the RESHAPE is skipped. Beyond the delegate."""
 
+    fold = shape_folds.gather_nd
     nnapi_ops = (OperationType.RESHAPE, OperationType.GATHER)
     min_api_level = 29
     dtypes = ("float32", "uint8", "int8", "int32")

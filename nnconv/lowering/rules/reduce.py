@@ -23,6 +23,7 @@ from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, BOOL, F32, I3
                                                  check_same_quant, const_ints, require_const_ints, same_quant)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.nnapi.quantization import quantize_multiplier
+from nnconv.rewrite.folds import arithmetic as arithmetic_folds
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -197,6 +198,7 @@ class Sum(_Reduce):
     QUANTIZE into the output's parameters (all API 29): the float sum of the dequantized values is
     requantized once, as TFLite's int32-accumulating kernel does (within one output step)."""
 
+    fold = arithmetic_folds.sum_
     nnapi_ops = (OperationType.REDUCE_SUM, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     nnapi_op = OperationType.REDUCE_SUM
     allowed = BASIC
@@ -223,6 +225,7 @@ class Sum(_Reduce):
 
 @lowering_rule(BuiltinOperator.REDUCE_PROD)
 class ReduceProd(_Reduce):
+    fold = arithmetic_folds.reduce_prod
     __doc__ = _Reduce.__doc__ + " NNAPI REDUCE_PROD is float only."
     nnapi_ops = (OperationType.REDUCE_PROD,)
     nnapi_op = OperationType.REDUCE_PROD
@@ -237,6 +240,7 @@ class ReduceMax(_Reduce):
     H and W of a 4-D NHWC tensor is MAX_POOL_2D with a H x W VALID window (+ RESHAPE without keep_dims),
     exact for every type since a maximum only selects a stored value."""
 
+    fold = arithmetic_folds.reduce_max
     nnapi_ops = (OperationType.REDUCE_MAX, OperationType.MAX_POOL_2D, OperationType.RESHAPE)
     nnapi_op = OperationType.REDUCE_MAX
     min_api_level = 27
@@ -270,6 +274,7 @@ class ReduceMax(_Reduce):
 
 @lowering_rule(BuiltinOperator.REDUCE_MIN)
 class ReduceMin(_Reduce):
+    fold = arithmetic_folds.reduce_min
     __doc__ = _Reduce.__doc__ + " Quantized inputs and outputs must share their parameters."
     nnapi_ops = (OperationType.REDUCE_MIN,)
     nnapi_op = OperationType.REDUCE_MIN

@@ -17,6 +17,7 @@ from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, I32, check_data_movement, const_ints, out_dims,
                                                  require_const_ints)
 from nnconv.nnapi.enums import OperationType
+from nnconv.rewrite.folds import shape as shape_folds
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -113,6 +114,7 @@ class StridedSlice(Rule):
     Ellipsis and new-axis masks, which NNAPI lacks, are canonicalized away (module docstring); `offset`
     (end relative to begin) is resolved from the constants. Empty results are refused."""
 
+    fold = shape_folds.strided_slice
     nnapi_ops = (OperationType.STRIDED_SLICE, OperationType.RESHAPE)
     min_api_level = 28
     dtypes = ("float32", "uint8", "int8")
@@ -171,6 +173,7 @@ class Slice(Rule):
     of -1 ("to the end") is resolved from the static shape. At API 28, float and quantized tensors use
     STRIDED_SLICE(begin, begin + size, strides 1), the same box."""
 
+    fold = shape_folds.slice_
     nnapi_ops = (OperationType.SLICE, OperationType.STRIDED_SLICE)
     min_api_level = 28
     dtypes = ("float32", "uint8", "int8", "int32")
@@ -209,6 +212,7 @@ class Split(Rule):
     Note the operand order: TFLite's axis comes first. At API 28, float and quantized tensors use one
     STRIDED_SLICE per output."""
 
+    fold = shape_folds.split
     nnapi_ops = (OperationType.SPLIT, OperationType.STRIDED_SLICE)
     min_api_level = 28
     dtypes = ("float32", "uint8", "int8", "int32")
@@ -276,6 +280,7 @@ class SplitV(Rule):
     where NNAPI has SLICE; the delegate waits for 30), or one STRIDED_SLICE per output at API 28 (float and
     quantized). The -1 size is resolved from the static shape."""
 
+    fold = shape_folds.split_v
     nnapi_ops = (OperationType.SLICE, OperationType.STRIDED_SLICE)
     min_api_level = 28
     dtypes = ("float32", "uint8", "int8", "int32")

@@ -32,7 +32,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
+from nnconv.nnapi.enums import OperandLifeTime, OperationType
 from nnconv.nnapi.levels import api_level_of_feature_level
 from nnconv.nnapi.model import Model, Operand, Operation
 

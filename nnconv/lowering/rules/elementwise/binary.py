@@ -10,6 +10,7 @@ from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import F32, I32, I8, U8, check_common, is_quant, negate, same_quant, scalar_tensor
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
+from nnconv.rewrite.folds import arithmetic as arithmetic_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -149,6 +150,7 @@ class _MinMax(Rule):
 
 @lowering_rule(BuiltinOperator.MAXIMUM)
 class Maximum(_MinMax):
+    fold = arithmetic_folds.maximum
     __doc__ = _MinMax.__doc__.replace("OP", "MAXIMUM")
     nnapi_op = OperationType.MAXIMUM
     nnapi_ops = (OperationType.MAXIMUM,)
@@ -156,6 +158,7 @@ class Maximum(_MinMax):
 
 @lowering_rule(BuiltinOperator.MINIMUM)
 class Minimum(_MinMax):
+    fold = arithmetic_folds.minimum
     __doc__ = _MinMax.__doc__.replace("OP", "MINIMUM")
     nnapi_op = OperationType.MINIMUM
     nnapi_ops = (OperationType.MINIMUM,)

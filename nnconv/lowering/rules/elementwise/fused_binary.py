@@ -12,6 +12,7 @@ from nnconv.lowering.driver_support import NO_INT32_MUL_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import F32, I32, I8, U8, check_common, is_quant, quant_params
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.rewrite.folds import arithmetic as arithmetic_folds
 from nnconv.tflite.schema_enums import ActivationFunctionType, BuiltinOperator
 
 
@@ -71,6 +72,7 @@ class Add(_FusedBinary):
     """TFLite ADD(x, y) -> NNAPI ADD(x, y, fuse code). Quantized inputs may each have their own scale and
     zero point; NNAPI's reference pipeline (left shift 20, per-input multipliers) is TFLite's."""
 
+    fold = arithmetic_folds.add
     nnapi_op = OperationType.ADD
     nnapi_ops = (OperationType.ADD,)
     dtypes = ("float32", "uint8", "int8", "int32")
@@ -81,6 +83,7 @@ class Add(_FusedBinary):
 class Sub(_FusedBinary):
     """TFLite SUB(x, y) -> NNAPI SUB(x, y, fuse code) (API 28 float, 29 quantized, 30 int32)."""
 
+    fold = arithmetic_folds.sub
     nnapi_op = OperationType.SUB
     nnapi_ops = (OperationType.SUB,)
     min_api_level = 28
@@ -117,6 +120,7 @@ class Mul(_FusedBinary):
     output_scale > input1_scale * input2_scale (its multiplier must be below 1); when a model breaks that,
     the product is computed in float32 between DEQUANTIZE and QUANTIZE instead (API 29)."""
 
+    fold = arithmetic_folds.mul
     nnapi_op = OperationType.MUL
     nnapi_ops = (OperationType.MUL, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     dtypes = ("float32", "uint8", "int8", "int32")
@@ -144,6 +148,7 @@ class Div(_FusedBinary):
     TFLite's uint8 / int8 kernel, which was measured to saturate some small quotients (e.g. 0.1 / 2.04 gives
     the maximum instead of 0.05)."""
 
+    fold = arithmetic_folds.div
     nnapi_op = OperationType.DIV
     nnapi_ops = (OperationType.DIV,)
     min_api_level = 28

@@ -8,6 +8,7 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import F32, I32, check_common, scalar_tensor
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
+from nnconv.rewrite.folds import arithmetic as arithmetic_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -20,6 +21,7 @@ class FloorDiv(Rule):
     int32 (API 30): NNAPI's int32 DIV, which already floors (TFLite's int32 kernel computes the floor of
     the exact quotient); a zero divisor makes TFLite fail and NNAPI return 0."""
 
+    fold = arithmetic_folds.floor_div
     nnapi_ops = (OperationType.DIV, OperationType.FLOOR)
     min_api_level = 28
     dtypes = ("float32", "int32")
@@ -64,6 +66,7 @@ class FloorMod(Rule):
     discontinuity the remainder falls (the case a quantized model hits, its values lying on grids). The
     int8 form TensorFlow emits is DEQUANTIZE -> float FLOOR_MOD -> QUANTIZE, each op lowered on its own."""
 
+    fold = arithmetic_folds.floor_mod
     nnapi_ops = (OperationType.DIV, OperationType.MUL, OperationType.SUB, OperationType.FLOOR, OperationType.ADD,
                  OperationType.ABS, OperationType.LESS, OperationType.GREATER_EQUAL, OperationType.SELECT)
     min_api_level = 29

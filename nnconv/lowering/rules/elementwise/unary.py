@@ -10,6 +10,7 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import F32, I32, I8, check_common, is_quant, negate, scalar_tensor, via_float
 from nnconv.nnapi.enums import FuseCode, OperationType
+from nnconv.rewrite.folds import arithmetic as arithmetic_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -101,6 +102,7 @@ class Neg(Rule):
     """TFLite NEG(x) -> NNAPI NEG(x) (API 29; float32 or int32). Below API 29, float32 NEG is
     MUL(x, [-1]) (exact: multiplying by -1 only flips the sign bit)."""
 
+    fold = arithmetic_folds.neg
     nnapi_ops = (OperationType.NEG, OperationType.MUL)
     dtypes = ("float32", "int32")
     constraints = "int32 needs API 29"
@@ -127,6 +129,7 @@ class Abs(Rule):
     Below API 29, float32 ABS is ADD(RELU(x), RELU(MUL(x, -1))): exact, since for every x one of the two
     RELUs is 0 and the other is |x|."""
 
+    fold = arithmetic_folds.abs_
     nnapi_ops = (OperationType.ABS, OperationType.RELU, OperationType.MUL, OperationType.ADD,
                  OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     dtypes = ("float32", "int8", "int32")

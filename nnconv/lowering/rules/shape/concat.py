@@ -10,6 +10,7 @@ from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, FS, FSI, I32, I8, U8, check_data_movement,
                                                  check_same_quant, out_dims)
 from nnconv.nnapi.enums import OperationType
+from nnconv.rewrite.folds import shape as shape_folds
 from nnconv.tflite.schema_enums import ActivationFunctionType, BuiltinOperator
 
 
@@ -27,6 +28,7 @@ class Concatenation(Rule):
     point differ from the output's are requantized by NNAPI from API 29 (before, all must match).
     """
 
+    fold = shape_folds.concatenation
     nnapi_ops = (OperationType.CONCATENATION, OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
     dtypes = FS
     constraints = "rank <= 4; fused activation NONE/RELU/RELU1/RELU6; mixed quantization needs API 29"
@@ -70,6 +72,7 @@ class Pack(Rule):
     below, each input is RESHAPEd to insert the new size-1 axis and the results are CONCATENATED along it
     (API 27, so earlier than the delegate's 30; any axis, including the last; no int32)."""
 
+    fold = shape_folds.pack
     nnapi_ops = (OperationType.PACK, OperationType.RESHAPE, OperationType.CONCATENATION)
     dtypes = FSI
     constraints = "output rank <= 4; int32 needs API 33"
@@ -113,6 +116,7 @@ class Unpack(Rule):
     30; any axis). int32 data, which STRIDED_SLICE lacks, uses SPLIT + RESHAPE per output (API 33, where
     RESHAPE takes TENSOR_INT32)."""
 
+    fold = shape_folds.unpack
     nnapi_ops = (OperationType.STRIDED_SLICE, OperationType.SPLIT, OperationType.RESHAPE)
     min_api_level = 28
     dtypes = FSI

@@ -12,6 +12,7 @@ from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, FS, FSI, chec
                                                  require_const_ints)
 from nnconv.lowering.rules.shape.pad import gather_chain
 from nnconv.nnapi.enums import OperationType
+from nnconv.rewrite.folds import shape as shape_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -19,6 +20,7 @@ from nnconv.tflite.schema_enums import BuiltinOperator
 class Transpose(Rule):
     """TFLite TRANSPOSE(input, perm) -> NNAPI TRANSPOSE(input, perm TENSOR_INT32) (API 28)."""
 
+    fold = shape_folds.transpose
     nnapi_ops = (OperationType.TRANSPOSE,)
     min_api_level = 28
     dtypes = FS

@@ -10,6 +10,7 @@ from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, FS, FSI, I32, check_data_movement, const_ints,
                                                  out_dims, require_const_ints)
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.rewrite.folds import shape as shape_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -34,6 +35,7 @@ class Reshape(Rule):
     result becomes [1], NNAPI's smallest tensor). TENSOR_INT32 data needs feature level 6 (API 33).
     """
 
+    fold = shape_folds.reshape
     nnapi_ops = (OperationType.RESHAPE,)
     dtypes = FSI
     constraints = "constant or folded shape; rank <= 4; int32 data needs API 33"
@@ -74,6 +76,7 @@ class Squeeze(Rule):
     empty), since an empty dims operand is not accepted at API 28. At API 27, and for a squeeze that removes
     nothing, it is a RESHAPE to the output shape: removing size-1 dimensions only relabels the data."""
 
+    fold = shape_folds.squeeze
     nnapi_ops = (OperationType.SQUEEZE, OperationType.RESHAPE)
     dtypes = FS
     constraints = "rank <= 4; squeezed dimensions must be 1; RESHAPE at API 27"
@@ -104,6 +107,7 @@ class ExpandDims(Rule):
     float or quantized tensor gets a RESHAPE to the output shape instead (inserting a size-1 dimension only
     relabels the data); int32 data needs EXPAND_DIMS (RESHAPE takes TENSOR_INT32 only from API 33)."""
 
+    fold = shape_folds.expand_dims
     nnapi_ops = (OperationType.EXPAND_DIMS, OperationType.RESHAPE)
     dtypes = FSI
     constraints = "constant axis; output rank <= 4; int32 needs API 29"
@@ -134,6 +138,7 @@ class Shape(Rule):
     shape is then produced by NNAPI ADD(constant shape, 0) on TENSOR_INT32 (API 30), exact for any value.
     A dynamic input shape cannot be lowered (NNAPI has no SHAPE operation)."""
 
+    fold = shape_folds.shape
     nnapi_ops = (OperationType.ADD,)
     min_api_level = 30
     dtypes = ("float32", "uint8", "int8", "int32", "bool")

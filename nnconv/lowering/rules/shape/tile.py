@@ -11,6 +11,7 @@ from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, F32, FS, FSI, I32, check_data_movement, const_ints,
                                                  out_dims, require_const_ints)
 from nnconv.nnapi.enums import OperationType
+from nnconv.rewrite.folds import shape as shape_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -33,6 +34,7 @@ class Tile(Rule):
     Below API 29 (float and quantized): one CONCATENATION of m copies per axis tiled m > 1 times
     (`concat_tile`), which is the definition of tiling. int32 needs TILE."""
 
+    fold = shape_folds.tile
     nnapi_ops = (OperationType.TILE, OperationType.CONCATENATION)
     dtypes = FSI
     constraints = "constant multiples; rank <= 4; int32 needs API 29"
@@ -64,6 +66,7 @@ class Fill(Rule):
 
     With constant inputs FILL is normally folded; this lowering serves model outputs and --no-fold."""
 
+    fold = shape_folds.fill
     nnapi_ops = (OperationType.FILL,)
     min_api_level = 30
     dtypes = ("int32", "int64")
@@ -95,6 +98,7 @@ class BroadcastTo(Rule):
     Identity: broadcasting [d_0..d_k] to [D_0..D_n] equals reshaping to [1]*(n-k) + [d_0..d_k] (a pure
     relabelling) and tiling each axis by D_i / d_i, which is D_i where d_i = 1 and 1 where d_i = D_i."""
 
+    fold = shape_folds.broadcast_to
     nnapi_ops = (OperationType.RESHAPE, OperationType.TILE, OperationType.CONCATENATION)
     dtypes = FS
     beyond_delegate = True
