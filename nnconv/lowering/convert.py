@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from nnconv.errors import ConversionError, NnconvError
+from nnconv.errors import EXIT_INTERNAL, ConversionError, NnconvError
 from nnconv.lowering import rules as _rules  # noqa: F401  (registers every rule)
 from nnconv.lowering.context import INT8_SHIFT, CheckContext, ConversionState, LowerContext, dtype_name
 from nnconv.lowering.diagnostics import Code, Diagnostic, Verdict
@@ -144,7 +144,7 @@ def checked(state: ConversionState, sg: Subgraph, op: Operator, runtime: bool = 
         # check raises is a bug of the rule (rule_errors.py).
         reason = malformed_reason(c, e)
         if reason is None:
-            raise rule_bug(c, type(rule).__name__, e) from e
+            raise rule_bug(op, type(rule).__name__, e) from e
         c.refuse(Code.MALFORMED, f"malformed {op.name} operator: {reason} ({type(e).__name__}: {e})",
                  hint="the model file is inconsistent; re-export it")
     if c.ok and runtime:
@@ -161,11 +161,21 @@ def runtime_refusals(state: ConversionState, sg: Subgraph, op: Operator) -> list
     it (`nnapi/validate.py`: each operation's validate and the constant checks of its prepare). A refused
     operation refuses the op here, at check time, with the runtime's reason; a rule therefore cannot emit
     what the executor would then refuse. (Where an exact alternative lowering exists for a refused case, the
-    rule's check chooses it before this point, e.g. DEQUANTIZE -> float op -> QUANTIZE.)"""
+    rule's check chooses it before this point, e.g. DEQUANTIZE -> float op -> QUANTIZE.)
+
+    Lowering the op alone can fail where its partition lowers (an op whose output becomes a constant cannot
+    be a model of its own): an `NnconvError` here says nothing yet, and a real refusal is reported with its
+    own message and exit code where the op's partition is lowered (`build_plan`). Any other exception is a
+    bug of the rule's lowering: an `InternalError` (exit 4, "please report"), never a diagnostic."""
     try:
         model = _lower(state, [op.index], sg.index)[0]
-    except Exception:  # noqa: BLE001 - a refusal found only while lowering, or a rule bug: either is
-        return []  # reported, with its own message, where the op's partition is lowered (build_plan)
+    except NnconvError as e:
+        if e.exit_code == EXIT_INTERNAL:
+            raise
+        return []
+    except Exception as e:  # noqa: BLE001 - a rule bug: exit 4, not the user's problem
+        rule = rule_for(op)
+        raise rule_bug(op, type(rule).__name__ if rule is not None else "lowering", e, "lowering") from e
     return [Diagnostic(Code.RUNTIME_REFUSED, f"the NNAPI runtime refuses the {r.type.name} this op lowers to: "
                        f"{r.reason}", hint="the reference CPU's validate/prepare refuses these parameters")
             .at(op.index, op.name, sg.index)

@@ -4,7 +4,8 @@ A rule's check reads the op's options and tensors the way its kind defines them.
 model can break that: an op without the options its kind carries, options of another op, or fewer
 tensors than the kind has. Such an op is refused (NNC028, "re-export the model"), the user's problem.
 Anything else a check raises (an AttributeError on a tensor, a TypeError, a KeyError, ...) is a bug of the
-rule, never the user's model: it becomes an `InternalError` (exit 4, "please report").
+rule, never the user's model: it becomes an `InternalError` (exit 4, "please report"), and so does any
+exception other than an `NnconvError` that a rule's lowering raises.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import types
 from nnconv.errors import InternalError
 from nnconv.lowering.context import CheckContext
 from nnconv.tflite import options as tflite_options
+from nnconv.tflite.ir import Operator
 
 # Every field name any builtin-options table has: reading one of them on absent options (None) is the
 # model's fault, reading anything else on None is the rule's.
@@ -45,7 +47,8 @@ def malformed_reason(c: CheckContext, e: Exception) -> str | None:
     return None
 
 
-def rule_bug(c: CheckContext, rule_name: str, e: Exception) -> InternalError:
-    """The internal error for an exception a rule's check raised on a well-formed op."""
-    return InternalError(f"the {rule_name} check failed on op #{c.op.index} {c.op.name} ({type(e).__name__}: "
+def rule_bug(op: Operator, rule_name: str, e: Exception, stage: str = "check") -> InternalError:
+    """The internal error for an exception a rule's check (or, `stage` "lowering", its lowering) raised on a
+    well-formed op."""
+    return InternalError(f"the {rule_name} {stage} failed on op #{op.index} {op.name} ({type(e).__name__}: "
                          f"{e}); this is a bug in nnconv, please report it with the model")
