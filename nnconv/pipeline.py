@@ -30,6 +30,7 @@ from nnconv.lowering.convert import (
     io_spec,
     lower_ops,
     make_state,
+    state_at_level,
 )
 from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, build_plan
 from nnconv.nnapi.levels import DEFAULT_API_LEVEL
@@ -62,16 +63,23 @@ class PreparedConversion:
     `prepare`; every stage after the rewrite runs on first use and is kept."""
 
     def __init__(self, model: TfliteModel, api_level: int, options: ConversionOptions,
-                 source: str | os.PathLike | bytes | None = None) -> None:
+                 source: str | os.PathLike | bytes | None = None, rewritten: ConversionState | None = None) -> None:
         self.model = model
         self.options = options
-        # The rewrite stage (int64 index narrowing, constant folding) and the level's validation.
-        self.state: ConversionState = make_state(model, api_level, options)
+        # The rewrite stage (int64 index narrowing, constant folding) and the level's validation; from
+        # `at_level`, the rewrite already made for this model and options at another level.
+        self.state: ConversionState = (make_state(model, api_level, options) if rewritten is None
+                                       else state_at_level(rewritten, api_level))
         self.api_level = self.state.api_level
         # What TFLite's interpreter loads for parity: the file or bytes the model was read from.
         self.source = source if source is not None else (model.path or None)
         self._plans: dict[tuple[int, bool], PartitionPlan] = {}
         self._whole: ConversionResult | None = None
+
+    def at_level(self, api_level: SupportsInt) -> "PreparedConversion":
+        """The same model and options at another API level (`check --api-level all`): the read and rewritten
+        model and every op check already made at any level are shared, not redone."""
+        return PreparedConversion(self.model, _api_level_int(api_level), self.options, self.source, self.state)
 
     # -- check ----------------------------------------------------------------------------------------
     @cached_property

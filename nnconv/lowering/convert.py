@@ -103,15 +103,24 @@ def rule_for(op: Operator) -> Rule | None:
     return RULES.get(op.builtin_code)
 
 
-def make_state(model: TfliteModel, api_level: int, options: ConversionOptions | None = None) -> ConversionState:
+def _api_level(api_level: int) -> ApiLevel:
     try:
-        level = ApiLevel(api_level)
+        return ApiLevel(api_level)
     except LevelError as e:
         raise NnconvError(f"API level {e}") from None
-    state = ConversionState(model=model, api_level=level, options=options or ConversionOptions())
+
+
+def make_state(model: TfliteModel, api_level: int, options: ConversionOptions | None = None) -> ConversionState:
+    state = ConversionState(model=model, api_level=_api_level(api_level), options=options or ConversionOptions())
     from nnconv.rewrite.pipeline import rewrite
     rewrite(state)
     return state
+
+
+def state_at_level(state: ConversionState, api_level: int) -> ConversionState:
+    """The same rewritten model and options at another API level. The rewrite stage does not depend on the
+    level, so it is not run again, and the two states share what was derived from it (`state.memo`)."""
+    return replace(state, api_level=_api_level(api_level))
 
 
 def check_op(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnostic]:
@@ -122,7 +131,17 @@ def check_op(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnos
 def checked(state: ConversionState, sg: Subgraph, op: Operator, runtime: bool = True) -> CheckContext:
     """The op's check context after its rule's check: diagnostics and notes (nothing for a folded op).
     `runtime=False` skips lowering the op to ask the runtime (`runtime_refusals`): for callers inside the
-    lowering itself, which would otherwise recurse into it."""
+    lowering itself, which would otherwise recurse into it.
+    Kept per (op, API level) in `state.memo`: the report at one level and the searches for the lowest
+    accepting level of the others (`check --api-level all`) ask for the same checks; read it, never change it."""
+    key = ("checked", sg.index, op.index, int(state.api_level), runtime)
+    found = state.memo.get(key)
+    if found is None:
+        found = state.memo[key] = _run_check(state, sg, op, runtime)
+    return found
+
+
+def _run_check(state: ConversionState, sg: Subgraph, op: Operator, runtime: bool) -> CheckContext:
     c = CheckContext(state, sg, op)
     if is_folded(state, sg, op):
         return c
@@ -231,7 +250,7 @@ def check_ops(state: ConversionState, subgraph: int = 0) -> Report:
             status = Verdict.LOWERED
         rule = rule_for(op)
         source = original[op.index] if op.index < len(original) else op
-        rep = OpReport(index=op.index, op=source.name, version=source.version, status=status, diagnostics=diags,
+        rep = OpReport(index=op.index, op=source.name, version=source.version, status=status, diagnostics=list(diags),
                        input_dtypes=[dtype_name(t.type) if t is not None else "-" for t in c.inputs],
                        quantization=_quant_summary(c), subgraph=sg.index,
                        notes=rewrites.get(op.index, []) + (c.notes if not errors else []))
@@ -412,7 +431,28 @@ def constant_producers(state: ConversionState, sg: Subgraph) -> dict[int, Operat
     Such a tensor never crosses a partition boundary: each partition reading it lowers its producer again
     and gets its own constant. (TFLite's delegate likewise points the consumers of a constant float16
     DEQUANTIZE at the float16 constant and leaves the DEQUANTIZE on the CPU under partial delegation; a
-    constant cannot be an NNAPI model output, so passing it between partitions fails.)"""
+    constant cannot be an NNAPI model output, so passing it between partitions fails.) Kept in `state.memo`
+    per API level (whether the producer's rule accepts it depends on the level)."""
+    key = ("constant_producers", sg.index, int(state.api_level))
+    if key not in state.memo:
+        state.memo[key] = _find_constant_producers(state, sg)
+    return state.memo[key]
+
+
+def _consumers(state: ConversionState, sg: Subgraph) -> dict[int, list[int]]:
+    """Tensor -> the operators that read it and are not folded away (kept in `state.memo`)."""
+    key = ("consumers", sg.index)
+    if key not in state.memo:
+        found: dict[int, list[int]] = {}
+        for k, op in enumerate(sg.operators):
+            if not is_folded(state, sg, op):
+                for t in op.inputs:
+                    found.setdefault(t, []).append(k)
+        state.memo[key] = found
+    return state.memo[key]
+
+
+def _find_constant_producers(state: ConversionState, sg: Subgraph) -> dict[int, Operator]:
     found: dict[int, Operator] = {}
     for op in sg.operators:
         if op.builtin_code not in _CONSTANT_PRODUCERS or len(op.outputs) != 1 or op.outputs[0] < 0:
@@ -447,10 +487,9 @@ def partition_boundary(sg: Subgraph, op_indices: Iterable[int], state: Conversio
         produced_inside.update(o for o in op.outputs if o >= 0)
     # Folded ops are gone from the converted model: what they read (e.g. a SHAPE of a computed tensor) is
     # not needed at runtime, so it does not make a tensor an output.
-    consumed_outside = {t for k, op in enumerate(sg.operators)
-                        if k not in chosen and not is_folded(state, sg, op) for t in op.inputs}
+    consumers = _consumers(state, sg)
     outputs = [t for k in sorted(chosen) for t in sg.operators[k].outputs
-               if t >= 0 and (t in consumed_outside or t in sg.outputs)
+               if t >= 0 and (any(j not in chosen for j in consumers.get(t, ())) or t in sg.outputs)
                and (sg.index, t) not in state.folded and (t not in constants or t in sg.outputs)]
     return inputs, list(dict.fromkeys(outputs))
 

@@ -139,10 +139,10 @@ class LevelMatrix:
 
 def check_levels(path: str, options: ConversionOptions | None = None,
                  max_partitions: int = DEFAULT_MAX_PARTITIONS) -> LevelMatrix:
-    model = read_model(path)
+    first = prepare(read_model(path), ALL_API_LEVELS[0], options)  # read and rewritten once for every level
     checks = {}
     for lv in ALL_API_LEVELS:
-        prepared = prepare(model, lv, options)
+        prepared = first.at_level(lv)
         checks[lv] = ModelCheck(path, prepared.report, prepared.plan(max_partitions, lower=False))
     return LevelMatrix(path, checks)
 

@@ -7,7 +7,7 @@ It lives in the rewrite stage because the rewrites fill it and the lowering (a l
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,3 +41,8 @@ class ConversionState:
     rewrites: list["RewriteRecord"] = field(default_factory=list)  # what the graph rewrites changed
     source: TfliteModel | None = None  # the model as read, when the graph rewrites changed `model`
     removed: set[tuple[int, int]] = field(default_factory=set)  # (subgraph, op) a graph rewrite made dead
+    # What the later stages derive from the rewritten model once and keep (each op's check per API level, a
+    # subgraph's consumers): the rewrite does not depend on the API level, so the states of one model at
+    # several levels (`dataclasses.replace(state, api_level=...)`) share this dict. Filled only after the
+    # rewrite stage has finished.
+    memo: dict[Any, Any] = field(default_factory=dict)
