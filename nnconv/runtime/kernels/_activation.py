@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.nnapi.enums import FuseCode
-from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multiplier_greater_than_one,
+from nnconv.nnapi.enums import FuseCode, OperandType
+from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multiplier_greater_than_one, qrange,
                                        quantize_multiplier_greater_than_one, quantized_activation_range)
 from nnconv.nnapi.quant_limits import SIGMOID_INPUT_INTEGER_BITS, sigmoid_input_multiplier
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
@@ -60,6 +60,19 @@ def rescaled_q4(call: KernelCall) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # Values outside the radius are replaced by 0 before rescaling so nothing overflows; they are masked.
     q4 = multiply_by_quantized_multiplier_greater_than_one(np.where(inside, centered, 0), m, left_shift)
     return centered, q4, inside
+
+
+def fixed_quant_output(call: KernelCall, prescribed: dict[OperandType, tuple[float, int]]) -> tuple[int, int, int]:
+    """For quantized LOGISTIC / TANH: the output's (zero point, lowest, highest storage value) after checking
+    it has the (scale, zero point) the operation prescribes for the input's type (`prescribed`, from
+    nnapi/operations/activations.py)."""
+    t = call.type(0)
+    if t not in prescribed:
+        raise call.fail(f"input 0 has unsupported type {t.name}")
+    scale, zero_point = prescribed[t]
+    check_fixed_output(call, scale, zero_point)
+    lo, hi = qrange(t)
+    return zero_point, lo, hi
 
 
 def check_fixed_output(call: KernelCall, scale: float, zero_point: int) -> None:

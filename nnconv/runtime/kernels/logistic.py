@@ -12,8 +12,8 @@ import numpy as np
 
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.operations.activations import LOGISTIC_OUTPUT
-from nnconv.nnapi.quantization import qrange, rounding_divide_by_pot
-from nnconv.runtime.kernels._activation import check_fixed_output, check_rank, rescaled_q4
+from nnconv.nnapi.quantization import rounding_divide_by_pot
+from nnconv.runtime.kernels._activation import check_rank, fixed_quant_output, rescaled_q4
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
 from nnconv.runtime.kernels._fixedpoint import fixed_logistic
 from nnconv.runtime.kernels._quant8_table import via_quant8_table
@@ -36,11 +36,7 @@ def logistic(call: KernelCall) -> list[np.ndarray]:
         y += np.float32(1.0)
         np.divide(np.float32(1.0), y, out=y)
         return [y if out.dtype == np.float32 else y.astype(out.dtype)]
-    if t not in LOGISTIC_OUTPUT:
-        raise call.fail(f"input 0 has unsupported type {t.name}")
-    scale, zp = LOGISTIC_OUTPUT[t]  # the output quantization the operation prescribes (nnapi/operations)
-    check_fixed_output(call, scale, zp)
-    lo, hi = qrange(t)
+    zp, lo, hi = fixed_quant_output(call, LOGISTIC_OUTPUT)
 
     def quantized(c: KernelCall) -> np.ndarray:
         # The reference fixed-point pipeline, run once per 8-bit value by via_quant8_table.

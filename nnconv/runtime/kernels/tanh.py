@@ -12,8 +12,8 @@ import numpy as np
 
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.operations.activations import TANH_OUTPUT
-from nnconv.nnapi.quantization import qrange, rounding_divide_by_pot
-from nnconv.runtime.kernels._activation import check_fixed_output, check_rank, rescaled_q4
+from nnconv.nnapi.quantization import rounding_divide_by_pot
+from nnconv.runtime.kernels._activation import check_rank, fixed_quant_output, rescaled_q4
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
 from nnconv.runtime.kernels._fixedpoint import fixed_tanh
 from nnconv.runtime.kernels._quant8_table import via_quant8_table
@@ -28,11 +28,7 @@ def tanh(call: KernelCall) -> list[np.ndarray]:
     out = call.out_operands[0]
     if t in FLOAT_TYPES:
         return [np.tanh(x.astype(np.float32)).astype(out.dtype)]
-    if t not in TANH_OUTPUT:
-        raise call.fail(f"input 0 has unsupported type {t.name}")
-    scale, zp = TANH_OUTPUT[t]  # the output quantization the operation prescribes (nnapi/operations)
-    check_fixed_output(call, scale, zp)
-    lo, hi = qrange(t)
+    zp, lo, hi = fixed_quant_output(call, TANH_OUTPUT)
 
     def quantized(c: KernelCall) -> np.ndarray:
         # The reference fixed-point pipeline, run once per 8-bit value by via_quant8_table.
