@@ -12,12 +12,15 @@ from rich.console import Console
 
 
 def format_number(value: Any, digits: int = 4) -> str:
-    """A scalar at `digits` significant digits: integers exactly, 0.123456789 -> '0.1235', 1e-07 -> '1e-07'."""
+    """A scalar at `digits` significant digits: integers exactly, 0.123456789 -> '0.1235', 1e-07 -> '1e-07',
+    NaN -> 'nan'."""
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value)).lower()
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     v = float(value)
+    if not np.isfinite(v):  # NaN and infinities ('nan', 'inf', '-inf'): an output may hold them
+        return str(v)
     if v == int(v) and abs(v) < 1e15:
         return str(int(v))
     return f"{v:.{digits}g}"

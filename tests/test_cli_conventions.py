@@ -178,6 +178,9 @@ def test_numbers_print_at_sensible_precision():
     assert format_seconds(0.000123) == "0.123 ms" and format_seconds(12.3456) == "12.3 s"
     assert describe_array(np.array([[0.5, 1 / 3]], np.float32)) == "float32 1x2 [0.3333, 0.5]"
     assert describe_array(np.zeros((2,), np.bool_)) == "bool 2"
+    # an output may hold NaN or infinities (found by the fuzzer: `run` printing them was exit 4)
+    assert format_number(float("nan")) == "nan" and format_number(np.float32("-inf")) == "-inf"
+    assert describe_array(np.array([np.nan, 1.0], np.float32)) == "float32 2 [nan, nan]"
 
 
 def test_wrap_never_breaks_an_identifier():
