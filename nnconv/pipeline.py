@@ -110,6 +110,19 @@ class PreparedConversion:
         return found
 
     # -- lower ----------------------------------------------------------------------------------------
+    @cached_property
+    def whole_refusal(self) -> str:
+        """Why the model cannot become one NNAPI model even when every op lowers ("" when it can): an
+        output of the main graph that no operation computes (a model input passed through, or a
+        constant). NNAPI model outputs must be written by an operation; `check` exits as `convert` then."""
+        sg = self.state.model.subgraphs[0]
+        for t in sg.outputs:
+            tensor = sg.tensors[t]
+            if t in sg.inputs or tensor.data is not None or (sg.index, t) in self.state.folded:
+                return (f"output tensor '{tensor.name}' is not computed by any lowered operation (constant or "
+                        "pass-through outputs are not supported)")
+        return ""
+
     def whole(self) -> ConversionResult:
         """The whole model as one validated NNAPI model; ConversionError (with `.report`) when any op is
         refused. Each op's `nnapi_ops` in the report becomes the operations emitted for it."""
@@ -122,6 +135,8 @@ class PreparedConversion:
                                   f"{self.api_level}", report.errors)
             err.report = report  # type: ignore[attr-defined]
             raise err
+        if self.whole_refusal:
+            raise ConversionError(self.whole_refusal)
         converted = lower_ops(self.state)
         by_op: dict[int, list[str]] = {}
         for op in converted.model.main.operations:
@@ -138,7 +153,9 @@ class PreparedConversion:
         """The one choice between the whole model and its partitions. Without `allow_partial`: the whole
         model or ConversionError. With it: the partitions (`convert --allow-partial` always writes a plan),
         or, with `prefer_whole` (verify), the whole model when it converts and the partitions otherwise."""
-        if not allow_partial:
+        if not allow_partial or not self.report.ops:
+            # (a model without operators has nothing to refuse or partition: it lowers whole, as `check`
+            # reports it, with or without --allow-partial)
             return Lowered(whole=self.whole())
         if prefer_whole:
             try:

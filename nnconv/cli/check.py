@@ -16,7 +16,7 @@ from nnconv.cli.common import (
     handle_errors,
     verbosity_options,
 )
-from nnconv.errors import EXIT_FAILURE, EXIT_INTERNAL
+from nnconv.errors import EXIT_FAILURE, EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.levels import ApiLevel, LevelError, is_all
 from nnconv.report.analysis import (
@@ -145,6 +145,11 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         line = " ".join(f"{c.path}: partition {p.index} failed to lower: {p.error}{bug}".split())
         err.print(f"nnconv: error: {line}", markup=False)
         return p.error_exit_code
+    blocked = [c for c in checks if c.whole_refusal and c.report.ok]
+    if blocked:  # every op lowers, yet `convert` cannot write the model whole: the same exit 3
+        line = " ".join(f"{blocked[0].path}: {blocked[0].whole_refusal}".split())
+        err.print(f"nnconv: error: {line}", markup=False)
+        return EXIT_NOT_CONVERTIBLE
     return EXIT_FAILURE if violations else 0
 
 

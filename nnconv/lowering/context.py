@@ -200,7 +200,8 @@ class CheckContext:
         return False
 
     def require_rank(self, t: Tensor | None, max_rank: int = 4, min_rank: int = 0, what: str = "input") -> bool:
-        if t is None:
+        if t is None:  # an omitted (-1) tensor has no rank: a corrupt model can omit a mandatory one
+            self.refuse(Code.MISSING_OPERAND, f"{what} is missing")
             return False
         return self.require(min_rank <= t.rank <= max_rank, Code.RANK,
                             f"{what} '{t.name}' has rank {t.rank}; NNAPI takes rank {min_rank}..{max_rank} here")

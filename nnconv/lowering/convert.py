@@ -155,6 +155,12 @@ def _run_check(state: ConversionState, sg: Subgraph, op: Operator, runtime: bool
                            hint="this op stays on the TFLite CPU kernels")
         c.diagnostics.append(d.at(op.index, op.name, sg.index))
         return c
+    if rule.options_type is not None and not isinstance(op.options, rule.options_type):
+        found = "none" if op.options is None else type(op.options).__name__
+        c.refuse(Code.MALFORMED, f"malformed {op.name} operator: its options are {found}, not the "
+                 f"{rule.options_type.__name__} its NNAPI operation is built from",
+                 hint="the model file is inconsistent; re-export it")
+        return c
     try:
         rule.check(c)
     except Exception as e:  # noqa: BLE001 - sorted into the model's fault or ours, never swallowed

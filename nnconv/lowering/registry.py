@@ -44,6 +44,10 @@ class Rule:
     # How the rewrite stage evaluates the op when its inputs are constant (`rewrite/folds/`, registered there
     # by op, since the rewrite stage runs before and imports nothing of the lowering); None: never folded.
     fold: ClassVar[Fold | None] = None
+    # The builtin options class the lowering reads unconditionally (activation, clips, time_major, ...): an
+    # op whose options table is missing or of another kind (a corrupt model) is refused as malformed before
+    # the check runs. None: the rule reads no options, or falls back to TFLite's defaults itself.
+    options_type: ClassVar[type | None] = None
 
     def check(self, c: "CheckContext") -> None:
         """Records every reason the op cannot be lowered at `c.api_level` (nothing when it can)."""

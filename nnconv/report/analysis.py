@@ -37,6 +37,7 @@ class ModelCheck:
     path: str
     report: Report
     plan: PartitionPlan
+    whole_refusal: str = ""  # why the model cannot be converted whole although no op is refused
 
     @property
     def api_level(self) -> int:
@@ -67,7 +68,7 @@ class ModelCheck:
 def check_one(path: str, level: int, options: ConversionOptions | None = None,
               max_partitions: int = DEFAULT_MAX_PARTITIONS, lower: bool = True) -> ModelCheck:
     prepared = prepare(path, level, options)
-    return ModelCheck(path, prepared.report, prepared.plan(max_partitions, lower=lower))
+    return ModelCheck(path, prepared.report, prepared.plan(max_partitions, lower=lower), prepared.whole_refusal)
 
 
 def beyond_delegate(op_name: str) -> bool:

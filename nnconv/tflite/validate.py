@@ -17,7 +17,8 @@ file fine that `convert` then rejects for its numbers.
   This is also what makes a dependency cycle impossible.
 - Weights with a bias (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV): the bias holds one value
   per output channel of the filter, as TFLite's own kernels check in their Prepare.
-- LSTM cells: every weight, peephole, bias and layer-norm input has n_cell rows, as TFLite's kernel checks.
+- LSTM cells: every weight, peephole, bias, projection and state input agrees on n_cell, n_input and n_output,
+  as TFLite's kernel checks (CheckInputTensorDimensions).
 - Variable tensors (recurrent state) have a known shape: they are allocated from it before the first run.
 """
 
@@ -105,15 +106,30 @@ def _check_graph(path: str, sg: Subgraph) -> None:
                                    "not computed by any operator")
 
 
-# LSTM-kind operators: the slots holding [n_cell, ...] weights, and the [n_cell] vectors (peepholes, gate
-# biases, layer-norm coefficients); slot 4 (input-to-output weights) is mandatory and sets n_cell.
+# LSTM-kind operators (TFLite's lstm.cc, CheckInputTensorDimensions): n_cell from slot 4 (input-to-output
+# weights, mandatory), n_input from the input's last axis, n_output from slot 8 (recurrent-to-output weights).
 _LSTM_OPS = frozenset({BuiltinOperator.LSTM, BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM})
-_LSTM_MATRICES = (1, 2, 3, 4, 5, 6, 7, 8)
-_LSTM_VECTORS = (9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23)
+_LSTM_INPUT_WEIGHTS = (1, 2, 3, 4)  # [n_cell, n_input]
+_LSTM_RECURRENT_WEIGHTS = (5, 6, 7, 8)  # [n_cell, n_output]
+_LSTM_CELL_VECTORS = (9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23)  # peepholes, gate biases, layer norm: [n_cell]
+_LSTM_PROJECTION, _LSTM_PROJECTION_BIAS = 16, 17  # [n_output, n_cell], [n_output]
+_LSTM_OUTPUT_STATE, _LSTM_CELL_STATE = 18, 19  # [n_batch, n_output], [n_batch, n_cell]
+
+
+def _lstm_shapes(n_cell: int, n_input: int | None, n_output: int | None) -> dict[int, tuple[int | None, ...]]:
+    """The shape each LSTM slot must have (None: an extent not checked here; states: the last axis only)."""
+    shapes: dict[int, tuple[int | None, ...]] = {}
+    shapes.update({k: (n_cell, n_input) for k in _LSTM_INPUT_WEIGHTS})
+    shapes.update({k: (n_cell, n_output) for k in _LSTM_RECURRENT_WEIGHTS})
+    shapes.update({k: (n_cell,) for k in _LSTM_CELL_VECTORS})
+    shapes[_LSTM_PROJECTION] = (n_output, n_cell)
+    shapes[_LSTM_PROJECTION_BIAS] = (n_output,)
+    return shapes
 
 
 def _check_lstm(path: str, sg: Subgraph) -> None:
-    """The weight and bias shapes of LSTM cells agree on n_cell (TFLite's CheckInputTensorDimensions)."""
+    """The weight, bias and state shapes of LSTM cells agree on n_cell, n_input and n_output, as TFLite's
+    kernel checks them before it runs (ours would otherwise meet a mismatch inside a matrix product)."""
     for op in sg.operators:
         if op.builtin_code not in _LSTM_OPS or len(op.inputs) < 20 or op.inputs[4] < 0:
             continue  # (the basic LSTM kernel has 5 inputs, laid out differently)
@@ -121,15 +137,27 @@ def _check_lstm(path: str, sg: Subgraph) -> None:
         if ref.rank != 2 or ref.has_dynamic_shape:
             continue
         n_cell = ref.shape[0]
-        for slot in _LSTM_MATRICES + _LSTM_VECTORS:
+        x = sg.tensors[op.inputs[0]] if op.inputs[0] >= 0 else None
+        n_input = x.shape[-1] if x is not None and x.rank >= 1 and x.shape[-1] > 0 else None
+        recurrent = sg.tensors[op.inputs[8]] if op.inputs[8] >= 0 else None
+        n_output = recurrent.shape[1] if recurrent is not None and recurrent.rank == 2 else None
+
+        def fail(slot: int, t: Tensor, expected: str) -> ModelFormatError:
+            return ModelFormatError(f"{path}: operator {op.index} ({op.name}) of subgraph {sg.index}: input "
+                                    f"{slot} '{t.name}' has shape {list(t.shape)}; with {n_cell} cell units, "
+                                    f"{n_input} inputs and {n_output} outputs it must be {expected}")
+        for slot, shape in _lstm_shapes(n_cell, n_input, n_output).items():
             if slot >= len(op.inputs) or op.inputs[slot] < 0:
                 continue
             t = sg.tensors[op.inputs[slot]]
-            rank = 2 if slot in _LSTM_MATRICES else 1
-            if t.rank != rank or t.shape[0] != n_cell:
-                raise ModelFormatError(f"{path}: operator {op.index} ({op.name}) of subgraph {sg.index}: input "
-                                       f"{slot} '{t.name}' has shape {list(t.shape)}; the cell has {n_cell} "
-                                       f"units, so it must be {'[n_cell, n]' if rank == 2 else '[n_cell]'}")
+            if t.rank != len(shape) or any(e is not None and d != e for d, e in zip(t.shape, shape)):
+                raise fail(slot, t, str([e if e is not None else "n" for e in shape]))
+        for slot, last in ((_LSTM_OUTPUT_STATE, n_output), (_LSTM_CELL_STATE, n_cell)):
+            if slot >= len(op.inputs) or op.inputs[slot] < 0 or last is None:
+                continue
+            t = sg.tensors[op.inputs[slot]]
+            if t.rank < 1 or t.shape[-1] != last:
+                raise fail(slot, t, f"[batch, {last}]")
 
 
 def _check_biases(path: str, sg: Subgraph) -> None:

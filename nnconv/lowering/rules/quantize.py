@@ -82,6 +82,12 @@ class Dequantize(Rule):
         if not c.require_dtype(x, (U8, I8, F16), "input"):
             return
         c.require_static_shapes()
+        if tuple(x.shape) != tuple(y.shape):
+            # TFLite resizes the output to the input's shape; the declared one is what consumers were checked
+            # against (a corrupt model: a bias read through it would not fit its convolution)
+            c.refuse(Code.OPERAND_VALUE, f"input '{x.name}' {list(x.shape)} and output '{y.name}' "
+                     f"{list(y.shape)} differ in shape; DEQUANTIZE keeps the shape")
+            return
         if c.is_const(x):
             if c.op.outputs[0] in c.subgraph.outputs:
                 c.refuse(Code.OPERAND_VALUE, f"DEQUANTIZE of a constant into model output '{y.name}': an NNAPI "

@@ -32,6 +32,20 @@ def _check_axes(c: CheckContext, rank: int) -> None:
     axes = require_const_ints(c, 1, "axis")
     if axes is not None and any(not -rank <= a < rank for a in axes):
         c.refuse(Code.OPERAND_VALUE, f"axes {axes} are out of range for rank {rank}")
+    elif axes is not None:
+        _check_reduced_size(c, {a % rank for a in axes})
+
+
+def _check_reduced_size(c: CheckContext, axes: set[int]) -> None:
+    """The output holds one value per kept position of the input (TFLite sizes it so in Prepare): a corrupt
+    declared output shape would otherwise divide the count of reduced values by zero in the lowering."""
+    x, y = c.input(0), c.output()
+    if x is None or x.has_dynamic_shape or y.has_dynamic_shape:
+        return
+    kept = math.prod(d for k, d in enumerate(x.shape) if k not in axes)
+    if math.prod(y.shape) != kept:
+        c.refuse(Code.OPERAND_VALUE, f"output '{y.name}' {list(y.shape)} holds {math.prod(y.shape)} values; "
+                 f"reducing {list(x.shape)} over axes {sorted(axes)} gives {kept}")
 
 
 def _keep_dims(c: CheckContext) -> bool:

@@ -9,6 +9,7 @@ from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules.recurrent.common import check_static, opt_in
 from nnconv.nnapi.enums import OperationType
+from nnconv.tflite.options import LSHProjectionOptions
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -18,6 +19,8 @@ class LshProjection(Rule):
     0..2 + 3 type. TFLite's SPARSE (1) adds i * 2^B to hash i's code, which is NNAPI's type 3 (API 29);
     NNAPI's type 1 is the deprecated variant without the offset, so sparse needs API 29. DENSE is 2 in both.
     """
+
+    options_type = LSHProjectionOptions
 
     nnapi_ops = (OperationType.LSH_PROJECTION,)
     dtypes = ("float32", "int32", "uint8", "int8")

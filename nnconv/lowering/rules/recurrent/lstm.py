@@ -14,6 +14,7 @@ from nnconv.lowering.rules.recurrent.common import (activation_code, check_activ
                                                     check_float_operands, check_hybrid_weights, check_state_inputs,
                                                     check_static, dim, opt_in, state_in, unread)
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.tflite.options import LSTMOptions
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
@@ -81,6 +82,8 @@ class Lstm(Rule):
     its fifth (hidden state) intermediate. NNAPI outputs: output_state_out and cell_state_out (unread
     temporaries) and output.
     """
+
+    options_type = LSTMOptions
 
     nnapi_ops = (OperationType.LSTM, OperationType.QUANTIZED_LSTM, OperationType.DEQUANTIZE)
     min_api_level = 28

@@ -15,6 +15,7 @@ from nnconv.lowering.rules.recurrent.unroll import (UNROLL_OPS, UnrolledSequence
                                                     cross_linked_steps, emit_bidirectional_outputs, joined_weight,
                                                     stack_outputs, unroll_inputs, unrolled_rnn)
 from nnconv.nnapi.enums import OperationType
+from nnconv.tflite.options import BidirectionalSequenceRNNOptions, RNNOptions, SequenceRNNOptions
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -24,6 +25,8 @@ class Rnn(Rule):
     """TFLite RNN(input, weights, recurrent weights, bias, hidden state) -> NNAPI RNN slots 0..4 (the
     variable hidden state -> a zero constant) + 5 activation. NNAPI outputs: hidden_state_out (an unread
     temporary) and output (TFLite's output 0)."""
+
+    options_type = RNNOptions
 
     nnapi_ops = (OperationType.RNN,)
     dtypes = ("float32",)
@@ -46,6 +49,8 @@ class UnidirectionalSequenceRnn(UnrolledSequence):
     slots 0..4 (the variable hidden state -> a zero constant), 5 activation, 6 time_major (INT32).
     One output (the feature level 3 form). At API 28 (beyond TFLite's delegate) the sequence is unrolled
     into one NNAPI RNN per time step, each step's hidden state output feeding the next (see "unrolling")."""
+
+    options_type = SequenceRNNOptions
 
     nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_RNN, OperationType.RNN, *UNROLL_OPS)
     dtypes = ("float32",)
@@ -81,6 +86,8 @@ class BidirectionalSequenceRnn(UnrolledSequence):
     backward. TFLite's NNAPI delegate does not lower this op; NNAPI has it from API 29. At API 28 both
     directions are unrolled into single-step NNAPI RNNs, as BIDIRECTIONAL_SEQUENCE_LSTM's.
     """
+
+    options_type = BidirectionalSequenceRNNOptions
 
     nnapi_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_RNN, OperationType.RNN, *UNROLL_OPS)
     dtypes = ("float32",)

@@ -17,6 +17,7 @@ from nnconv.lowering.rules.recurrent.unroll import (UNROLL_OPS, UnrolledSequence
                                                     cross_linked_steps, emit_bidirectional_outputs, joined_weight,
                                                     stack_outputs, unroll_inputs, unrolled_lstm)
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.tflite.options import BidirectionalSequenceLSTMOptions, UnidirectionalSequenceLSTMOptions
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
@@ -37,6 +38,8 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
     is unrolled into QUANTIZED_LSTM steps, each mapped as the LSTM rule maps an int8 LSTM (beyond TFLite's
     delegate, which rejects it).
     """
+
+    options_type = UnidirectionalSequenceLSTMOptions
 
     nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.LSTM, OperationType.QUANTIZED_LSTM,
                  *UNROLL_OPS)
@@ -115,6 +118,8 @@ class BidirectionalSequenceLstm(UnrolledSequence):
     weights); merged outputs are concatenated on the last axis. With constant aux weights (cross-linking)
     each cell reads the input and aux sequences joined on the last axis against [W | W_aux].
     """
+
+    options_type = BidirectionalSequenceLSTMOptions
 
     nnapi_ops = (OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, OperationType.LSTM, *UNROLL_OPS)
     dtypes = ("float32",)

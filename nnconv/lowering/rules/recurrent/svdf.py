@@ -8,6 +8,7 @@ from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules.recurrent.common import activation_code, check_state_cell, opt_in, state_in, unread
 from nnconv.nnapi.enums import OperationType
+from nnconv.tflite.options import SVDFOptions
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -18,6 +19,8 @@ class Svdf(Rule):
     (an omitted bias stays omitted; the variable state -> a zero constant) + 5 rank, 6 activation.
     NNAPI outputs: state_out (an unread temporary) and output. From a zero state both runtimes compute the
     same first output (they differ only in when the state history is shifted, which nothing reads here)."""
+
+    options_type = SVDFOptions
 
     nnapi_ops = (OperationType.SVDF,)
     min_api_level = 28
