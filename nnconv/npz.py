@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import zipfile
+from tokenize import TokenError
 from typing import Mapping
 
 import numpy as np
@@ -91,7 +92,10 @@ def _read_header(path: str, name: str, member: object) -> tuple[np.dtype, tuple[
             shape, fortran, dtype = fmt.read_array_header_2_0(member)
         else:
             raise ValueError(f"unknown .npy version {version}")
-    except (ValueError, EOFError, SyntaxError, TypeError, IndexError, KeyError, MemoryError) as e:
+    # numpy parses the header dict with ast.literal_eval and, when that fails, re-tokenizes it for old
+    # files: an unterminated header then raises tokenize.TokenError; a deeply nested one RecursionError.
+    except (ValueError, EOFError, SyntaxError, TypeError, IndexError, KeyError, MemoryError, TokenError,
+            RecursionError) as e:
         raise InputDataError(f"{path}: member '{name}' is not a readable .npy array ({_reason(e)})") from None
     if dtype.hasobject:
         raise InputDataError(f"{path}: array '{name[:-4]}' holds Python objects (pickled data); nnconv reads "

@@ -18,9 +18,13 @@ LIMIT = 64 << 20
 
 
 def npy_header(descr: str, shape: tuple, fortran: bool = False) -> bytes:
-    d = repr({"descr": descr, "fortran_order": fortran, "shape": shape}).encode()
-    pad = 64 - (10 + len(d) + 1) % 64
-    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(d) + pad + 1) + d + b" " * pad + b"\n"
+    return raw_header(repr({"descr": descr, "fortran_order": fortran, "shape": shape}).encode())
+
+
+def raw_header(text: bytes) -> bytes:
+    """A version 1.0 .npy header holding `text` as its dict, padded as numpy pads it."""
+    pad = 64 - (10 + len(text) + 1) % 64
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text) + pad + 1) + text + b" " * pad + b"\n"
 
 
 def archive(tmp_path, members: dict[str, bytes], method: int = zipfile.ZIP_STORED) -> str:
@@ -103,6 +107,10 @@ def test_header_and_member_size_must_agree(tmp_path):
     pytest.param({"x.npy": b"garbage" * 20}, "not a readable .npy array", id="not-npy"),
     pytest.param({"notes.txt": b"hello"}, "member 'notes.txt' is not an .npy array", id="other-member"),
     pytest.param({"x.npy": npy_header("<f4", (-1,))}, "negative extent", id="negative-shape"),
+    # an unterminated header dict: numpy's fallback re-tokenizes it and raises tokenize.TokenError (the
+    # fuzzer's splice of an .npz header; was exit 4)
+    pytest.param({"x.npy": raw_header(b"{'descr': '<f4', 'fortran_order': False, 'shape': (3,") + b"\0" * 12},
+                 "not a readable .npy array", id="unterminated-header"),
 ])
 def test_malformed_members(tmp_path, members, fragment):
     assert fragment in refused(archive(tmp_path, members))
