@@ -7,8 +7,8 @@ Per model, in one process: conversion (read + lower + write .nnapi; median of 3 
 peak traced memory; then the median of repeated runs on the same seeded inputs of our executor and of
 TFLite at the same thread count with XNNPACK (its default delegate), with its built-in kernels (no
 delegate) and with its reference kernels (`nnconv.parity.tflite_runner`'s three kernel sets), as ratios;
-and the executor's peak traced memory during one run next to the largest live set of tensors the model's
-liveness allows. `--profile` adds the executor's time per operation type, the share of a run spent
+and the executor's memory during one warm run (peak traced allocations plus the blocks its buffer pool
+keeps) next to the largest live set of tensors the model's liveness allows. `--profile` adds the executor's time per operation type, the share of a run spent
 outside kernels and the average executor time per operation outside kernels (its per-op overhead).
 
 Then the conversion guard: a ~100 MB float model built with nnconv's own builder must convert (read +
@@ -125,7 +125,10 @@ def bench_model(path: str, args) -> dict:
     feed = random_inputs(converted.inputs, seed=0)
     executor = nnconv.Executor(converted, blas_threads=args.threads)
     row["nnconv_ms"], row["nnconv_runs"] = median_ms(lambda: executor.run(feed), args.runs, args.warmup)
-    row["run_peak_mb"] = traced_peak_mb(lambda: executor.run(feed))
+    # a warm run allocates only what the buffer pool does not hold: its blocks count towards the peak
+    pool = executor.runner.pool
+    row["run_peak_mb"] = traced_peak_mb(lambda: executor.run(feed)) + (
+        pool.retained_bytes() / 2**20 if pool is not None and hasattr(pool, "retained_bytes") else 0.0)
     row["live_set_mb"] = liveness_peak_bytes(converted.model) / 2**20
     for key, kernels in TFLITE_SETS:
         try:
@@ -255,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="wall time, or the calling thread's CPU time (steadier on a shared machine; "
                          "only meaningful at 1 thread)")
     args = ap.parse_args(argv)
+    if args.clock == "cpu" and args.threads > 1:
+        # the other threads' work would not be counted, on either side
+        ap.error("--clock cpu times the calling thread only: use --clock wall with --threads above 1")
     global CLOCK
     CLOCK = time.thread_time if args.clock == "cpu" else time.perf_counter
     env = environment(args.threads)

@@ -116,3 +116,12 @@ def test_small_arrays_bypass_the_pool(monkeypatch) -> None:
     pool.hold(large)
     pool.drop(large)
     assert pool.empty((256, 256), np.float32).base is large.base  # the block came back and is reused
+
+
+def test_retained_bytes_counts_the_blocks_the_pool_keeps() -> None:
+    pool = BufferPool()
+    a = pool.empty((64, 1024), np.float32)  # 256 KiB
+    assert pool.retained_bytes() == 0  # handed out, not kept
+    pool.hold(a)
+    pool.drop(a)
+    assert pool.retained_bytes() == 64 * 1024 * 4

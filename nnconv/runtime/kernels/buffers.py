@@ -74,6 +74,10 @@ class BufferPool:
         self._owned = weakref.WeakValueDictionary(
             (id(b), b) for blocks in self._free.values() for b in blocks)
 
+    def retained_bytes(self) -> int:
+        """Bytes of the blocks the pool keeps between runs (the memory a run reuses instead of allocating)."""
+        return sum(b.size for blocks in self._free.values() for b in blocks)
+
     def _block_of(self, arr: object) -> np.ndarray | None:
         base = getattr(arr, "base", None)
         if base is None or not isinstance(base, np.ndarray):
