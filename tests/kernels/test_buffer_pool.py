@@ -125,3 +125,17 @@ def test_retained_bytes_counts_the_blocks_the_pool_keeps() -> None:
     pool.hold(a)
     pool.drop(a)
     assert pool.retained_bytes() == 64 * 1024 * 4
+
+
+def test_a_request_takes_a_free_block_of_up_to_twice_its_size() -> None:
+    pool = BufferPool()
+    big = pool.empty((64, 1024), np.float32)  # 256 KiB
+    pool.hold(big)
+    pool.drop(big)
+    smaller = pool.empty((48, 1024), np.float32)  # 192 KiB: served by the free 256 KiB block
+    assert smaller.base is big.base and smaller.shape == (48, 1024)
+    pool.hold(smaller)
+    pool.drop(smaller)  # the block goes back under its own size
+    assert pool.retained_bytes() == 64 * 1024 * 4
+    much_smaller = pool.empty((32, 1024 - 1), np.float32)  # under half the block: a new one
+    assert much_smaller.base is not big.base

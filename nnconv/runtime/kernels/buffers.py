@@ -7,7 +7,8 @@ shares its input's block) and gives the block back when the last one is released
 never released, so the caller keeps its arrays and the next run takes other blocks. Freshly allocated
 multi-megabyte arrays are mapped anew by the C library each time and fault their pages in again: on a
 224x224 MobileNetV2 that costs about a quarter of a run. The pool holds at most what the liveness of the
-tensors keeps alive at once, per size.
+tensors keeps alive at once, per size; a request without a free block of its size takes a free block of
+up to twice its size, so that nearby sizes share blocks.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ class BufferPool:
         if nbytes < POOL_MIN_BYTES:
             return np.empty(shape, dtype=dt)
         free = self._free.get(nbytes)
+        if not free:
+            # No free block of this size: the smallest free one of up to twice the size serves instead, so
+            # that tensors of nearby sizes share blocks and the pool stays near the largest live set.
+            fits = [size for size, blocks in self._free.items() if blocks and nbytes < size <= 2 * nbytes]
+            free = self._free[min(fits)] if fits else None
         block = free.pop() if free else np.empty(nbytes, dtype=np.uint8)
         self._owned[id(block)] = block
         return block[:nbytes].view(dt).reshape(shape)
