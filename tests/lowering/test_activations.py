@@ -97,9 +97,33 @@ def test_hard_swish_quantized(dtype):
     q_out = QuantParams(0.05, 30 if dtype is np.uint8 else -100)
     m = act_model(B.HARD_SWISH, dtype, q_out=q_out)
     assert_parity(m, api_level=30, expect_ops=["HARD_SWISH"])
-    float_form = ["DEQUANTIZE", "MUL", "MUL", "MUL", "ADD", "QUANTIZE"]
-    assert_parity(m, api_level=29, expect_ops=float_form)
+    assert_parity(m, api_level=29, expect_ops=["CAST", "GATHER"])
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["u8", "i8"])
+@pytest.mark.parametrize("in_scale,out_scale", [(0.05, 0.05), (0.1, 0.04), (0.02, 0.015), (0.2, 0.5)])
+def test_hard_swish_quantized_table_is_bit_exact_at_29(dtype, in_scale, out_scale):
+    """Below API 30 the 256 results of the reference's fixed-point HARD_SWISH are a constant table read by
+    GATHER(CAST(x)): every stored input value gives TFLite's int8/uint8 result bit for bit (and the same bits
+    as API 30's native HARD_SWISH)."""
+    from harness import assert_bit_exact
+    from nnconv.parity.tflite_runner import REFERENCE_KERNELS
+    info = np.iinfo(dtype)
+    zp = (3 if dtype is np.int8 else 131)
+    m = single_op_model(B.HARD_SWISH, [("x", (256,), dtype, QuantParams(in_scale, zp))],
+                        [("y", (256,), dtype, QuantParams(out_scale, zp - 20))])
+    every_value = {"x": np.arange(info.min, info.max + 1).astype(dtype)}
+    assert_bit_exact(m, 29, every_value)
+    assert_bit_exact(m, 30, every_value)
+    assert_parity(m, api_level=29, inputs=every_value, kernels=REFERENCE_KERNELS, expect_ops=["CAST", "GATHER"])
+
+
+def test_hard_swish_quantized_tiny_output_scale_refused():
+    """An output scale the fixed point cannot reach (multiplier above 1), which TFLite's Prepare refuses too."""
+    m = act_model(B.HARD_SWISH, np.uint8, q_out=QuantParams(1e-4, 0))
+    for api in (29, 30):
+        assert_refused(m, api, Code.QUANTIZATION)
 
 
 def prelu_model(dtype=np.float32, alpha_shape=(7, 1), const_alpha=True):

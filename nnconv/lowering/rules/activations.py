@@ -13,11 +13,15 @@ from typing import ClassVar
 import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import NO_SIGNED_INT8_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import (F32, I8, U8, check_common, check_fixed_output_quant, is_quant, negate,
                                           requantize, same_quant, scalar_tensor, via_float)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
+from nnconv.nnapi.hard_swish_quant import hard_swish_quant8
+from nnconv.nnapi.quant_limits import hard_swish_output_multiplier
+from nnconv.nnapi.quantization import qrange
 from nnconv.nnapi.quant_limits import sigmoid_input_multiplier
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator
@@ -216,28 +220,53 @@ class HardSwish(Rule):
     Numerically it rounds differently (1/3 is not a float32; four roundings instead of three): measured on
     [-8, 8], max |diff| to TFLite 4.8e-7 (native HARD_SWISH: 9.5e-7), but near x = -3 the sum cancels
     (x/2 and x/2 * clamp(x/3) almost opposite), so tiny results there can be off by many ulps relative to
-    themselves. Quantized at API 29: the float composite between DEQUANTIZE and QUANTIZE (`via_float`);
-    the delegate's all-8-bit composite would lose more than the 1 LSB the parity policy allows."""
+    themselves. Quantized at API 29, exactly: an 8-bit input has 256 values, so the reference's own
+    fixed-point HARD_SWISH (`nnapi/hard_swish_quant.py`, the kernel's code) is evaluated on all of them at
+    conversion time into a constant table quantized as the output, and the op becomes
+    GATHER(table, axis 0, CAST(x) to TENSOR_INT32): NNAPI's CAST of a quant8 tensor takes the stored value
+    and ignores scale and zero point, so each element looks its own result up, bit for bit what API 30's
+    HARD_SWISH computes (int8 carried as uint8 + 128 indexes the table of the shifted operands). An output
+    scale so small that the fixed-point output multiplier exceeds 1 is refused at every level, as TFLite's
+    and NNAPI's kernels refuse it at prepare time. The delegate's all-8-bit composite would lose more than
+    the 1 LSB the parity policy allows."""
 
-    nnapi_ops = (OperationType.HARD_SWISH, OperationType.MUL, OperationType.ADD, OperationType.DEQUANTIZE,
-                 OperationType.QUANTIZE)
+    nnapi_ops = (OperationType.HARD_SWISH, OperationType.MUL, OperationType.ADD, OperationType.CAST,
+                 OperationType.GATHER)
     dtypes = ("float32", "uint8", "int8")
     constraints = "quantized needs API 29"
 
     def check(self, c: CheckContext) -> None:
         if not check_common(c, 1, (F32, U8, I8)):
             return
-        if is_quant(c.input(0)):
-            c.require_api(29, "quantized HARD_SWISH (API 30) or its float form (DEQUANTIZE / QUANTIZE)")
+        x, out = c.input(0), c.output(0)
+        if is_quant(x):
+            c.require_api(29, "quantized HARD_SWISH (API 30) or its lookup table (CAST / GATHER)")
+            if hard_swish_output_multiplier(x.quantization.scale[0], out.quantization.scale[0])[1] > 0:
+                c.refuse(Code.QUANTIZATION, f"quantized HARD_SWISH output scale {out.quantization.scale[0]:g} is "
+                         f"too small for input scale {x.quantization.scale[0]:g}: the fixed-point output "
+                         "multiplier (input_scale / 128) / output_scale exceeds 1, which TFLite and NNAPI refuse")
 
     def lower(self, c: LowerContext) -> None:
         x, out = c.in_(0), c.out(0)
         if c.api_level >= 30:
             c.emit(OperationType.HARD_SWISH, [x], [out])
         elif is_quant(c.input(0)):
-            via_float(c, x, out, lambda f, g: _hard_swish_composite(c, f, g))
+            _hard_swish_table(c, x, out)
         else:
             _hard_swish_composite(c, x, out)
+
+
+def _hard_swish_table(c: LowerContext, x: int, out: int) -> None:
+    """Quantized HARD_SWISH below API 30 as GATHER(256-entry table, 0, CAST(x)) (see `HardSwish`); x and
+    out are TENSOR_QUANT8_ASYMM there (int8 travels as uint8 + 128)."""
+    xd, od = c.info(x), c.info(out)
+    lo, hi = qrange(od.type)
+    stored = np.arange(256)  # every stored value of a TENSOR_QUANT8_ASYMM input, in index order
+    table = hard_swish_quant8(stored, xd.scale, xd.zero_point, od.scale, od.zero_point, lo, hi)
+    lookup = c.constant(od.type, table.astype(od.dtype), scale=od.scale, zero_point=od.zero_point)
+    index = c.temp(OperandType.TENSOR_INT32, list(xd.dimensions))
+    c.emit(OperationType.CAST, [x], [index])
+    c.emit(OperationType.GATHER, [lookup, c.i32(0), index], [out])
 
 
 def _prelu_float_composite(c: LowerContext, x: int, neg_alpha: int, out: int) -> None:
