@@ -20,9 +20,9 @@ from nnconv.lowering.rules._arith import (F32, I8, U8, check_common, check_fixed
                                           requantize, same_quant, scalar_tensor, via_float)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.nnapi.hard_swish_quant import hard_swish_quant8
-from nnconv.nnapi.quant_limits import hard_swish_output_multiplier
+from nnconv.nnapi.operations.activations import LOGISTIC_OUTPUT, TANH_OUTPUT
+from nnconv.nnapi.quant_limits import hard_swish_output_multiplier, sigmoid_input_multiplier
 from nnconv.nnapi.quantization import qrange
-from nnconv.nnapi.quant_limits import sigmoid_input_multiplier
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -93,13 +93,17 @@ class Relu0To1(Rule):
         c.emit(OperationType.RELU, [tmp], [out])
 
 
+_NNAPI_QUANT8 = {U8: OperandType.TENSOR_QUANT8_ASYMM, I8: OperandType.TENSOR_QUANT8_ASYMM_SIGNED}
+
+
 class _Sigmoidal(Rule):
     """TFLite OP(x) -> NNAPI OP(x). Quantized outputs must have the fixed range both TFLite and NNAPI use."""
 
     nnapi_op: ClassVar[OperationType]
     quant_api: ClassVar[int] = 27
-    fixed_scale: ClassVar[float]
-    fixed_zp: ClassVar[dict]  # TFLite output type -> zero point
+    # NNAPI quant8 type -> the (scale, zero point) the operation prescribes for its output (nnapi/operations,
+    # which the validator and the kernel read too); TFLite's uint8 / int8 are those types.
+    fixed_output: ClassVar[dict[OperandType, tuple[float, int]]]
     dtypes = ("float32", "uint8", "int8")
 
     def check(self, c: CheckContext) -> None:
@@ -108,7 +112,7 @@ class _Sigmoidal(Rule):
         y = c.output(0)
         if is_quant(y):
             c.require_api(self.quant_api, f"quantized {self.op.name}")
-            check_fixed_output_quant(c, self.op.name, y, self.fixed_scale, self.fixed_zp[y.type])
+            check_fixed_output_quant(c, self.op.name, y, *self.fixed_output[_NNAPI_QUANT8[y.type]])
             if _sigmoid_through_float(c.input(0)):
                 scale = c.input(0).quantization.scale[0]
                 what = (f"quantized {self.op.name} with input scale {scale:g} (scale * 2^27 is not above 1, which "
@@ -135,8 +139,7 @@ class Logistic(_Sigmoidal):
 
     nnapi_op = OperationType.LOGISTIC
     nnapi_ops = (OperationType.LOGISTIC, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
-    fixed_scale = 1.0 / 256
-    fixed_zp = {U8: 0, I8: -128}
+    fixed_output = LOGISTIC_OUTPUT
     constraints = "quantized output scale 1/256"
 
 
@@ -148,8 +151,7 @@ class Tanh(_Sigmoidal):
     nnapi_op = OperationType.TANH
     nnapi_ops = (OperationType.TANH, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     quant_api = 29
-    fixed_scale = 1.0 / 128
-    fixed_zp = {U8: 128, I8: 0}
+    fixed_output = TANH_OUTPUT
     constraints = "quantized needs API 29 and output scale 1/128"
 
 

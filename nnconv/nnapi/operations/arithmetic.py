@@ -43,13 +43,8 @@ def validate_quant_binary(view: OperationView, multiply: bool) -> int:
     return 1
 
 
-@validator(OperationType.ADD)
-def validate_add(view: OperationView, feature_level: int) -> int:
-    return validate_quant_binary(view, multiply=False)
-
-
-@validator(OperationType.SUB)
-def validate_sub(view: OperationView, feature_level: int) -> int:
+@validator(OperationType.ADD, OperationType.SUB)
+def validate_add_sub(view: OperationView, feature_level: int) -> int:
     return validate_quant_binary(view, multiply=False)
 
 

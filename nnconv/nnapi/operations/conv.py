@@ -28,16 +28,6 @@ def scale_relation_level(view: OperationView) -> int:
     return 1 if f32(out.scale) > f32(f32(x.scale) * f32(w.scale)) else 3
 
 
-@validator(OperationType.CONV_2D)
-def validate_conv_2d(view: OperationView, feature_level: int) -> int:
-    return scale_relation_level(view)
-
-
-@validator(OperationType.DEPTHWISE_CONV_2D)
-def validate_depthwise_conv_2d(view: OperationView, feature_level: int) -> int:
-    return scale_relation_level(view)
-
-
-@validator(OperationType.FULLY_CONNECTED)
-def validate_fully_connected(view: OperationView, feature_level: int) -> int:
+@validator(OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D, OperationType.FULLY_CONNECTED)
+def validate_filter_op(view: OperationView, feature_level: int) -> int:
     return scale_relation_level(view)

@@ -41,6 +41,7 @@ def pool_slots(num_inputs: int) -> type[ExplicitPoolSlot] | type[ImplicitPoolSlo
     return ExplicitPoolSlot if num_inputs >= 10 else ImplicitPoolSlot
 
 
+@validator(OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D)
 def validate_pooling(view: OperationView, feature_level: int) -> int:
     """Pooling.cpp: positive strides and filter sizes, and (prepare) each explicit padding smaller than the
     filter along its axis; an NCHW layout flag needs feature level 3."""
@@ -57,16 +58,6 @@ def validate_pooling(view: OperationView, feature_level: int) -> int:
             if p is not None and f is not None and not p < f:
                 raise view.refuse(f"{view.describe(pad)} {p} is not smaller than {view.describe(size)} {f}")
     return 3 if view.input(slots.NCHW) is not None else 1
-
-
-@validator(OperationType.AVERAGE_POOL_2D)
-def validate_average_pool_2d(view: OperationView, feature_level: int) -> int:
-    return validate_pooling(view, feature_level)
-
-
-@validator(OperationType.MAX_POOL_2D)
-def validate_max_pool_2d(view: OperationView, feature_level: int) -> int:
-    return validate_pooling(view, feature_level)
 
 
 @validator(OperationType.L2_POOL_2D)

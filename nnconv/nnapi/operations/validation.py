@@ -92,12 +92,13 @@ ValidateFn = Callable[[OperationView, int], int]
 VALIDATORS: dict[OperationType, ValidateFn] = {}
 
 
-def validator(op_type: OperationType) -> Callable[[ValidateFn], ValidateFn]:
-    """Registers the decorated function as the validator of `op_type` (one per operation type)."""
+def validator(*op_types: OperationType) -> Callable[[ValidateFn], ValidateFn]:
+    """Registers the decorated function as the validator of each of `op_types` (one per operation type)."""
     def register(fn: ValidateFn) -> ValidateFn:
-        if op_type in VALIDATORS:
-            raise RuntimeError(f"two validators registered for {op_type.name}")
-        VALIDATORS[op_type] = fn
+        for op_type in op_types:
+            if op_type in VALIDATORS:
+                raise RuntimeError(f"two validators registered for {op_type.name}")
+            VALIDATORS[op_type] = fn
         return fn
     return register
 
