@@ -72,3 +72,21 @@ def test_prepare_takes_a_path_bytes_or_a_read_model():
     again = nnconv.prepare(from_bytes.model, 29)
     assert again.model is from_bytes.model and again.api_level == 29
     assert [r.status for r in again.report.ops] == [r.status for r in nnconv.check_model(data, 29).ops]
+
+
+FIXTURE_MODELS = sorted((pathlib.Path(__file__).resolve().parent.parent / "examples" / "models").glob("*.tflite"))
+
+
+@pytest.mark.parametrize("path", FIXTURE_MODELS, ids=lambda p: p.stem)
+def test_a_conversion_moved_to_another_level_reports_what_a_fresh_one_does(path):
+    # `check --api-level all` rewrites a model once and moves it across the levels (`at_level`), sharing the
+    # checks already made: it must report exactly what a conversion prepared at each level reports.
+    from nnconv.nnapi.levels import ALL_API_LEVELS
+    from nnconv.report.analysis import ModelCheck, report_json
+    moved = pipeline.prepare(str(path), ALL_API_LEVELS[-1])
+    for level in ALL_API_LEVELS:
+        fresh = pipeline.prepare(str(path), level)
+        here = moved.at_level(level)
+        assert here.state.model is moved.state.model and here.state.memo is moved.state.memo
+        assert (report_json(ModelCheck(str(path), here.report, here.plan(lower=False)))
+                == report_json(ModelCheck(str(path), fresh.report, fresh.plan(lower=False))))
