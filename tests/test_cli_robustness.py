@@ -167,3 +167,53 @@ def test_sigint_to_the_process_is_one_line_exit_130(tmp_path, delay):
     assert proc.returncode == EXIT_INTERRUPTED, err
     assert err.decode() == "nnconv: interrupted\n"
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def _interrupt_the_rename(*args, **kwargs):
+    raise KeyboardInterrupt  # Ctrl-C after the temporary file is written, just before it replaces the target
+
+
+@pytest.mark.parametrize("command,outputs", [
+    pytest.param(["convert", "{m}", "-o", "{d}/o.nnapi"], ["o.nnapi"], id="convert-nnapi"),
+    pytest.param(["convert", "{m}", "-o", "{d}/o.nnapi", "--emit-c", "{d}/o.c"], ["o.nnapi", "o.c", "o.h"],
+                 id="convert-emit-c"),
+    pytest.param(["run", "{d}/m.nnapi", "--inputs", "{d}/in.npz", "-o", "{d}/out.npz"], ["out.npz"], id="run-npz"),
+    pytest.param(["verify", "{m}", "--save-reference", "{d}/ref.npz"], ["ref.npz"], id="verify-save-reference"),
+    pytest.param(["verify", "{m}", "--per-op", "--node-data", "{d}/nd.json"], ["nd.json"], id="verify-node-data"),
+    pytest.param(["check", "{m}", "--node-data", "{d}/nd.json"], ["nd.json"], id="check-node-data"),
+])
+def test_every_output_is_atomic_and_ctrl_c_leaves_the_old_file(tmp_path, model, monkeypatch, command, outputs):
+    """Each file a command writes goes through nnconv.safe_write: interrupted at the last moment, the command
+    exits 130 with one line, every target keeps its old bytes and no temporary file is left."""
+    from nnconv import safe_write
+    work = tmp_path / "work"
+    work.mkdir()
+    assert CliRunner().invoke(main, ["convert", str(model), "-o", str(work / "m.nnapi")]).exit_code == EXIT_OK
+    np.savez(work / "in.npz", x=np.ones((2, 3), np.float32))
+    for name in outputs:
+        (work / name).write_bytes(b"old")
+    before = sorted(p.name for p in work.iterdir())
+    monkeypatch.setattr(safe_write, "_mode_for", _interrupt_the_rename)
+    args = [a.format(m=model, d=work) for a in command]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == EXIT_INTERRUPTED, result.stderr
+    assert result.stderr.splitlines()[-1] == "nnconv: interrupted"
+    assert all((work / name).read_bytes() == b"old" for name in outputs)
+    assert sorted(p.name for p in work.iterdir()) == before  # no temporary file left behind
+
+
+def test_docs_errors_names_every_exit_code_and_error_class():
+    """docs/errors.md is the list of outcomes: every NnconvError subclass and every exit code appears in it."""
+    import nnconv.nnapi.ndk.check  # noqa: F401 - define the error classes of the lazily imported modules
+    import nnconv.parity.tflite_runner  # noqa: F401
+    import nnconv.report.analysis  # noqa: F401
+    from nnconv import errors
+    text = (ROOT / "docs" / "errors.md").read_text()
+    classes, todo = set(), [errors.NnconvError]
+    while todo:
+        cls = todo.pop()
+        classes.add(cls.__name__)
+        todo += cls.__subclasses__()
+    assert not [name for name in sorted(classes) if f"`{name}`" not in text]
+    codes = [getattr(errors, n) for n in dir(errors) if n.startswith("EXIT_")]
+    assert not [code for code in codes if f"\n| {code} |" not in text]
