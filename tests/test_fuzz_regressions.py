@@ -40,6 +40,8 @@ CASES = [
                  "[48] differ in shape", id="dequantize-shape"),
     pytest.param("int8_mean_output_size.tflite", 1, 3, "output 'm' [256, 4] holds 1024 values; reducing "
                  "[1, 6, 5, 4] over axes [1, 2] gives 4", id="mean-output-size"),
+    pytest.param("while_body_add_input_omitted.tflite", 1, 3, "body subgraph 2, op #0 ADD: input 0 is omitted "
+                 "(-1) but the op needs it", id="while-body-add-input-omitted"),
     pytest.param("output_is_an_input.tflite", 3, 3, "output tensor 'x' is not computed by any lowered "
                  "operation", id="output-is-an-input"),
 ]

@@ -59,6 +59,10 @@ def check_common(c: CheckContext, n_inputs: int | tuple[int, int], allowed: Iter
     lo, hi = (n_inputs, n_inputs) if isinstance(n_inputs, int) else n_inputs
     if not c.require_inputs(lo, hi):
         return False
+    omitted = [k for k in range(lo) if c.input(k) is None]
+    if omitted:  # a mandatory input written as -1 (a corrupt model): nothing to check it against
+        c.refuse(Code.MISSING_OPERAND, f"input {omitted[0]} is omitted (-1) but the op needs it")
+        return False
     allowed = tuple(allowed)
     ok = True
     tensors = [t for t in c.inputs if t is not None]
