@@ -40,7 +40,8 @@ def __getattr__(name: str) -> Any:
         from nnconv.runtime.executor import Executor
         return Executor
     if name in ("ConversionOptions", "ConversionResult", "Report"):
-        from nnconv.lowering.convert import ConversionOptions, ConversionResult, Report
+        from nnconv.lowering.check_report import ConversionResult, Report
+        from nnconv.lowering.convert import ConversionOptions
         return {"ConversionOptions": ConversionOptions, "ConversionResult": ConversionResult, "Report": Report}[name]
     if name in ("PreparedConversion", "check_model", "convert", "prepare"):
         from nnconv.pipeline import PreparedConversion, check_model, convert, prepare

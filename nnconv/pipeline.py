@@ -21,17 +21,9 @@ from functools import cached_property
 from typing import Sequence, SupportsInt
 
 from nnconv.errors import ConversionError
+from nnconv.lowering.check_report import ConversionResult, Report, check_ops
 from nnconv.lowering.context import ConversionState
-from nnconv.lowering.convert import (
-    ConversionOptions,
-    ConversionResult,
-    Report,
-    check_ops,
-    io_spec,
-    lower_ops,
-    make_state,
-    state_at_level,
-)
+from nnconv.lowering.convert import ConversionOptions, io_spec, lower_ops, make_state, state_at_level
 from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, build_plan
 from nnconv.nnapi.levels import DEFAULT_API_LEVEL
 from nnconv.nnapi.program import ConvertedModel, IoTensor

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from harness import single_op_model
 from nnconv.cli import main
-from nnconv.lowering.convert import check_ops, make_state, rule_for
+from nnconv.lowering.check_report import check_ops
+from nnconv.lowering.convert import make_state, rule_for
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import DriverNote, warn_driver_issues
 from nnconv.lowering.context import CheckContext

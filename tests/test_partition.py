@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnconv.errors import ConversionError
-from nnconv.lowering.convert import check_ops, make_state
+from nnconv.lowering.check_report import check_ops
+from nnconv.lowering.convert import make_state
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.nnapi import serialize
 from nnconv.parity.partitioned import PartitionedParityReport, verify_model

@@ -1,15 +1,14 @@
 """The conversion stages after the rewrite: check every operator, then lower them into NNAPI models.
 
-`check_ops` runs every rule's check (all problems at once) and finds, for each refused op, the lowest
-API level at which the same check passes. `lower_ops` lowers any subset of a subgraph's operators (the
-whole model, or one partition with the tensors crossing its boundary as model inputs and outputs) and
-validates the result. `nnconv.pipeline.prepare` drives them; this module never reads a model.
+`checked` runs an op's rule check (and asks the NNAPI runtime about what the rule emits); the per-op
+report of a whole model built from it is `check_report.check_ops`. `lower_ops` lowers any subset of a
+subgraph's operators (the whole model, or one partition with the tensors crossing its boundary as model
+inputs and outputs) and validates the result. `nnconv.pipeline.prepare` drives them; this module never reads a model.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -17,83 +16,18 @@ import numpy as np
 from nnconv.errors import EXIT_INTERNAL, ConversionError, NnconvError
 from nnconv.lowering import rules as _rules  # noqa: F401  (registers every rule)
 from nnconv.lowering.context import INT8_SHIFT, CheckContext, ConversionState, LowerContext, dtype_name
-from nnconv.lowering.diagnostics import Code, Diagnostic, Verdict
+from nnconv.lowering.diagnostics import Code, Diagnostic
 from nnconv.lowering.registry import CUSTOM_RULES, RULES, Rule
 from nnconv.lowering.rule_errors import malformed_reason, rule_bug
 from nnconv.nnapi.builder import ModelBuilder, SubgraphBuilder
 from nnconv.nnapi.enums import OperandType
-from nnconv.nnapi.levels import API_LEVELS, ApiLevel, LevelError, feature_level, rule_level
+from nnconv.nnapi.levels import ApiLevel, LevelError, feature_level
 from nnconv.nnapi.model import Model, SymmPerChannelQuantParams
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.nnapi.validate import operation_refusals, validate_model
 from nnconv.rewrite.state import ConversionOptions
 from nnconv.tflite.ir import Operator, Subgraph, TfliteModel
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
-
-
-@dataclass
-class OpReport:
-    """What the converter decided for one TFLite operator."""
-
-    index: int
-    op: str
-    version: int
-    status: Verdict
-    nnapi_ops: list[str] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    min_api_level: int | None = None
-    input_dtypes: list[str] = field(default_factory=list)
-    quantization: str = ""
-    subgraph: int = 0
-    lowering_note: str = ""  # what a many-operation lowering computes (`LowerContext.explain`)
-    notes: list[str] = field(default_factory=list)  # what rewrites changed in the op; alternative lowerings
-
-    @property
-    def supported(self) -> bool:
-        return self.status in (Verdict.LOWERED, Verdict.FOLDED, Verdict.DRIVER_WARNING)
-
-    @property
-    def reason(self) -> str:
-        errs = [d for d in self.diagnostics if d.is_error] or self.diagnostics
-        return "; ".join(d.message for d in errs)
-
-    @property
-    def hint(self) -> str:
-        return next((d.hint for d in self.diagnostics if d.hint), "")
-
-
-@dataclass
-class Report:
-    """Per-op verdicts of one model at one API level."""
-
-    model: str
-    api_level: int
-    ops: list[OpReport]
-
-    @property
-    def diagnostics(self) -> list[Diagnostic]:
-        return [d for r in self.ops for d in r.diagnostics]
-
-    @property
-    def errors(self) -> list[Diagnostic]:
-        return [d for d in self.diagnostics if d.is_error]
-
-    @property
-    def ok(self) -> bool:
-        return all(r.supported for r in self.ops)
-
-    @property
-    def ops_lowered(self) -> int:
-        return sum(1 for r in self.ops if r.supported)
-
-
-@dataclass
-class ConversionResult:
-    converted: ConvertedModel
-    report: Report
-
-    def __iter__(self):  # allows `model, report = nnconv.convert(...)`
-        return iter((self.converted, self.report))
 
 
 # -- rules ------------------------------------------------------------------------------------------
@@ -213,90 +147,6 @@ def is_folded(state: ConversionState, sg: Subgraph, op: Operator) -> bool:
     if (sg.index, op.index) in state.removed:
         return True
     return bool(op.outputs) and all((sg.index, o) in state.folded for o in op.outputs if o >= 0)
-
-
-def lowest_accepting_level(state: ConversionState, sg: Subgraph, op: Operator) -> int | None:
-    for level in API_LEVELS:
-        if level <= state.api_level:
-            continue
-        probe = replace(state, api_level=level)
-        if not any(d.is_error for d in check_op(probe, sg, op)):
-            return level
-    return None
-
-
-def _quant_summary(c: CheckContext) -> str:
-    schemes = []
-    for t in c.inputs:
-        if t is None or not t.quantization.is_quantized:
-            continue
-        kind = "per-channel" if t.quantization.is_per_channel else "per-tensor"
-        schemes.append(f"{dtype_name(t.type)} {kind}")
-    return ", ".join(dict.fromkeys(schemes))
-
-
-def check_ops(state: ConversionState, subgraph: int = 0) -> Report:
-    """Runs every check of one subgraph; refused ops get their lowest accepting API level."""
-    m = state.model
-    sg = m.subgraphs[subgraph]  # as the rewrite stage left it: same operators at the same indices
-    original = (state.source or m).subgraphs[subgraph].operators
-    rewrites = _rewrites_by_op(state, sg)
-    ops = []
-    for op in sg.operators:
-        c = checked(state, sg, op)
-        diags = c.diagnostics
-        errors = [d for d in diags if d.is_error]
-        if is_folded(state, sg, op):
-            status = Verdict.FOLDED
-        elif errors:
-            status = errors[0].verdict
-        elif diags:
-            status = Verdict.DRIVER_WARNING
-        else:
-            status = Verdict.LOWERED
-        rule = rule_for(op)
-        source = original[op.index] if op.index < len(original) else op
-        rep = OpReport(index=op.index, op=source.name, version=source.version, status=status, diagnostics=list(diags),
-                       input_dtypes=[dtype_name(t.type) if t is not None else "-" for t in c.inputs],
-                       quantization=_quant_summary(c), subgraph=sg.index,
-                       notes=rewrites.get(op.index, []) + (c.notes if not errors else []))
-        if errors:
-            rep.min_api_level = lowest_accepting_level(state, sg, op)
-            if rule is not None:
-                level = rule_level(rep.min_api_level or state.api_level)
-                rep.nnapi_ops = [o.name for o in rule.describe_lowering(level)]
-        else:
-            rep.min_api_level = _lowest_passing(state, sg, op)
-        ops.append(rep)
-    return Report(model=m.path, api_level=state.api_level, ops=ops)
-
-
-def _rewrites_by_op(state: ConversionState, sg: Subgraph) -> dict[int, list[str]]:
-    """Per op of `sg`, what the graph rewrites changed in it and, for WHILE / IF, in the subgraphs it runs."""
-    by_sg: dict[int, list[tuple[int, str]]] = {}
-    for rec in state.rewrites:
-        by_sg.setdefault(rec.subgraph, []).append((rec.op_index, rec.describe()))
-    found: dict[int, list[str]] = {}
-    for k, text in by_sg.get(sg.index, []):
-        found.setdefault(k, []).append(text)
-    for op in sg.operators:
-        o = op.options
-        roles = [(f.name.replace("_subgraph_index", ""), getattr(o, f.name)) for f in dataclasses.fields(o)
-                 if f.name.endswith("_subgraph_index")] if dataclasses.is_dataclass(o) else []
-        for role, index in roles:
-            found.setdefault(op.index, []).extend(f"{role} subgraph {index}, op #{k}: {text}"
-                                                  for k, text in by_sg.get(index, []))
-    return {k: v for k, v in found.items() if v}
-
-
-def _lowest_passing(state: ConversionState, sg: Subgraph, op: Operator) -> int:
-    """The lowest level at which an accepted op is also accepted (for the report)."""
-    for level in API_LEVELS:
-        if level >= state.api_level:
-            return state.api_level
-        if not any(d.is_error for d in check_op(replace(state, api_level=level), sg, op)):
-            return level
-    return state.api_level
 
 
 # -- lowering ---------------------------------------------------------------------------------------

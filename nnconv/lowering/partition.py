@@ -28,8 +28,9 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from nnconv.errors import EXIT_INTERNAL, ConversionError, NnconvError
-from nnconv.lowering.convert import Report, is_folded, lower_ops, partition_boundary
+from nnconv.lowering.check_report import Report
 from nnconv.lowering.context import ConversionState, dtype_name
+from nnconv.lowering.convert import is_folded, lower_ops, partition_boundary
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.tflite.ir import Subgraph

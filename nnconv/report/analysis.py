@@ -10,7 +10,8 @@ import os
 from dataclasses import dataclass
 
 from nnconv.errors import NnconvError
-from nnconv.lowering.convert import ConversionOptions, OpReport, Report
+from nnconv.lowering.check_report import OpReport, Report
+from nnconv.lowering.convert import ConversionOptions
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan
 from nnconv.nnapi.levels import ALL_API_LEVELS, ApiLevel, feature_level

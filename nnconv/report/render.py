@@ -15,7 +15,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from nnconv.lowering.convert import OpReport
+from nnconv.fmt import format_bytes, print_wrapped
+from nnconv.lowering.check_report import OpReport
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.nnapi.levels import ALL_API_LEVELS, feature_level
 from nnconv.report.analysis import (
@@ -27,7 +28,6 @@ from nnconv.report.analysis import (
     report_json,
     summary_line,
 )
-from nnconv.fmt import format_bytes, print_wrapped
 from nnconv.report.tables import Col, fitted_table
 
 # One-character cells of the `--api-level all` matrix.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nnconv.lowering.common import FLOAT, FLOAT_OR_QUANT8, check_int8
+from nnconv.lowering.common import FLOAT_OR_QUANT8, check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import NO_FLOAT16_ARMNN
