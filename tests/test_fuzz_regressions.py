@@ -42,6 +42,8 @@ CASES = [
                  "[1, 6, 5, 4] over axes [1, 2] gives 4", id="mean-output-size"),
     pytest.param("while_body_add_input_omitted.tflite", 1, 3, "body subgraph 2, op #0 ADD: input 0 is omitted "
                  "(-1) but the op needs it", id="while-body-add-input-omitted"),
+    pytest.param("sparse_scalar.tflite", 2, 2, "tensor 1 ('w_sparse') of subgraph 0: sparse metadata "
+                 "inconsistent with its shape []: a sparse tensor needs at least one dimension", id="sparse-scalar"),
     pytest.param("output_is_an_input.tflite", 3, 3, "output tensor 'x' is not computed by any lowered "
                  "operation", id="output-is-an-input"),
 ]

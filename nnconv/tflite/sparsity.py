@@ -47,6 +47,8 @@ def sparse_positions(n_values: int, shape: tuple[int, ...], sparsity: Sparsity, 
     block_map = list(sparsity.block_map)
     levels = sparsity.dim_metadata
     n_expanded = rank + len(block_map)
+    if rank == 0:  # a scalar has no dimension to walk (and the walk below would reach one value as a vector)
+        raise SparsityError("a sparse tensor needs at least one dimension")
     if sorted(order) != list(range(n_expanded)) or len(levels) != n_expanded:
         raise SparsityError(f"traversal order {order} does not cover {n_expanded} dimensions")
     if any(d < 0 for d in shape) or int(np.prod(shape, dtype=np.float64)) * itemsize > MAX_DENSE_BYTES:
