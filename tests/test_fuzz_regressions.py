@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pathlib
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -44,6 +45,8 @@ CASES = [
                  "(-1) but the op needs it", id="while-body-add-input-omitted"),
     pytest.param("sparse_scalar.tflite", 2, 2, "tensor 1 ('w_sparse') of subgraph 0: sparse metadata "
                  "inconsistent with its shape []: a sparse tensor needs at least one dimension", id="sparse-scalar"),
+    pytest.param("concatenation_opcode_with_conv_options.tflite", 1, 3, "its options are Conv2DOptions",
+                 id="concat-with-conv-options"),
     pytest.param("output_is_an_input.tflite", 3, 3, "output tensor 'x' is not computed by any lowered "
                  "operation", id="output-is-an-input"),
 ]
@@ -60,6 +63,20 @@ def test_mutant_has_one_documented_outcome(tmp_path, name, check_code, convert_c
     errors = [ln for ln in convert.stderr.splitlines() if ln.startswith("nnconv: error:")]
     assert len(errors) == 1 and fragment in (errors[0] if convert_code != 3 else convert.stderr), convert.stderr
     assert not out.exists()
+
+
+def test_an_nnapi_file_whose_operation_the_runtime_refuses_is_bad_input(tmp_path):
+    """A bit flip in a converted uint8 SOFTMAX's output scale: the loader validates each operation as Android
+    does before compiling, so `run` says exit 2 naming the operation (it was exit 4, 'please report', as if
+    nnconv had written it)."""
+    np.savez(tmp_path / "in.npz", x=np.zeros((1, 10), np.uint8))
+    result = CliRunner().invoke(main, ["run", str(DATA / "softmax_output_scale_bit_flip.nnapi"), "--inputs",
+                                       str(tmp_path / "in.npz"), "-o", str(tmp_path / "o.npz")])
+    assert result.exit_code == 2, result.stderr
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("nnconv: error:")]
+    assert len(errors) == 1 and "partition 0: the NNAPI runtime refuses operation 1 SOFTMAX: output 0 must " \
+        "have scale 1/256" in errors[0], result.stderr
+    assert not (tmp_path / "o.npz").exists()
 
 
 def test_a_model_without_operators_converts_as_check_reports_it(tmp_path):

@@ -23,7 +23,7 @@ import numpy as np
 from nnconv.errors import ModelFormatError, ModelValidationError, NnconvError
 from nnconv.guarded_decoder import GuardedDecoder
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
-from nnconv.nnapi.levels import MAX_API_LEVEL, MIN_API_LEVEL
+from nnconv.nnapi.levels import MAX_API_LEVEL, MIN_API_LEVEL, feature_level
 from nnconv.nnapi.fbs import ConvertedModel as FbConvertedModel
 from nnconv.nnapi.fbs import DataLocation as FbDataLocation
 from nnconv.nnapi.fbs import IoTensor as FbIoTensor
@@ -36,7 +36,7 @@ from nnconv.nnapi.fbs import Subgraph as FbSubgraph
 from nnconv.nnapi.fbs import SymmPerChannelQuantParams as FbChannelQuant
 from nnconv.nnapi.model import DataLocation, Model, Operand, Operation, Subgraph, SymmPerChannelQuantParams
 from nnconv.nnapi.program import INT8_SHIFT, ConvertedModel, IoTensor
-from nnconv.nnapi.validate import validate_model
+from nnconv.nnapi.validate import operation_refusals, validate_model
 from nnconv.safe_write import atomic_output
 
 FILE_IDENTIFIER = b"NNAP"
@@ -387,6 +387,12 @@ class _Decoder(GuardedDecoder):
             validate_model(model)
         except ModelValidationError as e:
             raise self.fail(f"{where}: {e}") from None
+        # What Android checks before it compiles a model (each operation's validate): in a file from
+        # elsewhere (hand-made or corrupt), a refused operation is bad input, not a bug of the converter.
+        refusals = operation_refusals(model, feature_level(api_level))
+        if refusals:
+            more = f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else ""
+            raise self.fail(f"{where}: the NNAPI runtime refuses {refusals[0]}{more}")
         return ConvertedModel(model=model, inputs=inputs, outputs=outputs, api_level=api_level,
                               tflite_ops=[int(v) for v in ops], subgraph=subgraph)
 

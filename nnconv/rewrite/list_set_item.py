@@ -30,7 +30,7 @@ from nnconv.rewrite.state import ConversionState
 from nnconv.rewrite.graph_edit import SubgraphEdit
 from nnconv.rewrite.registry import RewriteKind, RewriteRecord, graph_rewrite
 from nnconv.tflite.ir import Operator, Tensor, TfliteModel
-from nnconv.tflite.options import EqualOptions, SelectV2Options
+from nnconv.tflite.options import ConcatenationOptions, EqualOptions, SelectV2Options
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 from nnconv.tflite.schema_enums import TensorType
 
@@ -83,7 +83,9 @@ def _same_values(*tensors: Tensor) -> bool:
 def _match(state: ConversionState, edit: SubgraphEdit, concat: Operator) -> tuple[int, list[Operator]] | None:
     """(step index tensor, the six ops computing head and tail) when `concat` is a lowered list write."""
     o = concat.options
-    if len(concat.inputs) != 3 or o is None or o.axis != 0 or o.fused_activation_function:
+    # (options of another kind: a corrupt model whose opcode no longer matches its options table)
+    if len(concat.inputs) != 3 or not isinstance(o, ConcatenationOptions) or o.axis != 0 \
+            or o.fused_activation_function:
         return None
     head, item, tail = concat.inputs
     h_op, t_op = _producer(edit, head, B.SLICE), _producer(edit, tail, B.SLICE)
