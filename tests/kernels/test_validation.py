@@ -188,23 +188,31 @@ def test_model_validator_and_executor_refuse_what_validate_refuses():
     assert Executor(ok).run([x])["out_0"].shape == SHAPE
 
 
-def test_run_of_a_model_the_runtime_refuses_is_an_internal_error(tmp_path):
-    """`nnconv run` validates first, as the runtime does before compiling: a refused model is nnconv's bug
-    (check refuses such ops before converting them), exit 4 with a request for a report, never exit 2."""
+def test_run_of_a_file_the_runtime_refuses_is_bad_input_and_executing_it_a_bug(tmp_path):
+    """What the runtime validates before compiling is checked where each model comes from. nnconv's own
+    lowering validates what it emits (`lower_ops`; check refuses such ops first), so an in-memory model the
+    executor refuses is nnconv's bug: exit 4 with a request for a report. A `.nnapi` file is input like any
+    other (a hand-made or corrupt one, say): its loader refuses such an operation with exit 2, naming it."""
     from dataclasses import replace
 
     from click.testing import CliRunner
 
     from nnconv.cli import main
+    from nnconv.errors import EXIT_BAD_INPUT, OperationsRefusedError
     from nnconv.nnapi import serialize
     from nnconv.runtime.executor import _bare
     tiny = replace(_bare(unary(OperationType.SOFTMAX, U8, (7.84e-9, 0), U8, (1 / 256, 0), 1.0)), api_level=30)
+    with pytest.raises(OperationsRefusedError) as e:
+        Executor(tiny)
+    assert e.value.exit_code == EXIT_INTERNAL and "please report this bug" in str(e.value)
     serialize.save(tmp_path / "tiny.nnapi", [tiny])
     np.savez(tmp_path / "x.npz", arr_0=np.zeros(SHAPE, np.uint8))
     result = CliRunner().invoke(main, ["run", str(tmp_path / "tiny.nnapi"), "--inputs", str(tmp_path / "x.npz"),
                                        "-o", str(tmp_path / "y.npz")])
-    assert result.exit_code == EXIT_INTERNAL, result.output
-    assert "greater than 1" in result.output and "please report this bug" in result.output
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("nnconv: error:")]
+    assert len(errors) == 1 and "partition 0: the NNAPI runtime refuses operation 0 SOFTMAX" in errors[0] \
+        and "greater than 1" in errors[0], result.stderr
 
 
 def pool(op: OperationType, t: OperandType, *scalars) -> Model:
