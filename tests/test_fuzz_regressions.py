@@ -79,6 +79,23 @@ def test_an_nnapi_file_whose_operation_the_runtime_refuses_is_bad_input(tmp_path
     assert not (tmp_path / "o.npz").exists()
 
 
+@pytest.mark.parametrize("name,x,fragment", [
+    pytest.param("add_operation_one_input.nnapi", np.zeros((1, 10), np.uint8), "ADD: input 1 is required but "
+                 "missing", id="add-one-input"),
+    pytest.param("mul_operation_one_input.nnapi", np.zeros((1, 6, 5, 3), np.int8), "MUL: input 1 is required but "
+                 "missing", id="mul-one-input"),
+])
+def test_an_operation_missing_an_operand_fails_in_one_line(tmp_path, name, x, fragment):
+    """.nnapi mutants whose ADD / MUL lost operands: the kernel's operand accessors name the missing one
+    (exit 2, the runtime's OP_FAILED) instead of an IndexError (exit 4)."""
+    np.savez(tmp_path / "in.npz", x=x)
+    result = CliRunner().invoke(main, ["run", str(DATA / name), "--inputs", str(tmp_path / "in.npz"), "-o",
+                                       str(tmp_path / "o.npz")])
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("nnconv: error:")]
+    assert result.exit_code == 2 and len(errors) == 1 and fragment in errors[0], result.stderr
+    assert not (tmp_path / "o.npz").exists()
+
+
 def test_a_model_without_operators_converts_as_check_reports_it(tmp_path):
     """A mutant of the custom-op seed with no tensor and no operator left: check said 0 (0 ops, 100%) while
     convert --allow-partial said 3 ("none of the 0 ops can be lowered"). Nothing is refused or partitioned:

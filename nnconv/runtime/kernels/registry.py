@@ -109,7 +109,11 @@ class KernelCall:
             pool.give(scratch)
 
     def type(self, i: int) -> OperandType:
+        if i >= len(self.in_operands) or self.in_operands[i] is None:  # as `tensor`: a malformed operation
+            raise self.fail(f"input {i} is required but missing")
         return self.in_operands[i].type
 
     def out_type(self, i: int = 0) -> OperandType:
+        if i >= len(self.out_operands):
+            raise self.fail(f"output {i} is required but missing")
         return self.out_operands[i].type
