@@ -47,6 +47,8 @@ CASES = [
                  "inconsistent with its shape []: a sparse tensor needs at least one dimension", id="sparse-scalar"),
     pytest.param("concatenation_opcode_with_conv_options.tflite", 1, 3, "its options are Conv2DOptions",
                  id="concat-with-conv-options"),
+    pytest.param("lstm_state_huge_batch.tflite", 2, 2, "variable tensor of shape [1900671690, 8] would take "
+                 "over 2 GiB", id="lstm-state-huge-batch"),
     pytest.param("output_is_an_input.tflite", 3, 3, "output tensor 'x' is not computed by any lowered "
                  "operation", id="output-is-an-input"),
 ]

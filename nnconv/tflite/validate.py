@@ -30,7 +30,7 @@ from nnconv.errors import ModelFormatError
 from nnconv.limits import MAX_SCALE, MIN_SCALE
 from nnconv.tflite.ir import Subgraph, Tensor, TfliteModel
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
-from nnconv.tflite.sparsity import SparsityError, sparse_positions
+from nnconv.tflite.sparsity import MAX_DENSE_BYTES, SparsityError, sparse_positions
 
 _ZERO_POINT_RANGE: dict[TensorType, tuple[int, int]] = {
     TensorType.UINT8: (0, 255), TensorType.INT8: (-128, 127), TensorType.INT16: (-32768, 32767),
@@ -54,6 +54,10 @@ def validate_model(model: TfliteModel) -> None:
             if t.is_variable and any(d < 0 for d in t.shape):
                 # state tensors are allocated (zero-filled) from their stored shape before the first run
                 raise ModelFormatError(f"{where}: variable tensor with unknown extent in shape {list(t.shape)}")
+            if t.is_variable and math.prod(t.shape) * (t.dtype.itemsize if t.dtype else 8) > MAX_DENSE_BYTES:
+                # (the lowering writes such a state as a zero constant: a corrupt extent would allocate it)
+                raise ModelFormatError(f"{where}: variable tensor of shape {list(t.shape)} would take over "
+                                       f"{MAX_DENSE_BYTES >> 30} GiB")
             if t.sparsity is not None and t.data is not None:
                 try:
                     sparse_positions(t.data.size, t.shape, t.sparsity)
