@@ -16,9 +16,22 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a process ended b
 
 
 class NnconvError(Exception):
-    """Base of every error nnconv reports to a user."""
+    """Base of every error nnconv reports to a user. Its text is one line: messages quote names read from the
+    user's files (tensor, signature and operator names), which may hold newlines or other control characters;
+    those are shown escaped (`\\n`, `\\x00`) so that no caller, the CLI or the Python API, gets a multi-line
+    or terminal-controlling message."""
 
     exit_code = EXIT_BAD_INPUT
+
+    def __str__(self) -> str:
+        return one_line(super().__str__())
+
+
+def one_line(text: str) -> str:
+    """`text` with every non-printable character (newline, tab, NUL, escape...) written as its Python escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class ModelFormatError(NnconvError):

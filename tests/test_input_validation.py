@@ -72,11 +72,11 @@ def test_bias_must_hold_one_value_per_output_channel(op, w_shape, b_len, options
 
 
 def _chain(reorder: bool = False, rewrite_input: bool = False, double_write: bool = False,
-           orphan_output: bool = False) -> bytes:
+           orphan_output: bool = False, h_name: str = "h") -> bytes:
     b = TfliteBuilder()
     x = b.input("x", (4,), np.float32)
     k = b.const("k", np.ones(4, np.float32))
-    h, y = b.tensor("h", (4,), np.float32), b.tensor("y", (4,), np.float32)
+    h, y = b.tensor(h_name, (4,), np.float32), b.tensor("y", (4,), np.float32)
     first = (BuiltinOperator.ADD, [x, k], [x if rewrite_input else h], AddOptions())
     second = (BuiltinOperator.MUL if not double_write else BuiltinOperator.ADD, [h, k],
               [h if double_write else y], AddOptions())
@@ -97,6 +97,13 @@ def _chain(reorder: bool = False, rewrite_input: bool = False, double_write: boo
 ])
 def test_graph_out_of_execution_order_is_a_format_error(kwargs, fragment):
     assert fragment in refused(_chain(**kwargs))
+
+
+def test_a_name_with_control_characters_is_shown_escaped_on_one_line():
+    """A tensor name holding a newline, NUL and ESC (a corrupt or hostile file; found by the reader's random
+    mutation test) is quoted escaped: the error stays one line in the Python API as on the command line."""
+    msg = refused(_chain(reorder=True, h_name="h\nx\x00\x1b[2J"))
+    assert "reads tensor 2 ('h\\nx\\x00\\x1b[2J'), which is not an input" in msg
 
 
 def test_a_valid_chain_reads():
