@@ -81,16 +81,18 @@ def test_an_nnapi_file_whose_operation_the_runtime_refuses_is_bad_input(tmp_path
     assert not (tmp_path / "o.npz").exists()
 
 
-@pytest.mark.parametrize("name,x,fragment", [
-    pytest.param("add_operation_one_input.nnapi", np.zeros((1, 10), np.uint8), "ADD: input 1 is required but "
-                 "missing", id="add-one-input"),
-    pytest.param("mul_operation_one_input.nnapi", np.zeros((1, 6, 5, 3), np.int8), "MUL: input 1 is required but "
-                 "missing", id="mul-one-input"),
+@pytest.mark.parametrize("name,inputs,fragment", [
+    pytest.param("add_operation_one_input.nnapi", {"x": np.zeros((1, 10), np.uint8)}, "ADD: input 1 is required "
+                 "but missing", id="add-one-input"),
+    pytest.param("mul_operation_one_input.nnapi", {"x": np.zeros((1, 6, 5, 3), np.int8)}, "MUL: input 1 is "
+                 "required but missing", id="mul-one-input"),
+    pytest.param("while_l2_pool_without_input.nnapi", {"i": np.zeros(1, np.int32), "x": np.ones((2, 2), np.float32)},
+                 "L2_POOL_2D: input 0 is required but missing", id="l2-pool-no-input"),
 ])
-def test_an_operation_missing_an_operand_fails_in_one_line(tmp_path, name, x, fragment):
-    """.nnapi mutants whose ADD / MUL lost operands: the kernel's operand accessors name the missing one
+def test_an_operation_missing_an_operand_fails_in_one_line(tmp_path, name, inputs, fragment):
+    """.nnapi mutants whose operations lost operands: the kernels' operand accessors name the missing one
     (exit 2, the runtime's OP_FAILED) instead of an IndexError (exit 4)."""
-    np.savez(tmp_path / "in.npz", x=x)
+    np.savez(tmp_path / "in.npz", **inputs)
     result = CliRunner().invoke(main, ["run", str(DATA / name), "--inputs", str(tmp_path / "in.npz"), "-o",
                                        str(tmp_path / "o.npz")])
     errors = [ln for ln in result.stderr.splitlines() if ln.startswith("nnconv: error:")]

@@ -29,7 +29,7 @@ def axis_aligned_bbox_transform(call: KernelCall) -> list[np.ndarray]:
             or batch.shape[0] != num_rois or info.shape[1] != 2 or info.shape[0] == 0):
         raise call.fail(f"shapes do not fit: rois {list(rois.shape)}, deltas {list(deltas.shape)}, "
                         f"batches {list(batch.shape)}, image sizes {list(info.shape)}")
-    if call.in_operands[0].type.is_quantized:
+    if call.type(0).is_quantized:
         check_quant_boxes(call, 0, "rois")
         check_quant_boxes(call, 3, "image sizes")
     out_od = call.out_operands[0]

@@ -38,7 +38,7 @@ def generate_proposals(call: KernelCall) -> list[np.ndarray]:
     if deltas.shape != (n, h, w, a * 4) or anchors.shape != (a, 4) or info.shape != (n, 2):
         raise call.fail(f"shapes do not fit: scores {list(scores.shape)}, deltas {list(deltas.shape)}, "
                         f"anchors {list(anchors.shape)}, image sizes {list(info.shape)}")
-    if call.in_operands[0].type is OperandType.TENSOR_QUANT8_ASYMM:
+    if call.type(0) is OperandType.TENSOR_QUANT8_ASYMM:
         if call.in_operands[2].scale != 0.125 or call.in_operands[3].scale != 0.125 \
                 or call.in_operands[3].zero_point != 0:
             raise call.fail("quantized anchors and image sizes must have scale 0.125 (image sizes zero point 0)")

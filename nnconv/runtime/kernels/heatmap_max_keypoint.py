@@ -32,12 +32,12 @@ def heatmap_max_keypoint(call: KernelCall) -> list[np.ndarray]:
     if size != size_w or size < 2 or boxes.shape != (r, 4):
         raise call.fail(f"heatmaps {list(heat.shape)} must be square (>= 2) with one box each, boxes "
                         f"{list(boxes.shape)}")
-    if call.in_operands[0].type.is_quantized:
+    if call.type(0).is_quantized:
         check_quant_boxes(call, 1)
     if (boxes[:, 0] > boxes[:, 2]).any() or (boxes[:, 1] > boxes[:, 3]).any():
         raise call.fail("a box has x2 < x1 or y2 < y1")
     # The reference widens float16 but loosens its singularity test for it.
-    tol = F32(1e-3) if call.in_operands[0].type is OperandType.TENSOR_FLOAT16 else F32(1e-5)
+    tol = F32(1e-3) if call.type(0) is OperandType.TENSOR_FLOAT16 else F32(1e-5)
 
     flat = heat.reshape(r, size * size, k)
     idx = np.argmax(flat, axis=1)  # [R, K], first maximum

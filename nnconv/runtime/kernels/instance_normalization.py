@@ -19,7 +19,7 @@ def instance_normalization(call: KernelCall) -> list[np.ndarray]:
     x = call.tensor(0)
     if x.ndim != 4:
         raise call.fail(f"input must be 4-D, got {x.ndim}-D")
-    if not call.in_operands[0].type.is_float:
+    if not call.type(0).is_float:
         raise call.fail("INSTANCE_NORMALIZATION takes float tensors only")
     gamma, beta, eps = (np.float32(call.scalar(i)) for i in (1, 2, 3))
     nchw = bool(call.opt_scalar(4, False))

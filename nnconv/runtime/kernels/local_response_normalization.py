@@ -17,7 +17,7 @@ from nnconv.nnapi.enums import OperationType
 @kernel(OperationType.LOCAL_RESPONSE_NORMALIZATION)
 def local_response_normalization(call: KernelCall) -> list[np.ndarray]:
     x = call.tensor(0)
-    if not call.in_operands[0].type.is_float:
+    if not call.type(0).is_float:
         raise call.fail("LOCAL_RESPONSE_NORMALIZATION takes float tensors only")
     radius = int(call.scalar(1))
     bias, alpha, beta = (np.float32(call.scalar(i)) for i in (2, 3, 4))

@@ -16,7 +16,7 @@ from nnconv.nnapi.enums import OperationType
 @kernel(OperationType.LOG_SOFTMAX)
 def log_softmax(call: KernelCall) -> list[np.ndarray]:
     x = call.tensor(0)
-    if not call.in_operands[0].type.is_float:
+    if not call.type(0).is_float:
         raise call.fail("LOG_SOFTMAX takes float tensors only")
     beta = np.float32(call.scalar(1))
     axis = softmax_axis(call, 2, x.ndim)

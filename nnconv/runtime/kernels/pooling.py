@@ -115,7 +115,7 @@ def max_pool_2d(call: KernelCall) -> list[np.ndarray]:
 @kernel(OperationType.L2_POOL_2D)
 def l2_pool_2d(call: KernelCall) -> list[np.ndarray]:
     out = call.out_operands[0]
-    if is_quant8(call.in_operands[0].type):
+    if is_quant8(call.type(0)):
         raise call.fail("L2_POOL_2D takes float tensors only")
 
     def fn(x: np.ndarray) -> np.ndarray:

@@ -44,7 +44,7 @@ def resize_bilinear(call: KernelCall) -> list[np.ndarray]:
     bottom = xf[:, y0][:, :, x1] * (one - fy) * fx + xf[:, y1][:, :, x1] * fy * fx
     y = (top + bottom).astype(np.float32)
     out = call.out_operands[0]
-    if is_quant8(call.in_operands[0].type):
+    if is_quant8(call.type(0)):
         lo, hi = qrange(out.type)
         y = np.clip(np.floor(y + np.float32(0.5)), lo, hi)
     y = y.astype(out.dtype)

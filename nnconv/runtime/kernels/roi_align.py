@@ -35,7 +35,7 @@ def roi_align(call: KernelCall) -> list[np.ndarray]:
     h_ratio, w_ratio = int(call.scalar(7)), int(call.scalar(8))
     if h_ratio < 0 or w_ratio < 0:
         raise call.fail("sampling ratios must be non-negative")
-    quant = is_quant8(call.in_operands[0].type)
+    quant = is_quant8(call.type(0))
     if quant:
         check_quant_boxes(call, 1, "rois")
     out_od = call.out_operands[0]

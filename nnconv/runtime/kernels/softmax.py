@@ -73,7 +73,7 @@ def softmax(call: KernelCall) -> list[np.ndarray]:
     axis = softmax_axis(call, 2, x.ndim)
     out = call.out_operands[0]
     xm = np.moveaxis(x, axis, -1)
-    if is_quant8(call.in_operands[0].type):
+    if is_quant8(call.type(0)):
         lo, _hi = qrange(out.type)
         if not (np.float32(out.scale) == np.float32(1.0 / 256) and out.zero_point == lo):
             raise call.fail(f"quantized output must have scale 1/256 and zero point {lo}, "
