@@ -102,7 +102,9 @@ class SubgraphRunner:
         self._op_caches: dict[tuple[int, int], dict] = {}
         self._plans: dict[int, list[_Step]] = {}  # subgraph index -> its operations' run-invariant facts
         self.peak_live_values = 0  # most non-constant values held at once (shows intermediates are freed)
-        self.pool: BufferPool | None = None if trace is not None and trace.keep else BufferPool()
+        # Control flow makes a run's requests vary with the data: only single-graph models plan their memory.
+        self.pool: BufferPool | None = (None if trace is not None and trace.keep
+                                        else BufferPool(plan=len(model.subgraphs()) == 1))
         self.profile: Callable[[int, str, float], None] | None = None
         self.profile_clock: Callable[[], float] = time.perf_counter
         self._depth = 0
@@ -179,6 +181,8 @@ class SubgraphRunner:
                         pool.drop(v)
         finally:
             self._depth -= 1
+        if pool is not None and self._depth == 0:
+            pool.finish_run()
         out = []
         for o in sg.output_indexes:
             if o not in values:

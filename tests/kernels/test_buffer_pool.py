@@ -12,6 +12,7 @@ from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Model
 from nnconv.runtime.executor import SubgraphRunner, Trace
 from nnconv.runtime.kernels import buffers
+from nnconv.runtime.kernels.arena_plan import ALIGN
 from nnconv.runtime.kernels.buffers import BufferPool
 
 RNG = np.random.default_rng(11)
@@ -139,3 +140,100 @@ def test_a_request_takes_a_free_block_of_up_to_twice_its_size() -> None:
     assert pool.retained_bytes() == 64 * 1024 * 4
     much_smaller = pool.empty((32, 1024 - 1), np.float32)  # under half the block: a new one
     assert much_smaller.base is not big.base
+
+
+def _record(pool: BufferPool, script: list[tuple[str, int]]) -> dict[int, np.ndarray]:
+    """Runs one 'run' of requests and releases: ("get", k) asks for request k's array (size from SIZES),
+    ("free", k) releases it, ("keep", k) leaves it with the caller."""
+    arrays: dict[int, np.ndarray] = {}
+    pool.start_run()
+    for what, k in script:
+        if what == "get":
+            arrays[k] = pool.empty((SIZES[k],), np.float32)
+            pool.hold(arrays[k])
+        elif what == "free":
+            pool.drop(arrays[k])
+    pool.finish_run()
+    return arrays
+
+
+SIZES = {0: 1000, 1: 3000, 2: 1000, 3: 2000, 4: 500}
+# 0 and 1 live together; 2 reuses what 0 freed, 3 what 1 freed; 4 is an output the caller keeps.
+SCRIPT = [("get", 0), ("get", 1), ("free", 0), ("get", 2), ("free", 1), ("get", 3), ("free", 2), ("get", 4),
+          ("free", 3), ("keep", 4)]
+
+
+def test_after_one_recorded_run_the_pool_serves_runs_from_one_planned_arena() -> None:
+    pool = BufferPool()
+    _record(pool, SCRIPT)
+    assert pool.mode == "record"
+    runs = [_record(pool, SCRIPT) for _ in range(3)]
+    assert pool.mode == "planned"
+    for arrays in runs:
+        # requests alive at the same time never share bytes
+        assert not np.shares_memory(arrays[0], arrays[1])
+        assert not np.shares_memory(arrays[1], arrays[2])
+        assert not np.shares_memory(arrays[2], arrays[3])
+        # the output the caller kept is its own array, never part of the arena
+        assert arrays[4].base is None
+    assert np.shares_memory(runs[0][0], runs[1][0])  # the same bytes serve every run
+    # largest live set: 1 and 2 together (3000 + 1000 floats) = the arena (0 and 2 share bytes, 3 sits in
+    # 1's), the second one starting on the next cache line
+    assert pool.retained_bytes() == -(-3000 * 4 // ALIGN) * ALIGN + 1000 * 4
+
+
+def test_a_run_that_asks_for_other_sizes_falls_back_to_blocks() -> None:
+    pool = BufferPool()
+    _record(pool, SCRIPT)
+    first = _record(pool, SCRIPT)
+    assert pool.mode == "planned"
+    pool.start_run()
+    a = pool.empty((SIZES[0],), np.float32)  # as recorded
+    pool.hold(a)
+    b = pool.empty((7000,), np.float32)  # not what the recorded run asked for second
+    assert pool.mode == "blocks"
+    assert not np.shares_memory(a, b) and not np.shares_memory(first[1], b)
+    pool.hold(b)
+    pool.drop(b)
+    assert pool.empty((7000,), np.float32).base is b.base  # per-size blocks from now on
+
+
+def test_an_incomplete_recording_run_is_not_planned() -> None:
+    pool = BufferPool()
+    pool.start_run()
+    pool.hold(pool.empty((100,), np.float32))  # the run fails here: no finish_run
+    _record(pool, SCRIPT)  # the next run records again
+    assert pool.mode == "record"
+    _record(pool, SCRIPT)
+    assert pool.mode == "planned"
+
+
+def test_the_executor_plans_single_graph_models_and_keeps_their_results() -> None:
+    for quant in (False, True):
+        model = _two_convs(quant)
+        runner = SubgraphRunner(model)
+        plain = SubgraphRunner(model, Trace(keep=True))
+        inputs = [_input(quant) for _ in range(4)]
+        results = [runner.run_subgraph(0, [x]) for x in inputs]
+        assert runner.pool.mode == "planned"
+        for x, got in zip(inputs, results):  # every run's outputs intact after the later runs
+            for want, g in zip(plain.run_subgraph(0, [x]), got):
+                np.testing.assert_array_equal(g, want)
+
+
+def test_models_with_control_flow_do_not_plan() -> None:
+    mb = ModelBuilder()
+    g = mb.main
+    _index, body = mb.add_referenced()
+    bx = body.add_tensor(T.TENSOR_FLOAT32, (4,))
+    by = body.add_tensor(T.TENSOR_FLOAT32, (4,))
+    body.add_operation(OperationType.RELU, [bx], [by])
+    body.set_io([bx], [by])
+    x = g.add_tensor(T.TENSOR_FLOAT32, (4,))
+    y = g.add_tensor(T.TENSOR_FLOAT32, (4,))
+    g.add_operation(OperationType.RELU, [x], [y])
+    g.set_io([x], [y])
+    runner = SubgraphRunner(mb.finish())
+    for _ in range(3):
+        runner.run_subgraph(0, [RNG.standard_normal(4).astype(np.float32)])
+    assert runner.pool.mode == "blocks"
