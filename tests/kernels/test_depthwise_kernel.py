@@ -68,15 +68,18 @@ def _direct_depthwise(x, w, b, stride, dilation, pad, multiplier, activation_hi)
 
 
 @pytest.mark.parametrize("channels,multiplier,kernel,stride,dilation", [
-    pytest.param(8, 1, 3, 1, 1, id="narrow-taps"),
+    pytest.param(8, 1, 3, 1, 1, id="narrow-rows"),
+    pytest.param(24, 1, 3, 1, 2, id="rows-dilated"),
+    pytest.param(5, 1, 3, 2, 1, id="narrow-taps-stride2"),
     pytest.param(72, 1, 3, 2, 1, id="wide-einsum-stride2"),
     pytest.param(96, 1, 5, 1, 1, id="wide-einsum-5x5"),
     pytest.param(4, 2, 3, 2, 1, id="narrow-multiplier2-stride2"),
     pytest.param(40, 2, 3, 1, 2, id="wide-multiplier2-dilated"),
 ])
 def test_float_depthwise_paths_match_the_definition(channels, multiplier, kernel, stride, dilation):
-    # Both float paths (einsum over the im2col view for >= 64 output channels, per-tap passes below) sum the
-    # taps in row-major order from 0: the result equals the tap-by-tap definition bit for bit.
+    # Every float path (row runs for stride 1 and multiplier 1, einsum over the im2col view for >= 64 output
+    # channels, per-tap passes below) sums the taps in row-major order from 0: the result equals the
+    # tap-by-tap definition bit for bit.
     x = RNG.standard_normal((2, 13, 11, channels)).astype(np.float32)
     w = RNG.standard_normal((1, kernel, kernel, channels * multiplier)).astype(np.float32)
     b = RNG.standard_normal(channels * multiplier).astype(np.float32)
@@ -85,3 +88,15 @@ def test_float_depthwise_paths_match_the_definition(channels, multiplier, kernel
     # explicit padding: pads l/r/t/b, strides w/h, multiplier, RELU6, NHWC, dilations w/h
     got = _float_call(x, w, b, [pad, pad, pad, pad, stride, stride, multiplier, 3, 0, dilation, dilation], want.shape)
     np.testing.assert_array_equal(got, want)
+
+
+def test_float_depthwise_nchw_unpadded_input_matches_nhwc():
+    # VALID padding hands the row-run path the unpadded input itself; in NCHW that is a transposed view
+    # whose rows are not contiguous runs, which the path must copy rather than misread.
+    x = RNG.standard_normal((2, 9, 8, 6)).astype(np.float32)
+    w = RNG.standard_normal((1, 3, 3, 6)).astype(np.float32)
+    b = RNG.standard_normal(6).astype(np.float32)
+    want = _direct_depthwise(x, w, b, 1, 1, 0, 1, np.inf)
+    # implicit padding: VALID (2), strides 1/1, multiplier 1, RELU (1), NCHW
+    got = _float_call(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), w, b, [2, 1, 1, 1, 1, 1], (2, 6, 7, 6))
+    np.testing.assert_array_equal(got.transpose(0, 2, 3, 1), want)

@@ -277,6 +277,22 @@ def test_depthwise_float_parity(api, case):
     assert_parity(m, api_level=api, expect_ops=["DEPTHWISE_CONV_2D"])
 
 
+@pytest.mark.parametrize("case", [
+    pytest.param(((2, 12, 10, 16), (3, 3), Padding.SAME, (1, 1), (1, 1), 3), id="s1-same-relu6-batch2"),
+    pytest.param(((1, 11, 9, 8), (5, 5), Padding.SAME, (1, 1), (2, 3), 1), id="s1-5x5-dilated-relu"),
+    pytest.param(((1, 9, 8, 72), (3, 3), Padding.VALID, (1, 1), (1, 1), 0), id="s1-valid-wide"),
+    pytest.param(((1, 12, 12, 96), (3, 3), Padding.SAME, (2, 2), (1, 1), 3), id="s2-same-wide-relu6"),
+    pytest.param(((1, 13, 11, 4), (5, 5), Padding.SAME, (2, 2), (1, 1), 0), id="s2-5x5-odd-narrow"),
+])
+def test_depthwise_float_multiplier1_parity(case):
+    # multiplier 1 is the common case with its own float paths (row runs at stride 1)
+    in_shape, k, padding, stride, dilation, act = case
+    oh = in_shape[1] - (k[0] - 1) * dilation[0] if padding == Padding.VALID else -(-in_shape[1] // stride[0])
+    ow = in_shape[2] - (k[1] - 1) * dilation[1] if padding == Padding.VALID else -(-in_shape[2] // stride[1])
+    m = dw_model(np.float32, in_shape, 1, k, (in_shape[0], oh, ow, in_shape[3]), padding, stride, dilation, act)
+    assert_parity(m, api_level=30, expect_ops=["DEPTHWISE_CONV_2D"])
+
+
 def test_depthwise_dilation_needs_29():
     m = dw_model(np.float32, (1, 11, 9, 3), 2, (3, 3), (1, 11, 9, 6), dilation=(2, 3))
     assert_parity(m, api_level=29, expect_ops=["DEPTHWISE_CONV_2D"])

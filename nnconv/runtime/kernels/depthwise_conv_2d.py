@@ -18,6 +18,7 @@ import numpy as np
 
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.quantization import Requantizer, conv_multipliers, is_quant8, max_abs_offset, requantize_accumulator
+from nnconv.runtime.kernels._depthwise_float import depthwise_rows
 from nnconv.runtime.kernels._float_activation import add_bias_and_activate
 from nnconv.runtime.kernels._spatial import extract_patches, nhwc_to_nchw, pad_spatial
 from nnconv.runtime.kernels.conv_2d import ConvParams, filter_scales, grouped_conv_inputs
@@ -91,7 +92,10 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
         wk = call.memo("depthwise_float", (1,),
                        lambda: np.asarray(w, dtype=np.float32).reshape(kh, kw, c, multiplier))
     out = call.empty((n, p.out_h, p.out_w, oc), out_od.dtype if quant else np.float32)
-    if oc >= EINSUM_MIN_CHANNELS or p.out_h * p.out_w <= EINSUM_MAX_PIXELS:
+    if not quant and multiplier == 1 and p.stride_h == p.stride_w == 1:
+        depthwise_rows(call, xs, wk, None if b is None else b.astype(np.float32, copy=False), p.dil_h, p.dil_w,
+                       p.activation, out)
+    elif oc >= EINSUM_MIN_CHANNELS or p.out_h * p.out_w <= EINSUM_MAX_PIXELS:
         _depthwise_einsum(call, xs, wk, b, p, qd if quant else None, out)
     else:
         _depthwise_taps(call, xs, wk, b, p, qd if quant else None, out)

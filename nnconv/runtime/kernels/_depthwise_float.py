@@ -1,0 +1,48 @@
+"""The float depthwise convolution of stride 1 and depth multiplier 1 as row runs.
+
+With stride 1 and one output channel per input channel, every filter tap reads, for one output row, a
+contiguous run of OW*C values of one (padded) input row, and writes a contiguous run of OW*C outputs. An
+einsum over windows shaped [OH, KH, KW, OW*C] with the filter tiled along W to [KH, KW, OW*C] then runs
+its multiply-accumulate loop over whole rows (OW*C elements per inner loop) instead of over C channels per
+pixel and tap: measured 1.9x (56x56x144) to 4.9x (112x112x32, where C = 32 made the per-pixel loops
+short) faster than the einsum over the im2col view, and 1.5x faster than per-tap multiply + add passes.
+The sum of each output's taps still runs in row-major tap order from 0 (einsum's reduction over i, j), so
+the result equals the other float paths bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nnconv.runtime.kernels._float_activation import add_bias_and_activate
+from nnconv.runtime.kernels.registry import KernelCall
+
+# Bytes of output per block of rows: the einsum's output block and the epilogue's two passes over it
+# (bias, clamp) stay in cache (measured best of 16 KiB .. whole map on 112x112x32 .. 7x7x960).
+ROW_BLOCK_BYTES = 1 << 17
+
+
+def depthwise_rows(call: KernelCall, xs: np.ndarray, wk: np.ndarray, bias: np.ndarray | None, dil_h: int,
+                   dil_w: int, activation: int, out: np.ndarray) -> None:
+    """`out` [N, OH, OW, C] = the stride-1 depthwise convolution of the padded float32 NHWC input `xs` by
+    the taps `wk` [KH, KW, C, 1], + `bias` [C], clamped by the fused `activation`."""
+    n, oh, ow, c = out.shape
+    kh, kw = wk.shape[:2]
+    run = ow * c
+    if xs.strides[3] != xs.itemsize or xs.strides[2] != c * xs.itemsize:
+        xs = np.ascontiguousarray(xs)  # the runs need each input row's (W, C) contiguous
+    taps = call.memo(("depthwise_rows", ow), (1,),
+                     lambda: np.ascontiguousarray(np.broadcast_to(wk[:, :, None, :, 0], (kh, kw, ow, c)))
+                     .reshape(kh, kw, run))
+    tiled_bias = None if bias is None else call.memo(("depthwise_rows_bias", ow), (2,), lambda: np.tile(bias, ow))
+    block_h = max(1, min(oh, ROW_BLOCK_BYTES // (4 * run)))
+    s = xs.strides
+    for i in range(n):
+        windows = np.lib.stride_tricks.as_strided(xs[i], shape=(oh, kh, kw, run),
+                                                  strides=(s[1], s[1] * dil_h, s[2] * dil_w, s[3]),
+                                                  writeable=False)
+        rows = out[i].reshape(oh, run)
+        for r0 in range(0, oh, block_h):
+            dest = rows[r0:r0 + block_h]
+            np.einsum("rijl,ijl->rl", windows[r0:r0 + block_h], taps, out=dest)
+            add_bias_and_activate(dest, tiled_bias, activation)
