@@ -17,6 +17,8 @@ AXES = [
     pytest.param([1, 2], False, (2, 3), id="hw"),
     pytest.param([-1], False, (2, 5, 7), id="last"),
     pytest.param([0, 1, 2, 3], False, (), id="all"),
+    pytest.param([2, 0], False, (5, 3), id="apart"),  # not adjacent: float MEAN's general path, not the BLAS one
+    pytest.param([1], True, (2, 1, 7, 3), id="middle"),
 ]
 
 
