@@ -9,6 +9,7 @@ Speed: a runner builds each subgraph's run plan once (operand lists, kernels, co
 lists) and keeps one memo per operation (`KernelCall.cache`) in which kernels store what they derive from
 constant operands (converted filters, requantization constants); both assume the model is not mutated
 after the first run. `Executor.run` sets numpy's BLAS to `blas_threads` (1, or `--threads N`) threads.
+Without a trace, a float32 MUL(x, LOGISTIC(x)) runs as one fused step (`nnconv.runtime.fusion`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ import numpy as np
 from nnconv.runtime.blas_threads import default_threads, limit_blas_threads
 from nnconv.errors import ExecutionError, InputDataError, OperationsRefusedError
 from nnconv.runtime.kernels import KERNELS, KernelCall
+from nnconv.runtime.fusion import SwishPair, swish_pairs
 from nnconv.runtime.kernels.buffers import BufferPool
+from nnconv.runtime.kernels.logistic import float32_swish
 from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.runtime.relaxed import fp16_storage
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
@@ -69,6 +72,8 @@ class _Step:
     constant inputs resolved once, the declared output dtypes and shapes, and the release list."""
 
     op: Operation
+    index: int  # the operation's index in its subgraph
+    name: str  # what the profile calls it: the operation type, "LOGISTIC+MUL" for a fused swish
     fn: Callable | None  # the kernel (None: raise when reached, as an unknown op only fails if it runs)
     call: KernelCall
     fixed: list[np.ndarray | None]  # per input: the constant / omitted / subgraph-index value (runtime: None)
@@ -95,6 +100,7 @@ class SubgraphRunner:
         self.model = model
         self.trace = trace
         self.kernels = {**KERNELS, **(kernel_overrides or {})}
+        self._overridden = set(kernel_overrides or {})
         self.relaxed_fp16 = relaxed_fp16
         self.options = options or ExecutionOptions()
         self._constants: dict[tuple[int, int], np.ndarray] = {}
@@ -137,7 +143,8 @@ class SubgraphRunner:
         profile = self.profile if sg_index == 0 else None
         self._depth += 1
         try:
-            for k, step in enumerate(plan):
+            for step in plan:
+                k = step.index
                 ins = step.fixed.copy()
                 for pos, i in step.dynamic:
                     v = values.get(i)
@@ -154,7 +161,7 @@ class SubgraphRunner:
                     clock = self.profile_clock
                     t0 = clock()
                     outs = step.fn(call)
-                    profile(k, step.op.type.name, clock() - t0)
+                    profile(k, step.name, clock() - t0)
                 call.inputs = []  # hold no input beyond its release
                 if len(outs) != len(step.outputs):
                     raise ExecutionError(f"{step.op.type.name} produced {len(outs)} outputs, the model declares "
@@ -195,11 +202,17 @@ class SubgraphRunner:
         and subgraph-reference inputs resolved once, and which intermediates to release afterwards."""
         last_use = last_uses(sg)
         keep = set(sg.output_indexes)
+        fused = {p.mul: p for p in self._swish_pairs(sg_index, sg)}
+        absorbed = {p.logistic for p in fused.values()}
         steps = []
         for k, op in enumerate(sg.operations):
+            if k in absorbed:
+                continue  # computed by its MUL's fused step; its output never exists
+            pair = fused.get(k)
+            inputs = op.inputs if pair is None else [pair.x, pair.activation]
             fixed: list[np.ndarray | None] = []
             dynamic: list[tuple[int, int]] = []
-            for pos, i in enumerate(op.inputs):
+            for pos, i in enumerate(inputs):
                 lt = sg.operands[i].lifetime
                 if lt in (_L.CONSTANT_COPY, _L.CONSTANT_REFERENCE, _L.NO_VALUE, _L.SUBGRAPH):
                     fixed.append(self._value(sg_index, sg, i, {}, op.type.name))
@@ -209,14 +222,25 @@ class SubgraphRunner:
             release = [i for i in dict.fromkeys(op.inputs) if last_use.get(i) == k and i not in keep
                        and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE]
             out_operands = [sg.operands[o] for o in op.outputs]
-            call = KernelCall(operation=op, inputs=[], in_operands=[sg.operands[i] for i in op.inputs],
+            call = KernelCall(operation=op, inputs=[], in_operands=[sg.operands[i] for i in inputs],
                               out_operands=out_operands, runner=self,
                               cache=self._op_caches.setdefault((sg_index, k), {}))
-            steps.append(_Step(op=op, fn=self.kernels.get(op.type), call=call, fixed=fixed, dynamic=dynamic,
+            steps.append(_Step(op=op, index=k, name=op.type.name if pair is None else "LOGISTIC+MUL",
+                               fn=self.kernels.get(op.type) if pair is None else float32_swish,
+                               call=call, fixed=fixed, dynamic=dynamic,
                                outputs=[(o, _held_dtype(od), _checked_shape(od))
                                         for o, od in zip(op.outputs, out_operands)],
                                release=release))
         return steps
+
+    def _swish_pairs(self, sg_index: int, sg: Subgraph) -> list[SwishPair]:
+        """The LOGISTIC + MUL pairs to run fused (`nnconv.runtime.fusion`): none when a trace reads every
+        intermediate, under relaxed float16 (which rounds the logistic before the MUL) or when a test
+        overrides either kernel."""
+        if (self.trace is not None or self.relaxed_fp16
+                or self._overridden & {OperationType.LOGISTIC, OperationType.MUL}):
+            return []
+        return swish_pairs(sg, lambda i: self._value(sg_index, sg, i, {}, "MUL"))
 
     def _value(self, sg_index: int, sg: Subgraph, i: int, values: dict[int, np.ndarray],
                op_name: str) -> np.ndarray | None:
