@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from nnconv.errors import ExecutionError
+from nnconv.nnapi.float_requantizer import FloatRequantizer
 from nnconv.nnapi.enums import FuseCode, OperandType
 from nnconv.nnapi.model import Operand
 
@@ -266,12 +267,15 @@ class Requantizer:
     (so the reference's clamp never fires and SRDHM cannot saturate), M >= 0, e <= 31, and the int64
     numerator cannot overflow. Per element that is one multiply, one add, one shift and one clamp into the
     output dtype (plus four cheap passes for the negative-SRDHM correction when the activation can pass
-    values below the zero point), instead of a dozen int64 temporaries."""
+    values below the zero point), instead of a dozen int64 temporaries. Where float64 provably gives the
+    same integers (`FloatRequantizer`: an a-priori error bound, else a check of every output step against
+    the reference), the same formula runs in float64 instead: cheaper passes, no int64 cast."""
 
     def __init__(self, mult: np.ndarray, offset: np.ndarray, threshold: np.ndarray | None, shift: np.ndarray,
-                 lo: int, hi: int, dtype: np.dtype) -> None:
+                 lo: int, hi: int, dtype: np.dtype, fast: FloatRequantizer | None = None) -> None:
         self.mult, self.offset, self.threshold, self.shift = mult, offset, threshold, shift
         self.lo, self.hi, self.dtype = lo, hi, dtype
+        self.fast = fast  # the same arithmetic in float64 where it is provably exact (`FloatRequantizer`)
 
     @classmethod
     def build(cls, multipliers: np.ndarray, shifts: np.ndarray, bias: np.ndarray | None, out: Operand,
@@ -282,7 +286,7 @@ class Requantizer:
         bs = [0] * n if bias is None else np.broadcast_to(np.asarray(bias, dtype=np.int64), (n,)).tolist()
         bounds = np.broadcast_to(np.asarray(acc_bound, dtype=np.int64), (n,)).tolist()
         zp = int(out.zero_point)
-        mult, offset, threshold, shift = [], [], [], []
+        mult, offset, threshold, shift, rights = [], [], [], [], []
         corrected = False  # any channel with a right shift, hence a negative-SRDHM correction
         for m, s, b, bound in zip(ms, ss, bs, bounds):
             left, right = max(s, 0), max(-s, 0)
@@ -300,6 +304,7 @@ class Requantizer:
             threshold.append(thr)
             corrected = corrected or right > 0
             shift.append(31 + right)
+            rights.append(right)
         lo, hi = quantized_activation_range(activation, out)
         thr = np.asarray(threshold, dtype=np.int64)
         sh = np.asarray(shift, dtype=np.int64)
@@ -307,8 +312,14 @@ class Requantizer:
         # point with or without it; when the activation's lower bound is >= the zero point (RELU, RELU6)
         # the clamp maps both to the bound, so the correction cannot change an output and is skipped.
         skip = not corrected or lo >= zp
+        bias64 = 0 if bias is None else np.asarray(bias, dtype=np.int64)
+
+        def reference(acc: np.ndarray) -> np.ndarray:
+            return requantize_accumulator(acc + bias64, multipliers, shifts, out, activation)
+
+        fast = FloatRequantizer.build(mult, rights, bs, bounds, zp, lo, hi, out.dtype, not skip, reference)
         return cls(np.asarray(mult, dtype=np.int64), np.asarray(offset, dtype=np.int64), None if skip else thr,
-                   np.int64(sh[0]) if (sh == sh[0]).all() else sh, lo, hi, out.dtype)
+                   np.int64(sh[0]) if (sh == sh[0]).all() else sh, lo, hi, out.dtype, fast)
 
     def __call__(self, acc: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Output storage values of integer-valued accumulators (int32/int64, or float holding exact ints),
@@ -319,6 +330,9 @@ class Requantizer:
         y = np.empty(acc.shape, dtype=self.dtype) if out is None else out
         channels = acc.shape[-1] if acc.ndim else 1
         rows = acc.size // max(channels, 1)
+        if self.fast is not None and acc.ndim and channels == self.mult.shape[0] and (y.ndim == 2 or y.flags.c_contiguous):
+            self.fast(acc.reshape(rows, channels), y.reshape(rows, channels))
+            return y
         block = max(1, REQUANTIZE_BLOCK_BYTES // (8 * max(channels, 1)))
         if rows <= block:
             self._block(acc.reshape(rows, channels), y.reshape(rows, channels), None)
