@@ -23,10 +23,11 @@ from nnconv.runtime.kernels.registry import KernelCall, kernel
 @kernel(OperationType.MEAN)
 def mean(call: KernelCall) -> list[np.ndarray]:
     x = call.tensor(0)
-    axes = reduction_axes(call, x.ndim)
-    keep = int(call.scalar(2)) > 0
+    # the axes and keep_dims operands are constants in every model we emit: read once per operation
+    axes, keep = call.memo(("mean", x.ndim), (1, 2),
+                           lambda: (reduction_axes(call, x.ndim), int(call.scalar(2)) > 0))
     src, out = call.in_operands[0], call.out_operands[0]
-    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64)) if axes else 1
+    count = math.prod(x.shape[a] for a in axes)
     if count == 0:
         raise call.fail("cannot average over an empty dimension")
     if is_quant8(src.type):
@@ -37,24 +38,27 @@ def mean(call: KernelCall) -> list[np.ndarray]:
         q = np.where(total >= 0, total // count, -((-total) // count))  # C++ truncating division
         y = requantize_to(q.astype(src.dtype), src, out)
     elif x.dtype == np.float32 and axes and axes[-1] - axes[0] == len(axes) - 1:
-        y = _float32_mean_over_run(x, axes, count).astype(out.dtype, copy=False)
+        ones = call.memo(("mean-ones", count), (), lambda: np.ones(count, dtype=np.float32))
+        y = _float32_mean_over_run(x, axes, ones).astype(out.dtype, copy=False)
     else:
         y = x.astype(np.float32, copy=False).mean(axis=axes, keepdims=True).astype(out.dtype)
     return [finish_reduction(y, x.shape, axes, keep)]
 
 
-def _float32_mean_over_run(x: np.ndarray, axes: tuple[int, ...], count: int) -> np.ndarray:
+def _float32_mean_over_run(x: np.ndarray, axes: tuple[int, ...], ones: np.ndarray) -> np.ndarray:
     """The mean over the adjacent `axes` of a float32 tensor, keeping dims: the tensor viewed as
-    (before, reduced, after) and summed as ones @ view, one BLAS matrix-vector product per leading index.
+    (before, reduced, after) and summed as `ones` (float32, one per reduced element) @ view, one BLAS
+    matrix-vector product per leading index.
 
     numpy's own mean over axes that are not innermost adds the tensor one short row at a time (about 1 ns
     per element, after a float32 copy); the product reads it once at memory speed (2-7x faster on
-    EfficientNet's squeeze-excite pools). Its float32 sum is blocked, so it is at least as close to the exact mean as the plain
-    running sum of TFLite's kernel (measured: 1e-8..5e-8 from the float64 mean where numpy's is 4e-8..1e-7),
+    EfficientNet's squeeze-excite pools). Its float32 sum is blocked, so it is at least as close to the
+    exact mean as the plain running sum of TFLite's kernel (measured: 1e-8..5e-8 from the float64 mean where numpy's is 4e-8..1e-7),
     well inside the float parity tolerance (1e-5 + 1e-4 x range)."""
+    count = ones.size
     before = math.prod(x.shape[:axes[0]])
     after = math.prod(x.shape[axes[-1] + 1:])
     view = np.ascontiguousarray(x).reshape(before, count, after)
-    total = np.matmul(np.ones(count, dtype=np.float32), view)  # (before, after)
+    total = np.matmul(ones, view)  # (before, after)
     total /= np.float32(count)
     return total.reshape([1 if k in axes else d for k, d in enumerate(x.shape)])
