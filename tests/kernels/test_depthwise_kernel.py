@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.nnapi.enums import OperandType as T
@@ -52,18 +54,22 @@ def _float_call(x, w, b, scalars, out_shape):
 
 
 def _direct_depthwise(x, w, b, stride, dilation, pad, multiplier, activation_hi):
-    """The definition, tap by tap in row-major order on a zero-padded input."""
+    """The definition, tap by tap in row-major order on a zero-padded input; `pad` is one amount for all
+    sides or (top, bottom, left, right), `stride` and `dilation` one for both axes or (h, w)."""
     n, h, wd, c = x.shape
     _one, kh, kw, oc = w.shape
-    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    pt, pb, pl, pr = (pad,) * 4 if isinstance(pad, int) else pad
+    sh, sw = (stride, stride) if isinstance(stride, int) else stride
+    dh, dw = (dilation, dilation) if isinstance(dilation, int) else dilation
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
     xp = np.repeat(xp, multiplier, axis=3)  # output channel c*M + m reads input channel c
-    oh = (h + 2 * pad - (kh - 1) * dilation - 1) // stride + 1
-    ow = (wd + 2 * pad - (kw - 1) * dilation - 1) // stride + 1
+    oh = (h + pt + pb - (kh - 1) * dh - 1) // sh + 1
+    ow = (wd + pl + pr - (kw - 1) * dw - 1) // sw + 1
     acc = np.zeros((n, oh, ow, oc), np.float32)
     for ky in range(kh):
         for kx in range(kw):
-            y0, x0 = ky * dilation, kx * dilation
-            acc += xp[:, y0:y0 + (oh - 1) * stride + 1:stride, x0:x0 + (ow - 1) * stride + 1:stride] * w[0, ky, kx]
+            y0, x0 = ky * dh, kx * dw
+            acc += xp[:, y0:y0 + (oh - 1) * sh + 1:sh, x0:x0 + (ow - 1) * sw + 1:sw] * w[0, ky, kx]
     return np.clip(acc + b, 0, activation_hi)
 
 
@@ -100,3 +106,27 @@ def test_float_depthwise_nchw_unpadded_input_matches_nhwc():
     # implicit padding: VALID (2), strides 1/1, multiplier 1, RELU (1), NCHW
     got = _float_call(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), w, b, [2, 1, 1, 1, 1, 1], (2, 6, 7, 6))
     np.testing.assert_array_equal(got.transpose(0, 2, 3, 1), want)
+
+
+@settings(max_examples=80, deadline=None)
+@given(h=st.integers(1, 12), w=st.integers(1, 12), channels=st.sampled_from([1, 3, 8, 64, 70]),
+       kh=st.integers(1, 5), kw=st.integers(1, 5), stride=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+       dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)), pads=st.tuples(*[st.integers(0, 4)] * 4),
+       seed=st.integers(0, 2**16))
+def test_float_depthwise_any_geometry_matches_the_definition(h, w, channels, kh, kw, stride, dilation, pads, seed):
+    # Multiplier 1 (row runs at stride 1, the im2col einsum or per-tap passes otherwise): any padding,
+    # stride and dilation gives the tap-by-tap definition, padded taps included. Within float rounding,
+    # not bit for bit: on a short reduction (one channel, a few pixels) einsum may split the taps' sum
+    # over several accumulators.
+    pt, pb, pl, pr = pads
+    if h + pt + pb < (kh - 1) * dilation[0] + 1 or w + pl + pr < (kw - 1) * dilation[1] + 1:
+        return  # the filter does not fit the padded input (refused elsewhere)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, h, w, channels)).astype(np.float32)
+    f = rng.standard_normal((1, kh, kw, channels)).astype(np.float32)
+    b = rng.standard_normal(channels).astype(np.float32)
+    want = _direct_depthwise(x, f, b, stride, dilation, (pt, pb, pl, pr), 1, 6.0)
+    # explicit padding: pads l/r/t/b, strides w/h, multiplier 1, RELU6, NHWC, dilations w/h
+    got = _float_call(x, f, b, [pl, pr, pt, pb, stride[1], stride[0], 1, 3, 0, dilation[1], dilation[0]],
+                      want.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
