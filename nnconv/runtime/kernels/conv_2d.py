@@ -132,6 +132,9 @@ def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activati
 # Bytes of matmul output per block of output rows: small enough that the im2col rows, the accumulators and
 # the requantization's int64 work stay in the CPU cache between the steps.
 CONV_BLOCK_BYTES = 1 << 19
+# A 1x1 float convolution copies its input rows to take the bias into the matmul when its output has at
+# least this many times the input's channels (see `conv_nhwc`).
+NARROW_INPUT_RATIO = 4
 
 
 def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | None, p: ConvParams,
@@ -172,16 +175,28 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
         # each group's matmul reads a transposed view
         wf = call.memo("conv_float", (1,), lambda: np.asarray(w, dtype=np.float32).reshape(o, kh * kw * cg))
         mats = [wf[g * og:(g + 1) * og].T for g in range(groups)]
-        # the bias tiled along a whole output row: the epilogue's add then runs over rows of OW*O values
-        # instead of one short loop of O per pixel (1.6 -> ~0.8 ms per MobileNetV2 run, whose projections
-        # have 16..32 channels)
-        bias = None if b is None else call.memo(("conv_bias_rows", p.out_w), (2,),
-                                                lambda: np.tile(b.astype(np.float32, copy=False), p.out_w))
+        bias = None if b is None else b.astype(np.float32, copy=False)
     out = call.empty((n, p.out_h, p.out_w, o), out_od.dtype if quant else np.float32)
     ow, k = p.out_w, kh * kw * cg
     block_h = max(1, min(p.out_h, CONV_BLOCK_BYTES // max(1, 8 * ow * o)))
     one_by_one = kh == kw == 1
     direct = one_by_one and groups == 1 and xs.dtype == dtype  # the input rows may be the matmul operand
+    # Float, one group: the bias as one more row of the filter matrix, read against a column of ones
+    # after the im2col rows, so that BLAS adds it inside the matmul instead of an epilogue pass over the
+    # output. Where the rows are copied anyway (a KxK filter, a strided or padded 1x1 input) that is free;
+    # a 1x1 convolution reading its input in place takes the copy only when the input is much narrower
+    # than the output (copying C+1 values per pixel then costs less than a pass over O: measured 12544x16
+    # -> 96 0.91 -> 0.88 ms, 3136x24 -> 144 0.42 -> 0.38 ms; a projection to fewer channels loses).
+    # The bias joins the GEMM's sum instead of following it: float rounding only.
+    in_place = direct and p.stride_h == p.stride_w == 1 and xs.flags.c_contiguous
+    bias_row = not quant and groups == 1 and b is not None and (not in_place or NARROW_INPUT_RATIO * (c + 1) <= o)
+    if bias_row:
+        direct = False
+        mats = [call.memo("conv_float_bias_row", (1, 2), lambda: np.vstack([mats[0], bias[None]]))]
+    elif not quant and bias is not None:
+        # the bias tiled along a whole output row: the epilogue's add then runs over rows of OW*O values
+        # instead of one short loop of O per pixel (MobileNetV2's projections have 16..32 channels)
+        bias = call.memo(("conv_bias_rows", p.out_w), (2,), lambda: np.tile(bias, p.out_w))
     cols_buf: np.ndarray | None = None
     acc_buf = np.empty((block_h * ow, o), dtype=dtype) if quant or groups > 1 else None
     patches = None if one_by_one else extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w,
@@ -199,9 +214,11 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
                 cols = view.reshape(rows, c)
             else:
                 if cols_buf is None:
-                    cols_buf = np.empty((block_h * ow, kh * kw * c), dtype=dtype)
+                    cols_buf = np.empty((block_h * ow, kh * kw * c + bias_row), dtype=dtype)
+                    if bias_row:
+                        cols_buf[:, -1] = 1
                 cols = cols_buf[:rows]
-                np.copyto(cols.reshape(view.shape), view, casting="unsafe")
+                np.copyto(cols[:, :kh * kw * c].reshape(view.shape), view, casting="unsafe")
             dest = out[i, r0:r1].reshape(rows, o)
             acc = dest if not quant and groups == 1 else acc_buf[:rows]
             if groups == 1:
@@ -221,7 +238,7 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
                 continue
             if groups > 1:
                 dest[...] = acc
-            add_bias_and_activate(out[i, r0:r1].reshape(r1 - r0, ow * o), bias, p.activation)
+            add_bias_and_activate(out[i, r0:r1].reshape(r1 - r0, ow * o), None if bias_row else bias, p.activation)
     for block in scratch:
         call.give_back(block)
     return out if quant or out_od.dtype == np.float32 else out.astype(out_od.dtype)
