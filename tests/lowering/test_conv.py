@@ -37,6 +37,9 @@ def conv_model(in_shape, filt_shape, out_shape, padding, stride=(1, 1), dilation
     pytest.param(((1, 9, 7, 3), (4, 2, 3, 3), (1, 4, 3, 4), Padding.VALID, (2, 2), 1), id="valid-s2-relu"),
     pytest.param(((1, 6, 5, 2), (3, 1, 1, 2), (1, 6, 5, 3), Padding.VALID, (1, 1), 2), id="1x1-relu1"),
     pytest.param(((1, 6, 5, 2), (3, 3, 3, 2), (1, 6, 5, 3), Padding.SAME, (1, 1), 4), id="tanh-act"),
+    # 1x1 with >= 4x the input's channels: the bias rides in the matmul (a ones column), in place or strided
+    pytest.param(((2, 6, 5, 3), (16, 1, 1, 3), (2, 6, 5, 16), Padding.VALID, (1, 1), 3), id="1x1-expand-relu6"),
+    pytest.param(((1, 7, 6, 4), (20, 1, 1, 4), (1, 4, 3, 20), Padding.SAME, (2, 2), 0), id="1x1-s2-expand"),
 ])
 def test_conv2d_parity(api, case):
     in_shape, f_shape, out_shape, padding, stride, act = case
