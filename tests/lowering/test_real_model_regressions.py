@@ -289,10 +289,16 @@ def _int8_mean(shape: tuple, axes: list, keep: bool, s_in: float, z_in: int, s_o
                            [("y", out_shape, np.int8, QuantParams(s_out, z_out))], ReducerOptions(keep_dims=keep))
 
 
-MEAN_CASES = [  # s_in / s_out below 1 (double rounding), above 1, and a long axis
+MEAN_CASES = [  # s_in / s_out below 1 (double rounding), above 1, and a long axis; ties: see _int8_mean_rounding
     pytest.param((2, 3, 5, 16), [1, 2], 0.05, 7, 0.03, -3, id="hw-ratio-1.7"),
     pytest.param((1, 7, 6, 9), [1, 2], 0.02, -5, 0.09, 4, id="hw-ratio-0.2"),
+    # float32(k) = 0.5 < k: products just past ties collapse onto them in float32
     pytest.param((3, 40, 6), [1], 0.1, 0, 0.01, 11, id="axis1-ratio-10"),
+    pytest.param((2, 4, 64), [1], 0.02, 5, 0.06, -9, id="axis1-ratio-1/3"),  # float32(k) > k
+    # float32(k) = 0.5 > k: products just short of ties collapse onto them in float32
+    pytest.param((3, 10, 32), [1], 0.25, -4, 0.05, 6, id="axis1-ratio-5-just-below"),
+    # equal scales over 4 values: acc / 4 in two halvings, exact ties of both signs at every odd step
+    pytest.param((1, 2, 2, 64), [1, 2], 0.05, 3, 0.05, -7, id="hw-ties"),
 ]
 
 

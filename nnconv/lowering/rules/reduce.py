@@ -95,7 +95,7 @@ class Mean(Rule):
 
     nnapi_ops = (OperationType.MEAN, OperationType.DEQUANTIZE, OperationType.QUANTIZE,
                  OperationType.AVERAGE_POOL_2D, OperationType.RESHAPE, OperationType.MUL, OperationType.ADD,
-                 OperationType.SUB, OperationType.FLOOR, OperationType.MAXIMUM)
+                 OperationType.SUB, OperationType.FLOOR, OperationType.MINIMUM)
     dtypes = ("float32", "uint8", "int8")
     constraints = ("constant axes; rank <= 4; API 27 only for H,W means of 4-D tensors; differing output "
                    "quantization needs API 29")
@@ -143,11 +143,16 @@ def _int8_mean_rounding(c: LowerContext, mean_f: int) -> int:
 
     TFLite (reference kernels, and the optimized ones except for a 4-D H,W mean with keep_dims): M, s =
     QuantizeMultiplier(s_in / s_out); sh = min(floor(log2 n), 32, 31 + s); M' = (M << sh) // n; s' = s - sh;
-    out = MultiplyByQuantizedMultiplier(acc, M', s') + zp_out, which rounds half away from zero once,
-    r = round(acc * M' * 2^max(s', 0) / 2^31), and with s' < 0 once more, round(r * 2^s'). In float32: acc is
-    recovered exactly by rounding mean * n / s_in; v = acc * M' / 2^31 is exact when M' has few significant
-    bits (the ratios whose products hit exact ties) and otherwise within ~1e-7 relative; r * 2^s' is exact.
-    Rounding half away from zero is FLOOR(max(t, 0) + 0.5) - FLOOR(max(-t, 0) + 0.5)."""
+    out = MultiplyByQuantizedMultiplier(acc, M', s') + zp_out. It rounds once in its saturating rounding
+    doubling high multiply: r = floor(v + 0.5), v = acc * k, k = M' * 2^max(s', 0) / 2^31 (the nudge of a
+    negative product, 1 - 2^30, sends negative ties towards zero: ties go up for both signs); and with s' < 0
+    once more in its rounding divide by 2^-s': round(r * 2^s') half away from zero (r * 2^s' is exact).
+    In float32, acc is recovered exactly by rounding mean * n / s_in, and v = acc * float32(k):
+    - float32(k) == k: true ties (ratios of few significant bits) are exact ties in float32 too, rounded up;
+    - float32(k) < k (or >): every float32 v is at most ~1e-7 relative below (above) the true one in magnitude,
+      so a float32 v on an exact tie is a true value just past it (just short of it): rounded half away from
+      zero (towards zero). A true tie is impossible then (it needs k of few significant bits). This is what
+      collapses onto ties in practice: a ratio just off a simple one, like 0.1 / 0.01 in float32 scales."""
     c.explain("int8 mean, exact")
     x_t, out_t = c.input(0), c.output()
     s_in, s_out = float(np.float32(x_t.quantization.scale[0])), float(np.float32(out_t.quantization.scale[0]))
@@ -157,26 +162,40 @@ def _int8_mean_rounding(c: LowerContext, mean_f: int) -> int:
     mult2, shift2 = (mult << sh) // n, shift - sh
     dims = c.info(mean_f).dimensions
 
-    def op(kind: OperationType, a: int, b: int | None = None, fused: bool = True) -> int:
+    def op(kind: OperationType, a: int, b: int | None = None, fused: bool = True,
+           activation: FuseCode = FuseCode.NONE) -> int:
         t = c.temp(OperandType.TENSOR_FLOAT32, dims)
-        c.emit(kind, [a] + ([] if b is None else [b]) + ([c.i32(FuseCode.NONE)] if fused else []), [t])
+        c.emit(kind, [a] + ([] if b is None else [b]) + ([c.i32(activation)] if fused else []), [t])
         return t
 
-    half, zero, minus_one = scalar_tensor(c, 0.5), scalar_tensor(c, 0.0), scalar_tensor(c, -1.0)
+    half, zero = scalar_tensor(c, 0.5), scalar_tensor(c, 0.0)
+
+    def round_half_up(t: int) -> int:
+        return op(OperationType.FLOOR, op(OperationType.ADD, t, half), fused=False)
 
     def round_half_away(t: int) -> int:
-        """FLOOR(max(t, 0) + 0.5) - FLOOR(max(-t, 0) + 0.5): exact ties (common with round scale ratios) too."""
-        up = op(OperationType.FLOOR, op(OperationType.ADD, op(OperationType.MAXIMUM, t, zero, fused=False), half),
-                fused=False)
-        neg = op(OperationType.MUL, t, minus_one)
-        down = op(OperationType.FLOOR, op(OperationType.ADD, op(OperationType.MAXIMUM, neg, zero, fused=False),
-                                          half), fused=False)
+        """FLOOR(RELU(t + 0.5)) - FLOOR(RELU(0.5 - t)), the RELUs fused into the ADD and SUB: for t >= 0 the
+        first term is floor(t + 0.5) and the second 0 (0.5 - t < 1); for t < 0 the first is 0 and the second
+        floor(-t + 0.5)."""
+        up = op(OperationType.FLOOR, op(OperationType.ADD, t, half, activation=FuseCode.RELU), fused=False)
+        down = op(OperationType.FLOOR, op(OperationType.SUB, half, t, activation=FuseCode.RELU), fused=False)
         return op(OperationType.SUB, up, down)
 
-    # acc is an integer: rounding the float estimate recovers it exactly, removing the dequantization error.
-    acc = round_half_away(op(OperationType.MUL, mean_f, scalar_tensor(c, n / s_in)))
-    v = op(OperationType.MUL, acc, scalar_tensor(c, mult2 / 2.0**31 * 2.0**max(shift2, 0)))
-    r = round_half_away(v)
+    def round_half_to_zero(t: int) -> int:
+        """FLOOR(MIN(t + 0.5, 0)) - FLOOR(MIN(0.5 - t, 0)): floor(t + 0.5) for t < -0.5, -floor(0.5 - t) =
+        ceil(t - 0.5) for t > 0.5, 0 in between."""
+        def part(a: int, b: int, kind: OperationType) -> int:
+            return op(OperationType.FLOOR, op(OperationType.MINIMUM, op(kind, a, b), zero, fused=False),
+                      fused=False)
+        return op(OperationType.SUB, part(t, half, OperationType.ADD), part(half, t, OperationType.SUB))
+
+    # acc is an integer and the float estimate lies within 0.5 of it (no tie): rounding recovers it exactly,
+    # removing the dequantization error.
+    acc = round_half_up(op(OperationType.MUL, mean_f, scalar_tensor(c, n / s_in)))
+    k = mult2 / 2.0**31 * 2.0**max(shift2, 0)
+    k32 = float(np.float32(k))
+    v = op(OperationType.MUL, acc, scalar_tensor(c, k))
+    r = round_half_up(v) if k32 == k else round_half_away(v) if k32 < k else round_half_to_zero(v)
     if shift2 < 0:
         r = round_half_away(op(OperationType.MUL, r, scalar_tensor(c, 2.0**shift2)))
     return op(OperationType.MUL, r, scalar_tensor(c, s_out))
