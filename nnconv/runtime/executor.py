@@ -9,7 +9,8 @@ Speed: a runner builds each subgraph's run plan once (operand lists, kernels, co
 lists) and keeps one memo per operation (`KernelCall.cache`) in which kernels store what they derive from
 constant operands (converted filters, requantization constants); both assume the model is not mutated
 after the first run. `Executor.run` sets numpy's BLAS to `blas_threads` (1, or `--threads N`) threads.
-Without a trace, a float32 MUL(x, LOGISTIC(x)) runs as one fused step (`nnconv.runtime.fusion`).
+Without a trace, some float32 operation pairs run as one fused step (`nnconv.runtime.fusion`): swish,
+and a per-channel scale folded into the next convolution's filter.
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ import numpy as np
 from nnconv.runtime.blas_threads import default_threads, limit_blas_threads
 from nnconv.errors import ExecutionError, InputDataError, OperationsRefusedError
 from nnconv.runtime.kernels import KERNELS, KernelCall
-from nnconv.runtime.fusion import SwishPair, swish_pairs
+from nnconv.runtime.fusion import FUSED_TYPES, Fusion, plan_fusions
 from nnconv.runtime.kernels.buffers import BufferPool
-from nnconv.runtime.kernels.logistic import float32_swish
 from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.runtime.relaxed import fp16_storage
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
@@ -202,14 +202,14 @@ class SubgraphRunner:
         and subgraph-reference inputs resolved once, and which intermediates to release afterwards."""
         last_use = last_uses(sg)
         keep = set(sg.output_indexes)
-        fused = {p.mul: p for p in self._swish_pairs(sg_index, sg)}
-        absorbed = {p.logistic for p in fused.values()}
+        fused = {f.second: f for f in self._fusions(sg_index, sg)}
+        absorbed = {f.first: f for f in fused.values()}
         steps = []
         for k, op in enumerate(sg.operations):
             if k in absorbed:
-                continue  # computed by its MUL's fused step; its output never exists
-            pair = fused.get(k)
-            inputs = op.inputs if pair is None else [pair.x, pair.activation]
+                continue  # computed by the fused step at its partner's place; its output never exists
+            fusion = fused.get(k)
+            inputs = op.inputs if fusion is None else list(fusion.inputs)
             fixed: list[np.ndarray | None] = []
             dynamic: list[tuple[int, int]] = []
             for pos, i in enumerate(inputs):
@@ -219,28 +219,30 @@ class SubgraphRunner:
                 else:
                     fixed.append(None)
                     dynamic.append((pos, i))
-            release = [i for i in dict.fromkeys(op.inputs) if last_use.get(i) == k and i not in keep
-                       and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE]
+            # a fused step also releases what the absorbed operation read last (it now reads it here)
+            readers = [k] if fusion is None else [fusion.first, k]
+            release = [i for r in readers for i in dict.fromkeys(sg.operations[r].inputs)
+                       if last_use.get(i) == r and i not in keep and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE]
             out_operands = [sg.operands[o] for o in op.outputs]
             call = KernelCall(operation=op, inputs=[], in_operands=[sg.operands[i] for i in inputs],
                               out_operands=out_operands, runner=self,
                               cache=self._op_caches.setdefault((sg_index, k), {}))
-            steps.append(_Step(op=op, index=k, name=op.type.name if pair is None else "LOGISTIC+MUL",
-                               fn=self.kernels.get(op.type) if pair is None else float32_swish,
+            steps.append(_Step(op=op, index=k, name=op.type.name if fusion is None else fusion.name,
+                               fn=self.kernels.get(op.type) if fusion is None else fusion.fn,
                                call=call, fixed=fixed, dynamic=dynamic,
                                outputs=[(o, _held_dtype(od), _checked_shape(od))
                                         for o, od in zip(op.outputs, out_operands)],
                                release=release))
         return steps
 
-    def _swish_pairs(self, sg_index: int, sg: Subgraph) -> list[SwishPair]:
-        """The LOGISTIC + MUL pairs to run fused (`nnconv.runtime.fusion`): none when a trace reads every
-        intermediate, under relaxed float16 (which rounds the logistic before the MUL) or when a test
-        overrides either kernel."""
-        if (self.trace is not None or self.relaxed_fp16
-                or self._overridden & {OperationType.LOGISTIC, OperationType.MUL}):
+    def _fusions(self, sg_index: int, sg: Subgraph) -> list[Fusion]:
+        """The operation pairs to run as one step (`nnconv.runtime.fusion`): none when a trace reads every
+        intermediate, under relaxed float16 (which rounds each intermediate) or when a test overrides a
+        kernel a fusion involves."""
+        if self.trace is not None or self.relaxed_fp16 or self._overridden & FUSED_TYPES:
             return []
-        return swish_pairs(sg, lambda i: self._value(sg_index, sg, i, {}, "MUL"))
+        return plan_fusions(sg, lambda i: self._value(sg_index, sg, i, {}, "fusion"),
+                            self.kernels[OperationType.CONV_2D])
 
     def _value(self, sg_index: int, sg: Subgraph, i: int, values: dict[int, np.ndarray],
                op_name: str) -> np.ndarray | None:

@@ -1,7 +1,8 @@
-"""The executor's swish fusion (`nnconv.runtime.fusion`): a float32 MUL(x, LOGISTIC(x)) runs as one step,
-within the float tolerance of TFLite and within an ulp or so of the unfused pair, and only when nothing can
-see the LOGISTIC's output: a trace (per-op parity), relaxed float16, a kernel override, a second reader or a
-model output keep the two operations apart."""
+"""The executor's fusions (`nnconv.runtime.fusion`). Swish: a float32 MUL(x, LOGISTIC(x)) runs as one step,
+within the float tolerance of TFLite and within an ulp or so of the unfused pair. Scaled filter: CONV_2D
+(MUL(x, per-channel gate)) runs as the convolution of x with the filter scaled along its input channels.
+Both only when nothing can see the first operation's output: a trace (per-op parity), relaxed float16, a
+kernel override, a second reader or a model output keep the two operations apart."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from harness import TfliteBuilder, assert_parity
 from nnconv.nnapi.enums import OperationType
 from nnconv.runtime.executor import Executor, Trace
 from nnconv.runtime.kernels.logistic import logistic
-from nnconv.tflite.options import AddOptions, MulOptions
+from nnconv.tflite.options import AddOptions, Conv2DOptions, MulOptions
 from nnconv.tflite.schema_enums import BuiltinOperator as B
+from nnconv.tflite.schema_enums import Padding
 
 
 def swish_model(shape, x_first: bool = True, act: int = 0, logistic_is_output: bool = False,
@@ -94,3 +96,60 @@ def test_trace_relaxed_and_overrides_see_both_operations():
     overridden = Executor(converted, kernel_overrides={OperationType.MUL: lambda call: [np.zeros((2, 5, 3),
                                                                                                  np.float32)]})
     assert step_names(overridden, feed) == ["LOGISTIC", "MUL"]
+
+
+def scaled_conv_model(x_shape, gate_shape, filter_shape, gate_first: bool = False, padding=Padding.SAME,
+                      stride: int = 1, dilation: int = 1, mul_act: int = 0, product_is_output: bool = False) -> bytes:
+    """x, g -> MUL(x, g) (or MUL(g, x)) -> h -> CONV_2D(h, constant filter and bias, RELU6) -> y."""
+    rng = np.random.default_rng(2)
+    b = TfliteBuilder()
+    x = b.input("x", x_shape, np.float32)
+    g = b.input("g", gate_shape, np.float32)
+    h = b.tensor("h", x_shape, np.float32)
+    b.op(B.MUL, [g, x] if gate_first else [x, g], [h], MulOptions(fused_activation_function=mul_act))
+    w = b.const("w", rng.standard_normal(filter_shape).astype(np.float32))
+    bias = b.const("bias", rng.standard_normal(filter_shape[0]).astype(np.float32))
+    n, ih, iw, _ = x_shape
+    o, kh, kw, _ = filter_shape
+    if padding == Padding.SAME:
+        oh, ow = -(-ih // stride), -(-iw // stride)
+    else:
+        oh = (ih - dilation * (kh - 1) - 1) // stride + 1
+        ow = (iw - dilation * (kw - 1) - 1) // stride + 1
+    y = b.tensor("y", (n, oh, ow, o), np.float32)
+    b.op(B.CONV_2D, [h, w, bias], [y], Conv2DOptions(padding=padding, stride_w=stride, stride_h=stride,
+                                                      fused_activation_function=3, dilation_w_factor=dilation,
+                                                      dilation_h_factor=dilation))
+    b.output(y, h) if product_is_output else b.output(y)
+    return b.finish()
+
+
+SCALED = [
+    pytest.param((1, 12, 12, 8), (1, 1, 1, 8), (4, 1, 1, 8), {}, id="1x1"),
+    pytest.param((2, 12, 12, 6), (1, 1, 1, 6), (4, 3, 3, 6), {"stride": 2}, id="3x3-same-stride2-batch2"),
+    pytest.param((1, 13, 13, 5), (1, 1, 1, 5), (3, 3, 3, 5), {"padding": Padding.VALID, "dilation": 2},
+                 id="3x3-valid-dilation2"),
+    pytest.param((1, 10, 10, 8), (8,), (5, 1, 1, 8), {"gate_first": True}, id="rank1-gate-first"),
+]
+
+
+@pytest.mark.parametrize("x_shape,gate_shape,filter_shape,kw", SCALED)
+def test_scaled_filter_conv_parity_with_tflite(x_shape, gate_shape, filter_shape, kw):
+    model = scaled_conv_model(x_shape, gate_shape, filter_shape, **kw)
+    converted = assert_parity(model, api_level=30, expect_ops=["MUL", "CONV_2D"]).converted
+    feed = feed_for(converted, scale=1.0)
+    assert step_names(Executor(converted), feed) == ["MUL+CONV_2D"]
+    fused = Executor(converted).run(feed)["y"]
+    apart = Executor(converted, trace=Trace()).run(feed)["y"]  # a trace turns fusion off
+    np.testing.assert_allclose(fused, apart, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw,x_shape,filter_shape", [
+    ({"product_is_output": True}, (1, 12, 12, 8), (4, 1, 1, 8)),
+    ({"mul_act": 1}, (1, 12, 12, 8), (4, 1, 1, 8)),  # a RELU between scale and filter does not commute
+    ({}, (1, 2, 2, 8), (16, 1, 1, 8)),  # a filter larger than half the map: scaling it would cost more
+], ids=["product-is-output", "mul-relu", "filter-larger-than-map"])
+def test_scaled_filter_conv_not_fused(kw, x_shape, filter_shape):
+    model = scaled_conv_model(x_shape, (1, 1, 1, x_shape[-1]), filter_shape, **kw)
+    converted = assert_parity(model, api_level=30).converted
+    assert "MUL+CONV_2D" not in step_names(Executor(converted), feed_for(converted, scale=1.0))
