@@ -105,9 +105,15 @@ class FloatRequantizer:
         """acc: [rows, channels] integer-valued accumulators (bias excluded, any numeric dtype holding them
         exactly); y: [rows, channels] output storage (int8/uint8), written."""
         rows, channels = acc.shape
+        if acc.size == 0:  # zero-sized tensors (NNAPI allows them): nothing to write
+            return
         u = y.view(np.uint8)
         contiguous = acc.flags.c_contiguous and u.flags.c_contiguous
         scratch, mask = self._scratch(min(rows, self.block_rows) * channels)
+        if rows <= self.block_rows and contiguous:  # one block (most calls): no loop
+            width, consts = self._wide_view(rows)
+            self._pass(acc.reshape(-1, width), u.reshape(-1, width), consts, scratch, mask)
+            rows = 0
         for r0 in range(0, rows, self.block_rows):
             r1 = min(rows, r0 + self.block_rows)
             a, v = acc[r0:r1], u[r0:r1]
@@ -163,6 +169,8 @@ class FloatRequantizer:
         g the largest divisor of `rows` up to `wide_rows`, so that the block is one 2-D pass. The tiled
         constants repeat with period `channels`, so their first g*channels elements are the g-row tile."""
         got = self._views.get(rows)
+        if got is None and self.alpha.shape[0] == 1:  # one channel: the whole block is one row
+            got = self._views[rows] = (rows, [self.alpha, self.kappa, self.eps])
         if got is None:
             g = next(d for d in range(min(self.wide_rows, rows), 0, -1) if rows % d == 0)
             width = g * self.alpha.shape[0]
@@ -189,5 +197,5 @@ class FloatRequantizer:
             fix *= eps
             t -= fix
         # values are >= 0 after the clamp, where the cast's truncation is the floor
-        np.clip(t, self.lo, self.hi, out=t)
+        t.clip(self.lo, self.hi, out=t)
         np.copyto(u, t, casting="unsafe")

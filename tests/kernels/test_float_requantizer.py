@@ -123,3 +123,8 @@ def test_verify_rejects_a_shifted_step() -> None:
     wrong = FloatRequantizer(fast.alpha, fast.kappa + fast.alpha / 3, fast.eps, fast.lo, fast.hi, fast.zp_half,
                              fast.flip)
     assert not wrong.verify(reference, bounds, (-128, 127))
+
+
+def test_zero_sized_accumulators() -> None:
+    rq, *_ = _build([(0.003, 17), (0.01, -5)], OperandType.TENSOR_QUANT8_ASYMM_SIGNED, 0, FuseCode.NONE, 50000)
+    assert rq(np.zeros((0, 2), dtype=np.float32)).shape == (0, 2)

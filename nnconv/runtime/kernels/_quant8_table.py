@@ -47,7 +47,7 @@ def via_quant8_pair_table(call: "KernelCall", compute: Callable[["KernelCall"], 
     computed directly (`PAIR_TABLE_MIN_ELEMENTS`)."""
     a, b = call.tensor(0), call.tensor(1)
     try:
-        shape = np.broadcast_shapes(a.shape, b.shape)
+        shape = a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
         return compute(call)
     if math.prod(shape) < PAIR_TABLE_MIN_ELEMENTS or a.dtype != b.dtype:
