@@ -130,3 +130,35 @@ def test_float_depthwise_any_geometry_matches_the_definition(h, w, channels, kh,
     got = _float_call(x, f, b, [pl, pr, pt, pb, stride[1], stride[0], 1, 3, 0, dilation[1], dilation[0]],
                       want.shape)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("kernel,dilation,activation", [(3, 1, 3), (5, 2, 0), (3, 3, 1)])
+def test_quant_depthwise_row_runs_equal_the_integer_definition(kernel, dilation, activation):
+    # Stride 1, multiplier 1 (int32 row runs): bit for bit the exact integer sums of the definition, then
+    # the reference requantization, on int8 with a per-channel filter.
+    from nnconv.nnapi.model import SymmPerChannelQuantParams
+    from nnconv.nnapi.quantization import conv_multipliers, requantize_accumulator
+    c = 24
+    x = RNG.integers(-128, 128, (2, 13, 11, c)).astype(np.int8)
+    w = RNG.integers(-127, 128, (1, kernel, kernel, c)).astype(np.int8)
+    b = RNG.integers(-3000, 3000, c).astype(np.int32)
+    scales = RNG.uniform(0.002, 0.02, c).astype(np.float32)
+    pad = (kernel - 1) * dilation // 2
+    xin = Operand(type=T.TENSOR_QUANT8_ASYMM_SIGNED, dimensions=x.shape, scale=0.05, zero_point=-5)
+    out = Operand(type=T.TENSOR_QUANT8_ASYMM_SIGNED, dimensions=(2, 13, 11, c), scale=0.08, zero_point=3)
+    ods = [xin, Operand(type=T.TENSOR_QUANT8_SYMM_PER_CHANNEL, dimensions=w.shape, scale=0.0, zero_point=0,
+                        channel_quant=SymmPerChannelQuantParams(scales=list(scales), channel_dim=3)),
+           Operand(type=T.TENSOR_INT32, dimensions=b.shape, scale=0.0, zero_point=0)]
+    # explicit padding l/r/t/b, strides w/h, multiplier, activation, NCHW (BOOL), dilations w/h
+    scalars = [pad, pad, pad, pad, 1, 1, 1, activation, 0, dilation, dilation]
+    ods += [Operand(type=T.BOOL if i == 8 else T.INT32, dimensions=()) for i in range(len(scalars))]
+    arrays = [x, w, b] + [np.array(s, np.bool_ if i == 8 else np.int32) for i, s in enumerate(scalars)]
+    call = KernelCall(Operation(OperationType.DEPTHWISE_CONV_2D, list(range(len(arrays))), []), arrays, ods, [out])
+    got = KERNELS[OperationType.DEPTHWISE_CONV_2D](call)[0]
+    xp = np.pad(x.astype(np.int64) + 5, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    acc = np.zeros(got.shape, np.int64)
+    for ky in range(kernel):
+        for kx in range(kernel):
+            acc += xp[:, ky * dilation:ky * dilation + 13, kx * dilation:kx * dilation + 11] * w[0, ky, kx]
+    m, sh = conv_multipliers(0.05, scales, 0.08)
+    np.testing.assert_array_equal(got, requantize_accumulator(acc + b, m, sh, out, activation))

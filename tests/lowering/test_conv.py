@@ -296,6 +296,22 @@ def test_depthwise_float_multiplier1_parity(case):
     assert_parity(m, api_level=30, expect_ops=["DEPTHWISE_CONV_2D"])
 
 
+@pytest.mark.parametrize("dtype,per_channel", [(np.int8, True), (np.int8, False), (np.uint8, False)])
+@pytest.mark.parametrize("case", [
+    pytest.param(((2, 12, 10, 16), (3, 3), Padding.SAME, (1, 1), 3), id="same-relu6-batch2"),
+    pytest.param(((1, 11, 9, 8), (5, 5), Padding.SAME, (2, 3), 0), id="5x5-dilated-none"),
+    pytest.param(((1, 9, 8, 72), (3, 3), Padding.VALID, (1, 1), 1), id="valid-wide-relu"),
+])
+def test_depthwise_quant_row_runs_parity(dtype, per_channel, case):
+    # quantized stride 1, multiplier 1: int32 row runs, then the requantization per block of rows
+    in_shape, k, padding, dilation, act = case
+    oh = in_shape[1] - (k[0] - 1) * dilation[0] if padding == Padding.VALID else in_shape[1]
+    ow = in_shape[2] - (k[1] - 1) * dilation[1] if padding == Padding.VALID else in_shape[2]
+    m = dw_model(dtype, in_shape, 1, k, (in_shape[0], oh, ow, in_shape[3]), padding, (1, 1), dilation, act,
+                 per_channel=per_channel)
+    assert_parity(m, api_level=30, expect_ops=["DEPTHWISE_CONV_2D"])
+
+
 def test_depthwise_dilation_needs_29():
     m = dw_model(np.float32, (1, 11, 9, 3), 2, (3, 3), (1, 11, 9, 6), dilation=(2, 3))
     assert_parity(m, api_level=29, expect_ops=["DEPTHWISE_CONV_2D"])

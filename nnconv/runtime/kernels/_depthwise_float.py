@@ -12,6 +12,8 @@ the result equals the other float paths bit for bit.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from nnconv.runtime.kernels._float_activation import add_bias_and_activate
@@ -23,9 +25,13 @@ ROW_BLOCK_BYTES = 1 << 17
 
 
 def depthwise_rows(call: KernelCall, xs: np.ndarray, wk: np.ndarray, bias: np.ndarray | None, dil_h: int,
-                   dil_w: int, activation: int, out: np.ndarray) -> None:
+                   dil_w: int, activation: int, out: np.ndarray,
+                   requantize: Callable[[np.ndarray, np.ndarray], None] | None = None) -> None:
     """`out` [N, OH, OW, C] = the stride-1 depthwise convolution of the padded float32 NHWC input `xs` by
-    the taps `wk` [KH, KW, C, 1], + `bias` [C], clamped by the fused `activation`."""
+    the taps `wk` [KH, KW, C, 1], + `bias` [C], clamped by the fused `activation`.
+
+    Quantized: `xs` and `wk` hold centered integers (int32, exact sums in any order) and each block's sums
+    [rows * OW, C] go through `requantize(sums, out_block)` instead of the bias and activation."""
     n, oh, ow, c = out.shape
     kh, kw = wk.shape[:2]
     run = ow * c
@@ -36,6 +42,7 @@ def depthwise_rows(call: KernelCall, xs: np.ndarray, wk: np.ndarray, bias: np.nd
                      .reshape(kh, kw, run))
     tiled_bias = None if bias is None else call.memo(("depthwise_rows_bias", ow), (2,), lambda: np.tile(bias, ow))
     block_h = max(1, min(oh, ROW_BLOCK_BYTES // (4 * run)))
+    sums = None if requantize is None else np.empty((block_h, run), dtype=xs.dtype)
     s = xs.strides
     for i in range(n):
         windows = np.lib.stride_tricks.as_strided(xs[i], shape=(oh, kh, kw, run),
@@ -44,5 +51,10 @@ def depthwise_rows(call: KernelCall, xs: np.ndarray, wk: np.ndarray, bias: np.nd
         rows = out[i].reshape(oh, run)
         for r0 in range(0, oh, block_h):
             dest = rows[r0:r0 + block_h]
+            if requantize is not None:
+                acc = sums[:dest.shape[0]]
+                np.einsum("rijl,ijl->rl", windows[r0:r0 + block_h], taps, out=acc)
+                requantize(acc.reshape(-1, c), dest.reshape(-1, c))
+                continue
             np.einsum("rijl,ijl->rl", windows[r0:r0 + block_h], taps, out=dest)
             add_bias_and_activate(dest, tiled_bias, activation)
