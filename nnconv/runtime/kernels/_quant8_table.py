@@ -20,14 +20,18 @@ def via_quant8_table(call: "KernelCall", compute: Callable[["KernelCall"], np.nd
     redoing the integer pipeline per element. The table depends only on the operands' static quantization
     parameters, so it is memoized per operation."""
     x = call.tensor(0)
-    signed = x.dtype == np.int8
 
     def make() -> np.ndarray:
-        domain = (np.arange(-128, 128) if signed else np.arange(256)).astype(x.dtype)
+        # entry k is the result for the value whose storage byte is k (int8: k - 256 above 127), so the
+        # storage bytes index the table directly
+        domain = np.arange(256, dtype=np.uint8).view(x.dtype)
         return np.asarray(compute(dataclasses.replace(call, inputs=[domain, *call.inputs[1:]], cache=None)))
 
     table = call.memo(("quant8_table", compute.__name__), (), make)
-    return table[x.view(np.uint8) ^ np.uint8(0x80) if signed else x]
+    out = call.empty(x.shape, table.dtype)
+    # mode="wrap" skips take's bounds check (bytes cannot leave 0..255): 2.5x faster than the checked gather
+    np.take(table, x.view(np.uint8), out=out, mode="wrap")
+    return out
 
 
 # Below this many output elements a binary quant8 kernel computes directly: building its 65536-entry table
@@ -64,5 +68,5 @@ def via_quant8_pair_table(call: "KernelCall", compute: Callable[["KernelCall"], 
     np.left_shift(a.view(np.uint8), np.uint16(8), out=index, dtype=np.uint16)
     np.bitwise_or(index, b.view(np.uint8), out=index, dtype=np.uint16)
     out = call.empty(shape, table.dtype)
-    np.take(table, index, out=out)
+    np.take(table, index, out=out, mode="wrap")  # indices are < 65536 by construction: no bounds check
     return out

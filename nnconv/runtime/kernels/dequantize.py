@@ -13,6 +13,7 @@ from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.quantization import dequantize
 from nnconv.runtime.kernels._activation import check_rank
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
+from nnconv.runtime.kernels._quant8_table import via_quant8_table
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 _INPUTS = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
@@ -30,4 +31,11 @@ def dequantize_(call: KernelCall) -> list[np.ndarray]:
         raise call.fail(f"output is {out.type.name}; DEQUANTIZE produces TENSOR_FLOAT32 or TENSOR_FLOAT16")
     if od.type is OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL and od.channel_quant is None:
         raise call.fail("input 0 is per-channel but has no channel quantization parameters")
-    return [dequantize(x, od).astype(out.dtype)]
+    if od.type is OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+        return [dequantize(x, od).astype(out.dtype)]
+    # per-tensor: 256 possible values, so one gather from a memoized table of the same arithmetic
+    return [via_quant8_table(call, _dequantize_per_tensor)]
+
+
+def _dequantize_per_tensor(call: KernelCall) -> np.ndarray:
+    return dequantize(call.tensor(0), call.in_operands[0]).astype(call.out_operands[0].dtype)
