@@ -40,6 +40,9 @@ def conv_model(in_shape, filt_shape, out_shape, padding, stride=(1, 1), dilation
     # 1x1 with >= 4x the input's channels: the bias rides in the matmul (a ones column), in place or strided
     pytest.param(((2, 6, 5, 3), (16, 1, 1, 3), (2, 6, 5, 16), Padding.VALID, (1, 1), 3), id="1x1-expand-relu6"),
     pytest.param(((1, 7, 6, 4), (20, 1, 1, 4), (1, 4, 3, 20), Padding.SAME, (2, 2), 0), id="1x1-s2-expand"),
+    # 1x1 on a few pixels (squeeze-and-excitation): one matmul
+    pytest.param(((2, 1, 1, 24), (6, 1, 1, 24), (2, 1, 1, 6), Padding.SAME, (1, 1), 1), id="1x1-one-pixel-relu"),
+    pytest.param(((1, 2, 3, 8), (40, 1, 1, 8), (1, 2, 3, 40), Padding.VALID, (1, 1), 3), id="1x1-few-pixels-relu6"),
 ])
 def test_conv2d_parity(api, case):
     in_shape, f_shape, out_shape, padding, stride, act = case
