@@ -202,12 +202,12 @@ class SubgraphRunner:
         and subgraph-reference inputs resolved once, and which intermediates to release afterwards."""
         last_use = last_uses(sg)
         keep = set(sg.output_indexes)
-        fused = {f.second: f for f in self._fusions(sg_index, sg)}
-        absorbed = {f.first: f for f in fused.values()}
+        fused = {f.at: f for f in self._fusions(sg_index, sg)}
+        absorbed = {a for f in fused.values() for a in f.absorbed}
         steps = []
         for k, op in enumerate(sg.operations):
             if k in absorbed:
-                continue  # computed by the fused step at its partner's place; its output never exists
+                continue  # computed by a fused step at a later operation's place; its output never exists
             fusion = fused.get(k)
             inputs = op.inputs if fusion is None else list(fusion.inputs)
             fixed: list[np.ndarray | None] = []
@@ -219,8 +219,8 @@ class SubgraphRunner:
                 else:
                     fixed.append(None)
                     dynamic.append((pos, i))
-            # a fused step also releases what the absorbed operation read last (it now reads it here)
-            readers = [k] if fusion is None else [fusion.first, k]
+            # a fused step also releases what the absorbed operations read last (it now reads it here)
+            readers = [k] if fusion is None else [*fusion.absorbed, k]
             release = [i for r in readers for i in dict.fromkeys(sg.operations[r].inputs)
                        if last_use.get(i) == r and i not in keep and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE]
             out_operands = [sg.operands[o] for o in op.outputs]

@@ -1,5 +1,5 @@
-"""Plan-level fusion of the executor: operation pairs that one step runs, so that the first one's output
-never exists as a tensor.
+"""Plan-level fusion of the executor: operations that one step runs, so that the absorbed operations'
+outputs never exist as tensors.
 
 - Swish (SiLU), `MUL(x, LOGISTIC(x))`, which TFLite stores as two operations (EfficientNet-B0 has 49 of
   them on maps of up to 112x112x96): fused, `x / (1 + exp(-x))` is computed into one buffer at the MUL's
@@ -11,24 +11,27 @@ never exists as a tensor.
   so the MUL's pass over the whole map becomes one over the much smaller filter. Only where the filter is
   smaller than the map (`SCALED_FILTER_MAX_SHARE`); the sums differ from the unfused pair by float rounding
   only (each product rounds once where the pair rounds twice).
+- The operation computing such a gate, a LOGISTIC or a MUL by a one-value constant (MobileNetV3's hard
+  sigmoid) read by that MUL alone, is absorbed too: the step computes the gate (C values) itself, which
+  saves an operation's fixed cost per squeeze-excite block (`nnconv.runtime.fused_kernels`).
 
-The runner fuses only when nothing can observe the intermediate or the order: no trace (per-op parity and
+The runner fuses only when nothing can observe the intermediates or the order: no trace (per-op parity and
 `run --trace` read every operation's output), no relaxed float16 simulation (which rounds each
 intermediate to float16) and no kernel override of the operations involved (tests inject faulty kernels).
-The fused step sits at the second operation's place; the first one's inputs stay alive until then.
+The fused step sits at the last operation's place; the absorbed ones' inputs stay alive until then.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from nnconv.nnapi.enums import FuseCode, OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Operation, Subgraph
+from nnconv.runtime.fused_kernels import Kernel, gated_mul, scaled_filter_conv
 from nnconv.runtime.kernels.logistic import float32_swish
-from nnconv.runtime.kernels.registry import KernelCall
 
 _L = OperandLifeTime
 _FUSE_CODES = (FuseCode.NONE, FuseCode.RELU, FuseCode.RELU1, FuseCode.RELU6)
@@ -41,128 +44,170 @@ SCALED_FILTER_MAX_SHARE = 0.5
 
 @dataclass(frozen=True)
 class Fusion:
-    """One step in place of two operations: `first` (absorbed: never runs as itself, its output never
-    exists) and `second` (the step's place in the order and its outputs). The step's kernel `fn` reads
-    `inputs` (operand indexes) in that order; `name` is what the profile calls it."""
+    """One step in place of several operations: `absorbed` (never run as themselves, their outputs never
+    exist) and `at` (the step's place in the order and its outputs). The step's kernel `fn` reads `inputs`
+    (operand indexes) in that order; `name` is what the profile calls it."""
 
-    first: int
-    second: int
+    absorbed: tuple[int, ...]
+    at: int
     inputs: tuple[int, ...]
-    fn: Callable[[KernelCall], list[np.ndarray]]
+    fn: Kernel
     name: str
 
 
-def plan_fusions(sg: Subgraph, constant: Callable[[int], np.ndarray | None],
-                 conv_kernel: Callable[[KernelCall], list[np.ndarray]]) -> list[Fusion]:
-    """The fusions of `sg`, no operation in two of them. `constant(operand index)` reads a constant
-    operand's value; `conv_kernel` is the CONV_2D kernel the scaled-filter step calls."""
-    readers: dict[int, list[int]] = {}
-    for k, op in enumerate(sg.operations):
-        for i in op.inputs:
-            readers.setdefault(i, []).append(k)
-    outputs = set(sg.output_indexes)
+class _Graph:
+    """What the patterns ask of a subgraph: readers of operands, constants, types."""
 
-    def only_reader(operand: int) -> int | None:
+    def __init__(self, sg: Subgraph, constant: Callable[[int], np.ndarray | None]) -> None:
+        self.sg = sg
+        self.constant = constant
+        self.readers: dict[int, list[int]] = {}
+        self.producer: dict[int, int] = {}
+        for k, op in enumerate(sg.operations):
+            for i in op.inputs:
+                self.readers.setdefault(i, []).append(k)
+            for o in op.outputs:
+                self.producer[o] = k
+        self.outputs = set(sg.output_indexes)
+
+    def only_reader(self, operand: int) -> int | None:
         """The one operation reading `operand`, a temporary that is not a subgraph output, else None."""
-        users = readers.get(operand, [])
-        if len(users) != 1 or operand in outputs or sg.operands[operand].lifetime is not _L.TEMPORARY_VARIABLE:
+        users = self.readers.get(operand, [])
+        if (len(users) != 1 or operand in self.outputs
+                or self.sg.operands[operand].lifetime is not _L.TEMPORARY_VARIABLE):
             return None
         return users[0]
 
-    def constant_code(operand: int) -> int | None:
-        """A constant INT32 scalar's value (a FuseCode or a layout flag), else None."""
-        if sg.operands[operand].lifetime not in (_L.CONSTANT_COPY, _L.CONSTANT_REFERENCE):
+    def constant_value(self, operand: int) -> np.ndarray | None:
+        if self.sg.operands[operand].lifetime not in (_L.CONSTANT_COPY, _L.CONSTANT_REFERENCE):
             return None
-        v = constant(operand)
+        return self.constant(operand)
+
+    def constant_int(self, operand: int) -> int | None:
+        """A constant one-value operand's value as an int (a FuseCode, a layout flag), else None."""
+        v = self.constant_value(operand)
         return None if v is None or v.size != 1 else int(v.reshape(-1)[0])
 
-    def float32(*operands: int) -> bool:
-        return all(sg.operands[i].type is OperandType.TENSOR_FLOAT32 for i in operands)
+    def float32(self, *operands: int) -> bool:
+        return all(self.sg.operands[i].type is OperandType.TENSOR_FLOAT32 for i in operands)
 
+    def dims(self, operand: int) -> tuple[int, ...]:
+        return tuple(self.sg.operands[operand].dimensions)
+
+
+def plan_fusions(sg: Subgraph, constant: Callable[[int], np.ndarray | None], conv_kernel: Kernel) -> list[Fusion]:
+    """The fusions of `sg`, no operation in two of them. `constant(operand index)` reads a constant
+    operand's value; `conv_kernel` is the CONV_2D kernel the scaled-filter step calls."""
+    g = _Graph(sg, constant)
     fusions: list[Fusion] = []
     taken: set[int] = set()
+    for k, op in enumerate(sg.operations):  # swish first: its MUL is no gate's
+        f = _swish(g, k, op)
+        if f is not None and not taken & {*f.absorbed, f.at}:
+            fusions.append(f)
+            taken.update((*f.absorbed, f.at))
     for k, op in enumerate(sg.operations):
-        if k in taken or len(op.outputs) != 1:
+        if k in taken:
             continue
-        m = only_reader(op.outputs[0])
-        if m is None or m <= k or m in taken:
-            continue
-        second = sg.operations[m]
-        fusion = (_swish(sg, k, op, m, second, float32, constant_code)
-                  or _scaled_conv(sg, k, op, m, second, float32, constant_code, conv_kernel))
-        if fusion is not None:
-            fusions.append(fusion)
-            taken.update((k, m))
+        f = _channel_scale(g, k, op, conv_kernel)
+        if f is not None and not taken & {*f.absorbed, f.at}:
+            fusions.append(f)
+            taken.update((*f.absorbed, f.at))
     return fusions
 
 
-def _swish(sg: Subgraph, k: int, op: Operation, m: int, mul: Operation, float32, constant_code) -> Fusion | None:
+def _swish(g: _Graph, k: int, op: Operation) -> Fusion | None:
     """LOGISTIC(x) -> s, MUL(x, s) or MUL(s, x) with a valid constant activation, all float32."""
-    if (op.type is not OperationType.LOGISTIC or mul.type is not OperationType.MUL or len(op.inputs) != 1
-            or len(mul.inputs) != 3 or len(mul.outputs) != 1):
+    if op.type is not OperationType.LOGISTIC or len(op.inputs) != 1 or len(op.outputs) != 1:
         return None
     x, s = op.inputs[0], op.outputs[0]
-    if (sorted(mul.inputs[:2]) != sorted([x, s]) or not float32(x, s, mul.outputs[0])
-            or sg.operands[x].lifetime is _L.NO_VALUE):
+    m = g.only_reader(s)
+    if m is None or m <= k:
         return None
-    if constant_code(mul.inputs[2]) not in _FUSE_CODES:
+    mul = g.sg.operations[m]
+    if mul.type is not OperationType.MUL or len(mul.inputs) != 3 or len(mul.outputs) != 1:
+        return None
+    if (sorted(mul.inputs[:2]) != sorted([x, s]) or not g.float32(x, s, mul.outputs[0])
+            or g.sg.operands[x].lifetime is _L.NO_VALUE):
+        return None
+    if g.constant_int(mul.inputs[2]) not in _FUSE_CODES:
         return None  # left to the MUL kernel, which names the invalid code
-    return Fusion(first=k, second=m, inputs=(x, mul.inputs[2]), fn=float32_swish, name="LOGISTIC+MUL")
+    return Fusion(absorbed=(k,), at=m, inputs=(x, mul.inputs[2]), fn=float32_swish, name="LOGISTIC+MUL")
 
 
-def _scaled_conv(sg: Subgraph, k: int, mul: Operation, m: int, conv: Operation, float32, constant_code,
-                 conv_kernel) -> Fusion | None:
-    """MUL(x, g) -> h (activation NONE; g one value per channel of x) read only as CONV_2D's input 0, an
-    NHWC float32 convolution whose filter is at most SCALED_FILTER_MAX_SHARE of x's size."""
-    if (mul.type is not OperationType.MUL or conv.type is not OperationType.CONV_2D or len(mul.inputs) != 3
-            or len(conv.inputs) < 7 or conv.inputs[0] != mul.outputs[0] or mul.outputs[0] in conv.inputs[1:]):
+def _channel_scale(g: _Graph, m: int, mul: Operation, conv_kernel: Kernel) -> Fusion | None:
+    """MUL(x, gate) (either order; gate one value per channel of a float32 x, valid constant activation)
+    with the gate's producer absorbed when it can be, and the MUL itself folded into the CONV_2D reading
+    its output when that can be; None when neither applies."""
+    if mul.type is not OperationType.MUL or len(mul.inputs) != 3 or len(mul.outputs) != 1:
         return None
+    h = mul.outputs[0]
     a, b = mul.inputs[:2]
-    x, gate = (a, b) if sg.operands[a].dimensions == sg.operands[mul.outputs[0]].dimensions else (b, a)
-    xd, gd, wd = sg.operands[x].dimensions, sg.operands[gate].dimensions, sg.operands[conv.inputs[1]].dimensions
-    if (not float32(x, gate, conv.inputs[1], mul.outputs[0], conv.outputs[0]) or len(xd) != 4 or len(wd) != 4
-            or not all(d > 0 for d in (*xd, *gd, *wd)) or xd != sg.operands[mul.outputs[0]].dimensions
-            or any(d != 1 for d in gd[:-1]) or not gd or gd[-1] != xd[-1] or wd[-1] != xd[-1]):
+    x, gate = (a, b) if g.dims(a) == g.dims(h) else (b, a)
+    xd, gd = g.dims(x), g.dims(gate)
+    if (not g.float32(x, gate, h) or not xd or not gd or xd != g.dims(h) or not all(d > 0 for d in (*xd, *gd))
+            or any(d != 1 for d in gd[:-1]) or gd[-1] != xd[-1] or x == gate):
         return None
-    if constant_code(mul.inputs[2]) != FuseCode.NONE or _conv_is_nchw(sg, conv, constant_code):
+    act = g.constant_int(mul.inputs[2])
+    if act not in _FUSE_CODES:
+        return None
+    kind, gate_inputs, absorbed = _gate_source(g, gate, m)
+    conv = _scaled_conv_target(g, x, h, act)
+    if conv is not None:
+        c = g.sg.operations[conv]
+        return Fusion(absorbed=(*absorbed, m), at=conv, inputs=(x, *gate_inputs, *c.inputs[1:]),
+                      fn=scaled_filter_conv(kind, conv_kernel),
+                      name="GATE+MUL+CONV_2D" if absorbed else "MUL+CONV_2D")
+    if not absorbed:
+        return None
+    return Fusion(absorbed=absorbed, at=m, inputs=(x, *gate_inputs, mul.inputs[2]), fn=gated_mul(kind),
+                  name="GATE+MUL")
+
+
+def _gate_source(g: _Graph, gate: int, m: int) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    """How the step reads the gate: ("logistic", (its input,), (LOGISTIC,)) or ("scale", (g, c), (MUL,))
+    when the gate is a temporary read only by the MUL at `m` and made by a float32 LOGISTIC or by a MUL of
+    a tensor with a one-value float32 constant (activation NONE); else ("direct", (gate,), ())."""
+    direct = ("direct", (gate,), ())
+    p = g.producer.get(gate)
+    if p is None or g.only_reader(gate) != m:
+        return direct
+    op = g.sg.operations[p]
+    if op.type is OperationType.LOGISTIC and len(op.inputs) == 1 and g.float32(op.inputs[0]) \
+            and g.dims(op.inputs[0]) == g.dims(gate):
+        return "logistic", (op.inputs[0],), (p,)
+    if op.type is OperationType.MUL and len(op.inputs) == 3 and g.constant_int(op.inputs[2]) == FuseCode.NONE:
+        for t, c in (op.inputs[:2], op.inputs[1::-1]):
+            cv = g.constant_value(c)
+            if (cv is not None and cv.size == 1 and g.float32(t, c) and g.dims(t) == g.dims(gate)
+                    and g.constant_value(t) is None):
+                return "scale", (t, c), (p,)
+    return direct
+
+
+def _scaled_conv_target(g: _Graph, x: int, h: int, act: int) -> int | None:
+    """The CONV_2D that reads h = x * gate (activation NONE) as its input only, when its filter can take
+    the scale: float32 NHWC, x 4-D, filter at most SCALED_FILTER_MAX_SHARE of x's size."""
+    c = g.only_reader(h)
+    if c is None or act != FuseCode.NONE:
+        return None
+    conv = g.sg.operations[c]
+    if (conv.type is not OperationType.CONV_2D or len(conv.inputs) < 7 or len(conv.outputs) != 1
+            or conv.inputs[0] != h or h in conv.inputs[1:]):
+        return None
+    xd, wd = g.dims(x), g.dims(conv.inputs[1])
+    if (len(xd) != 4 or len(wd) != 4 or not all(d > 0 for d in wd) or wd[-1] != xd[-1]
+            or not g.float32(conv.inputs[1], conv.outputs[0]) or _conv_is_nchw(g, conv)):
         return None
     if np.prod(wd) > SCALED_FILTER_MAX_SHARE * np.prod(xd):
         return None
-    return Fusion(first=k, second=m, inputs=(x, gate, *conv.inputs[1:]), fn=_scaled_filter_conv(conv_kernel),
-                  name="MUL+CONV_2D")
+    return c
 
 
-def _conv_is_nchw(sg: Subgraph, conv: Operation, constant_code) -> bool:
+def _conv_is_nchw(g: _Graph, conv: Operation) -> bool:
     """CONV_2D's layout flag: slot 10 in the explicit-padding form (slot 7 holds an INT32 stride there),
     slot 7 in the implicit one; absent means NHWC. A non-constant flag counts as NCHW (not fused)."""
     n = len(conv.inputs)
-    explicit = n >= 10 and sg.operands[conv.inputs[7]].type is OperandType.INT32
+    explicit = n >= 10 and g.sg.operands[conv.inputs[7]].type is OperandType.INT32
     slot = 10 if explicit else 7
-    return n > slot and constant_code(conv.inputs[slot]) != 0
-
-
-def _scaled_filter_conv(conv_kernel: Callable[[KernelCall], list[np.ndarray]]
-                        ) -> Callable[[KernelCall], list[np.ndarray]]:
-    """The fused step's kernel. Slots: 0 x, 1 gate (one value per channel), 2.. the CONV_2D's slots 1.. .
-    It calls the CONV_2D kernel on x with the filter times the gate along its last (input channel) axis;
-    the filter's operand is described to it as a temporary, so that nothing derived from the scaled filter
-    is kept from run to run."""
-
-    def run(call: KernelCall) -> list[np.ndarray]:
-        inner = call.cache.get("scaled_conv_call") if call.cache is not None else None
-        if inner is None:
-            in_operands: Sequence = [call.in_operands[0],
-                                     replace(call.in_operands[2], lifetime=_L.TEMPORARY_VARIABLE),
-                                     *call.in_operands[3:]]
-            inner = KernelCall(operation=call.operation, inputs=[], in_operands=list(in_operands),
-                               out_operands=call.out_operands, runner=call.runner, cache=call.cache)
-            if call.cache is not None:
-                call.cache["scaled_conv_call"] = inner
-        gate = call.tensor(1).reshape(-1)
-        inner.inputs = [call.tensor(0), call.tensor(2) * gate, *call.inputs[3:]]
-        try:
-            return conv_kernel(inner)
-        finally:
-            inner.inputs = []
-
-    return run
+    return n > slot and g.constant_int(conv.inputs[slot]) != 0

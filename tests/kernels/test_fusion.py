@@ -1,7 +1,8 @@
 """The executor's fusions (`nnconv.runtime.fusion`). Swish: a float32 MUL(x, LOGISTIC(x)) runs as one step,
 within the float tolerance of TFLite and within an ulp or so of the unfused pair. Scaled filter: CONV_2D
 (MUL(x, per-channel gate)) runs as the convolution of x with the filter scaled along its input channels.
-Both only when nothing can see the first operation's output: a trace (per-op parity), relaxed float16, a
+Gate: the LOGISTIC or constant MUL making such a gate runs inside the step that reads it.
+All only when nothing can see the absorbed operations' outputs: a trace (per-op parity), relaxed float16, a
 kernel override, a second reader or a model output keep the two operations apart."""
 
 from __future__ import annotations
@@ -153,3 +154,51 @@ def test_scaled_filter_conv_not_fused(kw, x_shape, filter_shape):
     model = scaled_conv_model(x_shape, (1, 1, 1, x_shape[-1]), filter_shape, **kw)
     converted = assert_parity(model, api_level=30).converted
     assert "MUL+CONV_2D" not in step_names(Executor(converted), feed_for(converted, scale=1.0))
+
+
+def gated_model(gate_op: str, with_conv: bool, mul_act: int = 0, gate_also_output: bool = False,
+                const_first: bool = False) -> bytes:
+    """x [1, 12, 12, 8], g [1, 1, 1, 8] -> gate = LOGISTIC(g) or MUL(g, 1/6) -> h = MUL(x, gate) ->
+    CONV_2D 1x1 (RELU6) -> y, or h as the output."""
+    rng = np.random.default_rng(4)
+    b = TfliteBuilder()
+    x = b.input("x", (1, 12, 12, 8), np.float32)
+    g = b.input("g", (1, 1, 1, 8), np.float32)
+    gate = b.tensor("gate", (1, 1, 1, 8), np.float32)
+    if gate_op == "logistic":
+        b.op(B.LOGISTIC, [g], [gate])
+    else:
+        sixth = b.const("sixth", np.array([1 / 6], np.float32))
+        b.op(B.MUL, [sixth, g] if const_first else [g, sixth], [gate], MulOptions(fused_activation_function=0))
+    h = b.tensor("h", (1, 12, 12, 8), np.float32)
+    b.op(B.MUL, [x, gate], [h], MulOptions(fused_activation_function=mul_act))
+    outputs = [h]
+    if with_conv:
+        w = b.const("w", rng.standard_normal((4, 1, 1, 8)).astype(np.float32))
+        bias = b.const("bias", rng.standard_normal(4).astype(np.float32))
+        y = b.tensor("y", (1, 12, 12, 4), np.float32)
+        b.op(B.CONV_2D, [h, w, bias], [y], Conv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1,
+                                                          fused_activation_function=3))
+        outputs = [y]
+    if gate_also_output:
+        outputs.append(gate)
+    b.output(*outputs)
+    return b.finish()
+
+
+@pytest.mark.parametrize("gate_op,with_conv,kw,expected", [
+    ("logistic", True, {}, ["GATE+MUL+CONV_2D"]),
+    ("logistic", False, {"mul_act": 1}, ["GATE+MUL"]),
+    ("sixth", True, {}, ["GATE+MUL+CONV_2D"]),
+    ("sixth", False, {"const_first": True, "mul_act": 3}, ["GATE+MUL"]),
+    ("logistic", True, {"gate_also_output": True}, ["LOGISTIC", "MUL+CONV_2D"]),
+    ("sixth", False, {"gate_also_output": True}, ["MUL", "MUL"]),
+], ids=["logistic-conv", "logistic-relu", "sixth-conv", "sixth-first-relu6", "gate-seen-conv", "gate-seen"])
+def test_gate_absorbed_into_the_step_that_reads_it(gate_op, with_conv, kw, expected):
+    converted = assert_parity(gated_model(gate_op, with_conv, **kw), api_level=30).converted
+    feed = feed_for(converted, scale=1.0)
+    assert step_names(Executor(converted), feed) == expected
+    fused = Executor(converted).run(feed)
+    apart = Executor(converted, trace=Trace()).run(feed)
+    for name in fused:
+        np.testing.assert_allclose(fused[name], apart[name], rtol=1e-5, atol=1e-6)

@@ -28,14 +28,7 @@ def logistic(call: KernelCall) -> list[np.ndarray]:
     t = call.type(0)
     out = call.out_operands[0]
     if t in FLOAT_TYPES:
-        # 1 / (1 + exp(-x)) in float32, each step in place in one pooled buffer: the exp dominates, and
-        # fresh temporaries per step (multi-megabyte on EfficientNet's swish maps) cost as much again.
-        y = call.empty(x.shape, np.float32)
-        np.negative(x, out=y, dtype=np.float32)
-        with np.errstate(over="ignore"):
-            np.exp(y, out=y)
-        y += np.float32(1.0)
-        np.divide(np.float32(1.0), y, out=y)
+        y = float32_logistic(x, call.empty(x.shape, np.float32))
         return [y if out.dtype == np.float32 else y.astype(out.dtype)]
     zp, lo, hi = fixed_quant_output(call, LOGISTIC_OUTPUT)
 
@@ -48,6 +41,16 @@ def logistic(call: KernelCall) -> list[np.ndarray]:
         return y.astype(out.dtype)
 
     return [via_quant8_table(call, quantized)]
+
+
+def float32_logistic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) in float32 into `y` (x's shape), each step in place: the exp dominates, and fresh
+    temporaries per step (multi-megabyte on EfficientNet's maps) would cost as much again."""
+    np.negative(x, out=y, dtype=np.float32)
+    with np.errstate(over="ignore"):
+        np.exp(y, out=y)
+    y += np.float32(1.0)
+    return np.divide(np.float32(1.0), y, out=y)
 
 
 def float32_swish(call: KernelCall) -> list[np.ndarray]:

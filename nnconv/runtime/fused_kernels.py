@@ -1,0 +1,77 @@
+"""Kernels of the executor's fused steps (`nnconv.runtime.fusion`) that stand for a per-channel scale:
+x * gate followed by a convolution (the filter scaled instead), and a gate computed from the operation
+that produced it (a squeeze-excite's LOGISTIC, or its hard sigmoid's constant MUL) inside the step.
+
+Slots of a fused step: 0 x, then the gate's slots (`GATE_SLOTS`: the gate itself; the LOGISTIC's input;
+the MUL's two inputs), then the rest of the absorbing operation's inputs (the MUL's fused activation, or
+the CONV_2D's slots 1.. ).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+import numpy as np
+
+from nnconv.nnapi.enums import OperandLifeTime
+from nnconv.runtime.kernels._float_activation import apply_float_activation
+from nnconv.runtime.kernels.logistic import float32_logistic
+from nnconv.runtime.kernels.registry import KernelCall
+
+Kernel = Callable[[KernelCall], list[np.ndarray]]
+
+# how the gate is read: as it is, as LOGISTIC(g), or as MUL(g, c) (c a one-value constant, activation NONE)
+GATE_SLOTS = {"direct": 1, "logistic": 1, "scale": 2}
+
+
+def gate_values(call: KernelCall, kind: str) -> np.ndarray:
+    """The gate of a fused step, flat (one value per channel), computed as the absorbed operation's own
+    kernel computes it in float32: 1 / (1 + exp(-g)) in LOGISTIC's order, g * c as MUL's product."""
+    g = call.tensor(1)
+    if kind == "direct":
+        return g.reshape(-1)
+    if kind == "logistic":
+        return float32_logistic(g, np.empty(g.shape, np.float32)).reshape(-1)
+    with np.errstate(all="ignore"):
+        return np.multiply(g, call.tensor(2), dtype=np.float32).reshape(-1)
+
+
+def gated_mul(kind: str) -> Kernel:
+    """MUL(x, gate) with the gate computed here: x * gate along the last axis, then the MUL's fused
+    activation (its slot follows the gate's)."""
+    act_slot = 1 + GATE_SLOTS[kind]
+
+    def run(call: KernelCall) -> list[np.ndarray]:
+        x = call.tensor(0)
+        y = call.empty(x.shape, np.float32)
+        with np.errstate(all="ignore"):
+            np.multiply(x, gate_values(call, kind), out=y)
+        return [apply_float_activation(y, int(call.scalar(act_slot)))]
+
+    return run
+
+
+def scaled_filter_conv(kind: str, conv_kernel: Kernel) -> Kernel:
+    """CONV_2D(x * gate) as the CONV_2D kernel on x with the filter times the gate along its last (input
+    channel) axis. The filter's operand is described to the kernel as a temporary, so that nothing derived
+    from the scaled filter is kept from run to run."""
+    first = 1 + GATE_SLOTS[kind]  # the CONV_2D's filter slot in the fused step
+
+    def run(call: KernelCall) -> list[np.ndarray]:
+        inner = call.cache.get("scaled_conv_call") if call.cache is not None else None
+        if inner is None:
+            in_operands = [call.in_operands[0],
+                           replace(call.in_operands[first], lifetime=OperandLifeTime.TEMPORARY_VARIABLE),
+                           *call.in_operands[first + 1:]]
+            inner = KernelCall(operation=call.operation, inputs=[], in_operands=in_operands,
+                               out_operands=call.out_operands, runner=call.runner, cache=call.cache)
+            if call.cache is not None:
+                call.cache["scaled_conv_call"] = inner
+        inner.inputs = [call.tensor(0), call.tensor(first) * gate_values(call, kind), *call.inputs[first + 1:]]
+        try:
+            return conv_kernel(inner)
+        finally:
+            inner.inputs = []
+
+    return run
