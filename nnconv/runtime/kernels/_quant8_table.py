@@ -54,7 +54,13 @@ def via_quant8_pair_table(call: "KernelCall", compute: Callable[["KernelCall"], 
         shape = a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
         return compute(call)
-    if math.prod(shape) < PAIR_TABLE_MIN_ELEMENTS or a.dtype != b.dtype:
+    if a.dtype != b.dtype:
+        return compute(call)
+    for slot, scalar, other in ((1, b, a), (0, a, b)):
+        if scalar.size == 1 and call.is_constant(slot):
+            # one constant value (x * 1/6, x + 3): a unary op of the other input, 256 entries
+            return _via_constant_operand(call, compute, key, slot, scalar, other, shape)
+    if math.prod(shape) < PAIR_TABLE_MIN_ELEMENTS:
         return compute(call)
 
     def make() -> np.ndarray:
@@ -69,4 +75,22 @@ def via_quant8_pair_table(call: "KernelCall", compute: Callable[["KernelCall"], 
     np.bitwise_or(index, b.view(np.uint8), out=index, dtype=np.uint16)
     out = call.empty(shape, table.dtype)
     np.take(table, index, out=out, mode="wrap")  # indices are < 65536 by construction: no bounds check
+    return out
+
+
+def _via_constant_operand(call: "KernelCall", compute: Callable[["KernelCall"], np.ndarray], key: Hashable,
+                          slot: int, scalar: np.ndarray, other: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """`compute` with the one-element constant input `slot` fixed, as a 256-entry table of the other input
+    (by storage byte), memoized per operation (the constant never changes)."""
+
+    def make() -> np.ndarray:
+        domain = np.arange(256, dtype=np.uint8).view(other.dtype)
+        fixed = np.broadcast_to(scalar.reshape(-1)[:1], (256,))
+        inputs = [fixed, domain] if slot == 0 else [domain, fixed]
+        return np.asarray(compute(dataclasses.replace(call, inputs=[*inputs, *call.inputs[2:]], cache=None)))
+
+    table = call.memo(("quant8_constant_table", key, slot), (slot,), make)
+    out = call.empty(shape, table.dtype)
+    index = (other if other.shape == shape else np.broadcast_to(other, shape)).view(np.uint8)
+    np.take(table, index, out=out, mode="wrap")
     return out

@@ -90,11 +90,15 @@ class KernelCall:
         hit = self.cache.get(key, _MISSING)
         if hit is not _MISSING:  # stored only when the slots were constant, which they stay (static lifetimes)
             return hit
-        if not all(s >= len(self.inputs) or self.inputs[s] is None
-                   or self.in_operands[s].lifetime in _CONSTANT_LIFETIMES for s in slots):
+        if not all(s >= len(self.inputs) or self.inputs[s] is None or self.is_constant(s) for s in slots):
             return make()
         value = self.cache[key] = make()
         return value
+
+    def is_constant(self, i: int) -> bool:
+        """Input `i` is a constant operand (its value is the same on every run)."""
+        return i < len(self.in_operands) and self.in_operands[i] is not None and \
+            self.in_operands[i].lifetime in _CONSTANT_LIFETIMES
 
     def empty(self, shape: tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
         """An uninitialized array for this operation's output (or scratch it gives back with `give_back`),
