@@ -101,9 +101,10 @@ class FloatRequantizer:
             return fast
         return None
 
-    def __call__(self, acc: np.ndarray, y: np.ndarray) -> None:
+    def __call__(self, acc: np.ndarray, y: np.ndarray, scaled: bool = False) -> None:
         """acc: [rows, channels] integer-valued accumulators (bias excluded, any numeric dtype holding them
-        exactly); y: [rows, channels] output storage (int8/uint8), written."""
+        exactly); y: [rows, channels] output storage (int8/uint8), written. `scaled`: acc already holds
+        acc * alpha + kappa exactly, in float64 (`scaled_filter`), which this then overwrites."""
         rows, channels = acc.shape
         if acc.size == 0:  # zero-sized tensors (NNAPI allows them): nothing to write
             return
@@ -112,16 +113,16 @@ class FloatRequantizer:
         scratch, mask = self._scratch(min(rows, self.block_rows) * channels)
         if rows <= self.block_rows and contiguous:  # one block (most calls): no loop
             width, consts = self._wide_view(rows)
-            self._pass(acc.reshape(-1, width), u.reshape(-1, width), consts, scratch, mask)
+            self._pass(acc.reshape(-1, width), u.reshape(-1, width), consts, scratch, mask, scaled)
             rows = 0
         for r0 in range(0, rows, self.block_rows):
             r1 = min(rows, r0 + self.block_rows)
             a, v = acc[r0:r1], u[r0:r1]
             if contiguous:
                 width, consts = self._wide_view(r1 - r0)
-                self._pass(a.reshape(-1, width), v.reshape(-1, width), consts, scratch, mask)
+                self._pass(a.reshape(-1, width), v.reshape(-1, width), consts, scratch, mask, scaled)
             else:
-                self._pass(a, v, (self.alpha, self.kappa, self.eps), scratch, mask)
+                self._pass(a, v, (self.alpha, self.kappa, self.eps), scratch, mask, scaled)
         if self.flip:
             # the work ran in the domain shifted by -dmin = 128: storage int8 = uint8 - 128, the top bit flipped
             np.bitwise_xor(u, np.uint8(0x80), out=u)
@@ -164,6 +165,18 @@ class FloatRequantizer:
         above = e_want[1][None] < levels_q[:, 0]  # never reached within the bound
         return bool((crossing | below | above).all())
 
+    def scaled_filter(self, filt: np.ndarray, bound: np.ndarray, shifts: np.ndarray) -> np.ndarray | None:
+        """[filt * alpha; kappa] in float64 ([K + 1, channels] from the integer filter matrix `filt` [K,
+        channels]), when a float64 GEMM of [cols, 1] by it gives acc * alpha + kappa exactly in any summation
+        order; else None. Every product x*w*alpha is a multiple of 1/D (w*M' has at most 39 bits, x*w*M' 47)
+        and kappa one of 1/(2D), so every partial sum is exact while bound*alpha + |kappa| < 2^52 / D
+        (`shifts`: 31 + e per channel, D = 2^shifts). The floor of the exact value needs no error budget."""
+        d = np.ldexp(1.0, np.broadcast_to(np.asarray(shifts, dtype=np.int64), self.alpha.shape))
+        reach = (bound.astype(np.float64) * self.alpha + np.abs(self.kappa) + 1.0) * d
+        if not (reach < 2.0 ** 51).all():
+            return None
+        return np.vstack([filt.astype(np.float64) * self.alpha, self.kappa[None]])
+
     def _wide_view(self, rows: int) -> tuple[int, list]:
         """(width, constants) of the wide rows a block of `rows` rows is viewed as: g rows per wide row,
         g the largest divisor of `rows` up to `wide_rows`, so that the block is one 2-D pass. The tiled
@@ -185,11 +198,14 @@ class FloatRequantizer:
         return self._work
 
     def _pass(self, acc: np.ndarray, u: np.ndarray, consts: list, scratch: np.ndarray,
-              mask: np.ndarray | None) -> None:
+              mask: np.ndarray | None, scaled: bool) -> None:
         alpha, kappa, eps = consts
-        t = scratch[:acc.size].reshape(acc.shape)
-        np.multiply(acc, alpha, out=t)
-        t += kappa
+        if scaled:
+            t = acc
+        else:
+            t = scratch[:acc.size].reshape(acc.shape)
+            np.multiply(acc, alpha, out=t)
+            t += kappa
         if eps is not None:
             # t - eps where t < zp + 1/2: the mask as 0.0/1.0 times eps (6x faster than a `where=` subtract)
             fix = mask[:acc.size].reshape(acc.shape)

@@ -163,6 +163,19 @@ def test_conv2d_per_channel_refused_below_29():
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
+@pytest.mark.parametrize("dtype,per_channel", [(np.int8, True), (np.uint8, False)])
+@pytest.mark.parametrize("case", [
+    pytest.param(((2, 6, 5, 8), (48, 1, 1, 8), (2, 6, 5, 48), (1, 1), 0), id="1x1-expand-none"),
+    pytest.param(((1, 7, 6, 4), (24, 1, 1, 4), (1, 4, 3, 24), (2, 2), 3), id="1x1-s2-expand-relu6"),
+    pytest.param(((1, 7, 6, 3), (40, 2, 2, 3), (1, 7, 6, 40), (1, 1), 1), id="2x2-same-relu"),
+])
+def test_conv2d_quant_narrow_input_parity(dtype, per_channel, case):
+    # K + 1 <= O / 4 and <= 32: the float64 GEMM with the requantization's multiply-add in the filter
+    in_shape, filt_shape, out_shape, stride, act = case
+    m = quant_conv_model(dtype, in_shape, filt_shape, out_shape, stride=stride, act=act, per_channel=per_channel)
+    assert_parity(m, api_level=30, expect_ops=["CONV_2D"])
+
+
 def test_conv2d_uint8_scale_restriction_below_29():
     # input_scale * filter_scale (0.05 * 0.02 = 1e-3) >= output_scale 5e-4: NNAPI 1.0/1.1 forbid it.
     m = quant_conv_model(np.uint8, (1, 5, 4, 2), (2, 1, 1, 2), (1, 5, 4, 2), out_scale=5e-4)

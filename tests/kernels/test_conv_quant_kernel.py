@@ -1,0 +1,71 @@
+"""Quantized CONV_2D kernel paths against the integer definition, bit for bit: the float64 scaled-filter GEMM
+of narrow inputs (the requantization's multiply-add inside the GEMM) and the float32 GEMM with the
+requantizer after it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nnconv.nnapi.enums import FuseCode, OperationType
+from nnconv.nnapi.enums import OperandLifeTime as L
+from nnconv.nnapi.enums import OperandType as T
+from nnconv.nnapi.model import Operand, Operation, SymmPerChannelQuantParams
+from nnconv.nnapi.quantization import conv_multipliers, requantize_accumulator
+from nnconv.runtime.kernels import KERNELS, KernelCall
+
+RNG = np.random.default_rng(21)
+
+
+def _conv(x, w, b, scales, pads, stride, activation, t, x_zp, out_zp):
+    """Runs the CONV_2D kernel (explicit padding) and returns its output and the call (for its memo)."""
+    xin = Operand(type=t, dimensions=x.shape, scale=0.05, zero_point=x_zp)
+    filt = Operand(type=T.TENSOR_QUANT8_SYMM_PER_CHANNEL, dimensions=w.shape, scale=0.0, zero_point=0,
+                   lifetime=L.CONSTANT_COPY,
+                   channel_quant=SymmPerChannelQuantParams(scales=list(scales), channel_dim=0))
+    bias = Operand(type=T.TENSOR_INT32, dimensions=b.shape, scale=0.0, zero_point=0, lifetime=L.CONSTANT_COPY)
+    scalars = [*pads, stride, stride, activation]  # pad l/r/t/b, strides w/h, activation
+    ods = [xin, filt, bias] + [Operand(type=T.INT32, dimensions=()) for _ in scalars]
+    arrays = [x, w, b] + [np.array(s, np.int32) for s in scalars]
+    oh = (x.shape[1] + pads[2] + pads[3] - w.shape[1]) // stride + 1
+    ow = (x.shape[2] + pads[0] + pads[1] - w.shape[2]) // stride + 1
+    out = Operand(type=t, dimensions=(x.shape[0], oh, ow, w.shape[0]), scale=0.3, zero_point=out_zp)
+    call = KernelCall(Operation(OperationType.CONV_2D, list(range(len(arrays))), []), arrays, ods, [out], cache={})
+    return KERNELS[OperationType.CONV_2D](call)[0], call
+
+
+def _definition(x, w, b, scales, pads, stride, out, x_zp):
+    """int64 sums of (x - zp) * w over the zero-padded centered input, + bias, and the multipliers."""
+    xp = np.pad(x.astype(np.int64) - x_zp, ((0, 0), (pads[2], pads[3]), (pads[0], pads[1]), (0, 0)))
+    _o, kh, kw, _c = w.shape
+    n, oh, ow = out.shape[:3]
+    acc = np.zeros(out.shape, np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            tap = xp[:, ky:ky + (oh - 1) * stride + 1:stride, kx:kx + (ow - 1) * stride + 1:stride]
+            acc += tap @ w[:, ky, kx, :].astype(np.int64).T
+    m, sh = conv_multipliers(0.05, scales, 0.3)
+    return acc + b, m, sh
+
+
+@pytest.mark.parametrize("t,x_zp,out_zp", [(T.TENSOR_QUANT8_ASYMM_SIGNED, -3, 5), (T.TENSOR_QUANT8_ASYMM, 131, 120)])
+@pytest.mark.parametrize("kernel,channels,out_channels,stride,activation,scaled", [
+    (1, 8, 48, 1, FuseCode.NONE, True),  # the scaled-filter GEMM, with the negative-side correction
+    (1, 8, 48, 2, FuseCode.RELU6, True),
+    (2, 3, 64, 1, FuseCode.RELU, True),  # an im2col KxK filter, padded with the zero point
+    (3, 16, 24, 1, FuseCode.NONE, False),  # K = 144: the float32 GEMM and the requantizer
+])
+def test_quant_conv_paths_equal_the_integer_definition(t, x_zp, out_zp, kernel, channels, out_channels, stride,
+                                                       activation, scaled):
+    info = np.iinfo(np.int8 if t is T.TENSOR_QUANT8_ASYMM_SIGNED else np.uint8)
+    x = RNG.integers(info.min, info.max + 1, (2, 9, 7, channels)).astype(info.dtype)
+    w = RNG.integers(-127, 128, (out_channels, kernel, kernel, channels)).astype(np.int8)
+    b = RNG.integers(-4000, 4000, out_channels).astype(np.int32)
+    scales = RNG.uniform(0.002, 0.03, out_channels).astype(np.float32)
+    pads = (0, kernel - 1, kernel - 1, 0)
+    got, call = _conv(x, w, b, scales, pads, stride, activation, t, x_zp, out_zp)
+    acc, m, sh = _definition(x, w, b, scales, pads, stride, got, x_zp)
+    out = call.out_operands[0]
+    np.testing.assert_array_equal(got, requantize_accumulator(acc, m, sh, out, activation))
+    filters = [v for k, v in call.cache.items() if isinstance(k, tuple) and k[0] == "conv"]
+    assert len(filters) == 1 and (filters[0].scaled is not None) == scaled
