@@ -21,3 +21,19 @@ def exact_int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     bound = int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) * (a.shape[-1] if a.ndim else 1)
     dtype = exact_matmul_dtype(bound)
     return (a.astype(dtype) @ b.astype(dtype)).astype(np.int64)
+
+
+def float32_chunks(column_bounds: np.ndarray) -> list[tuple[int, int]] | None:
+    """Splits a reduction of K terms, term k bounded by column_bounds[k] (>= |a_k * b_k| for every output),
+    into runs [k0, k1) whose sums each stay below 2^24, so that float32 BLAS computes each run's partial
+    product exactly (reading half the bytes of a float64 product); None when one term alone reaches 2^24."""
+    if column_bounds.size and int(column_bounds.max()) >= (1 << 24):
+        return None
+    chunks, start, total = [], 0, 0
+    for k, bound in enumerate(column_bounds.tolist()):
+        if total + bound >= (1 << 24):
+            chunks.append((start, k))
+            start, total = k, 0
+        total += bound
+    chunks.append((start, int(column_bounds.size)))
+    return chunks
