@@ -18,7 +18,7 @@ import numpy as np
 
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.quantization import Requantizer, conv_multipliers, is_quant8, max_abs_offset, requantize_accumulator
-from nnconv.runtime.kernels._depthwise_float import depthwise_rows
+from nnconv.runtime.kernels._depthwise_float import FLOAT_ROW_BLOCK_BYTES, depthwise_rows
 from nnconv.runtime.kernels._float_activation import add_bias_and_activate
 from nnconv.runtime.kernels._spatial import extract_patches, nhwc_to_nchw, pad_spatial
 from nnconv.runtime.kernels.conv_2d import ConvParams, filter_scales, grouped_conv_inputs
@@ -120,7 +120,10 @@ def _depthwise_einsum(call: KernelCall, xs: np.ndarray, wk: np.ndarray, b: np.nd
     # Per block of output rows, so that the requantization or the bias and activation find the block
     # in cache.
     patches = extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.out_h, p.out_w)
-    block_h = max(1, min(p.out_h, DEPTHWISE_BLOCK_BYTES // max(1, 4 * p.out_w * oc)))
+    # float blocks accumulate in the output itself, and fewer einsum calls win there (see
+    # FLOAT_ROW_BLOCK_BYTES)
+    block_bytes = DEPTHWISE_BLOCK_BYTES if quant else FLOAT_ROW_BLOCK_BYTES
+    block_h = max(1, min(p.out_h, block_bytes // max(1, 4 * p.out_w * oc)))
     acc_buf = np.empty((block_h, p.out_w, c, multiplier), dtype=qd.dtype) if quant else None
     for i in range(n):
         for r0 in range(0, p.out_h, block_h):
