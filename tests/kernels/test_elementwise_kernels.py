@@ -91,10 +91,16 @@ def test_int32_activation_other_than_none_fails():
         run(Op.ADD, [(a, T.TENSOR_INT32), (a, T.TENSOR_INT32), i32(1)], T.TENSOR_INT32)
 
 
-def test_broadcast_mismatch_fails():
-    with pytest.raises(ExecutionError):
-        run(Op.ADD, [(np.ones((2, 3), np.float32), T.TENSOR_FLOAT32), (np.ones((4,), np.float32), T.TENSOR_FLOAT32),
-                     i32(0)], T.TENSOR_FLOAT32)
+@pytest.mark.parametrize("op", [Op.ADD, Op.SUB, Op.MUL, Op.DIV])
+def test_broadcast_mismatch_fails(op):
+    # the float kernels let numpy find the mismatch and then name both shapes
+    with pytest.raises(ExecutionError, match=r"\[2, 3\] and \[4\] are not broadcastable"):
+        run(op, [(np.ones((2, 3), np.float32), T.TENSOR_FLOAT32), (np.ones((4,), np.float32), T.TENSOR_FLOAT32),
+                 i32(0)], T.TENSOR_FLOAT32)
+    with pytest.raises(ExecutionError, match="rank <= 4"):
+        run(op, [(np.ones((1, 1, 1, 1, 2), np.float32), T.TENSOR_FLOAT32), (np.ones((2,), np.float32),
+                                                                             T.TENSOR_FLOAT32), i32(0)],
+            T.TENSOR_FLOAT32)
 
 
 # -- activations -------------------------------------------------------------------------------------

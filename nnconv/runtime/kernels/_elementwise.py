@@ -50,8 +50,9 @@ def check_same_type(call: KernelCall, slots: tuple[int, ...] = (0, 1)) -> Operan
 
 
 def activation_code(call: KernelCall, slot: int) -> int:
-    """The FuseCode scalar in `slot`, validated (NONE, RELU, RELU1 or RELU6)."""
-    code = int(call.scalar(slot))
+    """The FuseCode scalar in `slot`, validated (NONE, RELU, RELU1 or RELU6); read once per operation
+    when it is a constant (it is in every model we emit)."""
+    code = call.memo(("activation_code", slot), (slot,), lambda: int(call.scalar(slot)))
     if code not in (FuseCode.NONE, FuseCode.RELU, FuseCode.RELU1, FuseCode.RELU6):
         raise call.fail(f"input {slot}: invalid fused activation code {code}")
     return code
@@ -62,9 +63,14 @@ def float_binary(call: KernelCall, fn: Callable[[np.ndarray, np.ndarray], np.nda
     """fn(a, b) computed in float32 (float16 operands too, like the reference), then the activation clamp."""
     a = call.tensor(0).astype(np.float32, copy=False)
     b = call.tensor(1).astype(np.float32, copy=False)
-    broadcast_shape(call, a, b, max_rank)
+    if max_rank is not None and (a.ndim > max_rank or b.ndim > max_rank):
+        broadcast_shape(call, a, b, max_rank)  # raises the rank error
     with np.errstate(all="ignore"):  # inf/NaN results are the operation's defined float behaviour
-        y = fn(a, b)
+        try:
+            y = fn(a, b)
+        except ValueError:  # numpy's broadcasting rule is NNAPI's (see above): these shapes are not
+            broadcast_shape(call, a, b, max_rank)  # broadcastable; raises the runtime's message
+            raise
     # a fresh float32 array the clamp may overwrite (fn may hand back an input, e.g. x + 0 broadcast)
     if not isinstance(y, np.ndarray) or y.dtype != np.float32 or y is a or y is b or y.base is not None:
         y = np.array(y, dtype=np.float32)
