@@ -1,6 +1,7 @@
 """Kernels of the executor's fused steps (`nnconv.runtime.fusion`) that stand for a per-channel scale:
 x * gate followed by a convolution (the filter scaled instead), and a gate computed from the operation
-that produced it (a squeeze-excite's LOGISTIC, or its hard sigmoid's constant MUL) inside the step.
+that produced it (a squeeze-excite's LOGISTIC, or its hard sigmoid's constant MUL) inside the step; and
+the affine step, a MUL by a constant then an ADD of a constant (a batch normalization TFLite kept).
 
 Slots of a fused step: 0 x, then the gate's slots (`GATE_SLOTS`: the gate itself; the LOGISTIC's input;
 the MUL's two inputs), then the rest of the absorbing operation's inputs (the MUL's fused activation, or
@@ -75,3 +76,14 @@ def scaled_filter_conv(kind: str, conv_kernel: Kernel) -> Kernel:
             inner.inputs = []
 
     return run
+
+
+def affine(call: KernelCall) -> list[np.ndarray]:
+    """MUL(x, scale) then ADD(., shift), both constants broadcast over x: x * scale, then + shift and the
+    ADD's fused activation in place in that product, the same roundings in the same order as the two
+    kernels, without the MUL's output as a separate buffer. Slots: 0 x, 1 scale, 2 shift, 3 the ADD's
+    activation."""
+    with np.errstate(all="ignore"):
+        y = np.multiply(call.tensor(0), call.tensor(1), dtype=np.float32)
+        np.add(y, call.tensor(2), out=y)
+    return [apply_float_activation(y, int(call.scalar(3)))]

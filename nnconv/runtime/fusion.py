@@ -14,6 +14,9 @@ outputs never exist as tensors.
 - The operation computing such a gate, a LOGISTIC or a MUL by a one-value constant (MobileNetV3's hard
   sigmoid) read by that MUL alone, is absorbed too: the step computes the gate (C values) itself, which
   saves an operation's fixed cost per squeeze-excite block (`nnconv.runtime.fused_kernels`).
+- Affine, `ADD(MUL(x, scale), shift)` with constant scale and shift (DenseNet-121's 120 batch
+  normalizations, the input scaling of MobileNets): the ADD and its activation run in place in the MUL's
+  product, the same arithmetic without a second buffer.
 
 The runner fuses only when nothing can observe the intermediates or the order: no trace (per-op parity and
 `run --trace` read every operation's output), no relaxed float16 simulation (which rounds each
@@ -30,12 +33,12 @@ import numpy as np
 
 from nnconv.nnapi.enums import FuseCode, OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Operation, Subgraph
-from nnconv.runtime.fused_kernels import Kernel, gated_mul, scaled_filter_conv
+from nnconv.runtime.fused_kernels import Kernel, affine, gated_mul, scaled_filter_conv
 from nnconv.runtime.kernels.logistic import float32_swish
 
 _L = OperandLifeTime
 _FUSE_CODES = (FuseCode.NONE, FuseCode.RELU, FuseCode.RELU1, FuseCode.RELU6)
-FUSED_TYPES = frozenset({OperationType.LOGISTIC, OperationType.MUL, OperationType.CONV_2D})
+FUSED_TYPES = frozenset({OperationType.LOGISTIC, OperationType.MUL, OperationType.CONV_2D, OperationType.ADD})
 
 # The scaled filter (O*KH*KW*C values) costs a pass like the MUL's over the map (N*H*W*C values) but also
 # a fresh filter matrix for the convolution every run: fused only while it is at most half the map.
@@ -109,7 +112,7 @@ def plan_fusions(sg: Subgraph, constant: Callable[[int], np.ndarray | None], con
     for k, op in enumerate(sg.operations):
         if k in taken:
             continue
-        f = _channel_scale(g, k, op, conv_kernel)
+        f = _channel_scale(g, k, op, conv_kernel) or _affine(g, k, op)
         if f is not None and not taken & {*f.absorbed, f.at}:
             fusions.append(f)
             taken.update((*f.absorbed, f.at))
@@ -183,6 +186,44 @@ def _gate_source(g: _Graph, gate: int, m: int) -> tuple[str, tuple[int, ...], tu
                     and g.constant_value(t) is None):
                 return "scale", (t, c), (p,)
     return direct
+
+
+def _affine(g: _Graph, m: int, mul: Operation) -> Fusion | None:
+    """MUL(x, scale) (either order, activation NONE) -> h read only by ADD(h, shift) (either order, valid
+    constant activation), scale and shift float32 constants broadcasting to x's own shape, which is h's
+    and the ADD output's."""
+    if mul.type is not OperationType.MUL or len(mul.inputs) != 3 or len(mul.outputs) != 1:
+        return None
+    h = mul.outputs[0]
+    a = g.only_reader(h)
+    if a is None or a <= m or g.constant_int(mul.inputs[2]) != FuseCode.NONE:
+        return None
+    add = g.sg.operations[a]
+    if add.type is not OperationType.ADD or len(add.inputs) != 3 or len(add.outputs) != 1:
+        return None
+    x, scale = _tensor_and_constant(g, mul.inputs[:2])
+    hh, shift = _tensor_and_constant(g, add.inputs[:2])
+    if x is None or hh != h or g.constant_int(add.inputs[2]) not in _FUSE_CODES:
+        return None
+    xd = g.dims(x)
+    if (not g.float32(x, scale, h, shift, add.outputs[0]) or not xd or not all(d > 0 for d in xd)
+            or g.dims(h) != xd or g.dims(add.outputs[0]) != xd):
+        return None
+    try:
+        if np.broadcast_shapes(xd, g.dims(scale), g.dims(shift)) != xd:
+            return None
+    except ValueError:
+        return None
+    return Fusion(absorbed=(m,), at=a, inputs=(x, scale, shift, add.inputs[2]), fn=affine, name="MUL+ADD")
+
+
+def _tensor_and_constant(g: _Graph, pair: list[int]) -> tuple[int | None, int | None]:
+    """(the non-constant operand, the constant one) of a binary operation's two inputs, else (None, None)."""
+    a, b = pair
+    ca, cb = g.constant_value(a) is not None, g.constant_value(b) is not None
+    if ca == cb:
+        return None, None
+    return (b, a) if ca else (a, b)
 
 
 def _scaled_conv_target(g: _Graph, x: int, h: int, act: int) -> int | None:

@@ -1,7 +1,8 @@
 """The executor's fusions (`nnconv.runtime.fusion`). Swish: a float32 MUL(x, LOGISTIC(x)) runs as one step,
 within the float tolerance of TFLite and within an ulp or so of the unfused pair. Scaled filter: CONV_2D
 (MUL(x, per-channel gate)) runs as the convolution of x with the filter scaled along its input channels.
-Gate: the LOGISTIC or constant MUL making such a gate runs inside the step that reads it.
+Gate: the LOGISTIC or constant MUL making such a gate runs inside the step that reads it. Affine:
+ADD(MUL(x, constant), constant) runs as one step with the same bits.
 All only when nothing can see the absorbed operations' outputs: a trace (per-op parity), relaxed float16, a
 kernel override, a second reader or a model output keep the two operations apart."""
 
@@ -202,3 +203,38 @@ def test_gate_absorbed_into_the_step_that_reads_it(gate_op, with_conv, kw, expec
     apart = Executor(converted, trace=Trace()).run(feed)
     for name in fused:
         np.testing.assert_allclose(fused[name], apart[name], rtol=1e-5, atol=1e-6)
+
+
+def affine_model(scale_shape, shift_shape, consts_first: bool = False, act: int = 1,
+                 product_is_output: bool = False, shift_is_input: bool = False) -> bytes:
+    """x [2, 6, 5, 8] -> MUL(x, constant scale) -> ADD(., shift) with `act` -> y; shift a constant unless
+    `shift_is_input`."""
+    rng = np.random.default_rng(6)
+    b = TfliteBuilder()
+    x = b.input("x", (2, 6, 5, 8), np.float32)
+    scale = b.const("scale", rng.standard_normal(scale_shape).astype(np.float32))
+    shift = (b.input("shift", shift_shape, np.float32) if shift_is_input
+             else b.const("shift", rng.standard_normal(shift_shape).astype(np.float32)))
+    h = b.tensor("h", (2, 6, 5, 8), np.float32)
+    b.op(B.MUL, [scale, x] if consts_first else [x, scale], [h], MulOptions(fused_activation_function=0))
+    y = b.tensor("y", (2, 6, 5, 8), np.float32)
+    b.op(B.ADD, [shift, h] if consts_first else [h, shift], [y], AddOptions(fused_activation_function=act))
+    b.output(y, h) if product_is_output else b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("scale_shape,shift_shape,kw,fused", [
+    ((8,), (8,), {}, True),
+    ((1, 1, 1, 8), (8,), {"consts_first": True, "act": 3}, True),
+    ((1,), (1,), {"act": 0}, True),  # a MobileNet's input scaling
+    ((8,), (8,), {"product_is_output": True}, False),
+    ((8,), (8,), {"shift_is_input": True}, False),
+], ids=["per-channel-relu", "constants-first-relu6", "scalars", "product-is-output", "shift-not-constant"])
+def test_affine_mul_add_one_step_same_bits(scale_shape, shift_shape, kw, fused):
+    converted = assert_parity(affine_model(scale_shape, shift_shape, **kw), api_level=30).converted
+    feed = feed_for(converted, scale=2.0)
+    assert ("MUL+ADD" in step_names(Executor(converted), feed)) == fused
+    together = Executor(converted).run(feed)
+    apart = Executor(converted, trace=Trace()).run(feed)
+    for name in together:
+        np.testing.assert_array_equal(together[name], apart[name])
