@@ -149,7 +149,7 @@ def test_scaled_filter_conv_parity_with_tflite(x_shape, gate_shape, filter_shape
 @pytest.mark.parametrize("kw,x_shape,filter_shape", [
     ({"product_is_output": True}, (1, 12, 12, 8), (4, 1, 1, 8)),
     ({"mul_act": 1}, (1, 12, 12, 8), (4, 1, 1, 8)),  # a RELU between scale and filter does not commute
-    ({}, (1, 2, 2, 8), (16, 1, 1, 8)),  # a filter larger than half the map: scaling it would cost more
+    ({}, (1, 2, 2, 8), (16, 1, 1, 8)),  # a filter larger than the map: scaling it would cost more
 ], ids=["product-is-output", "mul-relu", "filter-larger-than-map"])
 def test_scaled_filter_conv_not_fused(kw, x_shape, filter_shape):
     model = scaled_conv_model(x_shape, (1, 1, 1, x_shape[-1]), filter_shape, **kw)
