@@ -301,13 +301,16 @@ def test_depthwise_float_parity(api, case):
     pytest.param(((1, 11, 9, 8), (5, 5), Padding.SAME, (1, 1), (2, 3), 1), id="s1-5x5-dilated-relu"),
     pytest.param(((1, 9, 8, 72), (3, 3), Padding.VALID, (1, 1), (1, 1), 0), id="s1-valid-wide"),
     pytest.param(((1, 12, 12, 96), (3, 3), Padding.SAME, (2, 2), (1, 1), 3), id="s2-same-wide-relu6"),
+    pytest.param(((2, 14, 13, 72), (5, 5), Padding.SAME, (2, 2), (1, 1), 0), id="s2-5x5-batch2"),
+    pytest.param(((1, 9, 12, 64), (2, 4), Padding.VALID, (1, 2), (1, 1), 1), id="s1x2-valid-even-kernel"),
     pytest.param(((1, 13, 11, 4), (5, 5), Padding.SAME, (2, 2), (1, 1), 0), id="s2-5x5-odd-narrow"),
 ])
 def test_depthwise_float_multiplier1_parity(case):
     # multiplier 1 is the common case with its own float paths (row runs at stride 1)
     in_shape, k, padding, stride, dilation, act = case
-    oh = in_shape[1] - (k[0] - 1) * dilation[0] if padding == Padding.VALID else -(-in_shape[1] // stride[0])
-    ow = in_shape[2] - (k[1] - 1) * dilation[1] if padding == Padding.VALID else -(-in_shape[2] // stride[1])
+    valid = padding == Padding.VALID
+    oh = (in_shape[1] - (k[0] - 1) * dilation[0] - 1) // stride[0] + 1 if valid else -(-in_shape[1] // stride[0])
+    ow = (in_shape[2] - (k[1] - 1) * dilation[1] - 1) // stride[1] + 1 if valid else -(-in_shape[2] // stride[1])
     m = dw_model(np.float32, in_shape, 1, k, (in_shape[0], oh, ow, in_shape[3]), padding, stride, dilation, act)
     assert_parity(m, api_level=30, expect_ops=["DEPTHWISE_CONV_2D"])
 
