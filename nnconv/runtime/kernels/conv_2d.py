@@ -243,7 +243,9 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
                 cols = view.reshape(rows, c)
             else:
                 if cols_buf is None:
-                    cols_buf = np.empty((block_h * ow, kh * kw * c + (bias_row or scaled)), dtype=dtype)
+                    # pooled: a block of im2col rows is megabytes, which a fresh array faults in every run
+                    cols_buf = call.empty((block_h * ow, kh * kw * c + (bias_row or scaled)), dtype)
+                    scratch.append(cols_buf)
                     if bias_row or scaled:
                         cols_buf[:, -1] = 1
                 cols = cols_buf[:rows]
