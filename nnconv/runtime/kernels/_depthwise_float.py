@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from nnconv.runtime.kernels._float_activation import add_bias_and_activate
+from nnconv.runtime.kernels._spatial import window_view
 from nnconv.runtime.kernels.registry import KernelCall
 
 # Quantized: bytes of int32 sums per block of rows, a scratch block that stays in cache for the
@@ -50,9 +51,7 @@ def depthwise_rows(call: KernelCall, xs: np.ndarray, wk: np.ndarray, bias: np.nd
     sums = None if requantize is None else np.empty((block_h, run), dtype=xs.dtype)
     s = xs.strides
     for i in range(n):
-        windows = np.lib.stride_tricks.as_strided(xs[i], shape=(oh, kh, kw, run),
-                                                  strides=(s[1], s[1] * dil_h, s[2] * dil_w, s[3]),
-                                                  writeable=False)
+        windows = window_view(xs[i], (oh, kh, kw, run), (s[1], s[1] * dil_h, s[2] * dil_w, s[3]))
         rows = out[i].reshape(oh, run)
         for r0 in range(0, oh, block_h):
             dest = rows[r0:r0 + block_h]
