@@ -49,6 +49,19 @@ def test_conv2d_parity(api, case):
     assert_parity(conv_model(in_shape, f_shape, out_shape, padding, stride, act=act), api_level=api)
 
 
+@pytest.mark.parametrize("quant", [False, True], ids=["float", "int8"])
+def test_conv2d_im2col_in_several_blocks_parity(monkeypatch, quant):
+    """A KxK convolution whose im2col rows exceed IM2COL_BLOCK_BYTES runs in several blocks of output rows
+    (here 2 rows of 9 per block, the last one short), with the same results."""
+    from nnconv.runtime.kernels import conv_2d
+    monkeypatch.setattr(conv_2d, "IM2COL_BLOCK_BYTES", 2 * 7 * (3 * 3 * 5 + 1) * 8)
+    if quant:
+        m = quant_conv_model(np.int8, (2, 9, 7, 5), (6, 3, 3, 5), (2, 9, 7, 6), act=1, per_channel=True)
+    else:
+        m = conv_model((2, 9, 7, 5), (6, 3, 3, 5), (2, 9, 7, 6), Padding.SAME, act=3)
+    assert_parity(m, api_level=30, expect_ops=["CONV_2D"])
+
+
 def test_conv2d_dilation_parity_and_refusal():
     m = conv_model((1, 11, 9, 3), (4, 3, 3, 3), (1, 11, 9, 4), Padding.SAME, dilation=(2, 3))
     assert_parity(m, api_level=29, expect_ops=["CONV_2D"])

@@ -152,6 +152,10 @@ CONV_BLOCK_BYTES = 1 << 19
 # most one clamp pass, so fewer, larger matmuls win in situ (A/B alternating, CPU clock, CONV_2D per run:
 # MobileNetV2 11.9 -> 11.3 ms, EfficientNet-B0 11.8 -> 11.3, ResNet50 ~112 -> ~108 against 1 << 19).
 FLOAT_CONV_BLOCK_BYTES = 1 << 21
+# Bytes of an im2col block at most: a KxK filter over many channels copies KH*KW*C values per output pixel
+# (DenseNet-121's 3x3 over 128 channels to 32: 36x its output block), and the block is scratch the executor
+# keeps between runs; past a few MiB the GEMM gains nothing from longer blocks.
+IM2COL_BLOCK_BYTES = 1 << 22
 # A float KxK convolution of at most this many input channels gathers its im2col block tap-major.
 TAP_MAJOR_MAX_CHANNELS = 4
 # A float 1x1 convolution of stride 1 with at most this many output pixels is one matmul
@@ -210,6 +214,8 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
     ow, k = p.out_w, kh * kw * cg
     block_h = max(1, min(p.out_h, (CONV_BLOCK_BYTES if quant else FLOAT_CONV_BLOCK_BYTES) // max(1, 8 * ow * o)))
     one_by_one = kh == kw == 1
+    if not one_by_one:
+        block_h = max(1, min(block_h, IM2COL_BLOCK_BYTES // max(1, np.dtype(dtype).itemsize * ow * (k * groups + 1))))
     direct = one_by_one and groups == 1 and xs.dtype == dtype  # the input rows may be the matmul operand
     scaled = quant and qf.scaled is not None  # a column of ones after the im2col rows meets kappa's row
     # Float, one group: the bias as one more row of the filter matrix, read against a column of ones
