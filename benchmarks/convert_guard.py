@@ -5,7 +5,7 @@ fully-connected layers sized to reach the requested size). A fresh child process
 writes the .nnapi file, timing each step and tracing the peak memory allocated meanwhile (tracemalloc) and
 its peak RSS growth over the RSS after imports (VmHWM; it counts the mmapped weights as they are paged in
 by the write). Limits: read + lower within `TIME_LIMIT_S`, the write within a small factor of a plain
-write of the mmapped model file, and both memory figures under 1.5x the model's size (the weights stay views of the mmap, so a conversion holds no copy of them).
+durable (fsynced) write of the mmapped model file, and both memory figures under 1.5x the model's size (the weights stay views of the mmap, so a conversion holds no copy of them).
 """
 
 from __future__ import annotations
@@ -52,12 +52,16 @@ def _child(path: str, api_level: int) -> dict:
     traced = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     rss_growth_mb = (peak_rss_kb() - baseline) / 1024
-    # The floor of any write that takes the weights from the mmap: one write of the whole mapped file
-    # (a fresh mapping, so its pages fault in as the conversion's did).
+    # The floor of any durable write that takes the weights from the mmap: one write of the whole mapped
+    # file (a fresh mapping, so its pages fault in as the conversion's did), flushed and fsynced as
+    # `nnconv.safe_write` does before its rename (without the fsync the floor is the page cache's speed:
+    # 64 ms against 200-250 ms with it on an idle machine, and the guard compared unlike writes).
     t4 = time.perf_counter()
     with open(path, "rb") as src, open(os.path.join(os.path.dirname(path), "copy.tflite"), "wb") as dst:
         with mmap.mmap(src.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             dst.write(mapped)
+        dst.flush()
+        os.fsync(dst.fileno())
     copy_s = time.perf_counter() - t4
     return {"copy_s": copy_s, "read_s": t1 - t0, "convert_s": t2 - t1, "write_s": t3 - t2, "total_s": t3 - t0,
             "traced_peak_mb": traced / 2**20, "rss_growth_mb": rss_growth_mb}
