@@ -88,10 +88,15 @@ def test_an_nnapi_file_whose_operation_the_runtime_refuses_is_bad_input(tmp_path
                  "required but missing", id="mul-one-input"),
     pytest.param("while_l2_pool_without_input.nnapi", {"i": np.zeros(1, np.int32), "x": np.ones((2, 2), np.float32)},
                  "L2_POOL_2D: input 0 is required but missing", id="l2-pool-no-input"),
+    # seed 10 of the long run: an LSTM slot naming another weight operand was a numpy error (exit 4)
+    pytest.param("lstm_recurrent_weight_slot_swapped.nnapi", {"sequence": np.zeros((1, 6, 5), np.float32)},
+                 "recurrent weights of the cell gate: shape [8, 5], expected [8, 8]", id="lstm-recurrent-weight"),
+    pytest.param("lstm_bias_slot_swapped.nnapi", {"sequence": np.zeros((1, 6, 5), np.float32)},
+                 "bias of the output gate: shape [8, 5], expected [8]", id="lstm-bias"),
 ])
 def test_an_operation_missing_an_operand_fails_in_one_line(tmp_path, name, inputs, fragment):
-    """.nnapi mutants whose operations lost operands: the kernels' operand accessors name the missing one
-    (exit 2, the runtime's OP_FAILED) instead of an IndexError (exit 4)."""
+    """.nnapi mutants whose operations lost operands or name the wrong ones: the kernels name the slot (exit
+    2, the runtime's OP_FAILED) instead of an IndexError or a numpy shape error (exit 4)."""
     np.savez(tmp_path / "in.npz", **inputs)
     result = CliRunner().invoke(main, ["run", str(DATA / name), "--inputs", str(tmp_path / "in.npz"), "-o",
                                        str(tmp_path / "o.npz")])

@@ -101,10 +101,43 @@ def check_weights(call: KernelCall, w: LstmWeights) -> None:
         raise call.fail("the input gate bias is required without CIFG")
     if w.projection_w is None and w.projection_b is not None:
         raise call.fail("a projection bias needs projection weights")
-    n_cell = w.n_cell
-    for arr in (*w.input_w, *w.recurrent_w, *w.peephole, *w.bias, *w.layer_norm, *w.aux_w):
-        if arr is not None and arr.shape[0] != n_cell:
-            raise call.fail(f"a weight of shape {list(arr.shape)} does not have {n_cell} cells")
+    # The shapes the reference's CheckInputTensorDimensions requires: a .nnapi file can name any operand
+    # in any slot, and a mismatch must be the runtime's refusal, not a numpy error inside a matmul.
+    if w.input_w[3].ndim != 2 or w.recurrent_w[3].ndim != 2:
+        raise call.fail("the cell gate's input and recurrent weights must be 2-D")
+    n_cell, n_input, n_output = w.input_w[3].shape[0], w.input_w[3].shape[1], w.recurrent_w[3].shape[1]
+    expected = [(w.input_w, (n_cell, n_input), "input weights"),
+                (w.recurrent_w, (n_cell, n_output), "recurrent weights"),
+                (w.peephole, (n_cell,), "peephole weights"),
+                (w.bias, (n_cell,), "bias"),
+                (w.layer_norm, (n_cell,), "layer-norm weights")]
+    aux = [a for a in w.aux_w if a is not None]
+    if aux:
+        expected.append((w.aux_w, (n_cell, aux[0].shape[-1] if aux[0].ndim else 0), "aux input weights"))
+    for arrays, shape, what in expected:
+        for k, arr in enumerate(arrays):
+            # an omitted CIFG input-gate bias may come as an empty tensor (checked above)
+            if arr is not None and arr.shape != shape and not (what == "bias" and k == 0 and w.cifg):
+                raise call.fail(f"{what} of the {GATES[k]} gate: shape {list(arr.shape)}, expected {list(shape)} "
+                                f"({n_cell} cells, {n_input} inputs, {n_output} outputs)")
+    if w.projection_w is not None:
+        if w.projection_w.shape != (n_output, n_cell):
+            raise call.fail(f"projection weights have shape {list(w.projection_w.shape)}, expected "
+                            f"{[n_output, n_cell]}")
+        if w.projection_b is not None and w.projection_b.shape != (n_output,):
+            raise call.fail(f"projection bias has shape {list(w.projection_b.shape)}, expected {[n_output]}")
+    elif n_output != n_cell:
+        raise call.fail(f"without projection the output size ({n_output}) must equal the cell count ({n_cell})")
+
+
+def check_step_inputs(call: KernelCall, w: LstmWeights, x_width: int, h: np.ndarray, c: np.ndarray,
+                      batch: int, what: str = "") -> None:
+    """The input's feature size and the state shapes against the weights (`what` names the direction)."""
+    if x_width != w.input_w[3].shape[1]:
+        raise call.fail(f"{what}input size {x_width} differs from the weights' {w.input_w[3].shape[1]}")
+    if h.shape != (batch, w.n_output) or c.shape != (batch, w.n_cell):
+        raise call.fail(f"{what}state shapes {list(h.shape)} / {list(c.shape)} do not match batch {batch}, "
+                        f"{w.n_output} outputs and {w.n_cell} cells")
 
 
 def apply_activation(x: np.ndarray, code: int) -> np.ndarray:

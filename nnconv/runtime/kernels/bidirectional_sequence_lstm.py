@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._lstm_core import lstm_sequence, present, read_clips, read_weights
+from nnconv.runtime.kernels._lstm_core import (check_step_inputs, lstm_sequence, present, read_clips,
+                                                read_weights)
 from nnconv.runtime.kernels._sequence import bidirectional_results, sequence_input, time_major_view
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
@@ -44,9 +45,16 @@ def bidirectional_sequence_lstm(call: KernelCall) -> list[np.ndarray]:
     bw_x, cross_aux = xt, aux
     if has_aux and not has_aux_w:
         bw_x, cross_aux = aux, None  # parallel linking: the backward cell reads the aux input
-    fw_out, fw_h, fw_c = lstm_sequence(fw, xt, call.tensor(35).astype(np.float32),
-                                       call.tensor(36).astype(np.float32), act, cell_clip, proj_clip, cross_aux)
-    bw_out, bw_h, bw_c = lstm_sequence(bw, bw_x, call.tensor(37).astype(np.float32),
-                                       call.tensor(38).astype(np.float32), act, cell_clip, proj_clip, cross_aux,
+    states = [call.tensor(k).astype(np.float32) for k in (35, 36, 37, 38)]
+    check_step_inputs(call, fw, xt.shape[2], states[0], states[1], xt.shape[1], "forward ")
+    check_step_inputs(call, bw, bw_x.shape[2], states[2], states[3], bw_x.shape[1], "backward ")
+    if cross_aux is not None:
+        for cell, name in ((fw, "forward"), (bw, "backward")):
+            width = next(a.shape[1] for a in cell.aux_w if a is not None)
+            if cross_aux.shape[2] != width or cross_aux.shape[:2] != xt.shape[:2]:
+                raise call.fail(f"aux input {list(cross_aux.shape)} does not match the {name} aux weights' "
+                                f"{width} inputs or the input's time and batch {list(xt.shape[:2])}")
+    fw_out, fw_h, fw_c = lstm_sequence(fw, xt, states[0], states[1], act, cell_clip, proj_clip, cross_aux)
+    bw_out, bw_h, bw_c = lstm_sequence(bw, bw_x, states[2], states[3], act, cell_clip, proj_clip, cross_aux,
                                        reverse=True)
     return bidirectional_results(call, fw_out, bw_out, time_major, merge, [fw_h, fw_c, bw_h, bw_c])

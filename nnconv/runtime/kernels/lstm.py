@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._lstm_core import lstm_step, read_clips, read_weights
+from nnconv.runtime.kernels._lstm_core import check_step_inputs, lstm_step, read_clips, read_weights
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
 
@@ -31,9 +31,7 @@ def lstm(call: KernelCall) -> list[np.ndarray]:
     c = call.tensor(19).astype(np.float32)
     act = int(call.scalar(20))
     cell_clip, proj_clip = read_clips(call, 21)
-    if h.shape != (x.shape[0], w.n_output) or c.shape != (x.shape[0], w.n_cell):
-        raise call.fail(f"state shapes {list(h.shape)} / {list(c.shape)} do not match batch {x.shape[0]}, "
-                        f"{w.n_output} outputs and {w.n_cell} cells")
+    check_step_inputs(call, w, x.shape[1], h, c, x.shape[0])
     out, new_c, scratch = lstm_step(w, x, h, c, act, cell_clip, proj_clip)
     dt = call.out_operands[3].dtype
     return [scratch.astype(dt), out.astype(dt), new_c.astype(dt), out.astype(dt)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._lstm_core import lstm_sequence, read_clips, read_weights
+from nnconv.runtime.kernels._lstm_core import check_step_inputs, lstm_sequence, read_clips, read_weights
 from nnconv.runtime.kernels._sequence import sequence_input, time_major_view
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
@@ -27,10 +27,7 @@ def unidirectional_sequence_lstm(call: KernelCall) -> list[np.ndarray]:
     h = call.tensor(18).astype(np.float32)
     c = call.tensor(19).astype(np.float32)
     cell_clip, proj_clip = read_clips(call, 21)
-    if h.shape != (xt.shape[1], w.n_output) or c.shape != (xt.shape[1], w.n_cell):
-        raise call.fail(f"state shapes {list(h.shape)} / {list(c.shape)} do not match batch {xt.shape[1]}")
-    if w.input_w[3].shape[1] != x.shape[2]:
-        raise call.fail(f"input size {x.shape[2]} differs from the weights' {w.input_w[3].shape[1]}")
+    check_step_inputs(call, w, x.shape[2], h, c, xt.shape[1])
     outs, h, c = lstm_sequence(w, xt, h, c, int(call.scalar(20)), cell_clip, proj_clip)
     y = time_major_view(outs, time_major)
     dt = call.out_operands[0].dtype
