@@ -20,6 +20,7 @@ from nnconv.errors import InputDataError, NnconvError
 from nnconv.runtime.executor import Executor
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.parity.kernel_spread import settle_with_kernel_spread
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.verify import (
@@ -108,6 +109,7 @@ def verify_prepared(prepared: PreparedConversion, inputs: Mapping[str, np.ndarra
     report = run_parity(reference, converted, feed, kernels=kernels, **extra)
     if kernels == BUILTIN_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
         _compare_with_reference_kernels(report, reference, converted, feed, **extra)
+    settle_with_kernel_spread(report, reference, converted, feed, **extra)
     return report
 
 

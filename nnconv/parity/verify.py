@@ -58,6 +58,8 @@ class OutputParity:
     top5: float | None = None
     value_range: tuple[float, float] | None = None  # [min, max] of TFLite's tensor (None: empty or boolean)
     operand: int | None = None  # the NNAPI operand holding our value (set by the caller that has the model)
+    # float outputs re-judged by parity/kernel_spread.py: max |diff| between TFLite's two kernel sets
+    kernel_spread: float | None = None
 
     def to_json(self) -> dict:
         return {"name": self.name, "operand": self.operand, "dtype": self.dtype, "shape": list(self.shape),
@@ -65,7 +67,8 @@ class OutputParity:
                 "mean_abs": self.mean_abs, "max_rel": self.max_rel, "cosine": self.cosine, "top1": self.top1,
                 "top5": self.top5, "max_lsb": self.max_lsb,
                 "histogram": {str(k): v for k, v in self.histogram.items()},
-                "tolerance": self.tolerance.describe(), "passed": self.passed, "detail": self.detail}
+                "tolerance": self.tolerance.describe(), "kernel_spread": self.kernel_spread,
+                "passed": self.passed, "detail": self.detail}
 
 
 def compare(name: str, actual: np.ndarray, expected: np.ndarray, hybrid: bool = False,
@@ -150,6 +153,21 @@ def _output(runner: TfliteRunner, outputs: Mapping[int, np.ndarray], tensor: int
     return found if found is not None else runner.tensor(tensor)
 
 
+def tflite_feed(runner: TfliteRunner, converted: ConvertedModel,
+                inputs: Mapping[str, np.ndarray]) -> dict[int, np.ndarray]:
+    """`inputs` (keyed by the converted model's input names) keyed by the interpreter's input tensor indexes."""
+    feed = {}
+    by_name = {spec.name: spec for spec in converted.inputs}
+    for d in runner.input_details():
+        spec = next((s for s in converted.inputs if s.tflite_tensor == d["index"]), None)
+        if spec is None:
+            spec = by_name.get(d["name"])
+        if spec is None:
+            raise ValueError(f"TFLite input {d['name']} has no counterpart in the converted model")
+        feed[d["index"]] = np.asarray(inputs[spec.name])
+    return feed
+
+
 def run_parity(reference: TfliteReference | str | os.PathLike | bytes, converted: ConvertedModel,
                inputs: Mapping[str, np.ndarray], kernels: str = BUILTIN_KERNELS,
                runner: TfliteRunner | None = None, overrides: ToleranceOverrides | None = None,
@@ -161,15 +179,7 @@ def run_parity(reference: TfliteReference | str | os.PathLike | bytes, converted
         reference = TfliteReference.of(read_model(reference), reference)
     ours = Executor(converted, **dict(executor_options or {})).run(dict(inputs))
     runner = runner or TfliteRunner(reference.source, kernels=kernels)
-    feed = {}
-    by_name = {spec.name: spec for spec in converted.inputs}
-    for d in runner.input_details():
-        spec = next((s for s in converted.inputs if s.tflite_tensor == d["index"]), None)
-        if spec is None:
-            spec = by_name.get(d["name"])
-        if spec is None:
-            raise ValueError(f"TFLite input {d['name']} has no counterpart in the converted model")
-        feed[d["index"]] = np.asarray(inputs[spec.name])
+    feed = tflite_feed(runner, converted, inputs)
     theirs = runner.run(feed)
     hybrid = reference.hybrid
     # Dynamic-range models: the reference is TFLite on the float twin (nnconv/parity/twin.py), with the plain
