@@ -79,8 +79,10 @@ class ResizeBilinear(_Resize):
     Float from API 27; quantized from API 29 (int8 as uint8 + 128 below 30, exact since the interpolation
     commutes with the shift). TFLite's delegate also asks out H == W below 29, a restriction of old drivers
     that NNAPI 1.0 itself does not have. Known difference: TFLite's own int8 kernel interpolates in 10-bit
-    fixed point (scales rounded to 1/1024), NNAPI's reference in float32, so int8 results can differ by up
-    to 2 LSB from the TFLite interpreter (measured on random shapes; uint8 stays within 1 LSB)."""
+    fixed point (scales rounded to 1/1024), NNAPI's reference in float32, so int8 results can differ from
+    the TFLite interpreter by about 1 + 255 * out / 2048 LSB when the scale is not a multiple of 1/1024 (the
+    position error accumulates along the axis: 2 LSB at 9 outputs, 5 at a 16 -> 32 align_corners resize of
+    random data; uint8 stays within 1 LSB)."""
     nnapi_op = OperationType.RESIZE_BILINEAR
     nnapi_ops = (OperationType.RESIZE_BILINEAR,)
     constraints = "rank-4 input; constant size; quantized needs API 29; align_corners/half_pixel_centers API 30"
