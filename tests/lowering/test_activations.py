@@ -176,6 +176,33 @@ def test_leaky_relu_below_29():
     assert_refused(leaky(np.uint8), 28, Code.API_LEVEL, min_api_level=29)
 
 
+def edge_map(shape, seed=0) -> np.ndarray:
+    """Wide float32 values with +-inf, +-0.0 and subnormals scattered through a map large enough for the
+    kernels' tiled and pooled paths (NaN is left out: TFLite's RELU keeps it, the reference's gives lo)."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 8).astype(np.float32)
+    at = rng.choice(x.size, 40, replace=False)
+    x.reshape(-1)[at] = np.resize(np.asarray([np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 3e38, -3e38],
+                                             np.float32), 40)
+    return x
+
+
+@pytest.mark.parametrize("op", list(RELUS), ids=lambda o: o.name)
+def test_relu_family_large_map_bit_exact(op):
+    shape = (1, 33, 35, 16)
+    assert_bit_exact(act_model(op, shape=shape), 30, {"x": edge_map(shape)})
+
+
+@pytest.mark.parametrize("alpha_shape", [(1, 1, 16), (35, 1), (1,)], ids=["channel", "width", "one"])
+def test_prelu_large_map_bit_exact(alpha_shape):
+    shape = (1, 33, 35, 16)
+    alpha = np.random.default_rng(7).uniform(-0.5, 1.5, alpha_shape).astype(np.float32)
+    m = single_op_model(B.PRELU, [("x", shape, np.float32, None), ("alpha", alpha, None)],
+                        [("y", shape, np.float32, None)])
+    for api in (29, 30):
+        assert_bit_exact(m, api, {"x": edge_map(shape, seed=1)})
+
+
 def test_relu_rank5_refused():
     assert_refused(act_model(B.RELU, shape=(2, 1, 3, 1, 2)), 30, Code.RANK)
 
