@@ -96,6 +96,54 @@ def test_float_depthwise_paths_match_the_definition(channels, multiplier, kernel
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("channels,kernel,stride,dilation", [
+    pytest.param(32, 5, 2, 1, id="5x5-stride2"),
+    pytest.param(24, 3, 3, 1, id="3x3-stride3"),
+    pytest.param(16, 3, 2, 2, id="stride2-dilated"),
+    pytest.param(8, (3, 5), (2, 1), (1, 2), id="stride-h-only-dilated-w"),
+    pytest.param(40, (5, 3), (1, 2), 1, id="stride-w-only"),
+    pytest.param(3, 5, 2, 1, id="3-channels"),
+])
+def test_float_depthwise_strided_row_runs_match_the_definition(channels, kernel, stride, dilation):
+    # Strided maps of more than 64 output pixels run as row runs over a copy of the taps' columns: still
+    # the taps summed in row-major order from 0, so the tap-by-tap definition bit for bit.
+    kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
+    sh, sw = (stride, stride) if isinstance(stride, int) else stride
+    dh, dw = (dilation, dilation) if isinstance(dilation, int) else dilation
+    x = RNG.standard_normal((2, 29, 27, channels)).astype(np.float32)
+    w = RNG.standard_normal((1, kh, kw, channels)).astype(np.float32)
+    b = RNG.standard_normal(channels).astype(np.float32)
+    pad = ((kh - 1) * dh // 2, (kh - 1) * dh - (kh - 1) * dh // 2, (kw - 1) * dw // 2, (kw - 1) * dw - (kw - 1) * dw // 2)
+    want = _direct_depthwise(x, w, b, (sh, sw), (dh, dw), pad, 1, 6.0)
+    assert want.shape[1] * want.shape[2] > 64  # the strided row-run path
+    # explicit padding: pads l/r/t/b, strides w/h, multiplier 1, RELU6, NHWC, dilations w/h
+    got = _float_call(x, w, b, [pad[2], pad[3], pad[0], pad[1], sw, sh, 1, 3, 0, dw, dh], want.shape)
+    np.testing.assert_array_equal(got, want)
+    # NCHW: the kernel works on the transposed view; same values
+    got_nchw = _float_call(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), w, b,
+                           [pad[2], pad[3], pad[0], pad[1], sw, sh, 1, 3, 1, dw, dh],
+                           (want.shape[0], channels) + want.shape[1:3])
+    np.testing.assert_array_equal(got_nchw.transpose(0, 2, 3, 1), want)
+
+
+def test_float16_depthwise_strided_row_runs_compute_in_float32():
+    # TENSOR_FLOAT16 operands: the same float32 row runs, rounded to float16 once at the end.
+    x = RNG.standard_normal((1, 20, 22, 12)).astype(np.float16)
+    w = RNG.standard_normal((1, 5, 5, 12)).astype(np.float16)
+    b = RNG.standard_normal(12).astype(np.float16)
+    want = _direct_depthwise(x.astype(np.float32), w.astype(np.float32), b.astype(np.float32), 2, 1,
+                             (1, 2, 1, 2), 1, 6.0).astype(np.float16)
+    ods = [Operand(type=T.TENSOR_FLOAT16, dimensions=a.shape) for a in (x, w, b)]
+    scalars = [1, 2, 1, 2, 2, 2, 1, 3, 0]  # pads l/r/t/b, strides w/h, multiplier 1, RELU6, NHWC
+    ods += [Operand(type=T.INT32, dimensions=()) for _ in scalars]
+    call = KernelCall(Operation(OperationType.DEPTHWISE_CONV_2D, list(range(12)), []),
+                      [x, w, b] + [np.array(s, np.int32) for s in scalars], ods,
+                      [Operand(type=T.TENSOR_FLOAT16, dimensions=want.shape)])
+    got = KERNELS[OperationType.DEPTHWISE_CONV_2D](call)[0]
+    assert got.dtype == np.float16 and want.shape[1] * want.shape[2] > 64
+    np.testing.assert_array_equal(got, want)
+
+
 def test_float_depthwise_nchw_unpadded_input_matches_nhwc():
     # VALID padding hands the row-run path the unpadded input itself; in NCHW that is a transposed view
     # whose rows are not contiguous runs, which the path must copy rather than misread.

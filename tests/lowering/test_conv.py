@@ -317,9 +317,16 @@ def test_depthwise_float_parity(api, case):
     pytest.param(((2, 14, 13, 72), (5, 5), Padding.SAME, (2, 2), (1, 1), 0), id="s2-5x5-batch2"),
     pytest.param(((1, 9, 12, 64), (2, 4), Padding.VALID, (1, 2), (1, 1), 1), id="s1x2-valid-even-kernel"),
     pytest.param(((1, 13, 11, 4), (5, 5), Padding.SAME, (2, 2), (1, 1), 0), id="s2-5x5-odd-narrow"),
+    # more than 64 output pixels: strided row runs over the taps' copied columns
+    pytest.param(((1, 24, 21, 32), (5, 5), Padding.SAME, (2, 2), (1, 1), 0), id="s2-5x5-rows"),
+    pytest.param(((2, 23, 25, 24), (3, 3), Padding.VALID, (2, 2), (2, 2), 3), id="s2-dilated-rows-batch2-relu6"),
+    pytest.param(((1, 31, 29, 8), (5, 5), Padding.SAME, (3, 3), (1, 1), 1), id="s3-5x5-rows-relu"),
+    pytest.param(((1, 20, 9, 16), (3, 3), Padding.SAME, (2, 1), (1, 1), 0), id="s2x1-rows"),
+    pytest.param(((1, 9, 21, 64), (4, 3), Padding.SAME, (1, 2), (1, 1), 0), id="s1x2-rows-even-kernel"),
 ])
 def test_depthwise_float_multiplier1_parity(case):
-    # multiplier 1 is the common case with its own float paths (row runs at stride 1)
+    # multiplier 1 is the common case with its own float paths (row runs at stride 1, and at any stride on
+    # maps of more than 64 output pixels)
     in_shape, k, padding, stride, dilation, act = case
     valid = padding == Padding.VALID
     oh = (in_shape[1] - (k[0] - 1) * dilation[0] - 1) // stride[0] + 1 if valid else -(-in_shape[1] // stride[0])
