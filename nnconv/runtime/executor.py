@@ -10,11 +10,14 @@ lists) and keeps one memo per operation (`KernelCall.cache`) in which kernels st
 constant operands (converted filters, requantization constants); both assume the model is not mutated
 after the first run. `Executor.run` sets numpy's BLAS to `blas_threads` (1, or `--threads N`) threads.
 Without a trace, some float32 operation pairs run as one fused step (`nnconv.runtime.fusion`): swish,
-and a per-channel scale folded into the next convolution's filter.
+and a per-channel scale folded into the next convolution's filter. An operation that reads only constants
+(e.g. the CAST of a float16 filter to float32, x38 per run in MediaPipe's pose detector) runs once, when
+its subgraph is planned, and its outputs then serve every run as constants do (see `SubgraphRunner._fold`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass, field
@@ -204,6 +207,7 @@ class SubgraphRunner:
         keep = set(sg.output_indexes)
         fused = {f.at: f for f in self._fusions(sg_index, sg)}
         absorbed = {a for f in fused.values() for a in f.absorbed}
+        folded: dict[int, np.ndarray] = {}  # operand -> its value, computed once (see `_fold`)
         steps = []
         for k, op in enumerate(sg.operations):
             if k in absorbed:
@@ -214,7 +218,9 @@ class SubgraphRunner:
             dynamic: list[tuple[int, int]] = []
             for pos, i in enumerate(inputs):
                 lt = sg.operands[i].lifetime
-                if lt in (_L.CONSTANT_COPY, _L.CONSTANT_REFERENCE, _L.NO_VALUE, _L.SUBGRAPH):
+                if i in folded:
+                    fixed.append(folded[i])
+                elif lt in (_L.CONSTANT_COPY, _L.CONSTANT_REFERENCE, _L.NO_VALUE, _L.SUBGRAPH):
                     fixed.append(self._value(sg_index, sg, i, {}, op.type.name))
                 else:
                     fixed.append(None)
@@ -222,18 +228,72 @@ class SubgraphRunner:
             # a fused step also releases what the absorbed operations read last (it now reads it here)
             readers = [k] if fusion is None else [*fusion.absorbed, k]
             release = [i for r in readers for i in dict.fromkeys(sg.operations[r].inputs)
-                       if last_use.get(i) == r and i not in keep and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE]
+                       if last_use.get(i) == r and i not in keep and i not in folded
+                       and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE]
             out_operands = [sg.operands[o] for o in op.outputs]
-            call = KernelCall(operation=op, inputs=[], in_operands=[sg.operands[i] for i in inputs],
+            # A folded value is a constant to its readers, so that their memos keep what they derive from it.
+            in_operands = [_as_constant(sg.operands[i]) if i in folded else sg.operands[i] for i in inputs]
+            call = KernelCall(operation=op, inputs=[], in_operands=in_operands,
                               out_operands=out_operands, runner=self,
                               cache=self._op_caches.setdefault((sg_index, k), {}))
-            steps.append(_Step(op=op, index=k, name=op.type.name if fusion is None else fusion.name,
-                               fn=self.kernels.get(op.type) if fusion is None else fusion.fn,
-                               call=call, fixed=fixed, dynamic=dynamic,
-                               outputs=[(o, _held_dtype(od), _checked_shape(od))
-                                        for o, od in zip(op.outputs, out_operands)],
-                               release=release))
+            step = _Step(op=op, index=k, name=op.type.name if fusion is None else fusion.name,
+                         fn=self.kernels.get(op.type) if fusion is None else fusion.fn,
+                         call=call, fixed=fixed, dynamic=dynamic,
+                         outputs=[(o, _held_dtype(od), _checked_shape(od)) for o, od in zip(op.outputs, out_operands)],
+                         release=release)
+            values = self._fold(step, sg, keep) if fusion is None and not dynamic else None
+            if values is None:
+                steps.append(step)
+                continue
+            folded.update(zip(op.outputs, values))
+            if self.trace is not None and sg_index == 0:
+                # the trace (per-op parity) still sees the operation, replaying its one result every run
+                step.fn = lambda call, values=values: values
+                steps.append(step)
         return steps
+
+    def _fold(self, step: _Step, sg: Subgraph, keep: set[int]) -> list[np.ndarray] | None:
+        """The outputs of an operation whose inputs are all constants (or outputs of such operations),
+        computed now, once, instead of on every run; None when it must run every time: a nondeterministic
+        operation (RANDOM_MULTINOMIAL), control flow (its subgraph inputs are not constants), an output of
+        the subgraph (the caller gets its own array each run), outputs much larger than the inputs (kept
+        for the runner's life instead of released after their last reader), or a kernel that fails (the run
+        then reports the failure in its place, after the operations before it). A subgraph is planned when
+        it first runs, so an operation in an IF branch never taken is never computed.
+
+        The values live outside the buffer pool (computed with it off) and are read-only: no run can reuse
+        or overwrite them."""
+        op = step.op
+        if op.type is OperationType.RANDOM_MULTINOMIAL or step.fn is None or any(o in keep for o in op.outputs):
+            return None
+        if any(v is not None and sg.operands[i].lifetime is _L.SUBGRAPH for v, i in zip(step.fixed, op.inputs)):
+            return None
+        in_bytes = sum(v.nbytes for v in step.fixed if v is not None)
+        out_bytes = sum(np.dtype(dt).itemsize * int(np.prod(shape)) for _o, dt, shape in step.outputs
+                        if dt is not None and shape is not None)
+        if len(step.outputs) != sum(1 for _o, dt, shape in step.outputs if dt is not None and shape is not None) \
+                or out_bytes > FOLD_MAX_GROWTH * in_bytes + FOLD_SLACK_BYTES:
+            return None
+        call = step.call
+        call.inputs = step.fixed.copy()
+        pool, self.pool = self.pool, None
+        try:
+            outs = step.fn(call)
+            if len(outs) != len(step.outputs):
+                return None
+            values = []
+            for (o, _dt, _shape), arr in zip(step.outputs, outs):
+                arr = _conform(arr, sg.operands[o], op.type.name)
+                if self.relaxed_fp16:
+                    arr = fp16_storage(arr, sg.operands[o].type)
+                arr.flags.writeable = False
+                values.append(arr)
+            return values
+        except Exception:  # noqa: BLE001 - the run reports it when it reaches the operation
+            return None
+        finally:
+            self.pool = pool
+            call.inputs = []
 
     def _fusions(self, sg_index: int, sg: Subgraph) -> list[Fusion]:
         """The operation pairs to run as one step (`nnconv.runtime.fusion`): none when a trace reads every
@@ -256,6 +316,18 @@ class SubgraphRunner:
         if i not in values:
             raise ExecutionError(f"{op_name} reads operand {i} ({od.name or od.describe()}), which has no value")
         return values[i]
+
+
+# An operation is folded only when its outputs take at most this many times its inputs' bytes (plus the
+# slack): folded values stay for the runner's life, where a run would release them after their last reader.
+# A float16 -> float32 CAST doubles, an int8 DEQUANTIZE quadruples; a TILE or FILL of a constant stays.
+FOLD_MAX_GROWTH = 4
+FOLD_SLACK_BYTES = 1 << 16
+
+
+def _as_constant(od: Operand) -> Operand:
+    """`od` described as a constant (for the memo of a kernel reading a folded value)."""
+    return dataclasses.replace(od, lifetime=_L.CONSTANT_COPY)
 
 
 def _held_dtype(od: Operand) -> np.dtype | None:
