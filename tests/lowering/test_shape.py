@@ -155,6 +155,20 @@ def test_pad_parity(dtype, api):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "uint8", "int8"])
+@pytest.mark.parametrize("in_shape,pads", [
+    pytest.param((1, 6, 6, 5), [[0, 0], [0, 0], [0, 0], [0, 11]], id="channels-blazeface"),
+    pytest.param((2, 3, 4, 5), [[1, 2], [0, 0], [3, 0], [2, 2]], id="every-dim"),
+    pytest.param((4, 9), [[0, 3], [2, 0]], id="rank2"),
+    pytest.param((7,), [[5, 1]], id="rank1"),
+    pytest.param((2, 3, 4), [[0, 0], [0, 0], [0, 0]], id="nothing")])
+def test_pad_parity_odd_paddings(dtype, in_shape, pads):
+    pads = np.array(pads, I32)
+    out_shape = tuple(n + a + b for n, (a, b) in zip(in_shape, pads))
+    m = op_model(B.PAD, in_shape, out_shape, dtype, [pads], PadOptions())
+    assert_parity(m, api_level=30, expect_ops=["PAD"])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int8"])
 def test_pad_is_concatenations_at_27(dtype):
     m = op_model(B.PAD, (2, 5, 7, 3), (3, 7, 11, 3), dtype, [PADS], PadOptions())
     assert_parity(m, api_level=27, expect_ops=["CONCATENATION"] * 3)

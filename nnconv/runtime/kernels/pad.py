@@ -26,10 +26,23 @@ def read_paddings(call: KernelCall, rank: int, slot: int = 1) -> list[tuple[int,
 
 
 def pad_constant(call: KernelCall, value: float | int) -> list[np.ndarray]:
+    """The output from the buffer pool: `value` written only into the border slabs of each dimension, then
+    the (requantized) input copied into the interior once. np.pad fills everything and spends ~50 us of
+    Python setup per call, most of a BlazeFace block's PAD (43 of them per face detector run)."""
     x = call.tensor(0)
     pairs = read_paddings(call, x.ndim)
     y = requantize_to(x, call.in_operands[0], call.out_operands[0])
-    return [np.pad(y, pairs, mode="constant", constant_values=value)]
+    out = call.empty(tuple(n + a + b for n, (a, b) in zip(y.shape, pairs)), y.dtype)
+    interior = tuple(slice(a, a + n) for n, (a, _b) in zip(y.shape, pairs))
+    for d, (before, after) in enumerate(pairs):
+        # dimensions before d: their interior only (their borders are filled by their own slabs)
+        head, tail = interior[:d], (slice(None),) * (y.ndim - d - 1)
+        if before:
+            out[head + (slice(0, before),) + tail] = value
+        if after:
+            out[head + (slice(out.shape[d] - after, None),) + tail] = value
+    out[interior] = y
+    return [out]
 
 
 @kernel(OperationType.PAD)
