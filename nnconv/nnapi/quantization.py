@@ -219,12 +219,21 @@ def max_abs_offset(t: OperandType, zero_point: int) -> int:
     return max(zero_point - lo, hi - zero_point)
 
 
-def conv_multipliers(in_scale: float, filter_scales: np.ndarray, out_scale: float) -> tuple[np.ndarray, np.ndarray]:
+def conv_multipliers(in_scale: float, filter_scales: np.ndarray, out_scale: float,
+                     float32_product: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Per-output-channel (multiplier, shift) of a quantized convolution, as `GetQuantizedConvolutionMultipler`:
     the input*filter product is rounded to float32 before the division in double. Vectorized
-    `quantize_multiplier` (np.frexp equals math.frexp; q * 2^31 is exact in double)."""
+    `quantize_multiplier` (np.frexp equals math.frexp; q * 2^31 is exact in double).
+
+    TFLite (`PopulateConvolutionQuantizationParams`) forms the whole product in double instead
+    (`float32_product=False`): the two multipliers differ by up to a float32 rounding (~6e-8 relative,
+    hundreds of units of the 31-bit multiplier), which moves an accumulator across a rounding tie now and
+    then: 1 LSB on a few outputs per layer, up to ~10 LSB after ResNet50's 54 convolutions."""
     fs = np.atleast_1d(np.asarray(filter_scales, dtype=np.float32))
-    real = (np.float32(in_scale) * fs).astype(np.float64) / float(np.float32(out_scale))
+    if float32_product:
+        real = (np.float32(in_scale) * fs).astype(np.float64) / float(np.float32(out_scale))
+    else:
+        real = float(np.float32(in_scale)) * fs.astype(np.float64) / float(np.float32(out_scale))
     if not np.isfinite(real).all():
         pairs = [quantize_multiplier(float(r)) for r in real]  # raises like the scalar path
         return np.asarray([m for m, _ in pairs], dtype=np.int64), np.asarray([e for _, e in pairs], dtype=np.int64)

@@ -11,13 +11,14 @@ tensor. Errors therefore never accumulate across partitions, and a failing row n
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from nnconv.errors import InputDataError, NnconvError
 from nnconv.runtime.executor import Executor
+from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.kernel_spread import settle_with_kernel_spread
@@ -120,24 +121,55 @@ def _compare_with_reference_kernels(report: ParityReport, reference: TfliteRefer
     TFLite's reference kernels too. The NNAPI reference CPU follows the reference kernels' integer
     arithmetic; the optimized int8 kernels round a few values (~0.05%) one step differently, and through a
     deep network such steps add up. An output within tolerance of the reference kernels passes, and its
-    detail says which kernels it matched and by how much the optimized ones differ (tolerances.py)."""
+    detail says which kernels it matched and by how much the optimized ones differ (tolerances.py).
+
+    One difference remains between NNAPI's arithmetic and TFLite's reference kernels: convolution and
+    matmul multipliers (`conv_multipliers`). An output still out of tolerance is computed once more with
+    TFLite's multipliers; within tolerance then, the whole difference is NNAPI's own (ResNet50 int8: 9 LSB,
+    and 0 LSB with TFLite's multipliers), and it passes with a detail saying so."""
     try:
         ref = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
                          executor_options=executor_options)
     except NnconvError:
         return
     by_name = {o.name: o for o in ref.outputs}
+    unexplained = {o.name for o in report.outputs if not o.passed and o.max_lsb is not None
+                   and o.name in by_name and not by_name[o.name].passed}
+    tflite_arith = _with_tflite_multipliers(reference, converted, feed, overrides, executor_options) \
+        if unexplained else {}
     for o in report.outputs:
         r = by_name.get(o.name)
         if o.passed or o.max_lsb is None or r is None:
             continue
+        t = tflite_arith.get(o.name)
         if r.passed:
             o.passed = True
             note = (f"PASS against TFLite's reference kernels (max {r.max_lsb} LSB), which the NNAPI reference "
                     f"follows; the optimized builtin kernels differ by up to {o.max_lsb} LSB")
+        elif t is not None and t.passed:
+            o.passed = True
+            note = (f"{r.max_lsb} LSB from TFLite's reference kernels, all from NNAPI's requantization "
+                    f"multipliers (input x filter scale rounded to float32; TFLite keeps double): with TFLite's, "
+                    f"nnconv is within {t.max_lsb} LSB of its reference kernels; NNAPI's reference CPU "
+                    f"differs the same way")
         else:
             note = f"also {r.max_lsb} LSB from TFLite's reference kernels"
         o.detail = "; ".join(filter(None, [o.detail, note]))
+
+
+def _with_tflite_multipliers(reference: TfliteReference, converted: ConvertedModel,
+                             feed: Mapping[str, np.ndarray], overrides: ToleranceOverrides | None,
+                             executor_options: Mapping[str, Any] | None) -> dict[str, OutputParity]:
+    """Our outputs computed with TFLite's requantization multipliers (`ExecutionOptions.tflite_multipliers`)
+    against TFLite's reference kernels, by output name; empty when TFLite fails."""
+    extra = dict(executor_options or {})
+    extra["options"] = replace(extra.get("options") or ExecutionOptions(), tflite_multipliers=True)
+    try:
+        report = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
+                            executor_options=extra)
+    except NnconvError:
+        return {}
+    return {o.name: o for o in report.outputs}
 
 
 def verify_partitions(prepared: PreparedConversion, partitions: Sequence[ConvertedModel],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.nnapi.quantization import conv_multipliers, is_quant8, requantize_accumulator
+from nnconv.nnapi.quantization import is_quant8, requantize_accumulator
 from nnconv.runtime.kernels._fixedpoint import wrap32
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
@@ -33,7 +33,7 @@ def batch_matmul(call: KernelCall) -> list[np.ndarray]:
     a_od, b_od, out = call.in_operands[0], call.in_operands[1], call.out_operands[0]
     if is_quant8(a_od.type):
         acc = np.matmul(a.astype(np.int64) - a_od.zero_point, b.astype(np.int64) - b_od.zero_point)
-        m, s = conv_multipliers(a_od.scale, np.asarray([b_od.scale]), out.scale)
+        m, s = call.conv_multipliers(a_od.scale, np.asarray([b_od.scale]), out.scale)
         return [requantize_accumulator(acc, m, s, out, 0)]
     if a_od.type is OperandType.TENSOR_INT32:
         return [wrap32(np.matmul(a.astype(np.int64), b.astype(np.int64))).astype(np.int32)]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.nnapi.quantization import (Requantizer, conv_multipliers, is_quant8, max_abs_offset, qrange,
+from nnconv.nnapi.quantization import (Requantizer, is_quant8, max_abs_offset, qrange,
                                        requantize_accumulator)
 from nnconv.runtime.kernels._float_activation import add_bias_and_activate
 from nnconv.runtime.kernels._matmul import exact_matmul_dtype
@@ -114,7 +114,7 @@ def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activati
     w_zp = w_od.zero_point if w_od.type is not OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL else 0
     ws = w.reshape(o, -1).astype(np.int64) - w_zp
     abs_sum = np.abs(ws).sum(axis=1)
-    m, sh = conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
+    m, sh = call.conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
     b64 = None if b is None else b.astype(np.int64)
     lo, hi = qrange(in_od.type)
     centered_bound = abs_sum * max_abs_offset(in_od.type, in_od.zero_point)

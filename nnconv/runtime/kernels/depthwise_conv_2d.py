@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.nnapi.quantization import Requantizer, conv_multipliers, is_quant8, max_abs_offset, requantize_accumulator
+from nnconv.nnapi.quantization import Requantizer, is_quant8, max_abs_offset, requantize_accumulator
 from nnconv.runtime.kernels._depthwise_float import FLOAT_ROW_BLOCK_BYTES, depthwise_rows
 from nnconv.runtime.kernels._float_activation import add_bias_and_activate
 from nnconv.runtime.kernels._spatial import extract_patches, nhwc_to_nchw, pad_spatial
@@ -54,7 +54,7 @@ def quant_depthwise(call: KernelCall, w: np.ndarray, b: np.ndarray | None, c: in
     ws = w.reshape(kh * kw, oc).astype(np.int64) - w_zp
     bound = np.abs(ws).sum(axis=0) * max_abs_offset(in_od.type, in_od.zero_point)
     dtype = np.int32 if int(bound.max(initial=0)) < (1 << 31) else np.int64
-    m, sh = conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
+    m, sh = call.conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
     return QuantDepthwise(ws.astype(dtype).reshape(kh, kw, c, multiplier), dtype,
                           Requantizer.build(m, sh, b, out_od, activation, bound), m, sh)
 

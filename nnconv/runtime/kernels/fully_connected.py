@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnconv.nnapi.enums import OperationType
-from nnconv.nnapi.quantization import Requantizer, conv_multipliers, is_quant8, max_abs_offset, requantize_accumulator
+from nnconv.nnapi.quantization import Requantizer, is_quant8, max_abs_offset, requantize_accumulator
 from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels._matmul import exact_matmul_dtype, float32_chunks
 from nnconv.runtime.kernels.registry import KernelCall, kernel
@@ -82,7 +82,7 @@ def _quant_weights(call: KernelCall, w: np.ndarray, b: np.ndarray | None, act: i
     ws = w.astype(np.int64) - w_od.zero_point
     bound = np.abs(ws).sum(axis=1) * max_abs_offset(in_od.type, in_od.zero_point)
     dtype = exact_matmul_dtype(int(bound.max(initial=0)))
-    m, sh = conv_multipliers(in_od.scale, np.asarray([w_od.scale]), out_od.scale)
+    m, sh = call.conv_multipliers(in_od.scale, np.asarray([w_od.scale]), out_od.scale)
     chunks = None
     if dtype is np.float64:
         chunks = float32_chunks(np.abs(ws).max(axis=0, initial=0) * max_abs_offset(in_od.type, in_od.zero_point))

@@ -15,6 +15,7 @@ import numpy as np
 from nnconv.errors import ExecutionError
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Operand, Operation
+from nnconv.nnapi.quantization import conv_multipliers
 
 if TYPE_CHECKING:
     from nnconv.runtime.executor import SubgraphRunner
@@ -32,6 +33,10 @@ class ExecutionOptions:
 
     loop_timeout_seconds: float = 2.0  # ANeuralNetworks_getDefaultLoopTimeout
     max_loop_iterations: int = 10_000_000
+    # Not an NNAPI setting: requantization multipliers of convolutions and matmuls from TFLite's double
+    # product input_scale * filter_scale instead of NNAPI's float32 one (`conv_multipliers`). Only
+    # `verify` sets it, to tell that arithmetic difference apart from a conversion error.
+    tflite_multipliers: bool = False
 
 
 def kernel(op_type: OperationType) -> Callable[[KernelFn], KernelFn]:
@@ -94,6 +99,12 @@ class KernelCall:
             return make()
         value = self.cache[key] = make()
         return value
+
+    def conv_multipliers(self, in_scale: float, filter_scales: np.ndarray,
+                         out_scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """`conv_multipliers` with the execution's choice of product (`ExecutionOptions.tflite_multipliers`)."""
+        tflite = self.runner is not None and self.runner.options.tflite_multipliers
+        return conv_multipliers(in_scale, filter_scales, out_scale, float32_product=not tflite)
 
     def is_constant(self, i: int) -> bool:
         """Input `i` is a constant operand (its value is the same on every run)."""

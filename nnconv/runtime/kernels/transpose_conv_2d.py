@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnconv.nnapi.enums import OperandType, OperationType, PaddingCode
-from nnconv.nnapi.quantization import Requantizer, conv_multipliers, is_quant8, max_abs_offset, requantize_accumulator
+from nnconv.nnapi.quantization import Requantizer, is_quant8, max_abs_offset, requantize_accumulator
 from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels._matmul import exact_matmul_dtype
 from nnconv.runtime.kernels._spatial import extract_patches, nchw_to_nhwc, nhwc_to_nchw
@@ -126,5 +126,5 @@ def _quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray, act: int) -> _
     bound = np.abs(ws).reshape(o, -1).sum(axis=1) * max_abs_offset(in_od.type, in_od.zero_point)
     dtype = exact_matmul_dtype(int(bound.max(initial=0)))
     matrix = np.ascontiguousarray(ws[:, ::-1, ::-1, :].reshape(o, kh * kw * c).T, dtype=dtype)
-    m, sh = conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
+    m, sh = call.conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
     return _QuantTransposeFilter(matrix, dtype, Requantizer.build(m, sh, b, out_od, act, bound), m, sh)
