@@ -113,7 +113,8 @@ def test_float_depthwise_strided_row_runs_match_the_definition(channels, kernel,
     x = RNG.standard_normal((2, 29, 27, channels)).astype(np.float32)
     w = RNG.standard_normal((1, kh, kw, channels)).astype(np.float32)
     b = RNG.standard_normal(channels).astype(np.float32)
-    pad = ((kh - 1) * dh // 2, (kh - 1) * dh - (kh - 1) * dh // 2, (kw - 1) * dw // 2, (kw - 1) * dw - (kw - 1) * dw // 2)
+    span_h, span_w = (kh - 1) * dh, (kw - 1) * dw
+    pad = (span_h // 2, span_h - span_h // 2, span_w // 2, span_w - span_w // 2)
     want = _direct_depthwise(x, w, b, (sh, sw), (dh, dw), pad, 1, 6.0)
     assert want.shape[1] * want.shape[2] > 64  # the strided row-run path
     # explicit padding: pads l/r/t/b, strides w/h, multiplier 1, RELU6, NHWC, dilations w/h
@@ -184,25 +185,36 @@ def test_float_depthwise_any_geometry_matches_the_definition(h, w, channels, kh,
     assert np.all(np.abs(got - want) <= bound)
 
 
-@pytest.mark.parametrize("kernel,dilation,activation", [(3, 1, 3), (5, 2, 0), (3, 3, 1)])
-def test_quant_depthwise_row_runs_equal_the_integer_definition(kernel, dilation, activation):
-    # Stride 1, multiplier 1 (int32 row runs): bit for bit the exact integer sums of the definition, then
-    # the reference requantization, on int8 with a per-channel filter.
+@pytest.mark.parametrize("kernel,dilation,activation,stride,size", [
+    pytest.param(3, 1, 3, 1, (13, 11), id="3x3-relu6"),
+    pytest.param(5, 2, 0, 1, (13, 11), id="5x5-dilated"),
+    pytest.param(3, 3, 1, 1, (13, 11), id="3x3-dilated3-relu"),
+    # strided maps of more than 64 output pixels: row runs over the taps' copied columns
+    pytest.param(7, 1, 0, 2, (23, 21), id="7x7-stride2"),
+    pytest.param(3, 2, 3, 2, (22, 19), id="3x3-stride2-dilated-relu6"),
+    pytest.param(5, 1, 1, 3, (31, 28), id="5x5-stride3-relu"),
+])
+def test_quant_depthwise_row_runs_equal_the_integer_definition(kernel, dilation, activation, stride, size):
+    # Multiplier 1 (int32 row runs): bit for bit the exact integer sums of the definition, then the
+    # reference requantization, on int8 with a per-channel filter.
     from nnconv.nnapi.model import SymmPerChannelQuantParams
     from nnconv.nnapi.quantization import conv_multipliers, requantize_accumulator
-    c = 24
-    x = RNG.integers(-128, 128, (2, 13, 11, c)).astype(np.int8)
+    c, (h, wd) = 24, size
+    x = RNG.integers(-128, 128, (2, h, wd, c)).astype(np.int8)
     w = RNG.integers(-127, 128, (1, kernel, kernel, c)).astype(np.int8)
     b = RNG.integers(-3000, 3000, c).astype(np.int32)
     scales = RNG.uniform(0.002, 0.02, c).astype(np.float32)
     pad = (kernel - 1) * dilation // 2
+    span = (kernel - 1) * dilation
+    oh, ow = (h + 2 * pad - span - 1) // stride + 1, (wd + 2 * pad - span - 1) // stride + 1
+    assert stride == 1 or oh * ow > 64  # strided: the row-run path
     xin = Operand(type=T.TENSOR_QUANT8_ASYMM_SIGNED, dimensions=x.shape, scale=0.05, zero_point=-5)
-    out = Operand(type=T.TENSOR_QUANT8_ASYMM_SIGNED, dimensions=(2, 13, 11, c), scale=0.08, zero_point=3)
+    out = Operand(type=T.TENSOR_QUANT8_ASYMM_SIGNED, dimensions=(2, oh, ow, c), scale=0.08, zero_point=3)
     ods = [xin, Operand(type=T.TENSOR_QUANT8_SYMM_PER_CHANNEL, dimensions=w.shape, scale=0.0, zero_point=0,
                         channel_quant=SymmPerChannelQuantParams(scales=list(scales), channel_dim=3)),
            Operand(type=T.TENSOR_INT32, dimensions=b.shape, scale=0.0, zero_point=0)]
     # explicit padding l/r/t/b, strides w/h, multiplier, activation, NCHW (BOOL), dilations w/h
-    scalars = [pad, pad, pad, pad, 1, 1, 1, activation, 0, dilation, dilation]
+    scalars = [pad, pad, pad, pad, stride, stride, 1, activation, 0, dilation, dilation]
     ods += [Operand(type=T.BOOL if i == 8 else T.INT32, dimensions=()) for i in range(len(scalars))]
     arrays = [x, w, b] + [np.array(s, np.bool_ if i == 8 else np.int32) for i, s in enumerate(scalars)]
     call = KernelCall(Operation(OperationType.DEPTHWISE_CONV_2D, list(range(len(arrays))), []), arrays, ods, [out])
@@ -211,6 +223,7 @@ def test_quant_depthwise_row_runs_equal_the_integer_definition(kernel, dilation,
     acc = np.zeros(got.shape, np.int64)
     for ky in range(kernel):
         for kx in range(kernel):
-            acc += xp[:, ky * dilation:ky * dilation + 13, kx * dilation:kx * dilation + 11] * w[0, ky, kx]
+            y0, x0 = ky * dilation, kx * dilation
+            acc += xp[:, y0:y0 + (oh - 1) * stride + 1:stride, x0:x0 + (ow - 1) * stride + 1:stride] * w[0, ky, kx]
     m, sh = conv_multipliers(0.05, scales, 0.08)
     np.testing.assert_array_equal(got, requantize_accumulator(acc + b, m, sh, out, activation))

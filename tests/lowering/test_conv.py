@@ -340,13 +340,20 @@ def test_depthwise_float_multiplier1_parity(case):
     pytest.param(((2, 12, 10, 16), (3, 3), Padding.SAME, (1, 1), 3), id="same-relu6-batch2"),
     pytest.param(((1, 11, 9, 8), (5, 5), Padding.SAME, (2, 3), 0), id="5x5-dilated-none"),
     pytest.param(((1, 9, 8, 72), (3, 3), Padding.VALID, (1, 1), 1), id="valid-wide-relu"),
+    # strided, more than 64 output pixels: row runs over the taps' copied columns
+    pytest.param(((2, 23, 21, 11), (7, 7), Padding.SAME, (1, 1), 0, (2, 2)), id="s2-7x7-batch2"),
+    pytest.param(((1, 25, 22, 32), (3, 3), Padding.VALID, (1, 2), 3, (2, 2)), id="s2-valid-dilated-relu6"),
 ])
 def test_depthwise_quant_row_runs_parity(dtype, per_channel, case):
-    # quantized stride 1, multiplier 1: int32 row runs, then the requantization per block of rows
-    in_shape, k, padding, dilation, act = case
-    oh = in_shape[1] - (k[0] - 1) * dilation[0] if padding == Padding.VALID else in_shape[1]
-    ow = in_shape[2] - (k[1] - 1) * dilation[1] if padding == Padding.VALID else in_shape[2]
-    m = dw_model(dtype, in_shape, 1, k, (in_shape[0], oh, ow, in_shape[3]), padding, (1, 1), dilation, act,
+    # quantized multiplier 1: int32 row runs, then the requantization per block of rows
+    in_shape, k, padding, dilation, act, *strides = case
+    stride = strides[0] if strides else (1, 1)
+    if padding == Padding.VALID:
+        oh = (in_shape[1] - (k[0] - 1) * dilation[0] - 1) // stride[0] + 1
+        ow = (in_shape[2] - (k[1] - 1) * dilation[1] - 1) // stride[1] + 1
+    else:
+        oh, ow = -(-in_shape[1] // stride[0]), -(-in_shape[2] // stride[1])
+    m = dw_model(dtype, in_shape, 1, k, (in_shape[0], oh, ow, in_shape[3]), padding, stride, dilation, act,
                  per_channel=per_channel)
     assert_parity(m, api_level=30, expect_ops=["DEPTHWISE_CONV_2D"])
 

@@ -1,4 +1,4 @@
-"""The depthwise convolution of depth multiplier 1 as row runs (float, and quantized at stride 1).
+"""The depthwise convolution of depth multiplier 1 as row runs (float, and quantized in exact int32).
 
 With stride 1 and one output channel per input channel, every filter tap reads, for one output row, a
 contiguous run of OW*C values of one (padded) input row, and writes a contiguous run of OW*C outputs. An
@@ -10,9 +10,10 @@ short) faster than the einsum over the im2col view, and 1.5x faster than per-tap
 A stride along H only changes the windows' row step. A stride along W first copies, per input row, the
 KW columns each tap reads ([rows, KW, OW, C]: column kx holds input pixels kx*dil_w + ox*stride_w), so that
 every tap again reads one contiguous run of OW*C values: one copy of KW/stride_w times the input, then
-the same einsum at a quarter of the stride-1 work (stride 2). In situ 2.4x (96x96x32, 5x5, stride 2:
-1.41 -> 0.58 ms), 1.8x (130x130x64, 3x3) over the per-tap and im2col paths; on maps of at most 64
-output pixels the im2col einsum stays faster (the copy is not paid back).
+the same einsum at a quarter of the stride-1 work (stride 2). In situ 2.0x (96x96x32, 5x5, stride 2:
+1.41 -> 0.71 ms), 1.5x (130x130x64, 3x3) over the per-tap and im2col paths; int8 1.8x (NASNetMobile's
+111x111x32 7x7, 3.5 -> 2.0 ms); on maps of at most 64 output pixels the im2col einsum stays faster (the
+copy is not paid back).
 
 The sum of each output's taps still runs in row-major tap order from 0 (einsum's reduction over i, j), so
 the result equals the other float paths bit for bit.

@@ -92,12 +92,13 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
         wk = call.memo("depthwise_float", (1,),
                        lambda: np.asarray(w, dtype=np.float32).reshape(kh, kw, c, multiplier))
     out = call.empty((n, p.out_h, p.out_w, oc), out_od.dtype if quant else np.float32)
-    if quant and multiplier == 1 and p.stride_h == p.stride_w == 1:
-        # row runs in int32 (in situ 2-4x the tap-by-tap or im2col einsum); exact in any summation order
-        depthwise_rows(call, xs, wk, None, 1, 1, p.dil_h, p.dil_w, p.activation, out,
+    rows = multiplier == 1 and (p.stride_h == p.stride_w == 1 or p.out_h * p.out_w > EINSUM_MAX_PIXELS)
+    if quant and rows:
+        # row runs in int32 (in situ 2-4x the tap-by-tap or im2col einsum); exact in any summation order.
+        # Strided maps too: their row runs copy the taps' columns first (see _depthwise_float)
+        depthwise_rows(call, xs, wk, None, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.activation, out,
                        lambda acc, dest: _requantize(call, qd, acc, b, p, out=dest))
-    elif not quant and multiplier == 1 and (p.stride_h == p.stride_w == 1 or p.out_h * p.out_w > EINSUM_MAX_PIXELS):
-        # strided maps too: their row runs copy the taps' columns first (see _depthwise_float)
+    elif rows:
         depthwise_rows(call, xs, wk, None if b is None else b.astype(np.float32, copy=False), p.stride_h,
                        p.stride_w, p.dil_h, p.dil_w, p.activation, out)
     elif oc >= EINSUM_MIN_CHANNELS or p.out_h * p.out_w <= EINSUM_MAX_PIXELS:
