@@ -18,7 +18,8 @@ from nnconv.parity.tflite_runner import BUILTIN_KERNELS
 from nnconv.tflite.builder import QuantParams, TfliteBuilder
 from nnconv.tflite.ir import TfliteModel
 
-__all__ = ["QuantParams", "TfliteBuilder", "assert_bit_exact", "assert_parity", "assert_refused", "single_op_model"]
+__all__ = ["QuantParams", "TfliteBuilder", "assert_bit_exact", "assert_parity", "assert_refused", "assert_same_bits",
+           "single_op_model", "step_names"]
 
 
 def single_op_model(opcode, inputs: Sequence[tuple], outputs: Sequence[tuple], options=None, version: int = 1,
@@ -118,3 +119,21 @@ def assert_bit_exact(model: bytes, api_level: int, inputs: dict) -> None:
     theirs = runner.run({by_name[k]: v for k, v in inputs.items()})
     for (name, a), b in zip(ours.items(), theirs.values()):
         assert np.array_equal(a, b), f"{name}: not bit-exact"
+
+
+def step_names(executor, feed) -> list[str]:
+    """The names the executor's profile hook reports for one run: an operation's type, or a fused step's
+    name (`LOGISTIC+MUL`, `ADD+PRELU`, ...)."""
+    names: list[str] = []
+    executor.runner.profile = lambda index, name, seconds: names.append(name)
+    executor.run(feed)
+    executor.runner.profile = None
+    return names
+
+
+def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    """Float arrays equal bit for bit up to NaN payloads: NaN in the same places, the same signs of zero."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.signbit(got[~np.isnan(got)]), np.signbit(want[~np.isnan(want)]))
+    np.testing.assert_array_equal(got[~np.isnan(got)], want[~np.isnan(want)])

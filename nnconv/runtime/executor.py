@@ -10,7 +10,8 @@ lists) and keeps one memo per operation (`KernelCall.cache`) in which kernels st
 constant operands (converted filters, requantization constants); both assume the model is not mutated
 after the first run. `Executor.run` sets numpy's BLAS to `blas_threads` (1, or `--threads N`) threads.
 Without a trace, some float32 operation pairs run as one fused step (`nnconv.runtime.fusion`): swish,
-and a per-channel scale folded into the next convolution's filter. An operation that reads only constants
+a per-channel scale folded into the next convolution's filter, and a standalone activation finishing its
+producer's output in place. An operation that reads only constants
 (e.g. the CAST of a float16 filter to float32, x38 per run in MediaPipe's pose detector) runs once, when
 its subgraph is planned, and its outputs then serve every run as constants do (see `SubgraphRunner._fold`).
 """
@@ -301,8 +302,7 @@ class SubgraphRunner:
         kernel a fusion involves."""
         if self.trace is not None or self.relaxed_fp16 or self._overridden & FUSED_TYPES:
             return []
-        return plan_fusions(sg, lambda i: self._value(sg_index, sg, i, {}, "fusion"),
-                            self.kernels[OperationType.CONV_2D])
+        return plan_fusions(sg, lambda i: self._value(sg_index, sg, i, {}, "fusion"), self.kernels)
 
     def _value(self, sg_index: int, sg: Subgraph, i: int, values: dict[int, np.ndarray],
                op_name: str) -> np.ndarray | None:

@@ -1,7 +1,8 @@
 """Kernels of the executor's fused steps (`nnconv.runtime.fusion`) that stand for a per-channel scale:
 x * gate followed by a convolution (the filter scaled instead), and a gate computed from the operation
-that produced it (a squeeze-excite's LOGISTIC, or its hard sigmoid's constant MUL) inside the step; and
-the affine step, a MUL by a constant then an ADD of a constant (a batch normalization TFLite kept).
+that produced it (a squeeze-excite's LOGISTIC, or its hard sigmoid's constant MUL) inside the step; the
+affine step, a MUL by a constant then an ADD of a constant (a batch normalization TFLite kept); and a
+standalone activation run in place on the output of the operation that produced its input.
 
 Slots of a fused step: 0 x, then the gate's slots (`GATE_SLOTS`: the gate itself; the LOGISTIC's input;
 the MUL's two inputs), then the rest of the absorbing operation's inputs (the MUL's fused activation, or
@@ -15,9 +16,12 @@ from typing import Callable
 
 import numpy as np
 
-from nnconv.nnapi.enums import OperandLifeTime
+from nnconv.nnapi.enums import FuseCode, OperandLifeTime
+from nnconv.nnapi.model import Operand, Operation
+from nnconv.runtime.kernels._activation import standalone_float_clamp
 from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels.logistic import float32_logistic
+from nnconv.runtime.kernels.prelu import float32_prelu
 from nnconv.runtime.kernels.registry import KernelCall
 
 Kernel = Callable[[KernelCall], list[np.ndarray]]
@@ -87,3 +91,49 @@ def affine(call: KernelCall) -> list[np.ndarray]:
         y = np.multiply(call.tensor(0), call.tensor(1), dtype=np.float32)
         np.add(y, call.tensor(2), out=y)
     return [apply_float_activation(y, int(call.scalar(3)))]
+
+
+Epilogue = Callable[[KernelCall, np.ndarray], np.ndarray]
+
+
+def clamp_epilogue(code: FuseCode) -> Epilogue:
+    """A standalone RELU / RELU1 / RELU6 (`code`) in place: the reference's std::min(std::max(lo, x), hi),
+    NaN -> lo and -0.0 -> +0.0, which the producer's own fused activation (std::max(x, lo)) would not do."""
+    return lambda call, y: standalone_float_clamp(y, code, y)
+
+
+def prelu_epilogue(alpha_slot: int) -> Epilogue:
+    """A float32 PRELU in place, its alpha in the fused step's slot `alpha_slot`."""
+    return lambda call, y: float32_prelu(call, y, call.tensor(alpha_slot), y, alpha_slot)
+
+
+def with_epilogue(producer: Kernel, op: Operation, out_operands: list[Operand], epilogue: Epilogue) -> Kernel:
+    """The producing operation `op` (its kernel `producer`, its output operands) then `epilogue` on its one
+    output in place, while that output is fresh in cache and before anything else could read it. Slots of
+    the step: the producer's inputs in order (described as the step's call describes them, so that an
+    input the runner folded into a constant is one to the producer's memo too), then the activation's
+    other inputs (PRELU's alpha). The producer keeps its own memo (a dict inside the step's)."""
+    n = len(op.inputs)
+
+    def run(call: KernelCall) -> list[np.ndarray]:
+        inner = call.cache.get("producer_call") if call.cache is not None else None
+        if inner is None:
+            inner = KernelCall(operation=op, inputs=[], in_operands=call.in_operands[:n], out_operands=out_operands,
+                               runner=call.runner, cache={} if call.cache is not None else None)
+            if call.cache is not None:
+                call.cache["producer_call"] = inner
+        inner.inputs = call.inputs[:n]
+        try:
+            y = producer(inner)[0]
+        finally:
+            inner.inputs = []
+        # in place only on a buffer of its own: a kernel may hand back a constant or a view of an input
+        # (only inputs of y's size can be y: filters, biases and scalars are not looked at)
+        if (y.__class__ is not np.ndarray or y.dtype != np.float32 or not y.flags.writeable
+                or any(a is not None and a.size == y.size and np.may_share_memory(y, a) for a in call.inputs[:n])):
+            fresh = call.empty(np.shape(y), np.float32)
+            fresh[...] = y
+            y = fresh
+        return [epilogue(call, y)]
+
+    return run

@@ -17,6 +17,13 @@ outputs never exist as tensors.
 - Affine, `ADD(MUL(x, scale), shift)` with constant scale and shift (DenseNet-121's 120 batch
   normalizations, the input scaling of MobileNets): the ADD and its activation run in place in the MUL's
   product, the same arithmetic without a second buffer.
+- A standalone activation after the operation producing its input, `RELU / RELU1 / RELU6 / PRELU` of an
+  ADD, CONV_2D or DEPTHWISE_CONV_2D (MediaPipe's face and palm detectors and landmark models keep 17-53 of
+  them, TFLite not having fused them: PRELU has no fused form, and their RELUs follow residual ADDs): the
+  activation runs in place on the producer's fresh output, which saves its buffer, its operation's fixed
+  cost and a pass over memory. The same kernels compute the same bits (`nnconv.runtime.fused_kernels`);
+  the producer's own activation slot is not used, because a fused clamp keeps NaN and -0.0 where the
+  standalone RELU's std::max(lo, x) gives lo and +0.0. The NNAPI graph itself stays as lowered.
 
 The runner fuses only when nothing can observe the intermediates or the order: no trace (per-op parity and
 `run --trace` read every operation's output), no relaxed float16 simulation (which rounds each
@@ -27,18 +34,23 @@ The fused step sits at the last operation's place; the absorbed ones' inputs sta
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
 from nnconv.nnapi.enums import FuseCode, OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Operation, Subgraph
-from nnconv.runtime.fused_kernels import Kernel, affine, gated_mul, scaled_filter_conv
+from nnconv.runtime.fused_kernels import (Kernel, affine, clamp_epilogue, gated_mul, prelu_epilogue,
+                                          scaled_filter_conv, with_epilogue)
 from nnconv.runtime.kernels.logistic import float32_swish
 
 _L = OperandLifeTime
 _FUSE_CODES = (FuseCode.NONE, FuseCode.RELU, FuseCode.RELU1, FuseCode.RELU6)
-FUSED_TYPES = frozenset({OperationType.LOGISTIC, OperationType.MUL, OperationType.CONV_2D, OperationType.ADD})
+_O = OperationType
+# the standalone clamps and their FuseCode; the producers whose output an activation may finish in place
+_CLAMPS = {_O.RELU: FuseCode.RELU, _O.RELU1: FuseCode.RELU1, _O.RELU6: FuseCode.RELU6}
+EPILOGUE_PRODUCERS = frozenset({_O.ADD, _O.CONV_2D, _O.DEPTHWISE_CONV_2D})
+FUSED_TYPES = frozenset({_O.LOGISTIC, _O.MUL, _O.CONV_2D, _O.ADD, _O.DEPTHWISE_CONV_2D, _O.PRELU, *_CLAMPS})
 
 # The scaled filter (O*KH*KW*C values) costs a pass like the MUL's over the map (N*H*W*C values) but also
 # a fresh filter matrix for the convolution every run: fused only while it is no larger than the map.
@@ -100,10 +112,13 @@ class _Graph:
         return tuple(self.sg.operands[operand].dimensions)
 
 
-def plan_fusions(sg: Subgraph, constant: Callable[[int], np.ndarray | None], conv_kernel: Kernel) -> list[Fusion]:
+def plan_fusions(sg: Subgraph, constant: Callable[[int], np.ndarray | None],
+                 kernels: Mapping[OperationType, Kernel]) -> list[Fusion]:
     """The fusions of `sg`, no operation in two of them. `constant(operand index)` reads a constant
-    operand's value; `conv_kernel` is the CONV_2D kernel the scaled-filter step calls."""
+    operand's value; `kernels` are the runner's, which the fused steps call for the operations they
+    contain (CONV_2D for the scaled filter, the producers of activation epilogues)."""
     g = _Graph(sg, constant)
+    conv_kernel = kernels[OperationType.CONV_2D]
     fusions: list[Fusion] = []
     taken: set[int] = set()
     for k, op in enumerate(sg.operations):  # swish first: its MUL is no gate's
@@ -118,7 +133,48 @@ def plan_fusions(sg: Subgraph, constant: Callable[[int], np.ndarray | None], con
         if f is not None and not taken & {*f.absorbed, f.at}:
             fusions.append(f)
             taken.update((*f.absorbed, f.at))
+    for k, op in enumerate(sg.operations):
+        f = None if k in taken else _activation_epilogue(g, k, op, kernels)
+        if f is not None and not taken & {*f.absorbed, f.at}:
+            fusions.append(f)
+            taken.update((*f.absorbed, f.at))
     return fusions
+
+
+def _activation_epilogue(g: _Graph, k: int, op: Operation, kernels: Mapping[OperationType, Kernel]) -> Fusion | None:
+    """RELU / RELU1 / RELU6 (x) or PRELU(x, alpha) whose x is the one output of an ADD, CONV_2D or
+    DEPTHWISE_CONV_2D read by this operation alone, all float32 with known dimensions, x's own shape
+    the activation's output shape (alpha broadcasting to it)."""
+    if op.type not in _CLAMPS and op.type is not _O.PRELU:
+        return None
+    if len(op.inputs) != (2 if op.type is _O.PRELU else 1) or len(op.outputs) != 1:
+        return None
+    x, y = op.inputs[0], op.outputs[0]
+    p = g.producer.get(x)
+    if p is None or p >= k or g.only_reader(x) != k:
+        return None
+    prod = g.sg.operations[p]
+    if prod.type not in EPILOGUE_PRODUCERS or list(prod.outputs) != [x] or prod.type not in kernels:
+        return None
+    xd = g.dims(x)
+    if not g.float32(x, y) or not xd or not all(d > 0 for d in xd) or g.dims(y) != xd:
+        return None
+    if op.type is _O.PRELU:
+        alpha = op.inputs[1]
+        if alpha == x or not g.float32(alpha) or not all(d > 0 for d in g.dims(alpha)):
+            return None
+        try:
+            if np.broadcast_shapes(xd, g.dims(alpha)) != xd:
+                return None
+        except ValueError:
+            return None
+        epilogue = prelu_epilogue(len(prod.inputs))
+    else:
+        epilogue = clamp_epilogue(_CLAMPS[op.type])
+    operands = g.sg.operands
+    fn = with_epilogue(kernels[prod.type], prod, [operands[x]], epilogue)
+    return Fusion(absorbed=(p,), at=k, inputs=(*prod.inputs, *op.inputs[1:]), fn=fn,
+                  name=f"{prod.type.name}+{op.type.name}")
 
 
 def _swish(g: _Graph, k: int, op: Operation) -> Fusion | None:

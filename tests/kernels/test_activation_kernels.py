@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harness import assert_same_bits
 from nnconv.nnapi.enums import OperandType as T, OperationType as Op
 from nnconv.nnapi.model import Operand, Operation
 from nnconv.runtime.kernels import KERNELS, KernelCall
@@ -42,13 +43,6 @@ def with_edges(shape, dtype, seed=0) -> np.ndarray:
         edges = np.asarray(EDGES, dtype)
     flat[:min(len(edges), flat.size)] = edges[:flat.size]
     return x
-
-
-def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    np.testing.assert_array_equal(np.signbit(got[~np.isnan(got)]), np.signbit(want[~np.isnan(want)]))
-    np.testing.assert_array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
 
 
 def reference_clamp(x: np.ndarray, lo: float, hi: float) -> np.ndarray:

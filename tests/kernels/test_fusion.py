@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import nnconv
-from harness import TfliteBuilder, assert_parity
+from harness import TfliteBuilder, assert_parity, step_names
 from nnconv.nnapi.enums import OperationType
 from nnconv.runtime.executor import Executor, Trace
 from nnconv.runtime.kernels.logistic import logistic
@@ -41,15 +41,6 @@ def swish_model(shape, x_first: bool = True, act: int = 0, logistic_is_output: b
         outputs.append(s)
     b.output(*outputs)
     return b.finish()
-
-
-def step_names(executor: Executor, feed: dict) -> list[str]:
-    """The names the executor's profile hook reports for one run (the fused step is LOGISTIC+MUL)."""
-    names: list[str] = []
-    executor.runner.profile = lambda index, name, seconds: names.append(name)
-    executor.run(feed)
-    executor.runner.profile = None
-    return names
 
 
 def feed_for(converted, scale: float = 6.0) -> dict:

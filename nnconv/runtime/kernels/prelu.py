@@ -50,25 +50,25 @@ MIN_ROW = 1024
 _ONE_BITS = np.float32(1).view(np.int32)
 
 
-def float32_prelu(call: KernelCall, x: np.ndarray, alpha: np.ndarray, out: np.ndarray) -> np.ndarray:
+def float32_prelu(call: KernelCall, x: np.ndarray, alpha: np.ndarray, out: np.ndarray,
+                  alpha_slot: int = 1) -> np.ndarray:
     """The reference's x >= 0 ? x : x * alpha into `out` (which may be `x`), for an alpha broadcasting to
     x's own shape: x * f with f = alpha where x < 0, else 1. x * 1 is x itself (-0.0, NaN and inf
     included) and x * alpha the reference's product, so the bits are the reference's for every input;
     f is chosen by its bits, (x < 0) * (bits(alpha) ^ bits(1)) ^ bits(1), which costs two integer passes
-    where np.where's data-dependent branches cost ~4 ns per value on random signs (5x the whole kernel)."""
+    where np.where's data-dependent branches cost ~4 ns per value on random signs (5x the whole kernel).
+    `alpha_slot`: alpha's slot in `call` (a fused step's slots differ), for the memo of its tiled row."""
     if x.size == 0:
         return out
-    row, flips = call.memo(("prelu_rows", x.shape), (1,), lambda: _factor_rows(x.shape, alpha))
-    negative = call.empty(x.shape, np.bool_)
+    row, flips = call.memo(("prelu_rows", x.shape), (alpha_slot,), lambda: _factor_rows(x.shape, alpha))
     factor = call.empty(x.shape, np.int32)
-    np.less(x, np.float32(0), out=negative)
-    # int32 product of a 0/1 mask and the alpha ^ 1 bits: exactly those bits or 0
-    np.multiply(negative.reshape(-1, row), flips, out=factor.reshape(-1, row), dtype=np.int32)
+    np.less(x, np.float32(0), out=factor)  # 0 / 1 straight into int32 (a safe cast), no bool buffer
+    # 0 / 1 times the alpha ^ 1 bits: exactly those bits or 0
+    np.multiply(factor.reshape(-1, row), flips, out=factor.reshape(-1, row))
     np.bitwise_xor(factor, _ONE_BITS, out=factor)
     with np.errstate(all="ignore"):  # inf * 0 and the like are the reference's own NaN
         np.multiply(x, factor.view(np.float32), out=out)
     call.give_back(factor)
-    call.give_back(negative)
     return out
 
 
