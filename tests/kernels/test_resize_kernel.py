@@ -145,7 +145,9 @@ def test_float_inf_and_nan_reach_the_same_outputs(align, half, out_h, out_w):
 def test_nchw_is_nhwc_transposed(dtype, align, half):
     rng = np.random.default_rng(5)
     x = rng.uniform(-100, 100, (2, 5, 7, 3))
-    x = x.astype(dtype) if np.dtype(dtype).kind == "f" else np.clip(x, 0 if dtype == np.uint8 else -128, 127).astype(dtype)
+    if np.dtype(dtype).kind != "f":
+        x = np.clip(x, 0 if dtype == np.uint8 else -128, 127)
+    x = x.astype(dtype)
     nhwc = run_kernel(x, 9, 4, align, half)
     nchw = run_kernel(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), 9, 4, align, half, nchw=True)
     np.testing.assert_array_equal(nchw, nhwc.transpose(0, 3, 1, 2))

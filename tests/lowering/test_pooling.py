@@ -48,6 +48,34 @@ def test_pool_quantized_parity(op, dtype, api, case):
     assert od.type.name == ("TENSOR_QUANT8_ASYMM_SIGNED" if dtype == np.int8 and api >= 30 else "TENSOR_QUANT8_ASYMM")
 
 
+ODD_CASES = [
+    pytest.param(((2, 13, 13, 5), (3, 3), (1, 1), Padding.SAME, (2, 13, 13, 5), 0), id="3x3-s1-same-nasnet"),
+    pytest.param(((1, 9, 10, 3), (3, 3), (2, 2), Padding.VALID, (1, 4, 4, 3), 0), id="3x3-s2-valid"),
+    pytest.param(((1, 7, 9, 4), (2, 2), (2, 2), Padding.SAME, (1, 4, 5, 4), 1), id="2x2-s2-same-tail-pad"),
+    pytest.param(((2, 10, 7, 2), (1, 1), (3, 2), Padding.VALID, (2, 4, 4, 2), 0), id="1x1-s3x2-stride-over-filter"),
+    pytest.param(((1, 5, 12, 3), (1, 5), (1, 2), Padding.SAME, (1, 5, 6, 3), 3), id="1x5-row-only"),
+]
+
+
+@pytest.mark.parametrize("op", ["avg", "max", "l2"])
+@pytest.mark.parametrize("case", ODD_CASES)
+def test_pool_float_parity_odd_geometry(op, case):
+    """The separable window reduction: either axis first, strides over the filter, SAME tails."""
+    in_shape, filt, stride, padding, out_shape, act = case
+    assert_parity(pool_model(op, np.float32, in_shape, filt, stride, padding, out_shape, act), api_level=30,
+                  expect_ops=[OPS[op].name])
+
+
+@pytest.mark.parametrize("op", ["avg", "max"])
+@pytest.mark.parametrize("dtype,zero_point", [(np.uint8, 0), (np.uint8, 255), (np.int8, -128), (np.int8, 127),
+                                              (np.int8, 5)])
+@pytest.mark.parametrize("case", ODD_CASES)
+def test_pool_quantized_parity_odd_geometry(op, dtype, zero_point, case):
+    in_shape, filt, stride, padding, out_shape, act = case
+    m = pool_model(op, dtype, in_shape, filt, stride, padding, out_shape, act, QuantParams(0.1, zero_point))
+    assert_parity(m, api_level=30, expect_ops=[OPS[op].name])
+
+
 @pytest.mark.parametrize("op", sorted(OPS))
 def test_unknown_padding_refused(op):
     # Padding has only SAME (0) and VALID (1); another value used to be lowered as VALID.

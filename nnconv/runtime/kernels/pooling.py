@@ -13,6 +13,8 @@ only): sqrt(mean of squares). float16 is computed in float32.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from nnconv.nnapi.enums import OperationType
@@ -45,25 +47,98 @@ def _nchw(call: KernelCall) -> bool:
     return bool(call.opt_scalar(slot, False)) if call.num_inputs > slot else False
 
 
-def _windows(call: KernelCall, x: np.ndarray, fill: float | int):
-    """(windows [N,OH,OW,FH,FW,C] of the padded input and the in-bounds count [1,OH,OW,C or 1], activation).
+@dataclass(frozen=True)
+class _Geometry:
+    pads: tuple[int, int, int, int]  # top, bottom, left, right
+    stride_h: int
+    stride_w: int
+    filter_h: int
+    filter_w: int
+    out_h: int
+    out_w: int
+    activation: int
 
-    Both are reduced over axes (3, 4) of the strided view directly, which copies nothing."""
-    n, h, w, c = x.shape
-    (pt, pb, pl, pr), sh, sw, fh, fw, act = _params(call, h, w)
+
+def _geometry(call: KernelCall, h: int, w: int) -> _Geometry:
+    pads, sh, sw, fh, fw, act = _params(call, h, w)
+    pt, pb, pl, pr = pads
     oh = conv_output_size(h, fh, sh, 1, pt, pb)
     ow = conv_output_size(w, fw, sw, 1, pl, pr)
     if oh < 1 or ow < 1:
         raise call.fail("the filter is larger than the padded input")
-    xp = pad_spatial(x, pt, pb, pl, pr, fill)
-    win = extract_patches(xp, fh, fw, sh, sw, 1, 1, oh, ow)
+    return _Geometry(pads, sh, sw, fh, fw, oh, ow, act)
 
-    def in_bounds_count() -> np.ndarray:
+
+def _reduce_windows(call: KernelCall, x: np.ndarray, g: _Geometry, fill: float | int, ufunc: np.ufunc,
+                    dtype: type) -> np.ndarray:
+    """ufunc-reduction of every window, [N, OH, OW, C] in `dtype` (a pooled buffer), in whole-array steps
+    over strided slices of the padded input instead of one reduction over the six-dimensional window view
+    (slow for small windows). Either tap by tap into the output (FH*FW - 1 steps of output size, the
+    reference's row-major order), or separably, along one axis with FW (or FH) slices and then the other
+    (the axis leaving the smaller intermediate first), whichever touches fewer elements: 2x2 / 3x3
+    stride-2 windows go tap by tap, 3x3 stride-1 separably. max is exact in any order; integer sums in
+    float32 are exact below 2**24 (callers check); separable float sums are re-associated per row (within
+    the float tolerance)."""
+    n, _h, _w, c = x.shape
+    if g.out_h == g.out_w == 1 and not any(g.pads):
+        # one window (global pooling): rows first, [N, FW, C] with FW*C-wide steps, then the columns (a single
+        # reduction over H*W would step C elements at a time: 10x slower at 128x128x16)
+        out = call.empty((n, 1, 1, c), dtype)
+        rows = ufunc.reduce(x[:, :g.filter_h, :g.filter_w], axis=1, dtype=dtype)
+        ufunc.reduce(rows, axis=1, out=out.reshape(n, c))
+        return out
+    xp = pad_spatial(x, *g.pads, fill, call.empty)
+    hp, wp = xp.shape[1], xp.shape[2]
+    span_h, span_w = (g.out_h - 1) * g.stride_h + 1, (g.out_w - 1) * g.stride_w + 1
+    out = call.empty((n, g.out_h, g.out_w, c), dtype)
+    outputs = g.out_h * g.out_w
+    separable = min(hp * g.out_w, g.out_h * wp) * g.filter_w + outputs * g.filter_h
+    if g.filter_h * g.filter_w * outputs <= separable:
+        taps = [xp[:, i:i + span_h:g.stride_h, j:j + span_w:g.stride_w]
+                for i in range(g.filter_h) for j in range(g.filter_w)]
+        if len(taps) == 1:
+            np.copyto(out, taps[0], casting="unsafe")
+        else:
+            ufunc(taps[0], taps[1], out=out, dtype=dtype)
+        for tap in taps[2:]:
+            ufunc(out, tap, out=out, dtype=dtype)
+        if xp is not x:
+            call.give_back(xp)
+        return out
+    if hp * g.out_w <= g.out_h * wp:  # along W first
+        mid = call.empty((n, hp, g.out_w, c), dtype)
+        np.copyto(mid, xp[:, :, 0:span_w:g.stride_w], casting="unsafe")
+        for k in range(1, g.filter_w):
+            ufunc(mid, xp[:, :, k:k + span_w:g.stride_w], out=mid, casting="unsafe")
+        np.copyto(out, mid[:, 0:span_h:g.stride_h])
+        for k in range(1, g.filter_h):
+            ufunc(out, mid[:, k:k + span_h:g.stride_h], out=out)
+    else:
+        mid = call.empty((n, g.out_h, wp, c), dtype)
+        np.copyto(mid, xp[:, 0:span_h:g.stride_h], casting="unsafe")
+        for k in range(1, g.filter_h):
+            ufunc(mid, xp[:, k:k + span_h:g.stride_h], out=mid, casting="unsafe")
+        np.copyto(out, mid[:, :, 0:span_w:g.stride_w])
+        for k in range(1, g.filter_w):
+            ufunc(out, mid[:, :, k:k + span_w:g.stride_w], out=out)
+    call.give_back(mid)
+    if xp is not x:
+        call.give_back(xp)
+    return out
+
+
+def _in_bounds_count(call: KernelCall, g: _Geometry, h: int, w: int) -> np.ndarray | float:
+    """Elements of each window inside the input, as float32 [1, OH, OW, 1], or one float when every window
+    is whole (VALID, or SAME without partial windows); depends only on the geometry, so kept per operation
+    and input shape when the parameters are constants."""
+    def count() -> np.ndarray | float:
+        pt, pb, pl, pr = g.pads
         ones = pad_spatial(np.ones((1, h, w, 1), dtype=np.int64), pt, pb, pl, pr, 0)
-        return extract_patches(ones, fh, fw, sh, sw, 1, 1, oh, ow).sum(axis=(3, 4))
-    # depends only on the geometry: kept per operation and input shape when the parameters are constants
-    count = call.memo(("pool_count", h, w), range(1, call.num_inputs), in_bounds_count)
-    return win, count, act
+        per_window = extract_patches(ones, g.filter_h, g.filter_w, g.stride_h, g.stride_w, 1, 1, g.out_h,
+                                     g.out_w).sum(axis=(3, 4)).astype(np.float32)
+        first = float(per_window.reshape(-1)[0])
+        return first if (per_window == first).all() else per_window
+    return call.memo(("pool_count", h, w), range(1, call.num_inputs), count)
 
 
 def _run(call: KernelCall, fn) -> list[np.ndarray]:
@@ -76,24 +151,51 @@ def _run(call: KernelCall, fn) -> list[np.ndarray]:
     return [nhwc_to_nchw(y) if nchw else y]
 
 
+def _quantized_average(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndarray:
+    """The reference: the integer window sum, then (acc +- count//2) / count in C integer division, i.e.
+    acc / count rounded half away from zero. Here the sum is exact in float (float32 below 2**24) and the
+    rounding is trunc(q + copysign(0.5, q)) of the float quotient q: a tie acc / count = k + 1/2 is exact in
+    float, and any other quotient lies at least 1 / (2 count) from the nearest k + 1/2, more than the float32
+    error of the division and the +-0.5 for |q| <= 256 (3 * 2**-17) while count <= 2**14; larger windows use
+    float64."""
+    out = call.out_operands[0]
+    dtype = np.float32 if g.filter_h * g.filter_w <= 2 ** 14 else np.float64
+    q = _reduce_windows(call, x, g, 0, np.add, dtype)
+    # a window wholly in the padding sums to 0 and averages to 0
+    np.divide(q, np.maximum(_in_bounds_count(call, g, x.shape[1], x.shape[2]), 1), out=q)
+    if out.dtype == np.uint8:  # q >= 0
+        np.add(q, dtype(0.5), out=q)
+    else:
+        negative = np.signbit(q)  # 0.5 - signbit: copysign(0.5, q) at a quarter of np.copysign's cost
+        half = call.empty(q.shape, dtype)
+        np.subtract(dtype(0.5), negative, out=half)
+        np.add(q, half, out=q)
+        call.give_back(half)
+    np.trunc(q, out=q)
+    lo, hi = quantized_activation_range(g.activation, out)
+    np.clip(q, lo, hi, out=q)
+    y = q.astype(out.dtype)
+    call.give_back(q)
+    return y
+
+
 @kernel(OperationType.AVERAGE_POOL_2D)
 def average_pool_2d(call: KernelCall) -> list[np.ndarray]:
     od = call.in_operands[0]
     out = call.out_operands[0]
 
     def fn(x: np.ndarray) -> np.ndarray:
+        g = _geometry(call, x.shape[1], x.shape[2])
         if is_quant8(od.type):
-            win, count, act = _windows(call, x.astype(np.int64), 0)
-            acc = win.sum(axis=(3, 4))
-            half = count // 2
-            # C integer division truncates toward zero: round half away from zero on both signs.
-            num = np.where(acc > 0, acc + half, acc - half)
-            avg = np.sign(num) * (np.abs(num) // count)
-            lo, hi = quantized_activation_range(act, out)
-            return np.clip(avg, lo, hi).astype(out.dtype)
-        win, count, act = _windows(call, x.astype(np.float32, copy=False), 0.0)
-        avg = win.sum(axis=(3, 4)) / count.astype(np.float32)
-        return apply_float_activation(avg.astype(np.float32), act).astype(out.dtype)
+            return _quantized_average(call, x, g)
+        acc = _reduce_windows(call, x, g, 0.0, np.add, np.float32)
+        count = _in_bounds_count(call, g, x.shape[1], x.shape[2])
+        with np.errstate(invalid="ignore", divide="ignore"):  # inf / NaN inputs and empty windows as in C
+            np.divide(acc, count, out=acc)
+        y = apply_float_activation(acc, g.activation).astype(out.dtype, copy=False)
+        if y is not acc:
+            call.give_back(acc)
+        return y
     return _run(call, fn)
 
 
@@ -103,12 +205,15 @@ def max_pool_2d(call: KernelCall) -> list[np.ndarray]:
     out = call.out_operands[0]
 
     def fn(x: np.ndarray) -> np.ndarray:
+        g = _geometry(call, x.shape[1], x.shape[2])
         if is_quant8(od.type):
-            win, _count, act = _windows(call, x.astype(np.int32), np.iinfo(np.int32).min)
-            lo, hi = quantized_activation_range(act, out)
-            return np.clip(win.max(axis=(3, 4)), lo, hi).astype(out.dtype)
-        win, _count, act = _windows(call, x.astype(np.float32, copy=False), -np.inf)
-        return apply_float_activation(win.max(axis=(3, 4)), act).astype(out.dtype)
+            # max of the stored values in their own type; the padding is the type's minimum, never above an
+            # in-bounds element (a window wholly in the padding clamps to the activation's low end, as before)
+            y = _reduce_windows(call, x, g, np.iinfo(x.dtype).min, np.maximum, x.dtype)
+            lo, hi = quantized_activation_range(g.activation, out)
+            return np.clip(y, lo, hi, out=y)
+        y = _reduce_windows(call, x.astype(np.float32, copy=False), g, -np.inf, np.maximum, np.float32)
+        return apply_float_activation(y, g.activation).astype(out.dtype, copy=False)
     return _run(call, fn)
 
 
@@ -120,7 +225,10 @@ def l2_pool_2d(call: KernelCall) -> list[np.ndarray]:
 
     def fn(x: np.ndarray) -> np.ndarray:
         xf = x.astype(np.float32)
-        win, count, act = _windows(call, xf * xf, 0.0)
-        y = np.sqrt(win.sum(axis=(3, 4)) / count.astype(np.float32))
-        return apply_float_activation(y.astype(np.float32), act).astype(out.dtype)
+        g = _geometry(call, x.shape[1], x.shape[2])
+        acc = _reduce_windows(call, xf * xf, g, 0.0, np.add, np.float32)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            y = np.sqrt(acc / _in_bounds_count(call, g, x.shape[1], x.shape[2]))
+        call.give_back(acc)
+        return apply_float_activation(y.astype(np.float32), g.activation).astype(out.dtype)
     return _run(call, fn)
