@@ -13,10 +13,12 @@ index, name, shape and subgraph, so the interpreter's tensors line up with the o
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from nnconv.tflite.builder import QuantParams, SubgraphBuilder, TfliteBuilder
-from nnconv.tflite.ir import Subgraph, Tensor, TfliteModel
+from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 _QUANT = (TensorType.INT8, TensorType.UINT8)
@@ -57,8 +59,12 @@ def _quant(t: Tensor) -> QuantParams | None:
     return QuantParams(list(q.scale), list(q.zero_point) or [0], q.quantized_dimension)
 
 
-def _copy_subgraph(owner: TfliteBuilder, sb: SubgraphBuilder, sg: Subgraph) -> None:
-    replace = hybrid_weights(sg)
+# A substitute writes one operator of the copy in its own way (returns True) or leaves it to the plain copy
+# (False); it may append tensors, which then follow every original one, so original indexes stay.
+OpSubstitute = Callable[[SubgraphBuilder, Subgraph, Operator], bool]
+
+
+def _copy_subgraph(sb: SubgraphBuilder, sg: Subgraph, replace: set[int], substitute: OpSubstitute | None) -> None:
     for t in sg.tensors:
         if t.sparsity is not None:
             raise ValueError(f"sparse tensor '{t.name}'")
@@ -70,10 +76,31 @@ def _copy_subgraph(owner: TfliteBuilder, sb: SubgraphBuilder, sg: Subgraph) -> N
             ttype, quant = t.type, _quant(t)
         sb.copied_tensor(t.name, t.shape, ttype, data, quant, sig, t.is_variable)
     for op in sg.operators:
+        if substitute is not None and substitute(sb, sg, op):
+            continue
         sb.op(op.builtin_code, op.inputs, op.outputs, op.options, version=op.version, custom_code=op.custom_code,
               intermediates=op.intermediates, custom_options=op.custom_options)
     sb.inputs.extend(sg.inputs)
     sb.outputs.extend(sg.outputs)
+
+
+def copy_model(model: TfliteModel, replace: Callable[[Subgraph], set[int]] = lambda sg: set(),
+               substitute: OpSubstitute | None = None) -> bytes:
+    """The model re-serialized, with the tensors `replace(subgraph)` names dequantized to float32 and the
+    operators `substitute` takes written its way. Raises (ValueError, ...) on what the writer does not
+    reproduce (sparse tensors)."""
+    b = TfliteBuilder(model.description)
+    for k, sg in enumerate(model.subgraphs):
+        sb = b if k == 0 else b.subgraph(sg.name)
+        sb.name = sg.name
+        _copy_subgraph(sb, sg, replace(sg), substitute)
+    for sig in model.signature_defs:
+        b.add_signature(sig.signature_key, sig.subgraph_index)
+    return b.finish()
+
+
+# What the writer may raise on a model it cannot reproduce.
+COPY_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, NotImplementedError)
 
 
 def float_twin(model: TfliteModel) -> bytes | None:
@@ -81,14 +108,7 @@ def float_twin(model: TfliteModel) -> bytes | None:
     something the writer does not reproduce (sparse tensors)."""
     if not any(hybrid_weights(sg) for sg in model.subgraphs):
         return None
-    b = TfliteBuilder(model.description)
     try:
-        for k, sg in enumerate(model.subgraphs):
-            sb = b if k == 0 else b.subgraph(sg.name)
-            sb.name = sg.name
-            _copy_subgraph(b, sb, sg)
-        for sig in model.signature_defs:
-            b.add_signature(sig.signature_key, sig.subgraph_index)
-        return b.finish()
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, NotImplementedError):
+        return copy_model(model, hybrid_weights)
+    except COPY_ERRORS:
         return None  # something the writer cannot reproduce: verify falls back to the hybrid tolerance

@@ -14,6 +14,7 @@ from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
 from nnconv.parity.metrics import tensor_metrics
 from nnconv.parity.tolerances import Tolerance, ToleranceOverrides, tolerance_for
+from nnconv.parity.builtin_twin import TRANSPOSE_CONV_BIAS, builtin_twin, custom_ops_substituted
 from nnconv.parity.twin import float_twin, hybrid_weights
 from nnconv.tflite.ir import TfliteModel
 from nnconv.tflite.reader import read_model
@@ -131,21 +132,38 @@ class TfliteReference:
     """TFLite's side of parity for one model, worked out once per verify: what the interpreter loads, whether
     the model is dynamic-range quantized (hybrid), and then its float twin (parity/twin.py)."""
 
-    source: str | os.PathLike | bytes  # the file or bytes the model was read from
+    source: str | os.PathLike | bytes  # what the interpreter loads: the model's file or bytes, or its builtin twin
     model: TfliteModel
     hybrid: bool
     twin: bytes | None
+    label: str | None = None  # the model's own name when `source` is its builtin twin
+    substituted: int = 0  # custom ops the builtin twin runs as builtins (parity/builtin_twin.py)
 
     @classmethod
     def of(cls, model: TfliteModel, source: str | os.PathLike | bytes | None) -> "TfliteReference":
         if source is None:
             raise NnconvError("parity needs the model's file or bytes for TFLite's interpreter")
         hybrid = has_hybrid_ops(model)
-        return cls(source, model, hybrid, float_twin(model) if hybrid else None)
+        twin = float_twin(model) if hybrid else None
+        runnable = builtin_twin(model)
+        if runnable is None:
+            return cls(source, model, hybrid, twin)
+        label = str(source) if isinstance(source, (str, os.PathLike)) else "<bytes>"
+        return cls(runnable, model, hybrid, twin, label, custom_ops_substituted(model))
 
     @property
     def name(self) -> str:
+        if self.label is not None:
+            return self.label
         return str(self.source) if isinstance(self.source, (str, os.PathLike)) else "<bytes>"
+
+    @property
+    def substitution_note(self) -> str:
+        """What TFLite ran in place of the model's custom ops, for the outputs' details ("" for none)."""
+        if not self.substituted:
+            return ""
+        return (f"TFLite ran the model's {self.substituted} {TRANSPOSE_CONV_BIAS} op(s) as builtin TRANSPOSE_CONV "
+                f"with bias, the same arithmetic (parity/builtin_twin.py)")
 
 
 def _output(runner: TfliteRunner, outputs: Mapping[int, np.ndarray], tensor: int) -> np.ndarray:
@@ -203,5 +221,8 @@ def run_parity(reference: TfliteReference | str | os.PathLike | bytes, converted
         row.detail = ("vs TFLite on the model with its dynamic-range weights dequantized (what NNAPI computes); "
                       f"TFLite's own hybrid kernels differ from that by up to {gap:.3g}")
         results.append(row)
+    if reference.substitution_note:
+        for row in results:
+            row.detail = "; ".join(filter(None, [row.detail, reference.substitution_note]))
     return ParityReport(model=reference.name, api_level=converted.api_level, kernels=kernels,
                         outputs=attach_operands(results, converted))
