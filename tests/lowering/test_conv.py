@@ -436,6 +436,32 @@ def test_transpose_conv_without_bias_and_refused_below_29():
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
+# the tap-scatter kernel's paths: exact tiling (stride == filter, selfie segmentation), gaps (stride >
+# filter), overlaps with a negative SAME tail (odd output), batch > 1
+SCATTER_CASES = [
+    pytest.param(((1, 6, 5, 4), (1, 2, 2, 4), (1, 12, 10, 1), Padding.SAME, (2, 2)), id="tiling-2x2-s2"),
+    pytest.param(((2, 3, 4, 2), (3, 2, 2, 2), (2, 6, 8, 3), Padding.VALID, (2, 2)), id="tiling-valid-batch2"),
+    pytest.param(((1, 3, 4, 2), (2, 1, 2, 2), (1, 9, 12, 2), Padding.VALID, (3, 3)), id="gaps-s3"),
+    pytest.param(((2, 4, 3, 3), (2, 3, 3, 3), (2, 7, 5, 2), Padding.SAME, (2, 2)), id="overlap-odd-out"),
+    pytest.param(((1, 3, 3, 2), (2, 3, 2, 2), (1, 5, 3, 2), Padding.SAME, (2, 1)), id="overlap-s2x1"),
+]
+
+
+@pytest.mark.parametrize("case", SCATTER_CASES)
+def test_transpose_conv_float_parity_scatter_paths(case):
+    in_shape, f_shape, out_shape, padding, stride = case
+    assert_parity(tconv_model(np.float32, in_shape, f_shape, out_shape, padding, stride), api_level=29,
+                  expect_ops=["TRANSPOSE_CONV_2D"])
+
+
+@pytest.mark.parametrize("dtype,per_channel", [(np.uint8, False), (np.int8, False), (np.int8, True)])
+@pytest.mark.parametrize("case", SCATTER_CASES)
+def test_transpose_conv_quantized_parity_scatter_paths(dtype, per_channel, case):
+    in_shape, f_shape, out_shape, padding, stride = case
+    m = tconv_model(dtype, in_shape, f_shape, out_shape, padding, stride, per_channel=per_channel)
+    assert_parity(m, api_level=30, expect_ops=["TRANSPOSE_CONV_2D"])
+
+
 @pytest.mark.parametrize("dtype,per_channel,api", [(np.uint8, False, 29), (np.int8, False, 29),
                                                    (np.int8, True, 29), (np.int8, True, 30)])
 def test_transpose_conv_quantized_parity(dtype, per_channel, api):

@@ -6,10 +6,14 @@ Implicit padding (9 inputs): 3 output shape TENSOR_INT32 [4], 4 padding scheme, 
 7 activation, 8 NCHW; the padding is derived from the requested output size (the tail may be negative).
 Output size: in * stride + filter - stride - head - tail.
 
-Each input pixel scatters x . filter[o] to out[h*s - pad + kh]. Computed as a direct convolution of the
-stride-dilated, (K-1)-padded input with the spatially flipped filter, cropped by the padding: one im2col
-matmul. Types: float32, float16 (computed in float32), quant8 asymm / signed with a per-tensor or
-per-channel filter: int32 accumulation and the reference per-channel requantization.
+Each input pixel scatters x . filter[o] to out[h*s - pad + kh]. Computed that way: one matmul of the input
+pixels [N*H*W, C] with every tap's filter [C, KH*KW*O], then each tap's [N, H, W, O] slice added into the
+stride-spaced positions of the uncropped output (a copy when the taps tile it exactly, stride == filter),
+then the padding cropped. A convolution of the stride-dilated input would multiply s*s times as many
+zeros. Float sums: each tap's channel sum in BLAS order, the taps added in the reference's order (input
+rows, then columns, ascending: filter taps descending), within the float tolerance. Types: float32,
+float16 (computed in float32), quant8 asymm / signed with a per-tensor or per-channel filter: exact integer
+accumulation (in float32 or float64 while provably exact) and the reference per-channel requantization.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from nnconv.nnapi.enums import OperandType, OperationType, PaddingCode
 from nnconv.nnapi.quantization import Requantizer, is_quant8, max_abs_offset, requantize_accumulator
 from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels._matmul import exact_matmul_dtype
-from nnconv.runtime.kernels._spatial import extract_patches, nchw_to_nhwc, nhwc_to_nchw
+from nnconv.runtime.kernels._spatial import nchw_to_nhwc, nhwc_to_nchw
 from nnconv.runtime.kernels.conv_2d import filter_scales
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
@@ -82,35 +86,56 @@ def transpose_conv_2d(call: KernelCall) -> list[np.ndarray]:
         xs = np.subtract(xh, qw.dtype(in_od.zero_point), dtype=qw.dtype)
         wf = qw.matrix
     else:
-        xs = xh.astype(np.float32)
-        # the spatially flipped filter as [O, KH*KW*C] float32 rows, kept per operation; matmul reads .T
-        wf = call.memo("transpose_conv_float", (1,),
-                       lambda: w.astype(np.float32)[:, ::-1, ::-1, :].reshape(o, kh * kw * c)).T
+        xs = xh.astype(np.float32, copy=False)
+        # every tap's filter as [C, KH*KW*O] float32, kept per operation
+        wf = call.memo("transpose_conv_float", (1,), lambda: _tap_matrix(w, np.float32))
     # Full output (no padding crop) has size (h-1)*s + k; the top-left crop is (pt, pl).
     full_h, full_w = (h - 1) * sh + kh, (wd - 1) * sw + kw
     need_h, need_w = max(full_h, pt + out_h), max(full_w, pl + out_w)  # negative tails extend the output
-    dil = np.zeros((n, need_h + kh - 1, need_w + kw - 1, c), dtype=xs.dtype)
-    dil[:, kh - 1:kh - 1 + (h - 1) * sh + 1:sh, kw - 1:kw - 1 + (wd - 1) * sw + 1:sw] = xs
-    patches = extract_patches(dil, kh, kw, 1, 1, 1, 1, need_h, need_w)[:, pt:pt + out_h, pl:pl + out_w]
-    cols = patches.reshape(n * out_h * out_w, kh * kw * c)
-    acc = (cols @ wf).reshape(n, out_h, out_w, o)
+    tap_rows = call.empty((n * h * wd, kh * kw * o), wf.dtype)
+    np.matmul(xs.reshape(n * h * wd, c), wf, out=tap_rows)
+    taps = tap_rows.reshape(n, h, wd, kh, kw, o)
+    full = call.empty((n, need_h, need_w, o), taps.dtype)
+    if (sh, sw) == (kh, kw) and (need_h, need_w) == (h * kh, wd * kw):
+        # the taps tile the output exactly: one copy
+        full.reshape(n, h, kh, wd, kw, o)[...] = taps.transpose(0, 1, 3, 2, 4, 5)
+    else:
+        full.fill(0)
+        for ky in reversed(range(kh)):
+            for kx in reversed(range(kw)):
+                dst = full[:, ky:ky + (h - 1) * sh + 1:sh, kx:kx + (wd - 1) * sw + 1:sw]
+                np.add(dst, taps[:, :, :, ky, kx], out=dst)
+    if (pt, pl, out_h, out_w) == (0, 0, need_h, need_w):
+        acc = full
+    else:
+        acc = call.empty((n, out_h, out_w, o), full.dtype)
+        np.copyto(acc, full[:, pt:pt + out_h, pl:pl + out_w])
+        call.give_back(full)
+    call.give_back(tap_rows)
     if quant:
         if qw.requantizer is not None:
             y = qw.requantizer(acc)
         else:
-            acc = np.rint(acc).astype(np.int64) + b.astype(np.int64)
-            y = requantize_accumulator(acc, qw.multipliers, qw.shifts, out_od, act)
+            y = requantize_accumulator(np.rint(acc).astype(np.int64) + b.astype(np.int64), qw.multipliers,
+                                       qw.shifts, out_od, act)
+        call.give_back(acc)
     else:
         acc += b.astype(np.float32)
         y = apply_float_activation(acc, act).astype(out_od.dtype, copy=False)
     return [nhwc_to_nchw(y) if nchw else y]
 
 
+def _tap_matrix(w: np.ndarray, dtype: type) -> np.ndarray:
+    """The filter [O, KH, KW, C] as [C, KH*KW*O]: column (ky, kx, o) holds tap (ky, kx) of output channel o."""
+    o, kh, kw, c = w.shape
+    return np.ascontiguousarray(w.transpose(3, 1, 2, 0).reshape(c, kh * kw * o), dtype=dtype)
+
+
 @dataclass
 class _QuantTransposeFilter:
     """Constant-derived data of a quantized TRANSPOSE_CONV_2D, built once per operation."""
 
-    matrix: np.ndarray  # flipped (w - zp) as [KH*KW*C, O] in `dtype`
+    matrix: np.ndarray  # (w - zp) as [C, KH*KW*O] in `dtype` (`_tap_matrix`)
     dtype: type  # float32 or float64, exact for this filter (`exact_matmul_dtype`)
     requantizer: Requantizer | None
     multipliers: np.ndarray
@@ -125,6 +150,6 @@ def _quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray, act: int) -> _
     ws = w.astype(np.int64) - w_zp
     bound = np.abs(ws).reshape(o, -1).sum(axis=1) * max_abs_offset(in_od.type, in_od.zero_point)
     dtype = exact_matmul_dtype(int(bound.max(initial=0)))
-    matrix = np.ascontiguousarray(ws[:, ::-1, ::-1, :].reshape(o, kh * kw * c).T, dtype=dtype)
+    matrix = _tap_matrix(ws, dtype)
     m, sh = call.conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
     return _QuantTransposeFilter(matrix, dtype, Requantizer.build(m, sh, b, out_od, act, bound), m, sh)
