@@ -1,6 +1,6 @@
 """PAD / PAD_V2 kernels against np.pad of the requantized input: every rank up to 4, zero and nonzero
 amounts on every dimension, empty dimensions, float32 / float16 / uint8 / int8, pad values and an output
-quantization differing from the input's; pooled output buffers reused across runs."""
+quantization differing from the input's; the memoized plan and pooled output buffers reused across runs."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ KINDS = {np.float32: T.TENSOR_FLOAT32, np.float16: T.TENSOR_FLOAT16, np.uint8: T
          np.int8: T.TENSOR_QUANT8_ASYMM_SIGNED}
 
 
-def _run(op, x, pads, in_q, out_q, value=None, pool=None):
+def _run(op, x, pads, in_q, out_q, value=None, pool=None, cache=None):
     kind = KINDS[x.dtype.type]
     const = OperandLifeTime.CONSTANT_COPY
     ods = [Operand(type=kind, dimensions=x.shape, scale=in_q[0], zero_point=in_q[1]),
@@ -34,7 +34,8 @@ def _run(op, x, pads, in_q, out_q, value=None, pool=None):
     out_shape = tuple(int(n + a + b) for n, (a, b) in zip(x.shape, pads))
     out = Operand(type=kind, dimensions=out_shape, scale=out_q[0], zero_point=out_q[1])
     runner = type("Runner", (), {"pool": pool})() if pool is not None else None
-    call = KernelCall(Operation(op, list(range(len(arrays))), [len(arrays)]), arrays, ods, [out], runner=runner)
+    call = KernelCall(Operation(op, list(range(len(arrays))), [len(arrays)]), arrays, ods, [out], runner=runner,
+                      cache=cache)
     return KERNELS[op](call)[0], ods[0], out
 
 
@@ -60,9 +61,9 @@ def test_pad_is_np_pad_of_the_requantized_input(data):
         value = int(rng.integers(info.min, info.max, endpoint=True)) if quant else float(rng.standard_normal())
     else:
         value = out_q[1] if quant else 0.0
-    pool = BufferPool(plan=False)
-    for _ in range(2):  # the second run writes into a reused pooled buffer holding the first run's output
-        got, in_od, out_od = _run(op, x, pads, in_q, out_q, value, pool)
+    pool, cache = BufferPool(plan=False), {}
+    for _ in range(2):  # the second run: the memoized plan, and a reused pooled buffer holding the first output
+        got, in_od, out_od = _run(op, x, pads, in_q, out_q, value, pool, cache)
         want = np.pad(requantize_to(x, in_od, out_od), pads.tolist(), constant_values=np.array(value, dtype))
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)

@@ -7,6 +7,8 @@ zero point (the reference's choice: the padded value is real 0).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from nnconv.nnapi.enums import OperationType
@@ -25,23 +27,43 @@ def read_paddings(call: KernelCall, rank: int, slot: int = 1) -> list[tuple[int,
     return pairs
 
 
-def pad_constant(call: KernelCall, value: float | int) -> list[np.ndarray]:
-    """The output from the buffer pool: `value` written only into the border slabs of each dimension, then
-    the (requantized) input copied into the interior once. np.pad fills everything and spends ~50 us of
-    Python setup per call, most of a BlazeFace block's PAD (43 of them per face detector run)."""
-    x = call.tensor(0)
-    pairs = read_paddings(call, x.ndim)
-    y = requantize_to(x, call.in_operands[0], call.out_operands[0])
-    out = call.empty(tuple(n + a + b for n, (a, b) in zip(y.shape, pairs)), y.dtype)
-    interior = tuple(slice(a, a + n) for n, (a, _b) in zip(y.shape, pairs))
+@dataclass(frozen=True)
+class _PadPlan:
+    """Where a padded output's pieces go: its shape, the border slabs taking the pad value (each dimension's
+    before / after slab over the interior of the dimensions ahead of it, so no element is written twice)
+    and the interior taking the input. Depends only on the input shape and the paddings operand, so kept
+    per operation when the paddings are constant."""
+
+    out_shape: tuple[int, ...]
+    borders: tuple[tuple[slice, ...], ...]
+    interior: tuple[slice, ...]
+
+
+def _pad_plan(call: KernelCall, shape: tuple[int, ...]) -> _PadPlan:
+    pairs = read_paddings(call, len(shape))
+    out_shape = tuple(n + a + b for n, (a, b) in zip(shape, pairs))
+    interior = tuple(slice(a, a + n) for n, (a, _b) in zip(shape, pairs))
+    borders = []
     for d, (before, after) in enumerate(pairs):
-        # dimensions before d: their interior only (their borders are filled by their own slabs)
-        head, tail = interior[:d], (slice(None),) * (y.ndim - d - 1)
+        head, tail = interior[:d], (slice(None),) * (len(shape) - d - 1)
         if before:
-            out[head + (slice(0, before),) + tail] = value
+            borders.append(head + (slice(0, before),) + tail)
         if after:
-            out[head + (slice(out.shape[d] - after, None),) + tail] = value
-    out[interior] = y
+            borders.append(head + (slice(out_shape[d] - after, None),) + tail)
+    return _PadPlan(out_shape, tuple(borders), interior)
+
+
+def pad_constant(call: KernelCall, value: float | int) -> list[np.ndarray]:
+    """The output from the buffer pool: `value` written only into the border slabs, then the (requantized)
+    input copied into the interior once. np.pad fills everything and spends ~50 us of Python setup per
+    call, most of a BlazeFace block's PAD (43 of them per face detector run)."""
+    x = call.tensor(0)
+    plan: _PadPlan = call.memo(("pad_plan", x.shape), (1,), lambda: _pad_plan(call, x.shape))
+    y = requantize_to(x, call.in_operands[0], call.out_operands[0])
+    out = call.empty(plan.out_shape, y.dtype)
+    for border in plan.borders:
+        out[border] = value
+    out[plan.interior] = y
     return [out]
 
 
