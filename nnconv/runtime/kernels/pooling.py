@@ -60,13 +60,16 @@ class _Geometry:
 
 
 def _geometry(call: KernelCall, h: int, w: int) -> _Geometry:
-    pads, sh, sw, fh, fw, act = _params(call, h, w)
-    pt, pb, pl, pr = pads
-    oh = conv_output_size(h, fh, sh, 1, pt, pb)
-    ow = conv_output_size(w, fw, sw, 1, pl, pr)
-    if oh < 1 or ow < 1:
-        raise call.fail("the filter is larger than the padded input")
-    return _Geometry(pads, sh, sw, fh, fw, oh, ow, act)
+    """The window geometry, kept per operation and input size when the parameters are constants."""
+    def make() -> _Geometry:
+        pads, sh, sw, fh, fw, act = _params(call, h, w)
+        pt, pb, pl, pr = pads
+        oh = conv_output_size(h, fh, sh, 1, pt, pb)
+        ow = conv_output_size(w, fw, sw, 1, pl, pr)
+        if oh < 1 or ow < 1:
+            raise call.fail("the filter is larger than the padded input")
+        return _Geometry(pads, sh, sw, fh, fw, oh, ow, act)
+    return call.memo(("pool_geometry", h, w), range(1, call.num_inputs), make)
 
 
 def _reduce_windows(call: KernelCall, x: np.ndarray, g: _Geometry, fill: float | int, ufunc: np.ufunc,
