@@ -118,3 +118,60 @@ def test_nearest_integer_upscale_below_29(dtype, q, in_shape, size):
 
 def test_resize_dynamic_size_refused():
     assert_refused(resize_model(BIL, np.float32, (1, 4, 5, 2), (8, 10), const_size=False), 30, Code.NON_CONSTANT)
+
+
+# -- half-pixel integer upscales below API 30 (lowering/rules/_resize_phases.py) ------------------
+PHASE_OPS = ["STRIDED_SLICE", "STRIDED_SLICE", "CONCATENATION", "STRIDED_SLICE", "STRIDED_SLICE", "CONCATENATION",
+             "DEPTHWISE_CONV_2D", "RESHAPE", "TRANSPOSE", "RESHAPE", "DEPTH_TO_SPACE"]
+
+
+@pytest.mark.parametrize("api", [28, 29])
+@pytest.mark.parametrize("in_shape,factor", [
+    pytest.param((1, 16, 16, 5), 2, id="2x-mediapipe"),
+    pytest.param((2, 3, 5, 3), 2, id="2x-batch2-odd"),
+    pytest.param((1, 1, 1, 4), 2, id="2x-one-pixel"),
+    pytest.param((1, 1, 6, 2), 4, id="4x-one-row"),
+    pytest.param((1, 3, 2, 1), 8, id="8x-one-channel"),
+    pytest.param((1, 1, 1, 3), 16, id="16x-image-pooling"),
+])
+def test_half_pixel_upscale_below_30_as_phases(api, in_shape, factor):
+    """TFLite's half-pixel RESIZE_BILINEAR, lowered below API 30 as a depthwise convolution per output
+    phase of the replicate-padded input and DEPTH_TO_SPACE: within the float tolerance of TFLite's kernel,
+    borders included (random inputs cover every phase and both edges)."""
+    size = (in_shape[1] * factor, in_shape[2] * factor)
+    m = resize_model(BIL, np.float32, in_shape, size, half=True)
+    assert_parity(m, api_level=api, expect_ops=PHASE_OPS)
+    assert_parity(m, api_level=30, expect_ops=["RESIZE_BILINEAR"])  # the plain operation from 30
+
+
+def test_half_pixel_phase_taps_are_tflites_weights():
+    """Each phase's taps are the outer product of (1 - t, t) at input offsets floor(p), floor(p) + 1, with
+    p = (d + 0.5) / f - 0.5: for f = 2, phase 0 takes 1/4 of row -1 and 3/4 of row 0."""
+    from nnconv.lowering.rules._resize_phases import phase_filter
+    filt = phase_filter(2, 1).reshape(3, 3, 4)
+    np.testing.assert_array_equal(filt[:, :, 0], np.outer([0.25, 0.75, 0], [0.25, 0.75, 0]))
+    np.testing.assert_array_equal(filt[:, :, 3], np.outer([0, 0.75, 0.25], [0, 0.75, 0.25]))
+    for f in (2, 4, 8):
+        taps = phase_filter(f, 3).reshape(3, 3, 3, f * f)
+        np.testing.assert_array_equal(taps.sum(axis=(0, 1)), np.ones((3, f * f)))  # every phase sums to 1
+
+
+@pytest.mark.parametrize("why,in_shape,size,dtype,align,min_api", [
+    pytest.param("factor 3 (not a binary fraction)", (1, 4, 4, 2), (12, 12), np.float32, False, 30, id="3x"),
+    pytest.param("unequal factors", (1, 4, 4, 2), (8, 16), np.float32, False, 30, id="2x4x"),
+    pytest.param("downscale", (1, 8, 8, 2), (4, 4), np.float32, False, 30, id="down"),
+    pytest.param("align_corners", (1, 4, 4, 2), (8, 8), np.float32, True, 30, id="align"),
+])
+def test_other_flagged_resizes_still_need_30(why, in_shape, size, dtype, align, min_api):
+    m = resize_model(BIL, dtype, in_shape, size, align=align, half=not align)
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=min_api)
+
+
+def test_half_pixel_upscale_needs_28():
+    m = resize_model(BIL, np.float32, (1, 4, 4, 2), (8, 8), half=True)
+    assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
+
+
+def test_quantized_half_pixel_upscale_still_needs_30():
+    m = resize_model(BIL, np.int8, (1, 4, 4, 2), (8, 8), half=True, q=QuantParams(0.05, -3))
+    assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)

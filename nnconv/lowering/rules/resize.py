@@ -9,6 +9,7 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import NO_SIGNED_INT8_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.rules._resize_phases import PHASE_MIN_API, PHASE_OPS, half_pixel_upscale, lower_half_pixel_upscale
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -43,7 +44,7 @@ class _Resize(Rule):
                 c.refuse(Code.OPERAND_VALUE, f"size {value.tolist()} is not two positive extents")
         o = c.options
         if o is not None and (o.align_corners or o.half_pixel_centers) and self.flags_matter(c):
-            c.require_api(30, f"{c.op.name} with align_corners / half_pixel_centers")
+            c.require_api(self.flags_level(c), f"{c.op.name} with align_corners / half_pixel_centers")
             if o.align_corners and o.half_pixel_centers:
                 c.refuse(Code.OPTION, "align_corners and half_pixel_centers together")
         check_int8(c)
@@ -58,6 +59,10 @@ class _Resize(Rule):
     def quant_level(self, c: CheckContext) -> int:
         """Lowest level of the quantized variant."""
         return self.quant_api
+
+    def flags_level(self, c: CheckContext) -> int:
+        """Lowest level that computes align_corners / half_pixel_centers (NNAPI's flags: 30)."""
+        return 30
 
     def lower(self, c: LowerContext) -> None:
         h, w = (int(v) for v in np.asarray(c.const_value(c.input(1))).reshape(-1))
@@ -82,10 +87,25 @@ class ResizeBilinear(_Resize):
     fixed point (scales rounded to 1/1024), NNAPI's reference in float32, so int8 results can differ from
     the TFLite interpreter by about 1 + 255 * out / 2048 LSB when the scale is not a multiple of 1/1024 (the
     position error accumulates along the axis: 2 LSB at 9 outputs, 5 at a 16 -> 32 align_corners resize of
-    random data; uint8 stays within 1 LSB)."""
+    random data; uint8 stays within 1 LSB).
+    Below API 30, a float32 half_pixel_centers upscale by 2, 4, 8 or 16 on both axes (TF2's `tf.image.resize`
+    in MediaPipe's feature pyramids) lowers from API 28 as a phase decomposition (`_resize_phases.py`:
+    a 3x3 depthwise convolution per output phase of the replicate-padded input, then DEPTH_TO_SPACE),
+    within float tolerance; beyond TFLite's delegate, which keeps such ops on the CPU below 30."""
     nnapi_op = OperationType.RESIZE_BILINEAR
-    nnapi_ops = (OperationType.RESIZE_BILINEAR,)
-    constraints = "rank-4 input; constant size; quantized needs API 29; align_corners/half_pixel_centers API 30"
+    nnapi_ops = (OperationType.RESIZE_BILINEAR,) + PHASE_OPS
+    constraints = ("rank-4 input; constant size; quantized needs API 29; align_corners/half_pixel_centers API 30, "
+                   "or API 28 for a float32 half-pixel upscale by 2, 4, 8 or 16")
+
+    def flags_level(self, c: CheckContext) -> int:
+        return PHASE_MIN_API if half_pixel_upscale(c) is not None else 30
+
+    def lower(self, c: LowerContext) -> None:
+        f = half_pixel_upscale(c) if c.api_level < 30 else None
+        if f is None:
+            super().lower(c)
+            return
+        lower_half_pixel_upscale(c, f)
 
 
 def integer_upscale(c: CheckContext) -> int | None:
