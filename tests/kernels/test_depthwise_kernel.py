@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnconv.runtime.kernels import KERNELS, KernelCall
+from nnconv.runtime.kernels._depthwise_float import ROW_BLOCK_BYTES
 from nnconv.nnapi.enums import OperandType as T
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Operand, Operation
@@ -219,6 +220,9 @@ def test_float_depthwise_any_geometry_matches_the_definition(h, w, channels, kh,
     pytest.param(7, 1, 0, 2, (23, 21), id="7x7-stride2"),
     pytest.param(3, 2, 3, 2, (22, 19), id="3x3-stride2-dilated-relu6"),
     pytest.param(5, 1, 1, 3, (31, 28), id="5x5-stride3-relu"),
+    # more rows than one block of int32 sums (ROW_BLOCK_BYTES): the requantization runs per block
+    pytest.param(3, 1, 3, 1, (100, 60), id="3x3-two-blocks"),
+    pytest.param(7, 1, 0, 2, (200, 120), id="7x7-stride2-two-blocks"),
 ])
 def test_quant_depthwise_row_runs_equal_the_integer_definition(kernel, dilation, activation, stride, size):
     # Multiplier 1 (int32 row runs): bit for bit the exact integer sums of the definition, then the
@@ -234,6 +238,8 @@ def test_quant_depthwise_row_runs_equal_the_integer_definition(kernel, dilation,
     span = (kernel - 1) * dilation
     oh, ow = (h + 2 * pad - span - 1) // stride + 1, (wd + 2 * pad - span - 1) // stride + 1
     assert stride == 1 or oh * ow > 64  # strided: the row-run path
+    if min(size) >= 60:
+        assert oh * ow * c * 4 > ROW_BLOCK_BYTES  # several blocks
     xin = Operand(type=T.TENSOR_QUANT8_ASYMM_SIGNED, dimensions=x.shape, scale=0.05, zero_point=-5)
     out = Operand(type=T.TENSOR_QUANT8_ASYMM_SIGNED, dimensions=(2, oh, ow, c), scale=0.08, zero_point=3)
     ods = [xin, Operand(type=T.TENSOR_QUANT8_SYMM_PER_CHANNEL, dimensions=w.shape, scale=0.0, zero_point=0,
