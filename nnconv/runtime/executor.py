@@ -11,7 +11,8 @@ constant operands (converted filters, requantization constants); both assume the
 after the first run. `Executor.run` sets numpy's BLAS to `blas_threads` (1, or `--threads N`) threads.
 Without a trace, some float32 operation pairs run as one fused step (`nnconv.runtime.fusion`): swish,
 a per-channel scale folded into the next convolution's filter, and a standalone activation finishing its
-producer's output in place. An operation that reads only constants
+producer's output in place; a batch normalization's MUL + ADD by constants (float32, or quant8 as one
+table gather). An operation that reads only constants
 (e.g. the CAST of a float16 filter to float32, x38 per run in MediaPipe's pose detector) runs once, when
 its subgraph is planned, and its outputs then serve every run as constants do (see `SubgraphRunner._fold`).
 """

@@ -16,7 +16,9 @@ outputs never exist as tensors.
   saves an operation's fixed cost per squeeze-excite block (`nnconv.runtime.fused_kernels`).
 - Affine, `ADD(MUL(x, scale), shift)` with constant scale and shift (DenseNet-121's 120 batch
   normalizations, the input scaling of MobileNets): the ADD and its activation run in place in the MUL's
-  product, the same arithmetic without a second buffer.
+  product, the same arithmetic without a second buffer. Quant8 (DenseNet-121 int8's 64 of them, scale and
+  shift one value or one per channel): one gather from a [channel, input byte] table that the MUL and ADD
+  kernels themselves fill once, so the pair's bits exactly (`nnconv.runtime.fused_kernels.quant8_affine`).
 - A standalone activation after the operation producing its input, `RELU / RELU1 / RELU6 / PRELU` of an
   ADD, CONV_2D or DEPTHWISE_CONV_2D (MediaPipe's face and palm detectors and landmark models keep 17-53 of
   them, TFLite not having fused them: PRELU has no fused form, and their RELUs follow residual ADDs): the
@@ -33,6 +35,7 @@ The fused step sits at the last operation's place; the absorbed ones' inputs sta
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -41,11 +44,12 @@ import numpy as np
 from nnconv.nnapi.enums import FuseCode, OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Operation, Subgraph
 from nnconv.runtime.fused_kernels import (Kernel, affine, clamp_epilogue, gated_mul, prelu_epilogue,
-                                          scaled_filter_conv, with_epilogue)
+                                          quant8_affine, scaled_filter_conv, with_epilogue)
 from nnconv.runtime.kernels.logistic import float32_swish
 
 _L = OperandLifeTime
 _FUSE_CODES = (FuseCode.NONE, FuseCode.RELU, FuseCode.RELU1, FuseCode.RELU6)
+_QUANT8 = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
 _O = OperationType
 # the standalone clamps and their FuseCode; the producers whose output an activation may finish in place
 _CLAMPS = {_O.RELU: FuseCode.RELU, _O.RELU1: FuseCode.RELU1, _O.RELU6: FuseCode.RELU6}
@@ -129,7 +133,7 @@ def plan_fusions(sg: Subgraph, constant: Callable[[int], np.ndarray | None],
     for k, op in enumerate(sg.operations):
         if k in taken:
             continue
-        f = _channel_scale(g, k, op, conv_kernel) or _affine(g, k, op)
+        f = _channel_scale(g, k, op, conv_kernel) or _affine(g, k, op, kernels)
         if f is not None and not taken & {*f.absorbed, f.at}:
             fusions.append(f)
             taken.update((*f.absorbed, f.at))
@@ -246,10 +250,11 @@ def _gate_source(g: _Graph, gate: int, m: int) -> tuple[str, tuple[int, ...], tu
     return direct
 
 
-def _affine(g: _Graph, m: int, mul: Operation) -> Fusion | None:
+def _affine(g: _Graph, m: int, mul: Operation, kernels: Mapping[OperationType, Kernel]) -> Fusion | None:
     """MUL(x, scale) (either order, activation NONE) -> h read only by ADD(h, shift) (either order, valid
-    constant activation), scale and shift float32 constants broadcasting to x's own shape, which is h's
-    and the ADD output's."""
+    constant activation), scale and shift constants broadcasting to x's own shape, which is h's and the
+    ADD output's: all float32, or all quant8 of one type with scale and shift one value or one per
+    channel (the last axis; `quant8_affine`'s table)."""
     if mul.type is not OperationType.MUL or len(mul.inputs) != 3 or len(mul.outputs) != 1:
         return None
     h = mul.outputs[0]
@@ -264,15 +269,23 @@ def _affine(g: _Graph, m: int, mul: Operation) -> Fusion | None:
     if x is None or hh != h or g.constant_int(add.inputs[2]) not in _FUSE_CODES:
         return None
     xd = g.dims(x)
-    if (not g.float32(x, scale, h, shift, add.outputs[0]) or not xd or not all(d > 0 for d in xd)
-            or g.dims(h) != xd or g.dims(add.outputs[0]) != xd):
+    y = add.outputs[0]
+    if not xd or not all(d > 0 for d in xd) or g.dims(h) != xd or g.dims(y) != xd:
         return None
     try:
         if np.broadcast_shapes(xd, g.dims(scale), g.dims(shift)) != xd:
             return None
     except ValueError:
         return None
-    return Fusion(absorbed=(m,), at=a, inputs=(x, scale, shift, add.inputs[2]), fn=affine, name="MUL+ADD")
+    if g.float32(x, scale, h, shift, y):
+        return Fusion(absorbed=(m,), at=a, inputs=(x, scale, shift, add.inputs[2]), fn=affine, name="MUL+ADD")
+    types = {g.sg.operands[i].type for i in (x, scale, h, shift, y)}
+    per_channel = all(math.prod(g.dims(c)[:-1]) == 1 for c in (scale, shift))
+    if len(types) != 1 or types.pop() not in _QUANT8 or not per_channel or not {_O.MUL, _O.ADD} <= kernels.keys():
+        return None
+    fn = quant8_affine(mul, add, g.sg.operands[h], list(mul.inputs).index(x), list(add.inputs).index(h),
+                       kernels[_O.MUL], kernels[_O.ADD])
+    return Fusion(absorbed=(m,), at=a, inputs=(*mul.inputs, shift, add.inputs[2]), fn=fn, name="MUL+ADD")
 
 
 def _tensor_and_constant(g: _Graph, pair: list[int]) -> tuple[int | None, int | None]:

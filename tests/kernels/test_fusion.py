@@ -16,7 +16,9 @@ from harness import TfliteBuilder, assert_parity, step_names
 from nnconv.nnapi.enums import OperationType
 from nnconv.runtime.executor import Executor, Trace
 from nnconv.runtime.kernels.logistic import logistic
+from nnconv.tflite.builder import QuantParams
 from nnconv.tflite.options import AddOptions, Conv2DOptions, MulOptions
+from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 from nnconv.tflite.schema_enums import Padding
 
@@ -225,6 +227,71 @@ def test_affine_mul_add_one_step_same_bits(scale_shape, shift_shape, kw, fused):
     converted = assert_parity(affine_model(scale_shape, shift_shape, **kw), api_level=30).converted
     feed = feed_for(converted, scale=2.0)
     assert ("MUL+ADD" in step_names(Executor(converted), feed)) == fused
+    together = Executor(converted).run(feed)
+    apart = Executor(converted, trace=Trace()).run(feed)
+    for name in together:
+        np.testing.assert_array_equal(together[name], apart[name])
+
+
+def quant8_affine_model(shape, scale_shape, shift_shape, dtype, consts_first: bool = False, act: int = 1,
+                        product_is_output: bool = False, seed: int = 7) -> bytes:
+    """x `shape` (quant8 `dtype`) -> MUL(x, constant scale) -> ADD(., constant shift) with `act` -> y, every
+    tensor quantized with its own scale and an off-centre zero point (a TFLite int8 batch normalization)."""
+    rng = np.random.default_rng(seed)
+    lo, hi = (-128, 127) if dtype == np.int8 else (0, 255)
+    b = TfliteBuilder()
+
+    def q(scale: float, zp: int) -> QuantParams:
+        return QuantParams(scale, zp if dtype == np.int8 else zp + 128)
+
+    x = b.input("x", shape, dtype, quant=q(0.05, -9))
+    scale = b.const("scale", rng.integers(lo, hi + 1, scale_shape).astype(dtype), quant=q(0.02, 3))
+    shift = b.const("shift", rng.integers(lo, hi + 1, shift_shape).astype(dtype), quant=q(0.04, -20))
+    h = b.tensor("h", shape, dtype, quant=q(0.03, 11))
+    b.op(B.MUL, [scale, x] if consts_first else [x, scale], [h], MulOptions(fused_activation_function=0))
+    y = b.tensor("y", shape, dtype, quant=q(0.06, -5))
+    b.op(B.ADD, [shift, h] if consts_first else [h, shift], [y], AddOptions(fused_activation_function=act))
+    b.output(y, h) if product_is_output else b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
+@pytest.mark.parametrize("shape,scale_shape,shift_shape,kw,fused", [
+    ((1, 5, 7, 13), (13,), (13,), {}, True),
+    ((2, 3, 300), (1, 1, 300), (300,), {"consts_first": True, "act": 3}, True),  # > 256 channels: uint32 indexes
+    ((1, 9, 11, 3), (1,), (3,), {"act": 0}, True),
+    ((4, 6), (1,), (1,), {"act": 2}, True),  # one value each: a 256-entry table
+    ((1, 5, 7, 13), (13,), (13,), {"product_is_output": True}, False),
+    ((1, 5, 7, 13), (7, 1), (13,), {}, False),  # a scale varying along another axis
+], ids=["per-channel-relu", "wide-consts-first-relu6", "scalar-scale", "scalars-relu1", "product-is-output",
+        "not-per-channel"])
+def test_quant8_affine_one_gather_same_bits(dtype, shape, scale_shape, shift_shape, kw, fused):
+    """The fused table gives TFLite's results within 1 LSB and exactly the unfused MUL and ADD kernels'
+    bits, on every input byte in every channel."""
+    converted = assert_parity(quant8_affine_model(shape, scale_shape, shift_shape, dtype, **kw),
+                              api_level=30).converted
+    info = np.iinfo(dtype)
+    # every byte value in every position's channel, tiled over the input
+    every = np.resize(np.arange(info.min, info.max + 1, dtype=np.int64), int(np.prod(shape)))
+    feeds = [{converted.inputs[0].name: every.reshape(shape).astype(dtype)},
+             {converted.inputs[0].name: np.roll(every, 37).reshape(shape).astype(dtype)}]
+    fused_ex, apart_ex = Executor(converted), Executor(converted, trace=Trace())
+    assert ("MUL+ADD" in step_names(Executor(converted), feeds[0])) == fused
+    for feed in feeds * 2:  # the second round reads the memoized table and the pooled buffers
+        together, apart = fused_ex.run(feed), apart_ex.run(feed)
+        for name in together:
+            np.testing.assert_array_equal(together[name], apart[name])
+
+
+def test_quant8_affine_every_byte_every_channel_against_the_kernels():
+    """Exhaustive: 256 rows holding every byte in each of 40 channels, int8, against the MUL then ADD
+    kernels run apart (a trace)."""
+    shape = (1, 256, 1, 40)
+    converted, _ = nnconv.convert(read_model(quant8_affine_model(shape, (40,), (40,), np.int8, act=0, seed=3)),
+                                  api_level=30)
+    grid = (np.arange(256)[:, None] + np.arange(40)[None] * 7) % 256 - 128
+    feed = {converted.inputs[0].name: grid.reshape(shape).astype(np.int8)}
+    assert "MUL+ADD" in step_names(Executor(converted), feed)
     together = Executor(converted).run(feed)
     apart = Executor(converted, trace=Trace()).run(feed)
     for name in together:
