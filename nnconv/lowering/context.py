@@ -30,7 +30,7 @@ from nnconv.nnapi.model import Operand, SymmPerChannelQuantParams
 from nnconv.nnapi.program import INT8_SHIFT  # noqa: F401  (re-exported: rules import it from here)
 from nnconv.rewrite.state import ConversionState
 from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
-from nnconv.tflite.schema_enums import ActivationFunctionType, TensorType
+from nnconv.tflite.schema_enums import ActivationFunctionType, BuiltinOperator, TensorType
 from nnconv.tflite.sparsity import densify
 
 if TYPE_CHECKING:
@@ -43,6 +43,23 @@ _DTYPE_NAMES = {TensorType.FLOAT32: "float32", TensorType.FLOAT16: "float16", Te
 
 def dtype_name(t: TensorType) -> str:
     return _DTYPE_NAMES.get(t, t.name.lower())
+
+
+def densified_outputs(state: ConversionState, sg: Subgraph) -> dict[int, int]:
+    """Output tensor -> sparse constant input of each DENSIFY op: constants at conversion time (the DENSIFY
+    rule densifies them; constant folding leaves sparse tensors to it), so that their consumers see
+    constants. Sparse float16 weights come as DENSIFY -> DEQUANTIZE -> CONV_2D (MediaPipe's
+    face_detection_full_range_sparse, pose_detection): the DEQUANTIZE then folds into a float32 constant
+    filter at every level, instead of a runtime CAST (API 29) of a runtime filter. Kept in `state.memo`."""
+    key = ("densified_outputs", sg.index)
+    found = state.memo.get(key)
+    if found is None:
+        found = state.memo[key] = {
+            op.outputs[0]: op.inputs[0] for op in sg.operators
+            if op.builtin_code == BuiltinOperator.DENSIFY and len(op.inputs) == 1 and len(op.outputs) == 1
+            and op.inputs[0] >= 0 and op.outputs[0] >= 0 and sg.tensors[op.inputs[0]].data is not None
+            and sg.tensors[op.inputs[0]].sparsity is not None}
+    return found
 
 
 class CheckContext:
@@ -96,13 +113,17 @@ class CheckContext:
         return [self.output(i) for i in range(len(self.op.outputs))]
 
     def is_const(self, t: Tensor | None) -> bool:
-        return t is not None and (t.data is not None or (self.subgraph.index, t.index) in self.state.folded)
+        return t is not None and (t.data is not None or (self.subgraph.index, t.index) in self.state.folded
+                                  or t.index in densified_outputs(self.state, self.subgraph))
 
     def const_value(self, t: Tensor) -> np.ndarray:
-        """Value of a constant (or folded) tensor, shaped like the tensor."""
+        """Value of a constant (or folded, or densified) tensor, shaped like the tensor."""
         folded = self.state.folded.get((self.subgraph.index, t.index))
         if folded is not None:
             return folded
+        sparse = densified_outputs(self.state, self.subgraph).get(t.index)
+        if sparse is not None:
+            return self.const_value(self.subgraph.tensors[sparse])
         if t.data is None:
             raise ValueError(f"tensor '{t.name}' is not constant")
         if t.sparsity is not None:

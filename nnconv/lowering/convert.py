@@ -314,7 +314,8 @@ def _find_constant_producers(state: ConversionState, sg: Subgraph) -> dict[int, 
         if op.builtin_code not in _CONSTANT_PRODUCERS or len(op.outputs) != 1 or op.outputs[0] < 0:
             continue
         ins = [sg.tensors[i] for i in op.inputs if i >= 0]
-        if ins and all(t.data is not None or (sg.index, t.index) in state.folded for t in ins) \
+        # ops run in order, so a producer's constant output (DENSIFY -> DEQUANTIZE) is known by its reader
+        if ins and all(t.data is not None or (sg.index, t.index) in state.folded or t.index in found for t in ins) \
                 and checked(state, sg, op, runtime=False).ok:
             # A refused producer (say of an int4 constant) stays a CPU op whose output enters as an input.
             # (It emits no NNAPI operation, so the runtime has nothing to refuse: its rule's check decides.)

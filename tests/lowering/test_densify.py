@@ -126,3 +126,31 @@ def test_sparse_fully_connected_weights_are_densified():
     b.op(BuiltinOperator.FULLY_CONNECTED, [x, w, bias], [y], FullyConnectedOptions())
     b.output(y)
     assert_parity(b.finish(), api_level=27)
+
+
+@pytest.mark.parametrize("api", [27, 29, 30])
+def test_sparse_float16_filter_through_dequantize_is_a_constant(api):
+    """MediaPipe's sparse float16 weights: DENSIFY -> DEQUANTIZE (float16 -> float32) -> CONV_2D filter. The
+    DEQUANTIZE of the densified constant folds into a float32 constant filter at every level: no CAST (API
+    29) and no runtime filter."""
+    dense = (RNG.standard_normal((3, 1, 1, 4)) * (RNG.random((3, 1, 1, 4)) < 0.5)).astype(np.float16)
+    flat = dense.reshape(3, 4)
+    rows, cols = np.nonzero(flat)
+    segs = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=3))])
+    sp = Sparsity(traversal_order=(0, 1, 2, 3), block_map=(),
+                  dim_metadata=(DimensionMetadata(0, 3), DimensionMetadata(0, 1), DimensionMetadata(0, 1),
+                                DimensionMetadata(1, 0, tuple(int(s) for s in segs), tuple(int(c) for c in cols))))
+    b = TfliteBuilder()
+    x = b.input("x", (1, 5, 4, 4), np.float32)
+    w_sparse = b.const("w_sparse", flat[rows, cols], shape=dense.shape, sparsity=sp)
+    w16 = b.tensor("w16", dense.shape, np.float16)
+    w = b.tensor("w", dense.shape, np.float32)
+    y = b.tensor("y", (1, 5, 4, 3), np.float32)
+    b.op(BuiltinOperator.DENSIFY, [w_sparse], [w16])
+    b.op(BuiltinOperator.DEQUANTIZE, [w16], [w])
+    bias = b.const("bias", RNG.standard_normal(3).astype(np.float32))
+    b.op(BuiltinOperator.CONV_2D, [x, w, bias], [y], Conv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1))
+    b.output(y)
+    result = assert_parity(b.finish(), api_level=api, expect_ops=["CONV_2D"])
+    conv = result.converted.model.main
+    assert conv.operands[conv.operations[0].inputs[1]].is_constant  # the filter is a constant operand
