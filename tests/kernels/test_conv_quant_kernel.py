@@ -48,12 +48,24 @@ def _definition(x, w, b, scales, pads, stride, out, x_zp):
     return acc + b, m, sh
 
 
+def _check_against_definition(x, w, b, scales, kernel, stride, activation, t, x_zp, out_zp):
+    """Runs the kernel (padding kernel - 1 on the right and top), asserts its output equals the integer
+    definition's, and returns the output and the memoized QuantFilters."""
+    pads = (0, kernel - 1, kernel - 1, 0)
+    got, call = _conv(x, w, b, scales, pads, stride, activation, t, x_zp, out_zp)
+    acc, m, sh = _definition(x, w, b, scales, pads, stride, got, x_zp)
+    np.testing.assert_array_equal(got, requantize_accumulator(acc, m, sh, call.out_operands[0], activation))
+    return got, [v for k, v in call.cache.items() if isinstance(k, tuple) and k[0] == "conv"]
+
+
 @pytest.mark.parametrize("t,x_zp,out_zp", [(T.TENSOR_QUANT8_ASYMM_SIGNED, -3, 5), (T.TENSOR_QUANT8_ASYMM, 131, 120)])
 @pytest.mark.parametrize("kernel,channels,out_channels,stride,activation,scaled", [
     (1, 8, 48, 1, FuseCode.NONE, True),  # the scaled-filter GEMM, with the negative-side correction
     (1, 8, 48, 2, FuseCode.RELU6, True),
     (2, 3, 64, 1, FuseCode.RELU, True),  # an im2col KxK filter, padded with the zero point
     (3, 16, 24, 1, FuseCode.NONE, False),  # K = 144: the float32 GEMM and the requantizer
+    (3, 3, 8, 2, FuseCode.NONE, True),  # an RGB stem: tap-major im2col rows and the scaled filter
+    (3, 3, 5, 1, FuseCode.RELU, True),
 ])
 def test_quant_conv_paths_equal_the_integer_definition(t, x_zp, out_zp, kernel, channels, out_channels, stride,
                                                        activation, scaled):
@@ -62,10 +74,26 @@ def test_quant_conv_paths_equal_the_integer_definition(t, x_zp, out_zp, kernel, 
     w = RNG.integers(-127, 128, (out_channels, kernel, kernel, channels)).astype(np.int8)
     b = RNG.integers(-4000, 4000, out_channels).astype(np.int32)
     scales = RNG.uniform(0.002, 0.03, out_channels).astype(np.float32)
-    pads = (0, kernel - 1, kernel - 1, 0)
-    got, call = _conv(x, w, b, scales, pads, stride, activation, t, x_zp, out_zp)
-    acc, m, sh = _definition(x, w, b, scales, pads, stride, got, x_zp)
-    out = call.out_operands[0]
-    np.testing.assert_array_equal(got, requantize_accumulator(acc, m, sh, out, activation))
-    filters = [v for k, v in call.cache.items() if isinstance(k, tuple) and k[0] == "conv"]
+    got, filters = _check_against_definition(x, w, b, scales, kernel, stride, activation, t, x_zp, out_zp)
     assert len(filters) == 1 and (filters[0].scaled is not None) == scaled
+
+
+@pytest.mark.parametrize("t,x_zp,out_zp", [(T.TENSOR_QUANT8_ASYMM_SIGNED, -3, 5), (T.TENSOR_QUANT8_ASYMM, 131, 120)])
+@pytest.mark.parametrize("kernel,channels,stride,activation", [
+    (3, 300, 1, FuseCode.NONE),
+    (1, 2100, 2, FuseCode.RELU6),
+    (2, 700, 1, FuseCode.RELU),
+])
+def test_long_reductions_in_exact_float32_runs_equal_the_integer_definition(t, x_zp, out_zp, kernel, channels,
+                                                                           stride, activation):
+    """Sums of |w| * max|x| beyond 2^24 (float32's exact integers): float32 GEMMs over runs of the reduction,
+    each exact, summed in float64, with filters of extreme magnitude."""
+    info = np.iinfo(np.int8 if t is T.TENSOR_QUANT8_ASYMM_SIGNED else np.uint8)
+    x = RNG.integers(info.min, info.max + 1, (2, 5, 7, channels)).astype(info.dtype)
+    w = (RNG.choice([-1, 1], (6, kernel, kernel, channels)) * RNG.integers(100, 128, (6, kernel, kernel, channels)))
+    w = w.astype(np.int8)
+    b = RNG.integers(-4000, 4000, 6).astype(np.int32)
+    scales = RNG.uniform(2e-4, 6e-4, 6).astype(np.float32)
+    got, filters = _check_against_definition(x, w, b, scales, kernel, stride, activation, t, x_zp, out_zp)
+    assert len(filters) == 1 and filters[0].chunks is not None and len(filters[0].chunks) > 1
+    assert len(np.unique(got)) > 10  # the outputs span many levels, not one clamp bound

@@ -189,6 +189,23 @@ def test_conv2d_quant_narrow_input_parity(dtype, per_channel, case):
     assert_parity(m, api_level=30, expect_ops=["CONV_2D"])
 
 
+@pytest.mark.parametrize("dtype,per_channel", [(np.int8, True), (np.uint8, False)])
+@pytest.mark.parametrize("case", [
+    pytest.param(((1, 9, 11, 3), (8, 3, 3, 3), (1, 5, 6, 8), (2, 2), 3, 0.25), id="rgb-stem-s2-relu6"),
+    pytest.param(((2, 7, 5, 3), (5, 3, 3, 3), (2, 7, 5, 5), (1, 1), 0, 0.25), id="rgb-stem-none"),
+    # sum|w| * max|x| beyond 2^24: float32 runs of the reduction summed in float64
+    pytest.param(((1, 5, 7, 263), (6, 3, 3, 263), (1, 5, 7, 6), (1, 1), 0, 2.0), id="3x3x263-float32-runs"),
+    pytest.param(((2, 4, 3, 2311), (7, 1, 1, 2311), (2, 4, 3, 7), (1, 1), 1, 2.0), id="1x1x2311-float32-runs"),
+])
+def test_conv2d_quant_stem_and_long_reduction_parity(dtype, per_channel, case):
+    # a KxK filter over 3 channels: tap-major im2col rows (and the scaled filter where exact); a reduction
+    # float32 cannot sum exactly: exact float32 runs summed in float64
+    in_shape, filt_shape, out_shape, stride, act, out_scale = case
+    m = quant_conv_model(dtype, in_shape, filt_shape, out_shape, stride=stride, act=act, per_channel=per_channel,
+                         out_scale=out_scale)
+    assert_parity(m, api_level=30, expect_ops=["CONV_2D"])
+
+
 def test_conv2d_uint8_scale_restriction_below_29():
     # input_scale * filter_scale (0.05 * 0.02 = 1e-3) >= output_scale 5e-4: NNAPI 1.0/1.1 forbid it.
     m = quant_conv_model(np.uint8, (1, 5, 4, 2), (2, 1, 1, 2), (1, 5, 4, 2), out_scale=5e-4)

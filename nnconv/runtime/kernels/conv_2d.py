@@ -17,7 +17,7 @@ from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.quantization import (Requantizer, is_quant8, max_abs_offset, qrange,
                                        requantize_accumulator)
 from nnconv.runtime.kernels._float_activation import add_bias_and_activate
-from nnconv.runtime.kernels._matmul import exact_matmul_dtype
+from nnconv.runtime.kernels._matmul import exact_matmul_dtype, float32_chunks
 from nnconv.runtime.kernels._spatial import (conv_output_size, extract_patches, implicit_padding, nchw_to_nhwc,
                                              nhwc_to_nchw, pad_spatial)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
@@ -100,6 +100,11 @@ class QuantFilter:
     # gives the requantization's multiply-add exactly, so only its clamp and cast remain. For narrow inputs
     # (K + 1 <= O / SCALED_FILTER_RATIO), where the requantization's passes cost more than the float64 GEMM.
     scaled: np.ndarray | None = None
+    # Where float64 would be needed (sums reaching 2^24), runs [k0, k1) of the reduction whose float32
+    # products are each exact (`float32_chunks`), with mats[0]'s rows of each run as float32: the im2col
+    # rows are float32 and each run's float32 GEMM is summed exactly in float64.
+    chunks: list[tuple[int, int]] | None = None
+    chunk_mats: list[np.ndarray] | None = None
 
 
 def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activation: int,
@@ -129,13 +134,25 @@ def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activati
         rq, bias = folded_rq, folded_bias
     else:
         rq, bias = Requantizer.build(m, sh, b64, out_od, activation, centered_bound), b64
+    chunks = chunk_mats = None
+    if dtype is np.float64 and groups == 1:
+        x_bound = max(abs(lo), abs(hi)) if folded else max_abs_offset(in_od.type, in_od.zero_point)
+        chunks = float32_chunks(np.abs(ws).max(axis=0, initial=0) * x_bound)
+        if chunks is not None:
+            chunk_mats = [np.ascontiguousarray(ws[:, k0:k1].T, dtype=np.float32) for k0, k1 in chunks]
     mats = [np.ascontiguousarray(ws[g * og:(g + 1) * og].T, dtype=dtype) for g in range(groups)]
     scaled = None
     k1 = ws.shape[1] + 1
+    _o, kh, kw, c = w.shape
+    # the scaled filter also for a KxK filter over few channels (an RGB stem, tap-major im2col): its
+    # requantization passes over O outputs per pixel cost more than the float64 GEMM's K + 1 <= 28 terms
+    # (MobileNetV2 int8's 224x224x3 -> 32 stem with the tap-major rows 1.64 -> 1.39 ms)
+    few_inputs = kh * kw > 1 and c <= TAP_MAJOR_MAX_CHANNELS
     if groups == 1 and rq is not None and rq.fast is not None and k1 <= SCALED_FILTER_MAX_K1 and \
-            k1 * SCALED_FILTER_RATIO <= o:
+            (k1 * SCALED_FILTER_RATIO <= o or few_inputs):
         scaled = rq.fast.scaled_filter(ws.T, raw_bound if folded else centered_bound, rq.shift)
-    return QuantFilter(mats, dtype, rq, m, sh, folded, bias, scaled)
+    return QuantFilter(mats, dtype, rq, m, sh, folded, bias, scaled,
+                       None if scaled is not None else chunks, None if scaled is not None else chunk_mats)
 
 
 # A quantized convolution with K + 1 <= SCALED_FILTER_MAX_K1 and <= O / SCALED_FILTER_RATIO takes the float64
@@ -185,7 +202,8 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
     if quant:
         qf: QuantFilter = call.memo(("conv", groups, p.activation), (1, 2),
                                     lambda: quant_filter(call, w, b, p.activation, groups))
-        dtype = qf.dtype
+        # float32 rows for the exact float32 runs of a reduction float64 would otherwise take (`chunks`)
+        dtype = np.float32 if qf.chunks is not None else qf.dtype
         # padded (scratch from the buffer pool) with the zero point: 0 after centering or after the fold
         xs = pad_spatial(x, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, in_od.zero_point, call.empty)
         scratch = [] if xs is x else [xs]
@@ -235,12 +253,14 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
         # instead of one short loop of O per pixel (MobileNetV2's projections have 16..32 channels)
         bias = call.memo(("conv_bias_rows", p.out_w), (2,), lambda: np.tile(bias, p.out_w))
     cols_buf: np.ndarray | None = None
-    # Float, one group, a KxK filter over few input channels (an RGB stem): the im2col block is gathered
+    # One group, a KxK filter over few input channels (an RGB stem): the im2col block is gathered
     # tap-major, [KH*KW*C (+1), pixels], so that the copy's inner loop runs along a row of output pixels
     # instead of over the KW*C values of one pixel (224x224x3 stride 2: copy 0.27 -> 0.15 ms); the matmul
-    # reads it transposed.
-    tap_major = not quant and groups == 1 and not one_by_one and c <= TAP_MAJOR_MAX_CHANNELS
-    acc_buf = np.empty((block_h * ow, o), dtype=dtype) if quant or groups > 1 else None
+    # reads it transposed. The extra row of ones meets the float bias row or the scaled filter's kappa.
+    tap_major = groups == 1 and not one_by_one and c <= TAP_MAJOR_MAX_CHANNELS
+    chunked = quant and qf.chunks is not None
+    acc_buf = np.empty((block_h * ow, o), dtype=np.float64 if chunked else dtype) if quant or groups > 1 else None
+    part_buf = np.empty((block_h * ow, o), dtype=np.float32) if chunked else None
     patches = None if one_by_one else extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w,
                                                       p.out_h, p.out_w)
     for i in range(n):
@@ -256,9 +276,9 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
                 cols = view.reshape(rows, c)
             elif tap_major:
                 if cols_buf is None:
-                    cols_buf = call.empty((kh * kw * c + bias_row, block_h * ow), dtype)
+                    cols_buf = call.empty((kh * kw * c + (bias_row or scaled), block_h * ow), dtype)
                     scratch.append(cols_buf)
-                    if bias_row:
+                    if bias_row or scaled:
                         cols_buf[-1] = 1
                 np.copyto(cols_buf[:kh * kw * c, :rows].reshape(kh, kw, c, r1 - r0, ow), view.transpose(2, 3, 4, 0, 1))
                 cols = cols_buf[:, :rows].T
@@ -273,7 +293,16 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
                 np.copyto(cols[:, :kh * kw * c].reshape(view.shape), view, casting="unsafe")
             dest = out[i, r0:r1].reshape(rows, o)
             acc = dest if not quant and groups == 1 else acc_buf[:rows]
-            if groups == 1:
+            if chunked:
+                # each run's float32 product is exact; their sum, exact in float64
+                for j, ((k0, k1), part_mat) in enumerate(zip(qf.chunks, qf.chunk_mats)):
+                    part = part_buf[:rows]
+                    np.matmul(cols[:, k0:k1], part_mat, out=part)
+                    if j:
+                        acc += part
+                    else:
+                        np.copyto(acc, part)
+            elif groups == 1:
                 np.matmul(cols, mats[0], out=acc)
             else:
                 taps = cols.reshape(rows, kh * kw, c)
