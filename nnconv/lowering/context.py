@@ -45,20 +45,35 @@ def dtype_name(t: TensorType) -> str:
     return _DTYPE_NAMES.get(t, t.name.lower())
 
 
-def densified_outputs(state: ConversionState, sg: Subgraph) -> dict[int, int]:
-    """Output tensor -> sparse constant input of each DENSIFY op: constants at conversion time (the DENSIFY
-    rule densifies them; constant folding leaves sparse tensors to it), so that their consumers see
-    constants. Sparse float16 weights come as DENSIFY -> DEQUANTIZE -> CONV_2D (MediaPipe's
-    face_detection_full_range_sparse, pose_detection): the DEQUANTIZE then folds into a float32 constant
-    filter at every level, instead of a runtime CAST (API 29) of a runtime filter. Kept in `state.memo`."""
-    key = ("densified_outputs", sg.index)
+def conversion_constants(state: ConversionState, sg: Subgraph) -> dict[int, tuple[str, int]]:
+    """Tensor -> (how, source tensor) for the outputs of ops that make a constant at conversion time without
+    constant folding, so that the rules of their readers see constants too (kept in `state.memo`):
+    - "densify": DENSIFY of a sparse constant (the DENSIFY rule densifies it; folding leaves sparse tensors
+      alone);
+    - "widen": DEQUANTIZE of a float16 constant (or of a densified one) to float32, which the DEQUANTIZE rule
+      aliases to the float32 constant the operand policy makes (the delegate's HALF_TO_FLOAT).
+    MediaPipe's float16 models read their weights this way: PRELU's alpha then counts as constant (the exact
+    composite below API 29) and sparse filters become float32 constant filters instead of a runtime CAST
+    (API 29) of a runtime filter. Outputs of the subgraph are excluded (the rules refuse constant outputs)."""
+    key = ("conversion_constants", sg.index)
     found = state.memo.get(key)
-    if found is None:
-        found = state.memo[key] = {
-            op.outputs[0]: op.inputs[0] for op in sg.operators
-            if op.builtin_code == BuiltinOperator.DENSIFY and len(op.inputs) == 1 and len(op.outputs) == 1
-            and op.inputs[0] >= 0 and op.outputs[0] >= 0 and sg.tensors[op.inputs[0]].data is not None
-            and sg.tensors[op.inputs[0]].sparsity is not None}
+    if found is not None:
+        return found
+    found = {}
+    outputs = set(sg.outputs)
+    for op in sg.operators:
+        if len(op.inputs) != 1 or len(op.outputs) != 1 or op.inputs[0] < 0 or op.outputs[0] < 0:
+            continue
+        src, out = sg.tensors[op.inputs[0]], sg.tensors[op.outputs[0]]
+        if op.builtin_code == BuiltinOperator.DENSIFY:
+            if src.data is not None and src.sparsity is not None:
+                found[out.index] = ("densify", src.index)
+        elif op.builtin_code == BuiltinOperator.DEQUANTIZE and out.index not in outputs:
+            constant = (src.data is not None and src.sparsity is None) or src.index in found
+            if constant and src.type == TensorType.FLOAT16 and out.type == TensorType.FLOAT32 \
+                    and tuple(src.shape) == tuple(out.shape):
+                found[out.index] = ("widen", src.index)
+    state.memo[key] = found
     return found
 
 
@@ -114,16 +129,18 @@ class CheckContext:
 
     def is_const(self, t: Tensor | None) -> bool:
         return t is not None and (t.data is not None or (self.subgraph.index, t.index) in self.state.folded
-                                  or t.index in densified_outputs(self.state, self.subgraph))
+                                  or t.index in conversion_constants(self.state, self.subgraph))
 
     def const_value(self, t: Tensor) -> np.ndarray:
-        """Value of a constant (or folded, or densified) tensor, shaped like the tensor."""
+        """Value of a constant (or folded, or conversion-time) tensor, shaped like the tensor."""
         folded = self.state.folded.get((self.subgraph.index, t.index))
         if folded is not None:
             return folded
-        sparse = densified_outputs(self.state, self.subgraph).get(t.index)
-        if sparse is not None:
-            return self.const_value(self.subgraph.tensors[sparse])
+        made = conversion_constants(self.state, self.subgraph).get(t.index)
+        if made is not None:
+            how, source = made
+            value = self.const_value(self.subgraph.tensors[source])
+            return value if how == "densify" else np.asarray(value, dtype=np.float32)  # float16 widens exactly
         if t.data is None:
             raise ValueError(f"tensor '{t.name}' is not constant")
         if t.sparsity is not None:

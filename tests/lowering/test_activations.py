@@ -237,3 +237,22 @@ def test_gelu_float(approximate):
         assert_parity(q, api_level=29)
         assert_parity(q, api_level=30)
         assert_refused(q, 28, Code.API_LEVEL, min_api_level=29)
+
+
+@pytest.mark.parametrize("api", [27, 29])
+def test_prelu_with_float16_alpha_through_dequantize_is_constant(api):
+    """MediaPipe's float16 models: alpha = DEQUANTIZE(float16 constant). That alpha is a constant made at
+    conversion time (lowering/context.py `conversion_constants`), so below API 29 the exact composite
+    applies instead of a refusal for a "non-constant alpha"."""
+    from nnconv.tflite.builder import TfliteBuilder
+    rng = np.random.default_rng(3)
+    b = TfliteBuilder()
+    x = b.input("x", (1, 4, 5, 3), np.float32)
+    a16 = b.const("alpha16", rng.uniform(-0.5, 0.5, (1, 1, 3)).astype(np.float16))
+    a = b.tensor("alpha", (1, 1, 3), np.float32)
+    y = b.tensor("y", (1, 4, 5, 3), np.float32)
+    b.op(B.DEQUANTIZE, [a16], [a])
+    b.op(B.PRELU, [x, a], [y])
+    b.output(y)
+    ops = ["RELU", "MUL", "RELU", "MUL", "ADD"] if api < 29 else ["PRELU"]
+    assert_parity(b.finish(), api_level=api, expect_ops=ops)

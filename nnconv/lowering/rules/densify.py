@@ -17,7 +17,7 @@ class Densify(Rule):
     TFLite's NNAPI delegate does the same, but only from API 30 and only for a CONV_2D filter; since the
     densified value is an ordinary constant, nnconv accepts it at every level and for any consumer
     (float32, float16 widened to float32, int8 under the usual int8 policy). Its output counts as a constant
-    for the rules of its readers (`context.densified_outputs`): a DEQUANTIZE of densified float16 weights
+    for the rules of its readers (`context.conversion_constants`): a DEQUANTIZE of densified float16 weights
     folds into a float32 constant too, at every level.
     """
 
