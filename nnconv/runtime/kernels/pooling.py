@@ -77,9 +77,9 @@ def _reduce_windows(call: KernelCall, x: np.ndarray, g: _Geometry, fill: float |
     """ufunc-reduction of every window, [N, OH, OW, C] in `dtype` (a pooled buffer), in whole-array steps
     over strided slices of the padded input instead of one reduction over the six-dimensional window view
     (slow for small windows). Either tap by tap into the output (FH*FW - 1 steps of output size, the
-    reference's row-major order), or separably, along one axis with FW (or FH) slices and then the other
-    (the axis leaving the smaller intermediate first), whichever touches fewer elements: 2x2 / 3x3
-    stride-2 windows go tap by tap, 3x3 stride-1 separably. max is exact in any order; integer sums in
+    reference's row-major order), or separably, along one axis with FW (or FH) slices and then the other,
+    whichever costs least (elements and numpy inner loops, measured: 2x2 stride-2 windows go tap by tap,
+    3x3 ones separably, W first at stride 2 on few channels). max is exact in any order; integer sums in
     float32 are exact below 2**24 (callers check); separable float sums are re-associated per row (within
     the float tolerance)."""
     n, _h, _w, c = x.shape
@@ -94,9 +94,14 @@ def _reduce_windows(call: KernelCall, x: np.ndarray, g: _Geometry, fill: float |
     hp, wp = xp.shape[1], xp.shape[2]
     span_h, span_w = (g.out_h - 1) * g.stride_h + 1, (g.out_w - 1) * g.stride_w + 1
     out = call.empty((n, g.out_h, g.out_w, c), dtype)
-    outputs = g.out_h * g.out_w
-    separable = min(hp * g.out_w, g.out_h * wp) * g.filter_w + outputs * g.filter_h
-    if g.filter_h * g.filter_w * outputs <= separable:
+    # Cost of a step: its elements plus ~16 per inner loop numpy runs (a loop spans C values, or a whole
+    # row's W*C when the slice steps W by 1); slices along H keep whole rows.
+    runs_w = 1 if g.stride_w == 1 else g.out_w
+    per_output_row = g.out_w * c + 16 * runs_w
+    tap_cost = g.filter_h * g.filter_w * g.out_h * per_output_row
+    w_first = g.filter_w * hp * per_output_row + g.filter_h * g.out_h * (g.out_w * c + 16)
+    h_first = g.filter_h * g.out_h * (wp * c + 16) + g.filter_w * g.out_h * per_output_row
+    if tap_cost <= min(w_first, h_first):
         taps = [xp[:, i:i + span_h:g.stride_h, j:j + span_w:g.stride_w]
                 for i in range(g.filter_h) for j in range(g.filter_w)]
         if len(taps) == 1:
@@ -108,7 +113,7 @@ def _reduce_windows(call: KernelCall, x: np.ndarray, g: _Geometry, fill: float |
         if xp is not x:
             call.give_back(xp)
         return out
-    if hp * g.out_w <= g.out_h * wp:  # along W first
+    if w_first <= h_first:
         mid = call.empty((n, hp, g.out_w, c), dtype)
         np.copyto(mid, xp[:, :, 0:span_w:g.stride_w], casting="unsafe")
         for k in range(1, g.filter_w):
@@ -157,27 +162,23 @@ def _run(call: KernelCall, fn) -> list[np.ndarray]:
 def _quantized_average(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndarray:
     """The reference: the integer window sum, then (acc +- count//2) / count in C integer division, i.e.
     acc / count rounded half away from zero. Here the sum is exact in float (float32 below 2**24) and the
-    rounding is trunc(q + copysign(0.5, q)) of the float quotient q: a tie acc / count = k + 1/2 is exact in
-    float, and any other quotient lies at least 1 / (2 count) from the nearest k + 1/2, more than the float32
-    error of the division and the +-0.5 for |q| <= 256 (3 * 2**-17) while count <= 2**14; larger windows use
-    float64."""
+    rounding is trunc(q + 0.5 - signbit(q)) of the float quotient q (the +0.5 and the -1 two float steps),
+    the truncation being the float -> int cast after the clamp (trunc and a clamp to integers commute): a
+    tie acc / count = k + 1/2 is exact in float all the way, and any other quotient lies at least
+    1 / (2 count) from the nearest k + 1/2, more than the float32 error of the division and the two steps
+    for |q| <= 256 (3 * 2**-17) while count <= 2**14; larger windows use float64."""
     out = call.out_operands[0]
     dtype = np.float32 if g.filter_h * g.filter_w <= 2 ** 14 else np.float64
     q = _reduce_windows(call, x, g, 0, np.add, dtype)
     # a window wholly in the padding sums to 0 and averages to 0
     np.divide(q, np.maximum(_in_bounds_count(call, g, x.shape[1], x.shape[2]), 1), out=q)
-    if out.dtype == np.uint8:  # q >= 0
-        np.add(q, dtype(0.5), out=q)
-    else:
-        negative = np.signbit(q)  # 0.5 - signbit: copysign(0.5, q) at a quarter of np.copysign's cost
-        half = call.empty(q.shape, dtype)
-        np.subtract(dtype(0.5), negative, out=half)
-        np.add(q, half, out=q)
-        call.give_back(half)
-    np.trunc(q, out=q)
+    negative = np.signbit(q) if out.dtype != np.uint8 else None  # uint8: q >= 0
+    np.add(q, dtype(0.5), out=q)
+    if negative is not None:
+        np.subtract(q, negative, out=q)  # -0.5 in all: copysign(0.5, q) at a quarter of np.copysign's cost
     lo, hi = quantized_activation_range(g.activation, out)
     np.clip(q, lo, hi, out=q)
-    y = q.astype(out.dtype)
+    y = q.astype(out.dtype)  # truncates toward zero
     call.give_back(q)
     return y
 
