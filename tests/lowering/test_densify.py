@@ -41,6 +41,18 @@ def block_csr(dense: np.ndarray, block: int) -> tuple[np.ndarray, Sparsity]:
     return blocks[rows, bcols].reshape(-1), sp
 
 
+def filter_csr(dense: np.ndarray) -> tuple[np.ndarray, Sparsity]:
+    """A 4-D filter [O, KH, KW, C] sparse along C: levels O, KH, KW dense and C as CSR."""
+    o, kh, kw, ch = dense.shape
+    flat = dense.reshape(-1, ch)
+    rows, cols = np.nonzero(flat)
+    segs = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=flat.shape[0]))])
+    sp = Sparsity(traversal_order=(0, 1, 2, 3), block_map=(),
+                  dim_metadata=(DimensionMetadata(0, o), DimensionMetadata(0, kh), DimensionMetadata(0, kw),
+                                DimensionMetadata(1, 0, tuple(int(s) for s in segs), tuple(int(c) for c in cols))))
+    return flat[rows, cols], sp
+
+
 def sparse_matrix(shape, density=0.3, block=1) -> np.ndarray:
     o, i = shape
     mask = RNG.random((o, i // block)) < density
@@ -82,17 +94,11 @@ def test_densify_feeding_add_parity(api, block):
 
 
 def test_densify_conv_filter_parity():
-    # A 4-D filter [O, KH, KW, C] sparse along C: levels O, KH, KW dense and C as CSR.
     dense = (RNG.standard_normal((3, 2, 3, 4)) * (RNG.random((3, 2, 3, 4)) < 0.4)).astype(np.float32)
-    flat = dense.reshape(-1, 4)
-    rows, cols = np.nonzero(flat)
-    segs = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=flat.shape[0]))])
-    sp = Sparsity(traversal_order=(0, 1, 2, 3), block_map=(),
-                  dim_metadata=(DimensionMetadata(0, 3), DimensionMetadata(0, 2), DimensionMetadata(0, 3),
-                                DimensionMetadata(1, 0, tuple(int(s) for s in segs), tuple(int(c) for c in cols))))
+    values, sp = filter_csr(dense)
     b = TfliteBuilder()
     x = b.input("x", (1, 7, 6, 4), np.float32)
-    w_sparse = b.const("w_sparse", flat[rows, cols], shape=dense.shape, sparsity=sp)
+    w_sparse = b.const("w_sparse", values, shape=dense.shape, sparsity=sp)
     w = b.tensor("w", dense.shape, np.float32)
     bias = b.const("bias", RNG.standard_normal(3).astype(np.float32))
     y = b.tensor("y", (1, 7, 6, 3), np.float32)
@@ -134,15 +140,10 @@ def test_sparse_float16_filter_through_dequantize_is_a_constant(api):
     DEQUANTIZE of the densified constant folds into a float32 constant filter at every level: no CAST (API
     29) and no runtime filter."""
     dense = (RNG.standard_normal((3, 1, 1, 4)) * (RNG.random((3, 1, 1, 4)) < 0.5)).astype(np.float16)
-    flat = dense.reshape(3, 4)
-    rows, cols = np.nonzero(flat)
-    segs = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=3))])
-    sp = Sparsity(traversal_order=(0, 1, 2, 3), block_map=(),
-                  dim_metadata=(DimensionMetadata(0, 3), DimensionMetadata(0, 1), DimensionMetadata(0, 1),
-                                DimensionMetadata(1, 0, tuple(int(s) for s in segs), tuple(int(c) for c in cols))))
+    values, sp = filter_csr(dense)
     b = TfliteBuilder()
     x = b.input("x", (1, 5, 4, 4), np.float32)
-    w_sparse = b.const("w_sparse", flat[rows, cols], shape=dense.shape, sparsity=sp)
+    w_sparse = b.const("w_sparse", values, shape=dense.shape, sparsity=sp)
     w16 = b.tensor("w16", dense.shape, np.float16)
     w = b.tensor("w", dense.shape, np.float32)
     y = b.tensor("y", (1, 5, 4, 3), np.float32)
