@@ -56,3 +56,39 @@ def test_constant_scalar_operand_table_equals_direct_arithmetic(op, constant_slo
             assert got.shape == x.shape
             np.testing.assert_array_equal(got, direct)
         assert len([k for k in call.cache if k[0] == "quant8_constant_table"]) == entries
+
+
+@pytest.mark.parametrize("op", [OperationType.MUL, OperationType.ADD, OperationType.SUB])
+@pytest.mark.parametrize("t,dtype", [(OperandType.TENSOR_QUANT8_ASYMM, np.uint8),
+                                     (OperandType.TENSOR_QUANT8_ASYMM_SIGNED, np.int8)])
+@pytest.mark.parametrize("shape,second_run_table", [((1, 28, 11, 17), True), ((3, 5, 7), False)],
+                         ids=["5236-elements", "105-elements"])
+def test_small_pair_outputs_use_the_table_from_the_second_run_on(op, t, dtype, shape, second_run_table):
+    """Outputs below PAIR_TABLE_MIN_ELEMENTS are computed directly on an operation's first run (a model run
+    once builds no table) and, from PAIR_TABLE_REPEAT_MIN_ELEMENTS up, through the 256 x 256 table from its
+    second run on, with the same bits (every run checked against the kernel's direct arithmetic); without
+    a memo they are always direct."""
+    from nnconv.nnapi.enums import FuseCode
+    from nnconv.runtime.kernels import _quant8_table
+    from nnconv.runtime.kernels._elementwise import quant_add, quant_mul
+    from nnconv.runtime.kernels._quant8_table import via_quant8_pair_table
+    assert _quant8_table.PAIR_TABLE_REPEAT_MIN_ELEMENTS <= 5236 < _quant8_table.PAIR_TABLE_MIN_ELEMENTS
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(8)
+    a, b = (rng.integers(info.min, info.max + 1, shape).astype(dtype) for _ in range(2))
+    if op is OperationType.MUL:
+        compute = lambda c: quant_mul(c, FuseCode.NONE)  # noqa: E731
+    else:
+        compute = lambda c: quant_add(c, FuseCode.RELU, subtract=op is OperationType.SUB)  # noqa: E731
+    ods = [Operand(t, shape, 0.05, info.min + 131), Operand(t, shape, 0.03, info.min + 100)]
+    out = [Operand(t, shape, 0.07 if op is not OperationType.MUL else 0.02, info.min + 120)]
+    direct = compute(KernelCall(Operation(op, [0, 1], [2]), [a, b], ods, out))
+    assert len(np.unique(direct)) > 20
+    call = KernelCall(Operation(op, [0, 1], [2]), [a, b], ods, out, cache={})
+    for run in range(3):
+        np.testing.assert_array_equal(via_quant8_pair_table(call, compute, ("test", op)), direct)
+        tables = [k for k in call.cache if k[0] == "quant8_pair_table"]
+        assert len(tables) == (1 if second_run_table and run > 0 else 0)
+    memoless = KernelCall(Operation(op, [0, 1], [2]), [a, b], ods, out)
+    for _ in range(2):
+        np.testing.assert_array_equal(via_quant8_pair_table(memoless, compute, ("test", op)), direct)

@@ -34,9 +34,14 @@ def via_quant8_table(call: "KernelCall", compute: Callable[["KernelCall"], np.nd
     return out
 
 
-# Below this many output elements a binary quant8 kernel computes directly: building its 65536-entry table
-# costs about as much as computing that many elements, and a model run once (verify) would pay it per op.
+# Below this many output elements a binary quant8 kernel computes directly on its first run: building its
+# 65536-entry table costs about as much as computing that many elements, and a model run once (verify) would
+# pay it per op.
 PAIR_TABLE_MIN_ELEMENTS = 1 << 16
+# From an operation's second run on (a model run repeatedly), the table also serves outputs of at least this
+# many elements: the direct pipeline costs ~6 ns per element plus ~30 us per call there (NASNetMobile int8's
+# 28x28x44 ADDs 210 us), the gather ~2 ns, so the one-off build is paid back within a few runs.
+PAIR_TABLE_REPEAT_MIN_ELEMENTS = 1 << 12
 
 
 def via_quant8_pair_table(call: "KernelCall", compute: Callable[["KernelCall"], np.ndarray],
@@ -60,7 +65,8 @@ def via_quant8_pair_table(call: "KernelCall", compute: Callable[["KernelCall"], 
         if scalar.size == 1 and call.is_constant(slot):
             # one constant value (x * 1/6, x + 3): a unary op of the other input, 256 entries
             return _via_constant_operand(call, compute, key, slot, scalar, other, shape)
-    if math.prod(shape) < PAIR_TABLE_MIN_ELEMENTS:
+    size = math.prod(shape)
+    if size < PAIR_TABLE_MIN_ELEMENTS and (size < PAIR_TABLE_REPEAT_MIN_ELEMENTS or not _ran_before(call, key)):
         return compute(call)
 
     def make() -> np.ndarray:
@@ -76,6 +82,17 @@ def via_quant8_pair_table(call: "KernelCall", compute: Callable[["KernelCall"], 
     out = call.empty(shape, table.dtype)
     np.take(table, index, out=out, mode="wrap")  # indices are < 65536 by construction: no bounds check
     return out
+
+
+def _ran_before(call: "KernelCall", key: Hashable) -> bool:
+    """True when this operation ran before (its memo remembers the first run); False without a memo."""
+    if call.cache is None:
+        return False
+    seen = ("quant8_pair_table_ran", key)
+    if seen in call.cache:
+        return True
+    call.cache[seen] = True
+    return False
 
 
 def _via_constant_operand(call: "KernelCall", compute: Callable[["KernelCall"], np.ndarray], key: Hashable,
