@@ -156,7 +156,11 @@ def _run(call: KernelCall, fn) -> list[np.ndarray]:
     nchw = _nchw(call)
     xh = nchw_to_nhwc(x) if nchw else x
     y = fn(xh)
-    return [nhwc_to_nchw(y) if nchw else y]
+    if not nchw:
+        return [y]
+    result = nhwc_to_nchw(y)
+    call.give_back(y)  # the NHWC result was pooled scratch
+    return [result]
 
 
 def _quantized_average(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndarray:
@@ -217,7 +221,10 @@ def max_pool_2d(call: KernelCall) -> list[np.ndarray]:
             lo, hi = quantized_activation_range(g.activation, out)
             return np.clip(y, lo, hi, out=y)
         y = _reduce_windows(call, x.astype(np.float32, copy=False), g, -np.inf, np.maximum, np.float32)
-        return apply_float_activation(y, g.activation).astype(out.dtype, copy=False)
+        result = apply_float_activation(y, g.activation).astype(out.dtype, copy=False)
+        if result is not y:  # float16: the float32 buffer goes back to the pool
+            call.give_back(y)
+        return result
     return _run(call, fn)
 
 

@@ -122,7 +122,13 @@ def transpose_conv_2d(call: KernelCall) -> list[np.ndarray]:
     else:
         acc += b.astype(np.float32)
         y = apply_float_activation(acc, act).astype(out_od.dtype, copy=False)
-    return [nhwc_to_nchw(y) if nchw else y]
+        if y is not acc:  # float16: the float32 buffer goes back to the pool
+            call.give_back(acc)
+    if not nchw:
+        return [y]
+    result = nhwc_to_nchw(y)
+    call.give_back(y)  # the NHWC result was pooled scratch (a no-op for the requantizer's own array)
+    return [result]
 
 
 def _tap_matrix(w: np.ndarray, dtype: type) -> np.ndarray:
