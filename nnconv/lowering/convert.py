@@ -132,7 +132,14 @@ def runtime_refusals(state: ConversionState, sg: Subgraph, op: Operator) -> list
         if e.exit_code == EXIT_INTERNAL:
             raise
         return []
-    except Exception as e:  # noqa: BLE001 - a rule bug: exit 4, not the user's problem
+    except Exception as e:  # noqa: BLE001 - the model's fault (a refusal) or a rule bug (exit 4)
+        # As in a check (`_run_check`): options of another op or missing tensors that only the lowering
+        # reads are the model's fault (fuzzing found a MEAN carrying UnpackOptions, whose keep_dims only
+        # the lowering reads).
+        reason = malformed_reason(CheckContext(state, sg, op), e)
+        if reason is not None:
+            return [Diagnostic(Code.MALFORMED, f"malformed {op.name} operator: {reason} ({type(e).__name__}: {e})",
+                               hint="the model file is inconsistent; re-export it").at(op.index, op.name, sg.index)]
         rule = rule_for(op)
         raise rule_bug(op, type(rule).__name__ if rule is not None else "lowering", e, "lowering") from e
     return [Diagnostic(Code.RUNTIME_REFUSED, f"the NNAPI runtime refuses the {r.type.name} this op lowers to: "

@@ -4,8 +4,9 @@ A rule's check reads the op's options and tensors the way its kind defines them.
 model can break that: an op without the options its kind carries, options of another op, or fewer
 tensors than the kind has. Such an op is refused (NNC028, "re-export the model"), the user's problem.
 Anything else a check raises (an AttributeError on a tensor, a TypeError, a KeyError, ...) is a bug of the
-rule, never the user's model: it becomes an `InternalError` (exit 4, "please report"), and so does any
-exception other than an `NnconvError` that a rule's lowering raises.
+rule, never the user's model: it becomes an `InternalError` (exit 4, "please report"). A rule's lowering is
+judged the same way when the check lowers the op alone (`convert.runtime_refusals`): the options or tensor
+slots only the lowering reads give a refusal, any other exception is an `InternalError`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import dataclasses
 import types
 
 from nnconv.errors import InternalError
-from nnconv.lowering.context import CheckContext
+from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.tflite import options as tflite_options
 from nnconv.tflite.ir import Operator
 
@@ -23,7 +24,8 @@ from nnconv.tflite.ir import Operator
 _OPTION_FIELDS = frozenset(f.name for cls in tflite_options.OPTIONS_BY_UNION.values()
                            for f in dataclasses.fields(cls))
 # The context accessors that index the op's own tensor lists (IndexError there: too few tensors).
-_TENSOR_ACCESSORS = frozenset({CheckContext.output.__code__, CheckContext.tensor.__code__})
+_TENSOR_ACCESSORS = frozenset({CheckContext.output.__code__, CheckContext.tensor.__code__,
+                               LowerContext.in_.__code__, LowerContext.out.__code__})
 
 
 def _raised_in(e: BaseException, codes: frozenset[types.CodeType]) -> bool:

@@ -156,12 +156,19 @@ def _check_lstm(path: str, sg: Subgraph) -> None:
             t = sg.tensors[op.inputs[slot]]
             if t.rank != len(shape) or any(e is not None and d != e for d, e in zip(t.shape, shape)):
                 raise fail(slot, t, str([e if e is not None else "n" for e in shape]))
+        # The states are [n_batch, n]: TFLite's kernel checks their element counts against n_batch * n, and
+        # the unrolled lowering reads their two extents (a rank-1 state once failed there, exit 4).
+        batch_axis = 1 if op.builtin_code == BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM and \
+            getattr(op.options, "time_major", False) else 0
+        n_batch = x.shape[batch_axis] if x is not None and x.rank == (2 if op.builtin_code == BuiltinOperator.LSTM
+                                                                       else 3) else None
         for slot, last in ((_LSTM_OUTPUT_STATE, n_output), (_LSTM_CELL_STATE, n_cell)):
             if slot >= len(op.inputs) or op.inputs[slot] < 0 or last is None:
                 continue
             t = sg.tensors[op.inputs[slot]]
-            if t.rank < 1 or t.shape[-1] != last:
-                raise fail(slot, t, f"[batch, {last}]")
+            if t.rank != 2 or t.shape[1] != last or (n_batch is not None and n_batch > 0 and t.shape[0] > 0
+                                                       and t.shape[0] != n_batch):
+                raise fail(slot, t, f"[{n_batch if n_batch is not None else 'batch'}, {last}]")
 
 
 def _check_biases(path: str, sg: Subgraph) -> None:
