@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnconv.nnapi.enums import OperationType
-from nnconv.nnapi.quantization import is_quant8, quantized_activation_range
+from nnconv.nnapi.quantization import is_quant8, qrange, quantized_activation_range
 from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels._spatial import (conv_output_size, extract_patches, implicit_padding, nchw_to_nhwc,
                                              nhwc_to_nchw, pad_spatial)
@@ -181,7 +181,8 @@ def _quantized_average(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndar
     if negative is not None:
         np.subtract(q, negative, out=q)  # -0.5 in all: copysign(0.5, q) at a quarter of np.copysign's cost
     lo, hi = quantized_activation_range(g.activation, out)
-    np.clip(q, lo, hi, out=q)
+    if (lo, hi) != qrange(out.type):  # an average of in-range values rounds into the range by itself
+        np.clip(q, lo, hi, out=q)
     y = q.astype(out.dtype)  # truncates toward zero
     call.give_back(q)
     return y
@@ -219,7 +220,7 @@ def max_pool_2d(call: KernelCall) -> list[np.ndarray]:
             # in-bounds element (a window wholly in the padding clamps to the activation's low end, as before)
             y = _reduce_windows(call, x, g, np.iinfo(x.dtype).min, np.maximum, x.dtype)
             lo, hi = quantized_activation_range(g.activation, out)
-            return np.clip(y, lo, hi, out=y)
+            return np.clip(y, lo, hi, out=y) if (lo, hi) != qrange(out.type) else y
         y = _reduce_windows(call, x.astype(np.float32, copy=False), g, -np.inf, np.maximum, np.float32)
         result = apply_float_activation(y, g.activation).astype(out.dtype, copy=False)
         if result is not y:  # float16: the float32 buffer goes back to the pool
