@@ -224,13 +224,17 @@ def test_float_depthwise_any_geometry_matches_the_definition(h, w, channels, kh,
     pytest.param(3, 1, 3, 1, (100, 60), id="3x3-two-blocks"),
     pytest.param(7, 1, 0, 2, (200, 120), id="7x7-stride2-two-blocks"),
 ])
-def test_quant_depthwise_row_runs_equal_the_integer_definition(kernel, dilation, activation, stride, size):
+@pytest.mark.parametrize("t,zp", [(T.TENSOR_QUANT8_ASYMM_SIGNED, -5), (T.TENSOR_QUANT8_ASYMM, 131)],
+                         ids=["int8", "uint8"])
+def test_quant_depthwise_row_runs_equal_the_integer_definition(kernel, dilation, activation, stride, size, t, zp):
     # Multiplier 1 (int32 row runs): bit for bit the exact integer sums of the definition, then the
-    # reference requantization, on int8 with a per-channel filter.
+    # reference requantization, with a per-channel filter. Strided: the column copy centers the 8-bit
+    # values itself (int8 and uint8 storage, an off-centre zero point).
     from nnconv.nnapi.model import SymmPerChannelQuantParams
     from nnconv.nnapi.quantization import conv_multipliers, requantize_accumulator
     c, (h, wd) = 24, size
-    x = RNG.integers(-128, 128, (2, h, wd, c)).astype(np.int8)
+    info = np.iinfo(np.int8 if t is T.TENSOR_QUANT8_ASYMM_SIGNED else np.uint8)
+    x = RNG.integers(info.min, info.max + 1, (2, h, wd, c)).astype(info.dtype)
     w = RNG.integers(-127, 128, (1, kernel, kernel, c)).astype(np.int8)
     b = RNG.integers(-3000, 3000, c).astype(np.int32)
     scales = RNG.uniform(0.002, 0.02, c).astype(np.float32)
@@ -240,8 +244,8 @@ def test_quant_depthwise_row_runs_equal_the_integer_definition(kernel, dilation,
     assert stride == 1 or oh * ow > 64  # strided: the row-run path
     if min(size) >= 60:
         assert oh * ow * c * 4 > ROW_BLOCK_BYTES  # several blocks
-    xin = Operand(type=T.TENSOR_QUANT8_ASYMM_SIGNED, dimensions=x.shape, scale=0.05, zero_point=-5)
-    out = Operand(type=T.TENSOR_QUANT8_ASYMM_SIGNED, dimensions=(2, oh, ow, c), scale=0.08, zero_point=3)
+    xin = Operand(type=t, dimensions=x.shape, scale=0.05, zero_point=zp)
+    out = Operand(type=t, dimensions=(2, oh, ow, c), scale=0.08, zero_point=3 if info.min < 0 else 120)
     ods = [xin, Operand(type=T.TENSOR_QUANT8_SYMM_PER_CHANNEL, dimensions=w.shape, scale=0.0, zero_point=0,
                         channel_quant=SymmPerChannelQuantParams(scales=list(scales), channel_dim=3)),
            Operand(type=T.TENSOR_INT32, dimensions=b.shape, scale=0.0, zero_point=0)]
@@ -251,7 +255,7 @@ def test_quant_depthwise_row_runs_equal_the_integer_definition(kernel, dilation,
     arrays = [x, w, b] + [np.array(s, np.bool_ if i == 8 else np.int32) for i, s in enumerate(scalars)]
     call = KernelCall(Operation(OperationType.DEPTHWISE_CONV_2D, list(range(len(arrays))), []), arrays, ods, [out])
     got = KERNELS[OperationType.DEPTHWISE_CONV_2D](call)[0]
-    xp = np.pad(x.astype(np.int64) + 5, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    xp = np.pad(x.astype(np.int64) - zp, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
     acc = np.zeros(got.shape, np.int64)
     for ky in range(kernel):
         for kx in range(kernel):

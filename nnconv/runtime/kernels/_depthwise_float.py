@@ -41,12 +41,15 @@ FLOAT_ROW_BLOCK_BYTES = 1 << 21
 
 def depthwise_rows(call: KernelCall, xs: np.ndarray, wk: np.ndarray, bias: np.ndarray | None,
                    stride_h: int, stride_w: int, dil_h: int, dil_w: int, activation: int, out: np.ndarray,
-                   requantize: Callable[[np.ndarray, np.ndarray], None] | None = None) -> None:
+                   requantize: Callable[[np.ndarray, np.ndarray], None] | None = None,
+                   zero_point: int | None = None) -> None:
     """`out` [N, OH, OW, C] = the depthwise convolution (multiplier 1) of the padded float32 NHWC input
     `xs` by the taps `wk` [KH, KW, C, 1], + `bias` [C], clamped by the fused `activation`.
 
     Quantized: `xs` and `wk` hold centered integers (int32, exact sums in any order) and each block's sums
-    [rows * OW, C] go through `requantize(sums, out_block)` instead of the bias and activation."""
+    [rows * OW, C] go through `requantize(sums, out_block)` instead of the bias and activation. At a
+    stride along W, `zero_point` given: `xs` holds the raw padded 8-bit values and the column copy
+    centers them into the taps' integer dtype (no pass over the whole input as int32 first)."""
     n, oh, ow, c = out.shape
     kh, kw = wk.shape[:2]
     run = ow * c
@@ -58,16 +61,21 @@ def depthwise_rows(call: KernelCall, xs: np.ndarray, wk: np.ndarray, bias: np.nd
     tiled_bias = None if bias is None else call.memo(("depthwise_rows_bias", ow), (2,), lambda: np.tile(bias, ow))
     block_bytes = ROW_BLOCK_BYTES if requantize is not None else FLOAT_ROW_BLOCK_BYTES
     block_h = max(1, min(oh, block_bytes // (4 * run)))
-    sums = None if requantize is None else np.empty((block_h, run), dtype=xs.dtype)
+    sum_dtype = xs.dtype if zero_point is None else wk.dtype
+    sums = None if requantize is None else np.empty((block_h, run), dtype=sum_dtype)
     rows_read = (oh - 1) * stride_h + (kh - 1) * dil_h + 1  # padded input rows the windows reach
-    cols = None if stride_w == 1 else call.empty((rows_read, kw, ow, c), xs.dtype)
+    cols = None if stride_w == 1 else call.empty((rows_read, kw, ow, c), sum_dtype)
     s = xs.strides
     for i in range(n):
         if cols is None:
             windows = window_view(xs[i], (oh, kh, kw, run), (s[1] * stride_h, s[1] * dil_h, s[2] * dil_w, s[3]))
         else:
             # cols[y, kx] = the OW pixels tap column kx reads from input row y, one contiguous run each
-            np.copyto(cols, window_view(xs[i], (rows_read, kw, ow, c), (s[1], s[2] * dil_w, s[2] * stride_w, s[3])))
+            view = window_view(xs[i], (rows_read, kw, ow, c), (s[1], s[2] * dil_w, s[2] * stride_w, s[3]))
+            if zero_point is None:
+                np.copyto(cols, view)
+            else:
+                np.subtract(view, sum_dtype.type(zero_point), out=cols, dtype=sum_dtype)
             t = cols.strides
             windows = window_view(cols, (oh, kh, kw, run), (t[0] * stride_h, t[0] * dil_h, t[1], t[3]))
         rows = out[i].reshape(oh, run)

@@ -73,6 +73,7 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
     if oc != c * multiplier:
         raise call.fail(f"filter depth {oc} differs from input depth {c} x multiplier {multiplier}")
     quant = is_quant8(in_od.type)
+    rows = multiplier == 1 and (p.stride_h == p.stride_w == 1 or p.out_h * p.out_w > EINSUM_MAX_PIXELS)
     if quant:
         qd: QuantDepthwise = call.memo(("depthwise", multiplier, p.activation), (1, 2),
                                        lambda: quant_depthwise(call, w, b, c, multiplier, p.activation))
@@ -80,9 +81,13 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
         # Padding with the zero point then centering equals centering then padding with 0; padding the
         # 8-bit values first makes the wide array in one pass. Both come from the buffer pool (scratch).
         xp = pad_spatial(x, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, in_od.zero_point, call.empty)
-        xs = call.empty(xp.shape, acc_dtype)
-        np.subtract(xp, acc_dtype(in_od.zero_point), out=xs, dtype=acc_dtype)
-        scratch = [xs] if xp is x else [xs, xp]
+        scratch = [] if xp is x else [xp]
+        if rows and p.stride_w > 1:
+            xs = xp  # the row runs' column copy centers the 8-bit values itself
+        else:
+            xs = call.empty(xp.shape, acc_dtype)
+            np.subtract(xp, acc_dtype(in_od.zero_point), out=xs, dtype=acc_dtype)
+            scratch.append(xs)
         wk = qd.taps
     else:
         acc_dtype = np.float32
@@ -92,12 +97,12 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
         wk = call.memo("depthwise_float", (1,),
                        lambda: np.asarray(w, dtype=np.float32).reshape(kh, kw, c, multiplier))
     out = call.empty((n, p.out_h, p.out_w, oc), out_od.dtype if quant else np.float32)
-    rows = multiplier == 1 and (p.stride_h == p.stride_w == 1 or p.out_h * p.out_w > EINSUM_MAX_PIXELS)
     if quant and rows:
         # row runs in int32 (in situ 2-4x the tap-by-tap or im2col einsum); exact in any summation order.
         # Strided maps too: their row runs copy the taps' columns first (see _depthwise_float)
         depthwise_rows(call, xs, wk, None, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.activation, out,
-                       lambda acc, dest: _requantize(call, qd, acc, b, p, out=dest))
+                       lambda acc, dest: _requantize(call, qd, acc, b, p, out=dest),
+                       in_od.zero_point if xs is xp else None)
     elif rows:
         depthwise_rows(call, xs, wk, None if b is None else b.astype(np.float32, copy=False), p.stride_h,
                        p.stride_w, p.dil_h, p.dil_w, p.activation, out)
