@@ -110,65 +110,80 @@ def _check_graph(path: str, sg: Subgraph) -> None:
                                    "not computed by any operator")
 
 
-# LSTM-kind operators (TFLite's lstm.cc, CheckInputTensorDimensions): n_cell from slot 4 (input-to-output
-# weights, mandatory), n_input from the input's last axis, n_output from slot 8 (recurrent-to-output weights).
+# LSTM-kind operators (TFLite's lstm.cc, CheckInputTensorDimensions): n_cell from the input-to-output weights
+# (mandatory), n_input from the input's last axis, n_output from the recurrent-to-output weights. Slots of one
+# direction whose weights start at 1; a bidirectional LSTM has a second direction 17 slots further.
 _LSTM_OPS = frozenset({BuiltinOperator.LSTM, BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM})
 _LSTM_INPUT_WEIGHTS = (1, 2, 3, 4)  # [n_cell, n_input]
 _LSTM_RECURRENT_WEIGHTS = (5, 6, 7, 8)  # [n_cell, n_output]
-_LSTM_CELL_VECTORS = (9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23)  # peepholes, gate biases, layer norm: [n_cell]
+_LSTM_CELL_VECTORS = (9, 10, 11, 12, 13, 14, 15)  # peepholes, gate biases: [n_cell]
+_LSTM_LAYER_NORM = (20, 21, 22, 23)  # [n_cell] (one-direction ops only)
 _LSTM_PROJECTION, _LSTM_PROJECTION_BIAS = 16, 17  # [n_output, n_cell], [n_output]
-_LSTM_OUTPUT_STATE, _LSTM_CELL_STATE = 18, 19  # [n_batch, n_output], [n_batch, n_cell]
+# (weight offset, output state slot, cell state slot) per direction; states are [n_batch, n_output / n_cell]
+_LSTM_DIRECTIONS = {BuiltinOperator.LSTM: ((0, 18, 19),), BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM: ((0, 18, 19),),
+                    BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM: ((0, 35, 36), (17, 37, 38))}
 
 
-def _lstm_shapes(n_cell: int, n_input: int | None, n_output: int | None) -> dict[int, tuple[int | None, ...]]:
-    """The shape each LSTM slot must have (None: an extent not checked here; states: the last axis only)."""
+def _lstm_shapes(n_cell: int, n_input: int | None, n_output: int | None, offset: int,
+                 layer_norm: bool) -> dict[int, tuple[int | None, ...]]:
+    """The shape each weight slot of one direction must have (None: an extent not checked here)."""
     shapes: dict[int, tuple[int | None, ...]] = {}
-    shapes.update({k: (n_cell, n_input) for k in _LSTM_INPUT_WEIGHTS})
-    shapes.update({k: (n_cell, n_output) for k in _LSTM_RECURRENT_WEIGHTS})
-    shapes.update({k: (n_cell,) for k in _LSTM_CELL_VECTORS})
-    shapes[_LSTM_PROJECTION] = (n_output, n_cell)
-    shapes[_LSTM_PROJECTION_BIAS] = (n_output,)
+    shapes.update({offset + k: (n_cell, n_input) for k in _LSTM_INPUT_WEIGHTS})
+    shapes.update({offset + k: (n_cell, n_output) for k in _LSTM_RECURRENT_WEIGHTS})
+    shapes.update({offset + k: (n_cell,) for k in _LSTM_CELL_VECTORS + (_LSTM_LAYER_NORM if layer_norm else ())})
+    shapes[offset + _LSTM_PROJECTION] = (n_output, n_cell)
+    shapes[offset + _LSTM_PROJECTION_BIAS] = (n_output,)
     return shapes
 
 
 def _check_lstm(path: str, sg: Subgraph) -> None:
-    """The weight, bias and state shapes of LSTM cells agree on n_cell, n_input and n_output, as TFLite's
-    kernel checks them before it runs (ours would otherwise meet a mismatch inside a matrix product)."""
+    """The weight, bias and state shapes of LSTM cells agree on n_cell, n_input, n_output and n_batch, as
+    TFLite's kernel checks them before it runs (ours would otherwise meet a mismatch inside a matrix
+    product, or the unrolled lowering read a state's missing axis)."""
     for op in sg.operators:
-        if op.builtin_code not in _LSTM_OPS or len(op.inputs) < 20 or op.inputs[4] < 0:
+        directions = _LSTM_DIRECTIONS.get(op.builtin_code)
+        if directions is None or len(op.inputs) < 20:
             continue  # (the basic LSTM kernel has 5 inputs, laid out differently)
-        ref = sg.tensors[op.inputs[4]]
-        if ref.rank != 2 or ref.has_dynamic_shape:
-            continue
-        n_cell = ref.shape[0]
         x = sg.tensors[op.inputs[0]] if op.inputs[0] >= 0 else None
         n_input = x.shape[-1] if x is not None and x.rank >= 1 and x.shape[-1] > 0 else None
-        recurrent = sg.tensors[op.inputs[8]] if op.inputs[8] >= 0 else None
-        n_output = recurrent.shape[1] if recurrent is not None and recurrent.rank == 2 else None
+        sequence = op.builtin_code != BuiltinOperator.LSTM
+        batch_axis = 1 if sequence and getattr(op.options, "time_major", False) else 0
+        n_batch = x.shape[batch_axis] if x is not None and x.rank == (3 if sequence else 2) else None
+        for offset, output_state, cell_state in directions:
+            _check_lstm_direction(path, sg, op, offset, output_state, cell_state, n_input, n_batch,
+                                  layer_norm=len(directions) == 1)
 
-        def fail(slot: int, t: Tensor, expected: str) -> ModelFormatError:
-            return ModelFormatError(f"{path}: operator {op.index} ({op.name}) of subgraph {sg.index}: input "
-                                    f"{slot} '{t.name}' has shape {list(t.shape)}; with {n_cell} cell units, "
-                                    f"{n_input} inputs and {n_output} outputs it must be {expected}")
-        for slot, shape in _lstm_shapes(n_cell, n_input, n_output).items():
-            if slot >= len(op.inputs) or op.inputs[slot] < 0:
-                continue
-            t = sg.tensors[op.inputs[slot]]
-            if t.rank != len(shape) or any(e is not None and d != e for d, e in zip(t.shape, shape)):
-                raise fail(slot, t, str([e if e is not None else "n" for e in shape]))
-        # The states are [n_batch, n]: TFLite's kernel checks their element counts against n_batch * n, and
-        # the unrolled lowering reads their two extents (a rank-1 state once failed there, exit 4).
-        batch_axis = 1 if op.builtin_code == BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM and \
-            getattr(op.options, "time_major", False) else 0
-        n_batch = x.shape[batch_axis] if x is not None and x.rank == (2 if op.builtin_code == BuiltinOperator.LSTM
-                                                                       else 3) else None
-        for slot, last in ((_LSTM_OUTPUT_STATE, n_output), (_LSTM_CELL_STATE, n_cell)):
-            if slot >= len(op.inputs) or op.inputs[slot] < 0 or last is None:
-                continue
-            t = sg.tensors[op.inputs[slot]]
-            if t.rank != 2 or t.shape[1] != last or (n_batch is not None and n_batch > 0 and t.shape[0] > 0
-                                                       and t.shape[0] != n_batch):
-                raise fail(slot, t, f"[{n_batch if n_batch is not None else 'batch'}, {last}]")
+
+def _check_lstm_direction(path: str, sg: Subgraph, op, offset: int, output_state: int, cell_state: int,
+                          n_input: int | None, n_batch: int | None, layer_norm: bool) -> None:
+    if len(op.inputs) <= max(offset + 8, cell_state) or op.inputs[offset + 4] < 0:
+        return
+    ref = sg.tensors[op.inputs[offset + 4]]
+    if ref.rank != 2 or ref.has_dynamic_shape:
+        return
+    n_cell = ref.shape[0]
+    recurrent = sg.tensors[op.inputs[offset + 8]] if op.inputs[offset + 8] >= 0 else None
+    n_output = recurrent.shape[1] if recurrent is not None and recurrent.rank == 2 else None
+
+    def fail(slot: int, t: Tensor, expected: str) -> ModelFormatError:
+        return ModelFormatError(f"{path}: operator {op.index} ({op.name}) of subgraph {sg.index}: input "
+                                f"{slot} '{t.name}' has shape {list(t.shape)}; with {n_cell} cell units, "
+                                f"{n_input} inputs and {n_output} outputs it must be {expected}")
+    for slot, shape in _lstm_shapes(n_cell, n_input, n_output, offset, layer_norm).items():
+        if slot >= len(op.inputs) or op.inputs[slot] < 0:
+            continue
+        t = sg.tensors[op.inputs[slot]]
+        if t.rank != len(shape) or any(e is not None and d != e for d, e in zip(t.shape, shape)):
+            raise fail(slot, t, str([e if e is not None else "n" for e in shape]))
+    # The states are [n_batch, n]: TFLite's kernel checks their element counts against n_batch * n, and the
+    # unrolled lowering reads both extents (a rank-1 cell state once failed there, exit 4).
+    for slot, last in ((output_state, n_output), (cell_state, n_cell)):
+        if slot >= len(op.inputs) or op.inputs[slot] < 0 or last is None:
+            continue
+        t = sg.tensors[op.inputs[slot]]
+        if t.rank != 2 or t.shape[1] != last or (n_batch is not None and n_batch > 0 and t.shape[0] > 0
+                                                   and t.shape[0] != n_batch):
+            raise fail(slot, t, f"[{n_batch if n_batch is not None else 'batch'}, {last}]")
 
 
 def _check_biases(path: str, sg: Subgraph) -> None:

@@ -160,13 +160,15 @@ def test_unidirectional_sequence_lstm_refusals_below_29():
     assert_refused(seq_lstm_model(layer_norm=True), 28, Code.API_LEVEL, min_api_level=29)
 
 
-def bidi_lstm_model(batch=2, steps=3, n_in=4, n_cell=3, merge=False, time_major=True, aux: str | bool = False) -> bytes:
+def bidi_lstm_model(batch=2, steps=3, n_in=4, n_cell=3, merge=False, time_major=True, aux: str | bool = False,
+                    bw_cell_shape: tuple | None = None) -> bytes:
     b = TfliteBuilder()
     shape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
     x = b.input("x", shape, F32)
     fw = lstm_weights(b, "fw_", n_in, n_cell, n_cell)
     bw = lstm_weights(b, "bw_", n_in, n_cell, n_cell, cifg=True, peephole=True)
-    states = [b.tensor(n, (batch, n_cell), F32, is_variable=True) for n in ("fw_h", "fw_c", "bw_h", "bw_c")]
+    states = [b.tensor(n, bw_cell_shape if n == "bw_c" and bw_cell_shape else (batch, n_cell), F32, is_variable=True)
+              for n in ("fw_h", "fw_c", "bw_h", "bw_c")]
     ins = [x, *fw, *bw, *states]
     if aux is True:
         n_aux = 2
@@ -205,6 +207,16 @@ def test_bidirectional_sequence_lstm_parity(kw):
 
 def test_bidirectional_sequence_lstm_merged_batch_major_refused():
     assert_refused(bidi_lstm_model(merge=True, time_major=False), 30, Code.OPTION)
+
+
+@pytest.mark.parametrize("bw_cell_shape", [(3,), (2, 4), (5, 3)], ids=["rank1", "cells", "batch"])
+def test_bidirectional_sequence_lstm_state_shapes_are_validated(bw_cell_shape):
+    """The backward cell state must be [n_batch, n_cell] like the forward one: the reader refuses (exit 2)
+    what TFLite's kernel refuses, before the unrolled lowering reads its extents."""
+    from nnconv.errors import ModelFormatError
+    from nnconv.tflite.reader import read_model
+    with pytest.raises(ModelFormatError, match="input 38 'bw_c'"):
+        read_model(bidi_lstm_model(bw_cell_shape=bw_cell_shape))
 
 
 def test_bidirectional_sequence_lstm_needs_api28():
