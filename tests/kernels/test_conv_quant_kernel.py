@@ -97,3 +97,23 @@ def test_long_reductions_in_exact_float32_runs_equal_the_integer_definition(t, x
     got, filters = _check_against_definition(x, w, b, scales, kernel, stride, activation, t, x_zp, out_zp)
     assert len(filters) == 1 and filters[0].chunks is not None and len(filters[0].chunks) > 1
     assert len(np.unique(got)) > 10  # the outputs span many levels, not one clamp bound
+
+
+@pytest.mark.parametrize("x_zp", [-128, 127])
+def test_zero_point_at_the_range_end_folds_into_a_narrower_float32_gemm(x_zp):
+    """An int8 input whose zero point sits at an end of the range (-128 after a RELU) centers to 0..255,
+    where the raw values stay within +-128: with sum|w| * 128 < 2^24 <= sum|w| * 255 the folded bias
+    makes the product float32 (raw) where the centered one needs float64; bit for bit the definition."""
+    t = T.TENSOR_QUANT8_ASYMM_SIGNED
+    x = RNG.integers(-128, 128, (2, 7, 5, 128)).astype(np.int8)
+    x[0, 0, 0] = x_zp  # the zero point itself, and both extremes, occur
+    x[0, 0, 1], x[0, 0, 2] = -128, 127
+    w = (RNG.choice([-1, 1], (5, 3, 3, 128)) * RNG.integers(60, 111, (5, 3, 3, 128))).astype(np.int8)
+    raw_sum = np.abs(w.reshape(5, -1).astype(np.int64)).sum(axis=1).max()
+    assert raw_sum * 128 < (1 << 24) <= raw_sum * 255
+    b = RNG.integers(-4000, 4000, 5).astype(np.int32)
+    scales = RNG.uniform(1e-4, 4e-4, 5).astype(np.float32)
+    for activation in (FuseCode.NONE, FuseCode.RELU6):
+        got, filters = _check_against_definition(x, w, b, scales, 3, 1, activation, t, x_zp, 5)
+        assert len(filters) == 1 and filters[0].folded and filters[0].dtype is np.float32
+        assert filters[0].chunks is None and len(np.unique(got)) > 10

@@ -115,9 +115,9 @@ def test_unknown_padding_refused():
 
 # -- quantized CONV_2D ------------------------------------------------------------------------------
 def quant_conv_model(dtype, in_shape, filt_shape, out_shape, padding=Padding.SAME, stride=(1, 1), act=0,
-                     per_channel=False, out_scale=0.25, dilation=(1, 1)):
+                     per_channel=False, out_scale=0.25, dilation=(1, 1), in_zp=None):
     """uint8 (asymmetric filter) or int8 (per-tensor or per-channel symmetric filter) CONV_2D."""
-    in_q = QuantParams(0.05, 131 if dtype == np.uint8 else -3)
+    in_q = QuantParams(0.05, in_zp if in_zp is not None else 131 if dtype == np.uint8 else -3)
     out_q = QuantParams(out_scale, 120 if dtype == np.uint8 else 5)
     o = filt_shape[0]
     if dtype == np.uint8:
@@ -203,6 +203,14 @@ def test_conv2d_quant_stem_and_long_reduction_parity(dtype, per_channel, case):
     in_shape, filt_shape, out_shape, stride, act, out_scale = case
     m = quant_conv_model(dtype, in_shape, filt_shape, out_shape, stride=stride, act=act, per_channel=per_channel,
                          out_scale=out_scale)
+    assert_parity(m, api_level=30, expect_ops=["CONV_2D"])
+
+
+@pytest.mark.parametrize("in_zp", [-128, 127])
+def test_conv2d_int8_zero_point_at_the_range_end_parity(in_zp):
+    # 3x3 over 263 channels: the centered sums need float64, the raw ones (zero point folded) float32 runs
+    m = quant_conv_model(np.int8, (1, 6, 5, 263), (7, 3, 3, 263), (1, 6, 5, 7), act=3, per_channel=True,
+                         out_scale=0.05, in_zp=in_zp)
     assert_parity(m, api_level=30, expect_ops=["CONV_2D"])
 
 

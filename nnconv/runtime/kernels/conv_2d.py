@@ -127,9 +127,13 @@ def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activati
     folded_bias = (0 if b64 is None else b64) - in_od.zero_point * ws.sum(axis=1)
     og = o // groups
     folded_rq = Requantizer.build(m, sh, folded_bias, out_od, activation, raw_bound)
-    dtype = exact_matmul_dtype(int(centered_bound.max(initial=0)))
-    # fold unless it would cost a wider matmul or the fused requantization
-    folded = folded_rq is not None and exact_matmul_dtype(int(raw_bound.max(initial=0))) is dtype
+    centered_dtype = exact_matmul_dtype(int(centered_bound.max(initial=0)))
+    raw_dtype = exact_matmul_dtype(int(raw_bound.max(initial=0)))
+    # fold unless it would cost a wider matmul or the fused requantization; folding can also narrow it: an
+    # input zero point at the range's end (-128 after a RELU) centers to 0..255, where the raw values stay
+    # within +-128 (DenseNet-121 int8's 3x3x128 convolutions: float32 raw, float64 centered)
+    folded = folded_rq is not None and (raw_dtype is centered_dtype or raw_dtype is np.float32)
+    dtype = raw_dtype if folded else centered_dtype
     if folded:
         rq, bias = folded_rq, folded_bias
     else:
