@@ -117,3 +117,23 @@ def test_zero_point_at_the_range_end_folds_into_a_narrower_float32_gemm(x_zp):
         got, filters = _check_against_definition(x, w, b, scales, 3, 1, activation, t, x_zp, 5)
         assert len(filters) == 1 and filters[0].folded and filters[0].dtype is np.float32
         assert filters[0].chunks is None and len(np.unique(got)) > 10
+
+
+@pytest.mark.parametrize("t,x_zp,out_zp", [(T.TENSOR_QUANT8_ASYMM_SIGNED, -3, 5), (T.TENSOR_QUANT8_ASYMM, 131, 120)])
+@pytest.mark.parametrize("shape,out_channels,big_filter", [
+    ((1, 1, 1, 37), 11, False),  # a squeeze-excite convolution on a pooled map
+    ((2, 4, 8, 19), 7, False),  # 64 pixels: the most the small path takes
+    ((1, 1, 1, 700), 5, True),  # raw sums beyond float32 where centered ones fit: not folded
+])
+def test_small_pointwise_equals_the_integer_definition(t, x_zp, out_zp, shape, out_channels, big_filter):
+    """A 1x1 convolution on at most SMALL_POINTWISE_PIXELS pixels (one matmul, then the requantizer)."""
+    info = np.iinfo(np.int8 if t is T.TENSOR_QUANT8_ASYMM_SIGNED else np.uint8)
+    x = RNG.integers(info.min, info.max + 1, shape).astype(info.dtype)
+    low = 110 if big_filter else 1
+    w = (RNG.choice([-1, 1], (out_channels, 1, 1, shape[3])) * RNG.integers(low, 128, (out_channels, 1, 1, shape[3])))
+    w = w.astype(np.int8)
+    b = RNG.integers(-4000, 4000, out_channels).astype(np.int32)
+    scales = RNG.uniform(0.002, 0.03, out_channels).astype(np.float32) / (20 if big_filter else 1)
+    for activation in (FuseCode.NONE, FuseCode.RELU):
+        got, filters = _check_against_definition(x, w, b, scales, 1, 1, activation, t, x_zp, out_zp)
+        assert len(filters) == 1 and filters[0].folded != (big_filter and info.min == 0)

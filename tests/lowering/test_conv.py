@@ -206,6 +206,17 @@ def test_conv2d_quant_stem_and_long_reduction_parity(dtype, per_channel, case):
     assert_parity(m, api_level=30, expect_ops=["CONV_2D"])
 
 
+@pytest.mark.parametrize("dtype,per_channel", [(np.int8, True), (np.uint8, False)])
+@pytest.mark.parametrize("in_shape,filt_shape,out_shape,act", [
+    ((1, 1, 1, 37), (11, 1, 1, 37), (1, 1, 1, 11), 1),
+    ((2, 3, 5, 19), (7, 1, 1, 19), (2, 3, 5, 7), 0),
+], ids=["pooled-map-relu", "30-pixels"])
+def test_conv2d_quant_small_pointwise_parity(dtype, per_channel, in_shape, filt_shape, out_shape, act):
+    # 1x1 on at most 64 pixels: one matmul and the requantizer, outside the blocked path
+    m = quant_conv_model(dtype, in_shape, filt_shape, out_shape, act=act, per_channel=per_channel)
+    assert_parity(m, api_level=30, expect_ops=["CONV_2D"])
+
+
 @pytest.mark.parametrize("in_zp", [-128, 127])
 def test_conv2d_int8_zero_point_at_the_range_end_parity(in_zp):
     # 3x3 over 263 channels: the centered sums need float64, the raw ones (zero point folded) float32 runs

@@ -206,6 +206,10 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
     if quant:
         qf: QuantFilter = call.memo(("conv", groups, p.activation), (1, 2),
                                     lambda: quant_filter(call, w, b, p.activation, groups))
+        if (kh == kw == 1 and groups == 1 and n * p.out_h * p.out_w <= SMALL_POINTWISE_PIXELS
+                and qf.requantizer is not None and qf.scaled is None and qf.chunks is None
+                and p.stride_h == p.stride_w == 1 and p.pad_top == p.pad_bottom == p.pad_left == p.pad_right == 0):
+            return _small_quant_pointwise(call, x, qf)
         # float32 rows for the exact float32 runs of a reduction float64 would otherwise take (`chunks`)
         dtype = np.float32 if qf.chunks is not None else qf.dtype
         # padded (scratch from the buffer pool) with the zero point: 0 after centering or after the fold
@@ -346,6 +350,22 @@ def _small_pointwise(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarr
     add_bias_and_activate(rows, b, p.activation)
     out_dtype = call.out_operands[0].dtype
     return out if out_dtype == np.float32 else out.astype(out_dtype)
+
+
+def _small_quant_pointwise(call: KernelCall, x: np.ndarray, qf: QuantFilter) -> np.ndarray:
+    """A quantized 1x1 convolution with few pixels (MobileNetV3's squeeze-excite convolutions on a pooled
+    1x1 map): one exact matmul of the (raw or centered) rows, then the fused requantization, without the
+    blocked path's padding, buffers and loops (in situ ~50 -> ~20 us a call)."""
+    n, h, wd, c = x.shape
+    mat = qf.mats[0]
+    rows = x.reshape(n * h * wd, c)
+    if qf.folded:
+        lhs = rows.astype(qf.dtype)
+    else:
+        lhs = np.subtract(rows, qf.dtype(call.in_operands[0].zero_point), dtype=qf.dtype)
+    out = np.empty((n, h, wd, mat.shape[1]), call.out_operands[0].dtype)
+    qf.requantizer(lhs @ mat, out=out.reshape(n * h * wd, mat.shape[1]))
+    return out
 
 
 @kernel(OperationType.CONV_2D)
