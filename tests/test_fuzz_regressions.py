@@ -56,6 +56,11 @@ CASES = [
                  "units, 5 inputs and 8 outputs it must be [1, 8]", id="lstm-cell-state-rank1"),
     pytest.param("mean_with_unpack_options.tflite", 1, 3, "malformed MEAN operator: its options are UnpackOptions, "
                  "which has no 'keep_dims'", id="mean-with-unpack-options"),
+    # Seed 14 (12 minutes) after those fixes: a DENSIFY whose dense shape differs from its output's, read by
+    # a FULLY_CONNECTED as a constant (exit 4); see also the model input flagged variable below.
+    pytest.param("densify_shape_differs_feeding_fc.tflite", 1, 3, "densified shape [6, 8388616] differs from the "
+                 "output's [6, 8]", id="densify-shape-differs"),
+    pytest.param("densify_huge_shape_feeding_fc.tflite", 1, 3, "cannot be lowered", id="densify-huge-shape"),
 ]
 
 
@@ -70,6 +75,19 @@ def test_mutant_has_one_documented_outcome(tmp_path, name, check_code, convert_c
     errors = [ln for ln in convert.stderr.splitlines() if ln.startswith("nnconv: error:")]
     assert len(errors) == 1 and fragment in (errors[0] if convert_code != 3 else convert.stderr), convert.stderr
     assert not out.exists()
+
+
+def test_a_model_input_flagged_variable_converts_and_checks_alike(tmp_path):
+    """Seed 14: the LSTM's sequence input (a subgraph input) flagged as a variable tensor. check lowered the
+    op alone without it as an input (variables are recurrent state, lowered as zero constants), so the
+    runtime refused the partition (exit 2) while convert, which takes the subgraph inputs as they are,
+    wrote the model (exit 0). Both now keep a subgraph input an input."""
+    model = str(DATA / "lstm_input_flagged_variable.tflite")
+    check = CliRunner().invoke(main, ["check", model, "--fail-on", "refused", "--format", "json"])
+    assert check.exit_code == 0, check.stderr
+    out = tmp_path / "m.nnapi"
+    convert = CliRunner().invoke(main, ["convert", model, "-o", str(out)])
+    assert convert.exit_code == 0 and out.exists(), convert.stderr
 
 
 def test_an_nnapi_file_whose_operation_the_runtime_refuses_is_bad_input(tmp_path):

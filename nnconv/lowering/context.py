@@ -66,7 +66,9 @@ def conversion_constants(state: ConversionState, sg: Subgraph) -> dict[int, tupl
             continue
         src, out = sg.tensors[op.inputs[0]], sg.tensors[op.outputs[0]]
         if op.builtin_code == BuiltinOperator.DENSIFY:
-            if src.data is not None and src.sparsity is not None:
+            # only what the DENSIFY rule accepts: a corrupt dense shape must not reach the readers' rules
+            if src.data is not None and src.sparsity is not None and src.type == out.type \
+                    and tuple(src.shape) == tuple(out.shape):
                 found[out.index] = ("densify", src.index)
         elif op.builtin_code == BuiltinOperator.DEQUANTIZE and out.index not in outputs:
             constant = (src.data is not None and src.sparsity is None) or src.index in found

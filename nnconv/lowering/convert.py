@@ -345,8 +345,10 @@ def partition_boundary(sg: Subgraph, op_indices: Iterable[int], state: Conversio
             tensor = sg.tensors[t]
             if tensor.data is not None or (sg.index, t) in state.folded:
                 continue
-            if tensor.is_variable:
-                continue  # recurrent state: the rules lower it as a zero constant (rules/recurrent/)
+            if tensor.is_variable and t not in sg.inputs:
+                # recurrent state: the rules lower it as a zero constant (rules/recurrent/). A subgraph input
+                # flagged variable (a corrupt file) stays an input, as the whole-model lowering has it.
+                continue
             inputs.append(t)
         produced_inside.update(o for o in op.outputs if o >= 0)
     # Folded ops are gone from the converted model: what they read (e.g. a SHAPE of a computed tensor) is
