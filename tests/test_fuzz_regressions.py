@@ -77,6 +77,32 @@ def test_mutant_has_one_documented_outcome(tmp_path, name, check_code, convert_c
     assert not out.exists()
 
 
+def test_billions_of_time_steps_are_not_unrolled(tmp_path):
+    """Seed 15: a sequence LSTM whose input claims 2^30 time steps. Below API 29 the op is unrolled step by
+    step, and check (which also asks each op's lowest level) hung unrolling it; now more than
+    MAX_UNROLLED_STEPS steps need the native operation of API 29 (exit 1 under --fail-on refused at 28, and
+    convert 3), while at API 30 the native operation takes it."""
+    model = str(DATA / "lstm_billion_time_steps.tflite")
+    check = CliRunner().invoke(main, ["check", model, "--api-level", "28", "--fail-on", "refused", "--format",
+                                      "json"])
+    assert check.exit_code == 1 and "unrolling 1073741824 time steps" in check.stdout, check.output
+    out = tmp_path / "m.nnapi"
+    convert = CliRunner().invoke(main, ["convert", model, "--api-level", "28", "-o", str(out)])
+    assert convert.exit_code == 3 and not out.exists(), convert.stderr
+    assert CliRunner().invoke(main, ["check", model, "--api-level", "30", "--fail-on", "refused"]).exit_code == 0
+
+
+def test_an_average_pool_whose_output_type_differs_is_bad_input(tmp_path):
+    """Seed 15: a converted int8 model's AVERAGE_POOL_2D output retyped FLOAT32 in the .nnapi file. Pooling.cpp
+    validates the output type as the input's; the loader now does too (exit 2 naming the operation; it was
+    exit 4 in the kernel's quantized path)."""
+    np.savez(tmp_path / "in.npz", image=np.zeros((1, 64, 64, 3), np.int8))
+    result = CliRunner().invoke(main, ["run", str(DATA / "average_pool_output_type_differs.nnapi"), "--inputs",
+                                       str(tmp_path / "in.npz"), "-o", str(tmp_path / "o.npz")])
+    assert result.exit_code == 2, result.stderr
+    assert "AVERAGE_POOL_2D: output 0 is FLOAT32" in result.stderr and not (tmp_path / "o.npz").exists()
+
+
 def test_a_model_input_flagged_variable_converts_and_checks_alike(tmp_path):
     """Seed 14: the LSTM's sequence input (a subgraph input) flagged as a variable tensor. check lowered the
     op alone without it as an input (variables are recurrent state, lowered as zero constants), so the

@@ -11,7 +11,8 @@ from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules.recurrent.common import (activation_code, check_activation, check_float_operands,
                                                     check_state_cell, check_state_inputs, check_static, opt_in,
                                                     state_in, unread)
-from nnconv.lowering.rules.recurrent.unroll import (UNROLL_OPS, UnrolledSequence, check_unrolled_bidirectional,
+from nnconv.lowering.rules.recurrent.unroll import (UNROLL_OPS, UnrolledSequence, check_unroll_steps,
+                                                    check_unrolled_bidirectional,
                                                     cross_linked_steps, emit_bidirectional_outputs, joined_weight,
                                                     stack_outputs, unroll_inputs, unrolled_rnn)
 from nnconv.nnapi.enums import OperationType
@@ -63,6 +64,7 @@ class UnidirectionalSequenceRnn(UnrolledSequence):
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "UNIDIRECTIONAL_SEQUENCE_RNN (unrolled into RNN steps below API 29)")
         check_state_cell(c, 3)
+        check_unroll_steps(c)
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
@@ -102,6 +104,7 @@ class BidirectionalSequenceRnn(UnrolledSequence):
         if not c.require_inputs(12):
             return
         check_unrolled_bidirectional(c, [(1, 10), (5, 11)], "BIDIRECTIONAL_SEQUENCE_RNN")
+        check_unroll_steps(c)
         x = c.input(0)
         c.require_dtype(x, FLOAT)
         c.require_rank(x, 3, 3)

@@ -13,7 +13,8 @@ from nnconv.lowering.rules.recurrent.common import (activation_code, check_activ
                                                     state_in)
 from nnconv.lowering.rules.recurrent.lstm import (LSTM_STATE_SLOTS, LSTM_WEIGHT_SLOTS, Lstm, check_layer_norm,
                                                   check_lstm_weights, emit_quantized_lstm, quantized_lstm_operands)
-from nnconv.lowering.rules.recurrent.unroll import (UNROLL_OPS, UnrolledSequence, check_unrolled_bidirectional,
+from nnconv.lowering.rules.recurrent.unroll import (UNROLL_OPS, UnrolledSequence, check_unroll_steps,
+                                                    check_unrolled_bidirectional,
                                                     cross_linked_steps, emit_bidirectional_outputs, joined_weight,
                                                     stack_outputs, unroll_inputs, unrolled_lstm)
 from nnconv.nnapi.enums import OperandType, OperationType
@@ -56,6 +57,7 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
             return
         x = c.input(0)
         c.require_rank(x, 3, 3)
+        check_unroll_steps(c, always=x is not None and x.type == TensorType.INT8)  # int8 is always unrolled
         if x is not None and x.type == TensorType.INT8:
             Lstm._check_int8(c)
         else:
@@ -134,6 +136,7 @@ class BidirectionalSequenceLstm(UnrolledSequence):
             return
         check_unrolled_bidirectional(c, [(1 + k, 40 + k) for k in range(4)] + [(18 + k, 44 + k) for k in range(4)],
                                      "BIDIRECTIONAL_SEQUENCE_LSTM")
+        check_unroll_steps(c)
         x = c.input(0)
         c.require_dtype(x, FLOAT)
         c.require_rank(x, 3, 3)

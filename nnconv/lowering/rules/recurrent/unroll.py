@@ -20,6 +20,28 @@ from nnconv.nnapi.enums import OperandType, OperationType
 UNROLL_OPS = (OperationType.STRIDED_SLICE, OperationType.CONCATENATION, OperationType.RESHAPE)
 
 
+# Time steps an unrolled lowering emits at most: each step is a few NNAPI operations, so a corrupt or
+# absurd sequence length (a fuzzed 2^30 steps once hung check) must not be unrolled.
+MAX_UNROLLED_STEPS = 4096
+
+
+def check_unroll_steps(c: CheckContext, always: bool = False) -> None:
+    """Refuses unrolling the op's input-0 sequence into more than MAX_UNROLLED_STEPS steps: below API 29
+    (the native sequence op's level) for float ops, at every level for those that are `always` unrolled
+    (the int8 sequence LSTM)."""
+    x = c.input(0)
+    if x is None or x.rank != 3 or not (always or c.api_level < 29):
+        return
+    steps = x.shape[0 if c.options is not None and getattr(c.options, "time_major", False) else 1]
+    if steps <= MAX_UNROLLED_STEPS:
+        return
+    what = f"unrolling {steps} time steps into one NNAPI operation group each (at most {MAX_UNROLLED_STEPS})"
+    if always:
+        c.refuse(Code.OPERAND_VALUE, what)
+    else:
+        c.require_api(29, what)
+
+
 class UnrolledSequence(Rule):
     """A sequence op NNAPI has from API 29 and that is unrolled into `cell_op` steps at API 28."""
 
