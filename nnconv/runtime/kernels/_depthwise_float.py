@@ -37,6 +37,8 @@ ROW_BLOCK_BYTES = 1 << 19
 # a 4-operand-axis iterator) beat keeping the block in cache for the epilogue. MobileNetV2's depthwise
 # layers, A/B alternating on the CPU clock: 128 KiB 8.5 ms, 256 KiB 8.3, 512 KiB 8.1, whole maps 7.9.
 FLOAT_ROW_BLOCK_BYTES = 1 << 21
+# At a stride along W: bytes of the per-block column copy (see `depthwise_rows`).
+COLUMN_BLOCK_BYTES = 1 << 21
 
 
 def depthwise_rows(call: KernelCall, xs: np.ndarray, wk: np.ndarray, bias: np.ndarray | None,
@@ -63,30 +65,50 @@ def depthwise_rows(call: KernelCall, xs: np.ndarray, wk: np.ndarray, bias: np.nd
     block_h = max(1, min(oh, block_bytes // (4 * run)))
     sum_dtype = xs.dtype if zero_point is None else wk.dtype
     sums = None if requantize is None else np.empty((block_h, run), dtype=sum_dtype)
-    rows_read = (oh - 1) * stride_h + (kh - 1) * dil_h + 1  # padded input rows the windows reach
-    cols = None if stride_w == 1 else call.empty((rows_read, kw, ow, c), sum_dtype)
+    cols = None
+    if stride_w > 1:
+        # The column copy is made per block of output rows, so that it stays a few MiB whatever the map
+        # (a whole-map copy is KW / stride_h times the input: 7 MB on MobileNetV2's 112x112x96 stride 2,
+        # which the buffer pool's arena then kept); the rows the blocks share (KH - stride_h) are copied twice.
+        row_bytes = kw * ow * c * np.dtype(sum_dtype).itemsize
+        block_h = max(1, min(block_h, (COLUMN_BLOCK_BYTES // row_bytes - (kh - 1) * dil_h - 1) // stride_h + 1))
+        cols = call.empty(((block_h - 1) * stride_h + (kh - 1) * dil_h + 1, kw, ow, c), sum_dtype)
     s = xs.strides
     for i in range(n):
         if cols is None:
             windows = window_view(xs[i], (oh, kh, kw, run), (s[1] * stride_h, s[1] * dil_h, s[2] * dil_w, s[3]))
-        else:
-            # cols[y, kx] = the OW pixels tap column kx reads from input row y, one contiguous run each
-            view = window_view(xs[i], (rows_read, kw, ow, c), (s[1], s[2] * dil_w, s[2] * stride_w, s[3]))
-            if zero_point is None:
-                np.copyto(cols, view)
-            else:
-                np.subtract(view, sum_dtype.type(zero_point), out=cols, dtype=sum_dtype)
-            t = cols.strides
-            windows = window_view(cols, (oh, kh, kw, run), (t[0] * stride_h, t[0] * dil_h, t[1], t[3]))
         rows = out[i].reshape(oh, run)
         for r0 in range(0, oh, block_h):
             dest = rows[r0:r0 + block_h]
+            if cols is None:
+                block = windows[r0:r0 + block_h]
+            else:
+                block = _column_windows(xs[i], cols, r0, dest.shape[0], kh, kw, ow, c, stride_h, stride_w,
+                                        dil_h, dil_w, zero_point)
             if requantize is not None:
                 acc = sums[:dest.shape[0]]
-                np.einsum("rijl,ijl->rl", windows[r0:r0 + block_h], taps, out=acc)
+                np.einsum("rijl,ijl->rl", block, taps, out=acc)
                 requantize(acc.reshape(-1, c), dest.reshape(-1, c))
                 continue
-            np.einsum("rijl,ijl->rl", windows[r0:r0 + block_h], taps, out=dest)
+            np.einsum("rijl,ijl->rl", block, taps, out=dest)
             add_bias_and_activate(dest, tiled_bias, activation)
     if cols is not None:
         call.give_back(cols)
+
+
+def _column_windows(x: np.ndarray, cols: np.ndarray, r0: int, rows: int, kh: int, kw: int, ow: int, c: int,
+                    stride_h: int, stride_w: int, dil_h: int, dil_w: int, zero_point: int | None) -> np.ndarray:
+    """The [rows, KH, KW, OW*C] windows of output rows r0.. over a copy of the input rows they read, in
+    which cols[y, kx] holds the OW pixels tap column kx reads from input row r0*stride_h + y, one contiguous
+    run each (centered by `zero_point` when given)."""
+    first = r0 * stride_h
+    read = (rows - 1) * stride_h + (kh - 1) * dil_h + 1
+    s = x.strides
+    view = window_view(x[first:first + read], (read, kw, ow, c), (s[0], s[1] * dil_w, s[1] * stride_w, s[2]))
+    dest = cols[:read]
+    if zero_point is None:
+        np.copyto(dest, view)
+    else:
+        np.subtract(view, dest.dtype.type(zero_point), out=dest, dtype=dest.dtype)
+    t = dest.strides
+    return window_view(dest, (rows, kh, kw, ow * c), (t[0] * stride_h, t[0] * dil_h, t[1], t[3]))
