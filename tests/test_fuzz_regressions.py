@@ -103,6 +103,24 @@ def test_an_average_pool_whose_output_type_differs_is_bad_input(tmp_path):
     assert "AVERAGE_POOL_2D: output 0 is FLOAT32" in result.stderr and not (tmp_path / "o.npz").exists()
 
 
+@pytest.mark.parametrize("name,inputs,fragment", [
+    pytest.param("softmax_output_retyped_float32.nnapi", {"x": np.zeros((1, 10), np.uint8)},
+                 "SOFTMAX: output 0 is FLOAT32, input 0 is TENSOR_QUANT8_ASYMM", id="softmax-output-type"),
+    pytest.param("conv_filter_and_bias_slots_name_the_input.nnapi", {"x": np.zeros((1, 6, 5, 3), np.int8)},
+                 "CONV_2D: a TENSOR_QUANT8_ASYMM_SIGNED input needs an 8-bit filter and a TENSOR_INT32 bias",
+                 id="conv-bias-type"),
+])
+def test_operand_types_the_reference_validates_are_checked_on_load(tmp_path, name, inputs, fragment):
+    """Seed 16 (final confirmation run): a quantized SOFTMAX whose output was retyped FLOAT32, a CONV_2D whose
+    filter and bias slots name its input: both exit 4 in the kernels, now the loader's refusal (exit 2), from
+    the reference's type rules (`operations/validation.SAME_TYPE_OUTPUT`, `operations/conv.py`)."""
+    np.savez(tmp_path / "in.npz", **inputs)
+    result = CliRunner().invoke(main, ["run", str(DATA / name), "--inputs", str(tmp_path / "in.npz"), "-o",
+                                       str(tmp_path / "o.npz")])
+    assert result.exit_code == 2, result.stderr
+    assert fragment in result.stderr and not (tmp_path / "o.npz").exists()
+
+
 def test_a_model_input_flagged_variable_converts_and_checks_alike(tmp_path):
     """Seed 14: the LSTM's sequence input (a subgraph input) flagged as a variable tensor. check lowered the
     op alone without it as an input (variables are recurrent state, lowered as zero constants), so the

@@ -28,6 +28,27 @@ def scale_relation_level(view: OperationView) -> int:
     return 1 if f32(out.scale) > f32(f32(x.scale) * f32(w.scale)) else 3
 
 
+_QUANT_INPUTS = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
+_QUANT_FILTERS = _QUANT_INPUTS + (OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,)
+
+
 @validator(OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D, OperationType.FULLY_CONNECTED)
 def validate_filter_op(view: OperationView, feature_level: int) -> int:
+    """The operand type combinations of the reference's validate: a float input with a filter and bias of its
+    type, a quantized input with an 8-bit filter and a TENSOR_INT32 bias; a rank-1 bias; an output of the
+    input's type (a file whose filter or bias slot names another operand is refused here, not in a kernel)."""
+    x, w, b = view.input(FilterSlot.INPUT), view.input(FilterSlot.FILTER), view.input(FilterSlot.BIAS)
+    out = view.out_operands[0] if view.out_operands else None
+    if x is not None and w is not None and b is not None:
+        quant = x.type in _QUANT_INPUTS
+        if quant and (w.type not in _QUANT_FILTERS or b.type is not OperandType.TENSOR_INT32):
+            raise view.refuse(f"a {x.type.name} input needs an 8-bit filter and a TENSOR_INT32 bias, got "
+                              f"{w.type.name} and {b.type.name}")
+        if not quant and (w.type is not x.type or b.type is not x.type):
+            raise view.refuse(f"a {x.type.name} input needs a filter and a bias of its type, got {w.type.name} "
+                              f"and {b.type.name}")
+        if len(b.dimensions) != 1:
+            raise view.refuse(f"{view.describe(FilterSlot.BIAS)} must be 1-D, got {list(b.dimensions)}")
+    if x is not None and out is not None and out.type is not x.type:
+        raise view.refuse(f"output 0 is {out.type.name}, {view.describe(FilterSlot.INPUT)} is {x.type.name}")
     return scale_relation_level(view)

@@ -43,14 +43,10 @@ def pool_slots(num_inputs: int) -> type[ExplicitPoolSlot] | type[ImplicitPoolSlo
 
 @validator(OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D)
 def validate_pooling(view: OperationView, feature_level: int) -> int:
-    """Pooling.cpp: the output of the input's type (validateOutputTypes), positive strides and filter sizes,
+    """Pooling.cpp: the output of the input's type (validation.SAME_TYPE_OUTPUT), positive strides and filter sizes,
     and (prepare) each explicit padding smaller than the filter along its axis; an NCHW layout flag needs
     feature level 3."""
     slots = pool_slots(len(view.in_operands))
-    x = view.input(slots.INPUT)
-    if x is not None and view.out_operands and view.out_operands[0].type is not x.type:
-        raise view.refuse(f"output 0 is {view.out_operands[0].type.name}, {view.describe(slots.INPUT)} is "
-                          f"{x.type.name}: the output must have the input's type")
     for slot in (slots.STRIDE_WIDTH, slots.STRIDE_HEIGHT, slots.FILTER_WIDTH, slots.FILTER_HEIGHT):
         v = view.scalar(slot)
         if v is not None and v < 1:

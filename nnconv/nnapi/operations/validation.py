@@ -109,9 +109,28 @@ def default_feature_level(view: OperationView) -> int:
     return max([view.operation.type.min_feature_level, *(t.min_feature_level for t in types)])
 
 
+# Operations whose output 0 has input 0's type in every signature of NeuralNetworksTypes.h (the reference
+# validates it with validateOutputTypes(context, {inputType})): a file whose output slot names an operand of
+# another type is refused here, never reaching a kernel that takes the types for granted.
+_T = OperationType
+SAME_TYPE_OUTPUT = frozenset({
+    _T.SOFTMAX, _T.LOG_SOFTMAX, _T.RELU, _T.RELU1, _T.RELU6, _T.LOGISTIC, _T.TANH, _T.ELU, _T.HARD_SWISH,
+    _T.L2_NORMALIZATION, _T.LOCAL_RESPONSE_NORMALIZATION, _T.AVERAGE_POOL_2D, _T.MAX_POOL_2D, _T.L2_POOL_2D,
+    _T.RESHAPE, _T.SQUEEZE, _T.TRANSPOSE, _T.PAD, _T.PAD_V2, _T.DEPTH_TO_SPACE, _T.SPACE_TO_DEPTH,
+    _T.BATCH_TO_SPACE_ND, _T.SPACE_TO_BATCH_ND, _T.STRIDED_SLICE, _T.SLICE, _T.RESIZE_BILINEAR,
+    _T.RESIZE_NEAREST_NEIGHBOR, _T.MAXIMUM, _T.MINIMUM, _T.ABS, _T.NEG, _T.FLOOR, _T.SQRT, _T.RSQRT, _T.EXP,
+    _T.LOG, _T.SIN, _T.REDUCE_MAX, _T.REDUCE_MIN, _T.REDUCE_SUM, _T.REDUCE_PROD, _T.MEAN, _T.TILE,
+    _T.CHANNEL_SHUFFLE, _T.PRELU, _T.CONCATENATION})
+
+
 def validate_operation(view: OperationView, feature_level: int) -> int:
     """The feature level the operation needs with its operands; raises OperationRefused when the runtime
     refuses it at every level or needs a level above `feature_level`."""
+    if view.operation.type in SAME_TYPE_OUTPUT and view.in_operands and view.out_operands:
+        x, out = view.in_operands[0], view.out_operands[0]
+        if x is not None and out.type is not x.type:
+            raise view.refuse(f"output 0 is {out.type.name}, {view.describe(0)} is {x.type.name}: the output must "
+                              "have the input's type")
     needed = default_feature_level(view)
     specific = VALIDATORS.get(view.operation.type)
     if specific is not None:
