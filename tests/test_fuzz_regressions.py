@@ -92,18 +92,10 @@ def test_billions_of_time_steps_are_not_unrolled(tmp_path):
     assert CliRunner().invoke(main, ["check", model, "--api-level", "30", "--fail-on", "refused"]).exit_code == 0
 
 
-def test_an_average_pool_whose_output_type_differs_is_bad_input(tmp_path):
-    """Seed 15: a converted int8 model's AVERAGE_POOL_2D output retyped FLOAT32 in the .nnapi file. Pooling.cpp
-    validates the output type as the input's; the loader now does too (exit 2 naming the operation; it was
-    exit 4 in the kernel's quantized path)."""
-    np.savez(tmp_path / "in.npz", image=np.zeros((1, 64, 64, 3), np.int8))
-    result = CliRunner().invoke(main, ["run", str(DATA / "average_pool_output_type_differs.nnapi"), "--inputs",
-                                       str(tmp_path / "in.npz"), "-o", str(tmp_path / "o.npz")])
-    assert result.exit_code == 2, result.stderr
-    assert "AVERAGE_POOL_2D: output 0 is FLOAT32" in result.stderr and not (tmp_path / "o.npz").exists()
-
-
 @pytest.mark.parametrize("name,inputs,fragment", [
+    # seed 15: a converted int8 model's AVERAGE_POOL_2D output retyped FLOAT32 (exit 4 in the quantized kernel)
+    pytest.param("average_pool_output_type_differs.nnapi", {"image": np.zeros((1, 64, 64, 3), np.int8)},
+                 "AVERAGE_POOL_2D: output 0 is FLOAT32", id="average-pool-output-type"),
     pytest.param("softmax_output_retyped_float32.nnapi", {"x": np.zeros((1, 10), np.uint8)},
                  "SOFTMAX: output 0 is FLOAT32, input 0 is TENSOR_QUANT8_ASYMM", id="softmax-output-type"),
     pytest.param("conv_filter_and_bias_slots_name_the_input.nnapi", {"x": np.zeros((1, 6, 5, 3), np.int8)},
@@ -111,8 +103,8 @@ def test_an_average_pool_whose_output_type_differs_is_bad_input(tmp_path):
                  id="conv-bias-type"),
 ])
 def test_operand_types_the_reference_validates_are_checked_on_load(tmp_path, name, inputs, fragment):
-    """Seed 16 (final confirmation run): a quantized SOFTMAX whose output was retyped FLOAT32, a CONV_2D whose
-    filter and bias slots name its input: both exit 4 in the kernels, now the loader's refusal (exit 2), from
+    """Seeds 15 and 16: outputs retyped FLOAT32 (a quantized AVERAGE_POOL_2D, a quantized SOFTMAX), a CONV_2D whose
+    filter and bias slots name its input: exit 4 in the kernels, now the loader's refusal (exit 2), from
     the reference's type rules (`operations/validation.SAME_TYPE_OUTPUT`, `operations/conv.py`)."""
     np.savez(tmp_path / "in.npz", **inputs)
     result = CliRunner().invoke(main, ["run", str(DATA / name), "--inputs", str(tmp_path / "in.npz"), "-o",

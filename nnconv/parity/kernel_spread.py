@@ -27,7 +27,7 @@ from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity.metrics import abs_diff
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
 from nnconv.parity.tolerances import ToleranceOverrides
-from nnconv.parity.verify import ParityReport, TfliteReference, run_parity, tflite_feed
+from nnconv.parity.verify import ParityReport, TfliteReference, run_parity, tflite_feed, tflite_output
 
 
 def settle_with_kernel_spread(report: ParityReport, reference: TfliteReference, converted: ConvertedModel,
@@ -76,5 +76,4 @@ def _tflite_outputs(reference: TfliteReference, converted: ConvertedModel, feed:
     """TFLite's outputs on `feed` (keyed by input name) with `kernels`, keyed by the converted output names."""
     runner = TfliteRunner(reference.source, kernels=kernels)
     theirs = runner.run(tflite_feed(runner, converted, feed))
-    return {spec.name: (theirs[spec.tflite_tensor] if spec.tflite_tensor in theirs
-                        else runner.tensor(spec.tflite_tensor)) for spec in converted.outputs}
+    return {spec.name: tflite_output(runner, theirs, spec.tflite_tensor) for spec in converted.outputs}

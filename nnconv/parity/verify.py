@@ -166,7 +166,8 @@ class TfliteReference:
                 f"with bias, the same arithmetic (parity/builtin_twin.py)")
 
 
-def _output(runner: TfliteRunner, outputs: Mapping[int, np.ndarray], tensor: int) -> np.ndarray:
+def tflite_output(runner: TfliteRunner, outputs: Mapping[int, np.ndarray], tensor: int) -> np.ndarray:
+    """TFLite's value of `tensor`: from the run's outputs, else read from the interpreter."""
     found = outputs.get(tensor)
     return found if found is not None else runner.tensor(tensor)
 
@@ -211,11 +212,11 @@ def run_parity(reference: TfliteReference | str | os.PathLike | bytes, converted
             twin_runner, twin_outputs = None, {}
     results = []
     for spec in converted.outputs:
-        expected = _output(runner, theirs, spec.tflite_tensor)
+        expected = tflite_output(runner, theirs, spec.tflite_tensor)
         if twin_runner is None:
             results.append(compare(spec.name, ours[spec.name], expected, hybrid, overrides))
             continue
-        reference_out = _output(twin_runner, twin_outputs, spec.tflite_tensor)
+        reference_out = tflite_output(twin_runner, twin_outputs, spec.tflite_tensor)
         row = compare(spec.name, ours[spec.name], reference_out, overrides=overrides)
         gap = float(np.max(np.abs(expected.astype(np.float64) - reference_out))) if expected.size else 0.0
         row.detail = ("vs TFLite on the model with its dynamic-range weights dequantized (what NNAPI computes); "

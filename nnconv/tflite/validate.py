@@ -28,7 +28,7 @@ import math
 
 from nnconv.errors import ModelFormatError
 from nnconv.limits import MAX_SCALE, MIN_SCALE
-from nnconv.tflite.ir import Subgraph, Tensor, TfliteModel
+from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 from nnconv.tflite.sparsity import MAX_DENSE_BYTES, SparsityError, sparse_positions
 
@@ -154,7 +154,7 @@ def _check_lstm(path: str, sg: Subgraph) -> None:
                                   layer_norm=len(directions) == 1)
 
 
-def _check_lstm_direction(path: str, sg: Subgraph, op, offset: int, output_state: int, cell_state: int,
+def _check_lstm_direction(path: str, sg: Subgraph, op: Operator, offset: int, output_state: int, cell_state: int,
                           n_input: int | None, n_batch: int | None, layer_norm: bool) -> None:
     if len(op.inputs) <= max(offset + 8, cell_state) or op.inputs[offset + 4] < 0:
         return

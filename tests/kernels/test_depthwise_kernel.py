@@ -128,6 +128,19 @@ def test_float_depthwise_strided_row_runs_match_the_definition(channels, kernel,
     np.testing.assert_array_equal(got_nchw.transpose(0, 2, 3, 1), want)
 
 
+def _random_case(h: int, w: int, channels: int, kh: int, kw: int, stride, dilation, pads, seed: int):
+    """(x, filter, bias, the definition's RELU6 output) of a random multiplier-1 float case, or None when the
+    filter does not fit the padded input. `pads` top, bottom, left, right."""
+    pt, pb, pl, pr = pads
+    if h + pt + pb < (kh - 1) * dilation[0] + 1 or w + pl + pr < (kw - 1) * dilation[1] + 1:
+        return None
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, h, w, channels)).astype(np.float32)
+    f = rng.standard_normal((1, kh, kw, channels)).astype(np.float32)
+    b = rng.standard_normal(channels).astype(np.float32)
+    return x, f, b, _direct_depthwise(x, f, b, stride, dilation, (pt, pb, pl, pr), 1, 6.0)
+
+
 @settings(max_examples=60, deadline=None)
 @given(h=st.integers(6, 30), w=st.integers(6, 30), channels=st.sampled_from([1, 3, 8, 20]),
        kh=st.integers(1, 7), kw=st.integers(1, 7), stride=st.tuples(st.integers(1, 3), st.integers(2, 3)),
@@ -138,14 +151,11 @@ def test_float_depthwise_strided_row_runs_any_geometry_match_the_definition(h, w
     # Strided along W with more than 64 output pixels (row runs over the taps' copied columns), any padding,
     # including tap columns whose every pixel is padding and rows the windows never reach: the definition
     # bit for bit (each output's taps summed in row-major order from 0).
-    pt, pb, pl, pr = pads
-    if h + pt + pb < (kh - 1) * dilation[0] + 1 or w + pl + pr < (kw - 1) * dilation[1] + 1:
+    case = _random_case(h, w, channels, kh, kw, stride, dilation, pads, seed)
+    if case is None:
         return  # the filter does not fit the padded input (refused elsewhere)
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((2, h, w, channels)).astype(np.float32)
-    f = rng.standard_normal((1, kh, kw, channels)).astype(np.float32)
-    b = rng.standard_normal(channels).astype(np.float32)
-    want = _direct_depthwise(x, f, b, stride, dilation, (pt, pb, pl, pr), 1, 6.0)
+    x, f, b, want = case
+    pt, pb, pl, pr = pads
     if want.shape[1] * want.shape[2] <= 64:
         return  # the im2col / per-tap paths (the test above)
     # explicit padding: pads l/r/t/b, strides w/h, multiplier 1, RELU6, NHWC, dilations w/h
@@ -194,14 +204,11 @@ def test_float_depthwise_any_geometry_matches_the_definition(h, w, channels, kh,
     # stride and dilation gives the tap-by-tap definition, padded taps included. Within float rounding,
     # not bit for bit: on a short reduction (one channel, a few pixels) einsum may split the taps' sum
     # over several accumulators.
-    pt, pb, pl, pr = pads
-    if h + pt + pb < (kh - 1) * dilation[0] + 1 or w + pl + pr < (kw - 1) * dilation[1] + 1:
+    case = _random_case(h, w, channels, kh, kw, stride, dilation, pads, seed)
+    if case is None:
         return  # the filter does not fit the padded input (refused elsewhere)
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((2, h, w, channels)).astype(np.float32)
-    f = rng.standard_normal((1, kh, kw, channels)).astype(np.float32)
-    b = rng.standard_normal(channels).astype(np.float32)
-    want = _direct_depthwise(x, f, b, stride, dilation, (pt, pb, pl, pr), 1, 6.0)
+    x, f, b, want = case
+    pt, pb, pl, pr = pads
     # explicit padding: pads l/r/t/b, strides w/h, multiplier 1, RELU6, NHWC, dilations w/h
     got = _float_call(x, f, b, [pl, pr, pt, pb, stride[1], stride[0], 1, 3, 0, dilation[1], dilation[0]],
                       want.shape)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.rules.slicing import emit_box_slice
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.schema_enums import TensorType
 
@@ -78,22 +79,18 @@ def lower_half_pixel_upscale(c: LowerContext, f: int) -> None:
     """Emits the NNAPI operations of the module docstring for the op's input 0 -> output 0."""
     n, h, w, ch = c.input(0).shape
     x = c.in_(0)
-    padded = x
-    for axis, extent in ((1, h), (2, w)):
-        shape = [n, h + 2 if axis >= 1 else h, w + 2 if axis == 2 else w, ch]
-        src_shape = list(shape)
-        src_shape[axis] = extent
+    padded, shape = x, [n, h, w, ch]
+    for axis in (1, 2):  # one replicated row, then one replicated column, on each side
+        extent = shape[axis]
         edges = []
         for start in (0, extent - 1):
-            begin, end = [0, 0, 0, 0], list(src_shape)
-            begin[axis], end[axis] = start, start + 1
-            edge_shape = list(src_shape)
-            edge_shape[axis] = 1
-            edge = c.temp_like(x, edge_shape)
-            c.emit(OperationType.STRIDED_SLICE, [padded, c.i32_vector(begin), c.i32_vector(end),
-                                                 c.i32_vector([1] * 4), c.i32(0), c.i32(0), c.i32(0)], [edge])
+            begin, size = [0, 0, 0, 0], list(shape)
+            begin[axis], size[axis] = start, 1
+            edge = c.temp_like(x, size)
+            emit_box_slice(c, padded, begin, size, edge)
             edges.append(edge)
-        grown = c.temp_like(x, shape)
+        shape[axis] = extent + 2
+        grown = c.temp_like(x, list(shape))
         c.emit(OperationType.CONCATENATION, [edges[0], padded, edges[1], c.i32(axis)], [grown])
         padded = grown
     phases = f * f
