@@ -19,6 +19,7 @@ import numpy as np
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.quantization import Requantizer, is_quant8, max_abs_offset, requantize_accumulator
 from nnconv.runtime.kernels._depthwise_float import FLOAT_ROW_BLOCK_BYTES, depthwise_rows
+from nnconv.runtime.kernels._depthwise_small import CACHE_KEY, SmallDepthwise, prepare_small_depthwise
 from nnconv.runtime.kernels._float_activation import add_bias_and_activate
 from nnconv.runtime.kernels._spatial import extract_patches, nhwc_to_nchw, pad_spatial
 from nnconv.runtime.kernels.conv_2d import ConvParams, filter_scales, grouped_conv_inputs
@@ -73,6 +74,9 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
     if oc != c * multiplier:
         raise call.fail(f"filter depth {oc} differs from input depth {c} x multiplier {multiplier}")
     quant = is_quant8(in_od.type)
+    small = _prepare_small(call, x, w, b, p, multiplier)
+    if small is not None:
+        return small.run(call, x)
     rows = multiplier == 1 and (p.stride_h == p.stride_w == 1 or p.out_h * p.out_w > EINSUM_MAX_PIXELS)
     if quant:
         qd: QuantDepthwise = call.memo(("depthwise", multiplier, p.activation), (1, 2),
@@ -217,8 +221,42 @@ def _requantize(call: KernelCall, qd: QuantDepthwise, acc: np.ndarray, b: np.nda
     return out
 
 
+def _prepare_small(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | None, p: ConvParams,
+                   multiplier: int) -> SmallDepthwise | None:
+    """The operation prepared for its small map (`_depthwise_small`), kept in its cache; None where the
+    general path runs: a large or batched map, NCHW, float16, parameters that are not constants, or a
+    quantized operation without the fused requantizer."""
+    if call.cache is None or CACHE_KEY in call.cache or p.nchw:
+        return None
+    if not all(call.is_constant(s) for s in range(1, call.num_inputs) if call.has(s)):
+        return None
+    in_od, out_od = call.in_operands[0], call.out_operands[0]
+    c = x.shape[3]
+    if is_quant8(in_od.type):
+        qd: QuantDepthwise = call.memo(("depthwise", multiplier, p.activation), (1, 2),
+                                       lambda: quant_depthwise(call, w, b, c, multiplier, p.activation))
+        if qd.requantizer is None or x.dtype != in_od.dtype:
+            return None
+        small = prepare_small_depthwise(x, qd.taps, None, p, multiplier, out_od.dtype, in_od.zero_point, qd.dtype,
+                                        lambda acc, dest: qd.requantizer(acc, out=dest))
+    elif x.dtype == np.float32 and out_od.dtype == np.float32:
+        _one, kh, kw, _oc = w.shape
+        wk = np.asarray(w, dtype=np.float32).reshape(kh, kw, c, multiplier)
+        small = prepare_small_depthwise(x, wk, None if b is None else b.astype(np.float32), p, multiplier,
+                                        np.float32, None, np.float32, None)
+    else:
+        return None
+    call.cache[CACHE_KEY] = small  # None too: the general path from then on
+    return small
+
+
 @kernel(OperationType.DEPTHWISE_CONV_2D)
 def depthwise_conv_2d(call: KernelCall) -> list[np.ndarray]:
+    small = call.cache.get(CACHE_KEY) if call.cache is not None else None
+    if small is not None:
+        x = call.tensor(0)
+        if small.accepts(x):
+            return [small.run(call, x)]
     xh, w, p, multiplier = grouped_conv_inputs(call, "depth multiplier")
     y = depthwise_nhwc(call, xh, w, call.inputs[2], p, multiplier)
     return [nhwc_to_nchw(y) if p.nchw else y]

@@ -1,0 +1,111 @@
+"""Depthwise convolutions of small maps, prepared once per operation (float32 and quant8).
+
+On a map of a few thousand values (MobileNets' 7x7 and 14x14 blocks, MediaPipe's 2x2..8x8 landmark
+heads) the arithmetic takes a few microseconds and the general path's setup dominates: reading the
+scalars, padding into a fresh buffer (five slice assignments), building the window views, tiling the taps
+(~35-60 us a call against ~7 us of numpy work). Here everything that depends only on the operation (the
+parameters, the taps and bias, a zero-bordered padded buffer kept for the operation's life and the window
+view over it) is built on the first call, and each run copies the input into the buffer's interior,
+runs one einsum and the epilogue.
+
+The einsums are the general path's own, over the same window layouts ("rijl,ijl->rl" over row runs at a
+stride of 1 along W with one output per channel, "hwijc,ijcm->hwcm" over the im2col windows otherwise),
+so each output's taps are summed in the same order and the results are those of the general path, bit
+for bit. Quantized: the buffer holds the input minus its zero point in the accumulator's integer type
+(the padding is then 0, the zero point's own value centered), exact in any order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from nnconv.runtime.kernels._float_activation import add_bias_and_activate
+from nnconv.runtime.kernels._spatial import window_view
+from nnconv.runtime.kernels.conv_2d import ConvParams
+from nnconv.runtime.kernels.registry import KernelCall
+
+# At most this many output values (and the padded input of at most this many plus its border) take the
+# prepared path: the kept buffer then stays a few tens of KiB per operation.
+SMALL_OUTPUT_ELEMENTS = 1 << 14
+CACHE_KEY = "depthwise_small"
+
+
+@dataclass
+class SmallDepthwise:
+    """The prepared operation: `run(call, x)` -> the output, for an input of exactly `shape` and `dtype`."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    interior: np.ndarray  # the input's place inside the kept padded buffer
+    zero_point: int | None  # quantized: subtracted while copying into the buffer
+    windows: np.ndarray  # read-only view over the padded buffer
+    taps: np.ndarray
+    subscripts: str
+    sums_shape: tuple[int, ...]  # the einsum's output layout
+    out_shape: tuple[int, ...]  # [1, OH, OW, C*M]
+    out_dtype: np.dtype
+    acc: np.ndarray | None  # quantized: the integer sums, before the requantization
+    bias: np.ndarray | None  # float: per output channel, tiled along an output row (OW*C*M values)
+    activation: int
+    requantize: Callable[[np.ndarray, np.ndarray], object] | None
+
+    def accepts(self, x: np.ndarray) -> bool:
+        return x.shape == self.shape and x.dtype == self.dtype
+
+    def run(self, call: KernelCall, x: np.ndarray) -> np.ndarray:
+        if self.zero_point is None:
+            np.copyto(self.interior, x[0])
+        else:
+            np.subtract(x[0], self.interior.dtype.type(self.zero_point), out=self.interior,
+                        dtype=self.interior.dtype)
+        out = call.empty(self.out_shape, self.out_dtype)
+        if self.acc is None:
+            np.einsum(self.subscripts, self.windows, self.taps, out=out.reshape(self.sums_shape))
+            add_bias_and_activate(out.reshape(self.out_shape[1], -1), self.bias, self.activation)
+            return out
+        np.einsum(self.subscripts, self.windows, self.taps, out=self.acc)
+        channels = self.out_shape[-1]
+        self.requantize(self.acc.reshape(-1, channels), out.reshape(-1, channels))
+        return out
+
+
+def prepare_small_depthwise(x: np.ndarray, wk: np.ndarray, bias: np.ndarray | None, p: ConvParams,
+                            multiplier: int, out_dtype: np.dtype, zero_point: int | None, acc_dtype: type,
+                            requantize: Callable[[np.ndarray, np.ndarray], object] | None
+                            ) -> SmallDepthwise | None:
+    """The prepared operation for NHWC input `x` ([1, H, W, C]), taps `wk` [KH, KW, C, M] (float32, or
+    centered integers of `acc_dtype`), float `bias` [C*M] (None when quantized or absent) and the parsed
+    parameters `p`; None when the map is too large or batched (the general path runs it)."""
+    n, h, w, c = x.shape
+    kh, kw = wk.shape[:2]
+    oc = c * multiplier
+    if n != 1 or p.out_h * p.out_w * oc > SMALL_OUTPUT_ELEMENTS or p.out_h < 1 or p.out_w < 1:
+        return None
+    top, bottom, left, right = p.pad_top, p.pad_bottom, p.pad_left, p.pad_right
+    if min(top, bottom, left, right) < 0:
+        return None  # negative explicit padding crops: the general path's business
+    padded = np.zeros((1, h + top + bottom, w + left + right, c), dtype=acc_dtype)
+    interior = padded[0, top:top + h, left:left + w]
+    s = padded.strides
+    if multiplier == 1 and p.stride_w == 1:
+        run = p.out_w * c
+        windows = window_view(padded[0], (p.out_h, kh, kw, run),
+                              (s[1] * p.stride_h, s[1] * p.dil_h, s[2] * p.dil_w, s[3]))
+        taps = np.ascontiguousarray(np.broadcast_to(wk[:, :, None, :, 0], (kh, kw, p.out_w, c)))
+        taps = taps.reshape(kh, kw, run)
+        subscripts, sums_shape = "rijl,ijl->rl", (p.out_h, run)
+    else:
+        windows = window_view(padded[0], (p.out_h, p.out_w, kh, kw, c),
+                              (s[1] * p.stride_h, s[2] * p.stride_w, s[1] * p.dil_h, s[2] * p.dil_w, s[3]))
+        taps = np.ascontiguousarray(wk)
+        subscripts, sums_shape = "hwijc,ijcm->hwcm", (p.out_h, p.out_w, c, multiplier)
+    tiled = None if bias is None else np.tile(bias, p.out_w)
+    quant = zero_point is not None
+    return SmallDepthwise(shape=x.shape, dtype=x.dtype, interior=interior, zero_point=zero_point,
+                          windows=windows, taps=taps, subscripts=subscripts, sums_shape=sums_shape,
+                          out_shape=(1, p.out_h, p.out_w, oc), out_dtype=np.dtype(out_dtype),
+                          acc=np.empty(sums_shape, dtype=acc_dtype) if quant else None,
+                          bias=None if quant else tiled, activation=p.activation, requantize=requantize)
