@@ -147,50 +147,53 @@ class SubgraphRunner:
         trace = self.trace if sg_index == 0 else None
         profile = self.profile if sg_index == 0 else None
         self._depth += 1
+        # inf and NaN are the operations' defined float results: numpy's warnings about them are off for
+        # the whole run (kernels called on their own set their own error state)
         try:
-            for step in plan:
-                k = step.index
-                ins = step.fixed.copy()
-                for pos, i in step.dynamic:
-                    v = values.get(i)
-                    if v is None:
-                        v = self._value(sg_index, sg, i, values, step.op.type.name)
-                    ins[pos] = v
-                call = step.call
-                call.inputs = ins
-                if step.fn is None:
-                    raise ExecutionError(f"no kernel for NNAPI operation {step.op.type.name}")
-                if profile is None:
-                    outs = step.fn(call)
-                else:
-                    clock = self.profile_clock
-                    t0 = clock()
-                    outs = step.fn(call)
-                    profile(k, step.name, clock() - t0)
-                call.inputs = []  # hold no input beyond its release
-                if len(outs) != len(step.outputs):
-                    raise ExecutionError(f"{step.op.type.name} produced {len(outs)} outputs, the model declares "
-                                         f"{len(step.outputs)}")
-                for (o, dt, shape), arr in zip(step.outputs, outs):
-                    if arr.__class__ is not np.ndarray or (dt is not None and arr.dtype != dt) or (
-                            shape is not None and arr.shape != shape):
-                        arr = _conform(arr, sg.operands[o], step.op.type.name)
-                    if self.relaxed_fp16:
-                        arr = fp16_storage(arr, sg.operands[o].type)
-                    values[o] = arr
-                    if pool is not None:
-                        pool.hold(arr)
-                if trace is not None:
-                    trace.record(k, step.op.type.name, step.op.outputs, [values[o] for o in step.op.outputs],
-                                 names=[sg.operands[o].name for o in step.op.outputs],
-                                 source_op=step.op.source_op)
-                if len(values) > self.peak_live_values:
-                    self.peak_live_values = len(values)
-                # Release intermediates whose last reader was this operation.
-                for i in step.release:
-                    v = values.pop(i, None)
-                    if pool is not None and v is not None:
-                        pool.drop(v)
+            with np.errstate(all="ignore"):
+                for step in plan:
+                    k = step.index
+                    ins = step.fixed.copy()
+                    for pos, i in step.dynamic:
+                        v = values.get(i)
+                        if v is None:
+                            v = self._value(sg_index, sg, i, values, step.op.type.name)
+                        ins[pos] = v
+                    call = step.call
+                    call.inputs = ins
+                    if step.fn is None:
+                        raise ExecutionError(f"no kernel for NNAPI operation {step.op.type.name}")
+                    if profile is None:
+                        outs = step.fn(call)
+                    else:
+                        clock = self.profile_clock
+                        t0 = clock()
+                        outs = step.fn(call)
+                        profile(k, step.name, clock() - t0)
+                    call.inputs = []  # hold no input beyond its release
+                    if len(outs) != len(step.outputs):
+                        raise ExecutionError(f"{step.op.type.name} produced {len(outs)} outputs, the model declares "
+                                             f"{len(step.outputs)}")
+                    for (o, dt, shape), arr in zip(step.outputs, outs):
+                        if arr.__class__ is not np.ndarray or (dt is not None and arr.dtype != dt) or (
+                                shape is not None and arr.shape != shape):
+                            arr = _conform(arr, sg.operands[o], step.op.type.name)
+                        if self.relaxed_fp16:
+                            arr = fp16_storage(arr, sg.operands[o].type)
+                        values[o] = arr
+                        if pool is not None:
+                            pool.hold(arr)
+                    if trace is not None:
+                        trace.record(k, step.op.type.name, step.op.outputs, [values[o] for o in step.op.outputs],
+                                     names=[sg.operands[o].name for o in step.op.outputs],
+                                     source_op=step.op.source_op)
+                    if len(values) > self.peak_live_values:
+                        self.peak_live_values = len(values)
+                    # Release intermediates whose last reader was this operation.
+                    for i in step.release:
+                        v = values.pop(i, None)
+                        if pool is not None and v is not None:
+                            pool.drop(v)
         finally:
             self._depth -= 1
         if pool is not None and self._depth == 0:

@@ -15,11 +15,15 @@ from nnconv.nnapi.quantization import is_quant8
 from nnconv.runtime.kernels._elementwise import (FLOAT_TYPES, activation_code, check_same_type, float_binary,
                                                  int32_binary, quant_add)
 from nnconv.runtime.kernels._quant8_table import via_quant8_pair_table
+from nnconv.runtime.kernels._prepared_binary import prepared_float32_binary
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.ADD)
 def add(call: KernelCall) -> list[np.ndarray]:
+    y = prepared_float32_binary(call, np.add, 2)  # under the executor: the prepared float32 path
+    if y is not None:
+        return [y]
     t = check_same_type(call)
     act = activation_code(call, 2)
     if t in FLOAT_TYPES:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES, activation_code, check_same_type, float_binary, int32_binary
+from nnconv.runtime.kernels._prepared_binary import prepared_float32_binary
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType
 
@@ -23,6 +24,9 @@ def _floor_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @kernel(OperationType.DIV)
 def div(call: KernelCall) -> list[np.ndarray]:
+    y = prepared_float32_binary(call, np.divide, 2)  # under the executor: the prepared float32 path
+    if y is not None:
+        return [y]
     t = check_same_type(call)
     act = activation_code(call, 2)
     if t in FLOAT_TYPES:
