@@ -151,49 +151,7 @@ class SubgraphRunner:
         # the whole run (kernels called on their own set their own error state)
         try:
             with np.errstate(all="ignore"):
-                for step in plan:
-                    k = step.index
-                    ins = step.fixed.copy()
-                    for pos, i in step.dynamic:
-                        v = values.get(i)
-                        if v is None:
-                            v = self._value(sg_index, sg, i, values, step.op.type.name)
-                        ins[pos] = v
-                    call = step.call
-                    call.inputs = ins
-                    if step.fn is None:
-                        raise ExecutionError(f"no kernel for NNAPI operation {step.op.type.name}")
-                    if profile is None:
-                        outs = step.fn(call)
-                    else:
-                        clock = self.profile_clock
-                        t0 = clock()
-                        outs = step.fn(call)
-                        profile(k, step.name, clock() - t0)
-                    call.inputs = []  # hold no input beyond its release
-                    if len(outs) != len(step.outputs):
-                        raise ExecutionError(f"{step.op.type.name} produced {len(outs)} outputs, the model declares "
-                                             f"{len(step.outputs)}")
-                    for (o, dt, shape), arr in zip(step.outputs, outs):
-                        if arr.__class__ is not np.ndarray or (dt is not None and arr.dtype != dt) or (
-                                shape is not None and arr.shape != shape):
-                            arr = _conform(arr, sg.operands[o], step.op.type.name)
-                        if self.relaxed_fp16:
-                            arr = fp16_storage(arr, sg.operands[o].type)
-                        values[o] = arr
-                        if pool is not None:
-                            pool.hold(arr)
-                    if trace is not None:
-                        trace.record(k, step.op.type.name, step.op.outputs, [values[o] for o in step.op.outputs],
-                                     names=[sg.operands[o].name for o in step.op.outputs],
-                                     source_op=step.op.source_op)
-                    if len(values) > self.peak_live_values:
-                        self.peak_live_values = len(values)
-                    # Release intermediates whose last reader was this operation.
-                    for i in step.release:
-                        v = values.pop(i, None)
-                        if pool is not None and v is not None:
-                            pool.drop(v)
+                self._run_steps(sg_index, sg, plan, values, trace, profile)
         finally:
             self._depth -= 1
         if pool is not None and self._depth == 0:
@@ -204,6 +162,61 @@ class SubgraphRunner:
                 raise ExecutionError(f"output operand {o} of subgraph {sg_index} was never computed")
             out.append(values[o])
         return out
+
+    def _run_steps(self, sg_index: int, sg: Subgraph, plan: list[_Step], values: dict[int, np.ndarray],
+                   trace: Trace | None, profile: Callable[[int, str, float], None] | None) -> None:
+        """The plan's kernels in order, each output checked against its operand and held, each
+        intermediate released after its last reader. The hot loop of every run: per operation it does only
+        what a run can change (attributes read once into locals, the pool's bookkeeping skipped while its
+        planned arena serves the requests)."""
+        pool = self.pool
+        relaxed = self.relaxed_fp16
+        peak = self.peak_live_values
+        try:
+            for step in plan:
+                ins = step.fixed.copy()
+                for pos, i in step.dynamic:
+                    v = values.get(i)
+                    ins[pos] = v if v is not None else self._value(sg_index, sg, i, values, step.op.type.name)
+                call, fn = step.call, step.fn
+                if fn is None:
+                    raise ExecutionError(f"no kernel for NNAPI operation {step.op.type.name}")
+                call.inputs = ins
+                if profile is None:
+                    outs = fn(call)
+                else:
+                    clock = self.profile_clock
+                    t0 = clock()
+                    outs = fn(call)
+                    profile(step.index, step.name, clock() - t0)
+                call.inputs = []  # hold no input beyond its release
+                if len(outs) != len(step.outputs):
+                    raise ExecutionError(f"{step.op.type.name} produced {len(outs)} outputs, the model "
+                                         f"declares {len(step.outputs)}")
+                counted = pool is not None and pool.mode != "planned"
+                for (o, dt, shape), arr in zip(step.outputs, outs):
+                    if arr.__class__ is not np.ndarray or (dt is not None and arr.dtype != dt) or (
+                            shape is not None and arr.shape != shape):
+                        arr = _conform(arr, sg.operands[o], step.op.type.name)
+                    if relaxed:
+                        arr = fp16_storage(arr, sg.operands[o].type)
+                    values[o] = arr
+                    if counted:
+                        pool.hold(arr)
+                if trace is not None:
+                    op = step.op
+                    trace.record(step.index, op.type.name, op.outputs, [values[o] for o in op.outputs],
+                                 names=[sg.operands[o].name for o in op.outputs], source_op=op.source_op)
+                if len(values) > peak:
+                    peak = len(values)
+                # Release intermediates whose last reader was this operation.
+                for i in step.release:
+                    v = values.pop(i, None)
+                    if counted and v is not None:
+                        pool.drop(v)
+        finally:
+            # max: an IF / WHILE body run inside a kernel stored its own peak meanwhile
+            self.peak_live_values = max(self.peak_live_values, peak)
 
     def _plan(self, sg_index: int, sg: Subgraph) -> list[_Step]:
         """Per-operation facts that do not change between runs: operand descriptions, the kernel, constant
