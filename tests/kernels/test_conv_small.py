@@ -92,3 +92,74 @@ def test_large_batched_or_variable_filter_convs_take_the_general_path():
     ods, arrays, (oh, ow), _ = _case(4, 4, 8, 16, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1), 0, True, 3)
     ods[0] = dataclasses.replace(ods[0], dimensions=(2, 4, 4, 8))
     assert _compare(ods, arrays, (2, oh, ow, 16), batched)[CACHE_KEY] is None
+
+
+@settings(max_examples=80, deadline=None)
+@given(h=st.integers(1, 9), w=st.integers(1, 9), c=st.sampled_from([1, 3, 8, 24, 72]),
+       o=st.sampled_from([1, 8, 40, 200]), kh=st.integers(1, 3), kw=st.integers(1, 3),
+       stride=st.tuples(st.integers(1, 2), st.integers(1, 2)), pads=st.tuples(*[st.integers(0, 2)] * 4),
+       activation=st.sampled_from([0, 1, 3]), signed=st.booleans(), per_channel=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_prepared_small_quant_conv_equals_the_general_path(h, w, c, o, kh, kw, stride, pads, activation, signed,
+                                                           per_channel, seed):
+    _quant_case(h, w, c, o, kh, kw, stride, pads, activation, signed, per_channel, seed)
+
+
+def _quant_case(h, w, c, o, kh, kw, stride, pads, activation, signed, per_channel, seed, zp=None):
+    # int8 / uint8, per-tensor or per-channel filters, any zero point: the layouts of conv_nhwc's quantized
+    # path (a folded or centered input, the scaled filter of narrow inputs, exact float32 chunks of long
+    # reductions, `_small_quant_pointwise`) prepared, against the general path
+    from nnconv.nnapi.model import SymmPerChannelQuantParams
+    pt, pb, pl, pr = pads
+    oh = (h + pt + pb - kh) // stride[0] + 1
+    ow = (w + pl + pr - kw) // stride[1] + 1
+    if oh < 1 or ow < 1:
+        return
+    rng = np.random.default_rng(seed)
+    t = T.TENSOR_QUANT8_ASYMM_SIGNED if signed else T.TENSOR_QUANT8_ASYMM
+    info = np.iinfo(np.int8 if signed else np.uint8)
+    zp = int(rng.integers(info.min, info.max + 1)) if zp is None else zp
+    if per_channel:
+        f = rng.integers(-127, 128, (o, kh, kw, c)).astype(np.int8)
+        fod = Operand(type=T.TENSOR_QUANT8_SYMM_PER_CHANNEL, dimensions=f.shape, scale=0.0, zero_point=0,
+                      channel_quant=SymmPerChannelQuantParams(
+                          scales=list(rng.uniform(0.002, 0.02, o).astype(np.float32)), channel_dim=0))
+    else:
+        f = rng.integers(info.min, info.max + 1, (o, kh, kw, c)).astype(info.dtype)
+        fod = Operand(type=t, dimensions=f.shape, scale=0.01, zero_point=int(rng.integers(info.min, info.max + 1)))
+    b = rng.integers(-30000, 30000, o).astype(np.int32)
+    scalars = [pl, pr, pt, pb, stride[1], stride[0], activation, 0, 1, 1]
+    ods = [Operand(type=t, dimensions=(1, h, w, c), scale=0.05, zero_point=zp), _constant(fod),
+           _constant(Operand(type=T.TENSOR_INT32, dimensions=b.shape, scale=0.0, zero_point=0))]
+    ods += [_constant(Operand(type=T.BOOL if i == 7 else T.INT32, dimensions=())) for i in range(len(scalars))]
+    arrays = [None, f, b] + [np.array(s, np.bool_ if i == 7 else np.int32) for i, s in enumerate(scalars)]
+    out = Operand(type=t, dimensions=(1, oh, ow, o), scale=float(rng.uniform(0.5, 4.0)),
+                  zero_point=int(rng.integers(info.min, info.max + 1)))
+    cached = KernelCall(Operation(_CONV, list(range(len(arrays))), []), [], ods, [out], cache={})
+    for _ in range(3):
+        x = rng.integers(info.min, info.max + 1, (1, h, w, c)).astype(info.dtype)
+        general = KernelCall(Operation(_CONV, list(range(len(arrays))), []), [x] + arrays[1:], ods, [out])
+        cached.inputs = [x] + arrays[1:]
+        np.testing.assert_array_equal(KERNELS[_CONV](cached)[0], KERNELS[_CONV](general)[0])
+    return cached.cache
+
+
+def test_quant_layouts_are_prepared():
+    from nnconv.runtime.kernels.conv_2d import QuantFilter
+    seen = set()
+    # a per-tensor filter over 3 channels (the scaled filter), a reduction of 2304 terms (float32 chunks),
+    # 1x1 few pixels (`_small_quant_pointwise`), a strided 3x3; uint8 with a centred zero point over 1440
+    # terms: the raw products would need float64, the centered ones not (no fold: the input is centered)
+    for args, per_channel, signed, zp in [((4, 4, 3, 64, 3, 3, (1, 1), (1, 1, 1, 1)), False, False, None),
+                                          ((4, 4, 3, 64, 3, 3, (1, 1), (1, 1, 1, 1)), False, True, None),
+                                          ((4, 4, 256, 16, 3, 3, (1, 1), (1, 1, 1, 1)), True, True, None),
+                                          ((2, 2, 56, 336, 1, 1, (1, 1), (0, 0, 0, 0)), True, False, None),
+                                          ((9, 9, 24, 40, 3, 3, (2, 2), (0, 1, 0, 1)), True, True, None),
+                                          ((4, 4, 160, 16, 3, 3, (1, 1), (1, 1, 1, 1)), True, False, 128),
+                                          ((2, 2, 1440, 16, 1, 1, (1, 1), (0, 0, 0, 0)), True, False, 128)]:
+        cache = _quant_case(*args, 3, signed, per_channel, 7, zp)
+        assert cache[CACHE_KEY] is not None
+        qf = next(v for v in cache.values() if isinstance(v, QuantFilter))
+        seen.add("scaled" if qf.scaled is not None else "chunks" if qf.chunks is not None else "plain")
+        seen.add("folded" if qf.folded else "centered")
+    assert seen == {"scaled", "chunks", "plain", "folded", "centered"}

@@ -1,22 +1,23 @@
-"""Float32 CONV_2D on small maps, prepared once per operation.
+"""CONV_2D on small maps (float32 and quant8), prepared once per operation.
 
 On a map of a few thousand output values (MobileNets' 7x7 and 14x14 blocks, the 2x2..16x16 maps of
 MediaPipe's landmark models) the GEMM takes a few microseconds and `conv_nhwc`'s per-call setup (~20-30 us:
-its layout decisions, the padded copy and its border fills, the im2col buffer and its column of ones, memo
-lookups) dominates. Here that setup runs on the first call and is kept in the operation's cache: the
-layout `conv_nhwc` would choose, a zero-bordered padded buffer and an im2col buffer with its ones set once,
-and the filter matrix and tiled bias (the very arrays `conv_nhwc` memoizes). A run copies the input into
-the padded buffer, gathers the im2col rows, runs one matmul and the epilogue.
+its layout decisions, the padded (and centered) copy and its border fills, the im2col buffer and its
+column of ones, the accumulator buffers, memo lookups) dominates. Here that setup runs on the first call and
+is kept in the operation's cache: the layout `conv_nhwc` chose, a padded buffer whose border (0, or the
+input zero point where the quantized filter folds it) is written once, an im2col buffer whose ones are set
+once, the accumulators, and the filter matrices, tiled bias and requantizer `conv_nhwc` memoizes (the very
+same arrays). A run copies (and centers) the input into the padded buffer, gathers the im2col rows, runs
+the matmul (or its exact float32 chunks) and the epilogue (bias and clamp, or the requantization).
 
-These maps are one of `conv_nhwc`'s row blocks and every step is its own (the same copy layout, the same
-matrix operands, the bias inside the GEMM or after it as there; 1x1 maps of at most SMALL_POINTWISE_PIXELS
-as `_small_pointwise`), so the results are the general path's, bit for bit.
+These maps are one of `conv_nhwc`'s row blocks and every step is its own, on operands of the same layout,
+so the results are the general path's bit for bit.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -31,71 +32,124 @@ SMALL_OUTPUT_ELEMENTS = 1 << 14  # output values at most (the kept buffers stay 
 SMALL_IM2COL_ELEMENTS = 1 << 16  # im2col values at most (one of conv_nhwc's blocks)
 CACHE_KEY = "conv_small"
 
+# (accumulators [rows, O], output rows [rows, O]) -> None: the epilogue of a quantized layout
+Requantize = Callable[[np.ndarray, np.ndarray], object]
+
 
 @dataclass
-class SmallFloatConv:
+class ConvLayout:
+    """What `conv_nhwc` chose for one operation (one group, one block): the matrix operands and epilogue."""
+
+    kh: int
+    kw: int
+    o: int
+    dtype: type  # the GEMM's dtype (float32, or float64 for an exact quantized product)
+    mat: np.ndarray  # [K (+1), O]
+    ones: bool  # a column of ones after the im2col rows (the float bias row, or the scaled filter's kappa)
+    reads_rows: bool  # 1x1 stride 1 unpadded: the (centered) input rows are the GEMM's operand
+    tap_major: bool
+    buffer_dtype: np.dtype  # of the padded buffer the input is copied (or centered) into
+    zero_point: int | None  # quantized: the input zero point subtracted there, None: a plain copy
+    border: float | int  # the padding value in the buffer (0, or the zero point where the filter folds it)
+    chunks: list[tuple[tuple[int, int], np.ndarray]] | None  # quantized: exact float32 runs of the reduction
+    bias: np.ndarray | None  # float: tiled along an output row, when not inside the GEMM
+    activation: int
+    requantize: Requantize | None  # quantized: the fused requantization
+    out_dtype: np.dtype
+
+
+@dataclass
+class SmallConv:
     """The prepared operation: `run(call, x)` -> the output, for the input `accepts` says it was made for."""
 
     shape: tuple[int, ...]
-    reads_rows: bool  # the input's rows are the GEMM's operand (1x1, stride 1, unpadded, no bias row)
-    interior: np.ndarray | None  # the input's place in the kept padded buffer
-    view: np.ndarray | None  # the im2col windows [OH, OW, KH, KW, C] (1x1: rows [OH, OW, C]) over it
+    dtype: np.dtype
+    layout: ConvLayout
+    interior: np.ndarray | None  # the input's place in the kept padded buffer (None: x's rows read in place)
+    rows_view: np.ndarray | None  # the GEMM operand when it is the buffer's own rows
+    view: np.ndarray | None  # the im2col windows [OH, OW, KH, KW, C] (1x1: rows [OH, OW, C]) over the buffer
     cols: np.ndarray | None  # the kept im2col buffer: [K (+1), OH*OW] tap-major, else [OH*OW, K (+1)]
-    tap_major: bool
-    mat: np.ndarray  # [K (+1 bias row), O]
-    bias: np.ndarray | None  # tiled along an output row, when not inside the GEMM
-    activation: int
+    acc: np.ndarray | None  # quantized: the accumulators
+    part: np.ndarray | None  # quantized, chunked: one run's float32 product
     out_shape: tuple[int, int, int, int]
 
     def accepts(self, x: np.ndarray) -> bool:
-        return (x.__class__ is np.ndarray and x.shape == self.shape and x.dtype == np.float32
-                and (not self.reads_rows or x.flags.c_contiguous))
+        return (x.__class__ is np.ndarray and x.shape == self.shape and x.dtype == self.dtype
+                and (self.interior is not None or x.flags.c_contiguous))
 
     def run(self, call: KernelCall, x: np.ndarray) -> np.ndarray:
+        lay = self.layout
         _one, oh, ow, o = self.out_shape
-        out = call.empty(self.out_shape, np.float32)
-        if self.reads_rows:
-            cols = x.reshape(oh * ow, self.shape[3])
+        rows = oh * ow
+        out = call.empty(self.out_shape, lay.out_dtype)
+        if self.interior is None:
+            cols = x.reshape(rows, self.shape[3])
         else:
-            np.copyto(self.interior, x[0])
-            view, buf = self.view, self.cols
-            if self.tap_major:
-                k = view.shape[2] * view.shape[3] * view.shape[4]
-                np.copyto(buf[:k].reshape(view.shape[2:] + view.shape[:2]), view.transpose(2, 3, 4, 0, 1))
-                cols = buf.T
+            if lay.zero_point is None:
+                np.copyto(self.interior, x[0])
             else:
-                k = int(np.prod(view.shape[2:]))
-                np.copyto(buf[:, :k].reshape(view.shape), view, casting="unsafe")
-                cols = buf
-        np.matmul(cols, self.mat, out=out.reshape(oh * ow, o))
-        add_bias_and_activate(out.reshape(oh, ow * o), self.bias, self.activation)
+                np.subtract(x[0], lay.buffer_dtype.type(lay.zero_point), out=self.interior, dtype=lay.buffer_dtype)
+            cols = self.rows_view if self.rows_view is not None else self._gather()
+        dest = out.reshape(rows, o)
+        if lay.requantize is None:
+            np.matmul(cols, lay.mat, out=dest)
+            add_bias_and_activate(out.reshape(oh, ow * o), lay.bias, lay.activation)
+            return out
+        acc = self.acc
+        if lay.chunks is None:
+            np.matmul(cols, lay.mat, out=acc)
+        else:
+            # each run's float32 product is exact; their sum, exact in float64 (as conv_nhwc)
+            for j, ((k0, k1), part_mat) in enumerate(lay.chunks):
+                np.matmul(cols[:, k0:k1], part_mat, out=self.part)
+                if j:
+                    acc += self.part
+                else:
+                    np.copyto(acc, self.part)
+        lay.requantize(acc, dest)
         return out
 
+    def _gather(self) -> np.ndarray:
+        view, buf = self.view, self.cols
+        if self.layout.tap_major:
+            k = view.shape[2] * view.shape[3] * view.shape[4]
+            np.copyto(buf[:k].reshape(view.shape[2:] + view.shape[:2]), view.transpose(2, 3, 4, 0, 1))
+            return buf.T
+        k = buf.shape[1] - self.layout.ones
+        np.copyto(buf[:, :k].reshape(view.shape), view, casting="unsafe")
+        return buf
 
-def prepare_small_conv(x: np.ndarray, kh: int, kw: int, o: int, p: ConvParams, mat: np.ndarray,
-                       bias_row: bool, reads_rows: bool, tap_major: bool,
-                       bias: np.ndarray | None) -> SmallFloatConv | None:
-    """The prepared operation for NHWC float32 input `x` ([1, H, W, C]) with the layout `conv_nhwc` chose
-    (`mat` its filter matrix, with the bias row when `bias_row`; `bias` tiled when it follows the GEMM);
-    None when the map is batched or not small."""
+
+def prepare_small_conv(x: np.ndarray, p: ConvParams, layout: ConvLayout, rows_in_place: bool) -> SmallConv | None:
+    """The prepared operation for NHWC input `x` ([1, H, W, C]) and the `layout` conv_nhwc chose
+    (`rows_in_place`: its GEMM reads x's own rows, no copy); None when the map is batched or not small."""
     n, h, w, c = x.shape
+    kh, kw, o = layout.kh, layout.kw, layout.o
     k = kh * kw * c
     rows = p.out_h * p.out_w
     if (n != 1 or rows * o > SMALL_OUTPUT_ELEMENTS or rows * (k + 1) > SMALL_IM2COL_ELEMENTS or rows < 1
             or min(p.pad_top, p.pad_bottom, p.pad_left, p.pad_right) < 0):
         return None
-    interior = view = cols = None
-    if not reads_rows:
-        padded = np.zeros((1, h + p.pad_top + p.pad_bottom, w + p.pad_left + p.pad_right, c), np.float32)
+    interior = rows_view = view = cols = None
+    if not rows_in_place:
+        padded = np.full((1, h + p.pad_top + p.pad_bottom, w + p.pad_left + p.pad_right, c), layout.border,
+                         dtype=layout.buffer_dtype)
         interior = padded[0, p.pad_top:p.pad_top + h, p.pad_left:p.pad_left + w]
-        if kh == kw == 1:
+        if layout.reads_rows:
+            rows_view = padded[0].reshape(rows, c)
+        elif kh == kw == 1:
             view = padded[0, 0:(p.out_h - 1) * p.stride_h + 1:p.stride_h, 0:(p.out_w - 1) * p.stride_w + 1:p.stride_w]
         else:
             view = extract_patches(padded, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.out_h, p.out_w)[0]
-        extra = int(bias_row)
-        cols = np.empty((k + extra, rows) if tap_major else (rows, k + extra), np.float32)
-        if extra:
-            (cols[-1] if tap_major else cols[:, -1])[...] = 1
-    return SmallFloatConv(shape=x.shape, reads_rows=reads_rows, interior=interior, view=view, cols=cols,
-                          tap_major=tap_major, mat=mat, bias=None if bias_row else bias, activation=p.activation,
-                          out_shape=(1, p.out_h, p.out_w, o))
+        if rows_view is None:
+            extra = int(layout.ones)
+            cols = np.empty((k + extra, rows) if layout.tap_major else (rows, k + extra), layout.dtype)
+            if extra:
+                (cols[-1] if layout.tap_major else cols[:, -1])[...] = 1
+    quant = layout.requantize is not None
+    chunked = quant and layout.chunks is not None
+    return SmallConv(shape=x.shape, dtype=x.dtype, layout=layout, interior=interior, rows_view=rows_view,
+                     view=view, cols=cols,
+                     acc=np.empty((rows, o), np.float64 if chunked else layout.dtype) if quant else None,
+                     part=np.empty((rows, o), np.float32) if chunked else None,
+                     out_shape=(1, p.out_h, p.out_w, o))

@@ -10,6 +10,7 @@ form). Quantized: int32 accumulation of (q - zp) products, the reference per-cha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from nnconv.nnapi.quantization import (Requantizer, is_quant8, max_abs_offset, q
                                        requantize_accumulator)
 from nnconv.runtime.kernels._float_activation import add_bias_and_activate
 from nnconv.runtime.kernels._conv_small import CACHE_KEY as SMALL_KEY
-from nnconv.runtime.kernels._conv_small import prepare_small_conv
+from nnconv.runtime.kernels._conv_small import ConvLayout, prepare_small_conv
 from nnconv.runtime.kernels._matmul import exact_matmul_dtype, float32_chunks
 from nnconv.runtime.kernels._spatial import (conv_output_size, extract_patches, implicit_padding, nchw_to_nhwc,
                                              nhwc_to_nchw, pad_spatial)
@@ -211,7 +212,7 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
         if (kh == kw == 1 and groups == 1 and n * p.out_h * p.out_w <= SMALL_POINTWISE_PIXELS
                 and qf.requantizer is not None and qf.scaled is None and qf.chunks is None
                 and p.stride_h == p.stride_w == 1 and p.pad_top == p.pad_bottom == p.pad_left == p.pad_right == 0):
-            return _small_quant_pointwise(call, x, qf)
+            return _small_quant_pointwise(call, x, qf, p)
         # float32 rows for the exact float32 runs of a reduction float64 would otherwise take (`chunks`)
         dtype = np.float32 if qf.chunks is not None else qf.dtype
         # padded (scratch from the buffer pool) with the zero point: 0 after centering or after the fold
@@ -268,11 +269,17 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
     # instead of over the KW*C values of one pixel (224x224x3 stride 2: copy 0.27 -> 0.15 ms); the matmul
     # reads it transposed. The extra row of ones meets the float bias row or the scaled filter's kappa.
     tap_major = groups == 1 and not one_by_one and c <= TAP_MAJOR_MAX_CHANNELS
-    if not quant and groups == 1 and _preparable(call, x, p):
-        # a small map: later runs take this layout prepared (`_conv_small`), the same steps without the setup
-        call.cache[SMALL_KEY] = prepare_small_conv(
-            x, kh, kw, o, p, mats[0], bias_row, direct and in_place and xs is xf, tap_major, bias)
     chunked = quant and qf.chunks is not None
+    if groups == 1 and _preparable(call, x, p) and (not quant or qf.requantizer is not None):
+        # a small map: later runs take this layout prepared (`_conv_small`), the same steps without the setup
+        reads_rows = direct and in_place
+        call.cache[SMALL_KEY] = prepare_small_conv(x, p, ConvLayout(
+            kh, kw, o, dtype, mats[0], bias_row or scaled, reads_rows, tap_major,
+            np.dtype(xs.dtype), None if not quant or qf.folded else in_od.zero_point,
+            in_od.zero_point if quant and qf.folded else 0,
+            list(zip(qf.chunks, qf.chunk_mats)) if chunked else None, None if quant or bias_row else bias,
+            p.activation, _quant_epilogue(qf) if quant else None, np.dtype(out.dtype)),
+            rows_in_place=reads_rows and not quant and xs is xf)
     acc_buf = np.empty((block_h * ow, o), dtype=np.float64 if chunked else dtype) if quant or groups > 1 else None
     part_buf = np.empty((block_h * ow, o), dtype=np.float32) if chunked else None
     patches = None if one_by_one else extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w,
@@ -352,8 +359,10 @@ def _small_pointwise(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarr
                     lambda: np.ascontiguousarray(np.asarray(w, dtype=np.float32).reshape(o, c).T))
     if _preparable(call, x, p):
         tiled = None if b is None else call.memo(("conv_bias_rows", p.out_w), (2,), lambda: np.tile(b, p.out_w))
-        call.cache[SMALL_KEY] = prepare_small_conv(x, 1, 1, o, p, mat, False, x.flags.c_contiguous, False,
-                                                   None if tiled is None else tiled.astype(np.float32, copy=False))
+        call.cache[SMALL_KEY] = prepare_small_conv(x, p, ConvLayout(
+            1, 1, o, np.float32, mat, False, True, False, np.dtype(np.float32), None, 0, None,
+            None if tiled is None else tiled.astype(np.float32, copy=False), p.activation, None,
+            np.dtype(np.float32)), rows_in_place=x.flags.c_contiguous)
     out = call.empty((n, h, wd, o), np.float32)
     rows = out.reshape(n * h * wd, o)
     np.matmul(x.reshape(n * h * wd, c), mat, out=rows)
@@ -362,12 +371,17 @@ def _small_pointwise(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarr
     return out if out_dtype == np.float32 else out.astype(out_dtype)
 
 
-def _small_quant_pointwise(call: KernelCall, x: np.ndarray, qf: QuantFilter) -> np.ndarray:
+def _small_quant_pointwise(call: KernelCall, x: np.ndarray, qf: QuantFilter, p: ConvParams) -> np.ndarray:
     """A quantized 1x1 convolution with few pixels (MobileNetV3's squeeze-excite convolutions on a pooled
     1x1 map): one exact matmul of the (raw or centered) rows, then the fused requantization, without the
     blocked path's padding, buffers and loops (in situ ~50 -> ~20 us a call)."""
     n, h, wd, c = x.shape
     mat = qf.mats[0]
+    if _preparable(call, x, p):
+        call.cache[SMALL_KEY] = prepare_small_conv(x, p, ConvLayout(
+            1, 1, mat.shape[1], qf.dtype, mat, False, True, False, np.dtype(qf.dtype),
+            None if qf.folded else call.in_operands[0].zero_point, 0, None, None, p.activation,
+            _quant_epilogue(qf), np.dtype(call.out_operands[0].dtype)), rows_in_place=False)
     rows = x.reshape(n * h * wd, c)
     if qf.folded:
         lhs = rows.astype(qf.dtype)
@@ -401,11 +415,20 @@ def conv_2d(call: KernelCall) -> list[np.ndarray]:
 
 
 def _preparable(call: KernelCall, x: np.ndarray, p: ConvParams) -> bool:
-    """A float32 CONV_2D the executor runs (a cache) with constant filter, bias and scalars, NHWC, float32
-    in and out, not yet prepared: `_conv_small` decides whether its map is small enough."""
+    """A CONV_2D the executor runs (a cache) with constant filter, bias and scalars, NHWC, float32 or
+    quant8 in their storage dtypes, not yet prepared: `_conv_small` decides whether its map is small enough."""
+    in_od, out_od = call.in_operands[0], call.out_operands[0]
+    stored = (x.dtype == np.float32 and out_od.dtype == np.float32) if not is_quant8(in_od.type) else \
+        x.dtype == in_od.dtype
     return (call.cache is not None and SMALL_KEY not in call.cache and call.operation.type is OperationType.CONV_2D
-            and not p.nchw and x.dtype == np.float32 and call.out_operands[0].dtype == np.float32
-            and all(call.is_constant(s) for s in range(1, call.num_inputs) if call.has(s)))
+            and not p.nchw and stored and all(call.is_constant(s) for s in range(1, call.num_inputs) if call.has(s)))
+
+
+def _quant_epilogue(qf: QuantFilter) -> Callable[[np.ndarray, np.ndarray], object]:
+    """conv_nhwc's requantization of a block: the scaled filter's clamp, or the fused requantizer."""
+    if qf.scaled is not None:
+        return lambda acc, dest: qf.requantizer.fast(acc, dest, scaled=True)
+    return lambda acc, dest: qf.requantizer(acc, out=dest)
 
 
 def is_explicit_padding(call: KernelCall, first: int = 3, extra: int = 0) -> bool:
