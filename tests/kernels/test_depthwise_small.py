@@ -74,7 +74,9 @@ def test_prepared_float_depthwise_equals_the_general_path(h, w, channels, multip
     out = Operand(type=T.TENSOR_FLOAT32, dimensions=(1, oh, ow, oc))
     inputs = [rng.standard_normal((1, h, w, channels)).astype(np.float32) for _ in range(3)]
     pairs, cache = _run_both(ods, out, arrays, inputs)
-    assert cache[CACHE_KEY] is not None  # every case here is small: the prepared path ran
+    # every case here is small: prepared, unless the general path takes its per-tap passes (its own sums)
+    per_tap = not (multiplier == 1 and (stride == (1, 1) or oh * ow > 64)) and oc < 64 and oh * ow > 64
+    assert (cache[CACHE_KEY] is None) == per_tap
     for general, prepared in pairs:
         np.testing.assert_array_equal(prepared, general)
 

@@ -41,7 +41,9 @@ class SmallDepthwise:
     dtype: np.dtype
     interior: np.ndarray  # the input's place inside the kept padded buffer
     zero_point: int | None  # quantized: subtracted while copying into the buffer
-    windows: np.ndarray  # read-only view over the padded buffer
+    column_view: np.ndarray | None  # row runs at a stride along W: the taps' columns in the padded buffer
+    columns: np.ndarray | None  # ... and their kept copy, which `windows` then reads
+    windows: np.ndarray  # read-only view over the padded buffer (or the column copy)
     taps: np.ndarray
     subscripts: str
     sums_shape: tuple[int, ...]  # the einsum's output layout
@@ -61,6 +63,8 @@ class SmallDepthwise:
         else:
             np.subtract(x[0], self.interior.dtype.type(self.zero_point), out=self.interior,
                         dtype=self.interior.dtype)
+        if self.columns is not None:
+            np.copyto(self.columns, self.column_view)
         out = call.empty(self.out_shape, self.out_dtype)
         if self.acc is None:
             np.einsum(self.subscripts, self.windows, self.taps, out=out.reshape(self.sums_shape))
@@ -73,12 +77,14 @@ class SmallDepthwise:
 
 
 def prepare_small_depthwise(x: np.ndarray, wk: np.ndarray, bias: np.ndarray | None, p: ConvParams,
-                            multiplier: int, out_dtype: np.dtype, zero_point: int | None, acc_dtype: type,
-                            requantize: Callable[[np.ndarray, np.ndarray], object] | None
+                            multiplier: int, layout: str, out_dtype: np.dtype, zero_point: int | None,
+                            acc_dtype: type, requantize: Callable[[np.ndarray, np.ndarray], object] | None
                             ) -> SmallDepthwise | None:
     """The prepared operation for NHWC input `x` ([1, H, W, C]), taps `wk` [KH, KW, C, M] (float32, or
-    centered integers of `acc_dtype`), float `bias` [C*M] (None when quantized or absent) and the parsed
-    parameters `p`; None when the map is too large or batched (the general path runs it)."""
+    centered integers of `acc_dtype`), float `bias` [C*M] (None when quantized or absent), the parsed
+    parameters `p` and the general path's `layout` for this map: "rows" (row runs; at a stride along W
+    over a copy of the taps' columns), "im2col" (the einsum over the im2col windows); None when the map
+    is too large or batched (the general path runs it)."""
     n, h, w, c = x.shape
     kh, kw = wk.shape[:2]
     oc = c * multiplier
@@ -89,15 +95,27 @@ def prepare_small_depthwise(x: np.ndarray, wk: np.ndarray, bias: np.ndarray | No
         return None  # negative explicit padding crops: the general path's business
     padded = np.zeros((1, h + top + bottom, w + left + right, c), dtype=acc_dtype)
     interior = padded[0, top:top + h, left:left + w]
-    s = padded.strides
-    if multiplier == 1 and p.stride_w == 1:
+    columns = column_view = None
+    if layout == "rows":
         run = p.out_w * c
-        windows = window_view(padded[0], (p.out_h, kh, kw, run),
-                              (s[1] * p.stride_h, s[1] * p.dil_h, s[2] * p.dil_w, s[3]))
         taps = np.ascontiguousarray(np.broadcast_to(wk[:, :, None, :, 0], (kh, kw, p.out_w, c)))
         taps = taps.reshape(kh, kw, run)
+        source, s = padded[0], padded.strides[1:]
+        if p.stride_w > 1:
+            # `_depthwise_float._column_windows`' copy of the KW columns each tap reads, kept: column kx of
+            # copied row y holds the OW input pixels kx*dil_w + ox*stride_w
+            read = (p.out_h - 1) * p.stride_h + (kh - 1) * p.dil_h + 1
+            column_view = window_view(padded[0, :read], (read, kw, p.out_w, c),
+                                      (s[0], s[1] * p.dil_w, s[1] * p.stride_w, s[2]))
+            columns = np.empty(column_view.shape, dtype=acc_dtype)
+            t = columns.strides
+            windows = window_view(columns, (p.out_h, kh, kw, run), (t[0] * p.stride_h, t[0] * p.dil_h, t[1], t[3]))
+        else:
+            windows = window_view(source, (p.out_h, kh, kw, run), (s[0] * p.stride_h, s[0] * p.dil_h,
+                                                                   s[1] * p.dil_w, s[2]))
         subscripts, sums_shape = "rijl,ijl->rl", (p.out_h, run)
     else:
+        s = padded.strides
         windows = window_view(padded[0], (p.out_h, p.out_w, kh, kw, c),
                               (s[1] * p.stride_h, s[2] * p.stride_w, s[1] * p.dil_h, s[2] * p.dil_w, s[3]))
         taps = np.ascontiguousarray(wk)
@@ -105,6 +123,7 @@ def prepare_small_depthwise(x: np.ndarray, wk: np.ndarray, bias: np.ndarray | No
     tiled = None if bias is None else np.tile(bias, p.out_w)
     quant = zero_point is not None
     return SmallDepthwise(shape=x.shape, dtype=x.dtype, interior=interior, zero_point=zero_point,
+                          column_view=column_view, columns=columns,
                           windows=windows, taps=taps, subscripts=subscripts, sums_shape=sums_shape,
                           out_shape=(1, p.out_h, p.out_w, oc), out_dtype=np.dtype(out_dtype),
                           acc=np.empty(sums_shape, dtype=acc_dtype) if quant else None,

@@ -232,17 +232,26 @@ def _prepare_small(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
         return None
     in_od, out_od = call.in_operands[0], call.out_operands[0]
     c = x.shape[3]
+    # the layout `depthwise_nhwc` takes for this map (each einsum layout its own float sums)
+    pixels = p.out_h * p.out_w
+    if multiplier == 1 and (p.stride_h == p.stride_w == 1 or pixels > EINSUM_MAX_PIXELS):
+        layout = "rows"
+    elif c * multiplier >= EINSUM_MIN_CHANNELS or pixels <= EINSUM_MAX_PIXELS:
+        layout = "im2col"
+    else:
+        call.cache[CACHE_KEY] = None  # the per-tap passes: the general path's own float sums
+        return None
     if is_quant8(in_od.type):
         qd: QuantDepthwise = call.memo(("depthwise", multiplier, p.activation), (1, 2),
                                        lambda: quant_depthwise(call, w, b, c, multiplier, p.activation))
         if qd.requantizer is None or x.dtype != in_od.dtype:
             return None
-        small = prepare_small_depthwise(x, qd.taps, None, p, multiplier, out_od.dtype, in_od.zero_point, qd.dtype,
-                                        lambda acc, dest: qd.requantizer(acc, out=dest))
+        small = prepare_small_depthwise(x, qd.taps, None, p, multiplier, layout, out_od.dtype, in_od.zero_point,
+                                        qd.dtype, lambda acc, dest: qd.requantizer(acc, out=dest))
     elif x.dtype == np.float32 and out_od.dtype == np.float32:
         _one, kh, kw, _oc = w.shape
         wk = np.asarray(w, dtype=np.float32).reshape(kh, kw, c, multiplier)
-        small = prepare_small_depthwise(x, wk, None if b is None else b.astype(np.float32), p, multiplier,
+        small = prepare_small_depthwise(x, wk, None if b is None else b.astype(np.float32), p, multiplier, layout,
                                         np.float32, None, np.float32, None)
     else:
         return None
