@@ -206,46 +206,42 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
         raise call.fail(f"input depth {c} does not match filter depth {cg} x {groups} groups")
     quant = is_quant8(in_od.type)
     og = o // groups
+    padded = not p.pad_top == p.pad_bottom == p.pad_left == p.pad_right == 0
     if quant:
         qf: QuantFilter = call.memo(("conv", groups, p.activation), (1, 2),
                                     lambda: quant_filter(call, w, b, p.activation, groups))
         if (kh == kw == 1 and groups == 1 and n * p.out_h * p.out_w <= SMALL_POINTWISE_PIXELS
                 and qf.requantizer is not None and qf.scaled is None and qf.chunks is None
-                and p.stride_h == p.stride_w == 1 and p.pad_top == p.pad_bottom == p.pad_left == p.pad_right == 0):
+                and p.stride_h == p.stride_w == 1 and not padded):
             return _small_quant_pointwise(call, x, qf, p)
         # float32 rows for the exact float32 runs of a reduction float64 would otherwise take (`chunks`)
         dtype = np.float32 if qf.chunks is not None else qf.dtype
-        # padded (scratch from the buffer pool) with the zero point: 0 after centering or after the fold
-        xs = pad_spatial(x, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, in_od.zero_point, call.empty)
-        scratch = [] if xs is x else [xs]
-        if not qf.folded:
-            centered = call.empty(xs.shape, dtype)
-            np.subtract(xs, dtype(in_od.zero_point), out=centered, dtype=dtype)
-            xs = centered
-            scratch.append(centered)
+        # the rows the im2col reads (made below): the input padded with its zero point where the filter
+        # folds it, else a centered copy in `dtype` (padding 0)
+        rows_dtype = np.dtype(x.dtype) if qf.folded else np.dtype(dtype)
+        rows_contiguous = padded or not qf.folded or x.flags.c_contiguous
         mats = qf.mats
         if qf.scaled is not None:
             dtype, mats = np.float64, [qf.scaled]
+        bias = None
     else:
         dtype = np.float32
         xf = x.astype(np.float32, copy=False)
         if (groups == 1 and kh == kw == 1 and n * p.out_h * p.out_w <= SMALL_POINTWISE_PIXELS
-                and p.stride_h == p.stride_w == 1 and p.pad_top == p.pad_bottom == p.pad_left == p.pad_right == 0):
+                and p.stride_h == p.stride_w == 1 and not padded):
             return _small_pointwise(call, xf, w, b, p)
-        xs = pad_spatial(xf, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0, call.empty)
-        scratch = [] if xs is xf else [xs]
+        rows_dtype, rows_contiguous = np.dtype(np.float32), padded or xf.flags.c_contiguous
         # [O, KH*KW*C/G] float32 rows (a view of a float32 filter, a converted copy of a float16 one);
         # each group's matmul reads a transposed view
         wf = call.memo("conv_float", (1,), lambda: np.asarray(w, dtype=np.float32).reshape(o, kh * kw * cg))
         mats = [wf[g * og:(g + 1) * og].T for g in range(groups)]
         bias = None if b is None else b.astype(np.float32, copy=False)
-    out = call.empty((n, p.out_h, p.out_w, o), out_od.dtype if quant else np.float32)
     ow, k = p.out_w, kh * kw * cg
     block_h = max(1, min(p.out_h, (CONV_BLOCK_BYTES if quant else FLOAT_CONV_BLOCK_BYTES) // max(1, 8 * ow * o)))
     one_by_one = kh == kw == 1
     if not one_by_one:
         block_h = max(1, min(block_h, IM2COL_BLOCK_BYTES // max(1, np.dtype(dtype).itemsize * ow * (k * groups + 1))))
-    direct = one_by_one and groups == 1 and xs.dtype == dtype  # the input rows may be the matmul operand
+    direct = one_by_one and groups == 1 and rows_dtype == dtype  # the input rows may be the matmul operand
     scaled = quant and qf.scaled is not None  # a column of ones after the im2col rows meets kappa's row
     # Float, one group: the bias as one more row of the filter matrix, read against a column of ones
     # after the im2col rows, so that BLAS adds it inside the matmul instead of an epilogue pass over the
@@ -254,7 +250,7 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
     # than the output (copying C+1 values per pixel then costs less than a pass over O: measured 12544x16
     # -> 96 0.91 -> 0.88 ms, 3136x24 -> 144 0.42 -> 0.38 ms; a projection to fewer channels loses).
     # The bias joins the GEMM's sum instead of following it: float rounding only.
-    in_place = direct and p.stride_h == p.stride_w == 1 and xs.flags.c_contiguous
+    in_place = direct and p.stride_h == p.stride_w == 1 and rows_contiguous
     bias_row = not quant and groups == 1 and b is not None and (not in_place or NARROW_INPUT_RATIO * (c + 1) <= o)
     if bias_row:
         direct = False
@@ -263,7 +259,6 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
         # the bias tiled along a whole output row: the epilogue's add then runs over rows of OW*O values
         # instead of one short loop of O per pixel (MobileNetV2's projections have 16..32 channels)
         bias = call.memo(("conv_bias_rows", p.out_w), (2,), lambda: np.tile(bias, p.out_w))
-    cols_buf: np.ndarray | None = None
     # One group, a KxK filter over few input channels (an RGB stem): the im2col block is gathered
     # tap-major, [KH*KW*C (+1), pixels], so that the copy's inner loop runs along a row of output pixels
     # instead of over the KW*C values of one pixel (224x224x3 stride 2: copy 0.27 -> 0.15 ms); the matmul
@@ -271,15 +266,31 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
     tap_major = groups == 1 and not one_by_one and c <= TAP_MAJOR_MAX_CHANNELS
     chunked = quant and qf.chunks is not None
     if groups == 1 and _preparable(call, x, p) and (not quant or qf.requantizer is not None):
-        # a small map: later runs take this layout prepared (`_conv_small`), the same steps without the setup
+        # A small map: this layout prepared (`_conv_small`), the same steps without the setup, from this
+        # first run on (so that the buffer pool sees the same requests on every run).
         reads_rows = direct and in_place
-        call.cache[SMALL_KEY] = prepare_small_conv(x, p, ConvLayout(
-            kh, kw, o, dtype, mats[0], bias_row or scaled, reads_rows, tap_major,
-            np.dtype(xs.dtype), None if not quant or qf.folded else in_od.zero_point,
-            in_od.zero_point if quant and qf.folded else 0,
+        small = call.cache[SMALL_KEY] = prepare_small_conv(x, p, ConvLayout(
+            kh, kw, o, dtype, mats[0], bias_row or scaled, reads_rows, tap_major, rows_dtype,
+            None if not quant or qf.folded else in_od.zero_point, in_od.zero_point if quant and qf.folded else 0,
             list(zip(qf.chunks, qf.chunk_mats)) if chunked else None, None if quant or bias_row else bias,
-            p.activation, _quant_epilogue(qf) if quant else None, np.dtype(out.dtype)),
-            rows_in_place=reads_rows and not quant and xs is xf)
+            p.activation, _quant_epilogue(qf) if quant else None,
+            np.dtype(out_od.dtype if quant else np.float32)), rows_in_place=reads_rows and not quant and not padded)
+        if small is not None:
+            return small.run(call, x)
+    if quant:
+        # padded (scratch from the buffer pool) with the zero point: 0 after centering or after the fold
+        xs = pad_spatial(x, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, in_od.zero_point, call.empty)
+        scratch = [] if xs is x else [xs]
+        if not qf.folded:
+            centered = call.empty(xs.shape, rows_dtype)
+            np.subtract(xs, rows_dtype.type(in_od.zero_point), out=centered, dtype=rows_dtype)
+            xs = centered
+            scratch.append(centered)
+    else:
+        xs = pad_spatial(xf, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, 0, call.empty)
+        scratch = [] if xs is xf else [xs]
+    out = call.empty((n, p.out_h, p.out_w, o), out_od.dtype if quant else np.float32)
+    cols_buf: np.ndarray | None = None
     acc_buf = np.empty((block_h * ow, o), dtype=np.float64 if chunked else dtype) if quant or groups > 1 else None
     part_buf = np.empty((block_h * ow, o), dtype=np.float32) if chunked else None
     patches = None if one_by_one else extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w,
@@ -359,10 +370,12 @@ def _small_pointwise(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarr
                     lambda: np.ascontiguousarray(np.asarray(w, dtype=np.float32).reshape(o, c).T))
     if _preparable(call, x, p):
         tiled = None if b is None else call.memo(("conv_bias_rows", p.out_w), (2,), lambda: np.tile(b, p.out_w))
-        call.cache[SMALL_KEY] = prepare_small_conv(x, p, ConvLayout(
+        small = call.cache[SMALL_KEY] = prepare_small_conv(x, p, ConvLayout(
             1, 1, o, np.float32, mat, False, True, False, np.dtype(np.float32), None, 0, None,
             None if tiled is None else tiled.astype(np.float32, copy=False), p.activation, None,
             np.dtype(np.float32)), rows_in_place=x.flags.c_contiguous)
+        if small is not None:
+            return small.run(call, x)
     out = call.empty((n, h, wd, o), np.float32)
     rows = out.reshape(n * h * wd, o)
     np.matmul(x.reshape(n * h * wd, c), mat, out=rows)
@@ -378,10 +391,12 @@ def _small_quant_pointwise(call: KernelCall, x: np.ndarray, qf: QuantFilter, p: 
     n, h, wd, c = x.shape
     mat = qf.mats[0]
     if _preparable(call, x, p):
-        call.cache[SMALL_KEY] = prepare_small_conv(x, p, ConvLayout(
+        small = call.cache[SMALL_KEY] = prepare_small_conv(x, p, ConvLayout(
             1, 1, mat.shape[1], qf.dtype, mat, False, True, False, np.dtype(qf.dtype),
             None if qf.folded else call.in_operands[0].zero_point, 0, None, None, p.activation,
             _quant_epilogue(qf), np.dtype(call.out_operands[0].dtype)), rows_in_place=False)
+        if small is not None:
+            return small.run(call, x)
     rows = x.reshape(n * h * wd, c)
     if qf.folded:
         lhs = rows.astype(qf.dtype)
