@@ -19,10 +19,18 @@ from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multipli
                                        saturating_rounding_doubling_high_mul)
 from nnconv.nnapi.quant_limits import SOFTMAX_SCALED_DIFF_INTEGER_BITS, softmax_input_multiplier
 from nnconv.runtime.kernels._fixedpoint import (calculate_input_radius, exp_on_negative_values,
-                                                one_over_one_plus_x_for_x_in_0_1, rescale, wrap32)
+                                                one_over_one_plus_x_for_x_in_0_1, one_over_one_plus_x_int32, rescale,
+                                                wrap32)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 ACCUMULATION_INTEGER_BITS = 12
+# Quantized: rows whose reciprocal is computed one by one in Python integers (`one_over_one_plus_x_int32`,
+# ~10 us a row) rather than by the array pipeline (~200 us whatever the row count).
+SCALAR_RECIPROCAL_ROWS = 16
+# Float: a softmax axis of at most this many values is reduced by passes over the other axes (one per
+# value along it) instead of numpy's per-row reduction, whose setup per short row dominated (a 64x64 map
+# of 5 classes: max and sum ~300 us, the passes ~20 us).
+SHORT_AXIS = 32
 
 
 def softmax_axis(call: KernelCall, slot: int, ndim: int) -> int:
@@ -68,7 +76,13 @@ def softmax_quant8(q: np.ndarray, beta: float, in_scale: float, out_type: Operan
     headroom_plus_one = count_leading_zeros32(total)
     bits_over_unit = ACCUMULATION_INTEGER_BITS - headroom_plus_one
     shifted_sum_minus_one = wrap32(((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31))
-    shifted_scale = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
+    if shifted_sum_minus_one.size <= SCALAR_RECIPROCAL_ROWS:
+        # one reciprocal per row: in Python integers for a few rows (the array version's fixed cost is
+        # ~150 numpy calls)
+        shifted_scale = np.array([one_over_one_plus_x_int32(v) for v in shifted_sum_minus_one.ravel().tolist()],
+                                 dtype=np.int64).reshape(shifted_sum_minus_one.shape)
+    else:
+        shifted_scale = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
     unsat = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted_scale, exps),
                                    bits_over_unit + 31 - 8)
     lo, hi = qrange(out_type)
@@ -86,7 +100,8 @@ def softmax(call: KernelCall) -> list[np.ndarray]:
         raise call.fail(f"beta {beta} must be positive")
     axis = softmax_axis(call, 2, x.ndim)
     out = call.out_operands[0]
-    xm = np.moveaxis(x, axis, -1)
+    last = axis == x.ndim - 1
+    xm = x if last else np.moveaxis(x, axis, -1)
     if is_quant8(call.type(0)):
         lo, _hi = qrange(out.type)
         if not (np.float32(out.scale) == np.float32(1.0 / 256) and out.zero_point == lo):
@@ -96,9 +111,37 @@ def softmax(call: KernelCall) -> list[np.ndarray]:
         table = call.memo(("softmax_exp_table", beta), (), lambda: softmax_exp_table(beta, in_scale))
         y = softmax_quant8(xm, beta, in_scale, out.type, table)
     else:
-        xf = xm.astype(np.float32)
-        e = np.exp((xf - xf.max(axis=-1, keepdims=True)) * np.float32(beta))
-        y = (e / e.sum(axis=-1, keepdims=True)).astype(out.dtype)
-    return [np.ascontiguousarray(np.moveaxis(y, -1, axis))]
+        with np.errstate(all="ignore"):  # inf - inf and the like: the reference's NaN
+            y = float_softmax(xm, beta).astype(out.dtype, copy=False)
+    return [y if last else np.ascontiguousarray(np.moveaxis(y, -1, axis))]
+
+
+def float_softmax(x: np.ndarray, beta: float) -> np.ndarray:
+    """exp((x - max) * beta) / sum along the last axis, in float32, into one fresh array. Many short rows
+    (<= SHORT_AXIS values each, at least SHORT_AXIS rows) are reduced by one pass over all rows per value,
+    in order (the sum then runs sequentially, as the reference's loop does); otherwise by numpy's
+    reductions."""
+    y = x.astype(np.float32)  # a copy: the work array, then the result
+    n = y.shape[-1]
+    short = 0 < n <= SHORT_AXIS and y.size >= SHORT_AXIS * n  # many short rows
+    if short:
+        top = y[..., 0].copy()
+        for k in range(1, n):
+            np.maximum(top, y[..., k], out=top)
+        top = top[..., None]
+    else:
+        top = y.max(axis=-1, keepdims=True)
+    np.subtract(y, top, out=y)
+    np.multiply(y, np.float32(beta), out=y)
+    np.exp(y, out=y)
+    if short:
+        total = y[..., 0].copy()
+        for k in range(1, n):
+            np.add(total, y[..., k], out=total)
+        total = total[..., None]
+    else:
+        total = y.sum(axis=-1, keepdims=True)
+    np.divide(y, total, out=y)
+    return y
 
 

@@ -1,0 +1,67 @@
+"""SOFTMAX kernel paths beyond the lowering's parity tests: the float reduction by passes over many short
+rows, and the quantized reciprocal of a few rows in Python integers (both against the general forms)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nnconv.nnapi.enums import OperandType as T
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.model import Operand, Operation
+from nnconv.runtime.kernels import KERNELS, KernelCall
+from nnconv.runtime.kernels import softmax as softmax_module
+from nnconv.runtime.kernels._fixedpoint import one_over_one_plus_x_for_x_in_0_1, one_over_one_plus_x_int32
+
+RNG = np.random.default_rng(11)
+
+
+def _softmax(x, beta=1.0, axis=-1, t=T.TENSOR_FLOAT32, in_q=(0.0, 0)):
+    out_q = (0.0, 0) if t is T.TENSOR_FLOAT32 else (1 / 256, -128 if t is T.TENSOR_QUANT8_ASYMM_SIGNED else 0)
+    ods = [Operand(type=t, dimensions=x.shape, scale=in_q[0], zero_point=in_q[1]),
+           Operand(type=T.FLOAT32, dimensions=()), Operand(type=T.INT32, dimensions=())]
+    call = KernelCall(Operation(OperationType.SOFTMAX, [0, 1, 2], []),
+                      [x, np.array(beta, np.float32), np.array(axis, np.int32)], ods,
+                      [Operand(type=t, dimensions=x.shape, scale=out_q[0], zero_point=out_q[1])])
+    return KERNELS[OperationType.SOFTMAX](call)[0]
+
+
+@pytest.mark.parametrize("shape,axis", [((1, 64, 64, 5), -1), ((2, 9, 40, 3), 1), ((1, 48, 21), -1),
+                                        ((3, 10), -1), ((1, 1000), -1)])
+def test_float_softmax_matches_the_definition(shape, axis):
+    # many short rows (passes over the rows), a few rows or a long axis (numpy's reductions): the
+    # definition within float32 rounding of a sum of at most C terms
+    x = (RNG.standard_normal(shape) * 4).astype(np.float32)
+    got = _softmax(x, beta=0.7, axis=axis)
+    xd = x.astype(np.float64) * 0.7
+    e = np.exp(xd - xd.max(axis=axis, keepdims=True))
+    want = e / e.sum(axis=axis, keepdims=True)
+    np.testing.assert_allclose(got, want, rtol=shape[axis] * 4e-7, atol=1e-7)
+
+
+def test_float_softmax_short_rows_keep_nan_and_infinity():
+    x = RNG.standard_normal((1, 40, 40, 4)).astype(np.float32)
+    x[0, 0, 0, 1] = np.nan
+    x[0, 0, 1, 2] = np.inf
+    x[0, 0, 2, :] = -np.inf
+    got = _softmax(x)
+    assert np.isnan(got[0, 0, 0]).all()  # a NaN input: the row's max and sum are NaN
+    assert np.isnan(got[0, 0, 1, 2])  # inf - inf
+    assert np.isnan(got[0, 0, 2]).all()  # -inf - (-inf)
+    np.testing.assert_allclose(got[0, 1:].sum(axis=-1), 1.0, rtol=1e-6)
+
+
+def test_scalar_reciprocal_equals_the_array_version():
+    values = np.concatenate([RNG.integers(-(1 << 31), (1 << 31) - 1, 20000),
+                             [0, 1, -1, (1 << 31) - 1, -(1 << 31), 1 << 30, (1 << 30) - 1, -(1 << 30)]])
+    want = one_over_one_plus_x_for_x_in_0_1(values.astype(np.int64))
+    np.testing.assert_array_equal([one_over_one_plus_x_int32(int(v)) for v in values], want)
+
+
+@pytest.mark.parametrize("t", [T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED])
+def test_quant_softmax_few_rows_equal_the_array_pipeline(monkeypatch, t):
+    info = np.iinfo(np.uint8 if t is T.TENSOR_QUANT8_ASYMM else np.int8)
+    x = RNG.integers(info.min, info.max + 1, (6, 10)).astype(info.dtype)
+    scalar = _softmax(x, beta=1.3, t=t, in_q=(0.07, 3))  # 6 rows: the reciprocals one by one
+    monkeypatch.setattr(softmax_module, "SCALAR_RECIPROCAL_ROWS", 0)
+    np.testing.assert_array_equal(scalar, _softmax(x, beta=1.3, t=t, in_q=(0.07, 3)))
