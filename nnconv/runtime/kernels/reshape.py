@@ -7,6 +7,8 @@ from the input's is requantized (the reference forces them equal in `prepare`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from nnconv.nnapi.enums import OperationType
@@ -19,7 +21,7 @@ def resolve_shape(call: KernelCall, size: int, shape: list[int]) -> list[int]:
     unknown = [k for k, d in enumerate(shape) if d == -1]
     if len(unknown) > 1 or any(d < -1 for d in shape):
         raise call.fail(f"invalid target shape {shape}")
-    known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+    known = math.prod(d for d in shape if d != -1)
     if unknown:
         if known == 0 or size % known:
             raise call.fail(f"cannot infer -1 in {shape} for {size} elements")
@@ -33,6 +35,8 @@ def resolve_shape(call: KernelCall, size: int, shape: list[int]) -> list[int]:
 @kernel(OperationType.RESHAPE)
 def reshape(call: KernelCall) -> list[np.ndarray]:
     x = call.tensor(0)
-    shape = resolve_shape(call, x.size, [int(d) for d in call.tensor(1).reshape(-1)])
+    # resolved once per input size when the target shape is a constant (it is in every model we emit)
+    shape = call.memo(("reshape", x.size), (1,),
+                      lambda: resolve_shape(call, x.size, [int(d) for d in call.tensor(1).reshape(-1)]))
     y = requantize_to(x.reshape(shape), call.in_operands[0], call.out_operands[0])
     return [np.ascontiguousarray(y)]
