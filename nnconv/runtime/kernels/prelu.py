@@ -25,7 +25,8 @@ def prelu(call: KernelCall) -> list[np.ndarray]:
     x, alpha = call.tensor(0), call.tensor(1)
     shape = broadcast_shape(call, x, alpha, max_rank=None)
     if t is OperandType.TENSOR_FLOAT32 and shape == x.shape:
-        return [float32_prelu(call, x, alpha, call.empty(x.shape, np.float32))]
+        with np.errstate(all="ignore"):  # inf * 0 and the like are the reference's own NaN
+            return [float32_prelu(call, x, alpha, call.empty(x.shape, np.float32))]
     if t in FLOAT_TYPES:
         xf, af = x.astype(np.float32), alpha.astype(np.float32)
         with np.errstate(all="ignore"):
@@ -48,6 +49,7 @@ def prelu(call: KernelCall) -> list[np.ndarray]:
 # long inner loops (a [C] alpha broadcast over [N, H, W, C] runs C-long loops: 3x slower at C = 16).
 MIN_ROW = 1024
 _ONE_BITS = np.float32(1).view(np.int32)
+_ZERO = np.float32(0)
 
 
 def float32_prelu(call: KernelCall, x: np.ndarray, alpha: np.ndarray, out: np.ndarray,
@@ -62,12 +64,13 @@ def float32_prelu(call: KernelCall, x: np.ndarray, alpha: np.ndarray, out: np.nd
         return out
     row, flips = call.memo(("prelu_rows", x.shape), (alpha_slot,), lambda: _factor_rows(x.shape, alpha))
     factor = call.empty(x.shape, np.int32)
-    np.less(x, np.float32(0), out=factor)  # 0 / 1 straight into int32 (a safe cast), no bool buffer
+    np.less(x, _ZERO, out=factor)  # 0 / 1 straight into int32 (a safe cast), no bool buffer
     # 0 / 1 times the alpha ^ 1 bits: exactly those bits or 0
     np.multiply(factor.reshape(-1, row), flips, out=factor.reshape(-1, row))
     np.bitwise_xor(factor, _ONE_BITS, out=factor)
-    with np.errstate(all="ignore"):  # inf * 0 and the like are the reference's own NaN
-        np.multiply(x, factor.view(np.float32), out=out)
+    # inf * 0 and the like are the reference's own NaN: the caller silences numpy's warnings (the PRELU
+    # kernel, or the runner around a fused step)
+    np.multiply(x, factor.view(np.float32), out=out)
     call.give_back(factor)
     return out
 
