@@ -8,7 +8,8 @@ peak traced memory; then the median of repeated runs on the same seeded inputs o
 TFLite at the same thread count with XNNPACK (its default delegate), with its built-in kernels (no
 delegate) and with its reference kernels (`nnconv.parity.tflite_runner`'s three kernel sets), as ratios;
 and the executor's memory during one warm run (peak traced allocations plus the blocks its buffer pool
-keeps) next to the largest live set of tensors the model's liveness allows. `--profile` adds the executor's time per operation type, the share of a run spent
+keeps) next to the largest live set of tensors the model's liveness allows, and what it keeps between runs
+outside the pool ("kept MB": constant-derived arrays, prepared small operations' buffers, folded values). `--profile` adds the executor's time per operation type, the share of a run spent
 outside kernels and the average executor time per operation outside kernels (its per-op overhead).
 
 Then the conversion guard: a ~100 MB float model built with nnconv's own builder must convert (read +
@@ -44,6 +45,7 @@ from nnconv.errors import NnconvError  # noqa: E402
 from nnconv.nnapi import serialize  # noqa: E402
 from nnconv.parity import random_inputs  # noqa: E402
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, XNNPACK, TfliteRunner  # noqa: E402
+from nnconv.runtime.kept_memory import kept_bytes  # noqa: E402
 from nnconv.tflite.reader import read_model  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -130,6 +132,9 @@ def bench_model(path: str, args) -> dict:
     row["run_peak_mb"] = traced_peak_mb(lambda: executor.run(feed)) + (
         pool.retained_bytes() / 2**20 if pool is not None and hasattr(pool, "retained_bytes") else 0.0)
     row["live_set_mb"] = liveness_peak_bytes(converted.model) / 2**20
+    # what the executor keeps between runs outside the pool: memoized constant-derived arrays (converted
+    # filters, tables), prepared small operations' buffers, folded values
+    row["kept_mb"] = kept_bytes(executor.runner) / 2**20
     for key, kernels in TFLITE_SETS:
         try:
             runner = TfliteRunner(path, kernels=kernels, num_threads=args.threads)
@@ -176,7 +181,7 @@ def fmt(v, pattern: str = "{:.2f}") -> str:
 
 def print_table(rows: list[dict], args) -> None:
     header = (f"{'model':42} {'ops':>4} {'conv ms':>7} {'conv MB':>7} {'ours ms':>8} {'xnn ms':>8} {'ours/xnn':>8} "
-              f"{'blt ms':>8} {'ours/blt':>8} {'ref ms':>9} {'ref/ours':>8} {'run MB':>7} {'live MB':>7}")
+              f"{'blt ms':>8} {'ours/blt':>8} {'ref ms':>9} {'ref/ours':>8} {'run MB':>7} {'live MB':>7} {'kept MB':>7}")
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -188,7 +193,7 @@ def print_table(rows: list[dict], args) -> None:
               f"{r['nnconv_ms']:8.2f} {fmt(r.get('xnnpack_ms')):>8} {fmt(r.get('ours_over_xnnpack'), '{:.2f}x'):>8} "
               f"{fmt(r.get('builtin_ms')):>8} {fmt(r.get('ours_over_builtin'), '{:.2f}x'):>8} "
               f"{fmt(r.get('reference_ms'), '{:.1f}'):>9} {fmt(1 / ref if ref else None, '{:.1f}x'):>8} "
-              f"{r['run_peak_mb']:7.1f} {r['live_set_mb']:7.1f}")
+              f"{r['run_peak_mb']:7.1f} {r['live_set_mb']:7.1f} {r['kept_mb']:7.1f}")
     for name, s in summary(rows).items():
         print(f"{name}: {s['models']} models, geomean ours/xnnpack {fmt(s['geomean_ours_over_xnnpack'], '{:.2f}x')} "
               f"(max {s['max_ours_over_xnnpack']:.2f}x), ours/builtin {fmt(s['geomean_ours_over_builtin'], '{:.2f}x')}, "

@@ -116,6 +116,8 @@ class SubgraphRunner:
         # Control flow makes a run's requests vary with the data: only single-graph models plan their memory.
         self.pool: BufferPool | None = (None if trace is not None and trace.keep
                                         else BufferPool(plan=len(model.subgraphs()) == 1))
+        # buffers of the operations prepared for small maps, shared by tag and shape (`KernelCall.kept`)
+        self.kept_buffers: dict[tuple, np.ndarray] = {}
         self.profile: Callable[[int, str, float], None] | None = None
         self.profile_clock: Callable[[], float] = time.perf_counter
         self._depth = 0

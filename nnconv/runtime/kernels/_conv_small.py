@@ -120,7 +120,8 @@ class SmallConv:
         return buf
 
 
-def prepare_small_conv(x: np.ndarray, p: ConvParams, layout: ConvLayout, rows_in_place: bool) -> SmallConv | None:
+def prepare_small_conv(call: KernelCall, x: np.ndarray, p: ConvParams, layout: ConvLayout,
+                       rows_in_place: bool) -> SmallConv | None:
     """The prepared operation for NHWC input `x` ([1, H, W, C]) and the `layout` conv_nhwc chose
     (`rows_in_place`: its GEMM reads x's own rows, no copy); None when the map is batched or not small."""
     n, h, w, c = x.shape
@@ -132,8 +133,9 @@ def prepare_small_conv(x: np.ndarray, p: ConvParams, layout: ConvLayout, rows_in
         return None
     interior = rows_view = view = cols = None
     if not rows_in_place:
-        padded = np.full((1, h + p.pad_top + p.pad_bottom, w + p.pad_left + p.pad_right, c), layout.border,
-                         dtype=layout.buffer_dtype)
+        # kept by the runner, shared with the other prepared operations of this padded geometry (`call.kept`)
+        padded = call.kept((1, h + p.pad_top + p.pad_bottom, w + p.pad_left + p.pad_right, c), layout.buffer_dtype,
+                           layout.border, ("padded", p.pad_top, p.pad_bottom, p.pad_left, p.pad_right))
         interior = padded[0, p.pad_top:p.pad_top + h, p.pad_left:p.pad_left + w]
         if layout.reads_rows:
             rows_view = padded[0].reshape(rows, c)
@@ -143,13 +145,14 @@ def prepare_small_conv(x: np.ndarray, p: ConvParams, layout: ConvLayout, rows_in
             view = extract_patches(padded, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.out_h, p.out_w)[0]
         if rows_view is None:
             extra = int(layout.ones)
-            cols = np.empty((k + extra, rows) if layout.tap_major else (rows, k + extra), layout.dtype)
-            if extra:
+            cols = call.kept((k + extra, rows) if layout.tap_major else (rows, k + extra), layout.dtype, None,
+                             ("im2col", layout.tap_major, extra))
+            if extra:  # the users of this buffer write the K rows (columns) before it, never this one
                 (cols[-1] if layout.tap_major else cols[:, -1])[...] = 1
     quant = layout.requantize is not None
     chunked = quant and layout.chunks is not None
     return SmallConv(shape=x.shape, dtype=x.dtype, layout=layout, interior=interior, rows_view=rows_view,
                      view=view, cols=cols,
-                     acc=np.empty((rows, o), np.float64 if chunked else layout.dtype) if quant else None,
-                     part=np.empty((rows, o), np.float32) if chunked else None,
+                     acc=call.kept((rows, o), np.float64 if chunked else layout.dtype, None, "sums") if quant else None,
+                     part=call.kept((rows, o), np.float32, None, "chunk product") if chunked else None,
                      out_shape=(1, p.out_h, p.out_w, o))

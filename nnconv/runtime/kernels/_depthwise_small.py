@@ -76,7 +76,7 @@ class SmallDepthwise:
         return out
 
 
-def prepare_small_depthwise(x: np.ndarray, wk: np.ndarray, bias: np.ndarray | None, p: ConvParams,
+def prepare_small_depthwise(call: KernelCall, x: np.ndarray, wk: np.ndarray, bias: np.ndarray | None, p: ConvParams,
                             multiplier: int, layout: str, out_dtype: np.dtype, zero_point: int | None,
                             acc_dtype: type, requantize: Callable[[np.ndarray, np.ndarray], object] | None
                             ) -> SmallDepthwise | None:
@@ -93,7 +93,8 @@ def prepare_small_depthwise(x: np.ndarray, wk: np.ndarray, bias: np.ndarray | No
     top, bottom, left, right = p.pad_top, p.pad_bottom, p.pad_left, p.pad_right
     if min(top, bottom, left, right) < 0:
         return None  # negative explicit padding crops: the general path's business
-    padded = np.zeros((1, h + top + bottom, w + left + right, c), dtype=acc_dtype)
+    # kept by the runner, shared with the other prepared operations of this padded geometry (`call.kept`)
+    padded = call.kept((1, h + top + bottom, w + left + right, c), acc_dtype, 0, ("padded", top, bottom, left, right))
     interior = padded[0, top:top + h, left:left + w]
     columns = column_view = None
     if layout == "rows":
@@ -107,7 +108,7 @@ def prepare_small_depthwise(x: np.ndarray, wk: np.ndarray, bias: np.ndarray | No
             read = (p.out_h - 1) * p.stride_h + (kh - 1) * p.dil_h + 1
             column_view = window_view(padded[0, :read], (read, kw, p.out_w, c),
                                       (s[0], s[1] * p.dil_w, s[1] * p.stride_w, s[2]))
-            columns = np.empty(column_view.shape, dtype=acc_dtype)
+            columns = call.kept(column_view.shape, acc_dtype, None, "depthwise columns")
             t = columns.strides
             windows = window_view(columns, (p.out_h, kh, kw, run), (t[0] * p.stride_h, t[0] * p.dil_h, t[1], t[3]))
         else:
@@ -126,5 +127,5 @@ def prepare_small_depthwise(x: np.ndarray, wk: np.ndarray, bias: np.ndarray | No
                           column_view=column_view, columns=columns,
                           windows=windows, taps=taps, subscripts=subscripts, sums_shape=sums_shape,
                           out_shape=(1, p.out_h, p.out_w, oc), out_dtype=np.dtype(out_dtype),
-                          acc=np.empty(sums_shape, dtype=acc_dtype) if quant else None,
+                          acc=call.kept(sums_shape, acc_dtype, None, "sums") if quant else None,
                           bias=None if quant else tiled, activation=p.activation, requantize=requantize)

@@ -269,7 +269,7 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
         # A small map: this layout prepared (`_conv_small`), the same steps without the setup, from this
         # first run on (so that the buffer pool sees the same requests on every run).
         reads_rows = direct and in_place
-        small = call.cache[SMALL_KEY] = prepare_small_conv(x, p, ConvLayout(
+        small = call.cache[SMALL_KEY] = prepare_small_conv(call, x, p, ConvLayout(
             kh, kw, o, dtype, mats[0], bias_row or scaled, reads_rows, tap_major, rows_dtype,
             None if not quant or qf.folded else in_od.zero_point, in_od.zero_point if quant and qf.folded else 0,
             list(zip(qf.chunks, qf.chunk_mats)) if chunked else None, None if quant or bias_row else bias,
@@ -370,7 +370,7 @@ def _small_pointwise(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarr
                     lambda: np.ascontiguousarray(np.asarray(w, dtype=np.float32).reshape(o, c).T))
     if _preparable(call, x, p):
         tiled = None if b is None else call.memo(("conv_bias_rows", p.out_w), (2,), lambda: np.tile(b, p.out_w))
-        small = call.cache[SMALL_KEY] = prepare_small_conv(x, p, ConvLayout(
+        small = call.cache[SMALL_KEY] = prepare_small_conv(call, x, p, ConvLayout(
             1, 1, o, np.float32, mat, False, True, False, np.dtype(np.float32), None, 0, None,
             None if tiled is None else tiled.astype(np.float32, copy=False), p.activation, None,
             np.dtype(np.float32)), rows_in_place=x.flags.c_contiguous)
@@ -391,7 +391,7 @@ def _small_quant_pointwise(call: KernelCall, x: np.ndarray, qf: QuantFilter, p: 
     n, h, wd, c = x.shape
     mat = qf.mats[0]
     if _preparable(call, x, p):
-        small = call.cache[SMALL_KEY] = prepare_small_conv(x, p, ConvLayout(
+        small = call.cache[SMALL_KEY] = prepare_small_conv(call, x, p, ConvLayout(
             1, 1, mat.shape[1], qf.dtype, mat, False, True, False, np.dtype(qf.dtype),
             None if qf.folded else call.in_operands[0].zero_point, 0, None, None, p.activation,
             _quant_epilogue(qf), np.dtype(call.out_operands[0].dtype)), rows_in_place=False)

@@ -246,12 +246,12 @@ def _prepare_small(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
                                        lambda: quant_depthwise(call, w, b, c, multiplier, p.activation))
         if qd.requantizer is None or x.dtype != in_od.dtype:
             return None
-        small = prepare_small_depthwise(x, qd.taps, None, p, multiplier, layout, out_od.dtype, in_od.zero_point,
+        small = prepare_small_depthwise(call, x, qd.taps, None, p, multiplier, layout, out_od.dtype, in_od.zero_point,
                                         qd.dtype, lambda acc, dest: qd.requantizer(acc, out=dest))
     elif x.dtype == np.float32 and out_od.dtype == np.float32:
         _one, kh, kw, _oc = w.shape
         wk = np.asarray(w, dtype=np.float32).reshape(kh, kw, c, multiplier)
-        small = prepare_small_depthwise(x, wk, None if b is None else b.astype(np.float32), p, multiplier, layout,
+        small = prepare_small_depthwise(call, x, wk, None if b is None else b.astype(np.float32), p, multiplier, layout,
                                         np.float32, None, np.float32, None)
     else:
         return None

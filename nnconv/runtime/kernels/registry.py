@@ -117,6 +117,24 @@ class KernelCall:
         pool = self.runner.pool if self.runner is not None else None
         return np.empty(shape, dtype=dtype) if pool is None else pool.empty(shape, dtype)
 
+    def kept(self, shape: tuple[int, ...], dtype: np.dtype | type, fill: float | int | None,
+             tag: Hashable) -> np.ndarray:
+        """A buffer the runner keeps for the operations it prepared for small maps (`_conv_small`,
+        `_depthwise_small`), shared by every operation asking for the same `tag`, shape, dtype and `fill`
+        (the initial value, None: uninitialized). Operations run one at a time, so sharing is safe for
+        scratch each run rewrites before reading; a buffer with parts that must keep their initial value
+        (a padded input's border, a column of ones) needs a `tag` naming the region its users write (the
+        padding amounts, the column count), so that every user writes the same interior. Without a runner:
+        a fresh array."""
+        store = self.runner.kept_buffers if self.runner is not None else None
+        key = (tag, tuple(shape), np.dtype(dtype).str, fill)
+        buf = None if store is None else store.get(key)
+        if buf is None:
+            buf = np.empty(shape, dtype) if fill is None else np.full(shape, fill, dtype)
+            if store is not None:
+                store[key] = buf
+        return buf
+
     def give_back(self, scratch: np.ndarray) -> None:
         """Returns scratch taken with `empty` that nothing refers to any more."""
         pool = self.runner.pool if self.runner is not None else None
