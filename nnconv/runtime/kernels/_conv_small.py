@@ -44,7 +44,7 @@ class ConvLayout:
     kw: int
     o: int
     dtype: type  # the GEMM's dtype (float32, or float64 for an exact quantized product)
-    mat: np.ndarray  # [K (+1), O]
+    mat: np.ndarray | None  # [K (+1), O]; None where the float32 `chunks` replace it
     ones: bool  # a column of ones after the im2col rows (the float bias row, or the scaled filter's kappa)
     reads_rows: bool  # 1x1 stride 1 unpadded: the (centered) input rows are the GEMM's operand
     tap_major: bool
