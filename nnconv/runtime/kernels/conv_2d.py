@@ -192,6 +192,9 @@ SMALL_POINTWISE_PIXELS = 64
 # A 1x1 float convolution copies its input rows to take the bias into the matmul when its output has at
 # least this many times the input's channels (see `conv_nhwc`).
 NARROW_INPUT_RATIO = 4
+# A float convolution's filter matrix is copied (the bias row, a contiguous pointwise matrix) only up to
+# this many bytes: the copy stays with the operation for the executor's life, beside the model's own weights.
+FILTER_COPY_MAX_BYTES = 1 << 18
 
 
 def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | None, p: ConvParams,
@@ -257,7 +260,10 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
     # -> 96 0.91 -> 0.88 ms, 3136x24 -> 144 0.42 -> 0.38 ms; a projection to fewer channels loses).
     # The bias joins the GEMM's sum instead of following it: float rounding only.
     in_place = direct and p.stride_h == p.stride_w == 1 and rows_contiguous
-    bias_row = not quant and groups == 1 and b is not None and (not in_place or NARROW_INPUT_RATIO * (c + 1) <= o)
+    # (the row joins a copy of the filter matrix, kept with the operation: only for filters of at most
+    # FILTER_COPY_MAX_BYTES, where the epilogue's pass weighs against the GEMM)
+    bias_row = (not quant and groups == 1 and b is not None and (not in_place or NARROW_INPUT_RATIO * (c + 1) <= o)
+                and k * o * 4 <= FILTER_COPY_MAX_BYTES)
     if bias_row:
         direct = False
         mats = [call.memo("conv_float_bias_row", (1, 2), lambda: np.vstack([mats[0], bias[None]]))]
@@ -372,8 +378,10 @@ def _small_pointwise(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarr
     EfficientNet-B0 runs 32 of them)."""
     n, h, wd, c = x.shape
     o = w.shape[0]
-    mat = call.memo("conv_float_pointwise", (1,),
-                    lambda: np.ascontiguousarray(np.asarray(w, dtype=np.float32).reshape(o, c).T))
+    # a contiguous copy of a small filter matrix (its GEMM is up to 30% faster on a few rows), the
+    # transposed view of a larger one (1-7% slower there; a copy kept of every 7x7-stage filter took 20 MB
+    # for ResNet50)
+    mat = call.memo("conv_float_pointwise", (1,), lambda: _pointwise_matrix(w, o, c))
     if _preparable(call, x, p):
         tiled = None if b is None else call.memo(("conv_bias_rows", p.out_w), (2,), lambda: np.tile(b, p.out_w))
         small = call.cache[SMALL_KEY] = prepare_small_conv(call, x, p, ConvLayout(
@@ -388,6 +396,12 @@ def _small_pointwise(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarr
     add_bias_and_activate(rows, b, p.activation)
     out_dtype = call.out_operands[0].dtype
     return out if out_dtype == np.float32 else out.astype(out_dtype)
+
+
+def _pointwise_matrix(w: np.ndarray, o: int, c: int) -> np.ndarray:
+    """[C, O] float32: a contiguous copy when it has at most FILTER_COPY_MAX_BYTES, else a view."""
+    view = np.asarray(w, dtype=np.float32).reshape(o, c).T
+    return np.ascontiguousarray(view) if view.nbytes <= FILTER_COPY_MAX_BYTES else view
 
 
 def _small_quant_pointwise(call: KernelCall, x: np.ndarray, qf: QuantFilter, p: ConvParams) -> np.ndarray:
