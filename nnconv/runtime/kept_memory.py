@@ -17,8 +17,12 @@ import numpy as np
 def kept_bytes(runner: Any) -> int:
     """Bytes of the arrays `runner` (a SubgraphRunner) keeps in its operations' caches and plans, each
     underlying buffer counted once."""
+    from nnconv.runtime.kernels.buffers import BufferPool
+
     owners: dict[int, int] = {}
-    seen: set[int] = set()
+    # the runner itself (a cached KernelCall refers back to it) and its buffer pool, reported on its own
+    # (`BufferPool.retained_bytes`), are not walked into
+    seen: set[int] = {id(runner), id(runner.pool)}
     stack: list[Any] = [runner._op_caches, [step.fixed for plan in runner._plans.values() for step in plan]]
     while stack:
         item = stack.pop()
@@ -35,6 +39,6 @@ def kept_bytes(runner: Any) -> int:
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
-        elif hasattr(item, "__dict__") and not callable(item):
+        elif hasattr(item, "__dict__") and not callable(item) and not isinstance(item, BufferPool):
             stack.extend(vars(item).values())
     return sum(owners.values())

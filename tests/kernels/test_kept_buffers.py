@@ -79,6 +79,13 @@ def test_kept_bytes_counts_each_buffer_once_and_not_the_model_constants():
     filter_index = model.main.operations[0].inputs[1]
     cache["test: a model constant"] = runner.constant(0, filter_index, model.main.operands[filter_index])
     assert kept_bytes(runner) == before  # a view of the model's operand values: not kept memory
+    # a fused step keeps its producer's KernelCall, which refers back to the runner: its buffer pool is
+    # reported on its own (BufferPool.retained_bytes), not again here
+    block = runner.pool.empty((1 << 18,), np.uint8)  # a pooled block the pool then keeps
+    runner.pool.give(block)
+    assert runner.pool.retained_bytes() >= block.nbytes
+    cache["test: a call"] = KernelCall(model.main.operations[0], [], [], [], runner=runner)
+    assert kept_bytes(runner) == before
     fresh = np.zeros(1000, np.float32)
     cache["test: an array"] = fresh
     cache["test: views of it"] = [fresh[10:], fresh.reshape(10, 100)]
