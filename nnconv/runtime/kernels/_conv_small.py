@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from nnconv.runtime.kernels.conv_2d import ConvParams
     from nnconv.runtime.kernels.registry import KernelCall
 
-SMALL_OUTPUT_ELEMENTS = 1 << 14  # output values at most (the kept buffers stay a few tens of KiB)
+SMALL_OUTPUT_ELEMENTS = 1 << 15  # output values at most (see _depthwise_small's measure of this limit)
 SMALL_IM2COL_ELEMENTS = 1 << 16  # im2col values at most (one of conv_nhwc's blocks)
 CACHE_KEY = "conv_small"
 
