@@ -124,24 +124,23 @@ def float_softmax(x: np.ndarray, beta: float) -> np.ndarray:
     y = x.astype(np.float32)  # a copy: the work array, then the result
     n = y.shape[-1]
     short = 0 < n <= SHORT_AXIS and y.size >= SHORT_AXIS * n  # many short rows
-    if short:
-        top = y[..., 0].copy()
-        for k in range(1, n):
-            np.maximum(top, y[..., k], out=top)
-        top = top[..., None]
-    else:
-        top = y.max(axis=-1, keepdims=True)
+    top = _reduce_last_axis(y, np.maximum, short)
     np.subtract(y, top, out=y)
     np.multiply(y, np.float32(beta), out=y)
     np.exp(y, out=y)
-    if short:
-        total = y[..., 0].copy()
-        for k in range(1, n):
-            np.add(total, y[..., k], out=total)
-        total = total[..., None]
-    else:
-        total = y.sum(axis=-1, keepdims=True)
+    total = _reduce_last_axis(y, np.add, short)
     np.divide(y, total, out=y)
     return y
+
+
+def _reduce_last_axis(y: np.ndarray, ufunc: np.ufunc, short: bool) -> np.ndarray:
+    """ufunc's reduction of y's last axis, kept as an axis of length 1: by one pass over all rows per value
+    along the axis, in order, when `short`; else numpy's reduction."""
+    if not short:
+        return ufunc.reduce(y, axis=-1, keepdims=True)
+    acc = y[..., 0].copy()
+    for k in range(1, y.shape[-1]):
+        ufunc(acc, y[..., k], out=acc)
+    return acc[..., None]
 
 
