@@ -20,7 +20,6 @@ its subgraph is planned, and its outputs then serve every run as constants do (s
 from __future__ import annotations
 
 import dataclasses
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence, TextIO

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from nnconv.runtime.kernels.buffers import BufferPool
+
 
 def kept_bytes(runner: Any) -> int:
     """Bytes of the arrays `runner` (a SubgraphRunner) keeps in its operations' caches and plans, each
     underlying buffer counted once."""
-    from nnconv.runtime.kernels.buffers import BufferPool
-
     owners: dict[int, int] = {}
     # the runner itself (a cached KernelCall refers back to it) and its buffer pool, reported on its own
     # (`BufferPool.retained_bytes`), are not walked into
