@@ -1,8 +1,9 @@
 """Kernels of the executor's fused steps (`nnconv.runtime.fusion`) that stand for a per-channel scale:
 x * gate followed by a convolution (the filter scaled instead), and a gate computed from the operation
 that produced it (a squeeze-excite's LOGISTIC, or its hard sigmoid's constant MUL) inside the step; the
-affine step, a MUL by a constant then an ADD of a constant (a batch normalization TFLite kept); and a
-standalone activation run in place on the output of the operation that produced its input.
+affine step, a MUL by a constant then an ADD of a constant (a batch normalization TFLite kept); a quant8
+swish as one table; and a standalone activation run in place on the output of the operation that produced
+its input.
 
 Slots of a fused step: 0 x, then the gate's slots (`GATE_SLOTS`: the gate itself; the LOGISTIC's input;
 the MUL's two inputs), then the rest of the absorbing operation's inputs (the MUL's fused activation, or
@@ -156,6 +157,33 @@ def quant8_affine(mul: Operation, add: Operation, product: Operand, x_slot: int,
             np.copyto(part, src[r0:r1])
             np.add(part, base, out=part)
             np.take(flat, part, out=dst[r0:r1], mode="wrap")
+        return [out]
+
+    return run
+
+
+def quant8_swish(logistic: Operation, mul: Operation, gate: Operand, x_slot: int,
+                 logistic_kernel: Kernel, mul_kernel: Kernel) -> Kernel:
+    """MUL(x, LOGISTIC(x)) on quant8 x: one gather from a 256-entry table [storage byte of x] -> output
+    storage. The pair reads nothing but x's byte (the activation is a constant), so the table is what the
+    LOGISTIC and MUL kernels themselves compute on all 256 bytes, the gate in the LOGISTIC output's
+    quantization (`gate`): the pair's bits by construction, one pass instead of two gathers and a buffer.
+    Slots of the step: 0 x, 1 the MUL's activation; in the MUL, x sits in `x_slot`."""
+
+    def table(call: KernelCall, x: np.ndarray) -> np.ndarray:
+        domain = np.arange(256, dtype=np.uint8).view(x.dtype)  # entry k: the value whose byte is k
+        s = logistic_kernel(KernelCall(operation=logistic, inputs=[domain], in_operands=[call.in_operands[0]],
+                                       out_operands=[gate]))[0]
+        inputs, operands = [s, s, call.inputs[1]], [gate, gate, call.in_operands[1]]
+        inputs[x_slot], operands[x_slot] = domain, call.in_operands[0]
+        return np.asarray(mul_kernel(KernelCall(operation=mul, inputs=inputs, in_operands=operands,
+                                                out_operands=list(call.out_operands)))[0])
+
+    def run(call: KernelCall) -> list[np.ndarray]:
+        x = call.tensor(0)
+        flat = call.memo(("quant8_swish", x.dtype.str), (1,), lambda: table(call, x))
+        out = call.empty(x.shape, flat.dtype)
+        np.take(flat, x.view(np.uint8), out=out, mode="wrap")  # bytes cannot leave 0..255: no bounds check
         return [out]
 
     return run

@@ -4,7 +4,9 @@ outputs never exist as tensors.
 - Swish (SiLU), `MUL(x, LOGISTIC(x))`, which TFLite stores as two operations (EfficientNet-B0 has 49 of
   them on maps of up to 112x112x96): fused, `x / (1 + exp(-x))` is computed into one buffer at the MUL's
   place, which saves the MUL's pass over memory and the LOGISTIC's buffer
-  (`nnconv.runtime.kernels.logistic.float32_swish`).
+  (`nnconv.runtime.kernels.logistic.float32_swish`). Quant8 (EfficientNet int8's): the pair is a function
+  of x's byte alone, so one gather from a 256-entry table that the LOGISTIC and MUL kernels fill once,
+  the pair's bits exactly (`nnconv.runtime.fused_kernels.quant8_swish`).
 - A per-channel scale feeding a convolution, `CONV_2D(MUL(x, gate))` with `gate` one value per input
   channel (the squeeze-excite scale of EfficientNet and MobileNetV3): fused, the convolution runs on x with
   its filter scaled along the input channels, `conv(x * g, W) = conv(x, W * g)` (zero padding stays zero),
@@ -44,7 +46,8 @@ import numpy as np
 from nnconv.nnapi.enums import FuseCode, OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Operation, Subgraph
 from nnconv.runtime.fused_kernels import (Kernel, affine, clamp_epilogue, gated_mul, prelu_epilogue,
-                                          quant8_affine, scaled_filter_conv, with_epilogue)
+                                          quant8_affine, quant8_swish, scaled_filter_conv,
+                                          with_epilogue)
 from nnconv.runtime.kernels.logistic import float32_swish
 
 _L = OperandLifeTime
@@ -126,7 +129,7 @@ def plan_fusions(sg: Subgraph, constant: Callable[[int], np.ndarray | None],
     fusions: list[Fusion] = []
     taken: set[int] = set()
     for k, op in enumerate(sg.operations):  # swish first: its MUL is no gate's
-        f = _swish(g, k, op)
+        f = _swish(g, k, op, kernels)
         if f is not None and not taken & {*f.absorbed, f.at}:
             fusions.append(f)
             taken.update((*f.absorbed, f.at))
@@ -181,8 +184,9 @@ def _activation_epilogue(g: _Graph, k: int, op: Operation, kernels: Mapping[Oper
                   name=f"{prod.type.name}+{op.type.name}")
 
 
-def _swish(g: _Graph, k: int, op: Operation) -> Fusion | None:
-    """LOGISTIC(x) -> s, MUL(x, s) or MUL(s, x) with a valid constant activation, all float32."""
+def _swish(g: _Graph, k: int, op: Operation, kernels: Mapping[OperationType, Kernel]) -> Fusion | None:
+    """LOGISTIC(x) -> s, MUL(x, s) or MUL(s, x) with a valid constant activation: all float32, or all
+    quant8 of one type (`quant8_swish`'s table)."""
     if op.type is not OperationType.LOGISTIC or len(op.inputs) != 1 or len(op.outputs) != 1:
         return None
     x, s = op.inputs[0], op.outputs[0]
@@ -192,12 +196,17 @@ def _swish(g: _Graph, k: int, op: Operation) -> Fusion | None:
     mul = g.sg.operations[m]
     if mul.type is not OperationType.MUL or len(mul.inputs) != 3 or len(mul.outputs) != 1:
         return None
-    if (sorted(mul.inputs[:2]) != sorted([x, s]) or not g.float32(x, s, mul.outputs[0])
-            or g.sg.operands[x].lifetime is _L.NO_VALUE):
+    if sorted(mul.inputs[:2]) != sorted([x, s]) or g.sg.operands[x].lifetime is _L.NO_VALUE:
         return None
     if g.constant_int(mul.inputs[2]) not in _FUSE_CODES:
         return None  # left to the MUL kernel, which names the invalid code
-    return Fusion(absorbed=(k,), at=m, inputs=(x, mul.inputs[2]), fn=float32_swish, name="LOGISTIC+MUL")
+    if g.float32(x, s, mul.outputs[0]):
+        return Fusion(absorbed=(k,), at=m, inputs=(x, mul.inputs[2]), fn=float32_swish, name="LOGISTIC+MUL")
+    types = {g.sg.operands[i].type for i in (x, s, mul.outputs[0])}
+    if len(types) != 1 or types.pop() not in _QUANT8 or not {_O.LOGISTIC, _O.MUL} <= kernels.keys():
+        return None
+    fn = quant8_swish(op, mul, g.sg.operands[s], list(mul.inputs).index(x), kernels[_O.LOGISTIC], kernels[_O.MUL])
+    return Fusion(absorbed=(k,), at=m, inputs=(x, mul.inputs[2]), fn=fn, name="LOGISTIC+MUL")
 
 
 def _channel_scale(g: _Graph, m: int, mul: Operation, conv_kernel: Kernel) -> Fusion | None:
