@@ -65,3 +65,43 @@ def test_quant_softmax_few_rows_equal_the_array_pipeline(monkeypatch, t):
     scalar = _softmax(x, beta=1.3, t=t, in_q=(0.07, 3))  # 6 rows: the reciprocals one by one
     monkeypatch.setattr(softmax_module, "SCALAR_RECIPROCAL_ROWS", 0)
     np.testing.assert_array_equal(scalar, _softmax(x, beta=1.3, t=t, in_q=(0.07, 3)))
+
+
+def _reference_quant_softmax(q, beta, in_scale, lo, hi):
+    """The reference pipeline written out element by element on the array helpers: the mask below
+    diff_min, the Q12.19 sum, the reciprocal and the output shift, with no table and no shortcut."""
+    from nnconv.nnapi.quant_limits import SOFTMAX_SCALED_DIFF_INTEGER_BITS, softmax_input_multiplier
+    from nnconv.nnapi.quantization import (multiply_by_quantized_multiplier_greater_than_one,
+                                           quantize_multiplier_greater_than_one, rounding_divide_by_pot,
+                                           saturating_rounding_doubling_high_mul)
+    from nnconv.runtime.kernels._fixedpoint import (calculate_input_radius, exp_on_negative_values, rescale,
+                                                    wrap32)
+    mult, shift = quantize_multiplier_greater_than_one(softmax_input_multiplier(beta, in_scale))
+    diff_min = -calculate_input_radius(SOFTMAX_SCALED_DIFF_INTEGER_BITS, shift)
+    x = q.astype(np.int64)
+    diff = x - x.max(axis=-1, keepdims=True)
+    valid = diff >= diff_min
+    exps = exp_on_negative_values(multiply_by_quantized_multiplier_greater_than_one(diff, mult, shift),
+                                  SOFTMAX_SCALED_DIFF_INTEGER_BITS)
+    total = wrap32(np.where(valid, rescale(exps, 0, 12), 0).sum(axis=-1, keepdims=True))
+    headroom = softmax_module.count_leading_zeros32(total)
+    scale = one_over_one_plus_x_for_x_in_0_1(wrap32(((total << headroom) & 0xFFFFFFFF) - (1 << 31)))
+    out = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(scale, exps), 12 - headroom + 23) + lo
+    return np.where(valid, np.clip(out, lo, hi), lo)
+
+
+@pytest.mark.parametrize("t", [T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED])
+@pytest.mark.parametrize("shape,beta,in_scale", [
+    ((1, 10), 1.0, 0.1),  # a classifier head: one row, Python reciprocal
+    ((3, 1000), 1.0, 0.05),  # long rows
+    ((1, 64, 64, 3), 1.0, 0.1),  # many short rows: max and sum by passes over the rows
+    ((1, 40, 40, 5), 8.0, 0.9),  # a steep softmax: diff_min is -3, most differences fall below it
+    ((40, 7), 0.3, 0.02),  # more rows than the scalar path takes, shorter than the pass threshold
+    ((1, 5000), 1.0, 0.1),  # 5000 ties: the Q12.19 sum wraps negative as the reference's int32 does
+], ids=["head", "long-rows", "short-rows", "steep", "medium", "wrapped-sum"])
+def test_quant_softmax_equals_the_reference_pipeline(t, shape, beta, in_scale):
+    info = np.iinfo(np.uint8 if t is T.TENSOR_QUANT8_ASYMM else np.int8)
+    x = RNG.integers(info.min, info.max + 1, shape).astype(info.dtype)
+    x.reshape(-1, shape[-1])[0] = info.max  # a row of ties at the top
+    got = _softmax(x, beta=beta, t=t, in_q=(in_scale, 3))
+    np.testing.assert_array_equal(got, _reference_quant_softmax(x, beta, np.float32(in_scale), info.min, info.max))

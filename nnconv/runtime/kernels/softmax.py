@@ -24,11 +24,11 @@ from nnconv.runtime.kernels._fixedpoint import (calculate_input_radius, exp_on_n
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 ACCUMULATION_INTEGER_BITS = 12
-# Quantized: rows whose reciprocal is computed one by one in Python integers (`one_over_one_plus_x_int32`,
-# ~10 us a row) rather than by the array pipeline (~200 us whatever the row count).
+# Quantized: rows whose reciprocal and shift are computed one by one in Python integers
+# (`one_over_one_plus_x_int32`, ~10 us a row) rather than by the array pipeline (~200 us whatever the row count).
 SCALAR_RECIPROCAL_ROWS = 16
-# Float: a softmax axis of at most this many values is reduced by passes over the other axes (one per
-# value along it) instead of numpy's per-row reduction, whose setup per short row dominated (a 64x64 map
+# A softmax axis of at most this many values is reduced by passes over the other axes (one per value along
+# it) instead of numpy's per-row reduction, whose setup per short row dominated (a 64x64 map
 # of 5 classes: max and sum ~300 us, the passes ~20 us).
 SHORT_AXIS = 32
 
@@ -47,47 +47,70 @@ def count_leading_zeros32(x: np.ndarray) -> np.ndarray:
     return np.where(x > 0, 32 - e, 32).astype(np.int64)
 
 
-def softmax_exp_table(beta: float, in_scale: float) -> tuple[np.ndarray, np.ndarray, int]:
+def softmax_exp_table(beta: float, in_scale: float) -> tuple[np.ndarray, np.ndarray]:
     """The per-element part of the reference pipeline as tables over d = q - max in [-255, 0] (an 8-bit
-    input has no other differences): exp of the scaled difference (Q0.31) and its Q12.19 summand (0 below
-    diff_min), indexed by d + 255, and diff_min. Built once per operation instead of a dozen int64
-    fixed-point passes per element every run."""
+    input has no other differences), indexed by d + 255: exp of the scaled difference (Q0.31) and its
+    Q12.19 summand. Both are 0 below diff_min, where the reference writes the type's minimum: a zero exp
+    gives exactly that minimum through the output arithmetic, so no separate mask is needed. Built once
+    per operation instead of a dozen int64 fixed-point passes per element every run."""
     real = softmax_input_multiplier(beta, in_scale)
     mult, left_shift = quantize_multiplier_greater_than_one(real)
     diff_min = -calculate_input_radius(SOFTMAX_SCALED_DIFF_INTEGER_BITS, left_shift)
     diff = np.arange(-255, 1, dtype=np.int64)
     scaled = multiply_by_quantized_multiplier_greater_than_one(diff, mult, left_shift)
-    exps = exp_on_negative_values(scaled, SOFTMAX_SCALED_DIFF_INTEGER_BITS)
-    terms = np.where(diff >= diff_min, rescale(exps, 0, ACCUMULATION_INTEGER_BITS), 0)
-    return exps, terms, diff_min
+    exps = np.where(diff >= diff_min, exp_on_negative_values(scaled, SOFTMAX_SCALED_DIFF_INTEGER_BITS), 0)
+    return exps, rescale(exps, 0, ACCUMULATION_INTEGER_BITS)
 
 
 def softmax_quant8(q: np.ndarray, beta: float, in_scale: float, out_type: OperandType,
-                   table: tuple[np.ndarray, np.ndarray, int] | None = None) -> np.ndarray:
+                   table: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """The reference quantized softmax along the last axis of storage array `q` (`table`: the memoized
     `softmax_exp_table(beta, in_scale)`)."""
-    exp_table, term_table, diff_min = softmax_exp_table(beta, in_scale) if table is None else table
+    exp_table, term_table = softmax_exp_table(beta, in_scale) if table is None else table
     x = q.astype(np.int64)
-    diff = x - x.max(axis=-1, keepdims=True)
-    valid = diff >= diff_min
-    index = diff + 255
-    exps = np.take(exp_table, index, mode="wrap")  # 0 <= index <= 255: no bounds check needed
-    total = wrap32(np.take(term_table, index, mode="wrap").sum(axis=-1, keepdims=True))
-    headroom_plus_one = count_leading_zeros32(total)
-    bits_over_unit = ACCUMULATION_INTEGER_BITS - headroom_plus_one
-    shifted_sum_minus_one = wrap32(((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31))
-    if shifted_sum_minus_one.size <= SCALAR_RECIPROCAL_ROWS:
-        # one reciprocal per row: in Python integers for a few rows (the array version's fixed cost is
-        # ~150 numpy calls)
-        shifted_scale = np.array([one_over_one_plus_x_int32(v) for v in shifted_sum_minus_one.ravel().tolist()],
-                                 dtype=np.int64).reshape(shifted_sum_minus_one.shape)
+    n = x.shape[-1]
+    short = 0 < n <= SHORT_AXIS and x.size >= SHORT_AXIS * n  # many short rows: passes over the rows
+    index = x - _reduce_last_axis(x, np.maximum, short)
+    index += 255  # 0..255: take needs no bounds check ("wrap")
+    exps = np.take(exp_table, index, mode="wrap")
+    # the Q12.19 sum wraps as int32 does; integer sums do not depend on the order
+    total = wrap32(_reduce_last_axis(np.take(term_table, index, mode="wrap"), np.add, short))
+    if total.size <= SCALAR_RECIPROCAL_ROWS:
+        scale, exponent = _row_factors_scalar(total)
     else:
-        shifted_scale = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
-    unsat = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted_scale, exps),
-                                   bits_over_unit + 31 - 8)
+        headroom_plus_one = count_leading_zeros32(total)
+        shifted_sum_minus_one = wrap32(((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31))
+        scale = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
+        exponent = ACCUMULATION_INTEGER_BITS - headroom_plus_one + 31 - 8  # bits over unit + 23
+    if scale.min() >= 0:
+        # exps >= 0 as well, so every product is non-negative (< 2^62) and the reference's two roundings are
+        # plain nudges: SaturatingRoundingDoublingHighMul (ab + 2^30) >> 31 (no saturation without
+        # INT32_MIN), RoundingDivideByPOT (v + 2^(e-1)) >> e (e >= 3); five passes instead of the general
+        # forms' sign handling
+        out = exps * scale
+        out += 1 << 30
+        out >>= 31
+        out += np.left_shift(1, exponent - 1)
+        out >>= exponent
+    else:  # a wrapped (non-positive) sum: the general forms
+        out = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(scale, exps), exponent)
     lo, hi = qrange(out_type)
-    out = np.clip(unsat + lo, lo, hi)
-    return np.where(valid, out, lo).astype(np.uint8 if out_type is OperandType.TENSOR_QUANT8_ASYMM else np.int8)
+    out += lo
+    np.minimum(out, hi, out=out)  # the reference's clamp (np.clip's wrapper costs more on small rows)
+    np.maximum(out, lo, out=out)
+    return out.astype(np.uint8 if out_type is OperandType.TENSOR_QUANT8_ASYMM else np.int8)
+
+
+def _row_factors_scalar(total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the reciprocal of the Q12.19 sum (Q0.31) and the output's right shift, in Python integers
+    (~10 us a row, against ~150 numpy calls for the array version's reciprocal), shaped like `total`."""
+    scales, exponents = [], []
+    for t in total.ravel().tolist():
+        headroom_plus_one = 32 - t.bit_length() if t > 0 else 32
+        shifted = ((t << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)  # in int32 range: no wrap needed
+        scales.append(one_over_one_plus_x_int32(shifted))
+        exponents.append(ACCUMULATION_INTEGER_BITS - headroom_plus_one + 31 - 8)
+    return (np.array(scales, np.int64).reshape(total.shape), np.array(exponents, np.int64).reshape(total.shape))
 
 
 @kernel(OperationType.SOFTMAX)
