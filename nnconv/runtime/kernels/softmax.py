@@ -82,7 +82,7 @@ def softmax_quant8(q: np.ndarray, beta: float, in_scale: float, out_type: Operan
         shifted_sum_minus_one = wrap32(((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31))
         scale = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
         exponent = ACCUMULATION_INTEGER_BITS - headroom_plus_one + 31 - 8  # bits over unit + 23
-    if scale.min() >= 0:
+    if not scale.size or scale.min() >= 0:
         # exps >= 0 as well, so every product is non-negative (< 2^62) and the reference's two roundings are
         # plain nudges: SaturatingRoundingDoublingHighMul (ab + 2^30) >> 31 (no saturation without
         # INT32_MIN), RoundingDivideByPOT (v + 2^(e-1)) >> e (e >= 3); five passes instead of the general
