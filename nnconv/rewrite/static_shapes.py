@@ -1,4 +1,4 @@
-"""Output shapes as TFLite's kernels compute them at Prepare, where the declared shape is a placeholder.
+"""Output shapes as TFLite's kernels compute them at Prepare, where the declared shape is a placeholder or wrong.
 
 TensorFlow's converter writes a tensor whose size depends on the (unspecified) batch with `shape_signature`
 -1 on that axis and, in `shape`, the signature with every -1 replaced by 1. That guess is right while the
@@ -16,8 +16,11 @@ declared shape differs is given the computed one when its signature allows it: s
 (non -1) extent of the signature equal; one whose placeholder was right (the -1 is the batch, 1) keeps it.
 Either way the tensor is static from then on (its signature cleared), as TFLite's Prepare fixes it, so
 folding may take it (an int8 LayerNormalization's FILLs of ones over a [1, C] input). Identity: the
-declared shape of such a tensor was never used by TFLite. A disagreement on a fixed extent is left alone:
-the file's own static claim, which the lowering keeps (only a hand-made, inconsistent file has one).
+declared shape of such a tensor was never used by TFLite. A static declared shape (no -1 in a signature)
+that disagrees is overruled the same way, and reported: TFLite resizes that output too and runs the model
+(a hand-made file declaring [1, 5] for an ADD of two [1, 4] inputs), so check, run and verify agree with
+it instead of check accepting what run then refuses. Not where an input still holds an unresolved
+placeholder: the computed shape is then a guess, which may fill in a placeholder but not overrule a claim.
 The pipeline alternates this with constant folding until nothing changes (a corrected shape can make a
 SHAPE op foldable, whose result then fixes a RESHAPE further on). Subgraphs of WHILE / IF bodies are left
 alone: their values may change size between iterations, which the rules refuse separately.
@@ -270,14 +273,18 @@ def _by_fold(op: Operator, shapes: list[Shape | None], value: Callable[[int], np
     return [tuple(int(d) for d in np.shape(r)) for r in results]
 
 
+def _has_placeholder(signature: tuple[int, ...] | None) -> bool:
+    return signature is not None and any(d < 0 for d in signature)
+
+
 def _placeholder_allows(declared: Shape, signature: tuple[int, ...] | None, shape: Shape) -> bool:
     """The declared shape is the converter's placeholder and `shape` fits its signature."""
     return (signature is not None and len(signature) == len(shape) == len(declared) and any(d < 0 for d in signature)
             and all(s < 0 or s == d for s, d in zip(signature, shape)))
 
 
-@graph_rewrite(RewriteKind.STATIC_SHAPES, "TFLite's kernels resize their outputs at Prepare: a declared shape "
-               "with -1 in its signature is a placeholder, never read")
+@graph_rewrite(RewriteKind.STATIC_SHAPES, "TFLite's kernels resize their outputs at Prepare: a declared output "
+               "shape (a -1 placeholder or a wrong static claim) is never read")
 def static_shapes(state: ConversionState) -> tuple[TfliteModel, list[RewriteRecord]]:
     model = state.model
     if not model.subgraphs:
@@ -304,14 +311,19 @@ def static_shapes(state: ConversionState) -> tuple[TfliteModel, list[RewriteReco
         found = output_shapes(op, shapes, value_of(op), edit.tensors)
         if found is None or len(found) != len(op.outputs):
             continue
+        # an input still holding a placeholder makes the computed shapes a guess: good enough to fill in a
+        # placeholder output the signature checks, not to overrule a static claim
+        guessed = any(i >= 0 and _has_placeholder(edit.tensors[i].shape_signature) for i in op.inputs)
         for o, shape in zip(op.outputs, found):
             out = edit.tensors[o]
-            if not _placeholder_allows(out.shape, out.shape_signature, shape):
-                continue
+            placeholder = _placeholder_allows(out.shape, out.shape_signature, shape)
+            if not placeholder and (shape == out.shape or guessed or _has_placeholder(out.shape_signature)):
+                continue  # agrees, or not known well enough: left to the rules
             if shape != out.shape:
+                claim = f"signature {list(out.shape_signature or ())}" if placeholder else "a static claim"
                 records.append(RewriteRecord(sg.index, op.index, RewriteKind.STATIC_SHAPES,
                                              f"output '{out.name}' is {list(shape)} as TFLite computes it (declared "
-                                             f"{list(out.shape)}, signature {list(out.shape_signature or ())})"))
+                                             f"{list(out.shape)}, {claim})"))
             # a right placeholder (the -1 is the batch, 1) becomes static too, as TFLite's Prepare fixes it
             # (folding may then take the tensor; nothing to report)
             edit.set_shape(out.index, shape)

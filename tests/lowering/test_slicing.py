@@ -69,11 +69,16 @@ def test_strided_slice_new_axis_rank5_refused():
 @pytest.mark.parametrize("case,code", [
     (dict(begin=[0, 0], end=[0, 0], strides=[1, 0], out=(2, 5)), Code.OPERAND_VALUE),  # zero stride
     (dict(begin=[0, 3], end=[2, 3], strides=[1, 1], out=(2, 0)), Code.OPERAND_VALUE),  # empty
-    (dict(begin=[0, 0], end=[2, 5], strides=[1, 1], out=(2, 4)), Code.OPERAND_VALUE),  # shape mismatch
-], ids=["zero-stride", "empty", "shape-mismatch"])
+], ids=["zero-stride", "empty"])
 def test_strided_slice_refusals(case, code):
     m = ss_model("float32", (2, 5), case["out"], case["begin"], case["end"], case["strides"], SSO())
     assert_refused(m, 30, code)
+
+
+def test_strided_slice_declared_shape_overruled_as_tflite_does():
+    """Declared [2, 4] for a slice giving [2, 5]: TFLite's Prepare resizes the output and runs it."""
+    m = ss_model("float32", (2, 5), (2, 4), [0, 0], [2, 5], [1, 1], SSO())
+    assert list(assert_parity(m, api_level=30).converted.outputs[0].shape) == [2, 5]
 
 
 def test_strided_slice_api_and_dtype_refusals():

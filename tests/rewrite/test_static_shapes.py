@@ -11,9 +11,9 @@ import pytest
 from harness import QuantParams, TfliteBuilder, assert_parity
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.pipeline import analyse, check_model
-from nnconv.tflite.options import (AddOptions, Conv2DOptions, ExpandDimsOptions, MulOptions, PackOptions,
-                                   ReducerOptions, ReshapeOptions, ShapeOptions, SplitOptions, StridedSliceOptions,
-                                   SubOptions)
+from nnconv.tflite.options import (AddOptions, ConcatenationOptions, Conv2DOptions, ExpandDimsOptions, MulOptions,
+                                   PackOptions, ReducerOptions, ReshapeOptions, ShapeOptions, SplitOptions,
+                                   StridedSliceOptions, SubOptions)
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 
 I32, F32 = np.int32, np.float32
@@ -108,19 +108,47 @@ def test_layer_norm_reshape_gets_the_rows_tflite_computes():
     assert_parity(model, api_level=30)
 
 
-def test_true_or_static_declared_shapes_are_left_alone():
-    """Nothing to correct where the declared shapes are the true ones; a static declared shape (no -1 in a
-    signature) is the file's own claim, never overwritten."""
+def test_true_declared_shapes_are_left_alone():
     assert _rewritten(dilated_conv1d_model(declare_true_shapes=True), 30) == []
     assert_parity(dilated_conv1d_model(declare_true_shapes=True), api_level=30)
+
+
+def _wrong_static_claim(read_by_relu: bool = False) -> bytes:
+    """SPACE_TO_BATCH_ND [1, 8, 2] by 2 declared [1, 4, 2] with no signature (it gives [2, 4, 2])."""
     b = TfliteBuilder()
     x = b.input("x", (1, 8, 2), F32)
-    wrong = b.tensor("wrong", (1, 4, 2), F32)  # SPACE_TO_BATCH_ND gives [2, 4, 2]
+    wrong = b.tensor("wrong", (1, 4, 2), F32)
     b.op(B.SPACE_TO_BATCH_ND, [x, b.const("block", np.array([2], I32)), b.const("pads", np.zeros((1, 2), I32))],
          [wrong])
+    if read_by_relu:
+        y = b.tensor("y", (1, 4, 2), F32)
+        b.op(B.RELU, [wrong], [y])
+        wrong = y
     b.output(wrong)
-    model = b.finish()
-    assert _rewritten(model, 30) == []
+    return b.finish()
+
+
+@pytest.mark.parametrize("read_by_relu", [False, True], ids=["output", "read-on"])
+def test_a_wrong_static_claim_is_overruled_as_tflite_does(read_by_relu):
+    """A static declared shape (no -1 in a signature) that the op's Prepare contradicts: TFLite resizes the
+    output and runs the model, so the conversion takes the computed shape too (check and run agree), and
+    says so."""
+    model = _wrong_static_claim(read_by_relu)
+    assert _rewritten(model, 30) == ([0, 1] if read_by_relu else [0])
+    notes = [n for r in check_model(model, 30).ops for n in r.notes if "static-shapes" in n]
+    assert "declared [1, 4, 2], a static claim" in notes[0]
+    assert list(assert_parity(model, api_level=30).converted.outputs[0].shape) == [2, 4, 2]
+
+
+def test_a_static_claim_after_an_unresolved_placeholder_is_kept():
+    """An input that still holds a placeholder (a -1 no rule could resolve) makes the computed shape a guess,
+    which does not overrule a static claim: the [5, 1, 4] CONCATENATION of a list write stays."""
+    b = TfliteBuilder()
+    head = b.input("head", (1, 1, 4), F32, shape_signature=(-1, 1, 4))
+    out = b.tensor("out", (5, 1, 4), F32)
+    b.op(B.CONCATENATION, [head, b.input("item", (1, 1, 4), F32)], [out], ConcatenationOptions(axis=0))
+    b.output(out)
+    assert _rewritten(b.finish(), 30) == []
 
 
 def test_a_right_placeholder_becomes_static_so_an_int8_fill_folds():
