@@ -11,6 +11,8 @@ to choose an exact alternative lowering (DEQUANTIZE -> float op -> QUANTIZE) ins
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from nnconv.nnapi.quantization import quantize_multiplier
@@ -35,6 +37,24 @@ def sigmoid_input_multiplier(input_scale: float) -> float:
     """LOGISTIC's and TANH's input_scale * 2^27, which must be greater than 1: the real multiplier moving a
     quantized input to Q4.27."""
     return _f32(input_scale) * float(1 << (31 - SIGMOID_INPUT_INTEGER_BITS))
+
+
+def calculate_input_radius(input_integer_bits: int, input_left_shift: int, total_signed_bits: int = 31) -> int:
+    """`CalculateInputRadius`: the largest |input| whose rescaled value the reference takes as still fitting
+    its fixed-point input (beyond it the function's extreme value is returned without evaluating)."""
+    max_rescaled = (1.0 * ((1 << input_integer_bits) - 1) * float(1 << (total_signed_bits - input_integer_bits))
+                    / float(1 << input_left_shift))
+    return int(math.floor(max_rescaled))
+
+
+def sigmoid_saturation_radius(input_scale: float) -> int:
+    """The |q - zero point| from which the reference's quantized LOGISTIC and TANH return their extreme
+    output instead of evaluating: `CalculateInputRadius` of the Q4.27 rescaling's left shift. It counts the
+    shift only, not the multiplier, so it is small for large scales (1 for scales in (4, 8): sigmoid(4.1) is
+    not yet 1) and 0 from scale 8 on (the reference then saturates even q = zero point, whose sigmoid is
+    0.5)."""
+    _multiplier, left_shift = quantize_multiplier(sigmoid_input_multiplier(input_scale))
+    return calculate_input_radius(SIGMOID_INPUT_INTEGER_BITS, left_shift)
 
 
 def add_output_multiplier(scale1: float, scale2: float, output_scale: float) -> float:

@@ -70,12 +70,12 @@ def test_quant_softmax_few_rows_equal_the_array_pipeline(monkeypatch, t):
 def _reference_quant_softmax(q, beta, in_scale, lo, hi):
     """The reference pipeline written out element by element on the array helpers: the mask below
     diff_min, the Q12.19 sum, the reciprocal and the output shift, with no table and no shortcut."""
-    from nnconv.nnapi.quant_limits import SOFTMAX_SCALED_DIFF_INTEGER_BITS, softmax_input_multiplier
+    from nnconv.nnapi.quant_limits import (SOFTMAX_SCALED_DIFF_INTEGER_BITS, calculate_input_radius,
+                                           softmax_input_multiplier)
     from nnconv.nnapi.quantization import (multiply_by_quantized_multiplier_greater_than_one,
                                            quantize_multiplier_greater_than_one, rounding_divide_by_pot,
                                            saturating_rounding_doubling_high_mul)
-    from nnconv.runtime.kernels._fixedpoint import (calculate_input_radius, exp_on_negative_values, rescale,
-                                                    wrap32)
+    from nnconv.runtime.kernels._fixedpoint import exp_on_negative_values, rescale, wrap32
     mult, shift = quantize_multiplier_greater_than_one(softmax_input_multiplier(beta, in_scale))
     diff_min = -calculate_input_radius(SOFTMAX_SCALED_DIFF_INTEGER_BITS, shift)
     x = q.astype(np.int64)

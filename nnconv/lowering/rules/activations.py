@@ -8,7 +8,7 @@ RELU as fused activation, which requantizes and clamps in one operation.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 
@@ -21,7 +21,8 @@ from nnconv.lowering.rules._arith import (F32, I8, U8, check_common, check_fixed
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.nnapi.hard_swish_quant import hard_swish_quant8
 from nnconv.nnapi.operations.activations import LOGISTIC_OUTPUT, TANH_OUTPUT
-from nnconv.nnapi.quant_limits import hard_swish_output_multiplier, sigmoid_input_multiplier
+from nnconv.nnapi.quant_limits import (hard_swish_output_multiplier, sigmoid_input_multiplier,
+                                       sigmoid_saturation_radius)
 from nnconv.nnapi.quantization import qrange
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator
@@ -97,13 +98,21 @@ _NNAPI_QUANT8 = {U8: OperandType.TENSOR_QUANT8_ASYMM, I8: OperandType.TENSOR_QUA
 
 
 class _Sigmoidal(Rule):
-    """TFLite OP(x) -> NNAPI OP(x). Quantized outputs must have the fixed range both TFLite and NNAPI use."""
+    """TFLite OP(x) -> NNAPI OP(x). Quantized outputs must have the fixed range both TFLite and NNAPI use.
+
+    TFLite computes a quantized LOGISTIC / TANH as a lookup table filled in float (each input byte
+    dequantized, f in float32, rounded to the output's steps); NNAPI's reference evaluates it in fixed point.
+    The two agree within 1 LSB except for input scales the fixed-point kernel handles badly, which go
+    through float instead (DEQUANTIZE, float OP, QUANTIZE: TFLite's table within 1 LSB; API 29): a scale
+    too small for its Q4.27 rescaling (refused by its prepare), or one so large that it returns the extreme
+    output from a radius where f is not yet extreme (`_saturates_early`)."""
 
     nnapi_op: ClassVar[OperationType]
     quant_api: ClassVar[int] = 27
     # NNAPI quant8 type -> the (scale, zero point) the operation prescribes for its output (nnapi/operations,
     # which the validator and the kernel read too); TFLite's uint8 / int8 are those types.
     fixed_output: ClassVar[dict[OperandType, tuple[float, int]]]
+    function: ClassVar[Callable[[np.ndarray], np.ndarray]]  # the real function, as TFLite's float table has it
     dtypes = ("float32", "uint8", "int8")
 
     def check(self, c: CheckContext) -> None:
@@ -113,24 +122,49 @@ class _Sigmoidal(Rule):
         if is_quant(y):
             c.require_api(self.quant_api, f"quantized {self.op.name}")
             check_fixed_output_quant(c, self.op.name, y, *self.fixed_output[_NNAPI_QUANT8[y.type]])
-            if _sigmoid_through_float(c.input(0)):
+            why = self._through_float(c.input(0), y)
+            if why:
                 scale = c.input(0).quantization.scale[0]
-                what = (f"quantized {self.op.name} with input scale {scale:g} (scale * 2^27 is not above 1, which "
-                        "the reference's fixed-point kernel refuses; TFLite's lookup table computes it) through float")
+                what = f"quantized {self.op.name} with input scale {scale:g} ({why}) through float"
                 if c.require_api(29, what):
                     c.note(f"{what}: DEQUANTIZE, {self.op.name}, QUANTIZE (within 1 LSB of TFLite)")
 
     def lower(self, c: LowerContext) -> None:
-        if _sigmoid_through_float(c.input(0)):
+        if self._through_float(c.input(0), c.output(0)):
             via_float(c, c.in_(0), c.out(0), lambda f, g: c.emit(self.nnapi_op, [f], [g]))
             return
         c.emit(self.nnapi_op, [c.in_(0)], [c.out(0)])
 
+    def _through_float(self, x: Tensor | None, y: Tensor | None) -> str:
+        """Why the quantized `x` -> `y` goes through float ("" when it does not)."""
+        if x is None or y is None or not is_quant(x) or x.quantization.is_per_channel:
+            return ""
+        if not sigmoid_input_multiplier(x.quantization.scale[0]) > 1.0:
+            return ("scale * 2^27 is not above 1, which the reference's fixed-point kernel refuses; TFLite's "
+                    "lookup table computes it")
+        return self._saturates_early(x, y)
 
-def _sigmoid_through_float(x: Tensor | None) -> bool:
-    """A quantized LOGISTIC / TANH input whose scale the reference's Q4.27 evaluation refuses."""
-    return (x is not None and is_quant(x) and not x.quantization.is_per_channel
-            and not sigmoid_input_multiplier(x.quantization.scale[0]) > 1.0)
+    def _saturates_early(self, x: Tensor, y: Tensor) -> str:
+        """The reference returns the output's extreme for every |q - zero point| >= its saturation radius
+        (`sigmoid_saturation_radius`). Where TFLite's table is more than 1 LSB from that extreme at the
+        radius (an input scale above ~4), it differs by up to 128 LSB (EfficientNet-B0 int8 with random
+        batch-norm statistics has sigmoid inputs of scale 8.6: the reference gives sigmoid(0) = 0)."""
+        scale, zero_point = float(x.quantization.scale[0]), int(x.quantization.zero_point[0])
+        radius = sigmoid_saturation_radius(scale)
+        lo, hi = qrange(_NNAPI_QUANT8[x.type])
+        out_scale, out_zero_point = self.fixed_output[_NNAPI_QUANT8[y.type]]
+
+        def table(centered: int) -> int:  # TFLite's lookup-table entry for q - zero point = centered
+            real = self.function(np.float32(scale) * np.float32(centered))
+            return int(np.clip(np.round(real / np.float32(out_scale)) + out_zero_point, lo, hi))
+
+        # the reference tests q - zp <= -radius (the minimum) before q - zp >= radius (the maximum)
+        low_wrong = lo - zero_point <= -radius and table(-radius) > lo + 1
+        high_wrong = 0 < radius <= hi - zero_point and table(radius) < hi - 1
+        if not (low_wrong or high_wrong):
+            return ""
+        return (f"the reference returns the extreme output from |q - zero point| >= {radius}, where TFLite's lookup "
+                "table is not yet extreme")
 
 
 @lowering_rule(BuiltinOperator.LOGISTIC)
@@ -140,6 +174,7 @@ class Logistic(_Sigmoidal):
     nnapi_op = OperationType.LOGISTIC
     nnapi_ops = (OperationType.LOGISTIC, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     fixed_output = LOGISTIC_OUTPUT
+    function = staticmethod(lambda v: np.float32(1) / (np.float32(1) + np.exp(-v)))
     constraints = "quantized output scale 1/256"
 
 
@@ -152,6 +187,7 @@ class Tanh(_Sigmoidal):
     nnapi_ops = (OperationType.TANH, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     quant_api = 29
     fixed_output = TANH_OUTPUT
+    function = staticmethod(np.tanh)
     constraints = "quantized needs API 29 and output scale 1/128"
 
 

@@ -10,9 +10,8 @@ import numpy as np
 from nnconv.nnapi.enums import FuseCode, OperandType
 from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multiplier_greater_than_one, qrange,
                                        quantize_multiplier_greater_than_one, quantized_activation_range)
-from nnconv.nnapi.quant_limits import SIGMOID_INPUT_INTEGER_BITS, sigmoid_input_multiplier
+from nnconv.nnapi.quant_limits import SIGMOID_INPUT_INTEGER_BITS, calculate_input_radius, sigmoid_input_multiplier
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
-from nnconv.runtime.kernels._fixedpoint import calculate_input_radius
 from nnconv.runtime.kernels.registry import KernelCall
 
 

@@ -19,7 +19,6 @@ fixed-point encodings given there (each is round(value * 2^fractional_bits)).
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -178,13 +177,6 @@ def rounding_half_sum(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
     s = np.asarray(a, dtype=np.int64) + np.int64(b)
     t = s + np.where(s >= 0, 1, -1)
     return np.where(t >= 0, t // 2, -((-t) // 2))
-
-
-def calculate_input_radius(input_integer_bits: int, input_left_shift: int, total_signed_bits: int = 31) -> int:
-    """`CalculateInputRadius`: the largest |input| whose rescaled value still fits the fixed-point input."""
-    max_rescaled = (1.0 * ((1 << input_integer_bits) - 1) * float(1 << (total_signed_bits - input_integer_bits))
-                    / float(1 << input_left_shift))
-    return int(math.floor(max_rescaled))
 
 
 def one_over_one_plus_x_int32(a: int) -> int:

@@ -17,10 +17,10 @@ from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multiplier_greater_than_one, qrange,
                                        quantize_multiplier_greater_than_one, rounding_divide_by_pot,
                                        saturating_rounding_doubling_high_mul)
-from nnconv.nnapi.quant_limits import SOFTMAX_SCALED_DIFF_INTEGER_BITS, softmax_input_multiplier
-from nnconv.runtime.kernels._fixedpoint import (calculate_input_radius, exp_on_negative_values,
-                                                one_over_one_plus_x_for_x_in_0_1, one_over_one_plus_x_int32, rescale,
-                                                wrap32)
+from nnconv.nnapi.quant_limits import (SOFTMAX_SCALED_DIFF_INTEGER_BITS, calculate_input_radius,
+                                       softmax_input_multiplier)
+from nnconv.runtime.kernels._fixedpoint import (exp_on_negative_values, one_over_one_plus_x_for_x_in_0_1,
+                                                one_over_one_plus_x_int32, rescale, wrap32)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 ACCUMULATION_INTEGER_BITS = 12
