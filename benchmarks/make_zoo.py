@@ -33,6 +33,10 @@ ZOO = {
     "resnet50_224_int8": ("ResNet50", 224),
     "densenet121_224_int8": ("DenseNet121", 224),
     "nasnetmobile_224_int8": ("NASNetMobile", 224),
+    "efficientnet_b0_224_int8": ("EfficientNetB0", 224),  # 49 swish blocks: int8 LOGISTIC + MUL pairs
+    "mobilenet_v3_large_224_int8": ("MobileNetV3Large", 224),
+    "efficientnet_v2_b0_224_int8": ("EfficientNetV2B0", 224),
+    "inception_v3_299_int8": ("InceptionV3", 299),
 }
 
 

@@ -161,7 +161,10 @@ def structured_images(rng: np.random.Generator, count: int, shape: tuple = IMAGE
     """Blocky images in [-1, 1] (8x8 random cells plus a little noise): unlike i.i.d. noise, whose global
     average is the same for every draw, they move the pooled features, so outputs depend on the input."""
     cells = rng.uniform(-1.0, 1.0, (count, 8, 8, shape[2]))
-    up = np.kron(cells, np.ones((1, shape[0] // 8, shape[1] // 8, 1)))
+    # each pixel takes its cell (the same as a Kronecker upsampling when the side is a multiple of 8;
+    # InceptionV3's 299 is not)
+    rows, cols = np.arange(shape[0]) * 8 // shape[0], np.arange(shape[1]) * 8 // shape[1]
+    up = cells[:, rows][:, :, cols]
     return np.clip(up + rng.uniform(-0.1, 0.1, up.shape), -1.0, 1.0).astype(np.float32)
 
 
@@ -177,8 +180,11 @@ def randomize_statistics(model: keras.Model, rng: np.random.Generator, shape: tu
         if bias is not None and not isinstance(layer, layers.BatchNormalization):
             bias.assign(rng.uniform(-0.1, 0.1, tuple(bias.shape)).astype(np.float32))
         if isinstance(layer, layers.BatchNormalization):
-            layer.gamma.assign(rng.uniform(0.5, 1.5, tuple(layer.gamma.shape)).astype(np.float32))
-            layer.beta.assign(rng.uniform(-0.2, 0.2, tuple(layer.beta.shape)).astype(np.float32))
+            # a layer built with scale=False or center=False (InceptionV3's) has no gamma or beta
+            if layer.gamma is not None:
+                layer.gamma.assign(rng.uniform(0.5, 1.5, tuple(layer.gamma.shape)).astype(np.float32))
+            if layer.beta is not None:
+                layer.beta.assign(rng.uniform(-0.2, 0.2, tuple(layer.beta.shape)).astype(np.float32))
             layer.momentum = 0.0
             norms.append(layer)
     if norms:

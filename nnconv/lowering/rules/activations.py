@@ -175,7 +175,8 @@ class Logistic(_Sigmoidal):
     nnapi_ops = (OperationType.LOGISTIC, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     fixed_output = LOGISTIC_OUTPUT
     function = staticmethod(lambda v: np.float32(1) / (np.float32(1) + np.exp(-v)))
-    constraints = "quantized output scale 1/256"
+    constraints = ("quantized output scale 1/256; an input scale beyond the reference's fixed point (below 2^-27, "
+                   "above ~4) through float from API 29")
 
 
 @lowering_rule(BuiltinOperator.TANH)
@@ -188,7 +189,8 @@ class Tanh(_Sigmoidal):
     quant_api = 29
     fixed_output = TANH_OUTPUT
     function = staticmethod(np.tanh)
-    constraints = "quantized needs API 29 and output scale 1/128"
+    constraints = ("quantized needs API 29 and output scale 1/128; an input scale beyond the reference's fixed "
+                   "point (below 2^-27, from 8) through float")
 
 
 @lowering_rule(BuiltinOperator.ELU)
