@@ -1,9 +1,9 @@
 """Kernels of the executor's fused steps (`nnconv.runtime.fusion`) that stand for a per-channel scale:
 x * gate followed by a convolution (the filter scaled instead), and a gate computed from the operation
 that produced it (a squeeze-excite's LOGISTIC, or its hard sigmoid's constant MUL) inside the step; the
-affine step, a MUL by a constant then an ADD of a constant (a batch normalization TFLite kept); a quant8
-swish as one table; and a standalone activation run in place on the output of the operation that produced
-its input.
+affine step, a MUL by a constant then an ADD of a constant (a batch normalization TFLite kept); a chain
+of elementwise operations on one quant8 tensor as one table; and a standalone activation run in place on
+the output of the operation that produced its input.
 
 Slots of a fused step: 0 x, then the gate's slots (`GATE_SLOTS`: the gate itself; the LOGISTIC's input;
 the MUL's two inputs), then the rest of the absorbing operation's inputs (the MUL's fused activation, or
@@ -13,11 +13,11 @@ the CONV_2D's slots 1.. ).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
-from nnconv.nnapi.enums import FuseCode, OperandLifeTime
+from nnconv.nnapi.enums import FuseCode, OperandLifeTime, OperationType
 from nnconv.nnapi.model import Operand, Operation
 from nnconv.runtime.kernels._activation import standalone_float_clamp
 from nnconv.runtime.kernels._float_activation import apply_float_activation
@@ -162,28 +162,33 @@ def quant8_affine(mul: Operation, add: Operation, product: Operand, x_slot: int,
     return run
 
 
-def quant8_swish(logistic: Operation, mul: Operation, gate: Operand, x_slot: int,
-                 logistic_kernel: Kernel, mul_kernel: Kernel) -> Kernel:
-    """MUL(x, LOGISTIC(x)) on quant8 x: one gather from a 256-entry table [storage byte of x] -> output
-    storage. The pair reads nothing but x's byte (the activation is a constant), so the table is what the
-    LOGISTIC and MUL kernels themselves compute on all 256 bytes, the gate in the LOGISTIC output's
-    quantization (`gate`): the pair's bits by construction, one pass instead of two gathers and a buffer.
-    Slots of the step: 0 x, 1 the MUL's activation; in the MUL, x sits in `x_slot`."""
+def byte_function(members: list[Operation], operands: list[Operand], x: int, y: int, slots: dict[int, int],
+                  kernels: Mapping[OperationType, Kernel]) -> Kernel:
+    """Elementwise operations `members` (in order) whose values all derive from one quant8 operand `x`,
+    ending in quant8 `y`: one gather from a 256-entry table [storage byte of x] -> storage of y.
 
-    def table(call: KernelCall, x: np.ndarray) -> np.ndarray:
-        domain = np.arange(256, dtype=np.uint8).view(x.dtype)  # entry k: the value whose byte is k
-        s = logistic_kernel(KernelCall(operation=logistic, inputs=[domain], in_operands=[call.in_operands[0]],
-                                       out_operands=[gate]))[0]
-        inputs, operands = [s, s, call.inputs[1]], [gate, gate, call.in_operands[1]]
-        inputs[x_slot], operands[x_slot] = domain, call.in_operands[0]
-        return np.asarray(mul_kernel(KernelCall(operation=mul, inputs=inputs, in_operands=operands,
-                                                out_operands=list(call.out_operands)))[0])
+    Nothing else varies between runs (their other inputs are one-value constants), so y is a function of
+    x's byte alone: the table is what the members' own kernels compute on all 256 bytes, run once in
+    order, so the step has the group's bits by construction, one pass instead of one or more per member and
+    no intermediate buffers (a quant8 swish MUL(x, LOGISTIC(x)); a LOGISTIC through float, DEQUANTIZE ->
+    LOGISTIC -> QUANTIZE, and its swish MUL). `slots` maps each operand the members read to its slot in the
+    step (x in slot 0, then the constants)."""
+
+    def table(call: KernelCall) -> np.ndarray:
+        values = {x: np.arange(256, dtype=np.uint8).view(operands[x].dtype)}  # entry k: the value of byte k
+        for op in members:
+            inputs = [values[t] if t in values else (None if t < 0 else call.inputs[slots[t]]) for t in op.inputs]
+            outs = kernels[op.type](KernelCall(operation=op, inputs=inputs,
+                                               in_operands=[operands[t] if t >= 0 else None for t in op.inputs],
+                                               out_operands=[operands[o] for o in op.outputs]))
+            values[op.outputs[0]] = np.asarray(outs[0])
+        return values[y].reshape(256)
 
     def run(call: KernelCall) -> list[np.ndarray]:
-        x = call.tensor(0)
-        flat = call.memo(("quant8_swish", x.dtype.str), (1,), lambda: table(call, x))
-        out = call.empty(x.shape, flat.dtype)
-        np.take(flat, x.view(np.uint8), out=out, mode="wrap")  # bytes cannot leave 0..255: no bounds check
+        x_value = call.tensor(0)
+        flat = call.memo(("byte_function", x_value.dtype.str), range(1, len(call.inputs)), lambda: table(call))
+        out = call.empty(x_value.shape, flat.dtype)
+        np.take(flat, x_value.view(np.uint8), out=out, mode="wrap")  # bytes cannot leave 0..255: no bounds check
         return [out]
 
     return run

@@ -4,9 +4,14 @@ outputs never exist as tensors.
 - Swish (SiLU), `MUL(x, LOGISTIC(x))`, which TFLite stores as two operations (EfficientNet-B0 has 49 of
   them on maps of up to 112x112x96): fused, `x / (1 + exp(-x))` is computed into one buffer at the MUL's
   place, which saves the MUL's pass over memory and the LOGISTIC's buffer
-  (`nnconv.runtime.kernels.logistic.float32_swish`). Quant8 (EfficientNet int8's): the pair is a function
-  of x's byte alone, so one gather from a 256-entry table that the LOGISTIC and MUL kernels fill once,
-  the pair's bits exactly (`nnconv.runtime.fused_kernels.quant8_swish`).
+  (`nnconv.runtime.kernels.logistic.float32_swish`).
+- A byte function: elementwise operations (`BYTE_OPS`) whose values all derive from one quant8 tensor x and
+  one-value constants, ending in a quant8 output, are a function of x's byte alone: one gather from a
+  256-entry table that the operations' own kernels fill once, with the chain's bits exactly
+  (`nnconv.runtime.fused_kernels.byte_function`). EfficientNet-B0 int8 has 34 quant8 swishes
+  `MUL(x, LOGISTIC(x))` and 17 sigmoids that its lowering sends through float, DEQUANTIZE -> LOGISTIC ->
+  QUANTIZE (15 of them then a swish MUL: four operations, one gather); a quant8 MUL + ADD by one-value
+  constants is one too.
 - A per-channel scale feeding a convolution, `CONV_2D(MUL(x, gate))` with `gate` one value per input
   channel (the squeeze-excite scale of EfficientNet and MobileNetV3): fused, the convolution runs on x with
   its filter scaled along the input channels, `conv(x * g, W) = conv(x, W * g)` (zero padding stays zero),
@@ -46,8 +51,8 @@ import numpy as np
 from nnconv.nnapi.enums import FuseCode, OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Operation, Subgraph
 from nnconv.runtime.fused_kernels import (Kernel, affine, clamp_epilogue, gated_mul, prelu_epilogue,
-                                          quant8_affine, quant8_swish, scaled_filter_conv,
-                                          with_epilogue)
+                                          byte_function, quant8_affine,
+                                          scaled_filter_conv, with_epilogue)
 from nnconv.runtime.kernels.logistic import float32_swish
 
 _L = OperandLifeTime
@@ -57,7 +62,11 @@ _O = OperationType
 # the standalone clamps and their FuseCode; the producers whose output an activation may finish in place
 _CLAMPS = {_O.RELU: FuseCode.RELU, _O.RELU1: FuseCode.RELU1, _O.RELU6: FuseCode.RELU6}
 EPILOGUE_PRODUCERS = frozenset({_O.ADD, _O.CONV_2D, _O.DEPTHWISE_CONV_2D})
-FUSED_TYPES = frozenset({_O.LOGISTIC, _O.MUL, _O.CONV_2D, _O.ADD, _O.DEPTHWISE_CONV_2D, _O.PRELU, *_CLAMPS})
+# Elementwise operations whose output element depends on the same element of their inputs only (and on
+# one-value constants), with the input's shape: a chain of them from one quant8 tensor is a byte function.
+BYTE_OPS = frozenset({_O.DEQUANTIZE, _O.QUANTIZE, _O.LOGISTIC, _O.TANH, _O.HARD_SWISH, _O.MUL, _O.ADD, _O.SUB,
+                      _O.MAXIMUM, _O.MINIMUM, _O.FLOOR, _O.ABS, _O.NEG, _O.EXP, *_CLAMPS})
+FUSED_TYPES = frozenset({_O.LOGISTIC, _O.MUL, _O.CONV_2D, _O.ADD, _O.DEPTHWISE_CONV_2D, _O.PRELU, *_CLAMPS, *BYTE_OPS})
 
 # The scaled filter (O*KH*KW*C values) costs a pass like the MUL's over the map (N*H*W*C values) but also
 # a fresh filter matrix for the convolution every run: fused only while it is no larger than the map.
@@ -128,8 +137,16 @@ def plan_fusions(sg: Subgraph, constant: Callable[[int], np.ndarray | None],
     conv_kernel = kernels[OperationType.CONV_2D]
     fusions: list[Fusion] = []
     taken: set[int] = set()
+    # quant8 chains first, from the end: the longest chain ending at an operation takes its members
+    for k in range(len(sg.operations) - 1, -1, -1):
+        f = None if k in taken else _byte_function(g, k, kernels)
+        if f is not None and not taken & {*f.absorbed, f.at}:
+            fusions.append(f)
+            taken.update((*f.absorbed, f.at))
     for k, op in enumerate(sg.operations):  # swish first: its MUL is no gate's
-        f = _swish(g, k, op, kernels)
+        if k in taken:
+            continue
+        f = _swish(g, k, op)
         if f is not None and not taken & {*f.absorbed, f.at}:
             fusions.append(f)
             taken.update((*f.absorbed, f.at))
@@ -184,9 +201,8 @@ def _activation_epilogue(g: _Graph, k: int, op: Operation, kernels: Mapping[Oper
                   name=f"{prod.type.name}+{op.type.name}")
 
 
-def _swish(g: _Graph, k: int, op: Operation, kernels: Mapping[OperationType, Kernel]) -> Fusion | None:
-    """LOGISTIC(x) -> s, MUL(x, s) or MUL(s, x) with a valid constant activation: all float32, or all
-    quant8 of one type (`quant8_swish`'s table)."""
+def _swish(g: _Graph, k: int, op: Operation) -> Fusion | None:
+    """LOGISTIC(x) -> s, MUL(x, s) or MUL(s, x) with a valid constant activation, all float32."""
     if op.type is not OperationType.LOGISTIC or len(op.inputs) != 1 or len(op.outputs) != 1:
         return None
     x, s = op.inputs[0], op.outputs[0]
@@ -200,13 +216,55 @@ def _swish(g: _Graph, k: int, op: Operation, kernels: Mapping[OperationType, Ker
         return None
     if g.constant_int(mul.inputs[2]) not in _FUSE_CODES:
         return None  # left to the MUL kernel, which names the invalid code
-    if g.float32(x, s, mul.outputs[0]):
-        return Fusion(absorbed=(k,), at=m, inputs=(x, mul.inputs[2]), fn=float32_swish, name="LOGISTIC+MUL")
-    types = {g.sg.operands[i].type for i in (x, s, mul.outputs[0])}
-    if len(types) != 1 or types.pop() not in _QUANT8 or not {_O.LOGISTIC, _O.MUL} <= kernels.keys():
+    if not g.float32(x, s, mul.outputs[0]):
+        return None  # quant8: `_byte_function`
+    return Fusion(absorbed=(k,), at=m, inputs=(x, mul.inputs[2]), fn=float32_swish, name="LOGISTIC+MUL")
+
+
+def _byte_function(g: _Graph, k: int, kernels: Mapping[OperationType, Kernel]) -> Fusion | None:
+    """The elementwise operations (`BYTE_OPS`) ending at operation k whose values all derive from one quant8
+    tensor x, when k's output is quant8 of x's shape and there are at least two: walking back from k, an
+    operand joins when it is a temporary read by the group alone and made by a `BYTE_OPS` operation of x's
+    shape; every other operand read must be x or a one-value constant (a scalar activation, a MUL's constant
+    factor), so the group is a function of x's byte alone (`byte_function`'s table)."""
+    ops, operands = g.sg.operations, g.sg.operands
+    op = ops[k]
+    if op.type not in BYTE_OPS or len(op.outputs) != 1 or operands[op.outputs[0]].type not in _QUANT8:
         return None
-    fn = quant8_swish(op, mul, g.sg.operands[s], list(mul.inputs).index(x), kernels[_O.LOGISTIC], kernels[_O.MUL])
-    return Fusion(absorbed=(k,), at=m, inputs=(x, mul.inputs[2]), fn=fn, name="LOGISTIC+MUL")
+    members, sources, constants, stack = {k}, set(), set(), [k]
+    while stack:
+        for t in ops[stack.pop()].inputs:
+            if t < 0 or t in sources or t in constants:
+                continue
+            value = g.constant_value(t)
+            if value is not None:
+                if value.size != 1:
+                    return None  # varies along an axis: not a function of the byte alone
+                constants.add(t)
+                continue
+            p = g.producer.get(t)
+            if (p is not None and ops[p].type in BYTE_OPS and len(ops[p].outputs) == 1 and p not in members
+                    and operands[t].lifetime is _L.TEMPORARY_VARIABLE and t not in g.outputs
+                    and set(g.readers.get(t, ())) <= members):
+                members.add(p)
+                stack.append(p)
+            elif p is None or p not in members:
+                sources.add(t)
+    if len(members) < 2 or len(sources) != 1:
+        return None
+    x = next(iter(sources))
+    xd = g.dims(x)
+    if (operands[x].type not in _QUANT8 or not xd or not all(d > 0 for d in xd)
+            or any(g.dims(ops[m].outputs[0]) != xd for m in members)
+            or not {ops[m].type for m in members} <= kernels.keys()):
+        return None
+    # members read nothing a later member writes (the subgraph's order is a topological one)
+    order = sorted(members)
+    inputs = (x, *sorted(constants))
+    fn = byte_function([ops[m] for m in order], list(operands), x, op.outputs[0],
+                       {t: slot for slot, t in enumerate(inputs)}, kernels)
+    return Fusion(absorbed=tuple(order[:-1]), at=k, inputs=inputs, fn=fn,
+                  name="+".join(ops[m].type.name for m in order))
 
 
 def _channel_scale(g: _Graph, m: int, mul: Operation, conv_kernel: Kernel) -> Fusion | None:

@@ -1,6 +1,7 @@
 """The executor's fusions (`nnconv.runtime.fusion`). Swish: a float32 MUL(x, LOGISTIC(x)) runs as one step,
-within the float tolerance of TFLite and within an ulp or so of the unfused pair; a quant8 one as one table
-lookup with the pair's bits. Scaled filter: CONV_2D
+within the float tolerance of TFLite and within an ulp or so of the unfused pair. Byte functions: a chain of
+elementwise operations on one quant8 tensor (a quant8 swish, a LOGISTIC through float) as one table lookup
+with the chain's bits. Scaled filter: CONV_2D
 (MUL(x, per-channel gate)) runs as the convolution of x with the filter scaled along its input channels.
 Gate: the LOGISTIC or constant MUL making such a gate runs inside the step that reads it. Affine:
 ADD(MUL(x, constant), constant) runs as one step with the same bits.
@@ -94,14 +95,17 @@ def test_trace_relaxed_and_overrides_see_both_operations():
     assert step_names(overridden, feed) == ["LOGISTIC", "MUL"]
 
 
-def quant8_swish_model(shape, dtype, x_first: bool = True, act: int = 0, second_reader: bool = False) -> bytes:
+def quant8_swish_model(shape, dtype, x_first: bool = True, act: int = 0, second_reader: bool = False,
+                       x_scale: float = 0.07, gate_of_other_input: bool = False) -> bytes:
     """x (quant8 `dtype`, off-centre zero point) -> LOGISTIC -> s (scale 1/256, the type's minimum as zero
-    point, as TFLite requires) -> MUL(x, s) or MUL(s, x) with `act` -> z; optionally s also read by an ADD."""
+    point, as TFLite requires) -> MUL(x, s) or MUL(s, x) with `act` -> z; optionally s also read by an ADD, or
+    the LOGISTIC of another input."""
     b = TfliteBuilder()
     shift = 0 if dtype == np.int8 else 128
-    x = b.input("x", shape, dtype, quant=QuantParams(0.07, -17 + shift))
+    x = b.input("x", shape, dtype, quant=QuantParams(x_scale, -17 + shift))
     s = b.tensor("s", shape, dtype, quant=QuantParams(1 / 256, -128 + shift))
-    b.op(B.LOGISTIC, [x], [s])
+    b.op(B.LOGISTIC, [b.input("g", shape, dtype, quant=QuantParams(x_scale, shift)) if gate_of_other_input else x],
+         [s])
     z = b.tensor("z", shape, dtype, quant=QuantParams(0.04, -90 + shift))
     b.op(B.MUL, [x, s] if x_first else [s, x], [z], MulOptions(fused_activation_function=act))
     if second_reader:
@@ -112,28 +116,40 @@ def quant8_swish_model(shape, dtype, x_first: bool = True, act: int = 0, second_
     return b.finish()
 
 
+SWISH_OPS = ["LOGISTIC", "MUL"]
+# an input scale of 8.6 (EfficientNet-B0 int8's): the LOGISTIC goes through float (its lowering's DEQUANTIZE,
+# LOGISTIC, QUANTIZE), and the whole chain is still a function of x's byte
+THROUGH_FLOAT_OPS = ["DEQUANTIZE", "LOGISTIC", "QUANTIZE", "MUL"]
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
-@pytest.mark.parametrize("x_first,act", [(True, 0), (False, 1), (True, 3)], ids=["mul-x-s", "mul-s-x-relu", "relu6"])
-def test_quant8_swish_one_gather_same_bits(dtype, x_first, act):
-    """A quant8 MUL(x, LOGISTIC(x)) runs as one table step: TFLite's results within 1 LSB, and exactly the
-    two kernels' bits run apart, on every input byte (twice: the second run reads the memoized table)."""
+@pytest.mark.parametrize("x_first,act,x_scale,ops", [(True, 0, 0.07, SWISH_OPS), (False, 1, 0.07, SWISH_OPS),
+                                                     (True, 3, 0.07, SWISH_OPS), (False, 0, 8.6, THROUGH_FLOAT_OPS)],
+                         ids=["mul-x-s", "mul-s-x-relu", "relu6", "through-float"])
+def test_quant8_chain_one_gather_same_bits(dtype, x_first, act, x_scale, ops):
+    """A chain of elementwise operations on one quant8 tensor (a swish MUL(x, LOGISTIC(x)), with or without
+    the LOGISTIC through float) runs as one table step: TFLite's results within 1 LSB, and exactly the
+    operations' bits run apart, on every input byte (twice: the second run reads the memoized table)."""
     shape = (2, 16, 16)  # 512 values: every byte twice
-    converted = assert_parity(quant8_swish_model(shape, dtype, x_first, act), api_level=30,
-                              expect_ops=["LOGISTIC", "MUL"]).converted
+    model = quant8_swish_model(shape, dtype, x_first, act, x_scale=x_scale)
+    converted = assert_parity(model, api_level=30, expect_ops=ops).converted
     info = np.iinfo(dtype)
     every = np.resize(np.arange(info.min, info.max + 1), int(np.prod(shape)))
     feed = {"x": np.roll(every, 91).reshape(shape).astype(dtype)}
     fused_ex, apart_ex = Executor(converted), Executor(converted, trace=Trace())
-    assert step_names(fused_ex, feed) == ["LOGISTIC+MUL"]
+    assert step_names(fused_ex, feed) == ["+".join(ops)]
     for _ in range(2):
         np.testing.assert_array_equal(fused_ex.run(feed)["z"], apart_ex.run(feed)["z"])
-    assert_parity(quant8_swish_model(shape, dtype, x_first, act), api_level=30, inputs=feed)
+    assert_parity(model, api_level=30, inputs=feed)
 
 
-def test_quant8_swish_not_fused_when_the_gate_is_read_again():
-    converted = assert_parity(quant8_swish_model((3, 7), np.int8, second_reader=True), api_level=30).converted
-    feed = {"x": np.arange(-60, -39, dtype=np.int8).reshape(3, 7)}
-    assert "LOGISTIC+MUL" not in step_names(Executor(converted), feed)
+@pytest.mark.parametrize("variant", ["second_reader", "gate_of_other_input"])
+def test_quant8_chain_not_fused_when_a_value_is_read_outside_or_another_input_enters(variant):
+    """The gate also read by an ADD, or the LOGISTIC of another input: not a function of x's byte alone."""
+    converted = assert_parity(quant8_swish_model((3, 7), np.int8, **{variant: True}), api_level=30).converted
+    feed = {name: np.arange(-60, -39, dtype=np.int8).reshape(3, 7) for name in ("x", "g")}
+    feed = {s.name: feed[s.name] for s in converted.inputs}
+    assert not [n for n in step_names(Executor(converted), feed) if "LOGISTIC+" in n]
 
 
 def scaled_conv_model(x_shape, gate_shape, filter_shape, gate_first: bool = False, padding=Padding.SAME,
