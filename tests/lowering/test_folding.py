@@ -224,3 +224,38 @@ def test_concat_of_differently_quantized_constants_is_not_folded():
     state = make_state(read_model(b.finish()), 30)
     assert (0, t) not in state.folded
     np.testing.assert_array_equal(state.folded[(0, same)], [1, 2, 1, 2])
+
+
+def broadcast_args_model(shape_is_output: bool = False, dynamic_shape: bool = False) -> bytes:
+    """Keras 3's broadcasting idiom: BROADCAST_TO(x, BROADCAST_ARGS(SHAPE(x), [2, 1])) for x [1, 3]; the
+    shape pair optionally also a model output, or the second shape a model input."""
+    b = TfliteBuilder()
+    x = b.input("x", (1, 3), np.float32)
+    s = b.tensor("s", (2,), I32)
+    b.op(B.SHAPE, [x], [s], ShapeOptions(out_type=2))
+    other = b.input("t", (2,), I32) if dynamic_shape else b.const("t", np.array([2, 1], I32))
+    args = b.tensor("args", (2,), I32)
+    b.op(B.BROADCAST_ARGS, [s, other], [args])
+    y = b.tensor("y", (2, 3), np.float32)
+    b.op(B.BROADCAST_TO, [x, args], [y], version=2)
+    b.output(y, args) if shape_is_output else b.output(y)
+    return b.finish()
+
+
+def test_broadcast_args_of_constant_shapes_folds():
+    result = assert_parity(broadcast_args_model(), api_level=30, expect_ops=["TILE"])
+    assert [r.status.value for r in result.report.ops] == ["folded", "folded", "lowered"]
+    model = read_model(broadcast_args_model())
+    args = next(t.index for t in model.main.tensors if t.name == "args")
+    np.testing.assert_array_equal(make_state(model, 30).folded[(0, args)], [2, 3])
+
+
+def test_unfolded_broadcast_args_is_a_constant_add_from_api_30():
+    """Its output a model output: not folded, computed as ADD(constant, 0) (API 30), refused below."""
+    model = broadcast_args_model(shape_is_output=True)
+    assert_parity(model, api_level=30, expect_ops=["ADD", "TILE"])
+    assert_refused(model, 29, Code.API_LEVEL, min_api_level=30)
+
+
+def test_broadcast_args_of_a_run_time_shape_is_refused():
+    assert_refused(broadcast_args_model(dynamic_shape=True), 30, Code.NON_CONSTANT)

@@ -1,6 +1,7 @@
 """Folds of the shape and data-movement ops: SHAPE and RANK (from the static shape alone), RESHAPE, SQUEEZE,
 EXPAND_DIMS, CONCATENATION, PACK, UNPACK, GATHER, GATHER_ND, STRIDED_SLICE, SLICE, TRANSPOSE, TILE,
-BROADCAST_TO, SPLIT, SPLIT_V (data movement: they fold quantized tensors whose parameters match) and FILL."""
+BROADCAST_TO, SPLIT, SPLIT_V (data movement: they fold quantized tensors whose parameters match), FILL and
+BROADCAST_ARGS (two constant shapes)."""
 
 from __future__ import annotations
 
@@ -146,6 +147,14 @@ def tile(c: FoldCall) -> list[np.ndarray]:
 @fold(B.BROADCAST_TO, data_movement=True)
 def broadcast_to(c: FoldCall) -> list[np.ndarray]:
     return [np.broadcast_to(c.value(0), c.ints(1)).copy()]
+
+
+@fold(B.BROADCAST_ARGS)
+def broadcast_args(c: FoldCall) -> list[np.ndarray]:
+    """The shape two shapes broadcast to, in their dtype (numpy's rules are TFLite's; incompatible shapes do
+    not fold)."""
+    s0, s1 = c.value(0), c.value(1)
+    return [np.asarray(np.broadcast_shapes(tuple(c.ints(0)), tuple(c.ints(1))), dtype=np.result_type(s0, s1))]
 
 
 @fold(B.SPLIT, data_movement=True)

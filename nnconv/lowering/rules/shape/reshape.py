@@ -160,3 +160,36 @@ class Shape(Rule):
         shape = c.constant(OperandType.TENSOR_INT32, np.asarray(c.input(0).shape or (1,), dtype=np.int32))
         zero = c.constant(OperandType.TENSOR_INT32, np.zeros(1, np.int32))
         c.emit(OperationType.ADD, [shape, zero, c.i32(0)], [c.out()])
+
+
+@lowering_rule(BuiltinOperator.BROADCAST_ARGS)
+class BroadcastArgs(Rule):
+    """TFLite BROADCAST_ARGS(shape0, shape1): the shape the two broadcast to. Keras 3 writes it between
+    SHAPEs and BROADCAST_TOs (its GroupNormalization's weighted moments); with static shapes both inputs are
+    constants and folding substitutes the result for every consumer. This rule runs only when it was not
+    folded: its output is a model output, then the known result is NNAPI ADD(constant, 0) on TENSOR_INT32
+    (API 30), as for SHAPE. Shapes known only at run time cannot be lowered (NNAPI has no such operation)."""
+
+    fold = shape_folds.broadcast_args
+    nnapi_ops = (OperationType.ADD,)
+    min_api_level = 30
+    dtypes = ("int32",)
+    constraints = "constant shapes that broadcast (otherwise folded away); int32 output; unfolded needs API 30"
+
+    def check(self, c: CheckContext) -> None:
+        shapes = [require_const_ints(c, i, f"shape {i}") for i in (0, 1)]
+        if shapes[0] is None or shapes[1] is None:
+            return
+        try:
+            np.broadcast_shapes(tuple(shapes[0]), tuple(shapes[1]))
+        except ValueError:
+            c.refuse(Code.OPERAND_VALUE, f"shapes {shapes[0]} and {shapes[1]} do not broadcast")
+            return
+        c.require_dtype(c.output(), (I32,), "output", hint="an int64 BROADCAST_ARGS result is only usable when folded")
+        c.require_api(30, "an unfolded BROADCAST_ARGS (ADD of a constant on TENSOR_INT32)")
+
+    def lower(self, c: LowerContext) -> None:
+        value = np.broadcast_shapes(tuple(const_ints(c, c.input(0))), tuple(const_ints(c, c.input(1))))
+        shape = c.constant(OperandType.TENSOR_INT32, np.asarray(value or (1,), dtype=np.int32))
+        zero = c.constant(OperandType.TENSOR_INT32, np.zeros(1, np.int32))
+        c.emit(OperationType.ADD, [shape, zero, c.i32(0)], [c.out()])
