@@ -77,7 +77,7 @@ def _ints(state: ConversionState, sg: Subgraph, tensor: int) -> list[int] | None
     return None if value is None else [int(v) for v in np.asarray(value).reshape(-1)]
 
 
-def _as_reshape(edit: SubgraphEdit, op: Operator, source: int, target: list[int]) -> None:
+def as_reshape(edit: SubgraphEdit, op: Operator, source: int, target: list[int]) -> None:
     """Makes `op` a RESHAPE of `source` to `target` (a constant shape input and the same option)."""
     shape_t = edit.add_constant(f"{edit.sg.tensors[op.outputs[0]].name}/merged_shape", target)
     edit.replace_op(op.index, builtin_code=int(B.RESHAPE), inputs=(source, shape_t),
@@ -123,7 +123,7 @@ def _rewrite_chain(state: ConversionState, edit: SubgraphEdit, producer: Operato
     kind = RewriteKind.MERGE_AXES
     records = [RewriteRecord(edit.sg.index, producer.index, kind,
                              f"RESHAPE to {a_dims} instead of rank-{a_t.rank} {list(a_t.shape)}")]
-    _as_reshape(edit, producer, x, a_dims)
+    as_reshape(edit, producer, x, a_dims)
     edit.set_shape(a, a_dims)
     if middle is not None and b_dims is not None:
         what = "multiples" if middle.builtin_code == B.TILE else "perm"
@@ -133,7 +133,7 @@ def _rewrite_chain(state: ConversionState, edit: SubgraphEdit, producer: Operato
         records.append(RewriteRecord(edit.sg.index, middle.index, kind,
                                      f"{middle.name} of {a_dims} by {what} {param} on merged axes"))
     for op in consumers:
-        _as_reshape(edit, op, b, list(tensors[op.outputs[0]].shape))
+        as_reshape(edit, op, b, list(tensors[op.outputs[0]].shape))
         records.append(RewriteRecord(edit.sg.index, op.index, kind, f"RESHAPE from merged {b_dims or a_dims}"))
     return records
 

@@ -9,6 +9,7 @@ from nnconv.rewrite.state import ConversionState
 from nnconv.rewrite import int64_indices  # noqa: F401  (registers RewriteKind.INT64_INDICES)
 from nnconv.rewrite import list_set_item  # noqa: F401  (registers RewriteKind.LIST_SET_ITEM)
 from nnconv.rewrite import merge_axes  # noqa: F401  (registers RewriteKind.MERGE_AXES)
+from nnconv.rewrite import merge_regions  # noqa: F401  (registers RewriteKind.MERGE_REGIONS)
 from nnconv.rewrite import output_shapes  # noqa: F401  (registers RewriteKind.OUTPUT_SHAPES)
 from nnconv.rewrite import static_shapes  # noqa: F401  (registers RewriteKind.STATIC_SHAPES)
 from nnconv.rewrite.folding import fold_constants

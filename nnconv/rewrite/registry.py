@@ -24,6 +24,7 @@ class RewriteKind(enum.Enum):
     STATIC_SHAPES = "static-shapes"  # placeholder shapes (-1 in the signature) as TFLite's Prepare computes them
     OUTPUT_SHAPES = "output-shapes"  # undeclared output shapes of sequence ops, as TFLite's Prepare computes
     MERGE_AXES = "merge-axes"  # rank-5 reshape/tile/transpose chains on merged axes (rank <= 4)
+    MERGE_REGIONS = "merge-regions"  # rank-5 elementwise / reduction regions on merged axes (GroupNormalization)
     LIST_SET_ITEM = "list-set-item"  # a loop's lowered TensorListSetItem as a SELECT of one row
     INT64_INDICES = "int64-indices"  # int64 index tensors carried as int32
 
