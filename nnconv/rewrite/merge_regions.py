@@ -17,6 +17,7 @@ subgraph, made of `_ELEMENTWISE` ops, keep_dims `_REDUCERS`, BROADCAST_TO and en
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -32,7 +33,7 @@ _ELEMENTWISE = frozenset({
     B.ADD, B.SUB, B.MUL, B.DIV, B.SQUARED_DIFFERENCE, B.MAXIMUM, B.MINIMUM, B.POW, B.SQUARE, B.SQRT, B.RSQRT,
     B.EXP, B.LOG, B.ABS, B.NEG, B.LOGISTIC, B.TANH, B.RELU, B.RELU6, B.CAST, B.EQUAL, B.NOT_EQUAL, B.LESS,
     B.LESS_EQUAL, B.GREATER, B.GREATER_EQUAL, B.LOGICAL_AND, B.LOGICAL_OR, B.LOGICAL_NOT, B.SELECT_V2,
-    B.ZEROS_LIKE})
+    B.ZEROS_LIKE, B.DEQUANTIZE})  # DEQUANTIZE: float16 weights (gamma, beta, epsilon) widened at run time
 _REDUCERS = frozenset({B.SUM, B.MEAN, B.REDUCE_MAX, B.REDUCE_MIN, B.REDUCE_PROD})
 _FIRST_AXES = (1, 2, 3, 0)  # the first axis of the pair to merge; H and W first
 
@@ -77,8 +78,7 @@ class _Region:
             elif code not in _ELEMENTWISE or out not in self.dynamic:
                 return False
             if code in _ELEMENTWISE and any(t >= 0 and t not in self.dynamic and tensors[t].rank != _RANK
-                                            and np.size(self.value(t) if self.value(t) is not None else [0, 0]) != 1
-                                            for t in op.inputs):
+                                            and math.prod(tensors[t].shape) != 1 for t in op.inputs):
                 return False  # a lower-rank operand would align differently once the rank drops
         return True
 

@@ -17,10 +17,11 @@ from nnconv.tflite.schema_enums import BuiltinOperator as B
 F32, I32 = np.float32, np.int32
 
 
-def group_norm_model(axes=(1, 2, 4), groups: int = 2) -> bytes:
+def group_norm_model(axes=(1, 2, 4), groups: int = 2, fp16_weights: bool = False) -> bytes:
     """x [1, 4, 6, 8] -> [1, 4, 6, G, 8/G]; mean and variance over `axes` (keep_dims); a zero variance
     replaced by 1 through EQUAL, an identity BROADCAST_TO of that bool mask and SELECT_V2 (Keras 3's
-    weighted moments); (x - mean) * rsqrt(var + eps) * gamma + beta; back to [1, 4, 6, 8]."""
+    weighted moments); (x - mean) * rsqrt(var + eps) * gamma + beta; back to [1, 4, 6, 8]. `fp16_weights`:
+    gamma and beta stored as float16 and widened by DEQUANTIZE at run time, as TensorFlow writes them."""
     rng = np.random.default_rng(4)
     b = TfliteBuilder()
     x = b.input("x", (1, 4, 6, 8), F32)
@@ -48,21 +49,30 @@ def group_norm_model(axes=(1, 2, 4), groups: int = 2) -> bytes:
     inv = b.tensor("inv", stat, F32)
     b.op(B.RSQRT, [shifted], [inv])
     affine = (1, 1, 1, groups, 8 // groups)
+
+    def weight(name: str, value: np.ndarray) -> int:
+        if not fp16_weights:
+            return b.const(name, value.astype(F32))
+        wide = b.tensor(name, affine, F32)
+        b.op(B.DEQUANTIZE, [b.const(name + "_fp16", value.astype(np.float16))], [wide])
+        return wide
+
+    gamma, beta = weight("gamma", rng.uniform(0.5, 1.5, affine)), weight("beta", rng.uniform(-0.5, 0.5, affine))
     scale = b.tensor("scale", tuple(max(s, a) for s, a in zip(stat, affine)), F32)
-    b.op(B.MUL, [inv, b.const("gamma", rng.uniform(0.5, 1.5, affine).astype(F32))], [scale], MulOptions())
+    b.op(B.MUL, [inv, gamma], [scale], MulOptions())
     norm = b.tensor("norm", five, F32)
     b.op(B.MUL, [d, scale], [norm], MulOptions())
     y5 = b.tensor("y5", five, F32)
-    b.op(B.ADD, [norm, b.const("beta", rng.uniform(-0.5, 0.5, affine).astype(F32))], [y5], AddOptions())
+    b.op(B.ADD, [norm, beta], [y5], AddOptions())
     y = b.tensor("y", (1, 4, 6, 8), F32)
     b.op(B.RESHAPE, [y5, b.const("s4", np.array((1, 4, 6, 8), I32))], [y], ReshapeOptions(new_shape=(1, 4, 6, 8)))
     b.output(y)
     return b.finish()
 
 
-@pytest.mark.parametrize("groups", [2, 4])
-def test_group_norm_runs_on_merged_axes_in_one_partition(groups):
-    model = group_norm_model(groups=groups)
+@pytest.mark.parametrize("groups,fp16_weights", [(2, False), (4, False), (2, True)], ids=["g2", "g4", "g2-fp16"])
+def test_group_norm_runs_on_merged_axes_in_one_partition(groups, fp16_weights):
+    model = group_norm_model(groups=groups, fp16_weights=fp16_weights)
     result = assert_parity(model, api_level=30)
     # SELECT_V2 lowers with a driver note; the identity BROADCAST_TO is removed
     assert {r.status.value for r in result.report.ops} == {"lowered", "driver_warning", "folded"}
