@@ -56,6 +56,8 @@ class _Region:
     def supported(self) -> bool:
         """Every operator of the region is one this rewrite knows, on unquantized internal tensors."""
         tensors = self.edit.tensors
+        if not all(self.edit.is_internal(t) for t in self.dynamic):
+            return False  # a model input or output keeps its declared rank-5 shape
         for k in self.ops:
             op = self.edit.operators[k]
             code = op.builtin_code
@@ -63,8 +65,6 @@ class _Region:
                                            if t >= 0):
                 return False
             out = op.outputs[0]
-            if out in self.dynamic and not self.edit.is_internal(out):
-                return False
             if code == B.RESHAPE:
                 if (tensors[op.inputs[0]].rank == _RANK) == (tensors[out].rank == _RANK):
                     return False  # rank 5 to rank 5: not an entry or an exit

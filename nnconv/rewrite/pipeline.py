@@ -19,8 +19,9 @@ MAX_SHAPE_ROUNDS = 16
 
 
 def rewrite(state: ConversionState) -> None:
-    """Folds constants (unless `ConversionOptions.fold_constants` is off), applies every graph rewrite in `RewriteKind` order (recording what each changed in
-    `state.rewrites`), and folds again what the rewrites made constant."""
+    """Folds constants (unless `ConversionOptions.fold_constants` is off), applies every graph rewrite in
+    `RewriteKind` order (recording what each changed in `state.rewrites`), and folds again what the rewrites
+    made constant."""
     fold = state.options.fold_constants
     if fold:
         fold_constants(state)

@@ -94,3 +94,18 @@ def test_reductions_over_other_adjacent_axes_merge_them():
 def test_no_pair_treated_alike_keeps_rank_5():
     """Moments over H and G only: every adjacent pair has one axis reduced and one kept."""
     assert_refused(group_norm_model(axes=(1, 3)), 30, Code.RANK)
+
+
+def test_a_rank5_model_input_keeps_its_shape():
+    """A region reading a rank-5 model input is left alone: the model's interface keeps its declared shape
+    (and NNAPI refuses it, naming the rank)."""
+    b = TfliteBuilder()
+    x = b.input("x", (1, 2, 3, 2, 2), F32)
+    y5 = b.tensor("y5", (1, 2, 3, 2, 2), F32)
+    b.op(B.MUL, [x, b.const("two", np.array(2.0, F32))], [y5], MulOptions())
+    y = b.tensor("y", (1, 6, 4), F32)
+    b.op(B.RESHAPE, [y5, b.const("s", np.array((1, 6, 4), I32))], [y], ReshapeOptions(new_shape=(1, 6, 4)))
+    b.output(y)
+    model = b.finish()
+    assert not [n for r in check_model(model, 30).ops for n in r.notes if "merge-regions" in n]
+    assert_refused(model, 30, Code.RANK)
