@@ -8,11 +8,11 @@ tensors, so they never collide with a tensor TFLite's interpreter knows.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
-from nnconv.tflite.ir import TENSOR_TYPE_OF_DTYPE, Operator, Quantization, Subgraph, Tensor
+from nnconv.tflite.ir import TENSOR_TYPE_OF_DTYPE, Operator, Quantization, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.schema_enums import TensorType
 
 NO_BUFFER = -1  # appended constants have no buffer in the file; their data lives in `Tensor.data`
@@ -81,3 +81,18 @@ class SubgraphEdit:
         if not self.changed:
             return self.sg
         return dataclasses.replace(self.sg, tensors=tuple(self.tensors), operators=tuple(self.operators))
+
+
+R = TypeVar("R")
+
+
+def edit_each_subgraph(model: TfliteModel, edit_one: Callable[[SubgraphEdit], list[R]]) -> tuple[TfliteModel, list[R]]:
+    """`edit_one` on an edit of every subgraph in turn: the model with the edited subgraphs, and what the
+    calls returned (a rewrite's records), in subgraph order."""
+    found: list[R] = []
+    subgraphs = []
+    for sg in model.subgraphs:
+        edit = SubgraphEdit(sg)
+        found += edit_one(edit)
+        subgraphs.append(edit.finish())
+    return dataclasses.replace(model, subgraphs=tuple(subgraphs)), found

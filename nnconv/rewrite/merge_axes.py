@@ -20,12 +20,10 @@ rank <= 4; the producer and consumers become RESHAPEs to and from the merged sha
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from nnconv.rewrite.state import ConversionState
-from nnconv.rewrite.graph_edit import SubgraphEdit
+from nnconv.rewrite.graph_edit import SubgraphEdit, edit_each_subgraph
 from nnconv.rewrite.registry import RewriteKind, RewriteRecord, graph_rewrite
 from nnconv.tflite.ir import Operator, Subgraph, TfliteModel
 from nnconv.tflite.options import ReshapeOptions
@@ -141,14 +139,12 @@ def _rewrite_chain(state: ConversionState, edit: SubgraphEdit, producer: Operato
 @graph_rewrite(RewriteKind.MERGE_AXES, "adjacent axes that a TILE (multiple 1) or TRANSPOSE (kept order) "
                "treats alike merge into one without moving data")
 def merge_axes(state: ConversionState) -> tuple[TfliteModel, list[RewriteRecord]]:
-    records: list[RewriteRecord] = []
-    subgraphs = []
-    for sg in state.model.subgraphs:
-        edit = SubgraphEdit(sg)
-        for k in range(len(sg.operators)):
+    def edit_one(edit: SubgraphEdit) -> list[RewriteRecord]:
+        records: list[RewriteRecord] = []
+        for k in range(len(edit.operators)):
             op = edit.operators[k]  # as earlier chains left it (a chain's last RESHAPE may start the next)
             if (op.builtin_code in _PRODUCERS and len(op.outputs) == 1 and op.outputs[0] >= 0 and op.inputs
                     and edit.tensors[op.outputs[0]].rank > NNAPI_MAX_RANK):
                 records += _rewrite_chain(state, edit, op)
-        subgraphs.append(edit.finish())
-    return dataclasses.replace(state.model, subgraphs=tuple(subgraphs)), records
+        return records
+    return edit_each_subgraph(state.model, edit_one)

@@ -16,12 +16,11 @@ subgraph, made of `_ELEMENTWISE` ops, keep_dims `_REDUCERS`, BROADCAST_TO and en
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 
-from nnconv.rewrite.graph_edit import SubgraphEdit
+from nnconv.rewrite.graph_edit import SubgraphEdit, edit_each_subgraph
 from nnconv.rewrite.merge_axes import NNAPI_MAX_RANK, as_reshape
 from nnconv.rewrite.registry import RewriteKind, RewriteRecord, graph_rewrite
 from nnconv.rewrite.state import ConversionState
@@ -187,16 +186,12 @@ def _regions(edit: SubgraphEdit, state: ConversionState) -> list[_Region]:
 @graph_rewrite(RewriteKind.MERGE_REGIONS, "two adjacent axes that every operation of a rank-5 region treats alike "
                "(both full or both 1; reduced together) merge into one without moving data")
 def merge_regions(state: ConversionState) -> tuple[TfliteModel, list[RewriteRecord]]:
-    records: list[RewriteRecord] = []
-    subgraphs = []
-    for sg in state.model.subgraphs:
-        edit = SubgraphEdit(sg)
+    def edit_one(edit: SubgraphEdit) -> list[RewriteRecord]:
+        records: list[RewriteRecord] = []
         for region in _regions(edit, state):
-            if not region.supported():
-                continue
-            a = next((a for a in _FIRST_AXES if region.mergeable(a)), None)
+            a = next((a for a in _FIRST_AXES if region.mergeable(a)), None) if region.supported() else None
             if a is not None:
                 records += region.rewrite(a)
-        subgraphs.append(edit.finish())
-    return dataclasses.replace(state.model, subgraphs=tuple(subgraphs)), records
+        return records
+    return edit_each_subgraph(state.model, edit_one)
 

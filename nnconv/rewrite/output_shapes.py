@@ -18,9 +18,7 @@ given a shape; a declared shape that disagrees is left for validation to report 
 
 from __future__ import annotations
 
-import dataclasses
-
-from nnconv.rewrite.graph_edit import SubgraphEdit
+from nnconv.rewrite.graph_edit import SubgraphEdit, edit_each_subgraph
 from nnconv.rewrite.registry import RewriteKind, RewriteRecord, graph_rewrite
 from nnconv.rewrite.state import ConversionState
 from nnconv.tflite.ir import Operator, TfliteModel
@@ -45,11 +43,9 @@ def sequence_output_shape(edit: SubgraphEdit, op: Operator) -> tuple[int, ...] |
 @graph_rewrite(RewriteKind.OUTPUT_SHAPES, "a TFLite kernel resizes its output at Prepare: the declared output "
                "shape is never read")
 def output_shapes(state: ConversionState) -> tuple[TfliteModel, list[RewriteRecord]]:
-    records: list[RewriteRecord] = []
-    subgraphs = []
-    for sg in state.model.subgraphs:
-        edit = SubgraphEdit(sg)
-        for op in sg.operators:
+    def edit_one(edit: SubgraphEdit) -> list[RewriteRecord]:
+        records: list[RewriteRecord] = []
+        for op in edit.sg.operators:
             if op.builtin_code not in _FEATURES_FROM or not op.outputs or op.outputs[0] < 0:
                 continue
             out = edit.tensors[op.outputs[0]]
@@ -57,8 +53,8 @@ def output_shapes(state: ConversionState) -> tuple[TfliteModel, list[RewriteReco
             if shape is None or out.rank != 0:
                 continue
             edit.set_shape(out.index, shape)
-            records.append(RewriteRecord(sg.index, op.index, RewriteKind.OUTPUT_SHAPES,
+            records.append(RewriteRecord(edit.sg.index, op.index, RewriteKind.OUTPUT_SHAPES,
                                          f"output '{out.name}' declared {list(out.shape)}, computed {list(shape)} "
                                          "as TFLite's kernel does"))
-        subgraphs.append(edit.finish())
-    return dataclasses.replace(state.model, subgraphs=tuple(subgraphs)), records
+        return records
+    return edit_each_subgraph(state.model, edit_one)
