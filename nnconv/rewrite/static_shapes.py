@@ -279,8 +279,9 @@ def _has_placeholder(signature: tuple[int, ...] | None) -> bool:
 
 def _placeholder_allows(declared: Shape, signature: tuple[int, ...] | None, shape: Shape) -> bool:
     """The declared shape is the converter's placeholder and `shape` fits its signature."""
-    return (signature is not None and len(signature) == len(shape) == len(declared) and any(d < 0 for d in signature)
-            and all(s < 0 or s == d for s, d in zip(signature, shape)))
+    if signature is None or not _has_placeholder(signature):
+        return False
+    return len(signature) == len(shape) == len(declared) and all(s < 0 or s == d for s, d in zip(signature, shape))
 
 
 @graph_rewrite(RewriteKind.STATIC_SHAPES, "TFLite's kernels resize their outputs at Prepare: a declared output "
