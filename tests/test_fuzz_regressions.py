@@ -86,6 +86,19 @@ def test_a_wrong_static_output_size_is_taken_as_tflite_computes_it():
         assert result.exit_code == 0, result.output
 
 
+def test_a_computed_extent_beyond_int32_is_not_taken(tmp_path):
+    """Seed 21 (session 14): a CUSTOM op declaring a [2^30, 3, 129] output feeds a FULLY_CONNECTED whose
+    declared [3, 6] output static-shapes overruled with the computed [3 * 2^30, 6], which the .nnapi
+    writer could not store (exit 4). TFLite's dimensions are int32: such a shape is left alone, and the
+    model converts partially as before."""
+    model = str(DATA / "custom_op_huge_output_feeding_fc.tflite")
+    out = tmp_path / "m.nnapi"
+    convert = CliRunner().invoke(main, ["convert", model, "-o", str(out), "--allow-partial"])
+    assert convert.exit_code == 0, convert.stderr
+    check = CliRunner().invoke(main, ["check", model, "--fail-on", "refused"])
+    assert check.exit_code == 1 and "AudioSpectrogram" in check.output
+
+
 def test_billions_of_time_steps_are_not_unrolled(tmp_path):
     """Seed 15: a sequence LSTM whose input claims 2^30 time steps. Below API 29 the op is unrolled step by
     step, and check (which also asks each op's lowest level) hung unrolling it; now more than

@@ -55,6 +55,7 @@ _BROADCAST = frozenset({
 _REDUCERS = frozenset({B.MEAN, B.SUM, B.REDUCE_PROD, B.REDUCE_MAX, B.REDUCE_MIN, B.REDUCE_ANY})
 _SPATIAL = frozenset({B.CONV_2D, B.DEPTHWISE_CONV_2D, B.AVERAGE_POOL_2D, B.MAX_POOL_2D, B.L2_POOL_2D})
 _PADS = frozenset({B.PAD, B.PADV2, B.MIRROR_PAD})
+MAX_EXTENT = (1 << 31) - 1
 
 
 class _Op:
@@ -258,7 +259,9 @@ def output_shapes(op: Operator, shapes: list[Shape | None], value: Callable[[int
             return None
     except (ValueError, IndexError, AttributeError, TypeError):
         return None
-    return found if all(d >= 0 for s in found for d in s) else None
+    # TFLite's dimensions are int32: a larger computed extent (from a declared shape no file TFLite runs could
+    # have, a fuzzed CUSTOM output of 2^30 rows say) is not a shape Prepare gives
+    return found if all(0 <= d <= MAX_EXTENT for s in found for d in s) else None
 
 
 def _by_fold(op: Operator, shapes: list[Shape | None], value: Callable[[int], np.ndarray | None],
