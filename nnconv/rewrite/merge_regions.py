@@ -40,9 +40,8 @@ _FIRST_AXES = (1, 2, 3, 0)  # the first axis of the pair to merge; H and W first
 class _Region:
     """Operators connected through rank-5 tensors computed at run time (`dynamic`), in the current IR."""
 
-    def __init__(self, edit: SubgraphEdit, state: ConversionState, ops: list[int], dynamic: set[int]) -> None:
-        self.edit, self.ops, self.dynamic = edit, sorted(ops), dynamic
-        self.folded = {t: v for (s, t), v in state.folded.items() if s == edit.sg.index}
+    def __init__(self, edit: SubgraphEdit, folded: dict[int, np.ndarray], ops: list[int], dynamic: set[int]) -> None:
+        self.edit, self.folded, self.ops, self.dynamic = edit, folded, sorted(ops), dynamic
 
     def value(self, t: int) -> np.ndarray | None:
         v = self.folded.get(t)
@@ -180,7 +179,8 @@ def _regions(edit: SubgraphEdit, state: ConversionState) -> list[_Region]:
         ts.update(touched)
         for t in ts:
             owner[t] = gid
-    return [_Region(edit, state, list(ops), ts) for ops, ts in groups.values()]
+    folded = {t: v for (s, t), v in state.folded.items() if s == index}  # this subgraph's folded values
+    return [_Region(edit, folded, list(ops), ts) for ops, ts in groups.values()]
 
 
 @graph_rewrite(RewriteKind.MERGE_REGIONS, "two adjacent axes that every operation of a rank-5 region treats alike "

@@ -157,9 +157,15 @@ class Shape(Rule):
         c.require_api(30, "an unfolded SHAPE (ADD of a constant on TENSOR_INT32)")
 
     def lower(self, c: LowerContext) -> None:
-        shape = c.constant(OperandType.TENSOR_INT32, np.asarray(c.input(0).shape or (1,), dtype=np.int32))
-        zero = c.constant(OperandType.TENSOR_INT32, np.zeros(1, np.int32))
-        c.emit(OperationType.ADD, [shape, zero, c.i32(0)], [c.out()])
+        emit_known_int32(c, c.input(0).shape)
+
+
+def emit_known_int32(c: LowerContext, values: tuple[int, ...] | list[int]) -> None:
+    """The op's int32 output, known at conversion, as NNAPI ADD(constant, 0) on TENSOR_INT32 (API 30): NNAPI
+    has no operation that writes a constant into a model output ([1] for an empty shape)."""
+    known = c.constant(OperandType.TENSOR_INT32, np.asarray(values or (1,), dtype=np.int32))
+    zero = c.constant(OperandType.TENSOR_INT32, np.zeros(1, np.int32))
+    c.emit(OperationType.ADD, [known, zero, c.i32(0)], [c.out()])
 
 
 @lowering_rule(BuiltinOperator.BROADCAST_ARGS)
@@ -189,7 +195,4 @@ class BroadcastArgs(Rule):
         c.require_api(30, "an unfolded BROADCAST_ARGS (ADD of a constant on TENSOR_INT32)")
 
     def lower(self, c: LowerContext) -> None:
-        value = np.broadcast_shapes(tuple(const_ints(c, c.input(0))), tuple(const_ints(c, c.input(1))))
-        shape = c.constant(OperandType.TENSOR_INT32, np.asarray(value or (1,), dtype=np.int32))
-        zero = c.constant(OperandType.TENSOR_INT32, np.zeros(1, np.int32))
-        c.emit(OperationType.ADD, [shape, zero, c.i32(0)], [c.out()])
+        emit_known_int32(c, np.broadcast_shapes(tuple(const_ints(c, c.input(0))), tuple(const_ints(c, c.input(1)))))
