@@ -35,8 +35,8 @@ _QUANT_FILTERS = _QUANT_INPUTS + (OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,)
 @validator(OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D, OperationType.FULLY_CONNECTED)
 def validate_filter_op(view: OperationView, feature_level: int) -> int:
     """The operand type combinations of the reference's validate: a float input with a filter and bias of its
-    type, a quantized input with an 8-bit filter and a TENSOR_INT32 bias; a rank-1 bias; an output of the
-    input's type (a file whose filter or bias slot names another operand is refused here, not in a kernel)."""
+    type, a quantized input with an 8-bit filter and a TENSOR_INT32 bias; a rank-1 bias of one value per output
+    channel (prepare); an output of the input's type (a file whose filter or bias slot names another operand is refused here, not in a kernel)."""
     x, w, b = view.input(FilterSlot.INPUT), view.input(FilterSlot.FILTER), view.input(FilterSlot.BIAS)
     out = view.out_operands[0] if view.out_operands else None
     if x is not None and w is not None and b is not None:
@@ -49,6 +49,12 @@ def validate_filter_op(view: OperationView, feature_level: int) -> int:
                               f"and {b.type.name}")
         if len(b.dimensions) != 1:
             raise view.refuse(f"{view.describe(FilterSlot.BIAS)} must be 1-D, got {list(b.dimensions)}")
+        # prepare: one bias value per output channel (filter dimension 0, a depthwise filter's last)
+        units_axis = 3 if view.operation.type is OperationType.DEPTHWISE_CONV_2D else 0
+        units = w.dimensions[units_axis] if len(w.dimensions) > units_axis else 0
+        if units and b.dimensions[0] and b.dimensions[0] != units:
+            raise view.refuse(f"{view.describe(FilterSlot.BIAS)} has {b.dimensions[0]} values for the filter's "
+                              f"{units} output channels")
     if x is not None and out is not None and out.type is not x.type:
         raise view.refuse(f"output 0 is {out.type.name}, {view.describe(FilterSlot.INPUT)} is {x.type.name}")
     return scale_relation_level(view)

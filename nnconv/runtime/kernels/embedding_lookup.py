@@ -19,6 +19,8 @@ from nnconv.nnapi.enums import OperationType
 def embedding_lookup(call: KernelCall) -> list[np.ndarray]:
     lookups = call.tensor(0).reshape(-1).astype(np.int64)
     values = call.tensor(1)
+    if values.ndim < 1:
+        raise call.fail(f"values must have at least one dimension, got shape {list(values.shape)}")
     if lookups.size and (lookups.min() < 0 or lookups.max() >= values.shape[0]):
         raise call.fail(f"lookups must lie in [0, {values.shape[0]})")
     return [np.take(values, lookups, axis=0)]
@@ -29,6 +31,8 @@ def hashtable_lookup(call: KernelCall) -> list[np.ndarray]:
     lookups = call.tensor(0).reshape(-1)
     keys = call.tensor(1).reshape(-1)
     values = call.tensor(2)
+    if values.ndim < 1:  # a value row per key: a scalar (an unspecified-rank temporary) has none
+        raise call.fail(f"values must have at least one dimension, got shape {list(values.shape)}")
     if keys.size != values.shape[0]:
         raise call.fail(f"{keys.size} keys for {values.shape[0]} value rows")
     pos = np.clip(np.searchsorted(keys, lookups), 0, max(keys.size - 1, 0))
