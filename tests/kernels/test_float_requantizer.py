@@ -11,7 +11,7 @@ from hypothesis import example, given, settings, strategies as st
 import numpy as np
 
 from nnconv.nnapi.enums import FuseCode, OperandType
-from nnconv.nnapi.float_requantizer import FloatRequantizer
+from nnconv.nnapi.float_requantizer import BOUND_ELEMENTS, FloatRequantizer
 from nnconv.nnapi.model import Operand
 from nnconv.nnapi.quantization import Requantizer, quantize_multiplier, requantize_accumulator
 
@@ -41,6 +41,24 @@ def _check(rq: Requantizer, acc: np.ndarray, mult, shift, bias, out, act) -> Non
         got = rq(acc.astype(dtype))
         assert got.dtype == out.dtype
         np.testing.assert_array_equal(got, want, err_msg=str(dtype))
+    _check_bound(rq, acc, want)
+
+
+def _check_bound(rq: Requantizer, acc: np.ndarray, want: np.ndarray) -> None:
+    """The bound form (`FloatRequantizer.bind`, small maps) gives the same bytes block by block, for every
+    block height up to its limit (each height its own wide view)."""
+    channels = acc.shape[1]
+    most = BOUND_ELEMENTS // channels
+    assert rq.fast.bind(most + 1) is None
+    r0, rows = 0, 1
+    while r0 < acc.shape[0]:
+        r1 = min(acc.shape[0], r0 + rows)
+        bound = rq.fast.bind(r1 - r0)
+        for dtype in (np.int64, np.int32, np.float64):
+            y = np.empty((r1 - r0, channels), dtype=want.dtype)
+            bound(np.ascontiguousarray(acc[r0:r1], dtype=dtype), y)
+            np.testing.assert_array_equal(y, want[r0:r1], err_msg=f"rows {r0}:{r1} {dtype}")
+        r0, rows = r1, min(most, rows * 3 + 1)
 
 
 @settings(max_examples=120, deadline=None)

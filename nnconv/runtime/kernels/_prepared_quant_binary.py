@@ -21,7 +21,7 @@ import numpy as np
 from nnconv.errors import ExecutionError
 from nnconv.nnapi.enums import FuseCode
 from nnconv.nnapi.model import Operand
-from nnconv.nnapi.quantization import is_quant8
+from nnconv.nnapi.quantization import Requantizer, is_quant8
 from nnconv.runtime.kernels._elementwise import add_plan, mul_plan, requantize_flat
 from nnconv.runtime.kernels._quant8_table import PAIR_TABLE_REPEAT_MIN_ELEMENTS
 from nnconv.runtime.kernels.registry import KernelCall
@@ -80,22 +80,23 @@ def _prepare(call: KernelCall, kind: str, activation_slot: int) -> PreparedQuant
         return False
     out = call.out_operands[0]
     try:
-        run = _mul(call, act, out) if kind == "mul" else _add(call, act, out, kind == "sub", shape)
+        run = _mul(call, act, out, shape) if kind == "mul" else _add(call, act, out, kind == "sub", shape)
     except ExecutionError:
         return False  # the general path raises it again, on this call
     return False if run is None else PreparedQuant8Binary(a.shape, b.shape, a.dtype, run)
 
 
-def _mul(call: KernelCall, act: int, out: Operand) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+def _mul(call: KernelCall, act: int, out: Operand,
+         shape: tuple[int, ...]) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
     od1, od2 = call.in_operands[0], call.in_operands[1]
     _m, _sh, rq = call.memo(("quant_mul", act), (), lambda: mul_plan(call, od1, od2, out, act))
     if rq is None:
         return None
     zp1, zp2 = np.float32(od1.zero_point), np.float32(od2.zero_point)
+    requantize = _flat_requantizer(rq, out, shape)
 
     def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return requantize_flat(rq, np.subtract(a, zp1, dtype=np.float32) * np.subtract(b, zp2, dtype=np.float32),
-                               out)
+        return requantize(np.subtract(a, zp1, dtype=np.float32) * np.subtract(b, zp2, dtype=np.float32))
     return run
 
 
@@ -105,7 +106,8 @@ def _add(call: KernelCall, act: int, out: Operand, subtract: bool,
     plan = call.memo(("quant_add", act, subtract), (), lambda: add_plan(od1, od2, out, act, subtract))
     if plan is None:
         return None
-    t1, t2, rq = plan.table1, plan.table2, plan.requantizer
+    t1, t2 = plan.table1, plan.table2
+    requantize = _flat_requantizer(plan.requantizer, out, shape)
 
     def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         total = np.take(t1, a.view(np.uint8), mode="wrap")
@@ -114,5 +116,19 @@ def _add(call: KernelCall, act: int, out: Operand, subtract: bool,
             total += second
         else:
             total = total + second
-        return requantize_flat(rq, total, out)
+        return requantize(total)
     return run
+
+
+def _flat_requantizer(rq: Requantizer, out: Operand, shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray]:
+    """`requantize_flat(rq, acc, out)` for accumulators of `shape`: the float requantizer bound to that size
+    where it takes it (`FloatRequantizer.bind`: the same passes without the per-call dispatch)."""
+    bound = rq.fast.bind(math.prod(shape)) if rq.fast is not None else None
+    if bound is None:
+        return lambda acc: requantize_flat(rq, acc, out)
+
+    def requantize(acc: np.ndarray) -> np.ndarray:
+        y = np.empty(acc.shape, dtype=out.dtype)
+        bound(acc.reshape(-1, 1), y.reshape(-1, 1))
+        return y
+    return requantize

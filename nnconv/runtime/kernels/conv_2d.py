@@ -285,7 +285,7 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
             kh, kw, o, dtype, mats[0], bias_row or scaled, reads_rows, tap_major, rows_dtype,
             None if not quant or qf.folded else in_od.zero_point, in_od.zero_point if quant and qf.folded else 0,
             list(zip(qf.chunks, qf.chunk_mats)) if chunked else None, None if quant or bias_row else bias,
-            p.activation, _quant_epilogue(qf) if quant else None,
+            p.activation, _quant_epilogue(qf, p.out_h * p.out_w) if quant else None,
             np.dtype(out_od.dtype if quant else np.float32)), rows_in_place=reads_rows and not quant and not padded,
             one_block=block_h >= p.out_h)
         if small is not None:
@@ -415,7 +415,7 @@ def _small_quant_pointwise(call: KernelCall, x: np.ndarray, qf: QuantFilter, p: 
         small = call.cache[SMALL_KEY] = prepare_small_conv(call, x, p, ConvLayout(
             1, 1, mat.shape[1], qf.dtype, mat, False, True, False, np.dtype(qf.dtype),
             None if qf.folded else call.in_operands[0].zero_point, 0, None, None, p.activation,
-            _quant_epilogue(qf), np.dtype(call.out_operands[0].dtype)), rows_in_place=False)
+            _quant_epilogue(qf, n * h * wd), np.dtype(call.out_operands[0].dtype)), rows_in_place=False)
         if small is not None:
             return small.run(call, x)
     rows = x.reshape(n * h * wd, c)
@@ -460,8 +460,13 @@ def _preparable(call: KernelCall, x: np.ndarray, p: ConvParams) -> bool:
             and not p.nchw and stored and all(call.is_constant(s) for s in range(1, call.num_inputs) if call.has(s)))
 
 
-def _quant_epilogue(qf: QuantFilter) -> Callable[[np.ndarray, np.ndarray], object]:
-    """conv_nhwc's requantization of a block: the scaled filter's clamp, or the fused requantizer."""
+def _quant_epilogue(qf: QuantFilter, rows: int | None = None) -> Callable[[np.ndarray, np.ndarray], object]:
+    """conv_nhwc's requantization of a block: the scaled filter's clamp, or the fused requantizer; bound to
+    blocks of exactly `rows` rows where that is given and the float requantizer takes it (a small map)."""
+    fast = qf.requantizer.fast if qf.requantizer is not None else None
+    bound = fast.bind(rows, scaled=qf.scaled is not None) if fast is not None and rows is not None else None
+    if bound is not None:
+        return bound
     if qf.scaled is not None:
         return lambda acc, dest: qf.requantizer.fast(acc, dest, scaled=True)
     return lambda acc, dest: qf.requantizer(acc, out=dest)

@@ -246,8 +246,10 @@ def _prepare_small(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
                                        lambda: quant_depthwise(call, w, b, c, multiplier, p.activation))
         if qd.requantizer is None or x.dtype != in_od.dtype:
             return None
+        # the float requantizer bound to this map's rows where it takes them (the same passes, no dispatch)
+        bound = qd.requantizer.fast.bind(pixels) if qd.requantizer.fast is not None else None
         small = prepare_small_depthwise(call, x, qd.taps, None, p, multiplier, layout, out_od.dtype, in_od.zero_point,
-                                        qd.dtype, lambda acc, dest: qd.requantizer(acc, out=dest))
+                                        qd.dtype, bound or (lambda acc, dest: qd.requantizer(acc, out=dest)))
     elif x.dtype == np.float32 and out_od.dtype == np.float32:
         _one, kh, kw, _oc = w.shape
         wk = np.asarray(w, dtype=np.float32).reshape(kh, kw, c, multiplier)
