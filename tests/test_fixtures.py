@@ -321,6 +321,13 @@ def test_benchmark_scripts_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert rows[0]["nnconv_ms"] > 0 and rows[0]["builtin_ms"] > 0 and rows[0]["reference_ms"] > 0
     assert rows[0]["profile"]["operations"] == rows[0]["operations"] and "error" in rows[1]
     assert report["overhead_probe"]["us_per_op"] > 0
+    try:
+        assert load("floor").main([path("mobilenet_v2_float"), "--by-type", "--budget-ms", "1", "--json",
+                                   str(out)]) == 0
+        floor = json.loads(out.read_text())[0]
+    finally:
+        out.unlink(missing_ok=True)
+    assert 0 < floor["floor_ms"] and floor["xnnpack_ms"] > 0 and floor["by_type"][0]["count"] >= 1
     capsys.readouterr()
     # the conversion guard's memory figures (not its timings: no timed tests) on a small model
     guard = load("convert_guard").run_guard(4.0)
