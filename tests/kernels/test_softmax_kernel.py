@@ -11,7 +11,8 @@ from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Operand, Operation
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.kernels import softmax as softmax_module
-from nnconv.runtime.kernels._fixedpoint import one_over_one_plus_x_for_x_in_0_1, one_over_one_plus_x_int32
+from nnconv.runtime.kernels._fixedpoint import (one_over_normalized_sum, one_over_one_plus_x_for_x_in_0_1,
+                                                one_over_one_plus_x_int32)
 
 RNG = np.random.default_rng(11)
 
@@ -56,6 +57,17 @@ def test_scalar_reciprocal_equals_the_array_version():
                              [0, 1, -1, (1 << 31) - 1, -(1 << 31), 1 << 30, (1 << 30) - 1, -(1 << 30)]])
     want = one_over_one_plus_x_for_x_in_0_1(values.astype(np.int64))
     np.testing.assert_array_equal([one_over_one_plus_x_int32(int(v)) for v in values], want)
+
+
+def test_normalized_sum_reciprocal_equals_the_general_steps():
+    """`one_over_normalized_sum` drops the wraps and saturations that cannot act on [0, 2^31) (checked there
+    exhaustively offline, see its docstring); here every power of two and its neighbours and 300,000 random
+    values of the domain, against the general gemmlowp steps."""
+    powers = np.array([1 << k for k in range(31)], dtype=np.int64)
+    edges = np.concatenate([powers - 1, powers, powers + 1, [(1 << 31) - 1, (1 << 31) - 2]])
+    values = np.concatenate([edges[(edges >= 0) & (edges < 1 << 31)], RNG.integers(0, 1 << 31, 300_000)])
+    np.testing.assert_array_equal(one_over_normalized_sum(values.astype(np.int64)),
+                                  one_over_one_plus_x_for_x_in_0_1(values.astype(np.int64)))
 
 
 @pytest.mark.parametrize("t", [T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED])

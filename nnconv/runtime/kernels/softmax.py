@@ -19,8 +19,9 @@ from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multipli
                                        saturating_rounding_doubling_high_mul)
 from nnconv.nnapi.quant_limits import (SOFTMAX_SCALED_DIFF_INTEGER_BITS, calculate_input_radius,
                                        softmax_input_multiplier)
-from nnconv.runtime.kernels._fixedpoint import (exp_on_negative_values, one_over_one_plus_x_for_x_in_0_1,
-                                                one_over_one_plus_x_int32, rescale, wrap32)
+from nnconv.runtime.kernels._fixedpoint import (exp_on_negative_values, one_over_normalized_sum,
+                                                one_over_one_plus_x_for_x_in_0_1, one_over_one_plus_x_int32, rescale,
+                                                wrap32)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 ACCUMULATION_INTEGER_BITS = 12
@@ -80,7 +81,9 @@ def softmax_quant8(q: np.ndarray, beta: float, in_scale: float, out_type: Operan
     else:
         headroom_plus_one = count_leading_zeros32(total)
         shifted_sum_minus_one = wrap32(((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31))
-        scale = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
+        # a positive sum normalizes into [0, 2^31), where the steps need no wraps or saturations
+        scale = one_over_normalized_sum(shifted_sum_minus_one) if shifted_sum_minus_one.min() >= 0 else \
+            one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
         exponent = ACCUMULATION_INTEGER_BITS - headroom_plus_one + 31 - 8  # bits over unit + 23
     if not scale.size or scale.min() >= 0:
         # exps >= 0 as well, so every product is non-negative (< 2^62) and the reference's two roundings are
