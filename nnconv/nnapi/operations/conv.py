@@ -36,7 +36,8 @@ _QUANT_FILTERS = _QUANT_INPUTS + (OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,)
 def validate_filter_op(view: OperationView, feature_level: int) -> int:
     """The operand type combinations of the reference's validate: a float input with a filter and bias of its
     type, a quantized input with an 8-bit filter and a TENSOR_INT32 bias; a rank-1 bias of one value per output
-    channel (prepare); an output of the input's type (a file whose filter or bias slot names another operand is refused here, not in a kernel)."""
+    channel (prepare); an output of the input's type (a file whose filter or bias slot names another operand,
+    or whose bias does not match the filter, is refused here, not in a kernel)."""
     x, w, b = view.input(FilterSlot.INPUT), view.input(FilterSlot.FILTER), view.input(FilterSlot.BIAS)
     out = view.out_operands[0] if view.out_operands else None
     if x is not None and w is not None and b is not None:

@@ -212,13 +212,12 @@ def one_over_one_plus_x_int32(a: int) -> int:
 # fits int32 (no wrap can act) and each product the Newton step shifts left by 2 stays within 14,861,479 in
 # magnitude, far inside the +-(2^29 - 1) beyond which that shift saturates; only the final doubling
 # saturates (a = 0: 1 / (1 + 0) is 1.0, INT32_MAX in Q0).
-NORMALIZED_SUM_STEP_BOUND = 1 << 29
 
 
 def one_over_normalized_sum(a: np.ndarray) -> np.ndarray:
     """`one_over_one_plus_x_for_x_in_0_1(a)` for int64 arrays of values in [0, 2^31) (a quantized SOFTMAX's
-    shifted sum minus one), in place on two int64 buffers: the same integer steps without the wraps and
-    saturations that cannot act on this domain (see NORMALIZED_SUM_STEP_BOUND), ~30 passes instead of ~80
+    shifted sum minus one), in place on three int64 arrays: the same integer steps without the wraps and
+    saturations that cannot act on this domain (see the note above), ~30 passes instead of ~80
     (4,096 rows: ~400 -> ~100 us). RoundingHalfSum(a, INT32_MAX) is (a + 2^31) >> 1 for a >= 0; each
     SaturatingRoundingDoublingHighMul is (u * v + 2^30) >> 31 (no operand is INT32_MIN)."""
     half_denominator = a + np.int64(1 << 31)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._elementwise import FLOAT_TYPES, activation_code, check_same_type, float_binary, int32_binary
+from nnconv.runtime.kernels._elementwise import (FLOAT_TYPES, activation_code, check_same_type, float_binary,
+                                                  int32_binary)
 from nnconv.runtime.kernels._prepared_binary import prepared_float32_binary
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperandType, OperationType
