@@ -84,6 +84,10 @@ class TfliteRunner:
     def __init__(self, model_path_or_bytes: str | os.PathLike | bytes, kernels: str = BUILTIN_KERNELS,
                  num_threads: int | None = None, preserve_all_tensors: bool = False) -> None:
         Interpreter, OpResolverType = _interpreter_class()
+        if kernels == REFERENCE_KERNELS:
+            # some reference kernels abort the whole process on parameters the others accept: probe first
+            from nnconv.parity.reference_probe import require_reference_kernels
+            require_reference_kernels(model_path_or_bytes)
         resolver = {BUILTIN_KERNELS: OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
                     REFERENCE_KERNELS: OpResolverType.BUILTIN_REF,
                     XNNPACK: OpResolverType.AUTO}[kernels]
