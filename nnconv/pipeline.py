@@ -27,6 +27,7 @@ from nnconv.lowering.convert import ConversionOptions, io_spec, lower_ops, make_
 from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, build_plan
 from nnconv.nnapi.levels import DEFAULT_API_LEVEL
 from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.tflite.input_shapes import resize_inputs
 from nnconv.tflite.ir import TfliteModel
 from nnconv.tflite.reader import read_model
 
@@ -56,11 +57,12 @@ class PreparedConversion:
 
     def __init__(self, model: TfliteModel, api_level: int, options: ConversionOptions,
                  source: str | os.PathLike | bytes | None = None, rewritten: ConversionState | None = None) -> None:
-        self.model = model
+        # inputs at the shapes the user chose (`--input-shape`), as TFLite's strict input resize allows them
+        self.model = resize_inputs(model, options.input_shapes) if rewritten is None else model
         self.options = options
         # The rewrite stage (int64 index narrowing, constant folding) and the level's validation; from
         # `at_level`, the rewrite already made for this model and options at another level.
-        self.state: ConversionState = (make_state(model, api_level, options) if rewritten is None
+        self.state: ConversionState = (make_state(self.model, api_level, options) if rewritten is None
                                        else state_at_level(rewritten, api_level))
         self.api_level = self.state.api_level
         # What TFLite's interpreter loads for parity: the file or bytes the model was read from.

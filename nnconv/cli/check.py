@@ -13,6 +13,7 @@ from nnconv.cli.common import (
     conversion_options,
     feature_level_option,
     fold_weights_option,
+    input_shape_option,
     handle_errors,
     verbosity_options,
 )
@@ -69,18 +70,21 @@ Examples:
 @click.option("--node-data", "node_data", type=click.Path(), default=None,
               help="Write a Model Explorer node-data file colouring each op by partition / verdict (one model).")
 @fold_weights_option
+@input_shape_option
 @verbosity_options
 @handle_errors
 def check(models: tuple[str, ...], api_level: str | None, feature_level: int | None, fmt: str,
           max_partitions: int, fail_on: str | None, min_coverage: float | None,
-          max_partitions_allowed: int | None, jobs: int, node_data: str | None, fold_weights: bool) -> None:
+          max_partitions_allowed: int | None, jobs: int, node_data: str | None, fold_weights: bool,
+          input_shapes: tuple[str, ...]) -> None:
     """Report, per op, whether NNAPI takes MODEL at an API level, why not, and from which level.
 
     MODELS are .tflite files or folders of them. The table becomes one op per line below 100 columns;
     -v lists every NNAPI op of long expansions and the inputs' quantization, -q prints only the verdict
     line of each model."""
     code = run_check(models, api_level, feature_level, fmt, max_partitions, fail_on, min_coverage,
-                     max_partitions_allowed, conversion_options(fold_weights, False), common.out, common.err,
+                     max_partitions_allowed, conversion_options(fold_weights, False, input_shapes), common.out,
+                     common.err,
                      node_data, jobs)
     if code:
         raise SystemExit(code)

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import click
 from rich.console import Console
@@ -253,9 +253,12 @@ feature_level_option = click.option("--feature-level", type=click.IntRange(1, 8)
                                     help="Target NNAPI feature level 1..8 (alias of --api-level).")
 
 
-def conversion_options(fold_weights: bool, relax_fp16: bool):
+def conversion_options(fold_weights: bool, relax_fp16: bool, input_shapes: Sequence[str] = ()):
+    """The ConversionOptions of the common flags; `input_shapes`: the --input-shape texts (NAME=D0,D1,...)."""
     from nnconv.lowering.convert import ConversionOptions
-    return ConversionOptions(fold_dynamic_range_weights=fold_weights, relax_float32_to_float16=relax_fp16)
+    from nnconv.tflite.input_shapes import parse_input_shape
+    return ConversionOptions(fold_dynamic_range_weights=fold_weights, relax_float32_to_float16=relax_fp16,
+                             input_shapes=tuple(parse_input_shape(t) for t in input_shapes))
 
 
 threads_option = click.option(
@@ -264,6 +267,11 @@ threads_option = click.option(
 fold_weights_option = click.option("--fold-weights", is_flag=True,
                                    help="Fold dynamic-range int8 weights into float32 constants (lets hybrid "
                                         "models lower at API 27/28).")
+input_shape_option = click.option(
+    "--input-shape", "input_shapes", multiple=True, metavar="NAME=D0,D1,...",
+    help="Convert with this model input at this shape (repeatable; NAME: the input tensor's or its signature "
+         "name): only the dimensions its signature leaves open (-1, e.g. the batch) can change, as TFLite's "
+         "strict input resize allows.")
 relax_option = click.option("--relax-fp16", is_flag=True,
                             help="Set relaxComputationFloat32toFloat16 in the NNAPI model (API 28+).")
 

@@ -14,6 +14,7 @@ from nnconv.cli.common import (
     conversion_options,
     feature_level_option,
     fold_weights_option,
+    input_shape_option,
     handle_errors,
     relax_option,
     resolve_api_level,
@@ -38,6 +39,7 @@ Examples:
 @click.option("--allow-partial", is_flag=True, help="Write the supported partitions and the partition plan "
                                                      "instead of failing on refused ops.")
 @fold_weights_option
+@input_shape_option
 @relax_option
 @click.option("--emit-c", "emit_c_path", type=click.Path(), default=None,
               help="Also write C source that builds the model with the NDK, reading the weights from the "
@@ -51,8 +53,8 @@ Examples:
 @verbosity_options
 @handle_errors
 def convert(model: str, output: str, api_level: int | None, feature_level: int | None, allow_partial: bool,
-            fold_weights: bool, relax_fp16: bool, emit_c_path: str | None, c_prefix: str | None,
-            check_c: bool) -> None:
+            fold_weights: bool, input_shapes: tuple[str, ...], relax_fp16: bool, emit_c_path: str | None,
+            c_prefix: str | None, check_c: bool) -> None:
     """Convert MODEL (.tflite) into an NNAPI model file (.nnapi)."""
     from nnconv.nnapi import serialize
     from nnconv.nnapi.emit_c import c_prefix_for, check_c_prefix, header_path_for
@@ -71,7 +73,7 @@ def convert(model: str, output: str, api_level: int | None, feature_level: int |
     level = resolve_api_level(api_level, feature_level)
     warn_deprecated(level)
     warn_inapplicable(level, relax_fp16=relax_fp16)
-    prepared = prepare(model, level, conversion_options(fold_weights, relax_fp16))
+    prepared = prepare(model, level, conversion_options(fold_weights, relax_fp16, input_shapes))
     try:
         with common.timed("convert"):
             lowered = prepared.lowered(allow_partial)

@@ -113,8 +113,21 @@ class TfliteRunner:
         return self.interp.get_output_details()
 
     def run(self, inputs: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
-        """Inputs and outputs keyed by TFLite tensor index."""
-        for d in self.input_details():
+        """Inputs and outputs keyed by TFLite tensor index. Inputs of another shape than the interpreter's
+        resize it first, as an app does (`resize_tensor_input` + `allocate_tensors`): a model converted with
+        `--input-shape` is fed at that shape."""
+        details = self.input_details()
+        resized = [d for d in details if tuple(np.shape(inputs[d["index"]])) != tuple(d["shape"])]
+        if resized:
+            try:
+                for d in resized:
+                    self.interp.resize_tensor_input(d["index"], list(np.shape(inputs[d["index"]])))
+                with _quiet_native_stderr():
+                    self.interp.allocate_tensors()
+            except (ValueError, RuntimeError) as e:
+                raise NnconvError(f"the TFLite interpreter could not resize its inputs: {str(e).splitlines()[0]}") \
+                    from None
+        for d in details:
             self.interp.set_tensor(d["index"], inputs[d["index"]])
         try:
             with _quiet_native_stderr():

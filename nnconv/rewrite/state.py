@@ -24,6 +24,8 @@ class ConversionOptions:
     fold_constants: bool = True  # evaluate ops whose inputs are all constant at conversion time
     fold_dynamic_range_weights: bool = False  # hybrid int8 weights -> float32 constants (API 27/28)
     relax_float32_to_float16: bool = False  # set relaxComputationFloat32toFloat16 (API 28+)
+    # (input name, shape) pairs: main-subgraph inputs resized before the rewrite stage (tflite/input_shapes.py)
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 @dataclass

@@ -444,7 +444,7 @@ class Executor:
             raise InputDataError(f"input '{spec.name}' has dtype {a.dtype}, the model takes {spec.dtype}")
         if len(a.shape) != len(spec.shape) or any(d and d != s for d, s in zip(spec.shape, a.shape)):
             raise InputDataError(f"input '{spec.name}' has shape {list(a.shape)}, the model takes "
-                                 f"{list(spec.shape)}")
+                                 f"{list(spec.shape)} (NNAPI shapes are fixed at conversion: --input-shape)")
         if spec.offset:
             # int8 carried as uint8 (API < 30): zero point and values shift by +128.
             return (a.astype(np.int16) + spec.offset).astype(np.uint8)
