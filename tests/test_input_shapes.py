@@ -97,3 +97,15 @@ def test_parse_input_shape():
     assert parse_input_shape("serving_default_x:0=1,224,224,3") == ("serving_default_x:0", (1, 224, 224, 3))
     with pytest.raises(InputDataError):
         parse_input_shape("=1,2")
+
+
+def test_inspect_shows_the_open_extents(tmp_path):
+    """`inspect` names the signature of an input that leaves extents open, so the user sees what
+    --input-shape can choose; a static input has no signature entry."""
+    path = tmp_path / "fcn.tflite"
+    path.write_bytes(fcn_model())
+    result = CliRunner().invoke(main, ["inspect", str(path), "--format", "json"])
+    inputs = json.loads(result.stdout)["subgraphs"][0]["inputs"]
+    assert inputs == [{"name": "x", "dtype": "float32", "shape": [1, 8, 8, 3], "shape_signature": [-1, -1, -1, 3]}]
+    text = CliRunner().invoke(main, ["inspect", str(path)]).stdout
+    assert "x float32[1, 8, 8, 3] (signature [-1, -1, -1, 3])" in text

@@ -16,7 +16,9 @@ def human_bytes(n: int) -> str:
 
 
 def _io(items: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{t['name']} {t['dtype']}{t['shape']}" for t in items) or "-"
+    return ", ".join(f"{t['name']} {t['dtype']}{t['shape']}" + (f" (signature {t['shape_signature']})"
+                                                                 if "shape_signature" in t else "")
+                     for t in items) or "-"
 
 
 def _constant_lines(title: str, c: dict[str, Any]) -> list[str]:

@@ -46,7 +46,12 @@ def load(path: str | os.PathLike) -> TfliteModel | NnapiFile:
 
 
 def _tensor_text(t: Tensor) -> dict[str, Any]:
-    return {"name": t.name, "dtype": t.type.name.lower(), "shape": list(t.shape)}
+    """A tensor's name, dtype and shape, and its `shape_signature` when it leaves extents open (-1): those
+    can be chosen at conversion with --input-shape."""
+    entry: dict[str, Any] = {"name": t.name, "dtype": t.type.name.lower(), "shape": list(t.shape)}
+    if t.has_dynamic_signature:
+        entry["shape_signature"] = list(t.shape_signature or ())
+    return entry
 
 
 def _constants(items: list[tuple[str, int, str]]) -> dict[str, Any]:
