@@ -79,6 +79,12 @@ def conversion_constants(state: ConversionState, sg: Subgraph) -> dict[int, tupl
     return found
 
 
+# The hint of a refusal for a shape only known at run time: an input's open (-1) extents can be chosen at
+# conversion (`--input-shape`, tflite/input_shapes.py), which makes the shapes downstream static.
+STATIC_SHAPES_HINT = ("give the model static input shapes (--input-shape NAME=D0,D1,... sets an input's open "
+                      "extents)")
+
+
 class CheckContext:
     """The operator under check, its tensors, the target level, and `refuse` to record a reason."""
 
@@ -258,7 +264,7 @@ class CheckContext:
                 continue
             if t.has_dynamic_shape or (in_body and t.has_dynamic_signature):
                 self.refuse(Code.DYNAMIC_SHAPE, f"tensor '{t.name}' has a dynamic or zero-sized shape "
-                            f"{list(t.shape_signature or t.shape)}", "give the model static input shapes")
+                            f"{list(t.shape_signature or t.shape)}", STATIC_SHAPES_HINT)
                 ok = False
                 break
         return ok

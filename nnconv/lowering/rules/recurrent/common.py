@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnconv.lowering.common import FLOAT
-from nnconv.lowering.context import INT8_SHIFT, CheckContext, LowerContext
+from nnconv.lowering.context import INT8_SHIFT, STATIC_SHAPES_HINT, CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.rules._arith import quant_params
 from nnconv.lowering.rules._weights import folding_weights
@@ -125,7 +125,7 @@ def check_static(c: CheckContext) -> None:
             continue
         if t.has_dynamic_shape or 0 in t.shape:
             c.refuse(Code.DYNAMIC_SHAPE, f"tensor '{t.name}' has a dynamic or zero-sized shape "
-                     f"{list(t.shape_signature or t.shape)}", "give the model static input shapes")
+                     f"{list(t.shape_signature or t.shape)}", STATIC_SHAPES_HINT)
             return
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.context import STATIC_SHAPES_HINT, CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, FS, FSI, I32, check_data_movement, const_ints,
@@ -151,7 +151,7 @@ class Shape(Rule):
             return
         if x.has_dynamic_shape:
             c.refuse(Code.DYNAMIC_SHAPE, f"SHAPE of '{x.name}', whose shape {list(x.shape_signature or ())} is "
-                     "only known at run time; NNAPI has no SHAPE operation", "give the model static input shapes")
+                     "only known at run time; NNAPI has no SHAPE operation", STATIC_SHAPES_HINT)
             return
         c.require_dtype(c.output(), (I32,), "output", hint="an int64 SHAPE result is only usable when folded")
         c.require_api(30, "an unfolded SHAPE (ADD of a constant on TENSOR_INT32)")
