@@ -17,9 +17,10 @@ from nnconv.errors import InputDataError
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.serialize import load
 from nnconv.tflite.input_shapes import parse_input_shape
-from nnconv.tflite.options import Conv2DOptions, FullyConnectedOptions, ReducerOptions
+from nnconv.tflite.options import (Conv2DOptions, FullyConnectedOptions, PackOptions, ReducerOptions, ShapeOptions,
+                                   StridedSliceOptions, TransposeConvOptions)
 from nnconv.tflite.schema_enums import BuiltinOperator as B
-from nnconv.tflite.schema_enums import Padding
+from nnconv.tflite.schema_enums import Padding, TensorType
 
 
 def fcn_model() -> bytes:
@@ -109,3 +110,37 @@ def test_inspect_shows_the_open_extents(tmp_path):
     assert inputs == [{"name": "x", "dtype": "float32", "shape": [1, 8, 8, 3], "shape_signature": [-1, -1, -1, 3]}]
     text = CliRunner().invoke(main, ["inspect", str(path)]).stdout
     assert "x float32[1, 8, 8, 3] (signature [-1, -1, -1, 3])" in text
+
+
+def keras_transpose_conv_model() -> bytes:
+    """Keras' Conv2DTranspose with an open batch, as TensorFlow writes it: output_shape = PACK(SHAPE(x)[0],
+    16, 16, 6), a TRANSPOSE_CONV whose output is declared at the placeholder batch 1."""
+    rng = np.random.default_rng(4)
+    b = TfliteBuilder()
+    x = b.input("img", (1, 8, 8, 4), np.float32, shape_signature=(-1, 8, 8, 4))
+    shape = b.tensor("shape", (4,), np.int32)
+    b.op(B.SHAPE, [x], [shape], ShapeOptions(out_type=TensorType.INT32))
+    batch = b.tensor("batch", (), np.int32)
+    slice_args = [b.const(name, np.array([v], np.int32)) for name, v in (("begin", 0), ("end", 1), ("strides", 1))]
+    b.op(B.STRIDED_SLICE, [shape, *slice_args], [batch], StridedSliceOptions(shrink_axis_mask=1))
+    out_shape = b.tensor("out_shape", (4,), np.int32)
+    b.op(B.PACK, [batch, *(b.const(f"d{k}", np.array(v, np.int32)) for k, v in enumerate((16, 16, 6)))], [out_shape],
+         PackOptions(values_count=4, axis=0))
+    y = b.tensor("y", (1, 16, 16, 6), np.float32, shape_signature=(-1, 16, 16, 6))
+    b.op(B.TRANSPOSE_CONV, [out_shape, b.const("w", rng.standard_normal((6, 3, 3, 4)).astype(np.float32)), x], [y],
+         TransposeConvOptions(padding=Padding.SAME, stride_w=2, stride_h=2))
+    b.output(y)
+    return b.finish()
+
+
+def test_a_transpose_conv_takes_the_shape_it_computes(tmp_path):
+    """TRANSPOSE_CONV's Prepare sizes its output from output_shape, which a resized batch changes (once
+    SHAPE folds): static-shapes computes it (it was left at the placeholder and the op refused), so the
+    model converts, runs and matches TFLite at batch 3."""
+    model = keras_transpose_conv_model()
+    options = ConversionOptions(input_shapes=(("img", (3, 8, 8, 4)),))
+    assert nnconv.convert(model, options=options).converted.outputs[0].shape == (3, 16, 16, 6)
+    path = tmp_path / "tconv.tflite"
+    path.write_bytes(model)
+    result = CliRunner().invoke(main, ["verify", str(path), "--input-shape", "img=3,8,8,4"])
+    assert result.exit_code == 0, result.output

@@ -229,6 +229,8 @@ _SHAPE_FNS: dict[B, Callable[[_Op], Shape]] = {
     B.SPACE_TO_BATCH_ND: _space_to_batch, B.BATCH_TO_SPACE_ND: _batch_to_space, B.CONCATENATION: _concatenation,
     B.PACK: _pack, B.EXPAND_DIMS: _expand_dims, B.SQUEEZE: _squeeze, B.TRANSPOSE: _transpose, B.GATHER: _gather,
     B.TILE: _tile, B.FILL: lambda c: tuple(c.ints(0)), B.SELECT: lambda c: c.shape(1),
+    # TRANSPOSE_CONV's Prepare resizes its output to its (constant) output_shape input, slot 0
+    B.TRANSPOSE_CONV: lambda c: tuple(c.ints(0)),
     B.RESIZE_BILINEAR: lambda c: (c.shape(0)[0], *c.ints(1), c.shape(0)[3]),
     B.RESIZE_NEAREST_NEIGHBOR: lambda c: (c.shape(0)[0], *c.ints(1), c.shape(0)[3]),
     **{code: _reduce for code in _REDUCERS}, **{code: _spatial for code in _SPATIAL},
