@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
+from harness import QuantParams, TfliteBuilder, assert_bit_exact, assert_parity, assert_refused
 from nnconv.lowering.diagnostics import Code
+from nnconv.parity import random_inputs
 from nnconv.tflite.options import (BidirectionalSequenceLSTMOptions, BidirectionalSequenceRNNOptions,
                                    LSHProjectionOptions, LSTMOptions, RNNOptions, SequenceRNNOptions,
                                    SVDFOptions, UnidirectionalSequenceLSTMOptions)
@@ -392,19 +393,14 @@ def test_rnn_hybrid_weights_refused():
     assert_refused(b.finish(), 30, Code.DTYPE)
 
 
-def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=False, x_zp=0,
-                    layer_norm=True, cell_clip=0.0, hidden_zp=0, peephole=False) -> bytes:
-    """TFLite's integer (8x8_16) LSTM: int8 activations and weights, int16 cell state / layer norm, five
-    quantized intermediates. Scales follow the kernel's fixed-point formats: gates in Q3.12, cell state in
-    Q4.11, layer-norm bias in units of ln_scale / 1024."""
-    b = TfliteBuilder()
-    x = b.input("x", (batch, n_in), np.int8, quant=QuantParams(1 / 128, x_zp))
-    n_o = n_out if projection else n_cell
-
+def int8_gate_inputs(b: TfliteBuilder, n_in: int, n_cell: int, n_o: int, cifg: bool, peephole: bool,
+                     layer_norm: bool, bias_range: int | None, x_scale: float = 1 / 128) -> list[int]:
+    """Inputs 1..15 of TFLite's integer LSTM: int8 weights (scale 0.01), int16 peepholes, int32 gate biases.
+    With layer norm the biases are in units of ln_scale / 1024 (they act after the normalization); without,
+    in units of the input-to-gate product (weight scale * input scale), as the converter writes them."""
     def wq(name, shape):
         return b.const(name, RNG.integers(-100, 101, shape).astype(np.int8), quant=QuantParams(0.01, 0))
-    ins = [x]
-    ins += [-1 if cifg and g == "i" else wq(f"wx_{g}", (n_cell, n_in)) for g in "ifco"]
+    ins = [-1 if cifg and g == "i" else wq(f"wx_{g}", (n_cell, n_in)) for g in "ifco"]
     ins += [-1 if cifg and g == "i" else wq(f"wh_{g}", (n_cell, n_o)) for g in "ifco"]
     if peephole:
         ins += [-1 if cifg and g == "i" else
@@ -412,12 +408,38 @@ def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=Fa
                 for g in "ifo"]
     else:
         ins += [-1, -1, -1]
-    ln_scale = 1 / 4096
+    bias_scale = 1 / 4096 / 1024 if layer_norm else 0.01 * x_scale
+    top = bias_range if bias_range is not None else (1_000_000 if layer_norm else 30_000)
     ins += [-1 if cifg and g == "i" else
-            b.const(f"b_{g}", RNG.integers(-1_000_000, 1_000_000, n_cell).astype(np.int32),
-                    quant=QuantParams(ln_scale / 1024, 0)) for g in "ifco"]
+            b.const(f"b_{g}", RNG.integers(-top, top, n_cell).astype(np.int32), quant=QuantParams(bias_scale, 0))
+            for g in "ifco"]
+    return ins
+
+
+def int8_intermediates(b: TfliteBuilder, layer_norm: bool, hidden_zp: int, count: int = 5) -> list[int]:
+    """The converter's intermediates: four gate scales (Q3.12 with layer norm; unquantized float32 without,
+    where TFLite ignores them) and the hidden state's."""
+    if layer_norm:
+        inter = [b.tensor(f"inter_{g}", (0,), np.int16, quant=QuantParams(2 ** -12, 0)) for g in "ifco"]
+    else:
+        inter = [b.tensor(f"inter_{g}", (0,), F32) for g in "ifco"]
+    inter.append(b.tensor("inter_hidden", (0,), np.int8, quant=QuantParams(2 ** -7, hidden_zp)))
+    inter += [b.tensor(f"inter_extra{k}", (0,), np.int16, quant=QuantParams(2 ** -12, 0)) for k in range(count - 5)]
+    return inter
+
+
+def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=False, x_zp=0,
+                    layer_norm=True, cell_clip=0.0, hidden_zp=0, peephole=False, bias_range=None,
+                    out_quant=(1 / 128, 0), intermediates=5) -> bytes:
+    """TFLite's integer (8x8_16) LSTM: int8 activations and weights, int16 cell state / layer norm, five
+    intermediates. Scales follow the kernel's fixed-point formats: gates in Q3.12, cell state in Q4.11.
+    `out_quant`: the output's (scale, zero point), which the converter may make differ from the state's."""
+    b = TfliteBuilder()
+    x = b.input("x", (batch, n_in), np.int8, quant=QuantParams(1 / 128, x_zp))
+    n_o = n_out if projection else n_cell
+    ins = [x] + int8_gate_inputs(b, n_in, n_cell, n_o, cifg, peephole, layer_norm, bias_range)
     if projection:
-        ins += [wq("proj_w", (n_out, n_cell)),
+        ins += [b.const("proj_w", RNG.integers(-100, 101, (n_out, n_cell)).astype(np.int8), quant=QuantParams(0.01, 0)),
                 b.const("proj_b", RNG.integers(-500, 500, n_out).astype(np.int32), quant=QuantParams(0.01 / 128, 0))]
     else:
         ins += [-1, -1]
@@ -425,13 +447,11 @@ def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=Fa
     ins.append(b.tensor("c", (batch, n_cell), np.int16, quant=QuantParams(2 ** -11, 0), is_variable=True))
     if layer_norm:
         ins += [-1 if cifg and g == "i" else
-                b.const(f"ln_{g}", RNG.integers(3000, 5000, n_cell).astype(np.int16), quant=QuantParams(ln_scale, 0))
+                b.const(f"ln_{g}", RNG.integers(3000, 5000, n_cell).astype(np.int16), quant=QuantParams(1 / 4096, 0))
                 for g in "ifco"]
-    inter = [b.tensor(f"inter_{g}", (0,), np.int16, quant=QuantParams(2 ** -12, 0)) for g in "ifco"]
-    inter.append(b.tensor("inter_hidden", (0,), np.int8, quant=QuantParams(2 ** -7, hidden_zp)))
-    y = b.tensor("y", (batch, n_o), np.int8, quant=QuantParams(1 / 128, 0))
+    y = b.tensor("y", (batch, n_o), np.int8, quant=QuantParams(*out_quant))
     b.op(BuiltinOperator.LSTM, ins, [y], LSTMOptions(fused_activation_function=4, cell_clip=cell_clip),
-         intermediates=inter, version=4)
+         intermediates=int8_intermediates(b, layer_norm, hidden_zp, intermediates), version=4)
     b.output(y)
     return b.finish()
 
@@ -443,24 +463,47 @@ def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=Fa
     pytest.param({"cell_clip": 0.25}, id="cell-clip"),
     pytest.param({"hidden_zp": 3}, id="hidden-zero-point"),
     pytest.param({"projection": False}, id="no-projection"),
+    pytest.param({"projection": False, "hidden_zp": -7}, id="no-projection-hidden-zero-point"),
     pytest.param({"peephole": True, "cell_clip": 0.5}, id="peephole-projection"),
     pytest.param({"peephole": True, "cifg": True, "projection": False}, id="peephole-cifg"),
+    pytest.param({"projection": False, "out_quant": (0.01, -3)}, id="output-quantized-apart"),
 ])
 def test_int8_lstm_parity(kw):
     m = int8_lstm_model(**kw)
-    assert_parity(m, api_level=30, expect_ops=["QUANTIZED_LSTM"])
+    ops = ["QUANTIZED_LSTM"] + (["CAST"] if "out_quant" in kw else [])
+    assert_parity(m, api_level=30, expect_ops=ops)
+
+
+@pytest.mark.parametrize("kw", [
+    pytest.param({}, id="projection"),
+    pytest.param({"projection": False, "hidden_zp": -7, "x_zp": -25}, id="keras"),  # as tf_keras LSTM converts
+    pytest.param({"x_zp": 127, "cifg": True, "peephole": True}, id="cifg-peephole-top-zero-point"),
+    pytest.param({"x_zp": -128, "bias_range": 2_000_000, "batch": 1}, id="wide-bias"),
+    pytest.param({"bias_range": 1, "projection": False}, id="zero-bias"),  # integers(-1, 1): some zeros
+])
+def test_int8_lstm_without_layer_norm_bit_exact(kw):
+    """TFLite's 8x8_16 kernel without layer norm adds the gate biases before rescaling, which QUANTIZED_LSTM
+    cannot: they ride on constant input columns (int8_lstm_bias), and the result is TFLite's bit for bit."""
+    m = int8_lstm_model(layer_norm=False, **kw)
+    converted = assert_parity(m, api_level=30, expect_ops=["CONCATENATION", "QUANTIZED_LSTM"]).converted
+    for seed in range(3):
+        assert_bit_exact(m, 30, random_inputs(converted.inputs, seed))
 
 
 def test_int8_lstm_needs_api30():
     assert_refused(int8_lstm_model(), 29, Code.API_LEVEL, min_api_level=30)
 
 
-def test_int8_lstm_without_projection_with_hidden_zero_point_refused():
-    assert_refused(int8_lstm_model(projection=False, hidden_zp=3), 30, Code.QUANTIZATION)
+def test_int8_lstm_without_projection_with_hidden_zero_point_minus_128_refused():
+    assert_refused(int8_lstm_model(projection=False, hidden_zp=-128), 30, Code.QUANTIZATION)
 
 
-def test_int8_lstm_without_layer_norm_refused():
-    assert_refused(int8_lstm_model(layer_norm=False), 30, Code.OPTION)
+def test_int8_lstm_8x8_8_kernel_refused():
+    assert_refused(int8_lstm_model(layer_norm=False, intermediates=12), 30, Code.OPTION)
+
+
+def test_int8_lstm_bias_beyond_the_input_columns_refused():
+    assert_refused(int8_lstm_model(layer_norm=False, bias_range=2 ** 31 - 1), 30, Code.OPERAND_VALUE)
 
 
 def test_basic_uint8_lstm_kernel_refused():
@@ -493,30 +536,28 @@ def test_state_variable_shared_by_two_ops_refused():
     assert_refused(b.finish(), 30, Code.OPTION)
 
 
-def int8_seq_lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=3, time_major=False) -> bytes:
+def int8_seq_lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=3, time_major=False, layer_norm=True,
+                        projection=True, hidden_zp=0, x_zp=0, out_quant=(1 / 128, 0)) -> bytes:
     """TFLite's integer (8x8_16) UNIDIRECTIONAL_SEQUENCE_LSTM, quantized as `int8_lstm_model`."""
     b = TfliteBuilder()
     shape = (steps, batch, n_in) if time_major else (batch, steps, n_in)
-    x = b.input("x", shape, np.int8, quant=QuantParams(1 / 128, 0))
-
-    def wq(name, sh):
-        return b.const(name, RNG.integers(-100, 101, sh).astype(np.int8), quant=QuantParams(0.01, 0))
-    ins = [x] + [wq(f"wx_{g}", (n_cell, n_in)) for g in "ifco"] + [wq(f"wh_{g}", (n_cell, n_out)) for g in "ifco"]
-    ins += [-1, -1, -1]
-    ins += [b.const(f"b_{g}", RNG.integers(-1_000_000, 1_000_000, n_cell).astype(np.int32),
-                    quant=QuantParams(1 / 4096 / 1024, 0)) for g in "ifco"]
-    ins += [wq("pw", (n_out, n_cell)),
-            b.const("pb", RNG.integers(-500, 500, n_out).astype(np.int32), quant=QuantParams(0.01 / 128, 0))]
-    ins += [b.tensor("h", (batch, n_out), np.int8, quant=QuantParams(1 / 128, 0), is_variable=True),
+    x = b.input("x", shape, np.int8, quant=QuantParams(1 / 128, x_zp))
+    n_o = n_out if projection else n_cell
+    ins = [x] + int8_gate_inputs(b, n_in, n_cell, n_o, False, False, layer_norm, None)
+    if projection:
+        ins += [b.const("pw", RNG.integers(-100, 101, (n_out, n_cell)).astype(np.int8), quant=QuantParams(0.01, 0)),
+                b.const("pb", RNG.integers(-500, 500, n_out).astype(np.int32), quant=QuantParams(0.01 / 128, 0))]
+    else:
+        ins += [-1, -1]
+    ins += [b.tensor("h", (batch, n_o), np.int8, quant=QuantParams(1 / 128, 0), is_variable=True),
             b.tensor("c", (batch, n_cell), np.int16, quant=QuantParams(2 ** -11, 0), is_variable=True)]
-    ins += [b.const(f"ln_{g}", RNG.integers(3000, 5000, n_cell).astype(np.int16), quant=QuantParams(1 / 4096, 0))
-            for g in "ifco"]
-    inter = [b.tensor(f"inter_{g}", (0,), np.int16, quant=QuantParams(2 ** -12, 0)) for g in "ifco"]
-    inter.append(b.tensor("inter_hidden", (0,), np.int8, quant=QuantParams(2 ** -7, 0)))
-    y = b.tensor("y", shape[:2] + (n_out,), np.int8, quant=QuantParams(1 / 128, 0))
+    if layer_norm:
+        ins += [b.const(f"ln_{g}", RNG.integers(3000, 5000, n_cell).astype(np.int16), quant=QuantParams(1 / 4096, 0))
+                for g in "ifco"]
+    y = b.tensor("y", shape[:2] + (n_o,), np.int8, quant=QuantParams(*out_quant))
     b.op(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [y],
          UnidirectionalSequenceLSTMOptions(fused_activation_function=4, time_major=time_major),
-         intermediates=inter, version=3)
+         intermediates=int8_intermediates(b, layer_norm, hidden_zp), version=3)
     b.output(y)
     return b.finish()
 
@@ -527,6 +568,19 @@ def test_int8_unidirectional_sequence_lstm_unrolled_into_quantized_lstm(time_maj
     ops = ["STRIDED_SLICE"] * 4 + ["QUANTIZED_LSTM"] * 4 + ["CONCATENATION", "RESHAPE"]
     assert_parity(m, api_level=30, expect_ops=ops)
     assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+
+
+@pytest.mark.parametrize("time_major", [False, True], ids=["batch-major", "time-major"])
+def test_int8_sequence_lstm_as_keras_converts_it_bit_exact(time_major):
+    """A tf_keras LSTM converted to full integer: no layer norm (the biases ride on input columns, joined to the
+    whole sequence once), no projection with a hidden zero point, an output quantized apart from the state
+    (its bytes carried over by a CAST, as TFLite's kernel copies them)."""
+    m = int8_seq_lstm_model(time_major=time_major, steps=4, layer_norm=False, projection=False, hidden_zp=-7,
+                            x_zp=-25, out_quant=(0.004, 8))
+    ops = ["CONCATENATION"] + ["STRIDED_SLICE"] * 4 + ["QUANTIZED_LSTM"] * 4 + ["CONCATENATION", "RESHAPE", "CAST"]
+    converted = assert_parity(m, api_level=30, expect_ops=ops).converted
+    for seed in range(3):
+        assert_bit_exact(m, 30, random_inputs(converted.inputs, seed))
 
 
 def hybrid_lstm_models(batch=2, n_in=5, n_cell=4, n_out=3, dtype=np.int8) -> tuple[bytes, bytes]:

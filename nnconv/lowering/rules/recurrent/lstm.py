@@ -3,6 +3,8 @@ the sequence LSTMs share."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from nnconv.lowering.common import FLOAT
@@ -13,8 +15,10 @@ from nnconv.lowering.rules._weights import weights_operand
 from nnconv.lowering.rules.recurrent.common import (activation_code, check_activation, check_clips,
                                                     check_float_operands, check_hybrid_weights, check_state_inputs,
                                                     check_static, dim, opt_in, state_in, unread)
+from nnconv.lowering.rules.recurrent.int8_lstm_bias import MAX_WIDE_COLUMNS, bias_columns, wide_columns_needed
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.options import LSTMOptions
+from nnconv.tflite.ir import Quantization
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
@@ -75,21 +79,27 @@ class Lstm(Rule):
     float32 constants with `fold_dynamic_range_weights`). The BASIC kernel (uint8, 5 inputs) is refused:
     see the comment in `check`.
 
-    Int8 (TFLite's 8x8_16 integer kernel, API 30, as TFLite's NNAPI delegate): TFLite inputs 0..19 map to
+    Int8 (TFLite's 8x8_16 integer kernel, five intermediates; API 30): TFLite inputs 0..19 map to
     QUANTIZED_LSTM slots 0..19 (the int8 weights become TENSOR_QUANT8_SYMM constants, the int16 peephole
     and layer-norm weights TENSOR_QUANT16_SYMM), layer norm 20..23 to 20..23, then 24 cell_clip,
-    25 proj_clip, 26..29 the scales of the op's four gate intermediates, 30/31 the zero point and scale of
-    its fifth (hidden state) intermediate. NNAPI outputs: output_state_out and cell_state_out (unread
-    temporaries) and output.
+    25 proj_clip, 26..29 the scales of the op's four gate intermediates (2^-12 without layer norm, TFLite's
+    fixed Q3.12), 30/31 the zero point (negated without projection: `hidden_zero_point`) and scale of its
+    fifth (hidden state) intermediate. NNAPI outputs: output_state_out and cell_state_out (unread
+    temporaries) and output (a same-type CAST carries its bytes where TFLite's output is quantized apart
+    from the state: `write_output`). Without layer norm, where QUANTIZED_LSTM would drop the gate biases,
+    they ride on constant columns joined to the input by a CONCATENATION (`int8_lstm_bias`). TFLite's
+    delegate maps neither the LSTM nor the sequence LSTM in int8. The 8x8_8 kernel (12 intermediates) is
+    refused.
     """
 
     options_type = LSTMOptions
 
-    nnapi_ops = (OperationType.LSTM, OperationType.QUANTIZED_LSTM, OperationType.DEQUANTIZE)
+    nnapi_ops = (OperationType.LSTM, OperationType.QUANTIZED_LSTM, OperationType.DEQUANTIZE,
+                 OperationType.CONCATENATION, OperationType.CAST)
     min_api_level = 28
     dtypes = ("float32", "int8")
-    constraints = ("full kernel; float32 (layer norm and hybrid weights need API 29) or int8 with layer "
-                   "norm (API 30); state from zero (variables)")
+    constraints = ("full kernel; float32 (layer norm and hybrid weights need API 29) or int8 8x8_16 (API 30); "
+                   "state from zero (variables)")
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "LSTM (as TFLite's NNAPI delegate)")
@@ -125,11 +135,7 @@ class Lstm(Rule):
     @staticmethod
     def _check_int8(c: CheckContext) -> None:
         c.require_api(30, "int8 LSTM (QUANTIZED_LSTM)")
-        check_int8_output_matches_state(c)
-        n = len(c.op.inputs)
-        if n != 24 or not check_layer_norm(c, range(20, 24), c.input(1) is None):
-            c.refuse(Code.OPTION, "an int8 LSTM without layer normalization runs TFLite's 8x8_8 kernel, which "
-                     "NNAPI has no equivalent of")
+        layer_norm = len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None)
         expected = {0: TensorType.INT8, 18: TensorType.INT8, 19: TensorType.INT16, 17: TensorType.INT32}
         expected.update({i: TensorType.INT8 for i in (*range(1, 9), 16)})
         expected.update({i: TensorType.INT16 for i in (9, 10, 11, 20, 21, 22, 23)})
@@ -156,14 +162,20 @@ class Lstm(Rule):
         if c.output(0).type != TensorType.INT8:
             c.refuse(Code.DTYPE, "the int8 LSTM's output must be int8")
         inter = [c.tensor(i) for i in c.op.intermediates]
-        if len(inter) != 5 or any(not t.quantization.scale for t in inter):
-            c.refuse(Code.QUANTIZATION, "the int8 LSTM needs its 5 quantized intermediates (gate and hidden "
-                     "state scales)")
-        elif c.input(16) is None and any(inter[4].quantization.zero_point):
-            # NNAPI's reference stores the hidden state as q - zp (its projection bias compensates), TFLite as
-            # q + zp; without a projection that value is the output, so the two differ by 2 * zp (measured).
-            c.refuse(Code.QUANTIZATION, "an int8 LSTM without projection whose hidden state has a nonzero zero "
-                     "point: NNAPI's QUANTIZED_LSTM offsets it the other way from TFLite's kernel")
+        if len(inter) == 12:
+            c.refuse(Code.OPTION, "an int8 LSTM with 12 intermediates runs TFLite's 8x8_8 kernel (8-bit gate "
+                     "products), which NNAPI has no equivalent of")
+        elif len(inter) != 5 or any(not t.quantization.scale for t in (inter if layer_norm else inter[4:])):
+            # Without layer norm TFLite takes the gates in Q3.12 and reads only the hidden state's scale.
+            c.refuse(Code.QUANTIZATION, "the int8 LSTM needs its 5 intermediates, quantized (the gate scales "
+                     "with layer normalization, the hidden state's always)")
+        elif c.input(16) is None and inter[4].quantization.zero_point and inter[4].quantization.zero_point[0] == -128:
+            # Without a projection the zero point is passed negated (see `hidden_zero_point`), and NNAPI's
+            # reference reads that INT32 scalar as an int8: 128 would wrap.
+            c.refuse(Code.QUANTIZATION, "an int8 LSTM without projection whose hidden state has zero point -128 "
+                     "(NNAPI's QUANTIZED_LSTM would need +128 there, outside int8)")
+        if not layer_norm:
+            check_bias_columns(c)
 
     def lower(self, c: LowerContext) -> None:
         if c.input(0).type == TensorType.INT8:
@@ -186,46 +198,134 @@ class Lstm(Rule):
 
     @staticmethod
     def _lower_int8(c: LowerContext) -> None:
-        emit_quantized_lstm(c, quantized_lstm_operands(c), c.in_(0), state_in(c, 18), state_in(c, 19),
-                            c.out(0))
+        parts = quantized_lstm_operands(c)
+        x = extended_input(c, parts, c.in_(0), [int(d) for d in c.input(0).shape])
+        if output_matches_state(c):
+            emit_quantized_lstm(c, parts, x, state_in(c, 18), state_in(c, 19), c.out(0))
+        else:
+            write_output(c, emit_quantized_lstm(c, parts, x, state_in(c, 18), state_in(c, 19))[2], c.out(0))
 
 
-def quantized_lstm_operands(c: LowerContext) -> tuple[list[int], list[int]]:
-    """The step-independent QUANTIZED_LSTM operands of an int8 TFLite LSTM: (slots 1..17, slots 20..31).
-    The int8 weights become TENSOR_QUANT8_SYMM constants (the operand policy would make them ASYMM)."""
+# TFLite's gate scale without layer normalization: its 8x8_16 kernel then takes the gate products in Q3.12
+# and ignores the four gate intermediates (the converter leaves them unquantized).
+GATE_SCALE_WITHOUT_LAYER_NORM = 2.0 ** -12
+
+
+class QuantizedLstmParts(NamedTuple):
+    """The step-independent QUANTIZED_LSTM operands of an int8 TFLite LSTM."""
+
+    weights: list[int]  # slots 1..17
+    tail: list[int]  # slots 20..31
+    columns: np.ndarray  # int8 values appended to each input row (int8_lstm_bias), maybe none
+
+
+def has_layer_norm(c: CheckContext | LowerContext) -> bool:
+    return len(c.op.inputs) == 24 and any(c.input(i) is not None for i in range(20, 24))
+
+
+def check_bias_columns(c: CheckContext) -> None:
+    """Without layer normalization the gate biases ride on constant input columns (`int8_lstm_bias`): they
+    must be constant, and not so large that they need more than MAX_WIDE_COLUMNS columns."""
+    biases = []
+    for i in range(12, 16):
+        t = c.input(i)
+        if t is not None:
+            if not c.require_const(t, f"int8 LSTM gate bias {i} (without layer normalization NNAPI gets it as "
+                                   "constant input columns)"):
+                return
+            biases.append(np.asarray(c.const_value(t)))
+    wide = wide_columns_needed(biases, input_zero_point(c))
+    if wide > MAX_WIDE_COLUMNS:
+        c.refuse(Code.OPERAND_VALUE, f"the int8 LSTM's gate biases would need {wide} constant input columns (at "
+                 f"most {MAX_WIDE_COLUMNS}): without layer normalization NNAPI's QUANTIZED_LSTM adds no bias")
+
+
+def input_zero_point(c: CheckContext | LowerContext) -> int:
+    q = c.input(0).quantization
+    return int(q.zero_point[0]) if q.zero_point else 0
+
+
+def hidden_zero_point(c: LowerContext, hidden: Quantization) -> int:
+    """The hidden-state zero point for QUANTIZED_LSTM slot 30. NNAPI's reference stores the hidden state as
+    q - zp (its projection bias compensates with + zp), TFLite's kernel as q + zp; without a projection that
+    value is the output (the two differed by 2 * zp, measured), so the zero point is passed negated there."""
+    zp = int(hidden.zero_point[0]) if hidden.zero_point else 0
+    return zp if c.input(16) is not None else -zp
+
+
+def quantized_lstm_operands(c: LowerContext) -> QuantizedLstmParts:
+    """The int8 weights become TENSOR_QUANT8_SYMM constants (the operand policy would make them ASYMM).
+    Without layer normalization the gate biases move into extra input-to-gate weight columns (the bias
+    operands get zeros) and the gate scales are TFLite's fixed Q3.12."""
     o = c.options
+    layer_norm = has_layer_norm(c)
+    if layer_norm:
+        columns, extra = np.zeros(0, np.int8), [None] * 4
+    else:
+        biases = [None if c.input(i) is None else np.asarray(c.const_value(c.input(i))) for i in range(12, 16)]
+        columns, extra = bias_columns(biases, input_zero_point(c))
 
-    def symm_weight(i: int) -> int:
+    def symm_weight(i: int, more: np.ndarray | None = None) -> int:
         t = c.input(i)
         if t is None:
             return c.no_value(OperandType.TENSOR_QUANT8_SYMM)
-        return c.constant(OperandType.TENSOR_QUANT8_SYMM, np.asarray(c.const_value(t), dtype=np.int8),
-                          scale=t.quantization.scale[0], name=t.name)
+        value = np.asarray(c.const_value(t), dtype=np.int8)
+        if more is not None and more.shape[1]:
+            value = np.concatenate([value, more], axis=1)
+        return c.constant(OperandType.TENSOR_QUANT8_SYMM, value, scale=t.quantization.scale[0], name=t.name)
 
-    weights = [symm_weight(i) for i in range(1, 9)] + [opt_in(c, i) for i in range(9, 16)]
+    def bias(i: int) -> int:
+        t = c.input(i)
+        if layer_norm or t is None:
+            return opt_in(c, i)
+        scale = t.quantization.scale[0] if t.quantization.scale else 0.0
+        return c.constant(OperandType.TENSOR_INT32, np.zeros(t.shape, np.int32), scale=scale, name=f"{t.name}_zero")
+
+    weights = [symm_weight(i, extra[i - 1]) for i in range(1, 5)] + [symm_weight(i) for i in range(5, 9)]
+    weights += [opt_in(c, i) for i in range(9, 12)] + [bias(i) for i in range(12, 16)]
     weights += [symm_weight(16), opt_in(c, 17)]
     inter = [c.tensor(i).quantization for i in c.op.intermediates]
+    gate_scales = [q.scale[0] for q in inter[:4]] if layer_norm else [GATE_SCALE_WITHOUT_LAYER_NORM] * 4
     tail = [opt_in(c, i) for i in range(20, 24)]
-    tail += [c.f32(o.cell_clip), c.f32(o.proj_clip)] + [c.f32(q.scale[0]) for q in inter[:4]]
-    tail += [c.i32(inter[4].zero_point[0] if inter[4].zero_point else 0), c.f32(inter[4].scale[0])]
-    return weights, tail
+    tail += [c.f32(o.cell_clip), c.f32(o.proj_clip)] + [c.f32(s) for s in gate_scales]
+    tail += [c.i32(hidden_zero_point(c, inter[4])), c.f32(inter[4].scale[0])]
+    return QuantizedLstmParts(weights, tail, columns)
 
 
-def emit_quantized_lstm(c: LowerContext, parts: tuple[list[int], list[int]], x: int, h: int, cell: int,
+def extended_input(c: LowerContext, parts: QuantizedLstmParts, x: int, shape: list[int]) -> int:
+    """`x` (of `shape`) with the bias columns appended on its last axis (one CONCATENATION), or `x`."""
+    k = len(parts.columns)
+    if not k:
+        return x
+    od = c.info(x)
+    ones = np.ones(shape[:-1] + [1], dtype=np.int8)
+    const = c.constant(od.type, ones * parts.columns, scale=od.scale, zero_point=od.zero_point,
+                       name=f"op{c.op.index}_bias_columns")
+    joined = c.temp_like(x, shape[:-1] + [shape[-1] + k], name=f"op{c.op.index}_input_and_bias_columns")
+    c.emit(OperationType.CONCATENATION, [x, const, c.i32(len(shape) - 1)], [joined])
+    return joined
+
+
+def emit_quantized_lstm(c: LowerContext, parts: QuantizedLstmParts, x: int, h: int, cell: int,
                         y: int | None = None) -> tuple[int, int, int]:
     """One QUANTIZED_LSTM step; returns (output state, cell state, output) operands (`y` if given)."""
-    weights, tail = parts
     h_out = c.temp_like(h, name=f"op{c.op.index}_h_out")
     c_out = c.temp_like(cell, name=f"op{c.op.index}_c_out")
     y = c.temp_like(h, name=f"op{c.op.index}_y") if y is None else y
-    c.emit(OperationType.QUANTIZED_LSTM, [x, *weights, h, cell, *tail], [h_out, c_out, y])
+    c.emit(OperationType.QUANTIZED_LSTM, [x, *parts.weights, h, cell, *parts.tail], [h_out, c_out, y])
     return h_out, c_out, y
 
 
-def check_int8_output_matches_state(c: CheckContext) -> None:
-    """QUANTIZED_LSTM's output shares the output state's quantization."""
+def output_matches_state(c: CheckContext | LowerContext) -> bool:
+    """Whether the int8 LSTM's output is quantized like its output state, as QUANTIZED_LSTM writes it."""
     h, y = c.input(18), c.output(0)
-    if h is not None and y.type == TensorType.INT8 and (h.quantization.scale, h.quantization.zero_point) != \
-            (y.quantization.scale, y.quantization.zero_point):
-        c.refuse(Code.QUANTIZATION, f"output '{y.name}' is quantized differently from the output state "
-                 f"'{h.name}'; QUANTIZED_LSTM writes both with the state's parameters")
+    return h is None or (h.quantization.scale, h.quantization.zero_point) == \
+        (y.quantization.scale, y.quantization.zero_point)
+
+
+def write_output(c: LowerContext, y: int, out: int) -> None:
+    """Writes the QUANTIZED_LSTM output `y` (quantized as the output state) to `out`. TFLite's kernel copies
+    the output state's bytes into its output whatever the output's declared quantization (the converter can
+    give them different ones), so where they differ the bytes are carried over unchanged: a same-type CAST,
+    which the reference runs as a raw copy ignoring scales (API 30 for TENSOR_QUANT8_ASYMM_SIGNED)."""
+    c.emit(OperationType.CAST, [y], [out])

@@ -12,11 +12,12 @@ from nnconv.lowering.rules.recurrent.common import (activation_code, check_activ
                                                     check_float_operands, check_state_inputs, check_static, opt_in,
                                                     state_in)
 from nnconv.lowering.rules.recurrent.lstm import (LSTM_STATE_SLOTS, LSTM_WEIGHT_SLOTS, Lstm, check_layer_norm,
-                                                  check_lstm_weights, emit_quantized_lstm, quantized_lstm_operands)
+                                                  check_lstm_weights, emit_quantized_lstm, extended_input,
+                                                  output_matches_state, quantized_lstm_operands, write_output)
 from nnconv.lowering.rules.recurrent.unroll import (UNROLL_OPS, UnrolledSequence, check_unroll_steps,
                                                     check_unrolled_bidirectional,
                                                     cross_linked_steps, emit_bidirectional_outputs, joined_weight,
-                                                    stack_outputs, unroll_inputs, unrolled_lstm)
+                                                    stack_outputs, unroll_inputs, unroll_operand, unrolled_lstm)
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.options import BidirectionalSequenceLSTMOptions, UnidirectionalSequenceLSTMOptions
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
@@ -37,15 +38,16 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
 
     Int8 (TFLite's 8x8_16 kernel): NNAPI's sequence op has no quantized form, so from API 30 the sequence
     is unrolled into QUANTIZED_LSTM steps, each mapped as the LSTM rule maps an int8 LSTM (beyond TFLite's
-    delegate, which rejects it).
+    delegate, which rejects it); without layer norm the bias columns are joined to the whole sequence once,
+    before it is sliced into steps.
     """
 
     options_type = UnidirectionalSequenceLSTMOptions
 
     nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.LSTM, OperationType.QUANTIZED_LSTM,
-                 *UNROLL_OPS)
+                 OperationType.CAST, *UNROLL_OPS)
     dtypes = ("float32", "int8")
-    constraints = ("float32 (hybrid refused; unrolled into LSTM steps at API 28) or int8 with layer norm "
+    constraints = ("float32 (hybrid refused; unrolled into LSTM steps at API 28) or int8 8x8_16 "
                    "(unrolled into QUANTIZED_LSTM steps, API 30); rank-3 input")
 
     cell_op = OperationType.LSTM
@@ -80,11 +82,17 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
         if c.input(0).type == TensorType.INT8:
             parts = quantized_lstm_operands(c)
             h, cell = state_in(c, 18), state_in(c, 19)
+            shape = [int(d) for d in c.input(0).shape]
+            x = extended_input(c, parts, c.in_(0), shape)
+            shape[2] += len(parts.columns)
             outs = []
-            for x_t in unroll_inputs(c, o.time_major):
+            for x_t in unroll_operand(c, x, shape, o.time_major):
                 h, cell, y_t = emit_quantized_lstm(c, parts, x_t, h, cell)
                 outs.append(y_t)
-            stack_outputs(c, outs, o.time_major, c.out(0))
+            if output_matches_state(c):
+                stack_outputs(c, outs, o.time_major, c.out(0))
+            else:
+                write_output(c, stack_outputs(c, outs, o.time_major), c.out(0))
             return
         if c.api_level < 29:
             self._lower_unrolled(c)
