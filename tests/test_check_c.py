@@ -173,6 +173,16 @@ def test_cli_check_c_passes_and_names_symbols_after_the_model(tmp_path):
     assert "int gru_keras_p0_create(" in (tmp_path / "g.h").read_text()
 
 
+def test_cli_check_c_with_paths_relative_to_the_current_directory(tmp_path, monkeypatch):
+    """The compiler runs in a temporary directory: relative output paths used to hide the header from it."""
+    (tmp_path / "out").mkdir()
+    monkeypatch.chdir(tmp_path)
+    result = run_cli(["convert", str(MODELS / "gru_keras.tflite"), "-o", "out/g.nnapi", "--emit-c", "out/g.c",
+                      "--check-c"])
+    assert result.exit_code == 0, result.stderr
+    assert "builds exactly the models of" in result.stderr
+
+
 def test_cli_check_c_partial_conversion_with_a_prefix(tmp_path):
     out, c = tmp_path / "p.nnapi", tmp_path / "p.c"
     result = run_cli(["convert", str(MODELS / "custom_op_middle.tflite"), "--allow-partial", "-o", str(out),

@@ -133,13 +133,17 @@ def build_and_record(models: Sequence[GeneratedC],
         work = pathlib.Path(tmp)
         driver = work / "nnconv_check_main.c"
         driver.write_text(driver_source(models), encoding="utf-8")
-        includes = [f"-I{INCLUDE_DIR}", f"-I{NDK_DIR}"] + sorted({f"-I{m.header_path.parent}" for m in models})
-        sources = [str(driver)] + [str(NDK_DIR / s) for s in RECORDER_SOURCES] + [str(m.c_path) for m in models]
+        # The compiler and the program run in the temporary directory: paths the user gave relative to the
+        # current directory are made absolute first (`--emit-c out/m.c` failed to find out/m.h).
+        headers = sorted({f"-I{m.header_path.resolve().parent}" for m in models})
+        includes = [f"-I{INCLUDE_DIR}", f"-I{NDK_DIR}"] + headers
+        sources = [str(driver)] + [str(NDK_DIR / s) for s in RECORDER_SOURCES]
+        sources += [str(m.c_path.resolve()) for m in models]
         exe = work / "nnconv_check"
         _run([cc, *C_FLAGS, *includes, *sources, "-o", str(exe), "-lm"], "compiling the generated C",
              COMPILE_TIMEOUT_SECONDS, tmp)
         json_path, blob_path = work / "record.json", work / "record.bin"
-        _run([str(exe), str(json_path), str(blob_path), *(str(m.nnapi_path) for m in models)],
+        _run([str(exe), str(json_path), str(blob_path), *(str(m.nnapi_path.resolve()) for m in models)],
              "running the generated C", RUN_TIMEOUT_SECONDS, tmp)
         try:
             records = json.loads(json_path.read_text(encoding="utf-8"))
