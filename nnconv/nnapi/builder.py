@@ -61,8 +61,11 @@ class SubgraphBuilder:
                                     channel_quant=channel_quant, name=name))
 
     def add_no_value(self, type: OperandType = OperandType.TENSOR_FLOAT32, name: str = "") -> int:
-        """An omitted optional operand (`setOperandValue(nullptr, 0)`)."""
-        return self._append(Operand(type=type, lifetime=OperandLifeTime.NO_VALUE, name=name))
+        """An omitted optional operand (`setOperandValue(nullptr, 0)`). A quantized one gets scale 1:
+        `ANeuralNetworksModel_addOperand` wants a positive scale for every quantized type, omitted or not
+        (the per-channel type excepted, whose scales come from their own call)."""
+        scale = 1.0 if type.is_quantized and type is not OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL else 0.0
+        return self._append(Operand(type=type, lifetime=OperandLifeTime.NO_VALUE, scale=scale, name=name))
 
     def add_subgraph_ref(self, subgraph_index: int, name: str = "") -> int:
         """A SUBGRAPH operand referencing `Model.referenced[subgraph_index]` (for IF / WHILE)."""

@@ -32,7 +32,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from nnconv.nnapi.enums import OperandLifeTime, OperationType
+from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.levels import api_level_of_feature_level
 from nnconv.nnapi.model import Model, Operand, Operation
 
@@ -52,13 +52,15 @@ class OperationView:
     in_operands: Sequence[Operand | None]  # None: an omitted optional input (NO_VALUE)
     out_operands: Sequence[Operand]
     model: Model | None = None  # where constant values live
+    in_types: Sequence[OperandType] = ()  # every input's declared type, omitted ones' too
 
     @classmethod
     def of(cls, model: Model, subgraph_index: int, operation: Operation) -> "OperationView":
         sg = model.subgraphs()[subgraph_index]
         ins = [None if sg.operands[i].lifetime is OperandLifeTime.NO_VALUE else sg.operands[i]
                for i in operation.inputs]
-        return cls(operation, ins, [sg.operands[o] for o in operation.outputs], model)
+        return cls(operation, ins, [sg.operands[o] for o in operation.outputs], model,
+                   [sg.operands[i].type for i in operation.inputs])
 
     @property
     def name(self) -> str:

@@ -276,17 +276,23 @@ def quantized_lstm_operands(c: LowerContext) -> QuantizedLstmParts:
 
     def bias(i: int) -> int:
         t = c.input(i)
-        if layer_norm or t is None:
-            return opt_in(c, i)
+        if t is None:
+            return c.no_value(OperandType.TENSOR_INT32)
+        if layer_norm:
+            return c.in_(i)
         scale = t.quantization.scale[0] if t.quantization.scale else 0.0
         return c.constant(OperandType.TENSOR_INT32, np.zeros(t.shape, np.int32), scale=scale, name=f"{t.name}_zero")
 
+    def typed(i: int, omitted: OperandType) -> int:
+        # QUANTIZED_LSTM validates every slot's type, omitted operands' too
+        return c.in_(i) if c.input(i) is not None else c.no_value(omitted)
+
     weights = [symm_weight(i, extra[i - 1]) for i in range(1, 5)] + [symm_weight(i) for i in range(5, 9)]
-    weights += [opt_in(c, i) for i in range(9, 12)] + [bias(i) for i in range(12, 16)]
-    weights += [symm_weight(16), opt_in(c, 17)]
+    weights += [typed(i, OperandType.TENSOR_QUANT16_SYMM) for i in range(9, 12)] + [bias(i) for i in range(12, 16)]
+    weights += [symm_weight(16), typed(17, OperandType.TENSOR_INT32)]
     inter = [c.tensor(i).quantization for i in c.op.intermediates]
     gate_scales = [q.scale[0] for q in inter[:4]] if layer_norm else [GATE_SCALE_WITHOUT_LAYER_NORM] * 4
-    tail = [opt_in(c, i) for i in range(20, 24)]
+    tail = [typed(i, OperandType.TENSOR_QUANT16_SYMM) for i in range(20, 24)]
     tail += [c.f32(o.cell_clip), c.f32(o.proj_clip)] + [c.f32(s) for s in gate_scales]
     tail += [c.i32(hidden_zero_point(c, inter[4])), c.f32(inter[4].scale[0])]
     return QuantizedLstmParts(weights, tail, columns)
