@@ -201,13 +201,23 @@ def representative_images(count: int = 32):
     return gen
 
 
+def representative_sequences(count: int = 32):
+    """Calibration sequences for the recurrent models' [1, 6, 5] input: uniform in [-1, 1]."""
+    rng = np.random.default_rng(SEED + 2)
+
+    def gen():
+        for _ in range(count):
+            yield [rng.uniform(-1.0, 1.0, (1, 6, 5)).astype(np.float32)]
+    return gen
+
+
 def converter_for(model: keras.Model) -> tf.lite.TFLiteConverter:
     return tf.lite.TFLiteConverter.from_keras_model(model)
 
 
-def full_integer(conv: tf.lite.TFLiteConverter, io_type) -> None:
+def full_integer(conv: tf.lite.TFLiteConverter, io_type, dataset=None) -> None:
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    conv.representative_dataset = representative_images()
+    conv.representative_dataset = dataset or representative_images()
     conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     conv.inference_input_type = io_type
     conv.inference_output_type = io_type
@@ -307,7 +317,7 @@ def build(name: str) -> bytes:
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.target_spec.supported_types = [tf.float16]
     elif name.endswith("_int8"):
-        full_integer(conv, tf.int8)
+        full_integer(conv, tf.int8, representative_sequences() if name.startswith("lstm") else None)
     elif name.endswith("_uint8io"):
         full_integer(conv, tf.uint8)
     elif name.endswith("_dynamic_range"):
@@ -320,8 +330,8 @@ def build(name: str) -> bytes:
 
 FIXTURES = ("mobilenet_v2_float", "mobilenet_v2_fp16", "mobilenet_v2_int8", "mobilenet_v2_uint8io",
             "mobilenet_v3_int8", "mobilenet_v3_uint8io", "mobilenet_v2_dynamic_range",
-            "mobilenet_v2_dynamic_range_dequantized", "efficientnet_se_float", "lstm_keras", "gru_keras",
-            "custom_op_middle")
+            "mobilenet_v2_dynamic_range_dequantized", "efficientnet_se_float", "lstm_keras", "lstm_keras_int8",
+            "gru_keras", "custom_op_middle")
 
 
 def op_names(data: bytes) -> list[str]:

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import nnconv
+from harness import assert_bit_exact
 from nnconv.errors import ConversionError
 from nnconv.lowering.diagnostics import Code, Verdict
 from nnconv.nnapi.enums import OperandType, OperationType
@@ -218,7 +219,7 @@ def test_dynamic_range_api27_refused_without_folding() -> None:
 
 
 # -- EfficientNet squeeze-excite, LSTM, GRU: one partition at API 30 ----------------------------------
-@pytest.mark.parametrize("name", ["efficientnet_se_float", "lstm_keras", "gru_keras"])
+@pytest.mark.parametrize("name", ["efficientnet_se_float", "lstm_keras", "lstm_keras_int8", "gru_keras"])
 def test_single_partition_api30(name: str) -> None:
     from nnconv.pipeline import analyse
     report, plan = analyse(path(name), 30)
@@ -242,6 +243,16 @@ def test_efficientnet_dynamic_batch_reshape_is_folded() -> None:
 def test_lstm_is_one_sequence_op() -> None:
     ops = operation_types(nnconv.convert(path("lstm_keras"), api_level=30))
     assert OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM in ops
+
+
+def test_int8_lstm_is_quantized_lstm_steps_bit_exact() -> None:
+    """The full-integer LSTM (TFLite's 8x8_16 kernel without layer norm, no projection, a hidden zero point,
+    the output quantized apart from the state) as QUANTIZED_LSTM steps: TFLite's bytes on several inputs."""
+    ops = operation_types(nnconv.convert(path("lstm_keras_int8"), api_level=30))
+    assert ops.count(OperationType.QUANTIZED_LSTM) == 6 and OperationType.CONCATENATION in ops
+    converted = nnconv.convert(path("lstm_keras_int8"), api_level=30).converted
+    for seed in range(3):
+        assert_bit_exact(path("lstm_keras_int8"), 30, random_inputs(converted.inputs, seed))
 
 
 def test_gru_keeps_its_while_loop() -> None:
