@@ -430,7 +430,7 @@ def int8_intermediates(b: TfliteBuilder, layer_norm: bool, hidden_zp: int, count
 
 def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=False, x_zp=0,
                     layer_norm=True, cell_clip=0.0, hidden_zp=0, peephole=False, bias_range=None,
-                    out_quant=(1 / 128, 0), intermediates=5) -> bytes:
+                    out_quant=(1 / 128, 0), intermediates=5, cell_scale=2 ** -11) -> bytes:
     """TFLite's integer (8x8_16) LSTM: int8 activations and weights, int16 cell state / layer norm, five
     intermediates. Scales follow the kernel's fixed-point formats: gates in Q3.12, cell state in Q4.11.
     `out_quant`: the output's (scale, zero point), which the converter may make differ from the state's."""
@@ -444,7 +444,7 @@ def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=Fa
     else:
         ins += [-1, -1]
     ins.append(b.tensor("h", (batch, n_o), np.int8, quant=QuantParams(1 / 128, 0), is_variable=True))
-    ins.append(b.tensor("c", (batch, n_cell), np.int16, quant=QuantParams(2 ** -11, 0), is_variable=True))
+    ins.append(b.tensor("c", (batch, n_cell), np.int16, quant=QuantParams(cell_scale, 0), is_variable=True))
     if layer_norm:
         ins += [-1 if cifg and g == "i" else
                 b.const(f"ln_{g}", RNG.integers(3000, 5000, n_cell).astype(np.int16), quant=QuantParams(1 / 4096, 0))
@@ -480,6 +480,9 @@ def test_int8_lstm_parity(kw):
     pytest.param({"x_zp": 127, "cifg": True, "peephole": True}, id="cifg-peephole-top-zero-point"),
     pytest.param({"x_zp": -128, "bias_range": 2_000_000, "batch": 1}, id="wide-bias"),
     pytest.param({"bias_range": 1, "projection": False}, id="zero-bias"),  # integers(-1, 1): some zeros
+    # below 2^-15 (a small calibrated cell range) both kernels skip tanh(cell) and use the input gate
+    pytest.param({"cell_scale": 2 ** -16, "projection": False}, id="cell-scale-2^-16"),
+    pytest.param({"cell_scale": 2 ** -15}, id="cell-scale-2^-15"),
 ])
 def test_int8_lstm_without_layer_norm_bit_exact(kw):
     """TFLite's 8x8_16 kernel without layer norm adds the gate biases before rescaling, which QUANTIZED_LSTM
@@ -496,6 +499,10 @@ def test_int8_lstm_needs_api30():
 
 def test_int8_lstm_without_projection_with_hidden_zero_point_minus_128_refused():
     assert_refused(int8_lstm_model(projection=False, hidden_zp=-128), 30, Code.QUANTIZATION)
+
+
+def test_int8_cifg_lstm_with_cell_scale_below_2_to_the_minus_15_refused():
+    assert_refused(int8_lstm_model(cifg=True, cell_scale=2 ** -16), 30, Code.QUANTIZATION)
 
 
 def test_int8_lstm_8x8_8_kernel_refused():

@@ -150,7 +150,10 @@ def quantized_lstm(call: KernelCall) -> list[np.ndarray]:
         q_clip = int(min(max(F32(cell_clip) / F32(ods[19].scale), F32(-32768)), F32(32767)))
         new_c = np.clip(new_c, -q_clip, q_clip)
     o_gate = fp.logistic(gate(3, new_c), 3)
-    tanh_c = fp.tanh(new_c, cell_shift + 15)
+    # The reference's ApplyTanh dispatches on 0..6 integer bits and writes nothing otherwise (a cell scale
+    # below 2^-15): its destination, the input-gate buffer, then still holds the input gate (or 1 - forget
+    # with CIFG), which is what multiplies the output gate. TFLite's 8x8_16 kernel does the same without CIFG.
+    tanh_c = fp.tanh(new_c, cell_shift + 15) if 0 <= cell_shift + 15 <= 6 else i_gate
     hm, hs = quantize_multiplier(float(F32(2.0 ** -15 / float(F32(hidden_scale)) * 2.0 ** -15)))
     hidden = np.clip(multiply_by_quantized_multiplier(o_gate * tanh_c, hm, hs) - hidden_zp, -128, 127)
     if present(call, 16):

@@ -159,6 +159,11 @@ class Lstm(Rule):
             if abs(log2 - round(log2)) >= 1e-3 or round(log2) > -9:
                 c.refuse(Code.QUANTIZATION, f"the cell state scale {cell.quantization.scale[0]} must be a power "
                          "of two no larger than 2^-9")
+            elif round(log2) < -15 and c.input(1) is None:
+                # Below 2^-15 both kernels skip tanh(cell) and multiply what their input-gate buffer holds:
+                # NNAPI's 1 - forget with CIFG, TFLite's a buffer nothing wrote in this step.
+                c.refuse(Code.QUANTIZATION, f"a CIFG int8 LSTM with cell state scale {cell.quantization.scale[0]} "
+                         "(below 2^-15): TFLite's kernel then reads a buffer it never wrote")
         if c.output(0).type != TensorType.INT8:
             c.refuse(Code.DTYPE, "the int8 LSTM's output must be int8")
         inter = [c.tensor(i) for i in c.op.intermediates]
