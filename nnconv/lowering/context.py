@@ -317,6 +317,7 @@ class LowerContext(CheckContext):
                  lowering: "SubgraphLowering") -> None:
         super().__init__(state, subgraph, op)
         self.lowering = lowering
+        self._carried: dict[int, tuple[int, int]] = {}  # output slot -> (operand the rule writes, real one)
 
     @property
     def sg(self) -> SubgraphBuilder:
@@ -332,8 +333,31 @@ class LowerContext(CheckContext):
         return self.operand(self.op.inputs[i])
 
     def out(self, i: int = 0) -> int:
-        """NNAPI operand of the op's i-th output."""
-        return self.operand(self.op.outputs[i])
+        """NNAPI operand of the op's i-th output (see `carry_stored_values`)."""
+        carried = self._carried.get(i)
+        return carried[0] if carried is not None else self.operand(self.op.outputs[i])
+
+    def carry_stored_values(self, slot: int | None) -> None:
+        """Before the rule lowers an op that copies the stored values of input `slot` (`Rule.stored_values_from`):
+        each int8 / uint8 output quantized differently from that input is written by the rule with the input's
+        parameters (NNAPI's data-movement operations keep them), and `finish_carried` copies its stored values
+        into the real output with a same-type CAST, which ignores scales as TFLite's kernel does."""
+        x = self.input(slot) if slot is not None else None
+        if x is None or x.type not in (TensorType.UINT8, TensorType.INT8):
+            return
+        for i, t in enumerate(self.op.outputs):
+            y = self.tensor(t)
+            if y.type != x.type or (y.quantization.scale, y.quantization.zero_point) == \
+                    (x.quantization.scale, x.quantization.zero_point):
+                continue
+            src, real = self.info(self.in_(slot)), self.operand(t)
+            od = self.info(real)
+            written = self.temp(od.type, od.dimensions, src.scale, src.zero_point, name=f"{od.name}_stored_values")
+            self._carried[i] = (written, real)
+
+    def finish_carried(self) -> None:
+        for written, real in self._carried.values():
+            self.emit(OperationType.CAST, [written], [real])
 
     def info(self, operand: int) -> Operand:
         return self.sg.operand(operand)

@@ -240,7 +240,10 @@ class SubgraphLowering:
         rule = rule_for(op)
         if rule is None:
             raise ConversionError(f"op #{op.index} {op.name} has no lowering rule")
-        rule.lower(LowerContext(self.state, self.sg, op, self))
+        context = LowerContext(self.state, self.sg, op, self)
+        context.carry_stored_values(rule.stored_values_from)
+        rule.lower(context)
+        context.finish_carried()
 
 
 class _NoOp:

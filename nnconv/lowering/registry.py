@@ -48,6 +48,11 @@ class Rule:
     # op whose options table is missing or of another kind (a corrupt model) is refused as malformed before
     # the check runs. None: the rule reads no options, or falls back to TFLite's defaults itself.
     options_type: ClassVar[type | None] = None
+    # The input whose stored values the op copies, where TFLite's kernel ignores quantization: an int8 /
+    # uint8 output quantized differently from that input gets the NNAPI op's result (written with the
+    # input's parameters) through a same-type CAST, which copies stored values too (`LowerContext`; the
+    # check must let the mismatch through: `check_data_movement(..., bitcast=True)`). None: not such an op.
+    stored_values_from: ClassVar[int | None] = None
 
     def check(self, c: "CheckContext") -> None:
         """Records every reason the op cannot be lowered at `c.api_level` (nothing when it can)."""

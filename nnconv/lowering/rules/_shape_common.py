@@ -2,7 +2,9 @@
 
 Data-movement ops copy stored values, so NNAPI (whose reference forces the output's quantization to the
 input's for most of them) and TFLite agree only when the input and output share scale and zero point;
-`check_same_quant` refuses otherwise. `const_ints` reads a constant or folded integer tensor.
+`check_same_quant` refuses otherwise, except for the rules whose TFLite kernel copies the bytes whatever
+the output's parameters (`Rule.stored_values_from`: a CAST carries them). `const_ints` reads a constant or
+folded integer tensor.
 """
 
 from __future__ import annotations
@@ -40,28 +42,35 @@ def same_quant(a: Tensor, b: Tensor) -> bool:
     return quant_params(a) == quant_params(b)
 
 
-def check_same_quant(c: CheckContext, a: Tensor | None, b: Tensor | None, what: str = "output") -> bool:
-    """Quantized data-movement: TFLite copies stored values, so the parameters must match."""
+def check_same_quant(c: CheckContext, a: Tensor | None, b: Tensor | None, what: str = "output",
+                     bitcast: bool = False) -> bool:
+    """Quantized data-movement: TFLite copies stored values, so the parameters must match, unless `bitcast`
+    (the rule's `stored_values_from`): then a same-type CAST carries the values (API 29: FL3 casts
+    TENSOR_QUANT8_ASYMM, which carries int8 there; FL4 TENSOR_QUANT8_ASYMM_SIGNED from API 30)."""
     if a is None or b is None or a.type not in (U8, I8):
         return True
     if same_quant(a, b):
         return True
+    if bitcast and b.type == a.type:
+        return c.require_api(29, f"{what} '{b.name}' quantized differently from the input whose stored values "
+                             "it takes (carried over by a CAST)")
     c.refuse(Code.QUANTIZATION, f"{what} '{b.name}' has scale/zero point {quant_params(b)} but input "
              f"'{a.name}' has {quant_params(a)}; the op copies stored values, so they must match")
     return False
 
 
 def check_data_movement(c: CheckContext, dtypes: Sequence[TensorType], max_rank: int = 4,
-                        data: int = 0) -> Tensor | None:
+                        data: int = 0, bitcast: bool = False) -> Tensor | None:
     """The common checks of a data-movement op whose data input is `data`: dtype, rank, static shapes,
-    int8 policy, and input/output quantization equality on every output."""
+    int8 policy, and input/output quantization equality on every output (or, with `bitcast`, a level where
+    a CAST can carry the stored values to an output quantized differently)."""
     x = c.input(data)
     if not c.require_dtype(x, dtypes):
         return None
     c.require_rank(x, max_rank)
     for o in c.outputs:
         c.require_rank(o, max_rank, what="output")
-        check_same_quant(c, x, o)
+        check_same_quant(c, x, o, bitcast=bitcast)
     c.require_static_shapes()
     check_int8(c)
     return x

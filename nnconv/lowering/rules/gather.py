@@ -65,7 +65,8 @@ class Gather(Rule):
 
     fold = shape_folds.gather
     nnapi_ops = (OperationType.GATHER, OperationType.RESHAPE, OperationType.STRIDED_SLICE,
-                 OperationType.CONCATENATION)
+                 OperationType.CONCATENATION, OperationType.CAST)
+    stored_values_from = 0
     min_api_level = 28
     dtypes = ("float32", "uint8", "int8", "int32")
     constraints = "batch_dims 0; indices rank <= 4; rank <= 4; API 28 only for few constant index runs"
@@ -74,7 +75,7 @@ class Gather(Rule):
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2):
             return
-        x = check_data_movement(c, BASIC_I32)
+        x = check_data_movement(c, BASIC_I32, bitcast=True)
         idx = c.input(1)
         if not c.require_dtype(idx, INDEX_TYPES, "indices") or x is None:
             return

@@ -115,7 +115,8 @@ class StridedSlice(Rule):
     (end relative to begin) is resolved from the constants. Empty results are refused."""
 
     fold = shape_folds.strided_slice
-    nnapi_ops = (OperationType.STRIDED_SLICE, OperationType.RESHAPE)
+    nnapi_ops = (OperationType.STRIDED_SLICE, OperationType.RESHAPE, OperationType.CAST)
+    stored_values_from = 0
     min_api_level = 28
     dtypes = ("float32", "uint8", "int8")
     constraints = "constant begin/end/strides; rank <= 4; non-empty result"
@@ -125,7 +126,7 @@ class StridedSlice(Rule):
         c.require_api(28, "STRIDED_SLICE")
         if not c.require_inputs(4):
             return
-        x = check_data_movement(c, BASIC)
+        x = check_data_movement(c, BASIC, bitcast=True)
         vals = [require_const_ints(c, i, what) for i, what in ((1, "begin"), (2, "end"), (3, "strides"))]
         if x is None or any(v is None for v in vals):
             return
@@ -174,7 +175,8 @@ class Slice(Rule):
     STRIDED_SLICE(begin, begin + size, strides 1), the same box."""
 
     fold = shape_folds.slice_
-    nnapi_ops = (OperationType.SLICE, OperationType.STRIDED_SLICE)
+    nnapi_ops = (OperationType.SLICE, OperationType.STRIDED_SLICE, OperationType.CAST)
+    stored_values_from = 0
     min_api_level = 28
     dtypes = ("float32", "uint8", "int8", "int32")
     constraints = "constant begin and size; rank <= 4; int32 needs API 29"
@@ -183,7 +185,7 @@ class Slice(Rule):
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(3):
             return
-        x = check_data_movement(c, BASIC_I32)
+        x = check_data_movement(c, BASIC_I32, bitcast=True)
         _check_box_level(c, x, "SLICE")
         begin, size = require_const_ints(c, 1, "begin"), require_const_ints(c, 2, "size")
         if x is None or begin is None or size is None:

@@ -144,9 +144,10 @@ class _BlockRearrange(Rule):
     dtypes = FS
     constraints = "4-D input; block size >= 1"
     nnapi_op: OperationType
+    stored_values_from = 0
 
     def check(self, c: CheckContext) -> None:
-        x = check_data_movement(c, BASIC)
+        x = check_data_movement(c, BASIC, bitcast=True)
         if x is None or not c.require_rank(x, 4, 4):
             return
         b = c.options.block_size if c.options is not None else 0
@@ -160,12 +161,12 @@ class _BlockRearrange(Rule):
 @lowering_rule(BuiltinOperator.SPACE_TO_DEPTH)
 class SpaceToDepth(_BlockRearrange):
     __doc__ = _BlockRearrange.__doc__
-    nnapi_ops = (OperationType.SPACE_TO_DEPTH,)
+    nnapi_ops = (OperationType.SPACE_TO_DEPTH, OperationType.CAST)
     nnapi_op = OperationType.SPACE_TO_DEPTH
 
 
 @lowering_rule(BuiltinOperator.DEPTH_TO_SPACE)
 class DepthToSpace(_BlockRearrange):
     __doc__ = _BlockRearrange.__doc__
-    nnapi_ops = (OperationType.DEPTH_TO_SPACE,)
+    nnapi_ops = (OperationType.DEPTH_TO_SPACE, OperationType.CAST)
     nnapi_op = OperationType.DEPTH_TO_SPACE

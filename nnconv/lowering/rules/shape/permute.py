@@ -21,7 +21,8 @@ class Transpose(Rule):
     """TFLite TRANSPOSE(input, perm) -> NNAPI TRANSPOSE(input, perm TENSOR_INT32) (API 28)."""
 
     fold = shape_folds.transpose
-    nnapi_ops = (OperationType.TRANSPOSE,)
+    nnapi_ops = (OperationType.TRANSPOSE, OperationType.CAST)
+    stored_values_from = 0
     min_api_level = 28
     dtypes = FS
     constraints = "constant perm; rank <= 4"
@@ -31,7 +32,7 @@ class Transpose(Rule):
         c.require_api(28, "TRANSPOSE")
         if not c.require_inputs(2):
             return
-        x = check_data_movement(c, BASIC)
+        x = check_data_movement(c, BASIC, bitcast=True)
         perm = require_const_ints(c, 1, "perm")
         if x is not None and perm is not None and sorted(p % max(x.rank, 1) for p in perm) != list(range(x.rank)):
             c.refuse(Code.OPERAND_VALUE, f"perm {perm} is not a permutation of {x.rank} dimensions")
@@ -48,7 +49,8 @@ class ReverseV2(Rule):
     feature level 7 (API 34). Below (from API 29, beyond the delegate): GATHER(input, axis, [n-1..0]) per
     axis, exact since reversing only reorders elements. Several axes chain one op per axis."""
 
-    nnapi_ops = (OperationType.REVERSE, OperationType.GATHER)
+    nnapi_ops = (OperationType.REVERSE, OperationType.GATHER, OperationType.CAST)
+    stored_values_from = 0
     min_api_level = 29
     dtypes = FSI
     constraints = "constant axes; rank <= 4; GATHER below API 34"
@@ -58,7 +60,7 @@ class ReverseV2(Rule):
         c.require_api(29, "REVERSE_V2 (GATHER below API 34)")
         if not c.require_inputs(2):
             return
-        x = check_data_movement(c, BASIC_I32)
+        x = check_data_movement(c, BASIC_I32, bitcast=True)
         axes = require_const_ints(c, 1, "axis")
         if x is not None and axes is not None and (not axes or any(not -x.rank <= a < x.rank for a in axes)):
             c.refuse(Code.OPERAND_VALUE, f"axis {axes} must name axes of a rank-{x.rank} tensor")

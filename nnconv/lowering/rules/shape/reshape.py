@@ -36,14 +36,15 @@ class Reshape(Rule):
     """
 
     fold = shape_folds.reshape
-    nnapi_ops = (OperationType.RESHAPE,)
+    nnapi_ops = (OperationType.RESHAPE, OperationType.CAST)
+    stored_values_from = 0
     dtypes = FSI
     constraints = "constant or folded shape; rank <= 4; int32 data needs API 33"
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(1, 2):
             return
-        x = check_data_movement(c, BASIC_I32)
+        x = check_data_movement(c, BASIC_I32, bitcast=True)
         if x is None:
             return
         if x.type == I32:
@@ -77,12 +78,13 @@ class Squeeze(Rule):
     nothing, it is a RESHAPE to the output shape: removing size-1 dimensions only relabels the data."""
 
     fold = shape_folds.squeeze
-    nnapi_ops = (OperationType.SQUEEZE, OperationType.RESHAPE)
+    nnapi_ops = (OperationType.SQUEEZE, OperationType.RESHAPE, OperationType.CAST)
+    stored_values_from = 0
     dtypes = FS
     constraints = "rank <= 4; squeezed dimensions must be 1; RESHAPE at API 27"
 
     def check(self, c: CheckContext) -> None:
-        x = check_data_movement(c, BASIC)
+        x = check_data_movement(c, BASIC, bitcast=True)
         if x is None:
             return
         dims = list(c.options.squeeze_dims or ()) if c.options is not None else []

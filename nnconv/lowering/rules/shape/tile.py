@@ -35,7 +35,8 @@ class Tile(Rule):
     (`concat_tile`), which is the definition of tiling. int32 needs TILE."""
 
     fold = shape_folds.tile
-    nnapi_ops = (OperationType.TILE, OperationType.CONCATENATION)
+    nnapi_ops = (OperationType.TILE, OperationType.CONCATENATION, OperationType.CAST)
+    stored_values_from = 0
     dtypes = FSI
     constraints = "constant multiples; rank <= 4; int32 needs API 29"
     driver_notes = (MISSING_FROM_ARMNN,)
@@ -43,7 +44,7 @@ class Tile(Rule):
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2):
             return
-        x = check_data_movement(c, BASIC_I32)
+        x = check_data_movement(c, BASIC_I32, bitcast=True)
         reps = require_const_ints(c, 1, "multiples")
         if x is not None and reps is not None and (len(reps) != x.rank or min(reps, default=1) < 1):
             c.refuse(Code.OPERAND_VALUE, f"multiples {reps} must be {x.rank} positive values")
