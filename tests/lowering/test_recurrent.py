@@ -590,9 +590,10 @@ def test_int8_sequence_lstm_as_keras_converts_it_bit_exact(time_major):
         assert_bit_exact(m, 30, random_inputs(converted.inputs, seed))
 
 
-def hybrid_lstm_models(batch=2, n_in=5, n_cell=4, n_out=3, dtype=np.int8) -> tuple[bytes, bytes]:
+def hybrid_lstm_models(batch=2, n_in=5, n_cell=4, n_out=3, dtype=np.int8, steps=None) -> tuple[bytes, bytes]:
     """A dynamic-range LSTM (float activations, quantized weight matrices, peepholes and projection) and its
-    float twin with those weights dequantized: what NNAPI computes for the hybrid op."""
+    float twin with those weights dequantized: what NNAPI computes for the hybrid op. With `steps`, a
+    batch-major UNIDIRECTIONAL_SEQUENCE_LSTM over that many steps."""
     zp = 0 if dtype == np.int8 else 128
     quant = {}
     for name, shape in [*[(f"wx_{g}", (n_cell, n_in)) for g in "ifco"],
@@ -604,7 +605,7 @@ def hybrid_lstm_models(batch=2, n_in=5, n_cell=4, n_out=3, dtype=np.int8) -> tup
     models = []
     for hybrid in (True, False):
         b = TfliteBuilder()
-        x = b.input("x", (batch, n_in), F32)
+        x = b.input("x", (batch, n_in) if steps is None else (batch, steps, n_in), F32)
 
         def weight(name):
             q, scale = quant[name]
@@ -616,8 +617,13 @@ def hybrid_lstm_models(batch=2, n_in=5, n_cell=4, n_out=3, dtype=np.int8) -> tup
         ins += [weight("proj"), -1]
         ins += [b.tensor("h", (batch, n_out), F32, is_variable=True),
                 b.tensor("c", (batch, n_cell), F32, is_variable=True)]
-        y = b.tensor("y", (batch, n_out), F32)
-        b.op(BuiltinOperator.LSTM, ins, [y], LSTMOptions(fused_activation_function=4), version=3)
+        if steps is None:
+            y = b.tensor("y", (batch, n_out), F32)
+            b.op(BuiltinOperator.LSTM, ins, [y], LSTMOptions(fused_activation_function=4), version=3)
+        else:
+            y = b.tensor("y", (batch, steps, n_out), F32)
+            b.op(BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [y],
+                 UnidirectionalSequenceLSTMOptions(fused_activation_function=4), version=3)
         b.output(y)
         models.append(b.finish())
     return models[0], models[1]
@@ -652,3 +658,28 @@ def test_hybrid_lstm_refused_at_28_without_folding():
 
 def test_hybrid_lstm_with_uint8_weights_refused():
     assert_refused(hybrid_lstm_models(dtype=np.uint8)[0], 30, Code.DTYPE)
+
+
+def test_hybrid_sequence_lstm_dequantized_at_29_and_folded_unrolled_at_28():
+    """A dynamic-range UNIDIRECTIONAL_SEQUENCE_LSTM (what the converter writes for Keras LSTMs with >= 1024
+    weights) lowers as the LSTM rule lowers hybrid weights, beyond TFLite's delegate: DEQUANTIZE at API 29,
+    folded float32 constants (here unrolled into LSTM steps) at 28; both compute the float twin."""
+    import nnconv
+    from nnconv.runtime.executor import Executor
+    from nnconv.lowering.convert import ConversionOptions
+    from nnconv.parity.tflite_runner import TfliteRunner
+
+    hybrid, twin = hybrid_lstm_models(steps=3)
+    assert_parity(twin, api_level=29)
+    x = {"x": RNG.uniform(-1, 1, (2, 3, 5)).astype(F32)}
+    ref = Executor(nnconv.convert(twin, api_level=29).converted).run(x)["y"]
+    at29 = nnconv.convert(hybrid, api_level=29).converted
+    assert [o.type.name for o in at29.model.main.operations] == ["DEQUANTIZE"] * 12 + ["UNIDIRECTIONAL_SEQUENCE_LSTM"]
+    np.testing.assert_allclose(Executor(at29).run(x)["y"], ref, rtol=0, atol=1e-6)
+    folded = nnconv.convert(hybrid, api_level=28, options=ConversionOptions(fold_dynamic_range_weights=True))
+    assert [o.type.name for o in folded.converted.model.main.operations].count("LSTM") == 3
+    np.testing.assert_allclose(Executor(folded.converted).run(x)["y"], ref, rtol=0, atol=1e-6)
+    tfl = TfliteRunner(hybrid)
+    expected = next(iter(tfl.run({tfl.input_details()[0]["index"]: x["x"]}).values()))
+    assert np.max(np.abs(expected - ref)) <= 0.02 * np.max(np.abs(ref))
+    assert_refused(hybrid, 28, Code.API_LEVEL, min_api_level=29)

@@ -9,11 +9,12 @@ from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import lowering_rule
 from nnconv.lowering.rules.recurrent.common import (activation_code, check_activation, check_clips,
-                                                    check_float_operands, check_state_inputs, check_static, opt_in,
-                                                    state_in)
-from nnconv.lowering.rules.recurrent.lstm import (LSTM_STATE_SLOTS, LSTM_WEIGHT_SLOTS, Lstm, check_layer_norm,
-                                                  check_lstm_weights, emit_quantized_lstm, extended_input,
-                                                  output_matches_state, quantized_lstm_operands, write_output)
+                                                    check_float_operands, check_hybrid_weights, check_state_inputs,
+                                                    check_static, opt_in, state_in)
+from nnconv.lowering.rules.recurrent.lstm import (LSTM_HYBRID_SLOTS, LSTM_STATE_SLOTS, LSTM_WEIGHT_SLOTS, Lstm,
+                                                  check_layer_norm, check_lstm_weights, emit_quantized_lstm,
+                                                  extended_input, lstm_weight, output_matches_state,
+                                                  quantized_lstm_operands, write_output)
 from nnconv.lowering.rules.recurrent.unroll import (UNROLL_OPS, UnrolledSequence, check_unroll_steps,
                                                     check_unrolled_bidirectional,
                                                     cross_linked_steps, emit_bidirectional_outputs, joined_weight,
@@ -36,6 +37,11 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
     is unrolled into one NNAPI LSTM per time step sharing the weight operands, each step's output and cell
     state outputs feeding the next (see "unrolling" above); layer normalization still needs API 29.
 
+    Dynamic-range (hybrid) weights, int8 constants beside a float32 input, are dequantized as the LSTM rule
+    does (`check_hybrid_weights`: DEQUANTIZE from API 29, or float32 constants with `fold_dynamic_range_weights`;
+    beyond TFLite's delegate, which rejects the hybrid sequence op). NNAPI then computes in float where
+    TFLite's hybrid kernel quantizes the activations: `verify` compares with TFLite on the dequantized twin.
+
     Int8 (TFLite's 8x8_16 kernel): NNAPI's sequence op has no quantized form, so from API 30 the sequence
     is unrolled into QUANTIZED_LSTM steps, each mapped as the LSTM rule maps an int8 LSTM (beyond TFLite's
     delegate, which rejects it); without layer norm the bias columns are joined to the whole sequence once,
@@ -45,10 +51,10 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
     options_type = UnidirectionalSequenceLSTMOptions
 
     nnapi_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.LSTM, OperationType.QUANTIZED_LSTM,
-                 OperationType.CAST, *UNROLL_OPS)
+                 OperationType.CAST, OperationType.DEQUANTIZE, *UNROLL_OPS)
     dtypes = ("float32", "int8")
-    constraints = ("float32 (hybrid refused; unrolled into LSTM steps at API 28) or int8 8x8_16 "
-                   "(unrolled into QUANTIZED_LSTM steps, API 30); rank-3 input")
+    constraints = ("float32 (int8 hybrid weights dequantized: API 29 or folded; unrolled into LSTM steps at API "
+                   "28) or int8 8x8_16 (unrolled into QUANTIZED_LSTM steps, API 30); rank-3 input")
 
     cell_op = OperationType.LSTM
     native_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.QUANTIZED_LSTM)
@@ -64,7 +70,8 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
             Lstm._check_int8(c)
         else:
             c.require_dtype(x, FLOAT)
-            check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS)
+            check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS, LSTM_HYBRID_SLOTS)
+            check_hybrid_weights(c, LSTM_HYBRID_SLOTS, "UNIDIRECTIONAL_SEQUENCE_LSTM")
             if len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None):
                 c.require_api(29, "a layer-normalized UNIDIRECTIONAL_SEQUENCE_LSTM")
         check_lstm_weights(c, 1)
@@ -97,7 +104,7 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
         if c.api_level < 29:
             self._lower_unrolled(c)
             return
-        ins = [c.in_(0)] + [opt_in(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
+        ins = [c.in_(0)] + [lstm_weight(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
         ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip),
                 c.boolean(o.time_major)]
         ins += [opt_in(c, i) for i in range(20, 24)]
@@ -106,7 +113,7 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
     @staticmethod
     def _lower_unrolled(c: LowerContext) -> None:
         o = c.options
-        weights = [opt_in(c, i) for i in LSTM_WEIGHT_SLOTS]
+        weights = [lstm_weight(c, i) for i in LSTM_WEIGHT_SLOTS]
         params = [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip)]
         outs = unrolled_lstm(c, unroll_inputs(c, o.time_major), weights, state_in(c, 18), state_in(c, 19),
                              params, cifg=c.input(1) is None)
