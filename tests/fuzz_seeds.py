@@ -177,7 +177,8 @@ def _fixture(name: str) -> Callable[[], bytes]:
 
 
 # Small committed fixtures that add real converter output: a custom op between builtins, Keras recurrent
-# layers, an int8 MobileNetV2 (per-channel), its float16 and dynamic-range versions.
+# layers (the LSTM in float and full integer), an int8 MobileNetV2 (per-channel), its float16 and
+# dynamic-range versions.
 SEEDS: tuple[Seed, ...] = (
     Seed("sparse_fc", sparse_fc),
     Seed("fp16_weights", fp16_weights),
@@ -188,6 +189,7 @@ SEEDS: tuple[Seed, ...] = (
     Seed("uint8_softmax", uint8_softmax, api_level=29),
     Seed("custom_op_middle", _fixture("custom_op_middle.tflite"), partial=True),
     Seed("lstm_keras", _fixture("lstm_keras.tflite")),
+    Seed("lstm_keras_int8", _fixture("lstm_keras_int8.tflite")),
     Seed("mobilenet_v2_int8", _fixture("mobilenet_v2_int8.tflite")),
     Seed("mobilenet_v2_fp16", _fixture("mobilenet_v2_fp16.tflite")),
     Seed("mobilenet_v2_dynamic_range", _fixture("mobilenet_v2_dynamic_range.tflite"), fold_weights=True),
