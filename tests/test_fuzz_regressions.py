@@ -65,6 +65,10 @@ CASES = [
     # kernel (exit 4); the bias length is a prepare rule of the reference (nnapi/operations/conv.py)
     pytest.param("conv_bias_length_differs.tflite", 1, 3, "input 2 (bias) has 72 values for the filter's 64 "
                  "output channels", id="conv-bias-length"),
+    # Seed 26 (session 16), on the new int8 LSTM fixture: a weight slot pointing at a tensor without
+    # quantization (exit 4 in the lowering, which read its scale)
+    pytest.param("int8_lstm_weight_without_scale.tflite", 1, 3, "has no quantization scale; the int8 LSTM needs "
+                 "one", id="int8-lstm-weight-without-scale"),
 ]
 
 
@@ -131,6 +135,9 @@ def test_billions_of_time_steps_are_not_unrolled(tmp_path):
     pytest.param("while_hashtable_lookup_scalar_values.nnapi", {"i": np.zeros(1, np.int32),
                                                                 "x": np.zeros((2, 2), np.float32)},
                  "HASHTABLE_LOOKUP: values must have at least one dimension", id="hashtable-scalar-values"),
+    # seed 26: a QUANTIZED_LSTM step whose recurrent weights claim [8, 7] (exit 4 in the kernel's matmul)
+    pytest.param("quantized_lstm_weight_shape_differs.nnapi", {"sequence": np.zeros((1, 6, 5), np.int8)},
+                 "QUANTIZED_LSTM: input 6 has dimensions [8, 7], expected [8, 8]", id="qlstm-weight-shape"),
 ])
 def test_operand_types_the_reference_validates_are_checked_on_load(tmp_path, name, inputs, fragment):
     """Seeds 15 and 16: outputs retyped FLOAT32 (a quantized AVERAGE_POOL_2D, a quantized SOFTMAX), a CONV_2D whose

@@ -238,3 +238,37 @@ def test_pooling_parameters(op):
 def test_l2_pool_is_float_only():
     assert "L2_POOL_2D takes float tensors only" in refusal(pool(OperationType.L2_POOL_2D, U8, 1, 2, 2, 2, 2, 0))
     assert needed(pool(OperationType.MAX_POOL_2D, U8, 1, 2, 2, 2, 2, 0)) == 1
+
+
+# -- QUANTIZED_LSTM: every slot's type (omitted ones too) and the shapes its prepare derives --------------
+def quantized_lstm(omitted_type: OperandType = OperandType.TENSOR_QUANT16_SYMM, recurrent_cols: int = 4) -> Model:
+    """A QUANTIZED_LSTM step (batch 2, input 5, 4 units, no projection) whose omitted peepholes and layer-norm
+    weights are declared `omitted_type`, and whose recurrent-to-cell weights have `recurrent_cols` columns."""
+    mb = ModelBuilder()
+    g = mb.main
+    q8s, q16s, i32 = OperandType.TENSOR_QUANT8_SYMM, OperandType.TENSOR_QUANT16_SYMM, OperandType.TENSOR_INT32
+    x = g.add_tensor(I8, (2, 5), scale=1 / 128, zero_point=0)
+
+    def weights(cols: int) -> int:
+        return g.add_constant(q8s, np.ones((4, cols), np.int8), scale=0.01)
+    ins = [x] + [weights(5) for _ in range(4)] + [weights(4), weights(4), weights(recurrent_cols), weights(4)]
+    ins += [g.add_no_value(omitted_type) for _ in range(3)]
+    ins += [g.add_constant(i32, np.zeros(4, np.int32), scale=1e-4) for _ in range(4)]
+    ins += [g.add_no_value(q8s), g.add_no_value(i32)]
+    ins += [g.add_constant(I8, np.zeros((2, 4), np.int8), scale=1 / 128),
+            g.add_constant(q16s, np.zeros((2, 4), np.int16), scale=2 ** -11)]
+    ins += [g.add_no_value(omitted_type) for _ in range(4)]
+    ins += [g.add_scalar(0.0), g.add_scalar(0.0)] + [g.add_scalar(2.0 ** -12) for _ in range(4)]
+    ins += [g.add_scalar(0), g.add_scalar(2.0 ** -7)]
+    outs = [g.add_tensor(I8, (2, 4), scale=1 / 128), g.add_tensor(q16s, (2, 4), scale=2 ** -11),
+            g.add_tensor(I8, (2, 4), scale=1 / 128)]
+    g.add_operation(OperationType.QUANTIZED_LSTM, ins, outs)
+    g.set_io([x], [outs[2]])
+    return mb.finish()
+
+
+def test_quantized_lstm_slot_types_and_shapes():
+    assert needed(quantized_lstm()) == 4
+    assert "input 9 is TENSOR_FLOAT32, the slot takes TENSOR_QUANT16_SYMM" in refusal(
+        quantized_lstm(omitted_type=F32))
+    assert "input 7 has dimensions [4, 3], expected [4, 4]" in refusal(quantized_lstm(recurrent_cols=3))

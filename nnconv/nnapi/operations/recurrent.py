@@ -31,4 +31,30 @@ def validate_quantized_lstm(view: OperationView, feature_level: int) -> int:
     for slot, (od, want) in enumerate(zip(view.out_operands, QUANTIZED_LSTM_OUTPUTS)):
         if od.type is not want:
             raise view.refuse(f"output {slot} is {od.type.name}, the slot takes {want.name}")
+    _check_shapes(view)
     return 4
+
+
+def _check_shapes(view: OperationView) -> None:
+    """QLSTM.cpp's prepare: every operand's dimensions follow from the input [batch, input_size], the
+    input-to-output weights [units, input_size] and the recurrent-to-output weights [units, output_size]
+    (0 is an unknown extent)."""
+    for slot in (0, 2, 3, 4, 6, 7, 8, 13, 14, 15, 18, 19):
+        if view.input(slot) is None:
+            raise view.refuse(f"input {slot} is required")
+    x, w, r = (list(view.input(s).dimensions) for s in (0, 4, 8))
+    if len(x) != 2 or len(w) != 2 or len(r) != 2:
+        raise view.refuse("input 0 and the input-to-output / recurrent-to-output weights (inputs 4, 8) must be 2-D")
+    (batch, n_in), units, n_out = x, w[0], r[1]
+    if view.input(16) is None and units and n_out and n_out != units:
+        raise view.refuse(f"without projection weights the output size ({n_out}) must be the units ({units})")
+    expected = {**{s: (units, n_in) for s in (1, 2, 3, 4)}, **{s: (units, n_out) for s in (5, 6, 7, 8)},
+                **{s: (units,) for s in (9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23)},
+                16: (n_out, units), 17: (n_out,), 18: (batch, n_out), 19: (batch, units)}
+    for slot, shape in expected.items():
+        od = view.input(slot)
+        if od is None:
+            continue
+        got = list(od.dimensions)
+        if len(got) != len(shape) or any(g and e and g != e for g, e in zip(got, shape)):
+            raise view.refuse(f"input {slot} has dimensions {got}, expected {list(shape)} (0: unknown)")

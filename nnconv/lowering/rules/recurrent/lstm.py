@@ -153,6 +153,9 @@ class Lstm(Rule):
             q = t.quantization
             if q.is_per_channel or any(z != 0 for z in q.zero_point):
                 c.refuse(Code.QUANTIZATION, f"weight '{t.name}' must be per-tensor symmetric (zero point 0)")
+        for t in (c.input(0), *(c.input(i) for i in (*range(1, 12), 16, 18, 19, *range(20, 24))), c.output(0)):
+            if t is not None and not (t.quantization.scale and t.quantization.scale[0] > 0):
+                c.refuse(Code.QUANTIZATION, f"'{t.name}' has no quantization scale; the int8 LSTM needs one")
         cell = c.input(19)
         if cell is not None and cell.quantization.scale:
             log2 = float(np.log2(cell.quantization.scale[0]))
