@@ -67,8 +67,11 @@ CASES = [
                  "output channels", id="conv-bias-length"),
     # Seed 26 (session 16), on the new int8 LSTM fixture: a weight slot pointing at a tensor without
     # quantization (exit 4 in the lowering, which read its scale)
-    pytest.param("int8_lstm_weight_without_scale.tflite", 1, 3, "has no quantization scale; the int8 LSTM needs "
-                 "one", id="int8-lstm-weight-without-scale"),
+    pytest.param("int8_lstm_weight_without_scale.tflite", 1, 3, "has no finite positive quantization scale",
+                 id="int8-lstm-weight-without-scale"),
+    # seed 27: its cell state's scale turned infinite (exit 4: the check took log2 of it)
+    pytest.param("int8_lstm_cell_scale_infinite.tflite", 1, 3, "has no finite positive quantization scale",
+                 id="int8-lstm-cell-scale-infinite"),
 ]
 
 
@@ -138,6 +141,9 @@ def test_billions_of_time_steps_are_not_unrolled(tmp_path):
     # seed 26: a QUANTIZED_LSTM step whose recurrent weights claim [8, 7] (exit 4 in the kernel's matmul)
     pytest.param("quantized_lstm_weight_shape_differs.nnapi", {"sequence": np.zeros((1, 6, 5), np.int8)},
                  "QUANTIZED_LSTM: input 6 has dimensions [8, 7], expected [8, 8]", id="qlstm-weight-shape"),
+    # seed 27: its cell state's scale -0.0 (exit 4: the kernel took its log)
+    pytest.param("quantized_lstm_cell_scale_negative_zero.nnapi", {"sequence": np.zeros((1, 6, 5), np.int8)},
+                 "QUANTIZED_LSTM: input 19 (cell state) scale -0.0 must be a power of two", id="qlstm-cell-scale"),
 ])
 def test_operand_types_the_reference_validates_are_checked_on_load(tmp_path, name, inputs, fragment):
     """Seeds 15 and 16: outputs retyped FLOAT32 (a quantized AVERAGE_POOL_2D, a quantized SOFTMAX), a CONV_2D whose

@@ -4,6 +4,8 @@ an omitted peephole, projection or layer-norm operand must still be declared wit
 
 from __future__ import annotations
 
+import math
+
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.operations.validation import OperationView, validator
 
@@ -32,6 +34,11 @@ def validate_quantized_lstm(view: OperationView, feature_level: int) -> int:
         if od.type is not want:
             raise view.refuse(f"output {slot} is {od.type.name}, the slot takes {want.name}")
     _check_shapes(view)
+    scale = view.input(19).scale
+    # QLSTM.cpp: CheckedLog2(cell state scale) and a cell shift of at most -9
+    log2 = math.log2(scale) if 0 < scale < math.inf else None
+    if log2 is None or abs(log2 - round(log2)) >= 1e-3 or round(log2) > -9:
+        raise view.refuse(f"input 19 (cell state) scale {scale} must be a power of two no larger than 2^-9")
     return 4
 
 

@@ -154,10 +154,11 @@ class Lstm(Rule):
             if q.is_per_channel or any(z != 0 for z in q.zero_point):
                 c.refuse(Code.QUANTIZATION, f"weight '{t.name}' must be per-tensor symmetric (zero point 0)")
         for t in (c.input(0), *(c.input(i) for i in (*range(1, 12), 16, 18, 19, *range(20, 24))), c.output(0)):
-            if t is not None and not (t.quantization.scale and t.quantization.scale[0] > 0):
-                c.refuse(Code.QUANTIZATION, f"'{t.name}' has no quantization scale; the int8 LSTM needs one")
+            if t is not None and not (t.quantization.scale and 0 < t.quantization.scale[0] < float("inf")):
+                c.refuse(Code.QUANTIZATION, f"'{t.name}' has no finite positive quantization scale; the int8 "
+                         "LSTM needs one")
         cell = c.input(19)
-        if cell is not None and cell.quantization.scale:
+        if cell is not None and cell.quantization.scale and 0 < cell.quantization.scale[0] < float("inf"):
             log2 = float(np.log2(cell.quantization.scale[0]))
             if abs(log2 - round(log2)) >= 1e-3 or round(log2) > -9:
                 c.refuse(Code.QUANTIZATION, f"the cell state scale {cell.quantization.scale[0]} must be a power "
