@@ -72,7 +72,8 @@ class FloatRequantizer:
     @classmethod
     def build(cls, mults: list[int], rights: list[int], biases: list[int], bounds: list[int], zp: int,
               lo: int, hi: int, dtype: np.dtype, correct: bool,
-              reference: Callable[[np.ndarray], np.ndarray] | None = None) -> "FloatRequantizer | None":
+              reference: Callable[[np.ndarray], np.ndarray] | None = None,
+              single_rounding: bool = False) -> "FloatRequantizer | None":
         """Per channel: M' (the multiplier after the left shift), the right shift e, the bias, the bound of
         |acc|. `correct`: the negative-SRDHM correction can change an output. None unless the output is
         8-bit and the error bound holds on every channel, or else `reference` (accumulators [rows,
@@ -85,11 +86,12 @@ class FloatRequantizer:
         proven = True  # by the error bound; else `verify` must prove it
         for mp, right, b, bound in zip(mults, rights, biases, bounds):
             d = 1 << (31 + right)
-            c = (1 << 30) + ((1 << (30 + right)) if right else 0)
+            # TFLite's single rounding (its FULLY_CONNECTED): C = 2^(30+e) and never a correction
+            c = (1 << (30 + right)) if single_rounding else (1 << 30) + ((1 << (30 + right)) if right else 0)
             # kappa = (b*M' + C + 1/2)/D + zp - dmin, rounded once (Python's int division is correctly rounded)
             k = (2 * (b * mp + c) + 1 + 2 * (zp - dmin) * d) / (2 * d)
             a = math.ldexp(mp, -(31 + right))  # exact: M' has at most 31 significant bits
-            fix = right > 0 and correct
+            fix = right > 0 and correct and not single_rounding
             err = (_half_ulp(_REGION + abs(k)) + _half_ulp(_REGION) + _half_ulp(abs(k))
                    + (_half_ulp(_REGION) if fix else 0.0))
             far = bound * a + abs(k) + _REGION

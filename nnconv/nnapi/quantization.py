@@ -184,6 +184,15 @@ def multiply_by_quantized_multiplier(x: np.ndarray, multiplier: int | np.ndarray
     return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier), right)
 
 
+def multiply_by_quantized_multiplier_single_rounding(x: np.ndarray, multiplier: int | np.ndarray,
+                                                     shift: int | np.ndarray) -> np.ndarray:
+    """TFLite's single-rounding `MultiplyByQuantizedMultiplier` (its FULLY_CONNECTED kernels):
+    (x * multiplier + 2^(30 - shift)) >> (31 - shift), one rounding half up."""
+    total = 31 - np.asarray(shift, dtype=np.int64)
+    x = np.asarray(x, dtype=np.int64)
+    return (x * np.asarray(multiplier, dtype=np.int64) + (np.int64(1) << (total - 1))) >> total
+
+
 def multiply_by_quantized_multiplier_smaller_than_one_exp(x: np.ndarray, multiplier: int,
                                                           left_shift: int) -> np.ndarray:
     return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier), -left_shift)
@@ -250,9 +259,11 @@ def conv_multipliers(in_scale: float, filter_scales: np.ndarray, out_scale: floa
 
 
 def requantize_accumulator(acc: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, out: Operand,
-                           activation: int) -> np.ndarray:
-    """int32 accumulators -> output storage: MBQM per channel (last axis), + zero point, activation clamp."""
-    y = multiply_by_quantized_multiplier(acc, multipliers, shifts) + out.zero_point
+                           activation: int, single_rounding: bool = False) -> np.ndarray:
+    """int32 accumulators -> output storage: MBQM per channel (last axis), + zero point, activation clamp
+    (`single_rounding`: TFLite's FULLY_CONNECTED rounding, for `verify`)."""
+    mbqm = multiply_by_quantized_multiplier_single_rounding if single_rounding else multiply_by_quantized_multiplier
+    y = mbqm(acc, multipliers, shifts) + out.zero_point
     lo, hi = quantized_activation_range(activation, out)
     return np.clip(y, lo, hi).astype(out.dtype)
 
@@ -288,7 +299,9 @@ class Requantizer:
 
     @classmethod
     def build(cls, multipliers: np.ndarray, shifts: np.ndarray, bias: np.ndarray | None, out: Operand,
-              activation: int, acc_bound: np.ndarray) -> "Requantizer | None":
+              activation: int, acc_bound: np.ndarray, single_rounding: bool = False) -> "Requantizer | None":
+        """`single_rounding`: TFLite's floor((x*M' + 2^(30+e)) / 2^(31+e)) + zp instead (K without the
+        SRDHM's 2^30, no correction), for `verify`'s TFLite-arithmetic run."""
         n = max(np.size(multipliers), np.size(shifts), np.size(acc_bound), 1 if bias is None else np.size(bias))
         ms = np.broadcast_to(np.asarray(multipliers, dtype=np.int64), (n,)).tolist()
         ss = np.broadcast_to(np.asarray(shifts, dtype=np.int64), (n,)).tolist()
@@ -302,7 +315,8 @@ class Requantizer:
             if m < 0 or right > 31 or ((bound + abs(b)) << left) > INT32_MAX:
                 return None
             mp = m << left
-            k = b * mp + (1 << 30) + zp * (1 << (31 + right)) + ((1 << (30 + right)) if right else 0)
+            rounding = (1 << (30 + right)) if single_rounding else (1 << 30) + ((1 << (30 + right)) if right else 0)
+            k = b * mp + rounding + zp * (1 << (31 + right))
             # Without a right shift there is no correction: a threshold below every reachable numerator.
             thr = k - b * mp - (1 << 30) if right else -(bound * mp + abs(k) + 1)
             # |numerator| and |numerator - threshold| (the correction's sign test) must fit int64
@@ -311,7 +325,7 @@ class Requantizer:
             mult.append(mp)
             offset.append(k)
             threshold.append(thr)
-            corrected = corrected or right > 0
+            corrected = corrected or (right > 0 and not single_rounding)
             shift.append(31 + right)
             rights.append(right)
         lo, hi = quantized_activation_range(activation, out)
@@ -324,9 +338,10 @@ class Requantizer:
         bias64 = 0 if bias is None else np.asarray(bias, dtype=np.int64)
 
         def reference(acc: np.ndarray) -> np.ndarray:
-            return requantize_accumulator(acc + bias64, multipliers, shifts, out, activation)
+            return requantize_accumulator(acc + bias64, multipliers, shifts, out, activation, single_rounding)
 
-        fast = FloatRequantizer.build(mult, rights, bs, bounds, zp, lo, hi, out.dtype, not skip, reference)
+        fast = FloatRequantizer.build(mult, rights, bs, bounds, zp, lo, hi, out.dtype, not skip, reference,
+                                      single_rounding)
         return cls(np.asarray(mult, dtype=np.int64), np.asarray(offset, dtype=np.int64), None if skip else thr,
                    np.int64(sh[0]) if (sh == sh[0]).all() else sh, lo, hi, out.dtype, fast)
 
@@ -339,7 +354,8 @@ class Requantizer:
         y = np.empty(acc.shape, dtype=self.dtype) if out is None else out
         channels = acc.shape[-1] if acc.ndim else 1
         rows = acc.size // max(channels, 1)
-        if self.fast is not None and acc.ndim and channels == self.mult.shape[0] and (y.ndim == 2 or y.flags.c_contiguous):
+        if (self.fast is not None and acc.ndim and channels == self.mult.shape[0]
+                and (y.ndim == 2 or y.flags.c_contiguous)):
             self.fast(acc.reshape(rows, channels), y.reshape(rows, channels))
             return y
         block = max(1, REQUANTIZE_BLOCK_BYTES // (8 * max(channels, 1)))

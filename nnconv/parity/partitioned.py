@@ -34,6 +34,7 @@ from nnconv.parity.verify import (
     run_parity,
 )
 from nnconv.pipeline import PreparedConversion, prepare
+from nnconv.tflite.schema_enums import BuiltinOperator
 
 NNAPI_FILE_MAGIC = b"NNAP"  # flatbuffer file identifier, bytes 4..8 of a .nnapi file
 
@@ -123,10 +124,11 @@ def _compare_with_reference_kernels(report: ParityReport, reference: TfliteRefer
     deep network such steps add up. An output within tolerance of the reference kernels passes, and its
     detail says which kernels it matched and by how much the optimized ones differ (tolerances.py).
 
-    One difference remains between NNAPI's arithmetic and TFLite's reference kernels: convolution and
-    matmul multipliers (`conv_multipliers`). An output still out of tolerance is computed once more with
-    TFLite's multipliers; within tolerance then, the whole difference is NNAPI's own (ResNet50 int8: 9 LSB,
-    and 0 LSB with TFLite's multipliers), and it passes with a detail saying so."""
+    Two differences remain between NNAPI's arithmetic and TFLite's reference kernels: convolution and
+    matmul multipliers (`conv_multipliers`) and FULLY_CONNECTED's rounding (once in TFLite, twice in NNAPI).
+    An output still out of tolerance is computed once more TFLite's way; within tolerance then, the whole
+    difference is NNAPI's own (ResNet50 int8: 9 LSB, and 0 LSB with TFLite's multipliers), and it passes
+    with a detail saying so."""
     try:
         ref = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
                          executor_options=executor_options)
@@ -149,9 +151,9 @@ def _compare_with_reference_kernels(report: ParityReport, reference: TfliteRefer
         elif t is not None and t.passed:
             o.passed = True
             note = (f"{r.max_lsb} LSB from TFLite's reference kernels, all from NNAPI's requantization "
-                    f"multipliers (input x filter scale rounded to float32; TFLite keeps double): with TFLite's, "
-                    f"nnconv is within {t.max_lsb} LSB of its reference kernels; NNAPI's reference CPU "
-                    f"differs the same way")
+                    f"arithmetic (multipliers: input x filter scale rounded to float32, TFLite keeps double; "
+                    f"FULLY_CONNECTED: rounded twice, TFLite's once): with TFLite's, nnconv is within "
+                    f"{t.max_lsb} LSB of its reference kernels; NNAPI's reference CPU differs the same way")
         else:
             note = f"also {r.max_lsb} LSB from TFLite's reference kernels"
         o.detail = "; ".join(filter(None, [o.detail, note]))
@@ -160,10 +162,16 @@ def _compare_with_reference_kernels(report: ParityReport, reference: TfliteRefer
 def _with_tflite_multipliers(reference: TfliteReference, converted: ConvertedModel,
                              feed: Mapping[str, np.ndarray], overrides: ToleranceOverrides | None,
                              executor_options: Mapping[str, Any] | None) -> dict[str, OutputParity]:
-    """Our outputs computed with TFLite's requantization multipliers (`ExecutionOptions.tflite_multipliers`)
-    against TFLite's reference kernels, by output name; empty when TFLite fails."""
+    """Our outputs computed with TFLite's requantization arithmetic against TFLite's reference kernels, by
+    output name; empty when TFLite fails: its multipliers (`ExecutionOptions.tflite_multipliers`) and, for
+    the operations lowered from a FULLY_CONNECTED, its single rounding (`tflite_single_rounding`; measured:
+    TFLite's reference int8 FULLY_CONNECTED rounds (x * M + 2^(s-1)) >> s once, where NNAPI's reference and
+    TFLite's convolutions round twice, ~0.1% of outputs 1 LSB apart)."""
     extra = dict(executor_options or {})
-    extra["options"] = replace(extra.get("options") or ExecutionOptions(), tflite_multipliers=True)
+    fully_connected = frozenset(op.index for op in reference.model.subgraphs[converted.subgraph].operators
+                                if op.builtin is BuiltinOperator.FULLY_CONNECTED)
+    extra["options"] = replace(extra.get("options") or ExecutionOptions(), tflite_multipliers=True,
+                               tflite_single_rounding=fully_connected)
     try:
         report = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
                             executor_options=extra)
@@ -237,7 +245,8 @@ def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[Io
 
 
 def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedModel, runner: TfliteRunner,
-              hybrid: bool = False, overrides: ToleranceOverrides | None = None, opts: Mapping[str, Any] | None = None) -> None:
+              hybrid: bool = False, overrides: ToleranceOverrides | None = None,
+              opts: Mapping[str, Any] | None = None) -> None:
     """Explains a failing partition. Re-converts its ops from the source model: if that passes, the given
     partition (e.g. from an older .nnapi file) is not what nnconv produces now. Otherwise runs each op
     alone, re-converted and fed TFLite's own tensors, to tell a faulty op from rounding differences that

@@ -13,7 +13,8 @@ import numpy as np
 from nnconv.nnapi.enums import FuseCode, OperandType
 from nnconv.nnapi.float_requantizer import BOUND_ELEMENTS, FloatRequantizer
 from nnconv.nnapi.model import Operand
-from nnconv.nnapi.quantization import Requantizer, quantize_multiplier, requantize_accumulator
+from nnconv.nnapi.quantization import (Requantizer, quantize_multiplier, quantized_activation_range,
+                                      requantize_accumulator)
 
 multipliers = st.one_of(st.floats(2.0 ** -10, 0.99), st.sampled_from([2.0 ** -k for k in range(1, 11)]),
                         st.floats(1.0, 4.0))
@@ -176,3 +177,31 @@ def test_requantizers_sharing_the_work_buffers_interleave_and_run_in_threads() -
         for f in [pool.submit(run_all) for _ in range(2)]:
             f.result()
     assert float_requantizer._WORK.buffers[0].size <= float_requantizer.BLOCK_ELEMENTS
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(channel, min_size=1, max_size=5), out_types, st.integers(-128, 255), activations,
+       st.integers(0, 6000))
+@example(channels=[(0.5, 0), (0.25, -1), (2.0 ** -10, 3)], t=OperandType.TENSOR_QUANT8_ASYMM_SIGNED, zp=-3,
+         act=FuseCode.NONE, bound=6000)
+def test_single_rounding_is_tflite_fully_connected_rounding(channels, t, zp, act, bound) -> None:
+    """`single_rounding` (verify's TFLite arithmetic): the fused and float64 forms equal TFLite's one rounding
+    (x * M + 2^(30 - s)) >> (31 - s) + zp on every accumulator of the range, and differ from NNAPI's double
+    rounding where a tie sits (the power-of-two multipliers of the example)."""
+    lo = -128 if t is OperandType.TENSOR_QUANT8_ASYMM_SIGNED else 0
+    out = Operand(type=t, dimensions=[], scale=0.05, zero_point=min(max(zp, lo), lo + 255))
+    qm = [quantize_multiplier(m) for m, _ in channels]
+    mult = np.array([m for m, _ in qm], dtype=np.int64)
+    shift = np.array([s for _, s in qm], dtype=np.int64)
+    bias = np.array([b for _, b in channels], dtype=np.int64)
+    rq = Requantizer.build(mult, shift, bias, out, act, np.full(len(channels), bound, dtype=np.int64), True)
+    assert rq is not None and rq.fast is not None and rq.threshold is None
+    acc = np.repeat(np.arange(-bound, bound + 1, dtype=np.int64)[:, None], len(channels), axis=1)
+    x = acc + bias
+    total = 31 - shift
+    lo_act, hi_act = quantized_activation_range(act, out)
+    want = np.clip(((x * mult + (np.int64(1) << (total - 1))) >> total) + out.zero_point, lo_act, hi_act)
+    np.testing.assert_array_equal(rq(acc), want)
+    np.testing.assert_array_equal(requantize_accumulator(x, mult, shift, out, act, single_rounding=True), want)
+    if channels == [(0.5, 0), (0.25, -1), (2.0 ** -10, 3)]:
+        assert (requantize_accumulator(x, mult, shift, out, act) != want).any()

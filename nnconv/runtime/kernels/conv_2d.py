@@ -109,6 +109,7 @@ class QuantFilter:
     # rows are float32 and each run's float32 GEMM is summed exactly in float64.
     chunks: list[tuple[int, int]] | None = None
     chunk_mats: list[np.ndarray] | None = None
+    single_rounding: bool = False  # TFLite's FULLY_CONNECTED rounding (`KernelCall.single_rounding`, verify only)
 
 
 def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activation: int,
@@ -130,7 +131,8 @@ def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activati
     raw_bound = abs_sum * max(abs(lo), abs(hi))
     folded_bias = (0 if b64 is None else b64) - in_od.zero_point * ws.sum(axis=1)
     og = o // groups
-    folded_rq = Requantizer.build(m, sh, folded_bias, out_od, activation, raw_bound)
+    single = call.single_rounding
+    folded_rq = Requantizer.build(m, sh, folded_bias, out_od, activation, raw_bound, single)
     centered_dtype = exact_matmul_dtype(int(centered_bound.max(initial=0)))
     raw_dtype = exact_matmul_dtype(int(raw_bound.max(initial=0)))
     # fold unless it would cost a wider matmul or the fused requantization; folding can also narrow it: an
@@ -141,7 +143,7 @@ def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activati
     if folded:
         rq, bias = folded_rq, folded_bias
     else:
-        rq, bias = Requantizer.build(m, sh, b64, out_od, activation, centered_bound), b64
+        rq, bias = Requantizer.build(m, sh, b64, out_od, activation, centered_bound, single), b64
     chunks = chunk_mats = None
     if dtype is np.float64 and groups == 1:
         x_bound = max(abs(lo), abs(hi)) if folded else max_abs_offset(in_od.type, in_od.zero_point)
@@ -163,7 +165,7 @@ def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activati
     mats = [] if scaled is not None or chunks is not None else \
         [np.ascontiguousarray(ws[g * og:(g + 1) * og].T, dtype=dtype) for g in range(groups)]
     return QuantFilter(mats, dtype, rq, m, sh, folded, bias, scaled,
-                       None if scaled is not None else chunks, None if scaled is not None else chunk_mats)
+                       None if scaled is not None else chunks, None if scaled is not None else chunk_mats, single)
 
 
 # A quantized convolution with K + 1 <= SCALED_FILTER_MAX_K1 and <= O / SCALED_FILTER_RATIO takes the float64
@@ -362,7 +364,8 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
                     r = np.rint(acc).astype(np.int64)
                     if qf.bias is not None:
                         r += qf.bias
-                    dest[...] = requantize_accumulator(r, qf.multipliers, qf.shifts, out_od, p.activation)
+                    dest[...] = requantize_accumulator(r, qf.multipliers, qf.shifts, out_od, p.activation,
+                                                       qf.single_rounding)
                 continue
             if groups > 1:
                 dest[...] = acc

@@ -51,7 +51,7 @@ def fully_connected(call: KernelCall) -> list[np.ndarray]:
         acc = np.rint(acc).astype(np.int64)
         if b is not None:
             acc = acc + b.astype(np.int64)
-        return [requantize_accumulator(acc, qw.multipliers, qw.shifts, out_od, act)]
+        return [requantize_accumulator(acc, qw.multipliers, qw.shifts, out_od, act, qw.single_rounding)]
     # the weights as float32 (a view when they already are), kept per operation; the matmul reads .T
     wf = call.memo("fc_float", (1,), lambda: np.asarray(w, dtype=np.float32))
     acc = x2.astype(np.float32) @ wf.T
@@ -74,6 +74,7 @@ class QuantWeights:
     # classifier: 0.6 -> 0.3 ms)
     chunks: list[tuple[int, int]] | None = None
     chunk_matrices: list[np.ndarray] | None = None
+    single_rounding: bool = False  # TFLite's own rounding (`KernelCall.single_rounding`, verify only)
 
 
 def _quant_weights(call: KernelCall, w: np.ndarray, b: np.ndarray | None, act: int) -> QuantWeights:
@@ -88,4 +89,5 @@ def _quant_weights(call: KernelCall, w: np.ndarray, b: np.ndarray | None, act: i
         chunks = float32_chunks(np.abs(ws).max(axis=0, initial=0) * max_abs_offset(in_od.type, in_od.zero_point))
     mats = None if chunks is None else [np.ascontiguousarray(ws[:, k0:k1].T, dtype=np.float32) for k0, k1 in chunks]
     return QuantWeights(None if chunks is not None else np.ascontiguousarray(ws.T, dtype=dtype), dtype,
-                        Requantizer.build(m, sh, b, out_od, act, bound), m, sh, chunks, mats)
+                        Requantizer.build(m, sh, b, out_od, act, bound, call.single_rounding), m, sh, chunks, mats,
+                        call.single_rounding)

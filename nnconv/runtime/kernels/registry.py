@@ -37,6 +37,10 @@ class ExecutionOptions:
     # product input_scale * filter_scale instead of NNAPI's float32 one (`conv_multipliers`). Only
     # `verify` sets it, to tell that arithmetic difference apart from a conversion error.
     tflite_multipliers: bool = False
+    # Not an NNAPI setting either: the TFLite operators (by index) whose NNAPI operations requantize with
+    # TFLite's single rounding (x * M + 2^(s-1)) >> s, as TFLite's FULLY_CONNECTED kernels do, instead of
+    # NNAPI's double rounding (SRDHM then RDBPOT). `verify` sets it with `tflite_multipliers`.
+    tflite_single_rounding: frozenset[int] = frozenset()
 
 
 def kernel(op_type: OperationType) -> Callable[[KernelFn], KernelFn]:
@@ -105,6 +109,12 @@ class KernelCall:
         """`conv_multipliers` with the execution's choice of product (`ExecutionOptions.tflite_multipliers`)."""
         tflite = self.runner is not None and self.runner.options.tflite_multipliers
         return conv_multipliers(in_scale, filter_scales, out_scale, float32_product=not tflite)
+
+    @property
+    def single_rounding(self) -> bool:
+        """This operation requantizes as TFLite's FULLY_CONNECTED does (`ExecutionOptions.tflite_single_rounding`)."""
+        return (self.runner is not None and self.operation.source_op is not None
+                and self.operation.source_op in self.runner.options.tflite_single_rounding)
 
     def is_constant(self, i: int) -> bool:
         """Input `i` is a constant operand (its value is the same on every run)."""
