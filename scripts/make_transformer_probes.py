@@ -1,0 +1,116 @@
+"""Builds attention models at the sizes small on-device transformers use, as TensorFlow's converter writes
+them: a 2-layer token encoder (Embedding(1000, 128) + positions, MultiHeadAttention(4x32), GELU MLP,
+LayerNormalization, pooled 3-class softmax) over 64 int32 tokens, a 2-layer encoder over [50, 80] features,
+a conformer-style block (LayerNorm, 1x1 Conv1D, depthwise Conv1D, batch norm, swish, attention) over
+[40, 64] and a causal decoder block (GELU MLP, 100-way head) over [32, 64] (tf_keras), each converted to
+float32, dynamic range, full-integer int8 (int8 interface except the token input) and float16 weights.
+Not committed: the models go to DIR, and `python scripts/sweep_models.py DIR` checks every command on them
+at every level (docs/model-zoo.md, session 16). Each conversion runs in a child process, so a converter
+crash is reported per model.
+
+Optional; needs TensorFlow and tf_keras (tested with 2.21). The package and the default tests never import
+this file.
+
+    /work/venv-tf/bin/python scripts/make_transformer_probes.py DIR [NAME ...]
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+SEED = 0
+REPRESENTATIVE_SAMPLES = 16
+VARIANTS = ("float32", "dynamic", "int8", "fp16")
+PROBES = ("encoder_tokens", "encoder_features", "conformer_lite", "gpt_block")
+
+
+def build(name: str):
+    """(model, input shape without batch, "int" for token ids or "float")."""
+    import numpy as np
+    import tf_keras as keras
+    from tf_keras import layers
+
+    keras.utils.set_random_seed(SEED + PROBES.index(name) + 1)
+    if name == "encoder_tokens":
+        i = layers.Input((64,), batch_size=1, dtype="int32")
+        x = layers.Embedding(1000, 128)(i) + layers.Embedding(64, 128)(np.arange(64)[None])
+        for _ in range(2):
+            x = layers.LayerNormalization(epsilon=1e-6)(x + layers.MultiHeadAttention(4, 32)(x, x))
+            f = layers.Dense(128)(layers.Dense(256, activation="gelu")(x))
+            x = layers.LayerNormalization(epsilon=1e-6)(x + f)
+        out = layers.Dense(3, activation="softmax")(layers.GlobalAveragePooling1D()(x))
+        return keras.Model(i, out), (64,), "int"
+    if name == "encoder_features":
+        i = layers.Input((50, 80), batch_size=1)
+        x = layers.Dense(96)(i)
+        for _ in range(2):
+            x = layers.LayerNormalization()(x + layers.MultiHeadAttention(4, 24, dropout=0.1)(x, x))
+            x = layers.LayerNormalization()(x + layers.Dense(96)(layers.Dense(192, activation="relu")(x)))
+        return keras.Model(i, layers.Dense(10)(x)), (50, 80), "float"
+    if name == "conformer_lite":
+        i = layers.Input((40, 64), batch_size=1)
+        x = layers.Conv1D(128, 1)(layers.LayerNormalization()(i))
+        x = layers.DepthwiseConv1D(7, padding="same")(x)
+        x = layers.Conv1D(64, 1)(layers.Activation("swish")(layers.BatchNormalization()(x)))
+        x = layers.LayerNormalization()(x + layers.MultiHeadAttention(4, 16)(x, x))
+        return keras.Model(i, layers.Dense(8)(x)), (40, 64), "float"
+    i = layers.Input((32, 64), batch_size=1)
+    x = layers.LayerNormalization()(i + layers.MultiHeadAttention(4, 16)(i, i, use_causal_mask=True))
+    x = layers.LayerNormalization()(x + layers.Dense(64)(layers.Dense(128, activation="gelu")(x)))
+    return keras.Model(i, layers.Dense(100)(x)), (32, 64), "float"
+
+
+def convert(name: str, variant: str) -> bytes:
+    import numpy as np
+    import tensorflow as tf
+
+    model, shape, kind = build(name)
+    rng = np.random.default_rng(SEED)
+    if kind == "int":
+        data = [[rng.integers(0, 1000, (1, *shape)).astype(np.int32)] for _ in range(REPRESENTATIVE_SAMPLES)]
+    else:
+        data = [[rng.uniform(-1.0, 1.0, (1, *shape)).astype(np.float32)] for _ in range(REPRESENTATIVE_SAMPLES)]
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    if variant != "float32":
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    if variant == "int8":
+        conv.representative_dataset = lambda: iter(data)
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        if kind != "int":
+            conv.inference_input_type = conv.inference_output_type = tf.int8
+    elif variant == "fp16":
+        conv.target_spec.supported_types = [tf.float16]
+    return conv.convert()
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__)
+        return 2
+    if argv[0] == "--one":  # child process: one model to stdout
+        sys.stdout.buffer.write(convert(argv[1], argv[2]))
+        return 0
+    out = pathlib.Path(argv[0])
+    out.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for name in argv[1:] or list(PROBES):
+        for variant in VARIANTS:
+            path = out / f"{name}.{variant}.tflite"
+            child = subprocess.run([sys.executable, __file__, "--one", name, variant], capture_output=True)
+            if child.returncode == 0 and child.stdout:
+                path.write_bytes(child.stdout)
+                print(path)
+                continue
+            failed += 1
+            why = f"signal {-child.returncode}" if child.returncode < 0 else f"exit {child.returncode}"
+            print(f"{name} {variant}: the converter failed ({why})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
