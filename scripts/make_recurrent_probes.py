@@ -18,15 +18,14 @@ this file.
 from __future__ import annotations
 
 import os
-import pathlib
-import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from _keras_probes import convert_keras, run_probes  # noqa: E402
+
 SEED = 0
 REPRESENTATIVE_SAMPLES = 16
-VARIANTS = ("float32", "dynamic", "int8", "fp16")
 # name -> (input [steps, features], what)
 PROBES = {
     "kws_stacked_lstm": ((49, 40), "LSTM(64, return_sequences) -> LSTM(64) -> Dense(12, softmax)"),
@@ -62,46 +61,16 @@ def build(name: str):
 
 def convert(name: str, variant: str) -> bytes:
     import numpy as np
-    import tensorflow as tf
 
     model = build(name)
     rng = np.random.default_rng(SEED)
     shape, _ = PROBES[name]
     data = [[rng.uniform(-1.0, 1.0, (1, *shape)).astype(np.float32)] for _ in range(REPRESENTATIVE_SAMPLES)]
-    conv = tf.lite.TFLiteConverter.from_keras_model(model)
-    if variant != "float32":
-        conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    if variant == "int8":
-        conv.representative_dataset = lambda: iter(data)
-        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        conv.inference_input_type = conv.inference_output_type = tf.int8
-    elif variant == "fp16":
-        conv.target_spec.supported_types = [tf.float16]
-    return conv.convert()
+    return convert_keras(model, data, variant)
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__)
-        return 2
-    if argv[0] == "--one":  # child process: one model to stdout
-        sys.stdout.buffer.write(convert(argv[1], argv[2]))
-        return 0
-    out = pathlib.Path(argv[0])
-    out.mkdir(parents=True, exist_ok=True)
-    failed = 0
-    for name in argv[1:] or list(PROBES):
-        for variant in VARIANTS:
-            path = out / f"{name}.{variant}.tflite"
-            child = subprocess.run([sys.executable, __file__, "--one", name, variant], capture_output=True)
-            if child.returncode == 0 and child.stdout:
-                path.write_bytes(child.stdout)
-                print(path)
-                continue
-            failed += 1
-            why = f"signal {-child.returncode}" if child.returncode < 0 else f"exit {child.returncode}"
-            print(f"{name} {variant}: the converter failed ({why})")
-    return 1 if failed else 0
+    return run_probes(argv, __doc__, __file__, list(PROBES), convert)
 
 
 if __name__ == "__main__":

@@ -416,6 +416,19 @@ def int8_gate_inputs(b: TfliteBuilder, n_in: int, n_cell: int, n_o: int, cifg: b
     return ins
 
 
+def int8_projection_and_state(b: TfliteBuilder, batch: int, n_cell: int, n_out: int, projection: bool,
+                              cell_scale: float) -> list[int]:
+    """Inputs 16..19: the projection (int8 weights, int32 bias) or two omitted slots, then the output state
+    (int8, [batch, n_out], or n_cell without projection) and the int16 cell state, both variables."""
+    ins = [-1, -1]
+    if projection:
+        ins = [b.const("proj_w", RNG.integers(-100, 101, (n_out, n_cell)).astype(np.int8), quant=QuantParams(0.01, 0)),
+               b.const("proj_b", RNG.integers(-500, 500, n_out).astype(np.int32), quant=QuantParams(0.01 / 128, 0))]
+    n_o = n_out if projection else n_cell
+    return ins + [b.tensor("h", (batch, n_o), np.int8, quant=QuantParams(1 / 128, 0), is_variable=True),
+                  b.tensor("c", (batch, n_cell), np.int16, quant=QuantParams(cell_scale, 0), is_variable=True)]
+
+
 def int8_intermediates(b: TfliteBuilder, layer_norm: bool, hidden_zp: int, count: int = 5) -> list[int]:
     """The converter's intermediates: four gate scales (Q3.12 with layer norm; unquantized float32 without,
     where TFLite ignores them) and the hidden state's."""
@@ -438,13 +451,7 @@ def int8_lstm_model(batch=2, n_in=5, n_cell=4, n_out=3, projection=True, cifg=Fa
     x = b.input("x", (batch, n_in), np.int8, quant=QuantParams(1 / 128, x_zp))
     n_o = n_out if projection else n_cell
     ins = [x] + int8_gate_inputs(b, n_in, n_cell, n_o, cifg, peephole, layer_norm, bias_range)
-    if projection:
-        ins += [b.const("proj_w", RNG.integers(-100, 101, (n_out, n_cell)).astype(np.int8), quant=QuantParams(0.01, 0)),
-                b.const("proj_b", RNG.integers(-500, 500, n_out).astype(np.int32), quant=QuantParams(0.01 / 128, 0))]
-    else:
-        ins += [-1, -1]
-    ins.append(b.tensor("h", (batch, n_o), np.int8, quant=QuantParams(1 / 128, 0), is_variable=True))
-    ins.append(b.tensor("c", (batch, n_cell), np.int16, quant=QuantParams(cell_scale, 0), is_variable=True))
+    ins += int8_projection_and_state(b, batch, n_cell, n_out, projection, cell_scale)
     if layer_norm:
         ins += [-1 if cifg and g == "i" else
                 b.const(f"ln_{g}", RNG.integers(3000, 5000, n_cell).astype(np.int16), quant=QuantParams(1 / 4096, 0))
@@ -551,13 +558,7 @@ def int8_seq_lstm_model(batch=2, steps=3, n_in=5, n_cell=4, n_out=3, time_major=
     x = b.input("x", shape, np.int8, quant=QuantParams(1 / 128, x_zp))
     n_o = n_out if projection else n_cell
     ins = [x] + int8_gate_inputs(b, n_in, n_cell, n_o, False, False, layer_norm, None)
-    if projection:
-        ins += [b.const("pw", RNG.integers(-100, 101, (n_out, n_cell)).astype(np.int8), quant=QuantParams(0.01, 0)),
-                b.const("pb", RNG.integers(-500, 500, n_out).astype(np.int32), quant=QuantParams(0.01 / 128, 0))]
-    else:
-        ins += [-1, -1]
-    ins += [b.tensor("h", (batch, n_o), np.int8, quant=QuantParams(1 / 128, 0), is_variable=True),
-            b.tensor("c", (batch, n_cell), np.int16, quant=QuantParams(2 ** -11, 0), is_variable=True)]
+    ins += int8_projection_and_state(b, batch, n_cell, n_out, projection, 2 ** -11)
     if layer_norm:
         ins += [b.const(f"ln_{g}", RNG.integers(3000, 5000, n_cell).astype(np.int16), quant=QuantParams(1 / 4096, 0))
                 for g in "ifco"]
