@@ -23,14 +23,16 @@ activations = st.sampled_from([FuseCode.NONE, FuseCode.RELU, FuseCode.RELU1, Fus
 out_types = st.sampled_from([OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_ASYMM])
 
 
-def _build(channels: list[tuple[float, int]], t: OperandType, zp: int, act: int, bound: int):
+def _build(channels: list[tuple[float, int]], t: OperandType, zp: int, act: int, bound: int,
+           single_rounding: bool = False):
     lo = -128 if t is OperandType.TENSOR_QUANT8_ASYMM_SIGNED else 0
     out = Operand(type=t, dimensions=[], scale=0.05, zero_point=min(max(zp, lo), lo + 255))
     qm = [quantize_multiplier(m) for m, _ in channels]
     mult = np.array([m for m, _ in qm], dtype=np.int64)
     shift = np.array([s for _, s in qm], dtype=np.int64)
     bias = np.array([b for _, b in channels], dtype=np.int64)
-    rq = Requantizer.build(mult, shift, bias, out, act, np.full(len(channels), bound, dtype=np.int64))
+    rq = Requantizer.build(mult, shift, bias, out, act, np.full(len(channels), bound, dtype=np.int64),
+                           single_rounding)
     return rq, mult, shift, bias, out
 
 
@@ -195,13 +197,7 @@ def test_single_rounding_is_tflite_fully_connected_rounding(channels, t, zp, act
     """`single_rounding` (verify's TFLite arithmetic): the fused and float64 forms equal TFLite's one rounding
     (x * M + 2^(30 - s)) >> (31 - s) + zp on every accumulator of the range, and differ from NNAPI's double
     rounding where a tie sits (the power-of-two multipliers of the example)."""
-    lo = -128 if t is OperandType.TENSOR_QUANT8_ASYMM_SIGNED else 0
-    out = Operand(type=t, dimensions=[], scale=0.05, zero_point=min(max(zp, lo), lo + 255))
-    qm = [quantize_multiplier(m) for m, _ in channels]
-    mult = np.array([m for m, _ in qm], dtype=np.int64)
-    shift = np.array([s for _, s in qm], dtype=np.int64)
-    bias = np.array([b for _, b in channels], dtype=np.int64)
-    rq = Requantizer.build(mult, shift, bias, out, act, np.full(len(channels), bound, dtype=np.int64), True)
+    rq, mult, shift, bias, out = _build(channels, t, zp, act, bound, single_rounding=True)
     assert rq is not None and rq.fast is not None and rq.threshold is None
     acc = np.repeat(np.arange(-bound, bound + 1, dtype=np.int64)[:, None], len(channels), axis=1)
     x = acc + bias
