@@ -138,6 +138,10 @@ def test_billions_of_time_steps_are_not_unrolled(tmp_path):
     pytest.param("while_hashtable_lookup_scalar_values.nnapi", {"i": np.zeros(1, np.int32),
                                                                 "x": np.zeros((2, 2), np.float32)},
                  "HASHTABLE_LOOKUP: values must have at least one dimension", id="hashtable-scalar-values"),
+    # seed 29: an operation turned AVERAGE_POOL_2D with no inputs (exit 4 in the kernel)
+    pytest.param("average_pool_without_inputs.nnapi", {"x": np.zeros((1, 6, 5, 3), np.int8)},
+                 "AVERAGE_POOL_2D: takes 7 or 8 inputs (implicit padding) or 10 or 11 (explicit padding), got 0",
+                 id="average-pool-without-inputs"),
     # seed 26: a QUANTIZED_LSTM step whose recurrent weights claim [8, 7] (exit 4 in the kernel's matmul)
     pytest.param("quantized_lstm_weight_shape_differs.nnapi", {"sequence": np.zeros((1, 6, 5), np.int8)},
                  "QUANTIZED_LSTM: input 6 has dimensions [8, 7], expected [8, 8]", id="qlstm-weight-shape"),
@@ -189,7 +193,8 @@ def test_an_nnapi_file_whose_operation_the_runtime_refuses_is_bad_input(tmp_path
     pytest.param("mul_operation_one_input.nnapi", {"x": np.zeros((1, 6, 5, 3), np.int8)}, "MUL: input 1 is "
                  "required but missing", id="mul-one-input"),
     pytest.param("while_l2_pool_without_input.nnapi", {"i": np.zeros(1, np.int32), "x": np.ones((2, 2), np.float32)},
-                 "L2_POOL_2D: input 0 is required but missing", id="l2-pool-no-input"),
+                 "L2_POOL_2D: takes 7 or 8 inputs (implicit padding) or 10 or 11 (explicit padding), got 0",
+                 id="l2-pool-no-input"),  # the validator now refuses it on load (was the kernel's message)
     # seed 10 of the long run: an LSTM slot naming another weight operand was a numpy error (exit 4)
     pytest.param("lstm_recurrent_weight_slot_swapped.nnapi", {"sequence": np.zeros((1, 6, 5), np.float32)},
                  "recurrent weights of the cell gate: shape [8, 5], expected [8, 8]", id="lstm-recurrent-weight"),

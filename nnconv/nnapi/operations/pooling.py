@@ -45,8 +45,13 @@ def pool_slots(num_inputs: int) -> type[ExplicitPoolSlot] | type[ImplicitPoolSlo
 def validate_pooling(view: OperationView, feature_level: int) -> int:
     """Pooling.cpp: the output of the input's type (validation.SAME_TYPE_OUTPUT), positive strides and filter sizes,
     and (prepare) each explicit padding smaller than the filter along its axis; an NCHW layout flag needs
-    feature level 3."""
-    slots = pool_slots(len(view.in_operands))
+    feature level 3. Pooling.cpp's signatures: 7 or 8 inputs (implicit padding), 10 or 11 (explicit)."""
+    n = len(view.in_operands)
+    if n not in (7, 8, 10, 11):
+        raise view.refuse(f"takes 7 or 8 inputs (implicit padding) or 10 or 11 (explicit padding), got {n}")
+    if view.input(0) is None:
+        raise view.refuse("input 0 is required")
+    slots = pool_slots(n)
     for slot in (slots.STRIDE_WIDTH, slots.STRIDE_HEIGHT, slots.FILTER_WIDTH, slots.FILTER_HEIGHT):
         v = view.scalar(slot)
         if v is not None and v < 1:
