@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.operations.validation import OperationView, validator
 
@@ -19,6 +21,18 @@ QUANTIZED_LSTM_INPUTS = (
     _T.TENSOR_QUANT16_SYMM, *[_T.TENSOR_QUANT16_SYMM] * 4, *[_T.FLOAT32] * 6, _T.INT32, _T.FLOAT32)
 # output state, cell state, output
 QUANTIZED_LSTM_OUTPUTS = (_T.TENSOR_QUANT8_ASYMM_SIGNED, _T.TENSOR_QUANT16_SYMM, _T.TENSOR_QUANT8_ASYMM_SIGNED)
+
+
+def cell_shift(scale: float) -> int | None:
+    """QLSTM.cpp's CheckedLog2 of the cell state's scale (held as float32) and its rule cellShift <= -9: the
+    shift, or None when the scale is not a power of two no larger than 2^-9. The validator, the kernel and
+    the int8 LSTM lowering rule all ask this."""
+    s = float(np.float32(scale))
+    if not 0 < s < math.inf:
+        return None
+    log2 = math.log2(s)
+    shift = round(log2)
+    return shift if abs(log2 - shift) < 1e-3 and shift <= -9 else None
 
 
 @validator(OperationType.QUANTIZED_LSTM)
@@ -35,9 +49,7 @@ def validate_quantized_lstm(view: OperationView, feature_level: int) -> int:
             raise view.refuse(f"output {slot} is {od.type.name}, the slot takes {want.name}")
     _check_shapes(view)
     scale = view.input(19).scale
-    # QLSTM.cpp: CheckedLog2(cell state scale) and a cell shift of at most -9
-    log2 = math.log2(scale) if 0 < scale < math.inf else None
-    if log2 is None or abs(log2 - round(log2)) >= 1e-3 or round(log2) > -9:
+    if cell_shift(scale) is None:
         raise view.refuse(f"input 19 (cell state) scale {scale} must be a power of two no larger than 2^-9")
     return 4
 

@@ -24,11 +24,10 @@ reference's and TFLite's shared element count quirk (see `_peephole`).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.recurrent import cell_shift as checked_cell_shift
 from nnconv.nnapi.quantization import multiply_by_quantized_multiplier, quantize_multiplier, rounding_divide_by_pot
 from nnconv.runtime.kernels._fixedpoint import FP16 as fp
 from nnconv.runtime.kernels._lstm_core import present
@@ -117,9 +116,8 @@ def quantized_lstm(call: KernelCall) -> list[np.ndarray]:
             raise call.fail(f"input {slot} is required")
     x_scale, x_zp = ods[0].scale, ods[0].zero_point
     h_scale, h_zp = ods[18].scale, ods[18].zero_point
-    log2 = math.log(F32(ods[19].scale)) / math.log(2.0)
-    cell_shift = int(round(log2))
-    if abs(log2 - cell_shift) >= 1e-3 or cell_shift > -9:
+    cell_shift = checked_cell_shift(ods[19].scale)
+    if cell_shift is None:
         raise call.fail(f"the cell state scale {ods[19].scale} must be a power of two <= 2^-9")
     cell_clip, proj_clip = float(call.scalar(24)), float(call.scalar(25))
     inter = [float(call.scalar(26 + k)) for k in range(4)]

@@ -17,6 +17,7 @@ from nnconv.lowering.rules.recurrent.common import (activation_code, check_activ
                                                     check_static, dim, opt_in, state_in, unread)
 from nnconv.lowering.rules.recurrent.int8_lstm_bias import MAX_WIDE_COLUMNS, bias_columns, wide_columns_needed
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.operations.recurrent import cell_shift
 from nnconv.tflite.options import LSTMOptions
 from nnconv.tflite.ir import Quantization
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
@@ -159,11 +160,11 @@ class Lstm(Rule):
                          "LSTM needs one")
         cell = c.input(19)
         if cell is not None and cell.quantization.scale and 0 < cell.quantization.scale[0] < float("inf"):
-            log2 = float(np.log2(cell.quantization.scale[0]))
-            if abs(log2 - round(log2)) >= 1e-3 or round(log2) > -9:
+            shift = cell_shift(cell.quantization.scale[0])
+            if shift is None:
                 c.refuse(Code.QUANTIZATION, f"the cell state scale {cell.quantization.scale[0]} must be a power "
                          "of two no larger than 2^-9")
-            elif round(log2) < -15 and c.input(1) is None:
+            elif shift < -15 and c.input(1) is None:
                 # Below 2^-15 both kernels skip tanh(cell) and multiply what their input-gate buffer holds:
                 # NNAPI's 1 - forget with CIFG, TFLite's a buffer nothing wrote in this step.
                 c.refuse(Code.QUANTIZATION, f"a CIFG int8 LSTM with cell state scale {cell.quantization.scale[0]} "
