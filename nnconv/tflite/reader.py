@@ -17,6 +17,7 @@ import os
 import struct
 from typing import Any, Callable
 
+import flatbuffers
 import numpy as np
 import tflite
 
@@ -156,8 +157,11 @@ class _Decoder(GuardedDecoder):
                 if oc is None:
                     raise self.fail(f"operator code {i} is missing")
                 # Opcode quirk: builtin codes above 127 live only in `builtin_code`; older files have only
-                # the int8 `deprecated_builtin_code` (and builtin_code 0). The real code is the max.
-                code = max(oc.DeprecatedBuiltinCode(), oc.BuiltinCode())
+                # the int8 `deprecated_builtin_code` (and builtin_code 0); newer writers (AI Edge Quantizer)
+                # set only `builtin_code`. TFLite takes the larger of the two raw fields. The `tflite`
+                # package's BuiltinCode() substitutes the deprecated field whenever the raw one is below
+                # 127, which reads a builtin_code-only DEQUANTIZE as ADD (0): read the raw field instead.
+                code = max(oc.DeprecatedBuiltinCode(), _raw_builtin_code(oc))
                 custom = oc.CustomCode()
                 return code, (custom.decode("utf-8", "replace") if custom is not None else None), oc.Version()
             out.append(self.guarded(f"operator code {i}", one))
@@ -398,6 +402,12 @@ class _Decoder(GuardedDecoder):
                                     inputs=maps(s.InputsLength, s.Inputs), outputs=maps(s.OutputsLength, s.Outputs))
             out.append(self.guarded(f"signature {i}", one))
         return tuple(out)
+
+
+def _raw_builtin_code(oc: Any) -> int:
+    """`OperatorCode.builtin_code` as stored (schema default 0), without the `tflite` package's fallback."""
+    o = oc._tab.Offset(10)
+    return int(oc._tab.Get(flatbuffers.number_types.Int32Flags, o + oc._tab.Pos)) if o else 0
 
 
 def _subgraph_fields(options: Any) -> list[tuple[str, int]]:
