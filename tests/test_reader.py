@@ -15,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness import TfliteBuilder, assert_parity
+from nnconv.tflite.builder import QuantParams
 from nnconv.errors import ModelFormatError
-from nnconv.tflite.options import (AddOptions, ConcatenationOptions, Conv2DOptions, IfOptions, ReshapeOptions,
-                                   WhileOptions)
+from nnconv.tflite.options import (AddOptions, ConcatenationOptions, Conv2DOptions, GeluOptions, IfOptions,
+                                   ReshapeOptions, SubOptions, WhileOptions)
 from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator, Padding, TensorType
 
@@ -473,3 +474,76 @@ def test_zero_element_constant_with_an_empty_buffer_is_a_constant():
     empty = next(t for t in read_model(data).main.tensors if t.name == "empty")
     assert empty.data is not None and empty.data.shape == (0,)
     assert_parity(data, api_level=30, expect_ops=["RESHAPE"])
+
+
+# -- the layouts other writers use, read as TFLite reads them ---------------------------------------------
+
+def _writer_layout_model() -> TfliteBuilder:
+    """SUB (41: below 127, where the `tflite` package's BuiltinCode() substitutes the deprecated field),
+    DEQUANTIZE (6) of an int8 constant, and GELU (150: only builtin_code can hold it)."""
+    b = TfliteBuilder()
+    x = b.input("x", (1, 8), np.float32)
+    w = b.const("w", RNG.integers(-128, 128, (1, 8)).astype(np.int8), quant=QuantParams(0.05, 3))
+    wf = b.tensor("wf", (1, 8), np.float32)
+    b.op(BuiltinOperator.DEQUANTIZE, [w], [wf], version=2)
+    y = b.tensor("y", (1, 8), np.float32)
+    b.op(BuiltinOperator.SUB, [x, wf], [y], SubOptions())
+    z = b.tensor("z", (1, 8), np.float32)
+    b.op(BuiltinOperator.GELU, [y], [z], GeluOptions())
+    b.output(z)
+    return b
+
+
+@pytest.mark.parametrize("buffers_after", [False, True])
+@pytest.mark.parametrize("opcode_fields", ["both", "builtin_only"])
+def test_writer_layouts_read_op_for_op_as_tflite_reads_them(opcode_fields, buffers_after):
+    from ai_edge_litert.interpreter import Interpreter
+    data = _writer_layout_model().finish(opcode_fields=opcode_fields, buffers_after=buffers_after)
+    ours = [BuiltinOperator(op.builtin_code).name for op in read_model(data).subgraphs[0].operators]
+    interpreter = Interpreter(model_content=data)
+    theirs = [d["op_name"] for d in interpreter._get_ops_details() if d["op_name"] != "DELEGATE"]
+    assert ours == theirs == ["DEQUANTIZE", "SUB", "GELU"]
+    assert_parity(data, api_level=30)
+
+
+def test_builtin_code_only_is_not_read_as_add():
+    # A writer that sets only builtin_code on a binary op: the tflite package's accessor returns the deprecated
+    # field (0, ADD) for any code below 127; TFLite takes max(deprecated, builtin).
+    data = _writer_layout_model().finish(opcode_fields="builtin_only")
+    m = tflite.Model.GetRootAs(data, 0)
+    assert [m.OperatorCodes(i).BuiltinCode() for i in range(3)] == [0, 0, 150]  # the accessor's answer
+    assert [op.builtin_code for op in read_model(data).subgraphs[0].operators] == [6, 41, 150]
+
+
+def test_deprecated_only_layout_reads_and_cannot_hold_large_codes():
+    b = TfliteBuilder()
+    x = b.input("x", (1, 4), np.float32)
+    y = b.tensor("y", (1, 4), np.float32)
+    b.op(BuiltinOperator.SUB, [x, x], [y], SubOptions())
+    b.output(y)
+    assert read_model(b.finish(opcode_fields="deprecated_only")).subgraphs[0].operators[0].builtin_code == 41
+    with pytest.raises(ValueError, match="above 127"):
+        _writer_layout_model().finish(opcode_fields="deprecated_only")
+
+
+def test_custom_options_stored_after_the_flatbuffer():
+    def model(after: bool) -> bytes:
+        b = TfliteBuilder()
+        x = b.input("x", (1, 4), np.float32)
+        y = b.tensor("y", (1, 4), np.float32)
+        b.op(BuiltinOperator.CUSTOM, [x], [y], custom_code="MyOp", custom_options=bytes(range(40)))
+        b.output(y)
+        return b.finish(buffers_after=after)
+    inline, after = model(False), model(True)
+    for data in (inline, after):
+        assert read_model(data).subgraphs[0].operators[0].custom_options == bytes(range(40))
+    # offset/size pointing past the end of the file: one line
+    assert "past the end" in assert_format_error(after[:-30])
+
+
+@pytest.mark.parametrize("version", [0, 2, 4])
+def test_schema_versions_tflite_refuses_are_refused(version):
+    data = bytearray(GOOD)
+    m = tflite.Model.GetRootAs(data, 0)
+    struct.pack_into("<I", data, m._tab.Offset(4) + m._tab.Pos, version)
+    assert f"schema version {version}" in assert_format_error(bytes(data))

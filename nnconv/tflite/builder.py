@@ -15,7 +15,7 @@ WHILE / IF bodies) come from `b.subgraph()`, which returns a builder with the sa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import flatbuffers
 import numpy as np
@@ -53,6 +53,13 @@ class _OpSpec:
     options: Any
     intermediates: list[int] = field(default_factory=list)
     custom_options: bytes | None = None
+
+
+_OPCODE_FIELDS = ("both", "builtin_only", "deprecated_only")
+
+
+def _align(n: int, to: int) -> int:
+    return (n + to - 1) // to * to
 
 
 def tensor_type_of(dtype: Any) -> TensorType:
@@ -153,11 +160,51 @@ class TfliteBuilder(SubgraphBuilder):
         self.signatures.append((key, subgraph_index))
 
     # -- serialization ----------------------------------------------------------------------------
-    def finish(self) -> bytes:
+    def finish(self, *, opcode_fields: str = "both", buffers_after: bool = False) -> bytes:
+        """The model's bytes. The layout options write what other writers write, so tests cover every form
+        TFLite reads:
+        - `opcode_fields`: "both" (TensorFlow's converter: `deprecated_builtin_code` saturated at 127 and
+          `builtin_code`), "builtin_only" (AI Edge Quantizer and litert-torch: the deprecated field left at
+          0), or "deprecated_only" (files from before schema 3a; codes above 127 cannot be written so).
+        - `buffers_after`: every non-empty buffer stored after the flatbuffer, 16-byte aligned, and named by
+          `Buffer.offset`/`size`, and custom options by `Operator.large_custom_options_offset`/`size` (the
+          converter's layout for models over 2 GB)."""
+        if opcode_fields not in _OPCODE_FIELDS:
+            raise ValueError(f"opcode_fields must be one of {', '.join(_OPCODE_FIELDS)}, not {opcode_fields!r}")
+        if opcode_fields == "deprecated_only" and any(code > 127 for code, _, _ in self.opcodes):
+            raise ValueError("operator codes above 127 exist only in builtin_code")
+        if not buffers_after:
+            return self._serialize(opcode_fields, None)
+        # Offsets and sizes are fixed-width scalars that are always written, so the flatbuffer has the same
+        # length whatever their values: measure it with placeholders, then write the real offsets.
+        blobs = [d for d in self.buffers if d] + [op.custom_options for sg in self.subgraphs for op in sg.ops
+                                                  if op.custom_options]
+        head = len(self._serialize(opcode_fields, iter([(2**40, len(d)) for d in blobs])))
+        spans, end = [], _align(head, 16)
+        for data in blobs:
+            spans.append((end, len(data)))
+            end = _align(end + len(data), 16)
+        flat = self._serialize(opcode_fields, iter(spans))
+        if len(flat) != head:
+            raise RuntimeError("the flatbuffer changed length when its buffer offsets were filled in")
+        out = bytearray(end)
+        out[:head] = flat
+        for (offset, size), data in zip(spans, blobs):
+            out[offset:offset + size] = data
+        return bytes(out)
+
+    def _serialize(self, opcode_fields: str, external: Iterator[tuple[int, int]] | None) -> bytes:
+        """The flatbuffer. With `external`, the (offset, size) of each non-empty buffer and then of each
+        operator's custom options, in order, stored after the flatbuffer; without it, data inline."""
         b = flatbuffers.Builder(1024)
         buf_offs = []
         for data in self.buffers:
-            if data:
+            if data and external is not None:
+                offset, size = next(external)
+                tflite.BufferStart(b)
+                tflite.BufferAddOffset(b, offset)
+                tflite.BufferAddSize(b, size)
+            elif data:
                 b.StartVector(1, len(data), 16)  # 16-byte alignment keeps every numpy view aligned
                 b.head = b.head - len(data)
                 b.Bytes[b.head:b.head + len(data)] = data
@@ -171,14 +218,16 @@ class TfliteBuilder(SubgraphBuilder):
         for code, version, custom in self.opcodes:
             cc = b.CreateString(custom) if custom is not None else None
             tflite.OperatorCodeStart(b)
-            # Opcode quirk: the int8 deprecated field saturates at 127 (PLACEHOLDER_FOR_GREATER_OP_CODES).
-            tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
-            tflite.OperatorCodeAddBuiltinCode(b, code)
+            if opcode_fields != "builtin_only":
+                # Opcode quirk: the int8 deprecated field saturates at 127 (PLACEHOLDER_FOR_GREATER_OP_CODES).
+                tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
+            if opcode_fields != "deprecated_only":
+                tflite.OperatorCodeAddBuiltinCode(b, code)
             tflite.OperatorCodeAddVersion(b, version)
             if cc is not None:
                 tflite.OperatorCodeAddCustomCode(b, cc)
             oc_offs.append(tflite.OperatorCodeEnd(b))
-        sg_offs = [self._write_subgraph(b, sg) for sg in self.subgraphs]
+        sg_offs = [self._write_subgraph(b, sg, external) for sg in self.subgraphs]
         sig_offs = [self._write_signature(b, key, si) for key, si in self.signatures]
         desc = b.CreateString(self.description)
         vectors = {}
@@ -259,7 +308,8 @@ class TfliteBuilder(SubgraphBuilder):
         tflite.SparsityParametersAddDimMetadata(b, dim_vec)
         return tflite.SparsityParametersEnd(b)
 
-    def _write_subgraph(self, b: flatbuffers.Builder, sg: SubgraphBuilder) -> int:
+    def _write_subgraph(self, b: flatbuffers.Builder, sg: SubgraphBuilder,
+                        external: Iterator[tuple[int, int]] | None) -> int:
         t_offs = []
         for t in sg.tensors:
             name = b.CreateString(t.name)
@@ -298,7 +348,9 @@ class TfliteBuilder(SubgraphBuilder):
             ins = self._int_vector(b, op.inputs)
             outs = self._int_vector(b, op.outputs)
             inter = self._int_vector(b, op.intermediates) if op.intermediates else None
-            copts = b.CreateNumpyVector(np.frombuffer(op.custom_options, np.uint8)) if op.custom_options else None
+            large = next(external) if op.custom_options and external is not None else None
+            copts = (b.CreateNumpyVector(np.frombuffer(op.custom_options, np.uint8))
+                     if op.custom_options and large is None else None)
             opts = encode_options(b, op.options) if op.options is not None else None
             tflite.OperatorStart(b)
             tflite.OperatorAddOpcodeIndex(b, op.opcode)
@@ -308,6 +360,9 @@ class TfliteBuilder(SubgraphBuilder):
                 tflite.OperatorAddIntermediates(b, inter)
             if copts is not None:
                 tflite.OperatorAddCustomOptions(b, copts)
+            if large is not None:
+                tflite.OperatorAddLargeCustomOptionsOffset(b, large[0])
+                tflite.OperatorAddLargeCustomOptionsSize(b, large[1])
             if opts is not None:
                 if op.options.UNION == "BuiltinOptions":
                     tflite.OperatorAddBuiltinOptionsType(b, op.options.UNION_TYPE)

@@ -30,6 +30,7 @@ from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 from nnconv.tflite.validate import validate_model
 
 FILE_IDENTIFIER = b"TFL3"
+SCHEMA_VERSION = 3  # TFLITE_SCHEMA_VERSION
 
 
 def read_model(source: str | os.PathLike | bytes | bytearray | memoryview) -> TfliteModel:
@@ -77,6 +78,8 @@ class _Decoder(GuardedDecoder):
             raise self.fail("root table offset points past the end of the file (truncated?)")
         m = self.guarded("model header", lambda: tflite.Model.GetRootAs(self.buf, 0))
         version = self.guarded("model version", m.Version)
+        if version != SCHEMA_VERSION:  # TFLite's InterpreterBuilder refuses any other (an absent field reads 0)
+            raise self.fail(f"schema version {version}; TFLite reads only version {SCHEMA_VERSION} models")
         desc = self.guarded("description", lambda: (m.Description() or b"").decode("utf-8", "replace"))
         buffers = self.decode_buffers(m)
         opcodes = self.decode_opcodes(m)
@@ -349,11 +352,24 @@ class _Decoder(GuardedDecoder):
                     self.count(len(value), "operator options", 1)
             copts = op.CustomOptionsAsNumpy()
             custom_options = None if isinstance(copts, int) else copts.tobytes()
+            if custom_options is None and code == BuiltinOperator.CUSTOM:
+                custom_options = self.large_custom_options(op, k, si)
             return Operator(index=k, opcode_index=oi, builtin_code=code,
                             custom_code=custom if code == BuiltinOperator.CUSTOM else None, version=version,
                             inputs=ins, outputs=outs, intermediates=inter, options=options,
                             custom_options=custom_options)
         return self.guarded(f"operator {k} of subgraph {si}", one)
+
+    def large_custom_options(self, op: Any, k: int, si: int) -> bytes | None:
+        """Custom options stored after the flatbuffer (`large_custom_options_offset`/`size`, the layout of
+        models over 2 GB), which TFLite reads when the inline vector is absent; offset 0/1 means none."""
+        off, size = op.LargeCustomOptionsOffset(), op.LargeCustomOptionsSize()
+        if off <= 1:
+            return None
+        if off + size > self.size:
+            raise self.fail(f"operator {k} of subgraph {si}: custom options span bytes {off}..{off + size}, "
+                            f"past the end of the file ({self.size} bytes)")
+        return bytes(self.buf[off:off + size])
 
     def decode_metadata(self, m: Any, buffers: list[tuple[int, int] | None]) -> tuple[tuple[str, int], ...]:
         """(name, byte size) of each Model.metadata entry (min_runtime_version, TFLite Support's metadata...)."""
