@@ -379,6 +379,24 @@ def test_floor_mod_int32():
     assert_refused(two_input(B.FLOOR_MOD, np.uint8, FloorModOptions()), 30, Code.DTYPE)
 
 
+@pytest.mark.parametrize("api", [29, 30])
+def test_floor_mod_int8_stored_values_every_pair(api):
+    """TFLite's int8 FLOOR_MOD ignores the quantization: the floor modulo of the stored values, kept as
+    stored values. Every (x, y) pair with y != 0, broadcast [256, 1] by [1, 255], bit for bit, with three
+    different quantizations (ignored alike) and int8 carried as uint8 + 128 at API 29."""
+    from nnconv.tflite.options import FloorModOptions
+    m = single_op_model(B.FLOOR_MOD, [("x", (256, 1), np.int8, QuantParams(0.05, -3)),
+                                      ("y", (1, 255), np.int8, QuantParams(0.2, 7))],
+                        [("z", (256, 255), np.int8, QuantParams(0.01, 2))], FloorModOptions())
+    ys = np.arange(-128, 128)
+    inputs = {"x": np.arange(-128, 128, dtype=np.int8).reshape(256, 1),
+              "y": ys[ys != 0].astype(np.int8).reshape(1, 255)}
+    assert_bit_exact(m, api, inputs)
+    ops = ["CAST", "DEQUANTIZE", "CAST", "DEQUANTIZE", "DIV", "FLOOR", "MUL", "SUB", "QUANTIZE", "CAST"]
+    assert_parity(m, api_level=api, inputs=inputs, expect_ops=ops)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
 FLOAT_FLOOR_MOD_OPS = ["DIV", "FLOOR", "MUL", "SUB", "SUB", "SUB", "MUL", "SUB", "MUL", "SUB", "MUL", "LESS", "ABS", "ABS", "GREATER_EQUAL", "SUB",
                        "SELECT", "ADD", "SELECT"]
 
