@@ -102,6 +102,15 @@ def test_dtype_refusals():
     assert_refused(binary(B.DIV, np.uint8), 30, Code.DTYPE)
 
 
+def test_quantized_div_refusal_says_why_and_what_to_do():
+    """int8 DIV with broadcasting (issue 26): TFLite's integer kernel is undefined for small dividends."""
+    m = single_op_model(B.DIV, [("x", (2, 3), np.int8, QuantParams(0.05, -3)),
+                                ("y", (1, 3), np.int8, QuantParams(0.02, 4))],
+                        [("z", (2, 3), np.int8, QuantParams(0.1, 2))], DivOptions())
+    (diag,) = [d for d in assert_refused(m, 34, Code.DTYPE) if d.code is Code.DTYPE]
+    assert "undefined" in diag.message and "float" in diag.hint
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["uint8", "int8"])
 def test_mul_quantized_scale_constraint(dtype):
     # 0.05 * 0.03 = 0.0015 > 0.001: NNAPI's MUL cannot take it, the float form can (API 29).
