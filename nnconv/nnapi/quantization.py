@@ -258,12 +258,23 @@ def conv_multipliers(in_scale: float, filter_scales: np.ndarray, out_scale: floa
     return q_fixed, shift
 
 
+def wrap_int32(x: np.ndarray) -> np.ndarray:
+    """Integer values modulo 2^32 in [-2^31, 2^31) (int64): C's int32 wrap-around of an exact sum."""
+    x = np.asarray(x, dtype=np.int64)
+    return ((x - INT32_MIN) & np.int64(0xFFFFFFFF)) + INT32_MIN
+
+
 def requantize_accumulator(acc: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray, out: Operand,
                            activation: int, single_rounding: bool = False) -> np.ndarray:
     """int32 accumulators -> output storage: MBQM per channel (last axis), + zero point, activation clamp
-    (`single_rounding`: TFLite's FULLY_CONNECTED rounding, for `verify`)."""
+    (`single_rounding`: TFLite's FULLY_CONNECTED rounding, for `verify`).
+
+    `acc` holds the exact sum (products + bias, as int64); the reference kernels (TFLite's and Android's
+    alike) add products and bias in an int32 accumulator, whose overflow wraps (two's complement), so the
+    sum is taken modulo 2^32 here first. It overflows only where the bias nears the int32 limits: an input
+    scale so small (1.5e-8, a classifier on random weights) that the quantizer's int32 bias saturates."""
     mbqm = multiply_by_quantized_multiplier_single_rounding if single_rounding else multiply_by_quantized_multiplier
-    y = mbqm(acc, multipliers, shifts) + out.zero_point
+    y = mbqm(wrap_int32(acc), multipliers, shifts) + out.zero_point
     lo, hi = quantized_activation_range(activation, out)
     return np.clip(y, lo, hi).astype(out.dtype)
 

@@ -12,6 +12,7 @@ TYPES = {
     "uint8": (np.uint8, QuantParams(0.05, 120)),
     "int8": (np.int8, QuantParams(0.04, -7)),
     "int32": (np.int32, None),
+    "bool": (np.bool_, None),
 }
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from harness import TfliteBuilder, assert_parity, assert_refused
 from nnconv.lowering.diagnostics import Code
-from nnconv.tflite.options import AddOptions, IfOptions, LessOptions, MulOptions, SubOptions, WhileOptions
+from nnconv.tflite.options import (AddOptions, IfOptions, LessOptions, MulOptions, StridedSliceOptions, SubOptions,
+                                   WhileOptions)
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 F32 = np.float32
@@ -15,10 +16,17 @@ RNG = np.random.default_rng(5)
 SHAPE = (2, 3, 4)
 
 
-def if_model(else_op=BuiltinOperator.MUL, custom_else: bool = False, then_pass_through: bool = False) -> bytes:
-    """IF(cond, x): then = x + a (or x itself), else = x * b (or a custom op, which NNAPI cannot lower)."""
+def if_model(else_op=BuiltinOperator.MUL, custom_else: bool = False, then_pass_through: bool = False,
+             flag_of: int | None = None) -> bytes:
+    """IF(cond, x): then = x + a (or x itself), else = x * b (or a custom op, which NNAPI cannot lower).
+    `flag_of`: cond is element `flag_of` of a bool input `flags` [3] (a STRIDED_SLICE with shrink)."""
     b = TfliteBuilder()
-    cond = b.input("cond", (1,), np.bool_)
+    if flag_of is None:
+        cond = b.input("cond", (1,), np.bool_)
+    else:
+        cond = b.tensor("cond", (), np.bool_)
+        b.op(BuiltinOperator.STRIDED_SLICE, [b.input("flags", (3,), np.bool_), *_index_consts(b, flag_of)], [cond],
+             StridedSliceOptions(shrink_axis_mask=1))
     x = b.input("x", SHAPE, F32)
     y = b.tensor("y", SHAPE, F32)
     then_sg = b.subgraph("then")
@@ -42,6 +50,21 @@ def if_model(else_op=BuiltinOperator.MUL, custom_else: bool = False, then_pass_t
                                                        else_subgraph_index=b.subgraph_index(else_sg)))
     b.output(y)
     return b.finish()
+
+
+def _index_consts(b, k: int) -> list[int]:
+    """begin [k], end [k + 1], strides [1]: element k of a vector, with shrink_axis_mask 1."""
+    return [b.const(name, np.array([v], np.int32)) for name, v in (("begin", k), ("end", k + 1), ("strides", 1))]
+
+
+@pytest.mark.parametrize("flag", [True, False], ids=["then", "else"])
+def test_if_predicate_sliced_from_a_bool_input(flag):
+    """An IF predicate read from a bool input: NNAPI's STRIDED_SLICE has no bool8, so it goes through uint8."""
+    def set_flags(feed: dict) -> dict:
+        feed["flags"] = np.array([not flag, flag, not flag])
+        return feed
+    assert_parity(if_model(flag_of=1), api_level=30, input_fn=set_flags,
+                  expect_ops=["SELECT", "STRIDED_SLICE", "NOT_EQUAL", "IF"])
 
 
 @pytest.mark.parametrize("flag", [True, False], ids=["then", "else"])
@@ -128,8 +151,10 @@ def test_while_invariant_model_output_is_copied():
     assert [op.type.name for op in result.converted.model.main.operations] == ["WHILE", "RESHAPE"]
 
 
-def counting_while_model(limit: int = 5, custom_cond: bool = False) -> bytes:
-    """WHILE(i=0, x): cond = i < limit; body: i' = i + 1, x' = x * 0.5 - 1. Runs `limit` times."""
+def counting_while_model(limit: int = 5, custom_cond: bool = False, limits_input: bool = False) -> bytes:
+    """WHILE(i=0, x): cond = i < limit; body: i' = i + 1, x' = x * 0.5 - 1. Runs `limit` times.
+    `limits_input`: the limit is element 1 of an int32 input `limits` [3] that the loop carries unchanged
+    (a data-dependent trip count: the cond slices it)."""
     b = TfliteBuilder()
     i = b.input("i", (1,), np.int32)
     x = b.input("x", SHAPE, F32)
@@ -139,19 +164,27 @@ def counting_while_model(limit: int = 5, custom_cond: bool = False) -> bytes:
     more = cond.tensor("more", (1,), np.bool_)
     if custom_cond:
         cond.op(BuiltinOperator.CUSTOM, [ci], [more], custom_code="NoSuchOp")
+    elif limits_input:
+        sliced = cond.tensor("limit", (), np.int32)
+        cond.op(BuiltinOperator.STRIDED_SLICE, [cond.input("cl", (3,), np.int32), *_index_consts(cond, 1)],
+                [sliced], StridedSliceOptions(shrink_axis_mask=1))
+        cond.op(BuiltinOperator.LESS, [ci, sliced], [more], LessOptions())
     else:
         cond.op(BuiltinOperator.LESS, [ci, cond.const("limit", np.array([limit], np.int32))], [more],
                 LessOptions())
     cond.output(more)
     body = b.subgraph("body")
     bi, bx = body.input("bi", (1,), np.int32), body.input("bx", SHAPE, F32)
+    limits = [body.input("bl", (3,), np.int32)] if limits_input else []
     bi2 = body.tensor("bi2", (1,), np.int32)
     half, bx2 = body.tensor("half", SHAPE, F32), body.tensor("bx2", SHAPE, F32)
     body.op(BuiltinOperator.ADD, [bi, body.const("one", np.array([1], np.int32))], [bi2], AddOptions())
     body.op(BuiltinOperator.MUL, [bx, body.const("h", np.full(SHAPE, 0.5, F32))], [half], MulOptions())
     body.op(BuiltinOperator.SUB, [half, body.const("m1", np.ones(SHAPE, F32))], [bx2], SubOptions())
-    body.output(bi2, bx2)
-    b.op(BuiltinOperator.WHILE, [i, x], [i_out, x_out],
+    body.output(bi2, bx2, *limits)
+    extra_in = [b.input("limits", (3,), np.int32)] if limits_input else []
+    extra_out = [b.tensor("limits_out", (3,), np.int32)] if limits_input else []
+    b.op(BuiltinOperator.WHILE, [i, x, *extra_in], [i_out, x_out, *extra_out],
          WhileOptions(cond_subgraph_index=b.subgraph_index(cond), body_subgraph_index=b.subgraph_index(body)))
     b.output(i_out, x_out)
     return b.finish()
@@ -164,6 +197,20 @@ def test_while_counting_loop_parity():
     m = counting_while_model()
     assert_parity(m, api_level=30, expect_ops=["WHILE"], input_fn=start_at_zero)
     assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
+
+
+@pytest.mark.parametrize("limit", [0, 1, 4])
+def test_while_trip_count_sliced_from_an_int32_input(limit):
+    """The cond reads its limit from an int32 loop variable (STRIDED_SLICE, which NNAPI lacks for int32:
+    a SLICE)."""
+    def feed_limits(feed: dict) -> dict:
+        feed["i"] = np.array([0], np.int32)
+        feed["limits"] = np.array([100, limit, -100], np.int32)
+        return feed
+    m = counting_while_model(limits_input=True)
+    result = assert_parity(m, api_level=30, input_fn=feed_limits)
+    cond = result.converted.model.referenced[0]
+    assert [op.type.name for op in cond.operations] == ["SLICE", "LESS"]
 
 
 def test_while_problem_inside_cond_reported():

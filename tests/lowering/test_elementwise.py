@@ -102,6 +102,15 @@ def test_dtype_refusals():
     assert_refused(binary(B.DIV, np.uint8), 30, Code.DTYPE)
 
 
+def test_quantized_div_refusal_says_why_and_what_to_do():
+    """int8 DIV with broadcasting (issue 26): TFLite's integer kernel is undefined for small dividends."""
+    m = single_op_model(B.DIV, [("x", (2, 3), np.int8, QuantParams(0.05, -3)),
+                                ("y", (1, 3), np.int8, QuantParams(0.02, 4))],
+                        [("z", (2, 3), np.int8, QuantParams(0.1, 2))], DivOptions())
+    (diag,) = [d for d in assert_refused(m, 34, Code.DTYPE) if d.code is Code.DTYPE]
+    assert "undefined" in diag.message and "float" in diag.hint
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["uint8", "int8"])
 def test_mul_quantized_scale_constraint(dtype):
     # 0.05 * 0.03 = 0.0015 > 0.001: NNAPI's MUL cannot take it, the float form can (API 29).
@@ -377,6 +386,24 @@ def test_floor_mod_int32():
     assert_parity(m, api_level=30, input_fn=nonzero_ints, expect_ops=["DIV", "MUL", "SUB"])
     assert_refused(m, 29, Code.API_LEVEL, min_api_level=30)
     assert_refused(two_input(B.FLOOR_MOD, np.uint8, FloorModOptions()), 30, Code.DTYPE)
+
+
+@pytest.mark.parametrize("api", [29, 30])
+def test_floor_mod_int8_stored_values_every_pair(api):
+    """TFLite's int8 FLOOR_MOD ignores the quantization: the floor modulo of the stored values, kept as
+    stored values. Every (x, y) pair with y != 0, broadcast [256, 1] by [1, 255], bit for bit, with three
+    different quantizations (ignored alike) and int8 carried as uint8 + 128 at API 29."""
+    from nnconv.tflite.options import FloorModOptions
+    m = single_op_model(B.FLOOR_MOD, [("x", (256, 1), np.int8, QuantParams(0.05, -3)),
+                                      ("y", (1, 255), np.int8, QuantParams(0.2, 7))],
+                        [("z", (256, 255), np.int8, QuantParams(0.01, 2))], FloorModOptions())
+    ys = np.arange(-128, 128)
+    inputs = {"x": np.arange(-128, 128, dtype=np.int8).reshape(256, 1),
+              "y": ys[ys != 0].astype(np.int8).reshape(1, 255)}
+    assert_bit_exact(m, api, inputs)
+    ops = ["CAST", "DEQUANTIZE", "CAST", "DEQUANTIZE", "DIV", "FLOOR", "MUL", "SUB", "QUANTIZE", "CAST"]
+    assert_parity(m, api_level=api, inputs=inputs, expect_ops=ops)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
 
 
 FLOAT_FLOOR_MOD_OPS = ["DIV", "FLOOR", "MUL", "SUB", "SUB", "SUB", "MUL", "SUB", "MUL", "SUB", "MUL", "LESS", "ABS", "ABS", "GREATER_EQUAL", "SUB",

@@ -179,3 +179,26 @@ def test_int8_fc_with_tflite_arithmetic_is_tflite_reference_bit_for_bit(per_chan
                                                           tflite_single_rounding=frozenset({0}))).run({"x": x})["y"]
     assert np.array_equal(tflite, want)
     assert 0 < np.count_nonzero(nnapi != want) < want.size // 200 and np.abs(nnapi.astype(int) - want).max() == 1
+
+
+def test_per_channel_fc_int32_accumulator_wraps_like_tflite():
+    """A quantized PyTorch ShuffleNetV2's classifier (issue 26): input scale 1.5e-8, per-channel weights,
+    output scale 2.4e-4. Its int32 biases (scale input_scale * weight_scale ~ 4e-12) saturate at the int32
+    limits, and adding the products overflows the int32 accumulator, which wraps in TFLite's kernel (as in
+    Android's): before the executor wrapped it too, it saturated, up to 178 LSB off here (66 on the model)."""
+    rng = np.random.default_rng(26)
+    rows, k, units, xs, ys = 8, 256, 40, 1.5e-8, 2.4e-4
+    wf = rng.normal(0, 0.03, (units, k))
+    ws = np.abs(wf).max(axis=1) / 127
+    w = np.round(wf / ws[:, None]).astype(np.int8)
+    bias_scales = xs * ws
+    b = np.clip(np.round(rng.normal(0, 0.01, units) / bias_scales), -2**31, 2**31 - 1).astype(np.int32)
+    m = single_op_model(BuiltinOperator.FULLY_CONNECTED,
+                        [("x", (rows, k), np.int8, QuantParams(xs, -10)),
+                         ("w", w, QuantParams([float(s) for s in ws], [0] * units, 0)),
+                         ("b", b, QuantParams([float(s) for s in bias_scales], [0] * units, 0))],
+                        [("y", (rows, units), np.int8, QuantParams(ys, 3))], FullyConnectedOptions())
+    x = rng.integers(-128, 128, (rows, k)).astype(np.int8)
+    exact = (x.astype(np.int64) + 10) @ w.astype(np.int64).T + b
+    assert (np.abs(exact) > 2**31 - 1).any()  # the case under test: some accumulators overflow int32
+    assert_parity(m, api_level=30, inputs={"x": x}, expect_ops=["RESHAPE", "CONV_2D", "RESHAPE"])

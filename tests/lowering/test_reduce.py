@@ -130,6 +130,35 @@ def test_quantized_prod_refused():
     assert_refused(m, 30, Code.DTYPE)
 
 
+def int8_prod_model(n: int, s_in: float, s_out: float) -> bytes:
+    """int8 REDUCE_PROD of [16, 16, n] over its last axis (n values per output)."""
+    return single_op_model(B.REDUCE_PROD, [("x", (16, 16, n), np.int8, QuantParams(s_in, -3)),
+                                           ("a", np.array([2], I32))],
+                           [("y", (16, 16), np.int8, QuantParams(s_out, 1))], ReducerOptions(keep_dims=False))
+
+
+@pytest.mark.parametrize("n,s_in,s_out", [(2, 0.05, 0.05), (3, 0.02, 0.01)])
+@pytest.mark.parametrize("api", [29, 30])
+def test_int8_prod_through_float_where_tflite_rounding_stays_within_a_step(n, s_in, s_out, api):
+    """TFLite rounds after each multiplication; where `_quant_prod`'s bound is below 1 (0.11 and 0.62
+    here) the float product is within 1 LSB of it, over seeded inputs spanning the whole int8 range."""
+    m = int8_prod_model(n, s_in, s_out)
+    for seed in range(4):
+        assert_parity(m, api_level=api, seed=seed, expect_ops=["DEQUANTIZE", "REDUCE_PROD", "QUANTIZE"])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+@pytest.mark.parametrize("n,s_in,s_out,why", [(4, 0.05, 0.02, "output steps"), (8, 0.1, 0.05, "wraps"),
+                                              (1, 0.05, 0.02, "reference kernel")],
+                         ids=["rounding-8-lsb", "int32-wrap", "one-value"])
+def test_int8_prod_refused_where_tflite_rounding_adds_up(n, s_in, s_out, why):
+    """Measured: TFLite up to 8 LSB (n = 4) and 255 LSB (n = 8, its partial products wrapping) from the
+    float product; with one value per output its optimized and reference kernels disagree (up to 79 LSB)."""
+    (diag,) = [d for d in assert_refused(int8_prod_model(n, s_in, s_out), 30, Code.QUANTIZATION)
+               if d.code is Code.QUANTIZATION]
+    assert why in diag.message and diag.hint
+
+
 @pytest.mark.parametrize("op,nnapi", [(B.REDUCE_ANY, "REDUCE_ANY"), (B.REDUCE_ALL, "REDUCE_ALL")])
 def test_reduce_any_all_parity(op, nnapi):
     m = single_op_model(op, [("x", (2, 5, 7), np.bool_), ("a", np.array([1], I32))],

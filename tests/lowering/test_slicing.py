@@ -84,10 +84,51 @@ def test_strided_slice_declared_shape_overruled_as_tflite_does():
 def test_strided_slice_api_and_dtype_refusals():
     m = ss_model("float32", (2, 5), (2, 3), [0, 1], [2, 4], [1, 1], SSO())
     assert_refused(m, 27, Code.API_LEVEL, min_api_level=28)
-    mi = single_op_model(B.STRIDED_SLICE, [("x", (2, 5), I32), ("b", np.array([0, 1], I32)),
+    mi = single_op_model(B.STRIDED_SLICE, [("x", (2, 5), np.int16), ("b", np.array([0, 1], I32)),
                                            ("e", np.array([2, 4], I32)), ("s", np.array([1, 1], I32))],
-                         [("y", (2, 3), I32)], SSO())
+                         [("y", (2, 3), np.int16)], SSO())
     assert_refused(mi, 30, Code.DTYPE)
+
+
+# NNAPI's STRIDED_SLICE has no int32 or bool8 form: int32 takes SLICE or GATHERs (+ RESHAPE of int32 from
+# API 33 where the rank changes), bool a uint8 detour (SELECT, STRIDED_SLICE, NOT_EQUAL).
+INT_BOOL_CASES = [
+    pytest.param((2, 5, 7, 3), [0, 1, 2, 0], [2, 5, 7, 3], [1, 2, 2, 1], SSO(), (2, 2, 3, 3),
+                 ["GATHER", "GATHER"], id="strided"),
+    pytest.param((2, 5, 7, 3), [1, -1, 0, 0], [0, -6, 0, 0], [1, -1, 1, 1], SSO(end_mask=1 | 4 | 8), (1, 5, 7, 3),
+                 ["GATHER", "GATHER"], id="neg-stride-masks"),
+    pytest.param((2, 5, 7, 3), [0, 1, 2, 0], [2, 4, 7, 3], [1, 1, 1, 1], SSO(), (2, 3, 5, 3), ["SLICE"],
+                 id="box"),
+    pytest.param((3,), [1], [2], [1], SSO(shrink_axis_mask=1), (), ["SLICE"], id="element-of-a-vector"),
+    pytest.param((3,), [-1], [0], [1], SSO(shrink_axis_mask=1), (), ["SLICE"], id="last-element"),
+    pytest.param((2, 5, 7), [1, 0, 0], [0, 5, 7], [1, 2, 1], SSO(shrink_axis_mask=1, end_mask=6), (3, 7),
+                 ["GATHER", "GATHER", "RESHAPE"], id="shrink-changes-rank"),
+]
+
+
+@pytest.mark.parametrize("x_shape,begin,end,strides,opts,out,ops", INT_BOOL_CASES)
+def test_strided_slice_int32_parity(x_shape, begin, end, strides, opts, out, ops):
+    m = ss_model("int32", x_shape, out, begin, end, strides, opts)
+    api = 33 if "RESHAPE" in ops else 29
+    assert_parity(m, api_level=api, expect_ops=ops)
+    if api == 33:
+        assert_refused(m, 31, Code.API_LEVEL, min_api_level=33)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=api)
+
+
+@pytest.mark.parametrize("x_shape,begin,end,strides,opts,out,ops", INT_BOOL_CASES)
+def test_strided_slice_bool_parity(x_shape, begin, end, strides, opts, out, ops):
+    m = ss_model("bool", x_shape, out, begin, end, strides, opts)
+    for seed in range(3):
+        assert_parity(m, api_level=29, seed=seed, expect_ops=["SELECT", "STRIDED_SLICE", "NOT_EQUAL"])
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+
+
+def test_strided_slice_bool_new_axis_reshapes_the_uint8():
+    """NNAPI's RESHAPE has no bool8 either: the new axis is inserted on the uint8 detour."""
+    m = ss_model("bool", (2, 5, 7), (2, 1, 2, 7), [0, 0, 1], [0, 0, 4], [1, 1, 2],
+                 SSO(new_axis_mask=2, begin_mask=1, end_mask=5))
+    assert_parity(m, api_level=29, expect_ops=["SELECT", "STRIDED_SLICE", "RESHAPE", "NOT_EQUAL"])
 
 
 @pytest.mark.parametrize("dtype,api", [("float32", 29), ("uint8", 29), ("int8", 29), ("int8", 30), ("int32", 29)])

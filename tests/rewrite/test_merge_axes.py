@@ -154,3 +154,127 @@ def test_model_output_inside_the_chain_is_left_alone():
 
 def test_rewrites_do_not_depend_on_folding():
     assert_parity(repeat_model(), api_level=30, options=ConversionOptions(fold_constants=False))
+
+
+Q_IN, Q_MID = QuantParams(0.05, -3), QuantParams(0.04, 7)
+
+
+def _quant_steps(b: TfliteBuilder, src: int, shape, steps: str, name: str, quant: dict) -> int:
+    """`steps` applied to `src`: 'd' a DEQUANTIZE to float, 'q' a QUANTIZE (float -> int8, or int8 -> int8
+    at Q_MID: a requantization); `quant` maps a tensor to its parameters (None: float)."""
+    for n, step in enumerate(steps):
+        q = None if step == "d" else (Q_MID if quant[src] is not None else Q_IN)
+        out = b.tensor(f"{name}{n}", shape, np.float32 if q is None else np.int8, quant=q)
+        quant[out] = q
+        b.op(B.DEQUANTIZE if step == "d" else B.QUANTIZE, [src], [out])
+        src = out
+    return src
+
+
+def quantized_repeat_model(before: str, after: str, end: str = "", x_shape=(1, 3, 4, 5), twice: bool = True,
+                           expand: bool = True) -> bytes:
+    """Keras UpSampling2D (tf.repeat on H then W, as `repeat_model`) quantized to int8 by AI Edge
+    Quantizer: int8 input; `before` DEQUANTIZE / QUANTIZE steps between the EXPAND_DIMS (or RESHAPE) and the
+    TILE, `after` between the TILE and the last RESHAPE, `end` after that RESHAPE (see `_quant_steps`)."""
+    b = TfliteBuilder()
+    x = b.input("x", x_shape, np.int8, quant=Q_IN)
+    quant = {x: Q_IN}
+    src, shape = x, list(x_shape)
+    for n, ax in enumerate([1, 2] if twice else [1]):
+        five = shape[:ax + 1] + [1] + shape[ax + 1:]
+        tiled = five[:ax + 1] + [2] + five[ax + 2:]
+        out = shape[:ax] + [shape[ax] * 2] + shape[ax + 1:]
+        q = quant[src]
+        a = b.tensor(f"a{n}", five, np.int8 if q else np.float32, quant=q)
+        quant[a] = q
+        if expand:
+            b.op(B.EXPAND_DIMS, [src, b.const(f"ax{n}", np.array([ax + 1], I32))], [a], ExpandDimsOptions())
+        else:
+            b.op(B.RESHAPE, [src, b.const(f"s{n}", np.array(five, I32))], [a], ReshapeOptions(new_shape=tuple(five)))
+        a = _quant_steps(b, a, five, before, f"a{n}_", quant)
+        q = quant[a]
+        t = b.tensor(f"t{n}", tiled, np.int8 if q else np.float32, quant=q)
+        quant[t] = q
+        b.op(B.TILE, [a, b.const(f"m{n}", np.array([2 if k == ax + 1 else 1 for k in range(5)], I32))], [t],
+             TileOptions())
+        t = _quant_steps(b, t, tiled, after, f"t{n}_", quant)
+        q = quant[t]
+        y = b.tensor(f"y{n}", out, np.int8 if q else np.float32, quant=q)
+        quant[y] = q
+        b.op(B.RESHAPE, [t, b.const(f"o{n}", np.array(out, I32))], [y], ReshapeOptions(new_shape=tuple(out)))
+        src = _quant_steps(b, y, out, end, f"y{n}_", quant)
+        shape = out
+    b.output(src)
+    return b.finish()
+
+
+@pytest.mark.parametrize("before,after,end", [
+    pytest.param("d", "q", "", id="dequantize-tile-quantize"),
+    pytest.param("dq", "dq", "", id="around-each-op"),
+    pytest.param("", "d", "q", id="quantize-after-reshape"),
+    pytest.param("q", "q", "", id="requantize"),
+    pytest.param("d", "", "q", id="float-tile-and-reshape"),
+])
+@pytest.mark.parametrize("expand", [True, False], ids=["expand-dims", "reshape"])
+def test_quantized_upsampling_sees_through_dequantize_quantize(before, after, end, expand):
+    """AI Edge Quantizer's static int8 UpSampling2D: DEQUANTIZE / QUANTIZE inside the rank-5 chain commute
+    with the data movement; every tensor on merged axes, one partition, the same values as TFLite."""
+    m = quantized_repeat_model(before, after, end, expand=expand)
+    report = check_model(m, 30)
+    assert report.ok  # every op lowers: one partition
+    assert all(any(w.startswith("rewritten by merge-axes") for w in r.notes) for r in report.ops
+               if r.op != "QUANTIZE" or not end)
+    result = assert_parity(m, api_level=30)
+    assert all(len(result.converted.model.main.operands[i].dimensions) <= 4
+               for op in result.converted.model.main.operations for i in op.outputs)
+
+
+def test_quantized_channel_shuffle_sees_through_dequantize_quantize():
+    """RESHAPE -> DEQUANTIZE -> TRANSPOSE -> QUANTIZE -> RESHAPE (a quantized channel shuffle)."""
+    b = TfliteBuilder()
+    x = b.input("x", (1, 3, 4, 6), np.int8, quant=Q_IN)
+    a = b.tensor("a", (1, 3, 4, 2, 3), np.int8, quant=Q_IN)
+    b.op(B.RESHAPE, [x, b.const("s", np.array([1, 3, 4, 2, 3], I32))], [a], ReshapeOptions())
+    quant = {a: Q_IN}
+    d = _quant_steps(b, a, (1, 3, 4, 2, 3), "d", "a_", quant)
+    t = b.tensor("t", (1, 3, 4, 3, 2), np.float32)
+    b.op(B.TRANSPOSE, [d, b.const("perm", np.array([0, 1, 2, 4, 3], I32))], [t], TransposeOptions())
+    quant[t] = None
+    q = _quant_steps(b, t, (1, 3, 4, 3, 2), "q", "t_", quant)
+    y = b.tensor("y", (1, 3, 4, 6), np.int8, quant=Q_IN)
+    b.op(B.RESHAPE, [q, b.const("o", np.array([1, 3, 4, 6], I32))], [y], ReshapeOptions())
+    b.output(y)
+    assert_parity(b.finish(), api_level=30,
+                  expect_ops=["RESHAPE", "DEQUANTIZE", "TRANSPOSE", "QUANTIZE", "RESHAPE"])
+
+
+def _dequantized_repeat(x_quant: QuantParams, a_quant: QuantParams, dequantized_is_output: bool) -> bytes:
+    """int8 x -> EXPAND_DIMS (rank 5) -> DEQUANTIZE -> TILE -> RESHAPE; the DEQUANTIZE's output also a
+    model output when `dequantized_is_output`."""
+    b = TfliteBuilder()
+    x = b.input("x", (1, 3, 4, 5), np.int8, quant=x_quant)
+    a = b.tensor("a", (1, 3, 1, 4, 5), np.int8, quant=a_quant)
+    b.op(B.EXPAND_DIMS, [x, b.const("ax", np.array([2], I32))], [a], ExpandDimsOptions())
+    d = b.tensor("d", (1, 3, 1, 4, 5), np.float32)
+    b.op(B.DEQUANTIZE, [a], [d])
+    t = b.tensor("t", (1, 3, 2, 4, 5), np.float32)
+    b.op(B.TILE, [d, b.const("m", np.array([1, 1, 2, 1, 1], I32))], [t], TileOptions())
+    y = b.tensor("y", (1, 6, 4, 5), np.float32)
+    b.op(B.RESHAPE, [t, b.const("o", np.array([1, 6, 4, 5], I32))], [y], ReshapeOptions())
+    b.output(*((y, d) if dequantized_is_output else (y,)))
+    return b.finish()
+
+
+def test_dequantize_read_twice_inside_the_chain_is_left_alone():
+    """A rank-5 DEQUANTIZE output that a second op also reads (here: a model output) keeps its shape."""
+    m = _dequantized_repeat(Q_IN, Q_IN, dequantized_is_output=True)
+    assert_parity(_dequantized_repeat(Q_IN, Q_IN, dequantized_is_output=False), api_level=30)  # the control
+    assert_refused(m, 30, Code.RANK)
+    assert not any(r.notes for r in check_model(m, 30).ops)
+
+
+def test_per_channel_dequantize_inside_the_chain_is_left_alone():
+    """Per-channel parameters name an axis of the rank-5 tensor, which merging would move: no rewrite."""
+    scales, zeros = [0.05, 0.04, 0.03, 0.02, 0.01], [0] * 5
+    m = _dequantized_repeat(QuantParams(scales, zeros, 3), QuantParams(scales, zeros, 4), False)
+    assert not any(r.notes for r in check_model(m, 30).ops)

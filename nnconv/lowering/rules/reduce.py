@@ -19,8 +19,10 @@ from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import scalar_tensor
+from nnconv.lowering.rules._quant_prod import int8_prod_deviation
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, BOOL, F32, I32, I64, check_data_movement,
-                                                 check_same_quant, const_ints, require_const_ints, same_quant)
+                                                 check_same_quant, const_ints, quant_params, require_const_ints,
+                                                 same_quant)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.nnapi.quantization import quantize_multiplier
 from nnconv.rewrite.folds import arithmetic as arithmetic_folds
@@ -251,23 +253,74 @@ class Sum(_Reduce):
     def lower(self, c: LowerContext) -> None:
         if c.input(0).type == F32:
             super().lower(c)
-            return
-        axes = c.i32_vector(const_ints(c, c.input(1)))
-        x_f = c.temp(OperandType.TENSOR_FLOAT32, c.info(c.in_(0)).dimensions)
-        c.emit(OperationType.DEQUANTIZE, [c.in_(0)], [x_f])
-        sum_f = c.temp(OperandType.TENSOR_FLOAT32, c.info(c.out()).dimensions)
-        c.emit(OperationType.REDUCE_SUM, [x_f, axes, c.boolean(_keep_dims(c))], [sum_f])
-        c.emit(OperationType.QUANTIZE, [sum_f], [c.out()])
+        else:
+            _lower_via_float(c, OperationType.REDUCE_SUM)
+
+
+def _lower_via_float(c: LowerContext, op: OperationType) -> None:
+    """A quantized reduction as DEQUANTIZE -> float `op` (REDUCE_SUM / REDUCE_PROD) -> QUANTIZE (API 29)."""
+    axes = c.i32_vector(const_ints(c, c.input(1)))
+    x_f = c.temp(OperandType.TENSOR_FLOAT32, c.info(c.in_(0)).dimensions)
+    c.emit(OperationType.DEQUANTIZE, [c.in_(0)], [x_f])
+    reduced = c.temp(OperandType.TENSOR_FLOAT32, c.info(c.out()).dimensions)
+    c.emit(op, [x_f, axes, c.boolean(_keep_dims(c))], [reduced])
+    c.emit(OperationType.QUANTIZE, [reduced], [c.out()])
 
 
 @lowering_rule(BuiltinOperator.REDUCE_PROD)
 class ReduceProd(_Reduce):
+    """TFLite REDUCE_PROD(input, axis) [keep_dims] -> NNAPI REDUCE_PROD(input, axes TENSOR_INT32, keep_dims
+    BOOL) (API 29), float only in NNAPI.
+
+    int8 becomes DEQUANTIZE -> REDUCE_PROD -> QUANTIZE into the output's parameters (API 29), the exact
+    product rounded once. TFLite's kernel rounds after every multiplication instead (`_quant_prod`), so the
+    two agree within 1 LSB only while those roundings cannot add up to a step: the rule computes that bound
+    from the input zero point, the scales and the count n of values reduced per output, and refuses beyond
+    it (and where TFLite's int32 partial products may wrap). Measured against TFLite (4,096 rows each):
+    n = 2 and n = 3 within 1 LSB where the bound holds (0.11 and 0.62); n = 4 up to 8 LSB off and n = 8 up
+    to 255 (wrapped), both refused by it. One value per output (n = 1) is refused too: TFLite's optimized
+    kernel then copies the stored values and its reference kernel requantizes them."""
+
     fold = arithmetic_folds.reduce_prod
-    __doc__ = _Reduce.__doc__ + " NNAPI REDUCE_PROD is float only."
-    nnapi_ops = (OperationType.REDUCE_PROD,)
+    nnapi_ops = (OperationType.REDUCE_PROD, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     nnapi_op = OperationType.REDUCE_PROD
-    dtypes = ("float32",)
-    constraints = "float32; constant axes; rank <= 4"
+    allowed = (F32, TensorType.INT8)
+    dtypes = ("float32", "int8")
+    constraints = ("constant axes; rank <= 4; int8 through float where TFLite's per-step rounding stays within "
+                   "1 LSB of it (few values per output)")
+
+    def check(self, c: CheckContext) -> None:
+        if c.input(0) is None or c.input(0).type != TensorType.INT8:
+            super().check(c)
+            return
+        c.require_api(29, "int8 REDUCE_PROD (DEQUANTIZE, REDUCE_PROD, QUANTIZE)")
+        x, y = _check_float_or_quant_reduction(c), c.output()
+        if x is None or y.type != x.type or x.has_dynamic_shape or y.has_dynamic_shape:
+            return
+        if not (x.quantization.scale and y.quantization.scale):
+            c.refuse(Code.QUANTIZATION, "int8 input and output need a scale")
+            return
+        n = math.prod(x.shape) // max(1, math.prod(y.shape))
+        if n == 1:
+            # measured: TFLite's optimized kernel copies the stored values, its reference kernel requantizes them
+            c.refuse(Code.QUANTIZATION, "int8 REDUCE_PROD of one value per output: TFLite's optimized kernel "
+                     "copies the stored values while its reference kernel requantizes them; no form matches both",
+                     hint="drop the REDUCE_PROD over extent-1 axes (a RESHAPE at most)")
+            return
+        (s_in, zp), (s_out, _) = quant_params(x), quant_params(y)
+        bound, wraps = int8_prod_deviation(zp, s_in, s_out, n)
+        if wraps or bound >= 1.0:
+            why = wraps or f"its roundings can move the result by up to {bound:.3g} output steps"
+            c.refuse(Code.QUANTIZATION, f"int8 REDUCE_PROD of {n} values per output: TFLite rounds after each "
+                     f"multiplication (by s_in / s_out^(1/{n}) = {s_in / s_out ** (1 / n):.3g}) and {why}, so the "
+                     "float product (DEQUANTIZE, REDUCE_PROD, QUANTIZE) cannot stay within 1 LSB of it",
+                     hint="keep the REDUCE_PROD in float when quantizing, or reduce fewer values per output")
+
+    def lower(self, c: LowerContext) -> None:
+        if c.input(0).type == F32:
+            super().lower(c)
+        else:
+            _lower_via_float(c, OperationType.REDUCE_PROD)
 
 
 @lowering_rule(BuiltinOperator.REDUCE_MAX)

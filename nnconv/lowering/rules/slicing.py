@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import MISSING_FROM_ARMNN, NO_FLOAT16_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, I32, check_data_movement, const_ints, out_dims,
-                                                 require_const_ints)
-from nnconv.nnapi.enums import OperationType
+from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, BOOL, I32, check_data_movement, const_ints,
+                                                 out_dims, require_const_ints)
+from nnconv.lowering.rules.shape.pad import gather_chain
+from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.rewrite.folds import shape as shape_folds
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator
@@ -36,11 +39,18 @@ class DenseSlice:
     final_shape: list[int]  # with the new axes inserted
 
 
-def _axis_len(dim: int, b: int, e: int, s: int, bfull: bool, efull: bool) -> int:
+def _axis_range(dim: int, b: int, e: int, s: int, bfull: bool, efull: bool) -> range:
+    """The indices one axis of a strided slice takes (TensorFlow's clamping of begin and end)."""
     lo, hi = (0, dim) if s > 0 else (-1, dim - 1)
     start = (0 if s > 0 else dim - 1) if bfull else min(max(b + dim if b < 0 else b, lo), hi)
     stop = (dim if s > 0 else -1) if efull else min(max(e + dim if e < 0 else e, lo), hi)
-    return len(range(start, stop, s))
+    return range(start, stop, s)
+
+
+def axis_ranges(shape: tuple[int, ...], d: DenseSlice) -> list[range]:
+    """The indices a dense slice takes along each input axis (a shrunk axis: its one index)."""
+    return [_axis_range(dim, d.begin[k], d.end[k], d.strides[k], bool(d.begin_mask >> k & 1),
+                        bool(d.end_mask >> k & 1)) for k, dim in enumerate(shape)]
 
 
 def dense_slice(shape: tuple[int, ...], begin: list[int], end: list[int], strides: list[int],
@@ -99,7 +109,7 @@ def dense_slice(shape: tuple[int, ...], begin: list[int], end: list[int], stride
             d.strides.append(s)
             d.begin_mask |= int(bfull) << k
             d.end_mask |= int(efull) << k
-            size = _axis_len(dim, b, en, s, bfull, efull)
+            size = len(_axis_range(dim, b, en, s, bfull, efull))
             d.slice_shape.append(size)
             d.final_shape.append(size)
         k += 1
@@ -112,21 +122,32 @@ class StridedSlice(Rule):
     strides, begin_mask, end_mask, shrink_axis_mask) (API 28), + RESHAPE when new_axis_mask inserts axes.
 
     Ellipsis and new-axis masks, which NNAPI lacks, are canonicalized away (module docstring); `offset`
-    (end relative to begin) is resolved from the constants. Empty results are refused."""
+    (end relative to begin) is resolved from the constants. Empty results are refused.
+    NNAPI's STRIDED_SLICE takes neither int32 nor bool8 (at any feature level); both are exact otherwise:
+    - int32 (a loop bound read from a tensor in a WHILE condition): one SLICE(input, begin, size) when every
+      stride is 1, else GATHER(input, axis, constant indices) along each axis not taken whole (API 29, both
+      take TENSOR_INT32), + RESHAPE to the output's rank where shrunk or new axes change it (RESHAPE takes
+      TENSOR_INT32 from feature level 6, API 33; a shrunk rank-1 input needs none: NNAPI holds TFLite's
+      scalar output as [1]).
+    - bool (an IF predicate read from an input): NNAPI has no CAST of TENSOR_BOOL8 to another type, so
+      SELECT(input, 1, 0) widens it to uint8 (TENSOR_QUANT8_ASYMM, scale 1), the STRIDED_SLICE (+ RESHAPE)
+      above slices that, and NOT_EQUAL(., 0) gives bool8 back (API 29)."""
 
     fold = shape_folds.strided_slice
-    nnapi_ops = (OperationType.STRIDED_SLICE, OperationType.RESHAPE, OperationType.CAST)
+    nnapi_ops = (OperationType.STRIDED_SLICE, OperationType.RESHAPE, OperationType.CAST, OperationType.SLICE,
+                 OperationType.GATHER, OperationType.SELECT, OperationType.NOT_EQUAL)
     stored_values_from = 0
     min_api_level = 28
-    dtypes = ("float32", "uint8", "int8")
-    constraints = "constant begin/end/strides; rank <= 4; non-empty result"
+    dtypes = ("float32", "uint8", "int8", "int32", "bool")
+    constraints = ("constant begin/end/strides; rank <= 4; non-empty result; int32 and bool need API 29, "
+                   "int32 changing rank API 33")
     driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         c.require_api(28, "STRIDED_SLICE")
         if not c.require_inputs(4):
             return
-        x = check_data_movement(c, BASIC, bitcast=True)
+        x = check_data_movement(c, (*BASIC, I32, BOOL), bitcast=True)
         vals = [require_const_ints(c, i, what) for i, what in ((1, "begin"), (2, "end"), (3, "strides"))]
         if x is None or any(v is None for v in vals):
             return
@@ -138,18 +159,69 @@ class StridedSlice(Rule):
         elif d.final_shape != list(c.output().shape):
             c.refuse(Code.OPERAND_VALUE, f"computed output shape {d.final_shape} differs from the output "
                      f"tensor's {list(c.output().shape)}")
+        elif x.type == BOOL:
+            c.require_api(29, "STRIDED_SLICE of bool (SELECT to uint8, STRIDED_SLICE, NOT_EQUAL)")
+        elif x.type == I32:
+            c.require_api(29, "STRIDED_SLICE of int32 (SLICE or GATHER: NNAPI's STRIDED_SLICE has no int32)")
+            if _int32_box_shape(x.shape, d) != out_dims(c.output()):
+                c.require_api(33, "STRIDED_SLICE of int32 that changes the rank (RESHAPE of int32, feature "
+                              "level 6)")
 
     def lower(self, c: LowerContext) -> None:
-        vals = [const_ints(c, c.input(i)) for i in (1, 2, 3)]
-        d = dense_slice(c.input(0).shape, *vals, c.options)
-        out = c.out()
-        needs_reshape = d.final_shape != d.slice_shape and len(d.final_shape) != len(d.slice_shape or [1])
-        dst = c.temp_like(out, d.slice_shape or [1]) if needs_reshape else out
-        c.emit(OperationType.STRIDED_SLICE,
-               [c.in_(0), c.i32_vector(d.begin), c.i32_vector(d.end), c.i32_vector(d.strides),
-                c.i32(d.begin_mask), c.i32(d.end_mask), c.i32(d.shrink_mask)], [dst])
-        if needs_reshape:
-            c.emit(OperationType.RESHAPE, [dst, c.i32_vector(out_dims(c.output()))], [out])
+        x = c.input(0)
+        d = dense_slice(x.shape, *[const_ints(c, c.input(i)) for i in (1, 2, 3)], c.options)
+        if x.type == I32:
+            _lower_int32(c, d)
+        elif x.type == BOOL:
+            _lower_bool(c, d)
+        else:
+            _emit_strided_slice(c, c.in_(0), d, c.out())
+
+
+def _emit_strided_slice(c: LowerContext, src: int, d: DenseSlice, out: int) -> None:
+    """NNAPI STRIDED_SLICE of `src` into `out` (+ RESHAPE when new axes change the rank)."""
+    final = c.info(out).dimensions
+    needs_reshape = d.final_shape != d.slice_shape and len(d.final_shape) != len(d.slice_shape or [1])
+    dst = c.temp_like(src, d.slice_shape or [1]) if needs_reshape else out
+    c.emit(OperationType.STRIDED_SLICE,
+           [src, c.i32_vector(d.begin), c.i32_vector(d.end), c.i32_vector(d.strides),
+            c.i32(d.begin_mask), c.i32(d.end_mask), c.i32(d.shrink_mask)], [dst])
+    if needs_reshape:
+        c.emit(OperationType.RESHAPE, [dst, c.i32_vector(list(final))], [out])
+
+
+def _int32_box_shape(shape: tuple[int, ...], d: DenseSlice) -> list[int]:
+    """The shape SLICE / GATHER leave an int32 slice in: the input's rank, shrunk axes of extent 1."""
+    return [len(r) for r in axis_ranges(shape, d)]
+
+
+def _lower_int32(c: LowerContext, d: DenseSlice) -> None:
+    """int32: SLICE (unit strides) or a GATHER per axis, then RESHAPE if the rank changes (class docstring)."""
+    x, out = c.input(0), c.out()
+    ranges = axis_ranges(x.shape, d)
+    box = [len(r) for r in ranges]
+    reshaped = box != list(c.info(out).dimensions)
+    dst = c.temp_like(c.in_(0), box) if reshaped else out
+    if all(r.step == 1 or len(r) == 1 for r in ranges):  # a box (the check refuses empty slices)
+        c.emit(OperationType.SLICE, [c.in_(0), c.i32_vector([r[0] for r in ranges]), c.i32_vector(box)], [dst])
+    else:
+        taken = [(k, np.asarray(r, dtype=np.int32)) for k, r in enumerate(ranges) if r != range(x.shape[k])]
+        gather_chain(c, taken, dst=dst)
+    if reshaped:
+        c.emit(OperationType.RESHAPE, [dst, c.i32_vector(list(c.info(out).dimensions))], [out])
+
+
+def _lower_bool(c: LowerContext, d: DenseSlice) -> None:
+    """bool: SELECT to uint8 0/1, STRIDED_SLICE, NOT_EQUAL 0 (class docstring)."""
+    x, out = c.in_(0), c.out()
+    dims = tuple(c.info(x).dimensions)
+    u8 = OperandType.TENSOR_QUANT8_ASYMM
+    ones, zeros = (c.constant(u8, np.full(dims, v, np.uint8), scale=1.0) for v in (1, 0))
+    wide = c.temp(u8, dims, scale=1.0)
+    c.emit(OperationType.SELECT, [x, ones, zeros], [wide])
+    sliced = c.temp(u8, c.info(out).dimensions, scale=1.0)
+    _emit_strided_slice(c, wide, d, sliced)
+    c.emit(OperationType.NOT_EQUAL, [sliced, c.constant(u8, np.zeros(1, np.uint8), scale=1.0)], [out])
 
 
 def emit_box_slice(c: LowerContext, src: int, begin: list[int], size: list[int], dst: int) -> None:

@@ -13,7 +13,7 @@ from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import F32, I32, I8, U8, check_common, is_quant, quant_params
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.rewrite.folds import arithmetic as arithmetic_folds
-from nnconv.tflite.schema_enums import ActivationFunctionType, BuiltinOperator
+from nnconv.tflite.schema_enums import ActivationFunctionType, BuiltinOperator, TensorType
 
 
 # Fused activations that clamp (RELU, RELU_N1_TO_1, RELU6); the others compute nothing in TFLite's kernels.
@@ -144,9 +144,13 @@ class Div(_FusedBinary):
     """TFLite DIV(x, y) -> NNAPI DIV(x, y, fuse code), float32 from API 28.
 
     int32 is refused: TFLite truncates the quotient toward zero while NNAPI's int32 DIV floors it.
-    Quantized DIV is refused: NNAPI has none, and a float form (DEQUANTIZE / DIV / QUANTIZE) would not match
-    TFLite's uint8 / int8 kernel, which was measured to saturate some small quotients (e.g. 0.1 / 2.04 gives
-    the maximum instead of 0.05)."""
+    Quantized DIV (uint8, int8, broadcast or not) is refused: NNAPI has none, and TFLite's kernel
+    (reference_ops::Div: a fixed-point reciprocal of y - zp, then MultiplyByQuantizedMultiplierSmallerThanOneExp
+    with shift output_shift - reciprocal_shift - headroom(x - zp)) shifts by 32 or more, or by a negative
+    amount, for small dividends: undefined in C++, and on x86 those outputs come out saturated (0.1 / 2.04
+    gives the maximum instead of 0.05). Measured on int8 over all 65,280 (x, y) pairs for three scale sets:
+    DEQUANTIZE / DIV / QUANTIZE is within 1 LSB of TFLite on every pair where its shifts are defined, and up
+    to 132 LSB off on 128-169 of the 256-298 pairs where they are not; no NNAPI form reproduces those."""
 
     fold = arithmetic_folds.div
     nnapi_op = OperationType.DIV
@@ -157,3 +161,14 @@ class Div(_FusedBinary):
     int32_api = None
     dtypes = ("float32",)
     constraints = "float32 only; rank <= 4"
+
+    def check(self, c: CheckContext) -> None:
+        x = c.input(0)
+        if x is not None and x.type in (U8, I8):
+            c.refuse(Code.DTYPE, f"quantized DIV ({TensorType(x.type).name.lower()}): NNAPI has none, and TFLite's "
+                     "integer kernel shifts by 32 or more (undefined in C++, saturated outputs on x86) for small "
+                     "dividends, which no NNAPI form reproduces; a float DIV is within 1 LSB of it elsewhere",
+                     hint="keep the DIV in float when quantizing (leave it out of the quantization recipe), or "
+                     "divide by a constant as a MUL by its reciprocal: nnconv lowers both")
+            return
+        super().check(c)

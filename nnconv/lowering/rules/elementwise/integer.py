@@ -6,7 +6,7 @@ import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import F32, I32, check_common, scalar_tensor
+from nnconv.lowering.rules._arith import F32, I32, I8, check_common, scalar_tensor
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.rewrite.folds import arithmetic as arithmetic_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
@@ -64,27 +64,44 @@ class FloorMod(Rule):
     still in [0, |y|) with y's sign (measured over random and quantized-grid inputs with |x / y| <= 4000: at
     most 1e-7 * |y| from TFLite). Near a multiple of y both sides agree on which side of the
     discontinuity the remainder falls (the case a quantized model hits, its values lying on grids). The
-    int8 form TensorFlow emits is DEQUANTIZE -> float FLOOR_MOD -> QUANTIZE, each op lowered on its own."""
+    int8 form TensorFlow emits for a float model is DEQUANTIZE -> float FLOOR_MOD -> QUANTIZE, each op
+    lowered on its own.
+
+    int8 FLOOR_MOD itself (API 29): TFLite's kernel ignores the quantization and takes the integer floor
+    modulo of the stored values (its remainder lies between 0 and y, so it fits int8), which the output
+    stores as they are. The stored values reach float32 exactly through a same-type CAST to scale 1 (which
+    carries stored values; zero point 128 where int8 travels as uint8 + 128 below API 30) and DEQUANTIZE;
+    there, with |x| <= 128 and 1 <= |y| <= 128, x / y is an integer or lies at least 1/128 from one while
+    its rounding error stays below 128 * 2^-24, so FLOOR(x / y) is the exact floor quotient, and
+    x - n * y is exact: the float form is exact. QUANTIZE to scale 1 and a same-type CAST into the output
+    store the remainders (a zero divisor makes TFLite's kernel fail; NNAPI's result there is unspecified)."""
 
     fold = arithmetic_folds.floor_mod
     nnapi_ops = (OperationType.DIV, OperationType.MUL, OperationType.SUB, OperationType.FLOOR, OperationType.ADD,
-                 OperationType.ABS, OperationType.LESS, OperationType.GREATER_EQUAL, OperationType.SELECT)
+                 OperationType.ABS, OperationType.LESS, OperationType.GREATER_EQUAL, OperationType.SELECT,
+                 OperationType.CAST, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     min_api_level = 29
-    dtypes = ("float32", "int32")
-    constraints = "rank <= 4; float32 API 29 (one rounding for |x / y| < 4096), int32 API 30 (exact)"
+    dtypes = ("float32", "int32", "int8 (stored values, as TFLite)")
+    constraints = ("rank <= 4; float32 API 29 (one rounding for |x / y| < 4096), int32 API 30 (exact), int8 API 29 "
+                   "(exact)")
     beyond_delegate = True
 
     def check(self, c: CheckContext) -> None:
-        if not check_common(c, 2, (F32, I32)):
+        if not check_common(c, 2, (F32, I32, I8), int8_shiftable=True):
             return
         if c.input(0).type == I32:
             c.require_api(30, "int32 FLOOR_MOD (int32 DIV / MUL / SUB)")
+        elif c.input(0).type == I8:
+            c.require_api(29, "int8 FLOOR_MOD (stored values through float: CAST, DEQUANTIZE, QUANTIZE)")
         else:
             c.require_api(29, "float32 FLOOR_MOD (FLOOR / DIV, sign fixed with LESS / SELECT)")
 
     def lower(self, c: LowerContext) -> None:
         x, y, out = c.in_(0), c.in_(1), c.out(0)
         none = c.i32(FuseCode.NONE)
+        if c.input(0).type == I8:
+            _lower_int8_floor_mod(c, x, y, out)
+            return
         if c.input(0).type == I32:
             q, p = c.temp_like(out), c.temp_like(out)
             c.emit(OperationType.DIV, [x, y, none], [q])
@@ -119,6 +136,37 @@ class FloorMod(Rule):
         c.emit(OperationType.SELECT, [too_big, r_minus, r], [r1])
         c.emit(OperationType.ADD, [r, y, none], [r_plus])
         c.emit(OperationType.SELECT, [opposite, r_plus, r1], [out])
+
+
+def _unit_scale_like(c: LowerContext, operand: int) -> int:
+    """A temporary of `operand`'s int8 type and shape at scale 1, whose real values are the stored int8
+    values (zero point 128 where int8 travels as uint8 + 128, below API 30)."""
+    od = c.info(operand)
+    zero = 128 if od.type is OperandType.TENSOR_QUANT8_ASYMM else 0
+    return c.temp(od.type, od.dimensions, scale=1.0, zero_point=zero)
+
+
+def _stored_as_float(c: LowerContext, operand: int) -> int:
+    """float32 holding an int8 operand's stored values: a same-type CAST to scale 1, DEQUANTIZE."""
+    unit = _unit_scale_like(c, operand)
+    c.emit(OperationType.CAST, [operand], [unit])
+    f = c.temp(OperandType.TENSOR_FLOAT32, c.info(operand).dimensions)
+    c.emit(OperationType.DEQUANTIZE, [unit], [f])
+    return f
+
+
+def _lower_int8_floor_mod(c: LowerContext, x: int, y: int, out: int) -> None:
+    """x - FLOOR(x / y) * y on the stored values, in float32 (exact: FloorMod's docstring)."""
+    none = c.i32(FuseCode.NONE)
+    xf, yf = _stored_as_float(c, x), _stored_as_float(c, y)
+    q, n, p, r = (c.temp(OperandType.TENSOR_FLOAT32, c.info(out).dimensions) for _ in range(4))
+    c.emit(OperationType.DIV, [xf, yf, none], [q])
+    c.emit(OperationType.FLOOR, [q], [n])
+    c.emit(OperationType.MUL, [n, yf, none], [p])
+    c.emit(OperationType.SUB, [xf, p, none], [r])
+    unit = _unit_scale_like(c, out)
+    c.emit(OperationType.QUANTIZE, [r], [unit])
+    c.emit(OperationType.CAST, [unit], [out])
 
 
 @lowering_rule(BuiltinOperator.SIGN)

@@ -143,13 +143,15 @@ def mirror_indices(n: int, before: int, after: int, mode: int) -> np.ndarray:
     return np.concatenate([head, np.arange(n), tail]).astype(np.int32)
 
 
-def gather_chain(c: LowerContext, per_axis: list[tuple[int, np.ndarray]]) -> None:
-    """GATHER(x, axis, constant indices) for each (axis, indices), the last one into the output."""
+def gather_chain(c: LowerContext, per_axis: list[tuple[int, np.ndarray]], dst: int | None = None) -> None:
+    """GATHER(x, axis, constant indices) for each (axis, indices), the last one into `dst` (the output
+    when not given)."""
     src = c.in_(0)
     dims = list(c.info(src).dimensions)
+    last = c.out() if dst is None else dst
     for k, (axis, idx) in enumerate(per_axis):
         dims[axis] = len(idx)
-        dst = c.out() if k == len(per_axis) - 1 else c.temp_like(src, dims)
+        dst = last if k == len(per_axis) - 1 else c.temp_like(src, dims)
         c.emit(OperationType.GATHER, [src, c.i32(axis), c.constant(OperandType.TENSOR_INT32, idx)], [dst])
         src = dst
 
