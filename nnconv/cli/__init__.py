@@ -16,6 +16,7 @@ from nnconv.cli.convert import convert
 from nnconv.cli.devices import devices
 from nnconv.cli.inspect import inspect
 from nnconv.cli.ops import ops
+from nnconv.cli.probe import probe
 from nnconv.cli.run import run
 from nnconv.cli.verify import verify
 
@@ -46,7 +47,7 @@ def main() -> None:
     common.reset_consoles()
 
 
-for _command in (convert, run, verify, check, ops, inspect, devices):
+for _command in (convert, run, verify, check, ops, inspect, devices, probe):
     main.add_command(_command)
 
 
