@@ -132,3 +132,19 @@ def test_probe_output_must_be_a_folder(tmp_path):
     target.write_text("x")
     result = CliRunner().invoke(main, ["probe", MOBILENET, "-o", str(target)])
     assert result.exit_code == 2 and "is not a folder" in result.stderr
+
+
+def test_the_phones_answer_per_operation_decides_for_the_probed_model(tmp_path):
+    """A driver may take CONV_2D with some shapes and not others: the probe profile's entry says CONV_2D
+    float is taken, but its answer for the second CONV_2D of this very model was no, and that answer wins."""
+    model = conv_log_conv(tmp_path)
+    [path] = probe_with(tmp_path, model, [GPU])
+    data = json.loads(path.read_text())
+    assert check_with_devices(model, 30, [load_profile(path)]).devices[0].refused == []
+    data["probe"]["partitions"][0]["operations"][2]["supported"] = False
+    path.write_text(json.dumps(data))
+    gpu = check_with_devices(model, 30, [load_profile(path)]).devices[0]
+    assert gpu.refused == [2] and "refused this operation when probed" in gpu.ops[2].reason
+    assert [p.ops for p in gpu.plan.partitions] == [[0, 1]]
+    # at another level (or for another model) the answers do not apply: the entries decide
+    assert check_with_devices(model, 31, [load_profile(path)]).devices[0].refused == []

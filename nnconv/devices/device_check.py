@@ -9,10 +9,13 @@ partitions the kept nodes (`lowering/partition.py`). Here the device's answer co
 (`profile.py`): the operation and its input-0 / output-0 types must be listed, and the operation must not
 need a higher NNAPI feature level with its operands than the device has (nnconv's own validation of the
 runtime, `nnapi/operations`). Operations inside IF/WHILE bodies count for the op whose IF/WHILE runs them.
+A profile that `nnconv probe` made on this very model at this level answers per operation instead: what
+the phone said about each NNAPI operation (`probe_answers`).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from nnconv.errors import NnconvError
@@ -137,9 +140,33 @@ def operation_types(model: Model, subgraph: int, inputs: list[int], outputs: lis
     return (operands[inputs[0]].type if inputs else None, operands[outputs[0]].type if outputs else None)
 
 
-def _verdicts(profile: DeviceProfile, converted: ConvertedModel, partition: int, level_fl: int) \
-        -> tuple[dict[int, list[NnapiOpVerdict]], list[NnapiOpVerdict]]:
-    """({TFLite op: verdicts of its main-model operations}, verdicts of referenced-subgraph operations)."""
+def probe_answers(profile: DeviceProfile, check: ModelCheck, spec_plan: PartitionPlan) -> list[list[bool]] | None:
+    """What the phone answered for each main-model operation of each partition, when `profile` was probed
+    (`nnconv probe`) on this model at this level: the same file name and API level, and in every partition
+    the same NNAPI operations in the same order. None otherwise (the profile's entries then decide)."""
+    probe, source = profile.extra.get("probe"), profile.source
+    if (not isinstance(probe, dict) or source.get("api_level") != check.api_level
+            or source.get("model") != os.path.basename(check.path)):
+        return None
+    parts = probe.get("partitions")
+    if not isinstance(parts, list) or len(parts) != len(spec_plan.partitions) or len(parts) != len(
+            spec_plan.converted):
+        return None
+    answers = []
+    for part, converted in zip(parts, spec_plan.converted):
+        ops = part.get("operations") if isinstance(part, dict) else None
+        if not isinstance(ops, list) or not all(isinstance(o, dict) for o in ops):
+            return None
+        if [o.get("type") for o in ops] != [op.type.name for op in converted.model.main.operations]:
+            return None
+        answers.append([o.get("supported") is True for o in ops])
+    return answers
+
+
+def _verdicts(profile: DeviceProfile, converted: ConvertedModel, partition: int, level_fl: int,
+              answers: list[bool] | None = None) -> tuple[dict[int, list[NnapiOpVerdict]], list[NnapiOpVerdict]]:
+    """({TFLite op: verdicts of its main-model operations}, verdicts of referenced-subgraph operations).
+    `answers`: the phone's own answer for each main-model operation (`probe_answers`), which decides."""
     model = converted.model
     by_op: dict[int, list[NnapiOpVerdict]] = {}
     nested: list[NnapiOpVerdict] = []
@@ -148,7 +175,12 @@ def _verdicts(profile: DeviceProfile, converted: ConvertedModel, partition: int,
         for k, op in enumerate(sg.operations):
             ins, outs = operation_types(model, s, list(op.inputs), list(op.outputs))
             reason = profile.refusal(op.type, ins, outs) or ""
-            if not reason and device_fl is not None and device_fl < level_fl:
+            if s == 0 and answers is not None:
+                # A driver may take an operation with some shapes or parameters and not others: its answer
+                # for this very operation is better than the entry its type pair made.
+                reason = "" if answers[k] else (reason or f"{op.type.name}: the device refused this operation "
+                                                          "when probed (it took others of its types)")
+            elif not reason and device_fl is not None and device_fl < level_fl:
                 try:
                     validate_operation(OperationView.of(model, s, op), device_fl)
                 except OperationRefused as e:
@@ -168,8 +200,9 @@ def device_ops(profile: DeviceProfile, check: ModelCheck, spec_plan: PartitionPl
     by_op: dict[int, list[NnapiOpVerdict]] = {}
     lowered = [p for p in spec_plan.partitions if not p.error]
     failed = {k for p in spec_plan.partitions if p.error for k in p.ops}
-    for p, converted in zip(lowered, spec_plan.converted):
-        ops, nested = _verdicts(profile, converted, p.index, level_fl)
+    answers = probe_answers(profile, check, spec_plan)
+    for n, (p, converted) in enumerate(zip(lowered, spec_plan.converted)):
+        ops, nested = _verdicts(profile, converted, p.index, level_fl, answers[n] if answers else None)
         for k, verdicts in ops.items():
             if any(v.type in _CONTROL_FLOW for v in verdicts):
                 verdicts = verdicts + nested  # an IF/WHILE runs its bodies: the device must take them too

@@ -1,8 +1,8 @@
 """`nnconv probe`: an NDK program that asks a phone's NNAPI drivers what they take of one model, and writes
 what they said as device profiles (`profile.py`'s format) that `check --device` reads.
 
-`write_probe(model, out_dir, api_level)` converts the model (the partitions that lower, as
-`convert --allow-partial` does) and writes into `out_dir`:
+`write_probe(model, out_dir, api_level)` converts the model (every partition that lowers, without the
+delegate's partition limit) and writes into `out_dir`:
 
 - `model.nnapi`, `model.c` / `model.h`: the converted model and the C that builds it (`convert --emit-c`);
 - `probe.c`: a `main(argc, argv)` run as `nnconv_probe model.nnapi OUT_DIR`. From API 29 it enumerates the
@@ -103,7 +103,9 @@ def write_probe(model: str, out_dir: str | os.PathLike, api_level: int,
     if out.exists() and not out.is_dir():
         raise NnconvError(f"-o {out_dir}: exists and is not a folder")
     prepared = prepare(model, api_level, options)
-    plan = prepared.partial()  # ConversionError (exit 3) when no op lowers: there is nothing to ask
+    # Every partition, no limit: the delegate asks the device about every node it validated (the limit
+    # applies after), and `check --device` matches the probe's answers with this same plan.
+    plan = prepared.partial(0)  # ConversionError (exit 3) when no op lowers: there is nothing to ask
     out.mkdir(parents=True, exist_ok=True)
     nnapi_path = out / f"{PREFIX}.nnapi"
     save(nnapi_path, plan.converted, plan=plan.to_json())
