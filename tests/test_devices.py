@@ -201,3 +201,12 @@ def test_profile_round_trips_through_json():
         again = DeviceProfile(**{**load_profile(p.path).__dict__})
         assert again.to_json() == p.to_json()
         assert json.loads(json.dumps(p.to_json()))["operations"] == [e.to_json() for e in p.operations]
+
+
+def test_several_models_with_devices(tmp_path):
+    model = conv_log_conv(tmp_path)
+    result = run("check", model, FIXTURE, "--device", "armnn-hal1.3", "--format", "json", "--jobs", "2")
+    assert result.exit_code == 0
+    data = json.loads(result.output)
+    assert data["api_level"] == 30 and data["total"]["models"] == 2
+    assert [m["devices"][0]["summary"]["ops_refused_by_device"] for m in data["models"]] == [1, 0]

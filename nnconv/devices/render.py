@@ -14,8 +14,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from nnconv.fmt import format_bytes, print_wrapped
-from nnconv.report.analysis import SCHEMA_VERSION, report_json
-from nnconv.report.render import ops_range, print_raw, render_md, render_table
+from nnconv.nnapi.levels import feature_level
+from nnconv.report.analysis import SCHEMA_VERSION, deprecation_warning, report_json
+from nnconv.report.render import ops_range, print_raw, render_md, render_table, totals
 from nnconv.report.tables import Col, fitted_table
 
 from nnconv.devices.device_check import FOLDED, NOT_LOWERED, REFUSED, TAKEN, DeviceCheck, DeviceModelCheck
@@ -49,8 +50,11 @@ def device_report_json(d: DeviceModelCheck) -> dict:
 def render_devices(results: Sequence[DeviceModelCheck], fmt: str, out: Console, err: Console,
                    verbose: bool = False) -> None:
     if fmt == "json":
+        level = results[0].check.api_level
         data = (device_report_json(results[0]) if len(results) == 1 else
-                {"schema_version": SCHEMA_VERSION, "models": [device_report_json(d) for d in results]})
+                {"schema_version": SCHEMA_VERSION, "api_level": level, "feature_level": feature_level(level),
+                 "warnings": [w for w in [deprecation_warning(level)] if w],
+                 "models": [device_report_json(d) for d in results], "total": totals([d.check for d in results])})
         print_raw(out, json.dumps(data, indent=2))
     elif fmt == "csv":
         print_raw(out, render_devices_csv(results), end="")
