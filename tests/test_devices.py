@@ -210,3 +210,16 @@ def test_several_models_with_devices(tmp_path):
     data = json.loads(result.output)
     assert data["api_level"] == 30 and data["total"]["models"] == 2
     assert [m["devices"][0]["summary"]["ops_refused_by_device"] for m in data["models"]] == [1, 0]
+
+
+def test_the_armnn_profile_agrees_with_the_rules_driver_notes():
+    """The NNW100 notes rules give from the same list (lowering/driver_support.py) and the armnn-hal1.3 profile
+    say the same thing: a rule noted MISSING_FROM_ARMNN emits an operation the profile does not name."""
+    from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
+    from nnconv.lowering.registry import CUSTOM_RULES, RULES
+    armnn = load_profile("nnconv/devices/data/armnn-hal1.3.json")
+    named = {e.operation for e in armnn.operations}
+    noted = [r for r in (*RULES.values(), *CUSTOM_RULES.values()) if MISSING_FROM_ARMNN in r.driver_notes]
+    assert len(noted) >= 10
+    for rule in noted:
+        assert set(rule.nnapi_ops) - named, type(rule).__name__
