@@ -19,7 +19,7 @@ from nnconv.devices.device_check import NOT_LOWERED, REFUSED, TAKEN, check_with_
 from nnconv.devices.profile import (DeviceProfile, ProfileError, load_profile, resolve_profiles, shipped_names,
                                     shipped_profiles)
 from nnconv.tflite.builder import TfliteBuilder
-from nnconv.tflite.options import Conv2DOptions
+from nnconv.tflite.options import AddOptions, Conv2DOptions
 from nnconv.tflite.schema_enums import BuiltinOperator, Padding
 
 SHAPE = (1, 6, 5, 3)
@@ -223,3 +223,19 @@ def test_the_armnn_profile_agrees_with_the_rules_driver_notes():
     assert len(noted) >= 10
     for rule in noted:
         assert set(rule.nnapi_ops) - named, type(rule).__name__
+
+
+def test_int32_add_needs_a_feature_level_4_device(tmp_path):
+    """The Arm NN list names ADD with INT32, but NNAPI has int32 ADD only from feature level 4: the HAL 1.2
+    profile refuses it (the runtime's validation, nnapi/operations/arithmetic.py), the HAL 1.3 one takes it."""
+    b = TfliteBuilder()
+    x = b.input("x", (2, 3), np.int32)
+    c = b.const("c", np.arange(6, dtype=np.int32).reshape(2, 3))
+    y = b.tensor("y", (2, 3), np.int32)
+    b.op(BuiltinOperator.ADD, [x, c], [y], AddOptions())
+    b.output(y)
+    model = tmp_path / "int32_add.tflite"
+    model.write_bytes(b.finish())
+    hal12, hal13 = check_with_devices(str(model), 30, resolve_profiles(["armnn-hal1.2", "armnn-hal1.3"])).devices
+    assert hal13.ops[0].status == TAKEN
+    assert hal12.ops[0].status == REFUSED and "needs NNAPI feature level 4" in hal12.ops[0].reason
