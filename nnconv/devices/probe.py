@@ -50,6 +50,9 @@ HOST_RUN_TIMEOUT_SECONDS = 120
 ABI_TARGETS = {"arm64-v8a": "aarch64-linux-android", "armeabi-v7a": "armv7a-linux-androideabi",
                "x86_64": "x86_64-linux-android", "x86": "i686-linux-android"}
 DEVICE_DIR = "/data/local/tmp/nnconv_probe"
+# With the NDK: no -Werror nor -pedantic, whose verdicts on the NDK's own headers change between NDK releases
+# (the host build in `run_on_host` keeps them: it is the check of the generated code).
+NDK_FLAGS = "-std=c99 -Wall -Wextra -O2"
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ API={max(api_level, 27)}
 HOST_TAG=$(ls "$ANDROID_NDK/toolchains/llvm/prebuilt" | head -n 1)
 CC="$ANDROID_NDK/toolchains/llvm/prebuilt/$HOST_TAG/bin/clang"
 cd "$(dirname "$0")"
-"$CC" --target="$TARGET$API" {' '.join(C_FLAGS)} -O2 probe.c {PREFIX}.c -o nnconv_probe -lneuralnetworks -lm
+"$CC" --target="$TARGET$API" {NDK_FLAGS} probe.c {PREFIX}.c -o nnconv_probe -lneuralnetworks -lm
 echo "built $(pwd)/nnconv_probe for $ABI, API $API"
 """
 
