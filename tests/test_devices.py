@@ -239,3 +239,13 @@ def test_int32_add_needs_a_feature_level_4_device(tmp_path):
     hal12, hal13 = check_with_devices(str(model), 30, resolve_profiles(["armnn-hal1.2", "armnn-hal1.3"])).devices
     assert hal13.ops[0].status == TAKEN
     assert hal12.ops[0].status == REFUSED and "needs NNAPI feature level 4" in hal12.ops[0].reason
+
+
+def test_a_device_below_the_level_checked_is_pointed_to_its_level():
+    hal12, = check_with_devices(FIXTURE, 30, resolve_profiles(["armnn-hal1.2"])).devices
+    assert len(hal12.refused) == 21  # int8 as TENSOR_QUANT8_ASYMM_SIGNED, which HAL 1.2 lacks
+    assert hal12.warnings() == ["armnn-hal1.2 implements NNAPI feature level 3 (API 29), below the API 30 the model "
+                                "was converted for: --api-level 29 converts for it (int8 as TENSOR_QUANT8_ASYMM, "
+                                "no newer operations)"]
+    at29, = check_with_devices(FIXTURE, 29, resolve_profiles(["armnn-hal1.2"])).devices
+    assert at29.refused == [] and at29.warnings() == [] and len(at29.plan.partitions) == 1

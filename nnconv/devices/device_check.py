@@ -23,7 +23,7 @@ from nnconv.lowering.convert import ConversionOptions
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, build_plan
 from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.nnapi.levels import feature_level
+from nnconv.nnapi.levels import api_level_of_feature_level, feature_level
 from nnconv.nnapi.model import Model
 from nnconv.nnapi.operations import OperationRefused, OperationView, validate_operation
 from nnconv.nnapi.program import ConvertedModel
@@ -108,12 +108,23 @@ class DeviceCheck:
     def boundary_bytes(self) -> int:
         return sum(p.boundary_bytes for p in self.plan.partitions)
 
+    def warnings(self) -> list[str]:
+        out = []
+        fl, level = self.profile.feature_level, self.plan.api_level
+        if fl is not None and fl < feature_level(level) and self.refused:
+            api = api_level_of_feature_level(fl)
+            out.append(f"{self.profile.name} implements NNAPI feature level {fl} (API {api}), below the API {level} "
+                       f"the model was converted for: --api-level {api} converts for it (int8 as "
+                       "TENSOR_QUANT8_ASYMM, no newer operations)")
+        return out
+
     def summary_line(self) -> str:
         return (f"{self.profile.name}: {self.plan.summary_line()}, {len(self.refused)} refused by the device, "
                 f"{len(self.cpu_ops)} on TFLite's CPU, {self.boundary_bytes} bytes across the boundary")
 
     def to_json(self) -> dict:
-        return {"profile": self.profile.summary_json(), "ops": [o.to_json(self.plan) for o in self.ops],
+        return {"profile": self.profile.summary_json(), "warnings": self.warnings(),
+                "ops": [o.to_json(self.plan) for o in self.ops],
                 "partitions": [p.to_json() for p in self.plan.partitions],
                 "dropped_partitions": self.plan.dropped,
                 "summary": {"ops_total": len(self.ops), "ops_taken": sum(o.status == TAKEN for o in self.ops),

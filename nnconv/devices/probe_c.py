@@ -216,7 +216,8 @@ int main(int argc, char** argv) {
           for (uint32_t i = 0; i < partition_ops[k]; ++i) r->supported[i] = false;
         ANeuralNetworksCompilation* compilation = NULL;
         r->compile_status = ANeuralNetworksCompilation_createForDevices(models[0], chosen, 1, &compilation);
-        if (r->compile_status == ANEURALNETWORKS_NO_ERROR) r->compile_status = ANeuralNetworksCompilation_finish(compilation);
+        if (r->compile_status == ANEURALNETWORKS_NO_ERROR)
+          r->compile_status = ANeuralNetworksCompilation_finish(compilation);
         ANeuralNetworksCompilation_free(compilation);
       }
       free_partition(k, models);
@@ -241,7 +242,8 @@ int main(int argc, char** argv) {
     if (begin_partition(k, file, models) != NULL) {
       ANeuralNetworksCompilation* compilation = NULL;
       r->compile_status = ANeuralNetworksCompilation_create(models[0], &compilation);
-      if (r->compile_status == ANEURALNETWORKS_NO_ERROR) r->compile_status = ANeuralNetworksCompilation_finish(compilation);
+      if (r->compile_status == ANEURALNETWORKS_NO_ERROR)
+        r->compile_status = ANeuralNetworksCompilation_finish(compilation);
       ANeuralNetworksCompilation_free(compilation);
       for (uint32_t i = 0; i < partition_ops[k]; ++i) r->supported[i] = r->compile_status == ANEURALNETWORKS_NO_ERROR;
     }

@@ -156,6 +156,8 @@ def render_devices_table(d: DeviceModelCheck, out: Console, verbose: bool = Fals
             print_wrapped(out, f"{dc.profile.name} refuses {ops_range(ops)}: {reason}", indent="    ",
                           first_indent="  ")
         print_wrapped(out, dc.summary_line(), indent="  ", first_indent="")
+        for w in dc.warnings():
+            print_wrapped(out, f"warning: {w}", indent="  ", first_indent="")
 
 
 # -- `nnconv devices` -------------------------------------------------------------------------------
