@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from nnconv.cli import main
-from nnconv.devices.device_check import REFUSED, check_with_devices
+from nnconv.devices.device_check import check_with_devices
 from nnconv.devices.probe import fake_devices_text, run_on_host, write_probe
 from nnconv.devices.profile import FORMAT, load_profile, profile_from_json
 
