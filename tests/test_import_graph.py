@@ -14,6 +14,7 @@ The stages, earliest first (a module may import its own stage and earlier ones):
   runtime  the numpy executor and its kernels
   parity   TFLite interpreter vs executor
   report   the check report and the ops table
+  devices  device profiles, `check --device` (a device's verdicts and partition plan) and the phone probe
   tools    conformance.py (the CTS vectors through the executor), inspection.py
   cli      the command line; the package root (`nnconv/__init__`, the Python API) and `__main__`
 The NNAPI IR precedes the lowering because the lowering emits it; its validator and serializer run after
@@ -28,7 +29,7 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "nnconv"
 
-STAGES = ("base", "tflite", "nnapi", "rewrite", "lowering", "runtime", "parity", "report", "tools", "cli")
+STAGES = ("base", "tflite", "nnapi", "rewrite", "lowering", "runtime", "parity", "report", "devices", "tools", "cli")
 TOP_LEVEL_STAGE = {"errors": "base", "guarded_decoder": "base", "version": "base", "parallel": "base", "fmt": "base",
                    "limits": "base", "npz": "base", "safe_write": "base",
                    "pipeline": "lowering", "conformance": "tools", "inspection": "tools",

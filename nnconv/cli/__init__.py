@@ -1,4 +1,4 @@
-"""The `nnconv` command line: convert, run, verify, check, ops, inspect (one module per command).
+"""The `nnconv` command line: convert, run, verify, check, ops, inspect, devices, probe (one module per command).
 
 Data goes to stdout, logs and errors to stderr. Colour is off when stdout is not a terminal or NO_COLOR is
 set. Exit codes: 0 ok; 1 parity failure or policy violation; 2 usage error or unreadable/invalid input;
@@ -13,8 +13,10 @@ import click
 from nnconv.cli import common
 from nnconv.cli.check import check
 from nnconv.cli.convert import convert
+from nnconv.cli.devices import devices
 from nnconv.cli.inspect import inspect
 from nnconv.cli.ops import ops
+from nnconv.cli.probe import probe
 from nnconv.cli.run import run
 from nnconv.cli.verify import verify
 
@@ -45,7 +47,7 @@ def main() -> None:
     common.reset_consoles()
 
 
-for _command in (convert, run, verify, check, ops, inspect):
+for _command in (convert, run, verify, check, ops, inspect, devices, probe):
     main.add_command(_command)
 
 

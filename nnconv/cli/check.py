@@ -45,7 +45,9 @@ EPILOG = """\b
 Examples:
   nnconv check model.tflite --api-level 29
   nnconv check models/ --api-level all --format md
-  nnconv check model.tflite --fail-on refused --min-coverage 90 -q    (a CI gate)"""
+  nnconv check model.tflite --fail-on refused --min-coverage 90 -q    (a CI gate)
+  nnconv check model.tflite --device armnn-hal1.3 --device reference  (devices side by side)
+  nnconv check model.tflite --device probe-out/                       (what a phone said, `nnconv probe`)"""
 
 
 @click.command(short_help="Report per op whether NNAPI takes a model at an API level, why not, and from "
@@ -69,6 +71,9 @@ Examples:
               help="Models checked in parallel processes (several models or folders).")
 @click.option("--node-data", "node_data", type=click.Path(), default=None,
               help="Write a Model Explorer node-data file colouring each op by partition / verdict (one model).")
+@click.option("--device", "devices", multiple=True, metavar="PROFILE",
+              help="Also report what this device takes and the delegate's partitions with it: a shipped "
+                   "profile's name (`nnconv devices`), a profile file or a folder of them. Repeatable.")
 @fold_weights_option
 @input_shape_option
 @verbosity_options
@@ -76,7 +81,7 @@ Examples:
 def check(models: tuple[str, ...], api_level: str | None, feature_level: int | None, fmt: str,
           max_partitions: int, fail_on: str | None, min_coverage: float | None,
           max_partitions_allowed: int | None, jobs: int, node_data: str | None, fold_weights: bool,
-          input_shapes: tuple[str, ...]) -> None:
+          input_shapes: tuple[str, ...], devices: tuple[str, ...]) -> None:
     """Report, per op, whether NNAPI takes MODEL at an API level, why not, and from which level.
 
     MODELS are .tflite files or folders of them. The table becomes one op per line below 100 columns;
@@ -85,7 +90,7 @@ def check(models: tuple[str, ...], api_level: str | None, feature_level: int | N
     code = run_check(models, api_level, feature_level, fmt, max_partitions, fail_on, min_coverage,
                      max_partitions_allowed, conversion_options(fold_weights, False, input_shapes), common.out,
                      common.err,
-                     node_data, jobs)
+                     node_data, jobs, devices)
     if code:
         raise SystemExit(code)
 
@@ -93,7 +98,7 @@ def check(models: tuple[str, ...], api_level: str | None, feature_level: int | N
 def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: int | None, fmt: str,
               max_partitions: int, fail_on: str | None, min_coverage: float | None,
               max_partitions_allowed: int | None, options: ConversionOptions, out: Console, err: Console,
-              node_data: str | None = None, jobs: int = 1) -> int:
+              node_data: str | None = None, jobs: int = 1, devices: tuple[str, ...] = ()) -> int:
     """Runs `nnconv check`; returns the exit code (0; 1 when a policy is violated; that of `convert` when a
     partition fails to lower)."""
     policies = Policies(fail_on, min_coverage, max_partitions_allowed)
@@ -101,6 +106,8 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     if node_data is not None and (len(paths) != 1 or is_all(api_level)):
         raise CheckUsageError("--node-data takes one model at one API level")
     if is_all(api_level):
+        if devices:
+            raise CheckUsageError("--device needs one target level, not --api-level all")
         if feature_level_ is not None:
             raise CheckUsageError("give --api-level all or --feature-level, not both")
         if policies.any:
@@ -112,13 +119,18 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         render_matrix(mats, fmt, out)
         return 0
     level = resolve_level(api_level, feature_level_)
-    with common.timed("check"):
-        checks = progress(paths, err, functools.partial(check_one, level=level, options=options,
-                                                        max_partitions=max_partitions), jobs)
+    if devices:
+        checks = _check_devices(paths, level, devices, fmt, max_partitions, options, out, err, jobs)
+    else:
+        with common.timed("check"):
+            checks = progress(paths, err, functools.partial(check_one, level=level, options=options,
+                                                            max_partitions=max_partitions), jobs)
     if node_data is not None:
         from nnconv.report.node_data import check_node_data, write_node_data
         write_node_data(node_data, check_node_data(checks[0]))
-    if fmt == "table" and common.verbosity == common.QUIET:
+    if devices:
+        pass  # already printed, with the devices
+    elif fmt == "table" and common.verbosity == common.QUIET:
         for c in checks:  # verdicts only
             out.print(f"{c.path}: API {c.api_level}: {summary_line(c)}", markup=False)
     elif len(checks) == 1:
@@ -155,6 +167,27 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         err.print(f"nnconv: error: {line}", markup=False)
         return EXIT_NOT_CONVERTIBLE
     return EXIT_FAILURE if violations else 0
+
+
+def _check_devices(paths: list[str], level: ApiLevel, devices: tuple[str, ...], fmt: str, max_partitions: int,
+                   options: ConversionOptions, out: Console, err: Console, jobs: int) -> list:
+    """`check --device`: the spec report and every device's verdicts and plan, printed; returns the spec
+    checks (for the policies, which stay those of the spec)."""
+    from nnconv.devices.device_check import check_with_devices
+    from nnconv.devices.profile import resolve_profiles
+    from nnconv.devices.render import render_devices
+    profiles = resolve_profiles(devices)
+    with common.timed("check"):
+        results = progress(paths, err, functools.partial(check_with_devices, level=level, profiles=profiles,
+                                                         options=options, max_partitions=max_partitions), jobs)
+    if fmt == "table" and common.verbosity == common.QUIET:
+        for d in results:
+            out.print(f"{d.check.path}: API {d.check.api_level}: {summary_line(d.check)}", markup=False)
+            for dc in d.devices:
+                out.print(f"{d.check.path}: API {d.check.api_level}: {dc.summary_line()}", markup=False)
+    else:
+        render_devices(results, fmt, out, err, verbose=common.verbosity == common.VERBOSE)
+    return [d.check for d in results]
 
 
 def resolve_level(api_level: str | None, feature_level_: int | None) -> ApiLevel:

@@ -238,14 +238,16 @@ def _describe(sg: Subgraph, t: int, ops: Sequence[int], where: dict[int, int], i
 
 # -- building the plan ------------------------------------------------------------------------------
 def build_plan(state: ConversionState, report: Report, max_partitions: int = DEFAULT_MAX_PARTITIONS,
-               lower: bool = True, strict: bool = False, subgraph: int = 0) -> PartitionPlan:
+               lower: bool = True, strict: bool = False, subgraph: int = 0,
+               refused: Iterable[int] = ()) -> PartitionPlan:
     """Partitions the supported ops of `report` and, when `lower`, lowers each partition: the converted models
     go to `plan.converted` and each op's `nnapi_ops` becomes the NNAPI operations actually emitted for it.
-    A partition that fails to lower records the error (or raises it when `strict`)."""
+    A partition that fails to lower records the error (or raises it when `strict`). `refused`: ops the
+    spec takes but the target device does not (`check --device`): the delegate leaves them on the CPU."""
     sg = state.model.subgraphs[subgraph]
     folded = [r.index for r in report.ops if r.status == Verdict.FOLDED]
     nodes = [k for k in range(len(sg.operators)) if not is_folded(state, sg, sg.operators[k])]
-    supported = {r.index for r in report.ops if r.supported and r.status != Verdict.FOLDED}
+    supported = {r.index for r in report.ops if r.supported and r.status != Verdict.FOLDED} - set(refused)
     kept, dropped, formed = delegated_partitions(sg, nodes, supported, max_partitions)
     where = {k: i for i, members in enumerate(kept) for k in members}
     partitions = []

@@ -61,25 +61,31 @@ def find_compiler() -> str:
     raise NoCompilerError("--check-c needs a C compiler: none of $CC, cc, gcc, clang is on PATH")
 
 
+# A C function mapping a whole file as an app does (needs <fcntl.h>, <sys/mman.h>, <sys/stat.h>, <unistd.h>):
+# `--check-c`'s driver and `nnconv probe`'s program both read the `.nnapi` file with it.
+MAP_FILE_C = (
+    "/* Maps a whole file as an app does; NULL (and the status in *status) when it cannot. */",
+    "static ANeuralNetworksMemory* map_file(const char* path, int* status) {",
+    "  ANeuralNetworksMemory* memory = NULL;",
+    "  struct stat st;",
+    "  int fd = open(path, O_RDONLY);",
+    "  *status = ANEURALNETWORKS_BAD_DATA;",
+    "  if (fd >= 0 && fstat(fd, &st) == 0)",
+    "    *status = ANeuralNetworksMemory_createFromFd((size_t)st.st_size, PROT_READ, fd, 0, &memory);",
+    "  if (fd >= 0) close(fd);",
+    "  return memory;",
+    "}",
+    "",
+)
+
+
 def driver_source(models: Sequence[GeneratedC]) -> str:
     """A `main` that records every partition of every model: argv = (json, blob, nnapi file per model)."""
     lines = ["#define _POSIX_C_SOURCE 200809L",
              "#include <fcntl.h>", "#include <stdio.h>", "#include <sys/mman.h>", "#include <sys/stat.h>",
              "#include <unistd.h>", "", '#include "recorder.h"']
     lines += [f'#include "{m.header_path.name}"' for m in models]
-    lines += ["",
-              "/* Maps a whole file as an app does; NULL (and the status in *status) when it cannot. */",
-              "static ANeuralNetworksMemory* map_file(const char* path, int* status) {",
-              "  ANeuralNetworksMemory* memory = NULL;",
-              "  struct stat st;",
-              "  int fd = open(path, O_RDONLY);",
-              "  *status = ANEURALNETWORKS_BAD_DATA;",
-              "  if (fd >= 0 && fstat(fd, &st) == 0)",
-              "    *status = ANeuralNetworksMemory_createFromFd((size_t)st.st_size, PROT_READ, fd, 0, &memory);",
-              "  if (fd >= 0) close(fd);",
-              "  return memory;",
-              "}",
-              "",
+    lines += ["", *MAP_FILE_C,
               "int main(int argc, char** argv) {",
               f"  if (argc != {3 + len(models)}) return 2;",
               "  FILE* json = fopen(argv[1], \"w\");",

@@ -1,12 +1,12 @@
 """Validate/prepare-time rules of the broadcasting arithmetic ADD, SUB and MUL (Broadcast.cpp of the NNAPI
 reference operations): one quantized type throughout and an output multiplier the reference can quantize
-(`nnapi/quant_limits.py`, the same value the kernels use)."""
+(`nnapi/quant_limits.py`, the same value the kernels use); TENSOR_INT32 operands from feature level 4."""
 
 from __future__ import annotations
 
 from enum import IntEnum
 
-from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.operations.validation import OperationView, validator
 from nnconv.nnapi.quant_limits import add_output_multiplier, mul_output_multiplier
 
@@ -43,11 +43,18 @@ def validate_quant_binary(view: OperationView, multiply: bool) -> int:
     return 1
 
 
+def int32_level(view: OperationView) -> int:
+    """Broadcast.cpp's validate: TENSOR_INT32 ADD / SUB / MUL exist from feature level 4 (Android 11), although
+    the type itself is as old as NNAPI (so the type's own level does not say it)."""
+    a = view.input(BinarySlot.INPUT1)
+    return 4 if a is not None and a.type is OperandType.TENSOR_INT32 else 1
+
+
 @validator(OperationType.ADD, OperationType.SUB)
 def validate_add_sub(view: OperationView, feature_level: int) -> int:
-    return validate_quant_binary(view, multiply=False)
+    return max(validate_quant_binary(view, multiply=False), int32_level(view))
 
 
 @validator(OperationType.MUL)
 def validate_mul(view: OperationView, feature_level: int) -> int:
-    return validate_quant_binary(view, multiply=True)
+    return max(validate_quant_binary(view, multiply=True), int32_level(view))

@@ -1,0 +1,181 @@
+"""Rendering of `check --device` (the spec report itself is `report/render.py`'s) and of `nnconv devices`:
+a table comparing the devices side by side per op, each device's partition plan, JSON, CSV and Markdown.
+The JSON fields are documented in docs/report-schema.md ("devices")."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from typing import Sequence
+
+from rich.console import Console
+from rich.markup import escape
+
+from nnconv.fmt import format_bytes, print_wrapped
+from nnconv.nnapi.levels import feature_level
+from nnconv.report.analysis import SCHEMA_VERSION, deprecation_warning, report_json
+from nnconv.report.render import ops_range, print_raw, render_md, render_table, totals
+from nnconv.report.tables import Col, fitted_table
+
+from nnconv.devices.device_check import FOLDED, NOT_LOWERED, REFUSED, TAKEN, DeviceCheck, DeviceModelCheck
+from nnconv.devices.profile import DeviceProfile
+
+# One cell per device in the comparison table.
+CELL = {TAKEN: "yes", REFUSED: "NO", NOT_LOWERED: "-", FOLDED: "folded"}
+LEGEND = ("yes: the device takes every NNAPI operation of the op; NO: it refuses one (the op runs on TFLite's "
+          "CPU); -: NNAPI's spec refuses the op at this level; folded: computed at conversion time")
+_STYLE = {TAKEN: "green", REFUSED: "red", NOT_LOWERED: "dim", FOLDED: "green"}
+
+
+SHOWN_KINDS = 3  # distinct NNAPI operations (with types) shown per op; -v / JSON / CSV list them all
+
+
+def _nnapi_cell(check: DeviceCheck, index: int, verbose: bool = False) -> str:
+    """The op's distinct NNAPI operations with their input-0 -> output-0 types."""
+    op = check.ops[index]
+    kinds = list(dict.fromkeys(v.label() for v in op.nnapi))
+    if verbose or len(kinds) <= SHOWN_KINDS:
+        return ", ".join(kinds)
+    return f"{len(op.nnapi)} ops: " + ", ".join(kinds[:SHOWN_KINDS]) + ", ..."
+
+
+# -- JSON -------------------------------------------------------------------------------------------
+def device_report_json(d: DeviceModelCheck) -> dict:
+    """The spec report of `check --format json` with a "devices" list, one entry per profile."""
+    return {**report_json(d.check), "devices": [dc.to_json() for dc in d.devices]}
+
+
+def render_devices(results: Sequence[DeviceModelCheck], fmt: str, out: Console, err: Console,
+                   verbose: bool = False) -> None:
+    if fmt == "json":
+        level = results[0].check.api_level
+        data = (device_report_json(results[0]) if len(results) == 1 else
+                {"schema_version": SCHEMA_VERSION, "api_level": level, "feature_level": feature_level(level),
+                 "warnings": [w for w in [deprecation_warning(level)] if w],
+                 "models": [device_report_json(d) for d in results], "total": totals([d.check for d in results])})
+        print_raw(out, json.dumps(data, indent=2))
+    elif fmt == "csv":
+        print_raw(out, render_devices_csv(results), end="")
+        for d in results:
+            for dc in d.devices:
+                err.print(f"{d.check.path}: {dc.summary_line()}", markup=False)
+    elif fmt == "md":
+        print_raw(out, "\n".join(render_devices_md(d) for d in results))
+    else:
+        for d in results:
+            render_table(d.check, out, verbose=verbose)
+            render_devices_table(d, out, verbose)
+
+
+# -- CSV --------------------------------------------------------------------------------------------
+CSV_COLUMNS = ("model", "api_level", "device", "index", "op", "spec_status", "device_status", "partition",
+               "nnapi_ops", "reason")
+
+
+def render_devices_csv(results: Sequence[DeviceModelCheck]) -> str:
+    """One row per (model, device, op)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for d in results:
+        for dc in d.devices:
+            for r, o in zip(d.check.report.ops, dc.ops):
+                part = dc.plan.partition_of(o.index)
+                w.writerow([d.check.path, d.check.api_level, dc.profile.name, o.index, o.op, r.status.value, o.status,
+                            "" if part is None else part, " ".join(v.label() for v in o.nnapi), o.reason])
+    return buf.getvalue()
+
+
+# -- Markdown ---------------------------------------------------------------------------------------
+def _md(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_devices_md(d: DeviceModelCheck) -> str:
+    lines = [render_md(d.check), f"### Devices: {os.path.basename(d.check.path)} at API {d.check.api_level}", "",
+             "| # | op | NNAPI ops (input 0 -> output 0) | " + " | ".join(_md(dc.profile.name) for dc in d.devices)
+             + " |", "| --- | --- | --- |" + " --- |" * len(d.devices)]
+    first = d.devices[0]
+    for i, o in enumerate(first.ops):
+        cells = [CELL[dc.ops[i].status] for dc in d.devices]
+        lines.append("| " + " | ".join(_md(x) for x in (o.index, o.op, _nnapi_cell(first, i), *cells)) + " |")
+    lines += ["", LEGEND, "", "| device | partitions | ops on TFLite's CPU | boundary bytes | source |",
+              "| --- | --- | --- | --- | --- |"]
+    for dc in d.devices:
+        lines.append("| " + " | ".join(_md(x) for x in (
+            dc.profile.name, len(dc.plan.partitions), ops_range(dc.cpu_ops) or "-", dc.boundary_bytes,
+            dc.profile.source_line)) + " |")
+    refusals = [(dc.profile.name, o) for dc in d.devices for o in dc.ops if o.status == REFUSED]
+    if refusals:
+        lines += ["", "| device | # | op | why the device refuses it |", "| --- | --- | --- | --- |"]
+        lines += [f"| {_md(name)} | {o.index} | {_md(o.op)} | {_md(o.reason)} |" for name, o in refusals]
+    return "\n".join(lines) + "\n"
+
+
+# -- the terminal -----------------------------------------------------------------------------------
+_PARTITION_COLUMNS = (Col("#", justify="right"), Col("TFLite ops", wrap=True), Col("NNAPI ops", justify="right"),
+                      Col("bytes in+out", justify="right"))
+
+
+def render_devices_table(d: DeviceModelCheck, out: Console, verbose: bool = False) -> None:
+    """The devices side by side per op, each device's partitions and refusals, and one summary line each."""
+    first = d.devices[0]
+    cols = [Col("#", justify="right"), Col("op"), Col("NNAPI ops (input 0 -> output 0)", wrap=True, grow=1)]
+    cols += [Col(dc.profile.name) for dc in d.devices]
+    rows = [[str(o.index), o.op, _nnapi_cell(first, i, verbose), *(CELL[dc.ops[i].status] for dc in d.devices)]
+            for i, o in enumerate(first.ops)]
+    title = f"devices: {os.path.basename(d.check.path)} at API {d.check.api_level}"
+    table = fitted_table(cols, rows, out.width, title=title)
+    if table is None:  # one op per line, each device's verdict after it
+        out.print(title, markup=False)
+        for i, row in enumerate(rows):
+            verdicts = ", ".join(f"{dc.profile.name} {row[3 + n]}" for n, dc in enumerate(d.devices))
+            print_wrapped(out, f"#{row[0]} {row[1]}: {verdicts}", indent="    ", first_indent="")
+    else:
+        for i, row in enumerate(rows):
+            table.add_row(*(escape(c) for c in row[:3]),
+                          *(f"[{_STYLE[dc.ops[i].status]}]{row[3 + n]}[/]" for n, dc in enumerate(d.devices)))
+        out.print(table)
+    print_wrapped(out, LEGEND, indent="  ", first_indent="")
+    for dc in d.devices:
+        prows = [[str(p.index), ops_range(p.ops), str(p.nnapi_ops), format_bytes(p.boundary_bytes)]
+                 for p in dc.plan.partitions]
+        ptable = fitted_table(_PARTITION_COLUMNS, prows, out.width,
+                              title=f"{dc.profile.name}: partitions (TFLite's NNAPI delegate, this device only)")
+        if prows and ptable is not None:
+            for row in prows:
+                ptable.add_row(*(escape(c) for c in row))
+            out.print(ptable)
+        by_reason: dict[str, list[int]] = {}
+        for o in dc.ops:
+            if o.status == REFUSED:
+                by_reason.setdefault(o.reason, []).append(o.index)
+        for reason, ops in by_reason.items():
+            print_wrapped(out, f"{dc.profile.name} refuses {ops_range(ops)}: {reason}", indent="    ",
+                          first_indent="  ")
+        print_wrapped(out, dc.summary_line(), indent="  ", first_indent="")
+        for w in dc.warnings():
+            print_wrapped(out, f"warning: {w}", indent="  ", first_indent="")
+
+
+# -- `nnconv devices` -------------------------------------------------------------------------------
+def render_profiles(profiles: Sequence[DeviceProfile], fmt: str, out: Console) -> None:
+    if fmt == "json":
+        print_raw(out, json.dumps({"profiles": [p.summary_json() for p in profiles]}, indent=2))
+        return
+    rows = [[p.name, p.device_name, p.device_type, "-" if p.feature_level is None else str(p.feature_level),
+             "all" if p.all_operations else str(len({e.operation for e in p.operations})), p.source_line]
+            for p in profiles]
+    cols = (Col("name"), Col("device"), Col("type"), Col("feature level", justify="right"),
+            Col("operations", justify="right"), Col("source", wrap=True, grow=1))
+    table = fitted_table(cols, rows, out.width, title="device profiles shipped with nnconv")
+    if table is None:
+        for row in rows:
+            print_wrapped(out, f"{row[0]}: {row[1]} ({row[2]}), feature level {row[3]}, {row[4]} operations; "
+                               f"source: {row[5]}", indent="    ", first_indent="")
+        return
+    for row in rows:
+        table.add_row(*(escape(c) for c in row))
+    out.print(table)
