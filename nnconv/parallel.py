@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Callable, Iterator, Sequence, TypeVar
+
+from nnconv.errors import failure_line
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -27,3 +30,26 @@ def map_in_processes(fn: Callable[[T], R], items: Sequence[T], jobs: int) -> Ite
         finally:
             for f in futures:
                 f.cancel()
+
+
+@dataclass(frozen=True)
+class Failed:
+    """One model of a folder run that could not be processed: its one-line reason and the exit code it gives
+    alone (nnconv.errors.failure_line)."""
+
+    path: str
+    error: str
+    exit_code: int
+
+    def to_json(self) -> dict:
+        return {"model": self.path, "status": "error", "error": self.error, "exit_code": self.exit_code}
+
+
+def guarded(item: str, fn: Callable[[str], R]) -> R | Failed:
+    """`fn(item)`, or the Failed record of the error it raised (one broken model never stops the others).
+    Module-level so that `functools.partial(guarded, fn=...)` can be sent to worker processes."""
+    try:
+        return fn(item)
+    except Exception as e:  # noqa: BLE001 - the row says why, with the exit code the model gives alone
+        line, code = failure_line(e)
+        return Failed(item, line, code)

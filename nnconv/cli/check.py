@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from typing import Any, Callable, Sequence
 
 import click
 from rich.console import Console
@@ -17,10 +18,12 @@ from nnconv.cli.common import (
     handle_errors,
     verbosity_options,
 )
-from nnconv.errors import EXIT_FAILURE, EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE
+from nnconv.errors import EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE, folder_exit_code
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.levels import ApiLevel, LevelError, is_all
+from nnconv.parallel import Failed, guarded
 from nnconv.report.analysis import (
+    SCHEMA_VERSION,
     CheckUsageError,
     Policies,
     check_levels,
@@ -107,21 +110,24 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
             raise CheckUsageError("--fail-on, --min-coverage and --max-partitions-allowed need one target level, "
                                   "not --api-level all")
         with common.timed("check"):
-            mats = progress(paths, err, functools.partial(check_levels, options=options,
-                                                          max_partitions=max_partitions), jobs)
-        render_matrix(mats, fmt, out)
-        return 0
+            mats, failures = _split(progress(paths, err, _each(paths, functools.partial(
+                check_levels, options=options, max_partitions=max_partitions)), jobs))
+        if mats:
+            render_matrix(mats, fmt, out, failures)
+        return _report_failures(failures, fmt, out, err, bool(mats)) or 0
     level = resolve_level(api_level, feature_level_)
     with common.timed("check"):
-        checks = progress(paths, err, functools.partial(check_one, level=level, options=options,
-                                                        max_partitions=max_partitions), jobs)
+        checks, failures = _split(progress(paths, err, _each(paths, functools.partial(
+            check_one, level=level, options=options, max_partitions=max_partitions)), jobs))
+    if not checks:
+        return _report_failures(failures, fmt, out, err, False)
     if node_data is not None:
         from nnconv.report.node_data import check_node_data, write_node_data
         write_node_data(node_data, check_node_data(checks[0]))
     if fmt == "table" and common.verbosity == common.QUIET:
         for c in checks:  # verdicts only
             out.print(f"{c.path}: API {c.api_level}: {summary_line(c)}", markup=False)
-    elif len(checks) == 1:
+    elif len(checks) == 1 and not failures:
         check = checks[0]
         if fmt == "json":
             print_raw(out, json.dumps(report_json(check), indent=2))
@@ -134,9 +140,10 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         else:
             render_table(check, out, verbose=common.verbosity == common.VERBOSE)
     else:
-        render_multi(checks, fmt, out)
+        render_multi(checks, fmt, out, failures)
         if fmt == "csv" and deprecation_warning(level):
             err.print(f"warning: {deprecation_warning(level)}", markup=False)
+    unchecked = _report_failures(failures, fmt, out, err, True)
     violations = [v for c in checks for v in policies.violations(c)]
     for v in violations:
         err.print(f"nnconv: policy violated: {v}", markup=False)
@@ -154,7 +161,32 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         line = " ".join(f"{blocked[0].path}: {blocked[0].whole_refusal}".split())
         err.print(f"nnconv: error: {line}", markup=False)
         return EXIT_NOT_CONVERTIBLE
-    return EXIT_FAILURE if violations else 0
+    return folder_exit_code(bool(violations), [unchecked] if unchecked else [])
+
+
+def _each(paths: Sequence[str], fn: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`fn` for one model (its errors end the command as usual); for several, `fn` guarded so that a model
+    that cannot be read becomes a row of its own and the others are still reported, as `verify` does."""
+    return fn if len(paths) == 1 else functools.partial(guarded, fn=fn)
+
+
+def _split(results: Sequence[Any]) -> tuple[list[Any], list[Failed]]:
+    return [r for r in results if not isinstance(r, Failed)], [r for r in results if isinstance(r, Failed)]
+
+
+def _report_failures(failures: Sequence[Failed], fmt: str, out: Console, err: Console, rendered: bool) -> int:
+    """Prints the models that could not be checked (in the JSON when nothing else was rendered, else one
+    `nnconv: error:` line each on stderr); returns the exit code of the first (0 when none)."""
+    if not failures:
+        return 0
+    if fmt == "json" and not rendered:
+        print_raw(out, json.dumps({"schema_version": SCHEMA_VERSION, "models": [],
+                                   "errors": [f.to_json() for f in failures]}, indent=2))
+    for f in failures:
+        line = f.error if f.error.startswith(f.path) else f"{f.path}: {f.error}"
+        err.print(f"nnconv: error: {line}", markup=False)
+    err.print(f"nnconv: {len(failures)} model(s) could not be checked", markup=False)
+    return failures[0].exit_code
 
 
 def resolve_level(api_level: str | None, feature_level_: int | None) -> ApiLevel:

@@ -136,20 +136,20 @@ def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, n
         from nnconv.report.node_data import per_op_node_data, write_node_data
         write_node_data(node_data, per_op_node_data(report, path))
     if fmt == "json":
-        click.echo(json.dumps(report.to_json(), indent=2))
+        common.emit(json.dumps(report.to_json(), indent=2))
     elif common.verbosity == common.QUIET:
-        common.out.print("PASS" if report.passed else "FAIL", markup=False)
+        common.out.print(report.verdict, markup=False)
     else:
         print_report(report)
     return 0 if report.passed else EXIT_FAILURE
 
 
 def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str) -> int:
-    from nnconv.parity.batch import ERROR, PASS, batch_json, summary, verify_one
+    from nnconv.parity.batch import ERROR, batch_json, exit_code, summary, verify_one
     from nnconv.report.render import progress
     results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying")
     if fmt == "json":
-        click.echo(json.dumps(batch_json(results), indent=2))
+        common.emit(json.dumps(batch_json(results), indent=2))
     else:
         table = Table(title=f"verify at API {options.api_level} (TFLite {options.kernels} kernels)")
         for col in ("model", "status", "worst output", "max |diff|", "max rel", "LSB", "time", "note"):
@@ -157,7 +157,10 @@ def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str) -> 
         for r in results:
             worst = r.worst_output or {}
             style = {"pass": "green", "fail": "red", "error": "red"}[r.status]
-            table.add_row(escape(r.model), f"[{style}]{r.status.upper()}[/{style}]", escape(worst.get("name", "-")),
+            flat = r.status == "pass" and bool((r.report or {}).get("uninformative_outputs"))
+            status = "PASS (uninformative)" if flat else r.status.upper()
+            style = "yellow" if flat else style
+            table.add_row(escape(r.model), f"[{style}]{status}[/{style}]", escape(worst.get("name", "-")),
                           f"{worst['max_abs']:.3g}" if worst else "-", f"{worst['max_rel']:.3g}" if worst else "-",
                           "-" if worst.get("max_lsb") is None else str(worst["max_lsb"]), f"{r.seconds:.1f}s",
                           escape(r.error if r.status == ERROR else _first_divergent_note(r.report)))
@@ -165,7 +168,7 @@ def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str) -> 
         s = summary(results)
         common.out.print(f"{s['passed']} passed, {s['failed']} failed, {s['errors']} could not be verified "
                          f"({s['models']} models, {s['seconds']:.1f}s)", markup=False)
-    return 0 if all(r.status == PASS for r in results) else EXIT_FAILURE
+    return exit_code(results)
 
 
 def _first_divergent_note(report: dict | None) -> str:
@@ -183,7 +186,7 @@ def print_report(report: Any) -> None:
         if report.relaxed_per_op is not None:
             _print_per_op(report.relaxed_per_op, "relaxed fp16 per op", first_label="first op with large fp16 error",
                           relaxed=True)
-    common.out.print("PASS" if report.passed else "FAIL", markup=False)
+    print_wrapped(common.out, report.verdict, indent="  ", first_indent="")
 
 
 def print_parity(report: Any) -> None:
@@ -212,6 +215,14 @@ _OUTPUT_COLUMNS = (Col("output"), Col("dtype shape [min, max]"), Col("max |diff|
 _VERBOSE_COLUMNS = (Col("mean |diff|", justify="right"), Col("cosine", justify="right"))
 
 
+def top_cell(o: Any) -> str:
+    """`100%/80%`: top-1/top-5 agreement of class scores, `tie` where TFLite's or our ranking ties (no claim),
+    `-` for outputs that are not class scores."""
+    if o.top1 is None and o.top5 is None:
+        return "-"
+    return "/".join("tie" if v is None else f"{v:.0%}" for v in (o.top1, o.top5))
+
+
 def _print_outputs(outputs: Sequence[Any], title: str) -> None:
     """One row per output when the table fits the console without splitting a name, else one output per
     line with its metrics on indented lines; -v adds mean |diff| and cosine similarity."""
@@ -219,10 +230,9 @@ def _print_outputs(outputs: Sequence[Any], title: str) -> None:
     out = common.out
     rows = []
     for o in outputs:
-        top = "-" if o.top1 is None else f"{o.top1:.0%}/{o.top5:.0%}"
-        row = [output_label(o), tensor_label(o), f"{o.max_abs:.3g}", f"{o.max_rel:.3g}", top,
+        row = [output_label(o), tensor_label(o), f"{o.max_abs:.3g}", f"{o.max_rel:.3g}", top_cell(o),
                "-" if o.max_lsb is None else str(o.max_lsb), o.tolerance.describe(),
-               ("PASS" if o.passed else "FAIL") + (f" {o.detail}" if o.detail else "")]
+               o.verdict + (f" {o.detail}" if o.detail else "")]
         if verbose:
             row[4:4] = [f"{o.mean_abs:.3g}", f"{o.cosine:.6f}"]
         rows.append(row)
@@ -230,20 +240,21 @@ def _print_outputs(outputs: Sequence[Any], title: str) -> None:
     table = fitted_table(cols, rows, out.width, title=title) if out.width >= COMPACT_BELOW else None
     if table is not None:
         for o, row in zip(outputs, rows):
-            verdict = "[green]PASS[/green]" if o.passed else "[red]FAIL[/red]"
-            table.add_row(*(escape(c) for c in row[:-1]), verdict + escape(row[-1][4:]))
+            style = "red" if not o.passed else ("yellow" if o.uninformative else "green")
+            table.add_row(*(escape(c) for c in row[:-1]),
+                          f"[{style}]{escape(o.verdict)}[/{style}]" + escape(row[-1][len(o.verdict):]))
         out.print(table)
         return
     out.print(title, markup=False)
     for o in outputs:
         line = Text(f"{output_label(o)}  {tensor_label(o)}  ")
-        line.append("PASS" if o.passed else "FAIL", style="green" if o.passed else "red")
+        line.append(o.verdict, style="red" if not o.passed else ("yellow" if o.uninformative else "green"))
         out.print(line)
         metrics = f"max |diff| {o.max_abs:.3g}, max rel {o.max_rel:.3g}"
         if o.max_lsb is not None:
             metrics += f", {o.max_lsb} LSB"
-        if o.top1 is not None:
-            metrics += f", top-1/5 {o.top1:.0%}/{o.top5:.0%}"
+        if top_cell(o) != "-":
+            metrics += f", top-1/5 {top_cell(o)}"
         if verbose:
             metrics += f", mean |diff| {o.mean_abs:.3g}, cosine {o.cosine:.6f}"
         print_wrapped(out, metrics, indent="      ", first_indent="    ")
@@ -268,14 +279,24 @@ def _print_per_op(per_op: Any, title: str, first_label: str = "first divergent o
                          + ("" if first.lsb is None else f", {first.lsb} LSB") + confirm, markup=False)
     else:
         common.out.print(f"{first_label}: none", markup=False)
+    start = per_op.first_large
+    if start is not None and start is not first:
+        common.out.print(f"divergence starts at: #{start.op_index} {start.op} -> {start.tensor} ({start.status}: "
+                         f"max |diff| {start.max_abs:.3g}" + ("" if start.lsb is None else f", {start.lsb} LSB")
+                         + ")", markup=False)
+    # Where divergence starts (the first amplified or divergent op) leads the table, whatever its size: the
+    # largest errors are usually far downstream, propagated.
     worst = per_op.worst(TOP_OPS)
+    if start is not None:
+        worst = [start] + [e for e in worst if e is not start][:TOP_OPS - 1]
     if not worst:
         return
     rows = [[f"#{e.op_index} {e.op}", e.tensor, e.dtype, f"{e.max_abs:.3g}", f"{e.max_rel:.3g}",
-             "-" if e.lsb is None else str(e.lsb), e.status] for e in worst]
+             "-" if e.lsb is None else str(e.lsb), e.status + (" (starts here)" if e is start else "")]
+            for e in worst]
     cols = (Col("op"), Col("tensor"), Col("dtype"), Col("max |diff|", justify="right"),
             Col("max rel", justify="right"), Col("LSB", justify="right"), Col("status"))
-    title = f"{title}: ops out of tolerance, largest error first"
+    title = f"{title}: ops out of tolerance, where divergence starts, then largest error first"
     table = fitted_table(cols, rows, common.out.width, title=title) if common.out.width >= COMPACT_BELOW else None
     if table is None:  # one op per line: tensor names are long TFLite names, never split
         common.out.print(title, markup=False)

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from nnconv.errors import NnconvError
+from nnconv.errors import failure_line, folder_exit_code
 from nnconv.parallel import map_in_processes
 from nnconv.parity.session import SCHEMA_VERSION, VerifyOptions, VerifyReport, verify
 
@@ -26,6 +26,7 @@ class ModelResult:
     seconds: float
     report: dict | None = None  # the model's verify JSON (pass / fail)
     error: str = ""  # the one-line reason (error)
+    exit_code: int = 0  # error: the exit code this model gives alone (2, 3 or 4)
 
     @property
     def worst_output(self) -> dict | None:
@@ -39,6 +40,7 @@ class ModelResult:
         data = {"model": self.model, "status": self.status, "seconds": round(self.seconds, 3)}
         if self.error:
             data["error"] = self.error
+            data["exit_code"] = self.exit_code
         worst = self.worst_output
         if worst is not None:
             data["worst_output"] = {k: worst[k] for k in ("name", "max_abs", "max_rel", "max_lsb", "passed")}
@@ -52,14 +54,16 @@ def verify_one(path: str, options: VerifyOptions) -> ModelResult:
     start = time.monotonic()
     try:
         report: VerifyReport = verify(path, options)
-    except NnconvError as e:
-        return ModelResult(path, ERROR, time.monotonic() - start, error=" ".join(str(e).split()))
-    except MemoryError:
-        return ModelResult(path, ERROR, time.monotonic() - start, error="out of memory")
     except Exception as e:  # noqa: BLE001 - one broken model must not stop a folder run; its row says why
-        return ModelResult(path, ERROR, time.monotonic() - start,
-                           error=f"internal error: {type(e).__name__}: {' '.join(str(e).split())}")
+        line, code = failure_line(e)
+        return ModelResult(path, ERROR, time.monotonic() - start, error=line, exit_code=code)
     return ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
+
+
+def exit_code(results: Sequence[ModelResult]) -> int:
+    """1 when a model failed parity, else the exit code of the first that could not be verified, else 0."""
+    return folder_exit_code(any(r.status == FAIL for r in results),
+                            [r.exit_code for r in results if r.status == ERROR])
 
 
 def verify_many(paths: Sequence[str], options: VerifyOptions, jobs: int = 1) -> Iterator[ModelResult]:
