@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 
 from nnconv.cli import common
+from nnconv.cli.scale import Batch, scale_options
 from nnconv.cli.common import (
     conversion_options,
     feature_level_option,
@@ -32,6 +33,7 @@ from nnconv.report.analysis import (
     report_json,
     summary_line,
 )
+from nnconv.report.junit import check_cases, matrix_cases
 from nnconv.report.render import (
     print_raw,
     progress,
@@ -72,6 +74,7 @@ Examples:
               help="Models checked in parallel processes (several models or folders).")
 @click.option("--node-data", "node_data", type=click.Path(), default=None,
               help="Write a Model Explorer node-data file colouring each op by partition / verdict (one model).")
+@scale_options
 @fold_weights_option
 @input_shape_option
 @verbosity_options
@@ -79,7 +82,7 @@ Examples:
 def check(models: tuple[str, ...], api_level: str | None, feature_level: int | None, fmt: str,
           max_partitions: int, fail_on: str | None, min_coverage: float | None,
           max_partitions_allowed: int | None, jobs: int, node_data: str | None, fold_weights: bool,
-          input_shapes: tuple[str, ...]) -> None:
+          input_shapes: tuple[str, ...], shard: tuple[int, int] | None, junit: str | None) -> None:
     """Report, per op, whether NNAPI takes MODEL at an API level, why not, and from which level.
 
     MODELS are .tflite files or folders of them. The table becomes one op per line below 100 columns;
@@ -88,7 +91,7 @@ def check(models: tuple[str, ...], api_level: str | None, feature_level: int | N
     code = run_check(models, api_level, feature_level, fmt, max_partitions, fail_on, min_coverage,
                      max_partitions_allowed, conversion_options(fold_weights, False, input_shapes), common.out,
                      common.err,
-                     node_data, jobs)
+                     node_data, jobs, Batch(shard, junit))
     if code:
         raise SystemExit(code)
 
@@ -96,11 +99,16 @@ def check(models: tuple[str, ...], api_level: str | None, feature_level: int | N
 def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: int | None, fmt: str,
               max_partitions: int, fail_on: str | None, min_coverage: float | None,
               max_partitions_allowed: int | None, options: ConversionOptions, out: Console, err: Console,
-              node_data: str | None = None, jobs: int = 1) -> int:
+              node_data: str | None = None, jobs: int = 1, batch: Batch | None = None) -> int:
     """Runs `nnconv check`; returns the exit code (0; 1 when a policy is violated; that of `convert` when a
     partition fails to lower)."""
     policies = Policies(fail_on, min_coverage, max_partitions_allowed)
-    paths = expand_models(models)
+    batch = batch or Batch()
+    paths = expand_models(models, batch.shard)
+    if not paths:  # this shard holds none of the models
+        err.print(f"nnconv: shard {batch.shard[0]}/{batch.shard[1]} holds none of the models", markup=False)
+        batch.write_junit("nnconv.check", [])
+        return 0
     if node_data is not None and (len(paths) != 1 or is_all(api_level)):
         raise CheckUsageError("--node-data takes one model at one API level")
     if is_all(api_level):
@@ -114,11 +122,13 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
                 check_levels, options=options, max_partitions=max_partitions)), jobs))
         if mats:
             render_matrix(mats, fmt, out, failures)
+        batch.write_junit("nnconv.check", matrix_cases(mats, failures))
         return _report_failures(failures, fmt, out, err, bool(mats)) or 0
     level = resolve_level(api_level, feature_level_)
     with common.timed("check"):
         checks, failures = _split(progress(paths, err, _each(paths, functools.partial(
             check_one, level=level, options=options, max_partitions=max_partitions)), jobs))
+    batch.write_junit("nnconv.check", check_cases(checks, failures, policies.violations, level))
     if not checks:
         return _report_failures(failures, fmt, out, err, False)
     if node_data is not None:

@@ -31,8 +31,10 @@ from nnconv.cli.common import (
     warn_inapplicable,
 )
 from nnconv.cli.npz_io import load_npz, save_npz
+from nnconv.cli.scale import Batch, scale_options
 from nnconv.errors import EXIT_FAILURE
 from nnconv.fmt import format_number, format_shape, print_wrapped
+from nnconv.report.junit import verify_cases
 from nnconv.report.render import COMPACT_BELOW
 from nnconv.report.tables import Col, fitted_table
 
@@ -82,6 +84,7 @@ Examples:
 @click.option("--node-data", "node_data", type=click.Path(), default=None,
               help="With --per-op: write a Model Explorer node-data file colouring each op by its error.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@scale_options
 @fold_weights_option
 @input_shape_option
 @threads_option
@@ -93,7 +96,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
            reference_path: str | None, save_reference: str | None, kernels: str, per_op: bool, relax_fp16: bool,
            atol: float | None, rtol: float | None, max_lsb: int | None, allow_partial: bool, jobs: int,
            node_data: str | None, fmt: str, fold_weights: bool, input_shapes: tuple[str, ...], threads: int,
-           max_memory: str | None) -> None:
+           max_memory: str | None, shard: tuple[int, int] | None, junit: str | None) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
     from nnconv.parity.batch import model_paths
     from nnconv.parity.session import VerifyOptions
@@ -103,8 +106,8 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         raise click.UsageError("--inputs and --seed exclude each other: the inputs are given, nothing is random")
     if node_data is not None and not per_op:
         raise click.UsageError("--node-data needs --per-op (the overlay shows each op's error)")
-    paths = model_paths(models)
-    several = len(paths) > 1 or any(os.path.isdir(m) for m in models)
+    paths = model_paths(models, shard)
+    several = len(paths) != 1 or shard is not None or any(os.path.isdir(m) for m in models)
     if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data)):
         raise click.UsageError("--inputs, --image, --reference, --save-reference and --node-data take one model")
     warn_deprecated(level)
@@ -119,17 +122,22 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         reference=load_npz(reference_path, limit) if reference_path else None,
         reference_source=reference_path or "", per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial,
         overrides=overrides, threads=threads, executor_options={"max_memory": limit})
+    batch = Batch(shard, junit)
     if several:
-        code = _verify_several(paths, options, jobs, fmt)
+        code = _verify_several(paths, options, jobs, fmt, batch)
     else:
-        code = _verify_one(paths[0], options, fmt, save_reference, node_data)
+        code = _verify_one(paths[0], options, fmt, save_reference, node_data, batch)
     if code:
         raise SystemExit(code)
 
 
-def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, node_data: str | None) -> int:
+def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, node_data: str | None,
+                batch: Batch) -> int:
+    from nnconv.parity.batch import FAIL, PASS, ModelResult
     from nnconv.parity.session import save_reference_outputs, verify as verify_model
     report = verify_model(path, options)
+    result = ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
+    batch.write_junit("nnconv.verify", verify_cases([result], options.api_level))
     if save_reference is not None:
         save_npz(save_reference, save_reference_outputs(path, options))
     if node_data is not None:
@@ -144,10 +152,11 @@ def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, n
     return 0 if report.passed else EXIT_FAILURE
 
 
-def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str) -> int:
+def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str, batch: Batch) -> int:
     from nnconv.parity.batch import ERROR, batch_json, exit_code, summary, verify_one
     from nnconv.report.render import progress
     results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying")
+    batch.write_junit("nnconv.verify", verify_cases(results, options.api_level))
     if fmt == "json":
         common.emit(json.dumps(batch_json(results), indent=2))
     else:

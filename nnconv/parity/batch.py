@@ -36,6 +36,22 @@ class ModelResult:
             return None
         return max(outputs, key=lambda o: (not o["passed"], o["max_rel"]))
 
+    @property
+    def failure_reason(self) -> str:
+        """One line: the failing output with its error and tolerance (`relaxed fp16` when only the simulated
+        relaxed driver fails), "" when the model passed."""
+        report = self.report or {}
+        for label, outputs in (("output", report.get("outputs", [])),
+                               ("relaxed fp16 output", (report.get("relaxed") or {}).get("outputs", []))):
+            bad = [o for o in outputs if not o["passed"]]
+            if bad:
+                o = max(bad, key=lambda o: o["max_rel"])
+                lsb = "" if o.get("max_lsb") is None else f" ({o['max_lsb']} LSB)"
+                more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+                return (f"{label} '{o['name']}': max |diff| {o['max_abs']:.3g}{lsb} over the tolerance "
+                        f"{o['tolerance']}{more}")
+        return ""
+
     def to_json(self) -> dict:
         data = {"model": self.model, "status": self.status, "seconds": round(self.seconds, 3)}
         if self.error:
@@ -83,7 +99,8 @@ def batch_json(results: Sequence[ModelResult]) -> dict:
             "summary": summary(results)}
 
 
-def model_paths(paths: Sequence[str]) -> list[str]:
-    """Files as given; folders contribute their .tflite files (recursively, sorted)."""
+def model_paths(paths: Sequence[str], shard: tuple[int, int] | None = None) -> list[str]:
+    """Files as given; folders contribute their .tflite files (recursively, sorted); `shard` (K, N) keeps
+    shard K of N (tflite/model_paths.py)."""
     from nnconv.tflite.model_paths import expand_models
-    return expand_models([os.fspath(p) for p in paths])
+    return expand_models([os.fspath(p) for p in paths], shard)
