@@ -62,6 +62,10 @@ Examples:
 @click.option("--image", "image", type=click.Path(), default=None,
               help="Fill the model's one image input from this image (resized, normalized to --input-range, "
                    "quantized with the input's scale; PNG/JPEG need Pillow, PPM/PGM always work).")
+@click.option("--dataset", "dataset", type=click.Path(), default=None,
+              help="Compare on every sample of a dataset: a folder of images (preprocessed as --image) or "
+                   ".npy/.npz samples, or one .npz with a leading sample axis; --per-op examines the worst sample.")
+@click.option("--samples", type=click.IntRange(min=1), default=None, help="With --dataset: at most N samples.")
 @click.option("--reference", "reference_path", type=click.Path(), default=None,
               help=".npz of outputs saved elsewhere (e.g. on a device) to compare with instead of TFLite.")
 @click.option("--save-reference", "save_reference", type=click.Path(), default=None,
@@ -96,7 +100,8 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
            reference_path: str | None, save_reference: str | None, kernels: str, per_op: bool, relax_fp16: bool,
            atol: float | None, rtol: float | None, max_lsb: int | None, allow_partial: bool, jobs: int,
            node_data: str | None, fmt: str, fold_weights: bool, input_shapes: tuple[str, ...], threads: int,
-           max_memory: str | None, shard: tuple[int, int] | None, junit: str | None) -> None:
+           max_memory: str | None, shard: tuple[int, int] | None, junit: str | None, dataset: str | None,
+           samples: int | None) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
     from nnconv.parity.batch import model_paths
     from nnconv.parity.session import VerifyOptions
@@ -108,8 +113,10 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         raise click.UsageError("--node-data needs --per-op (the overlay shows each op's error)")
     paths = model_paths(models, shard)
     several = len(paths) != 1 or shard is not None or any(os.path.isdir(m) for m in models)
-    if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data)):
-        raise click.UsageError("--inputs, --image, --reference, --save-reference and --node-data take one model")
+    if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data,
+                                                dataset)):
+        raise click.UsageError("--inputs, --image, --dataset, --reference, --save-reference and --node-data take "
+                               "one model")
     warn_deprecated(level)
     warn_inapplicable(level, relax_fp16=relax_fp16)
     overrides = ToleranceOverrides(atol, rtol, max_lsb) if (atol, rtol, max_lsb) != (None, None, None) else None
@@ -121,7 +128,8 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         inputs_source=inputs_path or "", image=image,
         reference=load_npz(reference_path, limit) if reference_path else None,
         reference_source=reference_path or "", per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial,
-        overrides=overrides, threads=threads, executor_options={"max_memory": limit})
+        overrides=overrides, threads=threads, executor_options={"max_memory": limit}, dataset=dataset,
+        samples=samples, max_bytes=limit)
     batch = Batch(shard, junit)
     if several:
         code = _verify_several(paths, options, jobs, fmt, batch)
@@ -134,8 +142,10 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
 def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, node_data: str | None,
                 batch: Batch) -> int:
     from nnconv.parity.batch import FAIL, PASS, ModelResult
+    from nnconv.cli.verify_dataset import print_dataset_report, sample_progress
     from nnconv.parity.session import save_reference_outputs, verify as verify_model
-    report = verify_model(path, options)
+    with sample_progress() as advance:
+        report = verify_model(path, options, advance)
     result = ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
     batch.write_junit("nnconv.verify", verify_cases([result], options.api_level))
     if save_reference is not None:
@@ -147,6 +157,8 @@ def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, n
         common.emit(json.dumps(report.to_json(), indent=2))
     elif common.verbosity == common.QUIET:
         common.out.print(report.verdict, markup=False)
+    elif report.dataset is not None:
+        print_dataset_report(report, print_report)
     else:
         print_report(report)
     return 0 if report.passed else EXIT_FAILURE

@@ -41,6 +41,11 @@ class ModelResult:
         """One line: the failing output with its error and tolerance (`relaxed fp16` when only the simulated
         relaxed driver fails), "" when the model passed."""
         report = self.report or {}
+        bad = [o for o in (report.get("dataset") or {}).get("outputs", []) if not o["passed"]]
+        if bad:
+            o = max(bad, key=lambda o: o["failing_samples"])
+            return (f"output '{o['name']}': {o['failing_samples']} of {o['samples']} samples over the tolerance "
+                    f"{o['tolerance']} (worst sample {o['worst_sample']}: max |diff| {o['worst_max_abs']:.3g})")
         for label, outputs in (("output", report.get("outputs", [])),
                                ("relaxed fp16 output", (report.get("relaxed") or {}).get("outputs", []))):
             bad = [o for o in outputs if not o["passed"]]

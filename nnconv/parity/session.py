@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -77,6 +77,9 @@ class VerifyOptions:
     overrides: ToleranceOverrides | None = None
     executor_options: Mapping[str, Any] = field(default_factory=dict)
     threads: int = 1  # our executor's BLAS threads and TFLite's num_threads, alike (`--threads`)
+    dataset: str | None = None  # `--dataset PATH` (parity/samples.py), with at most `samples` samples
+    samples: int | None = None
+    max_bytes: int | None = None  # bound of each .npy/.npz sample read (`--max-memory`)
 
     def check(self) -> None:
         if self.inputs is not None and self.seed is not None:
@@ -87,6 +90,12 @@ class VerifyOptions:
             raise InputDataError("--input-range applies to random inputs, not to --inputs")
         if self.reference is not None and (self.per_op or self.relax_fp16):
             raise InputDataError("--reference compares outputs only: it excludes --per-op and --relax-fp16")
+        if self.dataset is not None and (self.inputs is not None or self.image is not None or self.seed is not None
+                                         or self.reference is not None or self.relax_fp16):
+            raise InputDataError("--dataset gives the inputs: it excludes --inputs, --image, --seed, --reference "
+                                 "and --relax-fp16")
+        if self.samples is not None and self.dataset is None:
+            raise InputDataError("--samples needs --dataset")
 
 
 @dataclass
@@ -100,10 +109,12 @@ class VerifyReport:
     relaxed_per_op: PerOpReport | None = None
     seconds: float = 0.0
     tflite_outputs: dict[str, np.ndarray] = field(default_factory=dict)  # for --save-reference
+    dataset: dict | None = None  # `--dataset`: parity/dataset.py's summary; the rest is its worst sample's
 
     @property
     def passed(self) -> bool:
-        return self.parity.passed and all(o.passed for o in self.relaxed or [])
+        return self.parity.passed and all(o.passed for o in self.relaxed or []) and \
+            (self.dataset is None or self.dataset["passed"])
 
     @property
     def model(self) -> str:
@@ -111,7 +122,9 @@ class VerifyReport:
 
     @property
     def uninformative(self) -> list[str]:
-        """Outputs whose TFLite values are constant (or nearly so) on the inputs used."""
+        """Outputs whose TFLite values are constant (or nearly so) on the inputs used (the whole dataset's)."""
+        if self.dataset is not None:
+            return list(self.dataset["uninformative_outputs"])
         return [o.name for o in self.parity.outputs if o.uninformative]
 
     @property
@@ -133,6 +146,8 @@ class VerifyReport:
         data = {"schema_version": SCHEMA_VERSION, **self.parity.to_json(), **self.meta, "passed": self.passed,
                 "uninformative_outputs": self.uninformative, "verdict": self.verdict,
                 "seconds": round(self.seconds, 3)}
+        if self.dataset is not None:
+            data["dataset"] = self.dataset
         if self.per_op is not None:
             data["per_op_kernels"] = self.per_op.kernels
             data["per_op"] = [e.to_json() for e in self.per_op.entries]
@@ -153,11 +168,47 @@ class VerifyReport:
         return data
 
 
-def verify(model: str | os.PathLike, options: VerifyOptions | None = None) -> VerifyReport:
-    """Verifies one model (.tflite, or a .nnapi file with its source) as `nnconv verify` does."""
+def verify(model: str | os.PathLike, options: VerifyOptions | None = None,
+           advance: Callable[[str, int], None] | None = None) -> VerifyReport:
+    """Verifies one model (.tflite, or a .nnapi file with its source) as `nnconv verify` does. `advance`:
+    called with each `--dataset` sample's name and the count before it runs (a progress bar)."""
     opts = options or VerifyOptions()
     with use_threads(opts.threads):  # set here, in the process that runs: --jobs workers are spawned
+        if opts.dataset is not None:
+            return _verify_dataset(model, opts, advance)
         return _verify(model, opts)
+
+
+def _verify_dataset(model: str | os.PathLike, opts: VerifyOptions,
+                    advance: Callable[[str, int], None] | None) -> VerifyReport:
+    """Every sample of the dataset compared (parity/dataset.py), then one ordinary verify of the worst sample
+    (with `--per-op` if asked): its report carries the dataset's summary."""
+    from nnconv.parity.dataset import compare_dataset
+    from nnconv.parity.samples import dataset_samples
+    from nnconv.limits import default_max_memory
+    opts.check()
+    start = time.monotonic()
+    path = os.fspath(model)
+    if _is_nnapi_file(path):
+        raise InputDataError(f"{path}: --dataset needs the .tflite model")
+    prepared = prepare(path, opts.api_level, opts.conversion)
+    try:
+        lowered = prepared.lowered(allow_partial=False, prefer_whole=True)
+    except ConversionError as e:
+        raise ConversionError(f"{e}; --dataset needs a model that lowers whole", e.diagnostics) from None
+    converted = lowered.whole.converted
+    samples = dataset_samples(opts.dataset, converted.inputs, opts.input_range,
+                              opts.max_bytes or default_max_memory(), opts.samples)
+    result = compare_dataset(os.fspath(opts.dataset), converted, TfliteReference.of(prepared.model, prepared.source), samples,
+                             opts.kernels, opts.overrides, opts.executor_options, advance)
+    worst = samples[result.worst]
+    again = replace(opts, dataset=None, samples=None, input_range=None, inputs=worst.load(),
+                    inputs_source=f"{opts.dataset} sample {worst.name}")
+    report = _verify(model, again)
+    report.meta["inputs"] = {"dataset": opts.dataset, "range": list(opts.input_range) if opts.input_range else None}
+    report.dataset = result.to_json()
+    report.seconds = time.monotonic() - start
+    return report
 
 
 def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
