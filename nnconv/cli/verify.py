@@ -75,6 +75,9 @@ Examples:
                                       "delegates, the reference kernels, or the default XNNPACK path.")
 @click.option("--per-op", is_flag=True, help="Compare every intermediate tensor and name the first op whose "
                                             "output is out of tolerance while its inputs are within it.")
+@click.option("--save-repro", "save_repro", type=click.Path(file_okay=False), default=None,
+              help="With --per-op: write the first divergent op alone to this folder (repro.tflite, inputs.npz, "
+                   "expected.npz, ours.npz), a model that fails the same way.")
 @click.option("--relax-fp16", is_flag=True, help="Also run the float32 graph as a relaxed fp16 driver would "
                                                 "(simulated) and report the extra error per output.")
 @click.option("--atol", type=click.FloatRange(min=0), default=None, help="Absolute tolerance of float outputs.")
@@ -101,7 +104,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
            atol: float | None, rtol: float | None, max_lsb: int | None, allow_partial: bool, jobs: int,
            node_data: str | None, fmt: str, fold_weights: bool, input_shapes: tuple[str, ...], threads: int,
            max_memory: str | None, shard: tuple[int, int] | None, junit: str | None, dataset: str | None,
-           samples: int | None) -> None:
+           samples: int | None, save_repro: str | None) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
     from nnconv.parity.batch import model_paths
     from nnconv.parity.session import VerifyOptions
@@ -114,9 +117,9 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
     paths = model_paths(models, shard)
     several = len(paths) != 1 or shard is not None or any(os.path.isdir(m) for m in models)
     if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data,
-                                                dataset)):
-        raise click.UsageError("--inputs, --image, --dataset, --reference, --save-reference and --node-data take "
-                               "one model")
+                                                dataset, save_repro)):
+        raise click.UsageError("--inputs, --image, --dataset, --reference, --save-reference, --save-repro and "
+                               "--node-data take one model")
     warn_deprecated(level)
     warn_inapplicable(level, relax_fp16=relax_fp16)
     overrides = ToleranceOverrides(atol, rtol, max_lsb) if (atol, rtol, max_lsb) != (None, None, None) else None
@@ -129,18 +132,18 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         reference=load_npz(reference_path, limit) if reference_path else None,
         reference_source=reference_path or "", per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial,
         overrides=overrides, threads=threads, executor_options={"max_memory": limit}, dataset=dataset,
-        samples=samples, max_bytes=limit)
+        samples=samples, max_bytes=limit, save_repro=save_repro)
     batch = Batch(shard, junit)
     if several:
         code = _verify_several(paths, options, jobs, fmt, batch)
     else:
-        code = _verify_one(paths[0], options, fmt, save_reference, node_data, batch)
+        code = _verify_one(paths[0], options, fmt, save_reference, node_data, batch, save_repro)
     if code:
         raise SystemExit(code)
 
 
 def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, node_data: str | None,
-                batch: Batch) -> int:
+                batch: Batch, save_repro: str | None = None) -> int:
     from nnconv.parity.batch import FAIL, PASS, ModelResult
     from nnconv.cli.verify_dataset import print_dataset_report, sample_progress
     from nnconv.parity.session import save_reference_outputs, verify as verify_model
@@ -161,6 +164,10 @@ def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, n
         print_dataset_report(report, print_report)
     else:
         print_report(report)
+    if save_repro is not None:
+        common.info(f"wrote the repro of op #{report.repro['op_index']} {report.repro['op']} to {save_repro}; "
+                    f"reproduce with: {report.repro['command']}" if report.repro else
+                    "no divergent op: no repro written")
     return 0 if report.passed else EXIT_FAILURE
 
 

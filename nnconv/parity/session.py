@@ -15,6 +15,7 @@ rule as per-op parity (parity/per_op.py).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -80,6 +81,7 @@ class VerifyOptions:
     dataset: str | None = None  # `--dataset PATH` (parity/samples.py), with at most `samples` samples
     samples: int | None = None
     max_bytes: int | None = None  # bound of each .npy/.npz sample read (`--max-memory`)
+    save_repro: str | None = None  # with `per_op`: the folder of the first divergent op's repro (parity/repro.py)
 
     def check(self) -> None:
         if self.inputs is not None and self.seed is not None:
@@ -96,6 +98,8 @@ class VerifyOptions:
                                  "and --relax-fp16")
         if self.samples is not None and self.dataset is None:
             raise InputDataError("--samples needs --dataset")
+        if self.save_repro is not None and not self.per_op:
+            raise InputDataError("--save-repro needs --per-op (the repro is the first divergent op)")
 
 
 @dataclass
@@ -110,6 +114,7 @@ class VerifyReport:
     seconds: float = 0.0
     tflite_outputs: dict[str, np.ndarray] = field(default_factory=dict)  # for --save-reference
     dataset: dict | None = None  # `--dataset`: parity/dataset.py's summary; the rest is its worst sample's
+    repro: dict | None = None  # `--save-repro`: what was written (parity/repro.py)
 
     @property
     def passed(self) -> bool:
@@ -148,6 +153,8 @@ class VerifyReport:
                 "seconds": round(self.seconds, 3)}
         if self.dataset is not None:
             data["dataset"] = self.dataset
+        if self.per_op is not None and self.repro is not None:
+            data["repro"] = self.repro
         if self.per_op is not None:
             data["per_op_kernels"] = self.per_op.kernels
             data["per_op"] = [e.to_json() for e in self.per_op.entries]
@@ -311,6 +318,7 @@ def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: 
     runner.run({s.tflite_tensor: np.asarray(feed[s.name]) for s in specs})
     loose = reference.hybrid and twin is None
     base = dict(opts.executor_options)
+    per_op_runner = runner
     if opts.per_op:
         report.per_op = per_op_parity(prepared, partitions, runner.tensor, loose, opts.overrides, base)
         report.per_op.kernels = kernels
@@ -327,6 +335,15 @@ def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: 
             if again is not None and again.out_of_tolerance < report.per_op.out_of_tolerance:
                 again.kernels = REFERENCE_KERNELS
                 report.per_op = again
+                per_op_runner = ref_runner
+        first = report.per_op.first_divergent
+        if opts.save_repro is not None and first is not None:
+            from nnconv.parity.repro import save_repro
+            report.repro = save_repro(opts.save_repro, prepared.model, partitions[0].subgraph, first.op_index,
+                                      per_op_runner.tensor, functools.partial(_run_repro, opts=opts))
+            report.repro["command"] = (f"nnconv verify {os.path.join(opts.save_repro, 'repro.tflite')} --inputs "
+                                       f"{os.path.join(opts.save_repro, 'inputs.npz')} --api-level "
+                                       f"{opts.api_level} --kernels {report.per_op.kernels}")
     if opts.relax_fp16:
         fp32 = {o.name: o for o in report.parity.outputs}
         rows = []
@@ -344,6 +361,14 @@ def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: 
         if opts.per_op:
             report.relaxed_per_op = per_op_parity(prepared, partitions, runner.tensor, loose, RELAXED_TOLERANCE,
                                                   {**base, "relaxed_fp16": True})
+
+
+def _run_repro(data: bytes, inputs: Mapping[str, np.ndarray], opts: VerifyOptions) -> Mapping[str, np.ndarray]:
+    """nnconv's outputs of a one-op repro (parity/repro.py) on `inputs`, converted as the model was."""
+    whole = prepare(data, opts.api_level, opts.conversion).lowered(allow_partial=False).whole
+    if whole is None:
+        raise NnconvError("the one-op repro does not lower whole")
+    return Executor(whole.converted, **dict(opts.executor_options)).run(dict(inputs))
 
 
 def _meta(opts: VerifyOptions, path: str) -> dict:
