@@ -21,14 +21,16 @@ from nnconv.cli.common import (
 )
 from nnconv.errors import EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE, folder_exit_code
 from nnconv.lowering.convert import ConversionOptions
-from nnconv.nnapi.levels import ApiLevel, LevelError, is_all
+from nnconv.nnapi.levels import ALL_API_LEVELS, ApiLevel, LevelError, is_all
 from nnconv.parallel import Failed, guarded
 from nnconv.report.analysis import (
     SCHEMA_VERSION,
     CheckUsageError,
     Policies,
+    check_at,
     check_levels,
     check_one,
+    matrices,
     deprecation_warning,
     report_json,
     summary_line,
@@ -82,7 +84,8 @@ Examples:
 def check(models: tuple[str, ...], api_level: str | None, feature_level: int | None, fmt: str,
           max_partitions: int, fail_on: str | None, min_coverage: float | None,
           max_partitions_allowed: int | None, jobs: int, node_data: str | None, fold_weights: bool,
-          input_shapes: tuple[str, ...], shard: tuple[int, int] | None, junit: str | None) -> None:
+          input_shapes: tuple[str, ...], shard: tuple[int, int] | None, junit: str | None,
+          scheduler: str | None) -> None:
     """Report, per op, whether NNAPI takes MODEL at an API level, why not, and from which level.
 
     MODELS are .tflite files or folders of them. The table becomes one op per line below 100 columns;
@@ -91,7 +94,7 @@ def check(models: tuple[str, ...], api_level: str | None, feature_level: int | N
     code = run_check(models, api_level, feature_level, fmt, max_partitions, fail_on, min_coverage,
                      max_partitions_allowed, conversion_options(fold_weights, False, input_shapes), common.out,
                      common.err,
-                     node_data, jobs, Batch(shard, junit))
+                     node_data, jobs, Batch(shard, junit, scheduler))
     if code:
         raise SystemExit(code)
 
@@ -118,8 +121,15 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
             raise CheckUsageError("--fail-on, --min-coverage and --max-partitions-allowed need one target level, "
                                   "not --api-level all")
         with common.timed("check"):
-            mats, failures = _split(progress(paths, err, _each(paths, functools.partial(
-                check_levels, options=options, max_partitions=max_partitions)), jobs))
+            if batch.scheduler is None:
+                mats, failures = _split(progress(paths, err, _each(paths, functools.partial(
+                    check_levels, options=options, max_partitions=max_partitions)), jobs))
+            else:  # one task per model and level, gathered per model as check_levels would
+                cells = [(p, lv) for p in paths for lv in ALL_API_LEVELS]
+                fn = functools.partial(guarded, fn=functools.partial(check_at, options=options,
+                                                                     max_partitions=max_partitions))
+                mats, failures = _split(matrices(list(zip(cells, progress(cells, err, fn,
+                                                                          scheduler=batch.scheduler)))))
         if mats:
             render_matrix(mats, fmt, out, failures)
         batch.write_junit("nnconv.check", matrix_cases(mats, failures))
@@ -127,7 +137,8 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     level = resolve_level(api_level, feature_level_)
     with common.timed("check"):
         checks, failures = _split(progress(paths, err, _each(paths, functools.partial(
-            check_one, level=level, options=options, max_partitions=max_partitions)), jobs))
+            check_one, level=level, options=options, max_partitions=max_partitions), batch.scheduler), jobs,
+            scheduler=batch.scheduler))
     batch.write_junit("nnconv.check", check_cases(checks, failures, policies.violations, level))
     if not checks:
         return _report_failures(failures, fmt, out, err, False)
@@ -174,10 +185,11 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     return folder_exit_code(bool(violations), [unchecked] if unchecked else [])
 
 
-def _each(paths: Sequence[str], fn: Callable[[str], Any]) -> Callable[[str], Any]:
-    """`fn` for one model (its errors end the command as usual); for several, `fn` guarded so that a model
-    that cannot be read becomes a row of its own and the others are still reported, as `verify` does."""
-    return fn if len(paths) == 1 else functools.partial(guarded, fn=fn)
+def _each(paths: Sequence[str], fn: Callable[[str], Any], scheduler: str | None = None) -> Callable[[str], Any]:
+    """`fn` for one model run here (its errors end the command as usual); for several, or on a cluster, `fn`
+    guarded so that a model that cannot be read becomes a row of its own and the others are still reported,
+    as `verify` does."""
+    return fn if len(paths) == 1 and scheduler is None else functools.partial(guarded, fn=fn)
 
 
 def _split(results: Sequence[Any]) -> tuple[list[Any], list[Failed]]:

@@ -1,5 +1,6 @@
 """Options `check` and `verify` share for many models: `--shard K/N` (this CI job's share of the models),
-`--junit FILE` (a JUnit XML report beside the usual output)."""
+`--junit FILE` (a JUnit XML report beside the usual output), `--scheduler ADDRESS` (the work as one task per
+model and level on a Dask distributed cluster, nnconv/parallel.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,11 @@ def _shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> t
 
 
 def scale_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`--shard K/N` (read back as a (K, N) tuple or None) and `--junit FILE`."""
+    """`--shard K/N` (read back as a (K, N) tuple or None), `--junit FILE` and `--scheduler ADDRESS`."""
+    fn = click.option("--scheduler", "scheduler", default=None, metavar="ADDRESS",
+                      help="Run the models (one task per model and level) on the Dask distributed cluster whose "
+                           "scheduler is at ADDRESS (tcp://host:8786; pip install 'nnconv[distributed]'); the "
+                           "report equals a local run's.")(fn)
     fn = click.option("--junit", "junit", type=click.Path(), default=None,
                       help="Also write a JUnit XML report: one testcase per model (and level), failed or in "
                            "error with the one-line reason.")(fn)
@@ -37,6 +42,7 @@ class Batch:
 
     shard: tuple[int, int] | None = None
     junit: str | None = None
+    scheduler: str | None = None
 
     def write_junit(self, suite: str, cases: Sequence[Any]) -> None:
         if self.junit is not None:

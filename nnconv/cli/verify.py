@@ -104,7 +104,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
            atol: float | None, rtol: float | None, max_lsb: int | None, allow_partial: bool, jobs: int,
            node_data: str | None, fmt: str, fold_weights: bool, input_shapes: tuple[str, ...], threads: int,
            max_memory: str | None, shard: tuple[int, int] | None, junit: str | None, dataset: str | None,
-           samples: int | None, save_repro: str | None) -> None:
+           samples: int | None, save_repro: str | None, scheduler: str | None) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
     from nnconv.parity.batch import model_paths
     from nnconv.parity.session import VerifyOptions
@@ -115,7 +115,8 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
     if node_data is not None and not per_op:
         raise click.UsageError("--node-data needs --per-op (the overlay shows each op's error)")
     paths = model_paths(models, shard)
-    several = len(paths) != 1 or shard is not None or any(os.path.isdir(m) for m in models)
+    several = len(paths) != 1 or shard is not None or scheduler is not None or \
+        any(os.path.isdir(m) for m in models)
     if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data,
                                                 dataset, save_repro)):
         raise click.UsageError("--inputs, --image, --dataset, --reference, --save-reference, --save-repro and "
@@ -133,7 +134,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         reference_source=reference_path or "", per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial,
         overrides=overrides, threads=threads, executor_options={"max_memory": limit}, dataset=dataset,
         samples=samples, max_bytes=limit, save_repro=save_repro)
-    batch = Batch(shard, junit)
+    batch = Batch(shard, junit, scheduler)
     if several:
         code = _verify_several(paths, options, jobs, fmt, batch)
     else:
@@ -174,7 +175,8 @@ def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, n
 def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str, batch: Batch) -> int:
     from nnconv.parity.batch import ERROR, batch_json, exit_code, summary, verify_one
     from nnconv.report.render import progress
-    results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying")
+    results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying",
+                       scheduler=batch.scheduler)
     batch.write_junit("nnconv.verify", verify_cases(results, options.api_level))
     if fmt == "json":
         common.emit(json.dumps(batch_json(results), indent=2))

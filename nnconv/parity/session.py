@@ -206,8 +206,8 @@ def _verify_dataset(model: str | os.PathLike, opts: VerifyOptions,
     converted = lowered.whole.converted
     samples = dataset_samples(opts.dataset, converted.inputs, opts.input_range,
                               opts.max_bytes or default_max_memory(), opts.samples)
-    result = compare_dataset(os.fspath(opts.dataset), converted, TfliteReference.of(prepared.model, prepared.source), samples,
-                             opts.kernels, opts.overrides, opts.executor_options, advance)
+    result = compare_dataset(os.fspath(opts.dataset), converted, TfliteReference.of(prepared.model, prepared.source),
+                             samples, opts.kernels, opts.overrides, opts.executor_options, advance)
     worst = samples[result.worst]
     again = replace(opts, dataset=None, samples=None, input_range=None, inputs=worst.load(),
                     inputs_source=f"{opts.dataset} sample {worst.name}")

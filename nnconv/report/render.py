@@ -41,12 +41,13 @@ _STYLE = {Verdict.LOWERED: "green", Verdict.FOLDED: "green", Verdict.DRIVER_WARN
 
 
 
-def progress(paths: Sequence[str], err: Console, fn: Callable[[str], Any], jobs: int = 1,
-             verb: str = "checking") -> list[Any]:
-    """Runs `fn` on every path (in `jobs` processes when > 1: `fn` must then be picklable), with a progress
-    bar on stderr when it is a terminal and there are several."""
-    from nnconv.parallel import map_in_processes
-    results = map_in_processes(fn, list(paths), jobs)
+def progress(paths: Sequence[Any], err: Console, fn: Callable[[Any], Any], jobs: int = 1,
+             verb: str = "checking", scheduler: str | None = None) -> list[Any]:
+    """Runs `fn` on every path (in `jobs` processes when > 1, or on the Dask cluster at `scheduler`: `fn`
+    must then be picklable), with a progress bar on stderr when it is a terminal and there are several.
+    An item may be a (path, level) pair."""
+    from nnconv.parallel import map_items
+    results = map_items(fn, list(paths), jobs, scheduler)
     if len(paths) < 2 or not err.file.isatty():
         return list(results)
     from rich.progress import Progress
@@ -55,7 +56,8 @@ def progress(paths: Sequence[str], err: Console, fn: Callable[[str], Any], jobs:
         task = progress.add_task(verb, total=len(paths))
         while len(done) < len(paths):
             # Results come in path order: the next one awaited is that of paths[len(done)].
-            progress.update(task, description=f"{verb} {os.path.basename(paths[len(done)])}")
+            item = paths[len(done)]
+            progress.update(task, description=f"{verb} {os.path.basename(item if isinstance(item, str) else item[0])}")
             done.append(next(results))
             progress.advance(task)
     return done
