@@ -85,7 +85,7 @@ def _file_loader(f: pathlib.Path, specs: Sequence[IoTensor], value_range: tuple[
                                      "(give .npz samples by input name)")
             return bind_inputs(specs, {"arr_0": npz.load_npy(str(f), max_bytes=max_bytes)}, str(f))
         return load_npy
-    return lambda: image_inputs(f, specs, value_range)
+    return lambda: image_inputs(f, specs, value_range, "--dataset")
 
 
 def _stacked(path: pathlib.Path, specs: Sequence[IoTensor], max_bytes: int) -> list[Sample]:

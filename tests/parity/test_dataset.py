@@ -152,6 +152,8 @@ def test_constant_output_over_the_dataset_is_flagged(tmp_path):
     pytest.param(lambda d: None, "missing", "no such file", id="missing"),
     pytest.param(lambda d: np.savez(d / "s.npz", x=np.zeros((2, 3), np.float32)), "s.npz", "the model takes",
                  id="shape"),
+    pytest.param(lambda d: ((d / "imgs").mkdir(), (d / "imgs" / "bad.ppm").write_bytes(b"P6 junk")), "imgs",
+                 "--dataset", id="corrupt-image"),
 ])
 def test_bad_datasets_exit_2_one_line(tmp_path, make, extra, message):
     model = tmp_path / "chain.tflite"
