@@ -45,7 +45,9 @@ EPILOG = """\b
 Examples:
   nnconv verify model.tflite --api-level 29
   nnconv verify models/ --api-level 30 --jobs 2
-  nnconv verify model.tflite --per-op --kernels reference --format json"""
+  nnconv verify model.tflite --per-op --kernels reference --format json
+  nnconv verify model.tflite --dataset images/ --samples 100 --per-op --save-repro repro/
+  nnconv verify models/ --shard 1/4 --junit verify.xml --scheduler tcp://10.0.0.5:8786"""
 
 
 @click.command(short_help="Convert models, run them on our executor and on TFLite, and compare every output.",
@@ -118,9 +120,9 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
     several = len(paths) != 1 or shard is not None or scheduler is not None or \
         any(os.path.isdir(m) for m in models)
     if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data,
-                                                dataset, save_repro)):
-        raise click.UsageError("--inputs, --image, --dataset, --reference, --save-reference, --save-repro and "
-                               "--node-data take one model")
+                                                save_repro)):
+        raise click.UsageError("--inputs, --image, --reference, --save-reference, --save-repro and --node-data "
+                               "take one model")
     warn_deprecated(level)
     warn_inapplicable(level, relax_fp16=relax_fp16)
     overrides = ToleranceOverrides(atol, rtol, max_lsb) if (atol, rtol, max_lsb) != (None, None, None) else None
@@ -202,8 +204,16 @@ def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str, bat
 
 
 def _first_divergent_note(report: dict | None) -> str:
+    """The note of a model's row: its dataset's counts (`--dataset`), then the first divergent op."""
+    notes = []
+    dataset = (report or {}).get("dataset")
+    if dataset:
+        notes.append(f"{dataset['samples']} samples, {dataset['failing_samples']} failing, worst "
+                     f"{dataset['worst_sample']}")
     first = (report or {}).get("first_divergent_op")
-    return f"first divergent op #{first['op_index']} {first['op']}" if first else ""
+    if first:
+        notes.append(f"first divergent op #{first['op_index']} {first['op']}")
+    return "; ".join(notes)
 
 
 def print_report(report: Any) -> None:

@@ -185,3 +185,15 @@ def test_failing_dataset_exit_1_and_junit_reason(tmp_path, monkeypatch):
                                        "--junit", str(junit)])
     assert result.exit_code == EXIT_FAILURE
     assert "output 'y': 3 of 3 samples over the tolerance" in junit.read_text()
+
+
+def test_dataset_over_a_folder_of_models(tmp_path, images):
+    models = tmp_path / "models"
+    models.mkdir()
+    for name in ("mobilenet_v2_float.tflite", "mobilenet_v2_int8.tflite"):
+        (models / name).write_bytes((FIXTURES / name).read_bytes())
+    result, data = _json(["verify", str(models), "--dataset", str(images), "--samples", "2", "--format", "json"])
+    assert result.exit_code == EXIT_OK, result.output
+    assert [m["report"]["dataset"]["samples"] for m in data["models"]] == [2, 2]
+    table = CliRunner().invoke(main, ["verify", str(models), "--dataset", str(images), "--samples", "2"])
+    assert table.stdout.count("2 samples, 0 failing") == 2
