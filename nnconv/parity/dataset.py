@@ -2,7 +2,8 @@
 TFLite, every output compared per sample and the differences gathered per output.
 
 Per output (JSON `dataset.outputs`, docs/report-schema.md):
-- `failing_samples`: samples out of the tolerance policy (parity/tolerances.py, the same as one verify's);
+- `failing_samples`: samples out of the tolerance policy (parity/tolerances.py), a failing sample settled as
+  one verify settles it (TFLite's reference kernels for quantized outputs, its kernel spread for float ones);
 - `top1_agreement`, `top5_agreement`: class-score outputs only: the fraction of (sample, row) pairs whose best
   class agrees, the mean overlap of the five best, over the rows without ties (parity/metrics.py);
 - `abs_error`: percentiles p50 / p90 / p99 and the max of |ours - TFLite| over every element of every sample
@@ -28,10 +29,13 @@ from nnconv.errors import NnconvError
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity.metrics import abs_diff
 from nnconv.parity.samples import Feed, Sample
-from nnconv.parity.tflite_runner import TfliteRunner
+from nnconv.parity.kernel_spread import settle_with_kernel_spread
+from nnconv.parity.partitioned import _compare_with_reference_kernels
+from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.verify import (
     OutputParity,
+    ParityReport,
     TfliteReference,
     compare,
     mark_uninformative,
@@ -45,10 +49,20 @@ PERCENTILES = (50, 90, 99)
 STRIDE_ABOVE = 1 << 20  # elements per sample kept for the percentiles of larger outputs
 
 
+def settle(report: ParityReport, reference: TfliteReference, converted: ConvertedModel, feed: Feed,
+           overrides: ToleranceOverrides | None, executor_options: Mapping[str, Any] | None) -> None:
+    """A sample's failing outputs re-judged as one verify re-judges them: quantized ones against TFLite's
+    reference kernels (and NNAPI's own requantization arithmetic), float ones against TFLite's kernel
+    spread (parity/partitioned.py, parity/kernel_spread.py); rows are updated in place."""
+    if report.kernels == BUILTIN_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
+        _compare_with_reference_kernels(report, reference, converted, feed, overrides, executor_options)
+    settle_with_kernel_spread(report, reference, converted, feed, overrides, executor_options)
+
+
 def run_samples(converted: ConvertedModel, reference: TfliteReference, feeds: Iterable[Feed], kernels: str,
                 executor_options: Mapping[str, Any] | None = None
-                ) -> Iterator[tuple[dict[str, np.ndarray], dict[str, np.ndarray], bool]]:
-    """Yields (ours, TFLite's, hybrid) outputs by output name for each feed, in order; `feeds` is consumed
+                ) -> Iterator[tuple[Feed, dict[str, np.ndarray], dict[str, np.ndarray], bool]]:
+    """Yields (feed, ours, TFLite's, hybrid) outputs by output name for each feed, in order; `feeds` is consumed
     lazily, one sample in memory at a time (a batched executor would take a batch of them here). Dynamic-range models
     compare with TFLite on their float twin (parity/twin.py) when TFLite takes it (hybrid False), else with
     TFLite's hybrid kernels (hybrid True: the looser tolerance), as one verify does."""
@@ -64,7 +78,7 @@ def run_samples(converted: ConvertedModel, reference: TfliteReference, feeds: It
         ours = executor.run(dict(feed))
         raw = runner.run(tflite_feed(runner, converted, feed))
         theirs = {s.name: tflite_output(runner, raw, s.tflite_tensor) for s in converted.outputs}
-        yield ours, theirs, hybrid
+        yield feed, ours, theirs, hybrid
 
 
 @dataclass
@@ -160,12 +174,13 @@ def compare_dataset(path: str, converted: ConvertedModel, reference: TfliteRefer
                 advance(sample.name, len(samples))
             yield sample.load()
     badness = []
-    for ours, theirs, hybrid in run_samples(converted, reference, feeds(), kernels, executor_options):
-        worst = (False, 0.0)
-        for st, spec in zip(stats, converted.outputs):
-            row = compare(spec.name, ours[spec.name], theirs[spec.name], hybrid, overrides)
+    for feed, ours, theirs, hybrid in run_samples(converted, reference, feeds(), kernels, executor_options):
+        rows = [compare(s.name, ours[s.name], theirs[s.name], hybrid, overrides) for s in converted.outputs]
+        if not all(r.passed for r in rows):  # settled as one verify settles them (partitioned.verify_prepared)
+            settle(ParityReport(path, converted.api_level, kernels, rows), reference, converted, feed, overrides,
+                   executor_options)
+        for st, spec, row in zip(stats, converted.outputs, rows):
             st.add(row, np.asarray(ours[spec.name]), np.asarray(theirs[spec.name]))
-            worst = max(worst, (not row.passed, row.max_rel))
-        badness.append(worst)
+        badness.append(max((not r.passed, r.max_rel) for r in rows))
     return DatasetResult(path, [s.name for s in samples], stats, max(range(len(badness)), key=badness.__getitem__))
 
