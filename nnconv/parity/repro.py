@@ -23,7 +23,7 @@ import numpy as np
 
 from nnconv.errors import NnconvError, OutputError
 from nnconv.npz import save_npz
-from nnconv.parity.twin import COPY_ERRORS, _quant
+from nnconv.parity.twin import COPY_ERRORS, quant_params
 from nnconv.safe_write import write_bytes
 from nnconv.tflite.builder import TfliteBuilder
 from nnconv.tflite.ir import TfliteModel
@@ -58,7 +58,7 @@ def one_op_model(model: TfliteModel, subgraph: int, op_index: int) -> OneOpModel
         name = name if name not in names else f"{name}_{t}"
         names.add(name)
         data = None if tensor.data is None else np.ascontiguousarray(tensor.data).tobytes()
-        new[t] = b.copied_tensor(name, tensor.shape, tensor.type, data, _quant(tensor), tensor.shape_signature,
+        new[t] = b.copied_tensor(name, tensor.shape, tensor.type, data, quant_params(tensor), tensor.shape_signature,
                                  tensor.is_variable)
         if t in op.inputs and tensor.data is None and not tensor.is_variable:
             b.inputs.append(new[t])

@@ -28,7 +28,7 @@ from nnconv import npz
 from nnconv.errors import InputDataError
 from nnconv.nnapi.program import IoTensor
 from nnconv.parity.inputs import image_inputs
-from nnconv.parity.partitioned import _bind_model_inputs
+from nnconv.parity.partitioned import bind_model_inputs
 
 PILLOW_IMAGES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
 PNM_IMAGES = (".ppm", ".pgm", ".pnm")
@@ -68,7 +68,7 @@ def dataset_samples(path: str | os.PathLike, specs: Sequence[IoTensor], value_ra
 def bind_inputs(specs: Sequence[IoTensor], arrays: Mapping[str, np.ndarray], where: str) -> Feed:
     """`arrays` by input name or positional `arr_k`, checked against the model's inputs as `--inputs` is."""
     try:
-        return _bind_model_inputs(specs, arrays)
+        return bind_model_inputs(specs, arrays)
     except InputDataError as e:
         raise InputDataError(f"{where}: {e}") from None
 

@@ -28,7 +28,7 @@ from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.levels import DEFAULT_API_LEVEL
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.inputs import bind_reference, image_inputs, ranged_inputs
-from nnconv.parity.partitioned import _bind_model_inputs, _is_nnapi_file, verify_model, verify_prepared
+from nnconv.parity.partitioned import bind_model_inputs, _is_nnapi_file, verify_model, verify_prepared
 from nnconv.parity.per_op import PASS, PerOpReport, per_op_parity
 from nnconv.parity.tflite_runner import (
     BUILTIN_KERNELS,
@@ -273,7 +273,7 @@ def _partial_hint(prepared: PreparedConversion) -> str:
 def model_inputs(specs: Sequence[IoTensor], opts: VerifyOptions) -> dict[str, np.ndarray]:
     """The inputs of one verify, keyed by input name (given, from the image, or seeded random)."""
     if opts.inputs is not None:
-        return _bind_model_inputs(specs, opts.inputs)
+        return bind_model_inputs(specs, opts.inputs)
     if opts.image is not None:
         return image_inputs(opts.image, specs, opts.input_range)
     seed = opts.seed or 0
