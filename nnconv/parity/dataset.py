@@ -6,8 +6,8 @@ Per output (JSON `dataset.outputs`, docs/report-schema.md):
   one verify settles it (TFLite's reference kernels for quantized outputs, its kernel spread for float ones);
 - `top1_agreement`, `top5_agreement`: class-score outputs only: the fraction of (sample, row) pairs whose best
   class agrees, the mean overlap of the five best, over the rows without ties (parity/metrics.py);
-- `abs_error`: percentiles p50 / p90 / p99 and the max of |ours - TFLite| over every element of every sample
-  (quantized outputs in LSB); outputs over 2^20 elements contribute an even stride of 2^20 elements per
+- `abs_error`: percentiles p50 / p90 / p99 (nearest rank) and the max of |ours - TFLite| over every element of
+  every sample (quantized outputs in LSB); outputs over 2^20 elements contribute an even stride of 2^20 elements per
   sample to the percentiles (the max is always exact);
 - `lsb_histogram` (quantized outputs): {LSB: count} over every element of every sample;
 - `worst_sample`: the sample with the largest relative error (failing ones first), by name;
@@ -99,8 +99,9 @@ class OutputStats:
             self.diffs.append(np.array([np.inf]))
             return
         diff = abs_diff(ours, theirs).ravel()
-        kept = diff if diff.size <= STRIDE_ABOVE else diff[::-(-diff.size // STRIDE_ABOVE)]
-        self.diffs.append(np.append(kept, diff.max()) if diff.size else kept)
+        if diff.size > STRIDE_ABOVE:  # an even stride for the percentiles, and the exact max
+            diff = np.append(diff[::-(-diff.size // STRIDE_ABOVE)], diff.max())
+        self.diffs.append(diff)
         for lsb, count in row.histogram.items():
             self.histogram[lsb] = self.histogram.get(lsb, 0) + count
         finite = theirs[np.isfinite(theirs)] if theirs.dtype.kind == "f" else theirs
@@ -112,7 +113,10 @@ class OutputStats:
     def to_json(self, names: Sequence[str]) -> dict:
         first = self.rows[0]
         diffs = np.concatenate(self.diffs) if self.diffs else np.zeros(0)
-        pct = {f"p{p}": float(np.percentile(diffs, p)) for p in PERCENTILES} if diffs.size else {}
+        # nearest rank ("inverted_cdf"): every percentile is an error some element really has (whole LSB for
+        # quantized outputs), the smallest with at least p% of the elements at or below it
+        pct = {f"p{p}": float(np.percentile(diffs, p, method="inverted_cdf")) for p in PERCENTILES} \
+            if diffs.size else {}
         worst = max(range(len(self.rows)), key=lambda i: (not self.rows[i].passed, self.rows[i].max_rel))
         summary = OutputParity(self.name, first.dtype, first.shape, first.tolerance, 0.0, 0.0, None,
                                value_range=(self.low, self.high) if self.low <= self.high else None)

@@ -218,3 +218,17 @@ def test_failing_samples_are_settled_as_one_verify_settles_them(tmp_path, monkey
     assert report.dataset["passed"] and out["failing_samples"] == 0
     monkeypatch.setattr(dataset, "settle", lambda *args: None)  # without settling, every sample fails
     assert verify(path, VerifyOptions(dataset=str(tmp_path / "s.npz"))).dataset["failing_samples"] == 3
+
+
+def test_percentiles_are_nearest_rank_errors():
+    from nnconv.parity.dataset import OutputStats
+    from nnconv.parity.verify import compare
+    stats = OutputStats("y")
+    expected = np.zeros((1, 100), np.int8)
+    ours = expected.copy()
+    ours[0, :10] = 1  # 10% of the elements 1 LSB off, one of them 3 LSB
+    ours[0, 0] = 3
+    stats.add(compare("y", ours, expected), ours, expected)
+    data = stats.to_json(["#0"])
+    assert data["abs_error"] == {"p50": 0.0, "p90": 0.0, "p99": 1.0, "max": 3.0}
+    assert data["lsb_histogram"] == {"0": 90, "1": 9, "3": 1}
