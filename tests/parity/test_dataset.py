@@ -232,3 +232,25 @@ def test_percentiles_are_nearest_rank_errors():
     data = stats.to_json(["#0"])
     assert data["abs_error"] == {"p50": 0.0, "p90": 0.0, "p99": 1.0, "max": 3.0}
     assert data["lsb_histogram"] == {"0": 90, "1": 9, "3": 1}
+
+
+def test_progress_bar_on_a_terminal_only(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from nnconv.cli import common
+    from nnconv.cli.verify_dataset import sample_progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    stream = Tty()
+    monkeypatch.setattr(common, "err", Console(file=stream, force_terminal=True, width=80))
+    with sample_progress() as advance:
+        for name in ("a.png", "b.png", "c.png"):
+            advance(name, 3)
+    assert "sample" in stream.getvalue()
+    monkeypatch.setattr(common, "err", Console(file=io.StringIO(), width=80))  # a pipe or a log: no bar
+    with sample_progress() as advance:
+        assert advance is None
