@@ -165,3 +165,11 @@ def test_bad_shard_is_one_line_exit_2(models, value):
         result = CliRunner().invoke(main, [command, str(models), "--shard", value])
         assert result.exit_code == EXIT_BAD_INPUT, (command, value, result.output)
         assert len(result.stderr.strip().splitlines()) == 1 and "--shard" in result.stderr
+
+
+def test_verify_junit_records_a_single_model_in_error(models, tmp_path):
+    report = tmp_path / "one.xml"
+    result = CliRunner().invoke(main, ["verify", str(models / "broken.tflite"), "--junit", str(report)])
+    assert result.exit_code == EXIT_BAD_INPUT and result.stderr.startswith("nnconv: error:")
+    outcome, message = _cases(report)[("broken.tflite", "nnconv.verify.api30")]
+    assert outcome == "error" and "not a TFLite model" in message

@@ -32,7 +32,7 @@ from nnconv.cli.common import (
 )
 from nnconv.cli.npz_io import load_npz, save_npz
 from nnconv.cli.scale import Batch, scale_options
-from nnconv.errors import EXIT_FAILURE
+from nnconv.errors import EXIT_FAILURE, failure_line
 from nnconv.fmt import format_number, format_shape, print_wrapped
 from nnconv.report.junit import verify_cases
 from nnconv.report.render import COMPACT_BELOW
@@ -147,11 +147,17 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
 
 def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, node_data: str | None,
                 batch: Batch, save_repro: str | None = None) -> int:
-    from nnconv.parity.batch import FAIL, PASS, ModelResult
+    from nnconv.parity.batch import ERROR, FAIL, PASS, ModelResult
     from nnconv.cli.verify_dataset import print_dataset_report, sample_progress
     from nnconv.parity.session import save_reference_outputs, verify as verify_model
-    with sample_progress() as advance:
-        report = verify_model(path, options, advance)
+    try:
+        with sample_progress() as advance:
+            report = verify_model(path, options, advance)
+    except Exception as e:  # the JUnit report still records the model, in error; the error ends the command
+        line, code = failure_line(e)
+        batch.write_junit("nnconv.verify", verify_cases([ModelResult(path, ERROR, 0.0, error=line, exit_code=code)],
+                                                        options.api_level))
+        raise
     result = ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
     batch.write_junit("nnconv.verify", verify_cases([result], options.api_level))
     if save_reference is not None:
