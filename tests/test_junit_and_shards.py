@@ -173,3 +173,10 @@ def test_verify_junit_records_a_single_model_in_error(models, tmp_path):
     assert result.exit_code == EXIT_BAD_INPUT and result.stderr.startswith("nnconv: error:")
     outcome, message = _cases(report)[("broken.tflite", "nnconv.verify.api30")]
     assert outcome == "error" and "not a TFLite model" in message
+
+
+def test_check_junit_records_a_single_model_in_error(models, tmp_path):
+    report = tmp_path / "one.xml"
+    result = CliRunner().invoke(main, ["check", str(models / "broken.tflite"), "--junit", str(report)])
+    assert result.exit_code == EXIT_BAD_INPUT and len(result.stderr.strip().splitlines()) == 1
+    assert _cases(report)[("broken.tflite", "nnconv.check.api30")][0] == "error"

@@ -123,7 +123,7 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         with common.timed("check"):
             if batch.scheduler is None:
                 mats, failures = _split(progress(paths, err, _each(paths, functools.partial(
-                    check_levels, options=options, max_partitions=max_partitions)), jobs))
+                    check_levels, options=options, max_partitions=max_partitions), batch), jobs))
             else:  # one task per model and level, gathered per model as check_levels would
                 cells = [(p, lv) for p in paths for lv in ALL_API_LEVELS]
                 fn = functools.partial(guarded, fn=functools.partial(check_at, options=options,
@@ -137,7 +137,7 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     level = resolve_level(api_level, feature_level_)
     with common.timed("check"):
         checks, failures = _split(progress(paths, err, _each(paths, functools.partial(
-            check_one, level=level, options=options, max_partitions=max_partitions), batch.scheduler), jobs,
+            check_one, level=level, options=options, max_partitions=max_partitions), batch), jobs,
             scheduler=batch.scheduler))
     batch.write_junit("nnconv.check", check_cases(checks, failures, policies.violations, level))
     if not checks:
@@ -185,11 +185,12 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     return folder_exit_code(bool(violations), [unchecked] if unchecked else [])
 
 
-def _each(paths: Sequence[str], fn: Callable[[str], Any], scheduler: str | None = None) -> Callable[[str], Any]:
-    """`fn` for one model run here (its errors end the command as usual); for several, or on a cluster, `fn`
-    guarded so that a model that cannot be read becomes a row of its own and the others are still reported,
-    as `verify` does."""
-    return fn if len(paths) == 1 and scheduler is None else functools.partial(guarded, fn=fn)
+def _each(paths: Sequence[str], fn: Callable[[str], Any], batch: Batch) -> Callable[[str], Any]:
+    """`fn` for one model run here (its errors end the command as usual); for several, on a cluster, or with
+    a JUnit report (which records the model in error), `fn` guarded so that a model that cannot be read
+    becomes a row of its own and the others are still reported, as `verify` does."""
+    alone = len(paths) == 1 and batch.scheduler is None and batch.junit is None
+    return fn if alone else functools.partial(guarded, fn=fn)
 
 
 def _split(results: Sequence[Any]) -> tuple[list[Any], list[Failed]]:
@@ -207,7 +208,8 @@ def _report_failures(failures: Sequence[Failed], fmt: str, out: Console, err: Co
     for f in failures:
         line = f.error if f.error.startswith(f.path) else f"{f.path}: {f.error}"
         err.print(f"nnconv: error: {line}", markup=False)
-    err.print(f"nnconv: {len(failures)} model(s) could not be checked", markup=False)
+    if len(failures) > 1 or rendered:  # one model alone: its error line says it all
+        err.print(f"nnconv: {len(failures)} model(s) could not be checked", markup=False)
     return failures[0].exit_code
 
 
