@@ -7,8 +7,8 @@ Per output (JSON `dataset.outputs`, docs/report-schema.md):
 - `top1_agreement`, `top5_agreement`: class-score outputs only: the fraction of (sample, row) pairs whose best
   class agrees, the mean overlap of the five best, over the rows without ties (parity/metrics.py);
 - `abs_error`: percentiles p50 / p90 / p99 (nearest rank) and the max of |ours - TFLite| over every element of
-  every sample (quantized outputs in LSB); outputs over 2^20 elements contribute an even stride of 2^20 elements per
-  sample to the percentiles (the max is always exact);
+  every sample (quantized outputs in LSB); outputs over 2^16 elements contribute an even stride of 2^16
+  elements per sample to the percentiles (the max is always exact);
 - `lsb_histogram` (quantized outputs): {LSB: count} over every element of every sample;
 - `worst_sample`: the sample with the largest relative error (failing ones first), by name;
 - `uninformative`: TFLite's values are constant on the whole dataset (metrics.is_uninformative).
@@ -46,7 +46,7 @@ from nnconv.parity.verify import (
 from nnconv.runtime.executor import Executor
 
 PERCENTILES = (50, 90, 99)
-STRIDE_ABOVE = 1 << 20  # elements per sample kept for the percentiles of larger outputs
+STRIDE_ABOVE = 1 << 16  # elements per sample kept (as float32) for the percentiles of larger outputs
 
 
 def settle(report: ParityReport, reference: TfliteReference, converted: ConvertedModel, feed: Feed,
@@ -62,10 +62,10 @@ def settle(report: ParityReport, reference: TfliteReference, converted: Converte
 def run_samples(converted: ConvertedModel, reference: TfliteReference, feeds: Iterable[Feed], kernels: str,
                 executor_options: Mapping[str, Any] | None = None
                 ) -> Iterator[tuple[Feed, dict[str, np.ndarray], dict[str, np.ndarray], bool]]:
-    """Yields (feed, ours, TFLite's, hybrid) outputs by output name for each feed, in order; `feeds` is consumed
-    lazily, one sample in memory at a time (a batched executor would take a batch of them here). Dynamic-range models
-    compare with TFLite on their float twin (parity/twin.py) when TFLite takes it (hybrid False), else with
-    TFLite's hybrid kernels (hybrid True: the looser tolerance), as one verify does."""
+    """Yields (feed, ours, TFLite's, hybrid) outputs by output name for each feed, in order; `feeds` is
+    consumed lazily, one sample in memory at a time (a batched executor would take a batch of them here).
+    Dynamic-range models compare with TFLite on their float twin (parity/twin.py) when TFLite takes it
+    (hybrid False), else with TFLite's hybrid kernels (hybrid True: the looser tolerance), as one verify does."""
     executor = Executor(converted, **dict(executor_options or {}))
     runner, hybrid = None, reference.hybrid
     if reference.twin is not None:
@@ -101,7 +101,7 @@ class OutputStats:
         diff = abs_diff(ours, theirs).ravel()
         if diff.size > STRIDE_ABOVE:  # an even stride for the percentiles, and the exact max
             diff = np.append(diff[::-(-diff.size // STRIDE_ABOVE)], diff.max())
-        self.diffs.append(diff)
+        self.diffs.append(diff.astype(np.float32))  # bounded memory: 256 KiB per sample and output at most
         for lsb, count in row.histogram.items():
             self.histogram[lsb] = self.histogram.get(lsb, 0) + count
         finite = theirs[np.isfinite(theirs)] if theirs.dtype.kind == "f" else theirs
