@@ -7,7 +7,7 @@ PATH is
     one image input, mapped onto `--input-range`, quantized with the input's scale);
   - `.npy`: the array of a model with one input;
   - `.npz`: the inputs by name or positional `arr_k`, as `--inputs` reads them;
-  other files (labels, READMEs) are skipped;
+  other files (labels, READMEs) and hidden files or folders (`.git`, `.cache`) are skipped;
 - one `.npz` whose arrays carry a leading sample axis: sample i is every array's row i (by input name or
   `arr_k`); the arrays must agree on the number of samples.
 Sample names are the file's path relative to the folder, or `#i` for rows of one `.npz`. `limit` (`--samples N`)
@@ -49,7 +49,8 @@ def dataset_samples(path: str | os.PathLike, specs: Sequence[IoTensor], value_ra
     root = pathlib.Path(path)
     if root.is_dir():
         files = sorted(f for f in root.rglob("*") if f.is_file() and f.suffix.lower() in
-                       PILLOW_IMAGES + PNM_IMAGES + ARRAYS and not f.name.startswith("."))
+                       PILLOW_IMAGES + PNM_IMAGES + ARRAYS
+                       and not any(part.startswith(".") for part in f.relative_to(root).parts))
         samples = [Sample(f.relative_to(root).as_posix(), _file_loader(f, specs, value_range, max_bytes))
                    for f in files[:limit]]
     elif root.suffix.lower() == ".npz" and root.is_file():

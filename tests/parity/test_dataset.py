@@ -37,6 +37,8 @@ def images(tmp_path):
     for i in range(4):
         _write_ppm(d / ("cats" if i % 2 else ".") / f"img{i}.ppm", rng.integers(0, 256, (30, 20, 3)))
     (d / "labels.txt").write_text("not a sample\n")
+    (d / ".cache").mkdir()
+    _write_ppm(d / ".cache" / "thumb.ppm", np.zeros((2, 2, 3)))  # hidden: skipped
     return d
 
 
