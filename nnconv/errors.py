@@ -94,3 +94,23 @@ class InternalError(NnconvError):
     """A bug of nnconv (e.g. a rule's check raising on a well-formed op): never the user's input."""
 
     exit_code = EXIT_INTERNAL
+
+
+def failure_line(e: BaseException) -> tuple[str, int]:
+    """The one-line reason and exit code of an error that ends one model of a folder run (`check` / `verify`
+    over several models report it in that model's row and go on): what the command would print and return
+    for that model alone."""
+    if isinstance(e, NnconvError):
+        return " ".join(str(e).split()), e.exit_code
+    if isinstance(e, MemoryError):
+        return "out of memory", EXIT_INTERNAL
+    return f"internal error: {type(e).__name__}: {' '.join(one_line(str(e)).split())}", EXIT_INTERNAL
+
+
+def folder_exit_code(failed: bool, error_codes: list[int]) -> int:
+    """The exit code of a run over several models: 1 when some model failed its comparison or a policy (the
+    verdict wins), else the code of the first model that could not be checked or verified (2 unreadable or
+    bad input, 3 not convertible, 4 our bug), else 0."""
+    if failed:
+        return EXIT_FAILURE
+    return error_codes[0] if error_codes else EXIT_OK

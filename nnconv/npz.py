@@ -116,6 +116,29 @@ def _read_member(path: str, z: zipfile.ZipFile, info: zipfile.ZipInfo, dtype: np
     return array
 
 
+def load_npy(path: str, max_bytes: int) -> np.ndarray:
+    """One `.npy` array (a `verify --dataset` sample), checked from its header as `.npz` members are: numeric,
+    within `max_bytes`, as long as the file."""
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise InputDataError(f"{path}: cannot read ({e.strerror or e})") from None
+    with f:
+        dtype, shape, header_size = _read_header(path, os.path.basename(path), f)
+        nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+        if nbytes > max_bytes:
+            raise InputDataError(f"{path}: array of shape {list(shape)} {dtype} needs {describe(nbytes)}, over "
+                                 f"the {describe(max_bytes)} allowed (--max-memory)")
+        if header_size + nbytes != os.fstat(f.fileno()).st_size:
+            raise InputDataError(f"{path}: array declares shape {list(shape)} {dtype} ({nbytes} bytes) but the "
+                                 "file holds another size")
+        f.seek(0)
+        try:
+            return np.lib.format.read_array(f, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as e:
+            raise InputDataError(f"{path}: not a readable .npy array ({_reason(e)})") from None
+
+
 def save_npz(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> None:
     """Writes `arrays` as an uncompressed `.npz`, atomically (nnconv.safe_write)."""
     with atomic_output(path) as f:

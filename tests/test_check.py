@@ -283,9 +283,14 @@ def test_unreadable_input_exits_2_with_one_line(models, tmp_path):
     bad = tmp_path / "bad.tflite"
     bad.write_bytes(b"not a flatbuffer at all")
     for path in (str(bad), str(tmp_path / "missing.tflite")):
+        alone = run(path)
+        assert alone.exit_code == 2 and alone.stdout == "" and len(alone.stderr.strip().splitlines()) == 1
+        # among several models, the readable ones are still reported (as `verify` does), the exit code is the
+        # unreadable one's, and its error is one line (plus the count)
         res = run(models["clean"], path)
-        assert res.exit_code == 2 and res.stdout == ""
-        assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+        assert res.exit_code == 2 and "clean.tflite" in res.stdout and "Traceback" not in res.stderr
+        assert res.stderr.splitlines()[0].startswith("nnconv: error: ") and path in res.stderr
+        assert res.stderr.splitlines()[1] == "nnconv: 1 model(s) could not be checked"
     empty = tmp_path / "empty"
     empty.mkdir()
     assert run(str(empty)).exit_code == 2

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import json
+from typing import Any, Callable, Sequence
 
 import click
 from rich.console import Console
 
 from nnconv.cli import common
+from nnconv.cli.scale import Batch, scale_options
 from nnconv.cli.common import (
     conversion_options,
     feature_level_option,
@@ -17,18 +19,23 @@ from nnconv.cli.common import (
     handle_errors,
     verbosity_options,
 )
-from nnconv.errors import EXIT_FAILURE, EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE
+from nnconv.errors import EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE, folder_exit_code
 from nnconv.lowering.convert import ConversionOptions
-from nnconv.nnapi.levels import ApiLevel, LevelError, is_all
+from nnconv.nnapi.levels import ALL_API_LEVELS, ApiLevel, LevelError, is_all
+from nnconv.parallel import Failed, guarded
 from nnconv.report.analysis import (
+    SCHEMA_VERSION,
     CheckUsageError,
     Policies,
+    check_at,
     check_levels,
     check_one,
+    matrices,
     deprecation_warning,
     report_json,
     summary_line,
 )
+from nnconv.report.junit import check_cases, matrix_cases
 from nnconv.report.render import (
     print_raw,
     progress,
@@ -74,6 +81,7 @@ Examples:
 @click.option("--device", "devices", multiple=True, metavar="PROFILE",
               help="Also report what this device takes and the delegate's partitions with it: a shipped "
                    "profile's name (`nnconv devices`), a profile file or a folder of them. Repeatable.")
+@scale_options
 @fold_weights_option
 @input_shape_option
 @verbosity_options
@@ -81,7 +89,8 @@ Examples:
 def check(models: tuple[str, ...], api_level: str | None, feature_level: int | None, fmt: str,
           max_partitions: int, fail_on: str | None, min_coverage: float | None,
           max_partitions_allowed: int | None, jobs: int, node_data: str | None, fold_weights: bool,
-          input_shapes: tuple[str, ...], devices: tuple[str, ...]) -> None:
+          input_shapes: tuple[str, ...], shard: tuple[int, int] | None, junit: str | None,
+          scheduler: str | None, devices: tuple[str, ...]) -> None:
     """Report, per op, whether NNAPI takes MODEL at an API level, why not, and from which level.
 
     MODELS are .tflite files or folders of them. The table becomes one op per line below 100 columns;
@@ -90,7 +99,7 @@ def check(models: tuple[str, ...], api_level: str | None, feature_level: int | N
     code = run_check(models, api_level, feature_level, fmt, max_partitions, fail_on, min_coverage,
                      max_partitions_allowed, conversion_options(fold_weights, False, input_shapes), common.out,
                      common.err,
-                     node_data, jobs, devices)
+                     node_data, jobs, Batch(shard, junit, scheduler), devices)
     if code:
         raise SystemExit(code)
 
@@ -98,11 +107,17 @@ def check(models: tuple[str, ...], api_level: str | None, feature_level: int | N
 def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: int | None, fmt: str,
               max_partitions: int, fail_on: str | None, min_coverage: float | None,
               max_partitions_allowed: int | None, options: ConversionOptions, out: Console, err: Console,
-              node_data: str | None = None, jobs: int = 1, devices: tuple[str, ...] = ()) -> int:
+              node_data: str | None = None, jobs: int = 1, batch: Batch | None = None,
+              devices: tuple[str, ...] = ()) -> int:
     """Runs `nnconv check`; returns the exit code (0; 1 when a policy is violated; that of `convert` when a
     partition fails to lower)."""
     policies = Policies(fail_on, min_coverage, max_partitions_allowed)
-    paths = expand_models(models)
+    batch = batch or Batch()
+    paths = expand_models(models, batch.shard)
+    if not paths:  # this shard holds none of the models
+        err.print(f"nnconv: shard {batch.shard[0]}/{batch.shard[1]} holds none of the models", markup=False)
+        batch.write_junit("nnconv.check", [])
+        return 0
     if node_data is not None and (len(paths) != 1 or is_all(api_level)):
         raise CheckUsageError("--node-data takes one model at one API level")
     if is_all(api_level):
@@ -114,17 +129,31 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
             raise CheckUsageError("--fail-on, --min-coverage and --max-partitions-allowed need one target level, "
                                   "not --api-level all")
         with common.timed("check"):
-            mats = progress(paths, err, functools.partial(check_levels, options=options,
-                                                          max_partitions=max_partitions), jobs)
-        render_matrix(mats, fmt, out)
-        return 0
+            if batch.scheduler is None:
+                mats, failures = _split(progress(paths, err, _each(paths, functools.partial(
+                    check_levels, options=options, max_partitions=max_partitions), batch), jobs))
+            else:  # one task per model and level, gathered per model as check_levels would
+                cells = [(p, lv) for p in paths for lv in ALL_API_LEVELS]
+                fn = functools.partial(guarded, fn=functools.partial(check_at, options=options,
+                                                                     max_partitions=max_partitions))
+                mats, failures = _split(matrices(list(zip(cells, progress(cells, err, fn,
+                                                                          scheduler=batch.scheduler)))))
+        if mats:
+            render_matrix(mats, fmt, out, failures)
+        batch.write_junit("nnconv.check", matrix_cases(mats, failures))
+        return _report_failures(failures, fmt, out, err, bool(mats)) or 0
     level = resolve_level(api_level, feature_level_)
     if devices:
-        checks = _check_devices(paths, level, devices, fmt, max_partitions, options, out, err, jobs)
+        checks, failures = _check_devices(paths, level, devices, fmt, max_partitions, options, out, err, jobs,
+                                          batch)
     else:
         with common.timed("check"):
-            checks = progress(paths, err, functools.partial(check_one, level=level, options=options,
-                                                            max_partitions=max_partitions), jobs)
+            checks, failures = _split(progress(paths, err, _each(paths, functools.partial(
+                check_one, level=level, options=options, max_partitions=max_partitions), batch), jobs,
+                scheduler=batch.scheduler))
+    batch.write_junit("nnconv.check", check_cases(checks, failures, policies.violations, level))
+    if not checks:
+        return _report_failures(failures, fmt, out, err, False)
     if node_data is not None:
         from nnconv.report.node_data import check_node_data, write_node_data
         write_node_data(node_data, check_node_data(checks[0]))
@@ -133,7 +162,7 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     elif fmt == "table" and common.verbosity == common.QUIET:
         for c in checks:  # verdicts only
             out.print(f"{c.path}: API {c.api_level}: {summary_line(c)}", markup=False)
-    elif len(checks) == 1:
+    elif len(checks) == 1 and not failures:
         check = checks[0]
         if fmt == "json":
             print_raw(out, json.dumps(report_json(check), indent=2))
@@ -146,9 +175,10 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         else:
             render_table(check, out, verbose=common.verbosity == common.VERBOSE)
     else:
-        render_multi(checks, fmt, out)
+        render_multi(checks, fmt, out, failures)
         if fmt == "csv" and deprecation_warning(level):
             err.print(f"warning: {deprecation_warning(level)}", markup=False)
+    unchecked = _report_failures(failures, fmt, out, err, True)
     violations = [v for c in checks for v in policies.violations(c)]
     for v in violations:
         err.print(f"nnconv: policy violated: {v}", markup=False)
@@ -166,20 +196,50 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         line = " ".join(f"{blocked[0].path}: {blocked[0].whole_refusal}".split())
         err.print(f"nnconv: error: {line}", markup=False)
         return EXIT_NOT_CONVERTIBLE
-    return EXIT_FAILURE if violations else 0
+    return folder_exit_code(bool(violations), [unchecked] if unchecked else [])
+
+
+def _each(paths: Sequence[str], fn: Callable[[str], Any], batch: Batch) -> Callable[[str], Any]:
+    """`fn` for one model run here (its errors end the command as usual); for several, on a cluster, or with
+    a JUnit report (which records the model in error), `fn` guarded so that a model that cannot be read
+    becomes a row of its own and the others are still reported, as `verify` does."""
+    alone = len(paths) == 1 and batch.scheduler is None and batch.junit is None
+    return fn if alone else functools.partial(guarded, fn=fn)
+
+
+def _split(results: Sequence[Any]) -> tuple[list[Any], list[Failed]]:
+    return [r for r in results if not isinstance(r, Failed)], [r for r in results if isinstance(r, Failed)]
+
+
+def _report_failures(failures: Sequence[Failed], fmt: str, out: Console, err: Console, rendered: bool) -> int:
+    """Prints the models that could not be checked (in the JSON when nothing else was rendered, else one
+    `nnconv: error:` line each on stderr); returns the exit code of the first (0 when none)."""
+    if not failures:
+        return 0
+    if fmt == "json" and not rendered:
+        print_raw(out, json.dumps({"schema_version": SCHEMA_VERSION, "models": [],
+                                   "errors": [f.to_json() for f in failures]}, indent=2))
+    for f in failures:
+        line = f.error if f.error.startswith(f.path) else f"{f.path}: {f.error}"
+        err.print(f"nnconv: error: {line}", markup=False)
+    if len(failures) > 1 or rendered:  # one model alone: its error line says it all
+        err.print(f"nnconv: {len(failures)} model(s) could not be checked", markup=False)
+    return failures[0].exit_code
 
 
 def _check_devices(paths: list[str], level: ApiLevel, devices: tuple[str, ...], fmt: str, max_partitions: int,
-                   options: ConversionOptions, out: Console, err: Console, jobs: int) -> list:
+                   options: ConversionOptions, out: Console, err: Console, jobs: int,
+                   batch: Batch) -> tuple[list, list[Failed]]:
     """`check --device`: the spec report and every device's verdicts and plan, printed; returns the spec
-    checks (for the policies, which stay those of the spec)."""
+    checks (for the policies, which stay those of the spec) and the models that could not be checked."""
     from nnconv.devices.device_check import check_with_devices
     from nnconv.devices.profile import resolve_profiles
     from nnconv.devices.render import render_devices
     profiles = resolve_profiles(devices)
     with common.timed("check"):
-        results = progress(paths, err, functools.partial(check_with_devices, level=level, profiles=profiles,
-                                                         options=options, max_partitions=max_partitions), jobs)
+        results, failures = _split(progress(paths, err, _each(paths, functools.partial(
+            check_with_devices, level=level, profiles=profiles, options=options, max_partitions=max_partitions),
+            batch), jobs, scheduler=batch.scheduler))
     if fmt == "table" and common.verbosity == common.QUIET:
         for d in results:
             out.print(f"{d.check.path}: API {d.check.api_level}: {summary_line(d.check)}", markup=False)
@@ -187,7 +247,7 @@ def _check_devices(paths: list[str], level: ApiLevel, devices: tuple[str, ...], 
                 out.print(f"{d.check.path}: API {d.check.api_level}: {dc.summary_line()}", markup=False)
     else:
         render_devices(results, fmt, out, err, verbose=common.verbosity == common.VERBOSE)
-    return [d.check for d in results]
+    return [d.check for d in results], failures
 
 
 def resolve_level(api_level: str | None, feature_level_: int | None) -> ApiLevel:

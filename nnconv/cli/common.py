@@ -42,12 +42,37 @@ def _width(stream: Any) -> int | None:
     return None if stream.isatty() else PIPE_WIDTH
 
 
+class _Console(Console):
+    """A rich Console whose reader may go away: a closed pipe (`nnconv check ... | head`) discards the rest of
+    the output and the command goes on to its verdict and exit code, instead of rich's exit 1 (which would
+    read as a parity failure)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        try:
+            fd = self.file.fileno()
+        except (AttributeError, OSError, ValueError):  # not a real file (tests capture into memory)
+            return
+        # Further writes, and Python's flush of the stream at exit, go to /dev/null instead of raising again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+
+def emit(text: str, nl: bool = True) -> None:
+    """Machine-readable text (JSON, CSV, DOT) on stdout, byte for byte; a closed pipe is not an error."""
+    try:
+        click.echo(text, nl=nl)
+    except BrokenPipeError:
+        out.on_broken_pipe()
+
+
 def _console(stderr: bool = False) -> Console:
     # NO_COLOR (https://no-color.org): any non-empty value turns every ANSI style off, not only colours.
     no_color = bool(os.environ.get("NO_COLOR"))
     stream = sys.stderr if stderr else sys.stdout
     # emoji=False: a path such as "a:thumbs_up:b" must print as written.
-    return Console(stderr=stderr, no_color=no_color, color_system=None if no_color else "auto", highlight=False,
+    return _Console(stderr=stderr, no_color=no_color, color_system=None if no_color else "auto", highlight=False,
                    emoji=False, soft_wrap=True, width=_width(stream))
 
 

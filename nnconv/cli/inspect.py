@@ -34,13 +34,13 @@ def inspect(file: str, with_ops: bool, fmt: str, dot: bool) -> None:
         raise NnconvError("--dot prints only the Graphviz graph: drop --ops / --format")
     loaded = load(file)
     if dot:
-        click.echo(to_dot(loaded), nl=False)
+        common.emit(to_dot(loaded), nl=False)
         return
     summary = summary_of(loaded, file)
     if fmt == "json":
         if with_ops:
             summary["ops"] = op_rows(loaded)
-        click.echo(json.dumps(summary, indent=2))
+        common.emit(json.dumps(summary, indent=2))
         return
     common.out.print(summary_text(summary), markup=False)
     if with_ops:

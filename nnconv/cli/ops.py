@@ -37,13 +37,13 @@ def ops(fmt: str, op_names: tuple[str, ...], api_level: int | None) -> None:
     if fmt == "md":
         if op_names or level is not None:
             raise click.UsageError("--format md writes docs/ops.md whole: it takes no --op or --api-level")
-        click.echo(ops_markdown(), nl=False)  # the text ends with its own newline
+        common.emit(ops_markdown(), nl=False)  # the text ends with its own newline
         return
     data = ops_json(level, op_names)
     if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
+        common.emit(json.dumps(data, indent=2))
     elif fmt == "csv":
-        click.echo(ops_csv(data), nl=False)
+        common.emit(ops_csv(data), nl=False)
     elif common.verbosity > common.QUIET:
         render_ops(data, common.out)
     else:

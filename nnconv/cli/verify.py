@@ -31,8 +31,10 @@ from nnconv.cli.common import (
     warn_inapplicable,
 )
 from nnconv.cli.npz_io import load_npz, save_npz
-from nnconv.errors import EXIT_FAILURE
+from nnconv.cli.scale import Batch, scale_options
+from nnconv.errors import EXIT_FAILURE, failure_line
 from nnconv.fmt import format_number, format_shape, print_wrapped
+from nnconv.report.junit import verify_cases
 from nnconv.report.render import COMPACT_BELOW
 from nnconv.report.tables import Col, fitted_table
 
@@ -43,7 +45,9 @@ EPILOG = """\b
 Examples:
   nnconv verify model.tflite --api-level 29
   nnconv verify models/ --api-level 30 --jobs 2
-  nnconv verify model.tflite --per-op --kernels reference --format json"""
+  nnconv verify model.tflite --per-op --kernels reference --format json
+  nnconv verify model.tflite --dataset images/ --samples 100 --per-op --save-repro repro/
+  nnconv verify models/ --shard 1/4 --junit verify.xml --scheduler tcp://10.0.0.5:8786"""
 
 
 @click.command(short_help="Convert models, run them on our executor and on TFLite, and compare every output.",
@@ -60,6 +64,10 @@ Examples:
 @click.option("--image", "image", type=click.Path(), default=None,
               help="Fill the model's one image input from this image (resized, normalized to --input-range, "
                    "quantized with the input's scale; PNG/JPEG need Pillow, PPM/PGM always work).")
+@click.option("--dataset", "dataset", type=click.Path(), default=None,
+              help="Compare on every sample of a dataset: a folder of images (preprocessed as --image) or "
+                   ".npy/.npz samples, or one .npz with a leading sample axis; --per-op examines the worst sample.")
+@click.option("--samples", type=click.IntRange(min=1), default=None, help="With --dataset: at most N samples.")
 @click.option("--reference", "reference_path", type=click.Path(), default=None,
               help=".npz of outputs saved elsewhere (e.g. on a device) to compare with instead of TFLite.")
 @click.option("--save-reference", "save_reference", type=click.Path(), default=None,
@@ -69,6 +77,9 @@ Examples:
                                       "delegates, the reference kernels, or the default XNNPACK path.")
 @click.option("--per-op", is_flag=True, help="Compare every intermediate tensor and name the first op whose "
                                             "output is out of tolerance while its inputs are within it.")
+@click.option("--save-repro", "save_repro", type=click.Path(file_okay=False), default=None,
+              help="With --per-op: write the first divergent op alone to this folder (repro.tflite, inputs.npz, "
+                   "expected.npz, ours.npz), a model that fails the same way.")
 @click.option("--relax-fp16", is_flag=True, help="Also run the float32 graph as a relaxed fp16 driver would "
                                                 "(simulated) and report the extra error per output.")
 @click.option("--atol", type=click.FloatRange(min=0), default=None, help="Absolute tolerance of float outputs.")
@@ -82,6 +93,7 @@ Examples:
 @click.option("--node-data", "node_data", type=click.Path(), default=None,
               help="With --per-op: write a Model Explorer node-data file colouring each op by its error.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@scale_options
 @fold_weights_option
 @input_shape_option
 @threads_option
@@ -93,7 +105,8 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
            reference_path: str | None, save_reference: str | None, kernels: str, per_op: bool, relax_fp16: bool,
            atol: float | None, rtol: float | None, max_lsb: int | None, allow_partial: bool, jobs: int,
            node_data: str | None, fmt: str, fold_weights: bool, input_shapes: tuple[str, ...], threads: int,
-           max_memory: str | None) -> None:
+           max_memory: str | None, shard: tuple[int, int] | None, junit: str | None, dataset: str | None,
+           samples: int | None, save_repro: str | None, scheduler: str | None) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
     from nnconv.parity.batch import model_paths
     from nnconv.parity.session import VerifyOptions
@@ -103,10 +116,13 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         raise click.UsageError("--inputs and --seed exclude each other: the inputs are given, nothing is random")
     if node_data is not None and not per_op:
         raise click.UsageError("--node-data needs --per-op (the overlay shows each op's error)")
-    paths = model_paths(models)
-    several = len(paths) > 1 or any(os.path.isdir(m) for m in models)
-    if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data)):
-        raise click.UsageError("--inputs, --image, --reference, --save-reference and --node-data take one model")
+    paths = model_paths(models, shard)
+    several = len(paths) != 1 or shard is not None or scheduler is not None or \
+        any(os.path.isdir(m) for m in models)
+    if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data,
+                                                save_repro)):
+        raise click.UsageError("--inputs, --image, --reference, --save-reference, --save-repro and --node-data "
+                               "take one model")
     warn_deprecated(level)
     warn_inapplicable(level, relax_fp16=relax_fp16)
     overrides = ToleranceOverrides(atol, rtol, max_lsb) if (atol, rtol, max_lsb) != (None, None, None) else None
@@ -118,38 +134,60 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         inputs_source=inputs_path or "", image=image,
         reference=load_npz(reference_path, limit) if reference_path else None,
         reference_source=reference_path or "", per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial,
-        overrides=overrides, threads=threads, executor_options={"max_memory": limit})
+        overrides=overrides, threads=threads, executor_options={"max_memory": limit}, dataset=dataset,
+        samples=samples, max_bytes=limit, save_repro=save_repro)
+    batch = Batch(shard, junit, scheduler)
     if several:
-        code = _verify_several(paths, options, jobs, fmt)
+        code = _verify_several(paths, options, jobs, fmt, batch)
     else:
-        code = _verify_one(paths[0], options, fmt, save_reference, node_data)
+        code = _verify_one(paths[0], options, fmt, save_reference, node_data, batch, save_repro)
     if code:
         raise SystemExit(code)
 
 
-def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, node_data: str | None) -> int:
+def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, node_data: str | None,
+                batch: Batch, save_repro: str | None = None) -> int:
+    from nnconv.parity.batch import ERROR, FAIL, PASS, ModelResult
+    from nnconv.cli.verify_dataset import print_dataset_report, sample_progress
     from nnconv.parity.session import save_reference_outputs, verify as verify_model
-    report = verify_model(path, options)
+    try:
+        with sample_progress() as advance:
+            report = verify_model(path, options, advance)
+    except Exception as e:  # the JUnit report still records the model, in error; the error ends the command
+        line, code = failure_line(e)
+        batch.write_junit("nnconv.verify", verify_cases([ModelResult(path, ERROR, 0.0, error=line, exit_code=code)],
+                                                        options.api_level))
+        raise
+    result = ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
+    batch.write_junit("nnconv.verify", verify_cases([result], options.api_level))
     if save_reference is not None:
         save_npz(save_reference, save_reference_outputs(path, options))
     if node_data is not None:
         from nnconv.report.node_data import per_op_node_data, write_node_data
         write_node_data(node_data, per_op_node_data(report, path))
     if fmt == "json":
-        click.echo(json.dumps(report.to_json(), indent=2))
+        common.emit(json.dumps(report.to_json(), indent=2))
     elif common.verbosity == common.QUIET:
-        common.out.print("PASS" if report.passed else "FAIL", markup=False)
+        common.out.print(report.verdict, markup=False)
+    elif report.dataset is not None:
+        print_dataset_report(report, print_report)
     else:
         print_report(report)
+    if save_repro is not None:
+        common.info(f"wrote the repro of op #{report.repro['op_index']} {report.repro['op']} to {save_repro}; "
+                    f"reproduce with: {report.repro['command']}" if report.repro else
+                    "no divergent op: no repro written")
     return 0 if report.passed else EXIT_FAILURE
 
 
-def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str) -> int:
-    from nnconv.parity.batch import ERROR, PASS, batch_json, summary, verify_one
+def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str, batch: Batch) -> int:
+    from nnconv.parity.batch import ERROR, batch_json, exit_code, summary, verify_one
     from nnconv.report.render import progress
-    results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying")
+    results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying",
+                       scheduler=batch.scheduler)
+    batch.write_junit("nnconv.verify", verify_cases(results, options.api_level))
     if fmt == "json":
-        click.echo(json.dumps(batch_json(results), indent=2))
+        common.emit(json.dumps(batch_json(results), indent=2))
     else:
         table = Table(title=f"verify at API {options.api_level} (TFLite {options.kernels} kernels)")
         for col in ("model", "status", "worst output", "max |diff|", "max rel", "LSB", "time", "note"):
@@ -157,7 +195,10 @@ def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str) -> 
         for r in results:
             worst = r.worst_output or {}
             style = {"pass": "green", "fail": "red", "error": "red"}[r.status]
-            table.add_row(escape(r.model), f"[{style}]{r.status.upper()}[/{style}]", escape(worst.get("name", "-")),
+            flat = r.status == "pass" and bool((r.report or {}).get("uninformative_outputs"))
+            status = "PASS (uninformative)" if flat else r.status.upper()
+            style = "yellow" if flat else style
+            table.add_row(escape(r.model), f"[{style}]{status}[/{style}]", escape(worst.get("name", "-")),
                           f"{worst['max_abs']:.3g}" if worst else "-", f"{worst['max_rel']:.3g}" if worst else "-",
                           "-" if worst.get("max_lsb") is None else str(worst["max_lsb"]), f"{r.seconds:.1f}s",
                           escape(r.error if r.status == ERROR else _first_divergent_note(r.report)))
@@ -165,12 +206,20 @@ def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str) -> 
         s = summary(results)
         common.out.print(f"{s['passed']} passed, {s['failed']} failed, {s['errors']} could not be verified "
                          f"({s['models']} models, {s['seconds']:.1f}s)", markup=False)
-    return 0 if all(r.status == PASS for r in results) else EXIT_FAILURE
+    return exit_code(results)
 
 
 def _first_divergent_note(report: dict | None) -> str:
+    """The note of a model's row: its dataset's counts (`--dataset`), then the first divergent op."""
+    notes = []
+    dataset = (report or {}).get("dataset")
+    if dataset:
+        notes.append(f"{dataset['samples']} samples, {dataset['failing_samples']} failing, worst "
+                     f"{dataset['worst_sample']}")
     first = (report or {}).get("first_divergent_op")
-    return f"first divergent op #{first['op_index']} {first['op']}" if first else ""
+    if first:
+        notes.append(f"first divergent op #{first['op_index']} {first['op']}")
+    return "; ".join(notes)
 
 
 def print_report(report: Any) -> None:
@@ -183,7 +232,7 @@ def print_report(report: Any) -> None:
         if report.relaxed_per_op is not None:
             _print_per_op(report.relaxed_per_op, "relaxed fp16 per op", first_label="first op with large fp16 error",
                           relaxed=True)
-    common.out.print("PASS" if report.passed else "FAIL", markup=False)
+    print_wrapped(common.out, report.verdict, indent="  ", first_indent="")
 
 
 def print_parity(report: Any) -> None:
@@ -212,6 +261,14 @@ _OUTPUT_COLUMNS = (Col("output"), Col("dtype shape [min, max]"), Col("max |diff|
 _VERBOSE_COLUMNS = (Col("mean |diff|", justify="right"), Col("cosine", justify="right"))
 
 
+def top_cell(o: Any) -> str:
+    """`100%/80%`: top-1/top-5 agreement of class scores, `tie` where TFLite's or our ranking ties (no claim),
+    `-` for outputs that are not class scores."""
+    if o.top1 is None and o.top5 is None:
+        return "-"
+    return "/".join("tie" if v is None else f"{v:.0%}" for v in (o.top1, o.top5))
+
+
 def _print_outputs(outputs: Sequence[Any], title: str) -> None:
     """One row per output when the table fits the console without splitting a name, else one output per
     line with its metrics on indented lines; -v adds mean |diff| and cosine similarity."""
@@ -219,10 +276,9 @@ def _print_outputs(outputs: Sequence[Any], title: str) -> None:
     out = common.out
     rows = []
     for o in outputs:
-        top = "-" if o.top1 is None else f"{o.top1:.0%}/{o.top5:.0%}"
-        row = [output_label(o), tensor_label(o), f"{o.max_abs:.3g}", f"{o.max_rel:.3g}", top,
+        row = [output_label(o), tensor_label(o), f"{o.max_abs:.3g}", f"{o.max_rel:.3g}", top_cell(o),
                "-" if o.max_lsb is None else str(o.max_lsb), o.tolerance.describe(),
-               ("PASS" if o.passed else "FAIL") + (f" {o.detail}" if o.detail else "")]
+               o.verdict + (f" {o.detail}" if o.detail else "")]
         if verbose:
             row[4:4] = [f"{o.mean_abs:.3g}", f"{o.cosine:.6f}"]
         rows.append(row)
@@ -230,20 +286,21 @@ def _print_outputs(outputs: Sequence[Any], title: str) -> None:
     table = fitted_table(cols, rows, out.width, title=title) if out.width >= COMPACT_BELOW else None
     if table is not None:
         for o, row in zip(outputs, rows):
-            verdict = "[green]PASS[/green]" if o.passed else "[red]FAIL[/red]"
-            table.add_row(*(escape(c) for c in row[:-1]), verdict + escape(row[-1][4:]))
+            style = "red" if not o.passed else ("yellow" if o.uninformative else "green")
+            table.add_row(*(escape(c) for c in row[:-1]),
+                          f"[{style}]{escape(o.verdict)}[/{style}]" + escape(row[-1][len(o.verdict):]))
         out.print(table)
         return
     out.print(title, markup=False)
     for o in outputs:
         line = Text(f"{output_label(o)}  {tensor_label(o)}  ")
-        line.append("PASS" if o.passed else "FAIL", style="green" if o.passed else "red")
+        line.append(o.verdict, style="red" if not o.passed else ("yellow" if o.uninformative else "green"))
         out.print(line)
         metrics = f"max |diff| {o.max_abs:.3g}, max rel {o.max_rel:.3g}"
         if o.max_lsb is not None:
             metrics += f", {o.max_lsb} LSB"
-        if o.top1 is not None:
-            metrics += f", top-1/5 {o.top1:.0%}/{o.top5:.0%}"
+        if top_cell(o) != "-":
+            metrics += f", top-1/5 {top_cell(o)}"
         if verbose:
             metrics += f", mean |diff| {o.mean_abs:.3g}, cosine {o.cosine:.6f}"
         print_wrapped(out, metrics, indent="      ", first_indent="    ")
@@ -268,14 +325,24 @@ def _print_per_op(per_op: Any, title: str, first_label: str = "first divergent o
                          + ("" if first.lsb is None else f", {first.lsb} LSB") + confirm, markup=False)
     else:
         common.out.print(f"{first_label}: none", markup=False)
+    start = per_op.first_large
+    if start is not None and start is not first:
+        common.out.print(f"divergence starts at: #{start.op_index} {start.op} -> {start.tensor} ({start.status}: "
+                         f"max |diff| {start.max_abs:.3g}" + ("" if start.lsb is None else f", {start.lsb} LSB")
+                         + ")", markup=False)
+    # Where divergence starts (the first amplified or divergent op) leads the table, whatever its size: the
+    # largest errors are usually far downstream, propagated.
     worst = per_op.worst(TOP_OPS)
+    if start is not None:
+        worst = [start] + [e for e in worst if e is not start][:TOP_OPS - 1]
     if not worst:
         return
     rows = [[f"#{e.op_index} {e.op}", e.tensor, e.dtype, f"{e.max_abs:.3g}", f"{e.max_rel:.3g}",
-             "-" if e.lsb is None else str(e.lsb), e.status] for e in worst]
+             "-" if e.lsb is None else str(e.lsb), e.status + (" (starts here)" if e is start else "")]
+            for e in worst]
     cols = (Col("op"), Col("tensor"), Col("dtype"), Col("max |diff|", justify="right"),
             Col("max rel", justify="right"), Col("LSB", justify="right"), Col("status"))
-    title = f"{title}: ops out of tolerance, largest error first"
+    title = f"{title}: ops out of tolerance, where divergence starts, then largest error first"
     table = fitted_table(cols, rows, common.out.width, title=title) if common.out.width >= COMPACT_BELOW else None
     if table is None:  # one op per line: tensor names are long TFLite names, never split
         common.out.print(title, markup=False)

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from nnconv.errors import NnconvError
+from nnconv.errors import failure_line, folder_exit_code
 from nnconv.parallel import map_in_processes
 from nnconv.parity.session import SCHEMA_VERSION, VerifyOptions, VerifyReport, verify
 
@@ -26,6 +26,7 @@ class ModelResult:
     seconds: float
     report: dict | None = None  # the model's verify JSON (pass / fail)
     error: str = ""  # the one-line reason (error)
+    exit_code: int = 0  # error: the exit code this model gives alone (2, 3 or 4)
 
     @property
     def worst_output(self) -> dict | None:
@@ -35,10 +36,32 @@ class ModelResult:
             return None
         return max(outputs, key=lambda o: (not o["passed"], o["max_rel"]))
 
+    @property
+    def failure_reason(self) -> str:
+        """One line: the failing output with its error and tolerance (`relaxed fp16` when only the simulated
+        relaxed driver fails), "" when the model passed."""
+        report = self.report or {}
+        bad = [o for o in (report.get("dataset") or {}).get("outputs", []) if not o["passed"]]
+        if bad:
+            o = max(bad, key=lambda o: o["failing_samples"])
+            return (f"output '{o['name']}': {o['failing_samples']} of {o['samples']} samples over the tolerance "
+                    f"{o['tolerance']} (worst sample {o['worst_sample']}: max |diff| {o['worst_max_abs']:.3g})")
+        for label, outputs in (("output", report.get("outputs", [])),
+                               ("relaxed fp16 output", (report.get("relaxed") or {}).get("outputs", []))):
+            bad = [o for o in outputs if not o["passed"]]
+            if bad:
+                o = max(bad, key=lambda o: o["max_rel"])
+                lsb = "" if o.get("max_lsb") is None else f" ({o['max_lsb']} LSB)"
+                more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+                return (f"{label} '{o['name']}': max |diff| {o['max_abs']:.3g}{lsb} over the tolerance "
+                        f"{o['tolerance']}{more}")
+        return ""
+
     def to_json(self) -> dict:
         data = {"model": self.model, "status": self.status, "seconds": round(self.seconds, 3)}
         if self.error:
             data["error"] = self.error
+            data["exit_code"] = self.exit_code
         worst = self.worst_output
         if worst is not None:
             data["worst_output"] = {k: worst[k] for k in ("name", "max_abs", "max_rel", "max_lsb", "passed")}
@@ -52,14 +75,16 @@ def verify_one(path: str, options: VerifyOptions) -> ModelResult:
     start = time.monotonic()
     try:
         report: VerifyReport = verify(path, options)
-    except NnconvError as e:
-        return ModelResult(path, ERROR, time.monotonic() - start, error=" ".join(str(e).split()))
-    except MemoryError:
-        return ModelResult(path, ERROR, time.monotonic() - start, error="out of memory")
     except Exception as e:  # noqa: BLE001 - one broken model must not stop a folder run; its row says why
-        return ModelResult(path, ERROR, time.monotonic() - start,
-                           error=f"internal error: {type(e).__name__}: {' '.join(str(e).split())}")
+        line, code = failure_line(e)
+        return ModelResult(path, ERROR, time.monotonic() - start, error=line, exit_code=code)
     return ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
+
+
+def exit_code(results: Sequence[ModelResult]) -> int:
+    """1 when a model failed parity, else the exit code of the first that could not be verified, else 0."""
+    return folder_exit_code(any(r.status == FAIL for r in results),
+                            [r.exit_code for r in results if r.status == ERROR])
 
 
 def verify_many(paths: Sequence[str], options: VerifyOptions, jobs: int = 1) -> Iterator[ModelResult]:
@@ -79,7 +104,8 @@ def batch_json(results: Sequence[ModelResult]) -> dict:
             "summary": summary(results)}
 
 
-def model_paths(paths: Sequence[str]) -> list[str]:
-    """Files as given; folders contribute their .tflite files (recursively, sorted)."""
+def model_paths(paths: Sequence[str], shard: tuple[int, int] | None = None) -> list[str]:
+    """Files as given; folders contribute their .tflite files (recursively, sorted); `shard` (K, N) keeps
+    shard K of N (tflite/model_paths.py)."""
     from nnconv.tflite.model_paths import expand_models
-    return expand_models([os.fspath(p) for p in paths])
+    return expand_models([os.fspath(p) for p in paths], shard)

@@ -49,15 +49,16 @@ def quantize(real: np.ndarray, spec: IoTensor) -> np.ndarray:
 
 
 def image_inputs(path: str | os.PathLike, specs: Sequence[IoTensor],
-                 value_range: tuple[float, float] | None = None) -> dict[str, np.ndarray]:
-    """The model's one image input filled from an image file (see the module docstring)."""
+                 value_range: tuple[float, float] | None = None, option: str = "--image") -> dict[str, np.ndarray]:
+    """The model's one image input filled from an image file (see the module docstring); `option` names
+    where the image came from in errors (`--image`, or `--dataset` for its samples)."""
     images = [s for s in specs if len(s.shape) == 4 and s.shape[3] in (1, 3)]
     if len(specs) != 1 or len(images) != 1:
-        raise InputDataError(f"--image needs a model with one image input [1, H, W, 1 or 3]; this one takes "
+        raise InputDataError(f"{option} needs a model with one image input [1, H, W, 1 or 3]; this one takes "
                              + ", ".join(f"{s.name} {list(s.shape)}" for s in specs))
     spec = images[0]
     _, height, width, channels = spec.shape
-    pixels = resize_bilinear(read_image(path, channels), height, width)
+    pixels = resize_bilinear(read_image(path, channels, option), height, width)
     low, high = value_range or DEFAULT_IMAGE_RANGE
     real = low + pixels / 255.0 * (high - low)
     dt = spec.np_dtype
@@ -66,22 +67,24 @@ def image_inputs(path: str | os.PathLike, specs: Sequence[IoTensor],
     elif dt in (np.dtype(np.uint8), np.dtype(np.int8)) and spec.scale > 0:
         value = quantize(real, spec)
     else:
-        raise InputDataError(f"--image: input {spec.name} is {spec.dtype}; only float and uint8/int8 images")
+        raise InputDataError(f"{option}: input {spec.name} is {spec.dtype}; only float and uint8/int8 images")
     return {spec.name: value.reshape(spec.shape)}
 
 
-def read_image(path: str | os.PathLike, channels: int) -> np.ndarray:
+def read_image(path: str | os.PathLike, channels: int, option: str = "--image") -> np.ndarray:
     """An [H, W, channels] float64 array of 0..255 pixel values."""
     try:
         from PIL import Image
     except ImportError:
-        pixels = _read_pnm(path)
+        pixels = _read_pnm(path, option)
     else:
         try:
             with Image.open(path) as im:
                 pixels = np.asarray(im.convert("L" if channels == 1 else "RGB"))
-        except OSError as e:
-            raise InputDataError(f"--image {os.fspath(path)}: cannot read it as an image ({e})") from None
+        # Pillow's decoders raise OSError for most damage, but ValueError / SyntaxError / EOFError from some
+        # plugins (a PPM header "P6 junk"), and DecompressionBombError past its pixel limit.
+        except (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError) as e:
+            raise InputDataError(f"{option} {os.fspath(path)}: cannot read it as an image ({e})") from None
     pixels = pixels.astype(np.float64)
     if pixels.ndim == 2:
         pixels = pixels[:, :, None]
@@ -90,13 +93,13 @@ def read_image(path: str | os.PathLike, channels: int) -> np.ndarray:
     return pixels
 
 
-def _read_pnm(path: str | os.PathLike) -> np.ndarray:
+def _read_pnm(path: str | os.PathLike, option: str = "--image") -> np.ndarray:
     """Binary 8-bit PGM (P5) or PPM (P6): the formats read without Pillow."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
-        raise InputDataError(f"--image {os.fspath(path)}: {e.strerror}") from None
+        raise InputDataError(f"{option} {os.fspath(path)}: {e.strerror}") from None
     fields: list[bytes] = []
     pos = 0
     while len(fields) < 4 and pos < len(data):  # magic, width, height, maxval; '#' starts a comment
@@ -112,13 +115,13 @@ def _read_pnm(path: str | os.PathLike) -> np.ndarray:
         pos = end
     pos += 1  # the single whitespace byte before the raster
     if len(fields) < 4 or fields[0] not in (b"P5", b"P6") or not all(f.isdigit() for f in fields[1:]):
-        raise InputDataError(f"--image {os.fspath(path)}: not a binary PGM/PPM; install Pillow "
+        raise InputDataError(f"{option} {os.fspath(path)}: not a binary PGM/PPM; install Pillow "
                              "(pip install 'nnconv[image]') to read PNG, JPEG and other formats")
     width, height, maxval = (int(f) for f in fields[1:])
     channels = 3 if fields[0] == b"P6" else 1
     size = width * height * channels
     if maxval > 255 or len(data) - pos < size:
-        raise InputDataError(f"--image {os.fspath(path)}: truncated or 16-bit PGM/PPM")
+        raise InputDataError(f"{option} {os.fspath(path)}: truncated or 16-bit PGM/PPM")
     raster = np.frombuffer(data, dtype=np.uint8, count=size, offset=pos).reshape(height, width, channels)
     return raster.astype(np.float64) * (255.0 / maxval)
 

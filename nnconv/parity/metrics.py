@@ -8,7 +8,8 @@ unit of difference is one LSB):
 | `max_abs`, `mean_abs` | max / mean of |ours - reference| (equal values, equal infinities and NaN on both sides count as 0; NaN on one side only as inf) |
 | `max_rel` | `max_abs / max|reference|` over the finite reference values: the error relative to the tensor's range |
 | `cosine` | cosine similarity of the flattened tensors (1.0 when both are all zero, 0.0 when only one is) |
-| `top1`, `top5` | for class-score-like outputs (`looks_like_class_scores`): the fraction of rows whose arg-max agrees, and the mean overlap of the 5 best classes |
+| `top1`, `top5` | for class-score-like outputs (`looks_like_class_scores`): the fraction of rows whose arg-max agrees, and the mean overlap of the 5 best classes, over the rows where that ranking is defined: a row whose best class (top-1) or whose 5th and 6th best (top-5) tie on either side is left out, since the winner of a tie is an accident of sorting; None when no row is left |
+| `constant` | the reference's values span no more than the tolerance, or than 1e-3 of their magnitude (`is_uninformative`): any engine that computes that one value passes, so the comparison proves little |
 | `max_lsb`, `histogram` | quantized tensors: the largest difference in steps and {steps: count} |
 """
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 TOP_K = 5
+NEAR_CONSTANT = 1e-3  # values spanning less than this fraction of their magnitude are "nearly constant"
 _MIN_CLASSES = 10  # fewer classes than this is not a classifier head (boxes, keypoints, embeddings)
 
 
@@ -94,15 +96,39 @@ def cosine_similarity(actual: np.ndarray, expected: np.ndarray) -> float:
     return float(np.clip(np.dot(a, e) / (na * ne), -1.0, 1.0))
 
 
-def top_k_agreement(actual: np.ndarray, expected: np.ndarray, k: int = TOP_K) -> tuple[float, float]:
-    """(top-1 agreement, top-k overlap) over the rows of class scores shaped [N, C] or [C]."""
+def top_k_agreement(actual: np.ndarray, expected: np.ndarray, k: int = TOP_K) -> tuple[float | None, float | None]:
+    """(top-1 agreement, top-k overlap) over the rows of class scores shaped [N, C] or [C], each over the rows
+    where its ranking has no tie at its boundary on either side (None when there is none)."""
     c = max(expected.shape) if expected.ndim else 1
     a = np.asarray(actual, dtype=np.float64).reshape(-1, c)
     e = np.asarray(expected, dtype=np.float64).reshape(-1, c)
-    top1 = float(np.mean(np.argmax(a, axis=1) == np.argmax(e, axis=1)))
     k = min(k, c)
-    # Stable sorts so ties rank by class index on both sides alike.
-    ta = np.argsort(-a, axis=1, kind="stable")[:, :k]
-    te = np.argsort(-e, axis=1, kind="stable")[:, :k]
-    overlap = [len(set(x.tolist()) & set(y.tolist())) / k for x, y in zip(ta, te)]
-    return top1, float(np.mean(overlap))
+    # Stable sorts so ties rank by class index on both sides alike; tied rows are then left out.
+    sa = np.argsort(-a, axis=1, kind="stable")
+    se = np.argsort(-e, axis=1, kind="stable")
+    top1_rows = ~(_tied_at(a, sa, 1) | _tied_at(e, se, 1))
+    topk_rows = ~(_tied_at(a, sa, k) | _tied_at(e, se, k))
+    top1 = float(np.mean(sa[top1_rows, 0] == se[top1_rows, 0])) if top1_rows.any() else None
+    overlap = [len(set(x.tolist()) & set(y.tolist())) / k
+               for x, y in zip(sa[topk_rows, :k], se[topk_rows, :k])]
+    return top1, (float(np.mean(overlap)) if overlap else None)
+
+
+def _tied_at(values: np.ndarray, order: np.ndarray, k: int) -> np.ndarray:
+    """Per row: whether the k-th best value equals the (k+1)-th (the top-k set is then not defined)."""
+    if k >= values.shape[1]:
+        return np.zeros(values.shape[0], dtype=bool)
+    ranked = np.take_along_axis(values, order[:, k - 1:k + 1], axis=1)
+    return ranked[:, 0] == ranked[:, 1]
+
+
+def is_uninformative(expected: np.ndarray, tolerance_span: float) -> bool:
+    """True when TFLite's tensor is constant, or varies by no more than `tolerance_span` (the tolerance in the
+    tensor's own units): any engine that outputs that one value passes, so the comparison tells little. A
+    single value (one element) is not judged: nothing can vary."""
+    e = np.asarray(expected, dtype=np.float64)
+    finite = e[np.isfinite(e)]
+    if finite.size < 2:
+        return False
+    magnitude = float(np.abs(finite).max())
+    return float(finite.max() - finite.min()) <= max(tolerance_span, NEAR_CONSTANT * magnitude)

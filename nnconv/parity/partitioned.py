@@ -110,12 +110,12 @@ def verify_prepared(prepared: PreparedConversion, inputs: Mapping[str, np.ndarra
         feed = _named(Executor(converted), feed)
     report = run_parity(reference, converted, feed, kernels=kernels, **extra)
     if kernels == BUILTIN_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
-        _compare_with_reference_kernels(report, reference, converted, feed, **extra)
+        compare_with_reference_kernels(report, reference, converted, feed, **extra)
     settle_with_kernel_spread(report, reference, converted, feed, **extra)
     return report
 
 
-def _compare_with_reference_kernels(report: ParityReport, reference: TfliteReference, converted: ConvertedModel,
+def compare_with_reference_kernels(report: ParityReport, reference: TfliteReference, converted: ConvertedModel,
                                     feed: Mapping[str, np.ndarray], overrides: ToleranceOverrides | None = None,
                                     executor_options: Mapping[str, Any] | None = None) -> None:
     """Settles a quantized output out of tolerance against TFLite's optimized kernels by comparing it with
@@ -191,7 +191,7 @@ def verify_partitions(prepared: PreparedConversion, partitions: Sequence[Convert
     reference = reference or TfliteReference.of(prepared.model, prepared.source)
     subgraph = partitions[0].subgraph if partitions else 0
     model_inputs = prepared.io_specs(prepared.model.subgraphs[subgraph].inputs, subgraph)
-    feed = _bind_model_inputs(model_inputs, inputs) if inputs is not None else random_inputs(model_inputs, seed)
+    feed = bind_model_inputs(model_inputs, inputs) if inputs is not None else random_inputs(model_inputs, seed)
     # Dynamic-range models run on their float twin, as in a whole-model verify (parity/twin.py); without
     # one, on the model itself with the looser hybrid tolerance.
     twin = reference.twin
@@ -222,7 +222,7 @@ def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[Io
                                     feed: Mapping[str, np.ndarray], hybrid: bool,
                                     overrides: ToleranceOverrides | None = None,
                                     opts: Mapping[str, Any] | None = None) -> None:
-    """The partition-wise twin of `_compare_with_reference_kernels`: a partition whose quantized outputs
+    """The partition-wise twin of `compare_with_reference_kernels`: a partition whose quantized outputs
     miss TFLite's optimized kernels passes when, fed and compared with TFLite's reference kernels' own
     tensors, it is within tolerance (the NNAPI reference arithmetic); its outputs' details say so."""
     try:
@@ -324,7 +324,7 @@ def _is_nnapi_file(path: str | os.PathLike) -> bool:
     return head[4:8] == NNAPI_FILE_MAGIC
 
 
-def _bind_model_inputs(specs: Sequence[IoTensor], inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def bind_model_inputs(specs: Sequence[IoTensor], inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """User inputs by name or positional `arr_k`, keyed by input name."""
     out = {}
     for k, spec in enumerate(specs):

@@ -10,15 +10,16 @@ rule as per-op parity (parity/per_op.py).
 
 | relaxed check | passes when | why |
 | --- | --- | --- |
-| float outputs | max |diff| <= 1e-3 + 1e-2 x the output range | float16 keeps 11 significant bits (relative step 2^-11 ~ 4.9e-4 per rounding); 1e-2 of the range allows ~20 roundings to add up in the same direction, while overflow (inf) and catastrophic cancellation exceed it |
+| float outputs | max |diff| <= 2^-14 + 1e-2 x the output range | float16 keeps 11 significant bits (relative step 2^-11 ~ 4.9e-4 per rounding), so its error scales with the values' magnitude, as the CTS relaxed tolerances (atol + rtol x |expected|) do: 1e-2 of the range allows ~20 roundings to add up in the same direction, while overflow (inf) and catastrophic cancellation exceed it. The absolute part is float16's smallest normal, 2^-14 ~ 6.1e-5: below it float16 keeps a fixed absolute step and a driver may flush to zero. (It was 1e-3, which on a 0.015-range output allowed 7.6% of the range; now 1.4%) |
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import time
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.levels import DEFAULT_API_LEVEL
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.inputs import bind_reference, image_inputs, ranged_inputs
-from nnconv.parity.partitioned import _bind_model_inputs, _is_nnapi_file, verify_model, verify_prepared
+from nnconv.parity.partitioned import bind_model_inputs, _is_nnapi_file, verify_model, verify_prepared
 from nnconv.parity.per_op import PASS, PerOpReport, per_op_parity
 from nnconv.parity.tflite_runner import (
     BUILTIN_KERNELS,
@@ -50,7 +51,7 @@ from nnconv.runtime.blas_threads import use_threads
 from nnconv.runtime.executor import Executor
 
 SCHEMA_VERSION = 1
-RELAXED_ATOL = 1e-3
+RELAXED_ATOL = 2.0 ** -14  # float16's smallest normal; the tolerance is otherwise relative to the range
 RELAXED_RTOL = 1e-2
 RELAXED_TOLERANCE = ToleranceOverrides(atol=RELAXED_ATOL, rtol=RELAXED_RTOL)
 
@@ -77,6 +78,10 @@ class VerifyOptions:
     overrides: ToleranceOverrides | None = None
     executor_options: Mapping[str, Any] = field(default_factory=dict)
     threads: int = 1  # our executor's BLAS threads and TFLite's num_threads, alike (`--threads`)
+    dataset: str | None = None  # `--dataset PATH` (parity/samples.py), with at most `samples` samples
+    samples: int | None = None
+    max_bytes: int | None = None  # bound of each .npy/.npz sample read (`--max-memory`)
+    save_repro: str | None = None  # with `per_op`: the folder of the first divergent op's repro (parity/repro.py)
 
     def check(self) -> None:
         if self.inputs is not None and self.seed is not None:
@@ -87,6 +92,14 @@ class VerifyOptions:
             raise InputDataError("--input-range applies to random inputs, not to --inputs")
         if self.reference is not None and (self.per_op or self.relax_fp16):
             raise InputDataError("--reference compares outputs only: it excludes --per-op and --relax-fp16")
+        if self.dataset is not None and (self.inputs is not None or self.image is not None or self.seed is not None
+                                         or self.reference is not None or self.relax_fp16):
+            raise InputDataError("--dataset gives the inputs: it excludes --inputs, --image, --seed, --reference "
+                                 "and --relax-fp16")
+        if self.samples is not None and self.dataset is None:
+            raise InputDataError("--samples needs --dataset")
+        if self.save_repro is not None and not self.per_op:
+            raise InputDataError("--save-repro needs --per-op (the repro is the first divergent op)")
 
 
 @dataclass
@@ -100,23 +113,55 @@ class VerifyReport:
     relaxed_per_op: PerOpReport | None = None
     seconds: float = 0.0
     tflite_outputs: dict[str, np.ndarray] = field(default_factory=dict)  # for --save-reference
+    dataset: dict | None = None  # `--dataset`: parity/dataset.py's summary; the rest is its worst sample's
+    repro: dict | None = None  # `--save-repro`: what was written (parity/repro.py)
 
     @property
     def passed(self) -> bool:
-        return self.parity.passed and all(o.passed for o in self.relaxed or [])
+        return self.parity.passed and all(o.passed for o in self.relaxed or []) and \
+            (self.dataset is None or self.dataset["passed"])
 
     @property
     def model(self) -> str:
         return self.parity.model
 
+    @property
+    def uninformative(self) -> list[str]:
+        """Outputs whose TFLite values are constant (or nearly so) on the inputs used (the whole dataset's)."""
+        if self.dataset is not None:
+            return list(self.dataset["uninformative_outputs"])
+        return [o.name for o in self.parity.outputs if o.uninformative]
+
+    @property
+    def verdict(self) -> str:
+        """The one-line verdict: FAIL, PASS, or PASS flagged when every output compared is uninformative
+        (a constant output passes on any engine) or some are."""
+        if not self.passed:
+            return "FAIL"
+        flat = self.uninformative
+        if not flat:
+            return "PASS"
+        from nnconv.parity.verify import UNINFORMATIVE_HINT
+        which = "every output is" if len(flat) == len(self.parity.outputs) else \
+            f"{len(flat)} of {len(self.parity.outputs)} outputs are"
+        return (f"PASS (uninformative: {which} constant on these inputs ({', '.join(flat)}); "
+                f"{UNINFORMATIVE_HINT})")
+
     def to_json(self) -> dict:
         data = {"schema_version": SCHEMA_VERSION, **self.parity.to_json(), **self.meta, "passed": self.passed,
+                "uninformative_outputs": self.uninformative, "verdict": self.verdict,
                 "seconds": round(self.seconds, 3)}
+        if self.dataset is not None:
+            data["dataset"] = self.dataset
+        if self.per_op is not None and self.repro is not None:
+            data["repro"] = self.repro
         if self.per_op is not None:
             data["per_op_kernels"] = self.per_op.kernels
             data["per_op"] = [e.to_json() for e in self.per_op.entries]
             data["first_divergent_op"] = self.per_op.first_divergent.to_json() if self.per_op.first_divergent \
                 else None
+            start = self.per_op.first_large
+            data["divergence_starts_at"] = start.to_json() if start else None
         if self.relaxed is not None:
             relaxed: dict[str, Any] = {"tolerance": f"|diff| <= {RELAXED_ATOL:g} + {RELAXED_RTOL:g} * range",
                                        "simulated": "fp16 storage of float32 operands, fp32 arithmetic rounded "
@@ -130,11 +175,47 @@ class VerifyReport:
         return data
 
 
-def verify(model: str | os.PathLike, options: VerifyOptions | None = None) -> VerifyReport:
-    """Verifies one model (.tflite, or a .nnapi file with its source) as `nnconv verify` does."""
+def verify(model: str | os.PathLike, options: VerifyOptions | None = None,
+           advance: Callable[[str, int], None] | None = None) -> VerifyReport:
+    """Verifies one model (.tflite, or a .nnapi file with its source) as `nnconv verify` does. `advance`:
+    called with each `--dataset` sample's name and the count before it runs (a progress bar)."""
     opts = options or VerifyOptions()
     with use_threads(opts.threads):  # set here, in the process that runs: --jobs workers are spawned
+        if opts.dataset is not None:
+            return _verify_dataset(model, opts, advance)
         return _verify(model, opts)
+
+
+def _verify_dataset(model: str | os.PathLike, opts: VerifyOptions,
+                    advance: Callable[[str, int], None] | None) -> VerifyReport:
+    """Every sample of the dataset compared (parity/dataset.py), then one ordinary verify of the worst sample
+    (with `--per-op` if asked): its report carries the dataset's summary."""
+    from nnconv.parity.dataset import compare_dataset
+    from nnconv.parity.samples import dataset_samples
+    from nnconv.limits import default_max_memory
+    opts.check()
+    start = time.monotonic()
+    path = os.fspath(model)
+    if _is_nnapi_file(path):
+        raise InputDataError(f"{path}: --dataset needs the .tflite model")
+    prepared = prepare(path, opts.api_level, opts.conversion)
+    try:
+        lowered = prepared.lowered(allow_partial=False, prefer_whole=True)
+    except ConversionError as e:
+        raise ConversionError(f"{e}; --dataset needs a model that lowers whole", e.diagnostics) from None
+    converted = lowered.whole.converted
+    samples = dataset_samples(opts.dataset, converted.inputs, opts.input_range,
+                              opts.max_bytes or default_max_memory(), opts.samples)
+    result = compare_dataset(os.fspath(opts.dataset), converted, TfliteReference.of(prepared.model, prepared.source),
+                             samples, opts.kernels, opts.overrides, opts.executor_options, advance)
+    worst = samples[result.worst]
+    again = replace(opts, dataset=None, samples=None, input_range=None, inputs=worst.load(),
+                    inputs_source=f"{opts.dataset} sample {worst.name}")
+    report = _verify(model, again)
+    report.meta["inputs"] = {"dataset": opts.dataset, "range": list(opts.input_range) if opts.input_range else None}
+    report.dataset = result.to_json()
+    report.seconds = time.monotonic() - start
+    return report
 
 
 def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
@@ -157,8 +238,7 @@ def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
     except ConversionError as e:
         if opts.allow_partial:
             raise
-        raise ConversionError(f"{e}; verify it partition by partition with --allow-partial",
-                              e.diagnostics) from None
+        raise ConversionError(f"{e}; {_partial_hint(prepared)}", e.diagnostics) from None
     reference = TfliteReference.of(prepared.model, prepared.source)
     whole = lowered.whole is not None
     partitions = lowered.models
@@ -179,10 +259,21 @@ def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
     return report
 
 
+def _partial_hint(prepared: PreparedConversion) -> str:
+    """The way on for a model that does not lower whole: --allow-partial, unless TFLite cannot run the model
+    either (a custom op its interpreter lacks), where --allow-partial would only end in TFLite's refusal."""
+    try:
+        TfliteRunner(TfliteReference.of(prepared.model, prepared.source).source)
+    except NnconvError as e:
+        return (f"TFLite cannot run it either ({e}), so there is nothing to verify against; `nnconv check` "
+                "reports which ops NNAPI takes")
+    return "verify it partition by partition with --allow-partial"
+
+
 def model_inputs(specs: Sequence[IoTensor], opts: VerifyOptions) -> dict[str, np.ndarray]:
     """The inputs of one verify, keyed by input name (given, from the image, or seeded random)."""
     if opts.inputs is not None:
-        return _bind_model_inputs(specs, opts.inputs)
+        return bind_model_inputs(specs, opts.inputs)
     if opts.image is not None:
         return image_inputs(opts.image, specs, opts.input_range)
     seed = opts.seed or 0
@@ -227,6 +318,7 @@ def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: 
     runner.run({s.tflite_tensor: np.asarray(feed[s.name]) for s in specs})
     loose = reference.hybrid and twin is None
     base = dict(opts.executor_options)
+    per_op_runner = runner
     if opts.per_op:
         report.per_op = per_op_parity(prepared, partitions, runner.tensor, loose, opts.overrides, base)
         report.per_op.kernels = kernels
@@ -243,6 +335,15 @@ def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: 
             if again is not None and again.out_of_tolerance < report.per_op.out_of_tolerance:
                 again.kernels = REFERENCE_KERNELS
                 report.per_op = again
+                per_op_runner = ref_runner
+        first = report.per_op.first_divergent
+        if opts.save_repro is not None and first is not None:
+            from nnconv.parity.repro import save_repro
+            report.repro = save_repro(opts.save_repro, prepared.model, partitions[0].subgraph, first.op_index,
+                                      per_op_runner.tensor, functools.partial(_run_repro, opts=opts))
+            report.repro["command"] = (f"nnconv verify {os.path.join(opts.save_repro, 'repro.tflite')} --inputs "
+                                       f"{os.path.join(opts.save_repro, 'inputs.npz')} --api-level "
+                                       f"{opts.api_level} --kernels {report.per_op.kernels}")
     if opts.relax_fp16:
         fp32 = {o.name: o for o in report.parity.outputs}
         rows = []
@@ -260,6 +361,14 @@ def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: 
         if opts.per_op:
             report.relaxed_per_op = per_op_parity(prepared, partitions, runner.tensor, loose, RELAXED_TOLERANCE,
                                                   {**base, "relaxed_fp16": True})
+
+
+def _run_repro(data: bytes, inputs: Mapping[str, np.ndarray], opts: VerifyOptions) -> Mapping[str, np.ndarray]:
+    """nnconv's outputs of a one-op repro (parity/repro.py) on `inputs`, converted as the model was."""
+    whole = prepare(data, opts.api_level, opts.conversion).lowered(allow_partial=False).whole
+    if whole is None:
+        raise NnconvError("the one-op repro does not lower whole")
+    return Executor(whole.converted, **dict(opts.executor_options)).run(dict(inputs))
 
 
 def _meta(opts: VerifyOptions, path: str) -> dict:

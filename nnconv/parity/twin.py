@@ -52,7 +52,7 @@ def _dequantized(t: Tensor) -> np.ndarray:
     return ((value - zps) * scales).astype(np.float32)
 
 
-def _quant(t: Tensor) -> QuantParams | None:
+def quant_params(t: Tensor) -> QuantParams | None:
     q = t.quantization
     if not q.scale:
         return None
@@ -73,7 +73,7 @@ def _copy_subgraph(sb: SubgraphBuilder, sg: Subgraph, replace: set[int], substit
             data, ttype, quant = _dequantized(t).tobytes(), TensorType.FLOAT32, None
         else:
             data = None if t.data is None else np.ascontiguousarray(t.data).tobytes()
-            ttype, quant = t.type, _quant(t)
+            ttype, quant = t.type, quant_params(t)
         sb.copied_tensor(t.name, t.shape, ttype, data, quant, sig, t.is_variable)
     for op in sg.operators:
         if substitute is not None and substitute(sb, sg, op):

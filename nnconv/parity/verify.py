@@ -12,7 +12,7 @@ from nnconv.errors import NnconvError
 from nnconv.runtime.executor import Executor
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
-from nnconv.parity.metrics import tensor_metrics
+from nnconv.parity.metrics import is_uninformative, tensor_metrics
 from nnconv.parity.tolerances import Tolerance, ToleranceOverrides, tolerance_for
 from nnconv.parity.builtin_twin import TRANSPOSE_CONV_BIAS, builtin_twin, custom_ops_substituted
 from nnconv.parity.twin import float_twin, hybrid_weights
@@ -61,6 +61,15 @@ class OutputParity:
     operand: int | None = None  # the NNAPI operand holding our value (set by the caller that has the model)
     # float outputs re-judged by parity/kernel_spread.py: max |diff| between TFLite's two kernel sets
     kernel_spread: float | None = None
+    # TFLite's values are constant or nearly so (metrics.is_uninformative): a pass proves little
+    uninformative: bool = False
+
+    @property
+    def verdict(self) -> str:
+        """PASS / FAIL, never a bare PASS for an uninformative comparison."""
+        if not self.passed:
+            return "FAIL"
+        return "PASS (uninformative)" if self.uninformative else "PASS"
 
     def to_json(self) -> dict:
         return {"name": self.name, "operand": self.operand, "dtype": self.dtype, "shape": list(self.shape),
@@ -69,7 +78,7 @@ class OutputParity:
                 "top5": self.top5, "max_lsb": self.max_lsb,
                 "histogram": {str(k): v for k, v in self.histogram.items()},
                 "tolerance": self.tolerance.describe(), "kernel_spread": self.kernel_spread,
-                "passed": self.passed, "detail": self.detail}
+                "passed": self.passed, "uninformative": self.uninformative, "detail": self.detail}
 
 
 def compare(name: str, actual: np.ndarray, expected: np.ndarray, hybrid: bool = False,
@@ -85,16 +94,35 @@ def compare(name: str, actual: np.ndarray, expected: np.ndarray, hybrid: bool = 
                             detail=f"shape {list(actual.shape)} != TFLite's {list(expected.shape)}",
                             value_range=value_range)
     m = tensor_metrics(actual, expected, quantized=tol.kind != "float")
+    span = tolerance_span(tol, m.range)
+    passed = (m.max_lsb or 0) <= tol.lsb if tol.kind == "quant" else m.max_abs <= span
+    row = OutputParity(name, expected.dtype.name, shape, tol, m.max_abs, m.max_rel,
+                       m.max_lsb if tol.kind != "float" else None,
+                       m.histogram if tol.kind != "float" else {}, passed, mean_abs=m.mean_abs, cosine=m.cosine,
+                       top1=m.top1, top5=m.top5, value_range=value_range)
+    mark_uninformative(row, expected, span)
+    return row
+
+
+def tolerance_span(tol: Tolerance, magnitude: float) -> float:
+    """The largest |diff| `tol` allows on a tensor of `magnitude` (max |value|), in the tensor's units."""
     if tol.kind == "float":
-        passed = m.max_abs <= tol.atol + tol.rtol * m.range
-    elif tol.kind == "quant":
-        passed = (m.max_lsb or 0) <= tol.lsb
-    else:
-        passed = m.max_abs == 0
-    return OutputParity(name, expected.dtype.name, shape, tol, m.max_abs, m.max_rel,
-                        m.max_lsb if tol.kind != "float" else None,
-                        m.histogram if tol.kind != "float" else {}, passed, mean_abs=m.mean_abs, cosine=m.cosine,
-                        top1=m.top1, top5=m.top5, value_range=value_range)
+        return tol.atol + tol.rtol * magnitude
+    return float(tol.lsb) if tol.kind == "quant" else 0.0
+
+
+UNINFORMATIVE_HINT = ("compare on other inputs (--image, --inputs, --dataset) or every intermediate (--per-op)")
+
+
+def mark_uninformative(row: OutputParity, expected: np.ndarray, span: float) -> None:
+    """Flags `row` when TFLite's `expected` values (one run's, or every sample's) vary by no more than the
+    tolerance: a constant output passes on any engine that computes that value, so the verdict says so."""
+    if expected.dtype == np.bool_ or not is_uninformative(expected, span):
+        return
+    row.uninformative = True
+    what = "constant" if row.value_range and row.value_range[0] == row.value_range[1] else "nearly constant"
+    note = f"{what} on these inputs: the comparison proves little; {UNINFORMATIVE_HINT}"
+    row.detail = "; ".join(filter(None, [row.detail, note]))
 
 
 def attach_operands(rows: Sequence[OutputParity], converted: ConvertedModel) -> list[OutputParity]:

@@ -7,7 +7,8 @@ the JSON schema in docs/report-schema.md.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
 from nnconv.errors import NnconvError
 from nnconv.lowering.check_report import OpReport, Report
@@ -70,6 +71,29 @@ def check_one(path: str, level: int, options: ConversionOptions | None = None,
               max_partitions: int = DEFAULT_MAX_PARTITIONS, lower: bool = True) -> ModelCheck:
     prepared = prepare(path, level, options)
     return ModelCheck(path, prepared.report, prepared.plan(max_partitions, lower=lower), prepared.whole_refusal)
+
+
+def check_at(item: tuple[str, int], options: ConversionOptions | None = None,
+             max_partitions: int = DEFAULT_MAX_PARTITIONS) -> ModelCheck:
+    """One (path, level) cell of the `--api-level all` matrix as its own task (`--scheduler`: one task per
+    model and level); `check_levels` computes the same cells reading the model once."""
+    path, level = item
+    return check_one(path, level, options, max_partitions, lower=False)
+
+
+def matrices(cells: Sequence[tuple[tuple[str, int], Any]]) -> list[Any]:
+    """The per-(path, level) results of `check_at` gathered per model in their order: a LevelMatrix per
+    model, or the first failure (parallel.Failed) of a model where a level could not be checked."""
+    out: dict[str, Any] = {}
+    for (path, level), result in cells:
+        current = out.setdefault(path, LevelMatrix(path, {}))
+        if not isinstance(current, LevelMatrix):
+            continue  # this model already failed
+        if isinstance(result, ModelCheck):
+            current.checks[level] = result
+        else:  # the model's failure, as check_levels reports it (not tied to the level that met it)
+            out[path] = replace(result, level=None)
+    return list(out.values())
 
 
 def beyond_delegate(op_name: str) -> bool:

@@ -41,12 +41,13 @@ _STYLE = {Verdict.LOWERED: "green", Verdict.FOLDED: "green", Verdict.DRIVER_WARN
 
 
 
-def progress(paths: Sequence[str], err: Console, fn: Callable[[str], Any], jobs: int = 1,
-             verb: str = "checking") -> list[Any]:
-    """Runs `fn` on every path (in `jobs` processes when > 1: `fn` must then be picklable), with a progress
-    bar on stderr when it is a terminal and there are several."""
-    from nnconv.parallel import map_in_processes
-    results = map_in_processes(fn, list(paths), jobs)
+def progress(paths: Sequence[Any], err: Console, fn: Callable[[Any], Any], jobs: int = 1,
+             verb: str = "checking", scheduler: str | None = None) -> list[Any]:
+    """Runs `fn` on every path (in `jobs` processes when > 1, or on the Dask cluster at `scheduler`: `fn`
+    must then be picklable), with a progress bar on stderr when it is a terminal and there are several.
+    An item may be a (path, level) pair."""
+    from nnconv.parallel import map_items
+    results = map_items(fn, list(paths), jobs, scheduler)
     if len(paths) < 2 or not err.file.isatty():
         return list(results)
     from rich.progress import Progress
@@ -55,7 +56,8 @@ def progress(paths: Sequence[str], err: Console, fn: Callable[[str], Any], jobs:
         task = progress.add_task(verb, total=len(paths))
         while len(done) < len(paths):
             # Results come in path order: the next one awaited is that of paths[len(done)].
-            progress.update(task, description=f"{verb} {os.path.basename(paths[len(done)])}")
+            item = paths[len(done)]
+            progress.update(task, description=f"{verb} {os.path.basename(item if isinstance(item, str) else item[0])}")
             done.append(next(results))
             progress.advance(task)
     return done
@@ -288,12 +290,14 @@ def _multi_rows(checks: Sequence[ModelCheck]) -> list[list[str]]:
     return rows
 
 
-def render_multi(checks: Sequence[ModelCheck], fmt: str, out: Console) -> None:
+def render_multi(checks: Sequence[ModelCheck], fmt: str, out: Console, failures: Sequence[Any] = ()) -> None:
+    """`failures`: the models that could not be checked (parallel.Failed), listed in JSON under `errors`."""
     level = checks[0].api_level
     if fmt == "json":
         data = {"schema_version": SCHEMA_VERSION, "api_level": level, "feature_level": feature_level(level),
                 "warnings": [w for w in [deprecation_warning(level)] if w],
-                "models": [report_json(c) for c in checks], "total": totals(checks)}
+                "models": [report_json(c) for c in checks], "total": totals(checks),
+                "errors": [f.to_json() for f in failures]}
         print_raw(out, json.dumps(data, indent=2))
         return
     rows = _multi_rows(checks)
@@ -327,12 +331,12 @@ def render_multi(checks: Sequence[ModelCheck], fmt: str, out: Console) -> None:
 
 
 # -- rendering: the level matrix --------------------------------------------------------------------
-def render_matrix(mats: Sequence[LevelMatrix], fmt: str, out: Console) -> None:
+def render_matrix(mats: Sequence[LevelMatrix], fmt: str, out: Console, failures: Sequence[Any] = ()) -> None:
     levels = list(ALL_API_LEVELS)
     if fmt == "json":
-        data: Any = mats[0].to_json() if len(mats) == 1 else {
+        data: Any = mats[0].to_json() if len(mats) == 1 and not failures else {
             "schema_version": SCHEMA_VERSION, "api_level": "all", "levels": levels,
-            "models": [m.to_json() for m in mats]}
+            "models": [m.to_json() for m in mats], "errors": [f.to_json() for f in failures]}
         print_raw(out, json.dumps(data, indent=2))
         return
     if len(mats) > 1:
@@ -445,6 +449,10 @@ def _render_matrix_multi(mats: Sequence[LevelMatrix], fmt: str, out: Console) ->
 
 
 def print_raw(out: Console, text: str, end: str = "\n") -> None:
-    """Machine-readable text, byte for byte: no markup, no highlighting, no wrapping."""
-    out.file.write(text + end)
-    out.file.flush()
+    """Machine-readable text, byte for byte: no markup, no highlighting, no wrapping. A closed pipe goes to the
+    console's own handling (the CLI's discards the rest and keeps the exit code)."""
+    try:
+        out.file.write(text + end)
+        out.file.flush()
+    except BrokenPipeError:
+        out.on_broken_pipe()

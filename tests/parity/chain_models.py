@@ -1,4 +1,5 @@
-"""Small float models for the parity tests: a chain of elementwise ops whose every tensor is compared."""
+"""Small float models for the parity tests: a chain of elementwise ops whose every tensor is compared, and
+the test-only kernel fault the per-op tests inject."""
 
 from __future__ import annotations
 
@@ -25,3 +26,14 @@ def add_mul_sub_chain(mul_by: float = 1.5) -> bytes:
     b.op(B.SUB, [m, c3], [y], SubOptions())
     b.output(y)
     return b.finish()
+
+
+def shifted(op_type, by: float):
+    """A test-only fault: the executor's kernel of `op_type` with every result off by `by` (install it with
+    monkeypatch.setitem(KERNELS, ...) or an executor's `kernel_overrides`)."""
+    from nnconv.runtime.kernels import KERNELS
+    real = KERNELS[op_type]
+
+    def faulty(call):
+        return [np.asarray(out) + np.asarray(by, dtype=np.asarray(out).dtype) for out in real(call)]
+    return faulty

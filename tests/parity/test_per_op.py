@@ -9,21 +9,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from chain_models import add_mul_sub_chain
+from chain_models import add_mul_sub_chain, shifted
 from nnconv.cli import main
 from nnconv.errors import EXIT_FAILURE, EXIT_OK
 from nnconv.nnapi.enums import OperationType
 from nnconv.parity.per_op import as_tflite_value
 from nnconv.parity.session import VerifyOptions, verify
 from nnconv.runtime.kernels import KERNELS
-
-
-def _shifted(op_type: OperationType, by: float):
-    real = KERNELS[op_type]
-
-    def faulty(call):  # a test-only fault: this kernel's results are off by `by`
-        return [np.asarray(out) + np.asarray(by, dtype=np.asarray(out).dtype) for out in real(call)]
-    return faulty
 
 
 @pytest.fixture
@@ -39,7 +31,7 @@ def chain(tmp_path):
     pytest.param(OperationType.SUB, 2, id="last-op"),
 ])
 def test_the_faulty_kernel_is_blamed_and_none_after_it(chain, faulty_op, blamed):
-    options = VerifyOptions(per_op=True, executor_options={"kernel_overrides": {faulty_op: _shifted(faulty_op, 0.5)}})
+    options = VerifyOptions(per_op=True, executor_options={"kernel_overrides": {faulty_op: shifted(faulty_op, 0.5)}})
     report = verify(chain, options)
     assert not report.passed
     first = report.per_op.first_divergent
@@ -63,12 +55,12 @@ def test_no_fault_blames_nothing(chain):
 def test_the_fault_stays_in_the_test(chain):
     """The fault is an option of one executor: a later verify without it passes."""
     verify(chain, VerifyOptions(per_op=True, executor_options={
-        "kernel_overrides": {OperationType.MUL: _shifted(OperationType.MUL, 1.0)}}))
+        "kernel_overrides": {OperationType.MUL: shifted(OperationType.MUL, 1.0)}}))
     assert verify(chain, VerifyOptions(per_op=True)).passed
 
 
 def test_cli_per_op_json_and_table(chain, monkeypatch):
-    monkeypatch.setitem(KERNELS, OperationType.MUL, _shifted(OperationType.MUL, 0.25))
+    monkeypatch.setitem(KERNELS, OperationType.MUL, shifted(OperationType.MUL, 0.25))
     runner = CliRunner()
     result = runner.invoke(main, ["verify", chain, "--per-op", "--format", "json"])
     assert result.exit_code == EXIT_FAILURE, result.output

@@ -31,19 +31,10 @@ def chain(tmp_path):
     return str(path)
 
 
-@pytest.fixture
-def folder(tmp_path):
-    d = tmp_path / "models"
-    d.mkdir()
-    (d / "a_chain.tflite").write_bytes(add_mul_sub_chain())
-    (d / "b_broken.tflite").write_bytes(b"TFL3 this is not a flatbuffer")
-    (d / "c_chain.tflite").write_bytes(add_mul_sub_chain(mul_by=-2.0))
-    return d
-
-
 def test_folder_with_a_broken_model_in_the_middle(folder, runner):
     result = runner.invoke(main, ["verify", str(folder), "--format", "json"])
-    assert result.exit_code == EXIT_FAILURE, result.output
+    # no parity failure, one model unreadable: the exit code that model gives alone (docs/errors.md)
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
     data = json.loads(result.stdout)
     assert data["schema_version"] == 1
     assert [(pathlib.Path(m["model"]).name, m["status"]) for m in data["models"]] == [
@@ -51,8 +42,9 @@ def test_folder_with_a_broken_model_in_the_middle(folder, runner):
     assert data["models"][1]["error"] and "\n" not in data["models"][1]["error"]
     assert data["summary"] == {"models": 3, "passed": 2, "failed": 0, "errors": 1,
                                "seconds": data["summary"]["seconds"]}
+    assert data["models"][1]["exit_code"] == EXIT_BAD_INPUT
     table = runner.invoke(main, ["verify", str(folder)])
-    assert table.exit_code == EXIT_FAILURE
+    assert table.exit_code == EXIT_BAD_INPUT
     assert "2 passed, 0 failed, 1 could not be verified" in table.stdout and "ERROR" in table.stdout
 
 

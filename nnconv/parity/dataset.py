@@ -1,0 +1,190 @@
+"""`verify --dataset`: one model over many samples (parity/samples.py), each run on our executor and on
+TFLite, every output compared per sample and the differences gathered per output.
+
+Per output (JSON `dataset.outputs`, docs/report-schema.md):
+- `failing_samples`: samples out of the tolerance policy (parity/tolerances.py), a failing sample settled as
+  one verify settles it (TFLite's reference kernels for quantized outputs, its kernel spread for float ones);
+- `top1_agreement`, `top5_agreement`: class-score outputs only: the fraction of (sample, row) pairs whose best
+  class agrees, the mean overlap of the five best, over the rows without ties (parity/metrics.py);
+- `abs_error`: percentiles p50 / p90 / p99 (nearest rank) and the max of |ours - TFLite| over every element of
+  every sample (quantized outputs in LSB); outputs over 2^16 elements contribute an even stride of 2^16
+  elements per sample to the percentiles (the max is always exact);
+- `lsb_histogram` (quantized outputs): {LSB: count} over every element of every sample;
+- `worst_sample`: the sample with the largest relative error (failing ones first), by name;
+- `uninformative`: TFLite's values are constant on the whole dataset (metrics.is_uninformative).
+The worst sample over all outputs is what `--per-op` then examines (session.verify on that sample alone).
+
+Samples run one by one through `run_samples`, the one function that runs a list of samples: a batched
+executor (`Executor.run_batch`) plugs in there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from nnconv.errors import NnconvError
+from nnconv.nnapi.program import ConvertedModel
+from nnconv.parity.metrics import abs_diff
+from nnconv.parity.samples import Feed, Sample
+from nnconv.parity.kernel_spread import settle_with_kernel_spread
+from nnconv.parity.partitioned import compare_with_reference_kernels
+from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
+from nnconv.parity.tolerances import ToleranceOverrides
+from nnconv.parity.verify import (
+    OutputParity,
+    ParityReport,
+    TfliteReference,
+    compare,
+    mark_uninformative,
+    tflite_feed,
+    tflite_output,
+    tolerance_span,
+)
+from nnconv.runtime.executor import Executor
+
+PERCENTILES = (50, 90, 99)
+STRIDE_ABOVE = 1 << 16  # elements per sample kept (as float32) for the percentiles of larger outputs
+
+
+def settle(report: ParityReport, reference: TfliteReference, converted: ConvertedModel, feed: Feed,
+           overrides: ToleranceOverrides | None, executor_options: Mapping[str, Any] | None) -> None:
+    """A sample's failing outputs re-judged as one verify re-judges them: quantized ones against TFLite's
+    reference kernels (and NNAPI's own requantization arithmetic), float ones against TFLite's kernel
+    spread (parity/partitioned.py, parity/kernel_spread.py); rows are updated in place."""
+    if report.kernels == BUILTIN_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
+        compare_with_reference_kernels(report, reference, converted, feed, overrides, executor_options)
+    settle_with_kernel_spread(report, reference, converted, feed, overrides, executor_options)
+
+
+def run_samples(converted: ConvertedModel, reference: TfliteReference, feeds: Iterable[Feed], kernels: str,
+                executor_options: Mapping[str, Any] | None = None
+                ) -> Iterator[tuple[Feed, dict[str, np.ndarray], dict[str, np.ndarray], bool]]:
+    """Yields (feed, ours, TFLite's, hybrid) outputs by output name for each feed, in order; `feeds` is
+    consumed lazily, one sample in memory at a time (a batched executor would take a batch of them here).
+    Dynamic-range models compare with TFLite on their float twin (parity/twin.py) when TFLite takes it
+    (hybrid False), else with TFLite's hybrid kernels (hybrid True: the looser tolerance), as one verify does."""
+    executor = Executor(converted, **dict(executor_options or {}))
+    runner, hybrid = None, reference.hybrid
+    if reference.twin is not None:
+        try:
+            runner, hybrid = TfliteRunner(reference.twin, kernels=kernels), False
+        except NnconvError:
+            runner = None
+    runner = runner or TfliteRunner(reference.source, kernels=kernels)
+    for feed in feeds:
+        ours = executor.run(dict(feed))
+        raw = runner.run(tflite_feed(runner, converted, feed))
+        theirs = {s.name: tflite_output(runner, raw, s.tflite_tensor) for s in converted.outputs}
+        yield feed, ours, theirs, hybrid
+
+
+@dataclass
+class OutputStats:
+    """What one output's samples add up to (see the module docstring)."""
+
+    name: str
+    rows: list[OutputParity] = field(default_factory=list)  # one per sample
+    diffs: list[np.ndarray] = field(default_factory=list)
+    histogram: dict[int, int] = field(default_factory=dict)
+    low: float = np.inf  # TFLite's smallest and largest value over the dataset
+    high: float = -np.inf
+    top: list[tuple[float | None, float | None, int]] = field(default_factory=list)  # (top1, top5, rows)
+
+    def add(self, row: OutputParity, ours: np.ndarray, theirs: np.ndarray) -> None:
+        self.rows.append(row)
+        if ours.shape != theirs.shape:
+            self.diffs.append(np.array([np.inf]))
+            return
+        diff = abs_diff(ours, theirs).ravel()
+        if diff.size > STRIDE_ABOVE:  # an even stride for the percentiles, and the exact max
+            diff = np.append(diff[::-(-diff.size // STRIDE_ABOVE)], diff.max())
+        self.diffs.append(diff.astype(np.float32))  # bounded memory: 256 KiB per sample and output at most
+        for lsb, count in row.histogram.items():
+            self.histogram[lsb] = self.histogram.get(lsb, 0) + count
+        finite = theirs[np.isfinite(theirs)] if theirs.dtype.kind == "f" else theirs
+        if finite.size and theirs.dtype != np.bool_:
+            self.low, self.high = min(self.low, float(finite.min())), max(self.high, float(finite.max()))
+        if row.top1 is not None or row.top5 is not None:
+            self.top.append((row.top1, row.top5, int(np.prod(theirs.shape[:-1])) or 1))
+
+    def to_json(self, names: Sequence[str]) -> dict:
+        first = self.rows[0]
+        diffs = np.concatenate(self.diffs) if self.diffs else np.zeros(0)
+        # nearest rank ("inverted_cdf"): every percentile is an error some element really has (whole LSB for
+        # quantized outputs), the smallest with at least p% of the elements at or below it
+        pct = {f"p{p}": float(np.percentile(diffs, p, method="inverted_cdf")) for p in PERCENTILES} \
+            if diffs.size else {}
+        worst = max(range(len(self.rows)), key=lambda i: (not self.rows[i].passed, self.rows[i].max_rel))
+        summary = OutputParity(self.name, first.dtype, first.shape, first.tolerance, 0.0, 0.0, None,
+                               value_range=(self.low, self.high) if self.low <= self.high else None)
+        if self.low <= self.high and len(self.rows) * int(np.prod(first.shape)) >= 2:
+            span = tolerance_span(first.tolerance, max(abs(self.low), abs(self.high)))
+            mark_uninformative(summary, np.array([self.low, self.high]), span)
+        return {"name": self.name, "dtype": first.dtype, "shape": list(first.shape),
+                "tolerance": first.tolerance.describe(), "samples": len(self.rows),
+                "passed": all(r.passed for r in self.rows),
+                "failing_samples": sum(not r.passed for r in self.rows),
+                "top1_agreement": _weighted(self.top, 0), "top5_agreement": _weighted(self.top, 1),
+                "abs_error": {**pct, "max": float(diffs.max()) if diffs.size else 0.0},
+                "lsb_histogram": ({str(k): v for k, v in sorted(self.histogram.items())}
+                                  if first.tolerance.kind == "quant" else None),
+                "range": None if summary.value_range is None else list(summary.value_range),
+                "worst_sample": names[worst], "worst_max_abs": self.rows[worst].max_abs,
+                "worst_max_rel": self.rows[worst].max_rel, "worst_lsb": self.rows[worst].max_lsb,
+                "uninformative": summary.uninformative, "detail": summary.detail}
+
+
+def _weighted(top: Sequence[tuple[float | None, float | None, int]], k: int) -> float | None:
+    """The mean of per-sample agreements weighted by their rows, over the samples where it is defined."""
+    pairs = [(t[k], t[2]) for t in top if t[k] is not None]
+    total = sum(n for _, n in pairs)
+    return sum(v * n for v, n in pairs) / total if total else None
+
+
+@dataclass
+class DatasetResult:
+    path: str
+    names: list[str]
+    outputs: list[OutputStats]
+    worst: int  # index of the worst sample over every output
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for o in self.outputs for r in o.rows)
+
+    def to_json(self) -> dict:
+        outputs = [o.to_json(self.names) for o in self.outputs]
+        return {"path": self.path, "samples": len(self.names), "passed": self.passed,
+                "failing_samples": sum(any(not o.rows[i].passed for o in self.outputs)
+                                       for i in range(len(self.names))),
+                "worst_sample": self.names[self.worst], "outputs": outputs,
+                "uninformative_outputs": [o["name"] for o in outputs if o["uninformative"]]}
+
+
+def compare_dataset(path: str, converted: ConvertedModel, reference: TfliteReference, samples: Sequence[Sample],
+                    kernels: str, overrides: ToleranceOverrides | None = None,
+                    executor_options: Mapping[str, Any] | None = None,
+                    advance: Callable[[str, int], None] | None = None) -> DatasetResult:
+    """Every sample through both engines (`run_samples`), compared output by output. `advance(name, total)`
+    is called before each sample (the CLI's progress bar)."""
+    stats = [OutputStats(s.name) for s in converted.outputs]
+
+    def feeds() -> Iterator[Feed]:
+        for sample in samples:
+            if advance is not None:
+                advance(sample.name, len(samples))
+            yield sample.load()
+    badness = []
+    for feed, ours, theirs, hybrid in run_samples(converted, reference, feeds(), kernels, executor_options):
+        rows = [compare(s.name, ours[s.name], theirs[s.name], hybrid, overrides) for s in converted.outputs]
+        if not all(r.passed for r in rows):  # settled as one verify settles them (partitioned.verify_prepared)
+            settle(ParityReport(path, converted.api_level, kernels, rows), reference, converted, feed, overrides,
+                   executor_options)
+        for st, spec, row in zip(stats, converted.outputs, rows):
+            st.add(row, np.asarray(ours[spec.name]), np.asarray(theirs[spec.name]))
+        badness.append(max((not r.passed, r.max_rel) for r in rows))
+    return DatasetResult(path, [s.name for s in samples], stats, max(range(len(badness)), key=badness.__getitem__))
+
