@@ -35,7 +35,7 @@ from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.runtime.relaxed import fp16_storage
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.levels import feature_level
-from nnconv.nnapi.memory import ensure_fits, last_uses
+from nnconv.nnapi.memory import ensure_fits, last_reads
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.nnapi.validate import operation_refusals
@@ -222,10 +222,16 @@ class SubgraphRunner:
     def _plan(self, sg_index: int, sg: Subgraph) -> list[_Step]:
         """Per-operation facts that do not change between runs: operand descriptions, the kernel, constant
         and subgraph-reference inputs resolved once, and which intermediates to release afterwards."""
-        last_use = last_uses(sg)
         keep = set(sg.output_indexes)
         fused = {f.at: f for f in self._fusions(sg_index, sg)}
         absorbed = {a for f in fused.values() for a in f.absorbed}
+        # Each value is released after the last STEP that reads it, not the last operation of the graph:
+        # a fused step reads its absorbed operations' inputs at its own, later place, so an operand whose
+        # last graph reader is an absorbed operation (or an operation between it and the step) would
+        # otherwise be gone when the step reads it (an int8 `x - mean` whose SUB output feeds two
+        # DEQUANTIZE chains, each fused into a byte table: "QUANTIZE reads operand 4, which has no value").
+        last_read = last_reads((k, fused[k].inputs if k in fused else op.inputs)
+                               for k, op in enumerate(sg.operations) if k not in absorbed)
         folded: dict[int, np.ndarray] = {}  # operand -> its value, computed once (see `_fold`)
         steps = []
         for k, op in enumerate(sg.operations):
@@ -244,10 +250,8 @@ class SubgraphRunner:
                 else:
                     fixed.append(None)
                     dynamic.append((pos, i))
-            # a fused step also releases what the absorbed operations read last (it now reads it here)
-            readers = [k] if fusion is None else [*fusion.absorbed, k]
-            release = [i for r in readers for i in dict.fromkeys(sg.operations[r].inputs)
-                       if last_use.get(i) == r and i not in keep and i not in folded
+            release = [i for i in dict.fromkeys(inputs)
+                       if last_read.get(i) == k and i not in keep and i not in folded
                        and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE]
             out_operands = [sg.operands[o] for o in op.outputs]
             # A folded value is a constant to its readers, so that their memos keep what they derive from it.
