@@ -27,7 +27,7 @@ from typing import Callable, Mapping, Sequence, TextIO
 import numpy as np
 
 from nnconv.runtime.blas_threads import default_threads, limit_blas_threads
-from nnconv.errors import ExecutionError, InputDataError, OperationsRefusedError
+from nnconv.errors import ExecutionError, InputDataError
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.fusion import FUSED_TYPES, Fusion, plan_fusions
 from nnconv.runtime.kernels.buffers import BufferPool
@@ -38,7 +38,7 @@ from nnconv.nnapi.levels import feature_level
 from nnconv.nnapi.memory import ensure_fits, last_reads
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
 from nnconv.nnapi.program import ConvertedModel, IoTensor
-from nnconv.nnapi.validate import operation_refusals
+from nnconv.nnapi.validate import validate_model
 
 _L = OperandLifeTime
 MAX_FEATURE_LEVEL = 8
@@ -390,12 +390,12 @@ class Executor:
         refusal names the model."""
         if isinstance(model, Model):
             model = _bare(model)
-        # What the NNAPI runtime does before it compiles a model: every operation's validate (with the
-        # constant checks of its prepare) at the model's feature level (the newest for a bare Model).
+        # What the NNAPI runtime does before it compiles a model, the validation `check`, `convert` and the
+        # `.nnapi` loader share (nnapi/validate.py): the HAL's structural rules and graph invariants (every
+        # operand read has a value, each written once), then every operation's validate (with the constant
+        # checks of its prepare) at the model's feature level (the newest for a bare Model).
         level = feature_level(model.api_level) if model.api_level else MAX_FEATURE_LEVEL
-        refusals = operation_refusals(model.model, level)
-        if refusals:
-            raise OperationsRefusedError(refusals)
+        validate_model(model.model, level)
         if max_memory is not None:
             ensure_fits(model.model, max_memory, name)
         self.converted = model
