@@ -27,7 +27,7 @@ from typing import Callable, Mapping, Sequence, TextIO
 import numpy as np
 
 from nnconv.runtime.blas_threads import default_threads, limit_blas_threads
-from nnconv.errors import ExecutionError, InputDataError
+from nnconv.errors import ExecutionError, InputDataError, InternalError
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.fusion import FUSED_TYPES, Fusion, plan_fusions
 from nnconv.runtime.kernels.buffers import BufferPool
@@ -273,6 +273,7 @@ class SubgraphRunner:
                 # the trace (per-op parity) still sees the operation, replaying its one result every run
                 step.fn = lambda call, values=values: values
                 steps.append(step)
+        _check_plan(sg_index, sg, steps)
         return steps
 
     def _fold(self, step: _Step, sg: Subgraph, keep: set[int]) -> list[np.ndarray] | None:
@@ -338,6 +339,23 @@ class SubgraphRunner:
         if i not in values:
             raise ExecutionError(f"{op_name} reads operand {i} ({od.name or od.describe()}), which has no value")
         return values[i]
+
+
+def _check_plan(sg_index: int, sg: Subgraph, steps: list[_Step]) -> None:
+    """Every value a step reads at run time is held when it runs: a subgraph input or an earlier step's
+    output, not yet released. The model passed the graph invariants (nnapi/graph_invariants.py), so a miss
+    is the plan's own bug (a fused step reading what was released), reported when the plan is made instead
+    of as a missing value in the middle of a run."""
+    held = set(sg.input_indexes)
+    for step in steps:
+        for _pos, i in step.dynamic:
+            if i not in held:
+                od = sg.operands[i]
+                raise InternalError(f"the executor's plan of subgraph {sg_index} has {step.name} (operation "
+                                    f"{step.index}) read operand {i} ({od.name or od.describe()}), which no "
+                                    "earlier step holds; please report this bug with the model")
+        held.update(o for o, _dt, _shape in step.outputs)
+        held.difference_update(step.release)
 
 
 # An operation is folded only when its outputs take at most this many times its inputs' bytes (plus the

@@ -122,3 +122,31 @@ def test_fused_step_reads_a_value_whose_last_graph_reader_comes_before_it(build,
                 np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5)
             else:
                 np.testing.assert_array_equal(got[name], want)
+
+
+def test_the_plan_is_checked_when_it_is_made(monkeypatch):
+    """Every value a step reads must be held when it runs: with values released too early (here after
+    their FIRST reading step, as the graph's last readers released them before), the plan of the first run
+    is refused as nnconv's bug (exit 4), before any kernel runs, instead of a value missing mid-run."""
+    import nnconv
+    from nnconv.errors import EXIT_INTERNAL, InternalError
+    from nnconv.runtime import executor as executor_module
+
+    def first_reads(steps):
+        first: dict[int, int] = {}
+        for k, inputs in steps:
+            for i in inputs:
+                first.setdefault(i, k)
+        return first
+
+    converted = nnconv.convert(x_minus_mean_model(), api_level=30).converted
+    feed = random_inputs(converted.inputs, 0)
+    Executor(converted).run(feed)
+    monkeypatch.setattr(executor_module, "last_reads", first_reads)
+    ran = []
+    ex = Executor(converted)
+    ex.runner.profile = lambda index, name, seconds: ran.append(name)
+    with pytest.raises(InternalError) as e:
+        ex.run(feed)
+    assert e.value.exit_code == EXIT_INTERNAL and not ran
+    assert "has DEQUANTIZE+MUL+QUANTIZE (operation 7) read operand 4 (d), which no earlier step holds" in str(e.value)
