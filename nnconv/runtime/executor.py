@@ -1,7 +1,9 @@
 """Runs an NNAPI model on the numpy kernels.
 
 `SubgraphRunner` executes one subgraph's operations in order, keeping values by operand index and
-releasing each intermediate after its last use. `Executor` wraps a `ConvertedModel` (or a bare `Model`):
+releasing each intermediate after the last step that reads it (a fused step reads, at its own place, what
+its operations read); the plan is checked when it is made, so a value missing when a step runs is found
+then, as nnconv's bug (`_check_plan`). `Executor` wraps a `ConvertedModel` (or a bare `Model`):
 inputs by TFLite tensor name (or numpy's positional `arr_0`, `arr_1`, ...), outputs by name, dtypes as in
 the original TFLite model.
 
