@@ -422,7 +422,6 @@ def lower_ops(state: ConversionState, op_indices: Sequence[int] | None = None, s
                           notes={k: note for (s, k), note in notes.items() if s == subgraph})
 
 
-
 def _with_source(v: GraphViolation, sg: Subgraph) -> str:
     """A violation in the words of the TFLite model: the operator its operation was lowered from."""
     if v.source_op is None or not 0 <= v.source_op < len(sg.operators):

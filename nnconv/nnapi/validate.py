@@ -3,13 +3,12 @@
 Rules: every operand index is in range; the graph invariants of `graph_invariants.py` (every operand read
 has a value: a constant, an omitted input, a subgraph input or an earlier operation's output; every
 temporary and output written exactly once; no cycle of subgraph references); subgraph inputs/outputs carry
-matching lifetimes; constants have
-a location whose length equals their byte size; scalars have no dimensions; constant tensors have at least
-one dimension (non-constant tensors may have an unknown rank, as FL3+ dynamic shapes allow); SUBGRAPH
-operands reference an existing subgraph; quantized operands carry what `validateOperand` demands of
-their type (a finite scale, 0 or in nnconv's accepted range `limits.MIN_SCALE..MAX_SCALE`, a zero point in
-the type's range, 0 for the symmetric types; positive finite per-channel scales; dimensions that fit
-uint32). All problems are collected and raised together.
+matching lifetimes; constants have a location whose length equals their byte size; scalars have no
+dimensions; constant tensors have at least one dimension (non-constant tensors may have an unknown rank,
+as FL3+ dynamic shapes allow); SUBGRAPH operands reference an existing subgraph; quantized operands carry
+what `validateOperand` demands of their type (a finite scale, 0 or in nnconv's accepted range
+`limits.MIN_SCALE..MAX_SCALE`, a zero point in the type's range, 0 for the symmetric types; positive finite
+per-channel scales; dimensions that fit uint32). All problems are collected and raised together.
 
 With a feature level, every operation is then validated the way Android does before it compiles a model:
 each operation's `validate` (with the constant-parameter checks of the reference CPU's `prepare`), one
