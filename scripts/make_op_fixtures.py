@@ -57,6 +57,12 @@ def while_data(x):
     return y
 
 
+def x_minus_mean(x):
+    """`x - mean` whose difference feeds a float-only FLOOR (DEQUANTIZE -> FLOOR -> QUANTIZE) and an int8 ABS."""
+    d = x - tf.reduce_mean(x, axis=-1, keepdims=True)
+    return tf.floor(d), tf.abs(d)
+
+
 def fixtures() -> dict[str, tuple]:
     """name -> (function, input specs, int8)."""
     w = tf.constant(np.random.default_rng(SEED).normal(0, 1, (6, 5)).astype(np.float32))
@@ -71,6 +77,7 @@ def fixtures() -> dict[str, tuple]:
             [f32(2, 8), f32(3)], False),
         "if_computed.float32": (if_computed, [f32(1, 4)], False),
         "while_data.float32": (while_data, [f32(1, 4)], False),
+        "x_minus_mean.int8": (x_minus_mean, [f32(1, 8, 16)], True),
     }
 
 

@@ -70,8 +70,8 @@ def test_validator_collects_every_problem():
     with pytest.raises(ModelValidationError) as e:
         validate_model(mb.model)
     text = " | ".join(e.value.problems)
-    assert "before any operation writes it" in text
-    assert "written a second time" in text
+    assert "before operation 1 (RELU) writes it: the operations are out of execution order" in text
+    assert "a second time (operation 1 (RELU) wrote it)" in text
     assert "scalar INT32 has dimensions" in text
 
 

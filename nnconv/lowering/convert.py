@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from nnconv.errors import EXIT_INTERNAL, ConversionError, NnconvError
+from nnconv.errors import EXIT_INTERNAL, ConversionError, InternalError, NnconvError
 from nnconv.lowering import rules as _rules  # noqa: F401  (registers every rule)
 from nnconv.lowering.context import INT8_SHIFT, CheckContext, ConversionState, LowerContext, dtype_name
 from nnconv.lowering.diagnostics import Code, Diagnostic
@@ -24,6 +24,7 @@ from nnconv.nnapi.enums import OperandType
 from nnconv.nnapi.levels import ApiLevel, LevelError, feature_level
 from nnconv.nnapi.model import Model, SymmPerChannelQuantParams
 from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.nnapi.graph_invariants import GraphViolation, graph_violations
 from nnconv.nnapi.validate import operation_refusals, validate_model
 from nnconv.rewrite.state import ConversionOptions
 from nnconv.tflite.ir import Operator, Subgraph, TfliteModel
@@ -117,9 +118,10 @@ def _run_check(state: ConversionState, sg: Subgraph, op: Operator, runtime: bool
 def runtime_refusals(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnostic]:
     """What the NNAPI runtime says of the operations the rule emits for `op`: the op is lowered alone and
     each emitted operation validated at the target level, as Android validates a model before compiling
-    it (`nnapi/validate.py`: each operation's validate and the constant checks of its prepare). A refused
-    operation refuses the op here, at check time, with the runtime's reason; a rule therefore cannot emit
-    what the executor would then refuse. (Where an exact alternative lowering exists for a refused case, the
+    it (`nnapi/validate.py`: each operation's validate and the constant checks of its prepare, NNC030; and
+    the graph invariants of `nnapi/graph_invariants.py`, NNC031). A refused operation refuses the op here,
+    at check time, with the runtime's reason; a rule therefore cannot emit what the executor would then
+    refuse. (Where an exact alternative lowering exists for a refused case, the
     rule's check chooses it before this point, e.g. DEQUANTIZE -> float op -> QUANTIZE.)
 
     Lowering the op alone can fail where its partition lowers (an op whose output becomes a constant cannot
@@ -142,10 +144,16 @@ def runtime_refusals(state: ConversionState, sg: Subgraph, op: Operator) -> list
                                hint="the model file is inconsistent; re-export it").at(op.index, op.name, sg.index)]
         rule = rule_for(op)
         raise rule_bug(op, type(rule).__name__ if rule is not None else "lowering", e, "lowering") from e
-    return [Diagnostic(Code.RUNTIME_REFUSED, f"the NNAPI runtime refuses the {r.type.name} this op lowers to: "
-                       f"{r.reason}", hint="the reference CPU's validate/prepare refuses these parameters")
-            .at(op.index, op.name, sg.index)
-            for r in operation_refusals(model, feature_level(state.api_level))]
+    # Android checks the graph (every operand read has a value, each written once: graph_invariants.py)
+    # before it compiles a model: operations a rule emits out of order, or reading what nothing writes,
+    # would be refused there (and by `run`), so they refuse the op here.
+    broken = [Diagnostic(Code.GRAPH_INVARIANT, f"the NNAPI operations this op lowers to break a graph invariant "
+                         f"({v.invariant.value}): {v}", hint="a bug of nnconv's lowering: please report it")
+              .at(op.index, op.name, sg.index) for v in graph_violations(model)]
+    return broken + [Diagnostic(Code.RUNTIME_REFUSED, f"the NNAPI runtime refuses the {r.type.name} this op "
+                                f"lowers to: {r.reason}", hint="the reference CPU's validate/prepare refuses "
+                                "these parameters").at(op.index, op.name, sg.index)
+                     for r in operation_refusals(model, feature_level(state.api_level))]
 
 
 def is_folded(state: ConversionState, sg: Subgraph, op: Operator) -> bool:
@@ -354,9 +362,11 @@ def partition_boundary(sg: Subgraph, op_indices: Iterable[int], state: Conversio
             tensor = sg.tensors[t]
             if tensor.data is not None or (sg.index, t) in state.folded:
                 continue
-            if tensor.is_variable and t not in sg.inputs:
+            if tensor.is_variable and t not in sg.inputs and not any(t in o.outputs for o in sg.operators):
                 # recurrent state: the rules lower it as a zero constant (rules/recurrent/). A subgraph input
-                # flagged variable (a corrupt file) stays an input, as the whole-model lowering has it.
+                # or an operator's output flagged variable (a corrupt file) stays an input, as the
+                # whole-model lowering has it (an operand read there and written by nothing in the set
+                # would have no value: graph_invariants.py, NNC031).
                 continue
             inputs.append(t)
         produced_inside.update(o for o in op.outputs if o >= 0)
@@ -397,6 +407,13 @@ def lower_ops(state: ConversionState, op_indices: Sequence[int] | None = None, s
     `OperationsRefusedError` here is a bug of nnconv (exit 4)."""
     model, ops, inputs, outputs, operands, notes = _lower(state, op_indices, subgraph)
     sg = state.model.subgraphs[subgraph]
+    broken = graph_violations(model)
+    if broken:
+        # each op's own operations passed the check (NNC031): the ops' operations together break the graph,
+        # so the lowering's mapping of TFLite tensors to operands is wrong, never the user's model
+        raise InternalError(f"the lowered NNAPI model breaks a graph invariant: {_with_source(broken[0], sg)}"
+                            + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else "")
+                            + "; please report this bug with the model")
     validate_model(model, feature_level(state.api_level))
     return ConvertedModel(model=model, inputs=[io_spec(state, sg, t) for t in inputs],
                           outputs=[io_spec(state, sg, t) for t in outputs], api_level=state.api_level,
@@ -404,3 +421,9 @@ def lower_ops(state: ConversionState, op_indices: Sequence[int] | None = None, s
                           tensor_operands=operands,
                           notes={k: note for (s, k), note in notes.items() if s == subgraph})
 
+
+def _with_source(v: GraphViolation, sg: Subgraph) -> str:
+    """A violation in the words of the TFLite model: the operator its operation was lowered from."""
+    if v.source_op is None or not 0 <= v.source_op < len(sg.operators):
+        return str(v)
+    return f"TFLite op #{v.source_op} {sg.operators[v.source_op].name}: {v}"

@@ -36,6 +36,7 @@ class Code(str, enum.Enum):
     MISSING_OPERAND = "NNC027"
     MALFORMED = "NNC028"  # the operator's tensors or options do not have the shape its kind requires
     RUNTIME_REFUSED = "NNC030"  # the NNAPI runtime's validation refuses an operation the op lowers to
+    GRAPH_INVARIANT = "NNC031"  # the operations the op lowers to break a graph invariant (nnapi/graph_invariants.py)
     DRIVER_SUPPORT = "NNW100"  # warning: commonly refused by drivers
 
     @property

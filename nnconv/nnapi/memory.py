@@ -16,6 +16,7 @@ from the inputs at run time.
 from __future__ import annotations
 
 import math
+from typing import Iterable, Sequence
 
 from nnconv.errors import ResourceLimitError
 from nnconv.limits import describe
@@ -73,10 +74,16 @@ def peak_memory(model: Model) -> int:
 
 
 def last_uses(sg: Subgraph) -> dict[int, int]:
-    """Operand -> index of the last operation reading it (the executor frees temporaries after it)."""
+    """Operand -> index of the last operation reading it."""
+    return last_reads((k, op.inputs) for k, op in enumerate(sg.operations))
+
+
+def last_reads(steps: Iterable[tuple[int, Sequence[int]]]) -> dict[int, int]:
+    """Operand -> place of the last step reading it, from (place, operands read) in run order (the executor
+    frees temporaries after it; its fused steps read at their own place what their operations read)."""
     last: dict[int, int] = {}
-    for k, op in enumerate(sg.operations):
-        for i in op.inputs:
+    for k, inputs in steps:
+        for i in inputs:
             last[i] = k
     return last
 

@@ -1,13 +1,14 @@
 """Checks a `Model` against the structural rules of the HAL (`validateModel` in the NNAPI runtime).
 
-Rules: every operand index is in range; each non-input, non-constant operand is written by exactly one
-operation, before any operation reads it; subgraph inputs/outputs carry matching lifetimes; constants have
-a location whose length equals their byte size; scalars have no dimensions; constant tensors have at least
-one dimension (non-constant tensors may have an unknown rank, as FL3+ dynamic shapes allow); SUBGRAPH
-operands reference an existing subgraph; quantized operands carry what `validateOperand` demands of
-their type (a finite scale, 0 or in nnconv's accepted range `limits.MIN_SCALE..MAX_SCALE`, a zero point in
-the type's range, 0 for the symmetric types; positive finite per-channel scales; dimensions that fit
-uint32). All problems are collected and raised together.
+Rules: every operand index is in range; the graph invariants of `graph_invariants.py` (every operand read
+has a value: a constant, an omitted input, a subgraph input or an earlier operation's output; every
+temporary and output written exactly once; no cycle of subgraph references); subgraph inputs/outputs carry
+matching lifetimes; constants have a location whose length equals their byte size; scalars have no
+dimensions; constant tensors have at least one dimension (non-constant tensors may have an unknown rank,
+as FL3+ dynamic shapes allow); SUBGRAPH operands reference an existing subgraph; quantized operands carry
+what `validateOperand` demands of their type (a finite scale, 0 or in nnconv's accepted range
+`limits.MIN_SCALE..MAX_SCALE`, a zero point in the type's range, 0 for the symmetric types; positive finite
+per-channel scales; dimensions that fit uint32). All problems are collected and raised together.
 
 With a feature level, every operation is then validated the way Android does before it compiles a model:
 each operation's `validate` (with the constant-parameter checks of the reference CPU's `prepare`), one
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from nnconv.errors import ModelValidationError, OperationsRefusedError
 from nnconv.limits import MAX_SCALE, MIN_SCALE
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
+from nnconv.nnapi.graph_invariants import graph_violations
 from nnconv.nnapi.model import Model, Subgraph
 from nnconv.nnapi.operations import OperationRefused, OperationView, validate_operation
 
@@ -60,6 +62,7 @@ def validate_model(model: Model, feature_level: int | None = None) -> None:
     for si, sg in enumerate(model.subgraphs()):
         where = "main" if si == 0 else f"referenced[{si - 1}]"
         _validate_subgraph(model, sg, where, problems)
+    problems.extend(str(v) for v in graph_violations(model))
     if problems:
         raise ModelValidationError(problems)
     if feature_level is not None:
@@ -143,29 +146,12 @@ def _validate_subgraph(model: Model, sg: Subgraph, where: str, problems: list[st
         if od.lifetime is _L.SUBGRAPH_OUTPUT and idx not in declared_outputs:
             problems.append(f"{where} operand {idx}: SUBGRAPH_OUTPUT but not among the outputs")
 
-    written: set[int] = set()
     for k, op in enumerate(sg.operations):
         tag = f"{where} operation {k} ({op.type.name})"
-        for i in op.inputs:
-            if not 0 <= i < n:
-                problems.append(f"{tag}: input operand {i} out of range")
-                continue
-            lt = sg.operands[i].lifetime
-            if lt in (_L.TEMPORARY_VARIABLE, _L.SUBGRAPH_OUTPUT) and i not in written:
-                problems.append(f"{tag}: reads operand {i} before any operation writes it")
-        for o in op.outputs:
-            if not 0 <= o < n:
-                problems.append(f"{tag}: output operand {o} out of range")
-                continue
-            lt = sg.operands[o].lifetime
-            if lt not in (_L.TEMPORARY_VARIABLE, _L.SUBGRAPH_OUTPUT):
-                problems.append(f"{tag}: writes operand {o} whose lifetime is {lt.name}")
-            if o in written:
-                problems.append(f"{tag}: operand {o} is written a second time")
-            written.add(o)
-    for o in sg.output_indexes:
-        if 0 <= o < n and o not in written and o not in declared_inputs:
-            problems.append(f"{where}: output operand {o} is never written")
+        for kind, indexes in (("input", op.inputs), ("output", op.outputs)):
+            for i in indexes:
+                if not 0 <= i < n:
+                    problems.append(f"{tag}: {kind} operand {i} out of range")
 
 
 def _check_numbers(od, tag: str, problems: list[str]) -> None:

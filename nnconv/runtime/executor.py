@@ -1,7 +1,9 @@
 """Runs an NNAPI model on the numpy kernels.
 
 `SubgraphRunner` executes one subgraph's operations in order, keeping values by operand index and
-releasing each intermediate after its last use. `Executor` wraps a `ConvertedModel` (or a bare `Model`):
+releasing each intermediate after the last step that reads it (a fused step reads, at its own place, what
+its operations read); the plan is checked when it is made, so a value missing when a step runs is found
+then, as nnconv's bug (`_check_plan`). `Executor` wraps a `ConvertedModel` (or a bare `Model`):
 inputs by TFLite tensor name (or numpy's positional `arr_0`, `arr_1`, ...), outputs by name, dtypes as in
 the original TFLite model.
 
@@ -27,7 +29,7 @@ from typing import Callable, Mapping, Sequence, TextIO
 import numpy as np
 
 from nnconv.runtime.blas_threads import default_threads, limit_blas_threads
-from nnconv.errors import ExecutionError, InputDataError, OperationsRefusedError
+from nnconv.errors import ExecutionError, InputDataError, InternalError
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.fusion import FUSED_TYPES, Fusion, plan_fusions
 from nnconv.runtime.kernels.buffers import BufferPool
@@ -35,10 +37,10 @@ from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.runtime.relaxed import fp16_storage
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.levels import feature_level
-from nnconv.nnapi.memory import ensure_fits, last_uses
+from nnconv.nnapi.memory import ensure_fits, last_reads
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
 from nnconv.nnapi.program import ConvertedModel, IoTensor
-from nnconv.nnapi.validate import operation_refusals
+from nnconv.nnapi.validate import validate_model
 
 _L = OperandLifeTime
 MAX_FEATURE_LEVEL = 8
@@ -222,10 +224,16 @@ class SubgraphRunner:
     def _plan(self, sg_index: int, sg: Subgraph) -> list[_Step]:
         """Per-operation facts that do not change between runs: operand descriptions, the kernel, constant
         and subgraph-reference inputs resolved once, and which intermediates to release afterwards."""
-        last_use = last_uses(sg)
         keep = set(sg.output_indexes)
         fused = {f.at: f for f in self._fusions(sg_index, sg)}
         absorbed = {a for f in fused.values() for a in f.absorbed}
+        # Each value is released after the last STEP that reads it, not the last operation of the graph:
+        # a fused step reads its absorbed operations' inputs at its own, later place, so an operand whose
+        # last graph reader is an absorbed operation (or an operation between it and the step) would
+        # otherwise be gone when the step reads it (an int8 `x - mean` whose SUB output feeds two
+        # DEQUANTIZE chains, each fused into a byte table: "QUANTIZE reads operand 4, which has no value").
+        last_read = last_reads((k, fused[k].inputs if k in fused else op.inputs)
+                               for k, op in enumerate(sg.operations) if k not in absorbed)
         folded: dict[int, np.ndarray] = {}  # operand -> its value, computed once (see `_fold`)
         steps = []
         for k, op in enumerate(sg.operations):
@@ -244,10 +252,8 @@ class SubgraphRunner:
                 else:
                     fixed.append(None)
                     dynamic.append((pos, i))
-            # a fused step also releases what the absorbed operations read last (it now reads it here)
-            readers = [k] if fusion is None else [*fusion.absorbed, k]
-            release = [i for r in readers for i in dict.fromkeys(sg.operations[r].inputs)
-                       if last_use.get(i) == r and i not in keep and i not in folded
+            release = [i for i in dict.fromkeys(inputs)
+                       if last_read.get(i) == k and i not in keep and i not in folded
                        and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE]
             out_operands = [sg.operands[o] for o in op.outputs]
             # A folded value is a constant to its readers, so that their memos keep what they derive from it.
@@ -269,6 +275,7 @@ class SubgraphRunner:
                 # the trace (per-op parity) still sees the operation, replaying its one result every run
                 step.fn = lambda call, values=values: values
                 steps.append(step)
+        _check_plan(sg_index, sg, steps)
         return steps
 
     def _fold(self, step: _Step, sg: Subgraph, keep: set[int]) -> list[np.ndarray] | None:
@@ -336,6 +343,23 @@ class SubgraphRunner:
         return values[i]
 
 
+def _check_plan(sg_index: int, sg: Subgraph, steps: list[_Step]) -> None:
+    """Every value a step reads at run time is held when it runs: a subgraph input or an earlier step's
+    output, not yet released. The model passed the graph invariants (nnapi/graph_invariants.py), so a miss
+    is the plan's own bug (a fused step reading what was released), reported when the plan is made instead
+    of as a missing value in the middle of a run."""
+    held = set(sg.input_indexes)
+    for step in steps:
+        for _pos, i in step.dynamic:
+            if i not in held:
+                od = sg.operands[i]
+                raise InternalError(f"the executor's plan of subgraph {sg_index} has {step.name} (operation "
+                                    f"{step.index}) read operand {i} ({od.name or od.describe()}), which no "
+                                    "earlier step holds; please report this bug with the model")
+        held.update(o for o, _dt, _shape in step.outputs)
+        held.difference_update(step.release)
+
+
 # An operation is folded only when its outputs take at most this many times its inputs' bytes (plus the
 # slack): folded values stay for the runner's life, where a run would release them after their last reader.
 # A float16 -> float32 CAST doubles, an int8 DEQUANTIZE quadruples; a TILE or FILL of a constant stays.
@@ -386,12 +410,12 @@ class Executor:
         refusal names the model."""
         if isinstance(model, Model):
             model = _bare(model)
-        # What the NNAPI runtime does before it compiles a model: every operation's validate (with the
-        # constant checks of its prepare) at the model's feature level (the newest for a bare Model).
+        # What the NNAPI runtime does before it compiles a model, the validation `check`, `convert` and the
+        # `.nnapi` loader share (nnapi/validate.py): the HAL's structural rules and graph invariants (every
+        # operand read has a value, each written once), then every operation's validate (with the constant
+        # checks of its prepare) at the model's feature level (the newest for a bare Model).
         level = feature_level(model.api_level) if model.api_level else MAX_FEATURE_LEVEL
-        refusals = operation_refusals(model.model, level)
-        if refusals:
-            raise OperationsRefusedError(refusals)
+        validate_model(model.model, level)
         if max_memory is not None:
             ensure_fits(model.model, max_memory, name)
         self.converted = model

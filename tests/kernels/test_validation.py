@@ -272,3 +272,59 @@ def test_quantized_lstm_slot_types_and_shapes():
     assert "input 9 is TENSOR_FLOAT32, the slot takes TENSOR_QUANT16_SYMM" in refusal(
         quantized_lstm(omitted_type=F32))
     assert "input 7 has dimensions [4, 3], expected [4, 4]" in refusal(quantized_lstm(recurrent_cols=3))
+
+
+def control_flow(op: OperationType, case: str = "") -> Model:
+    """IF(cond, then, else, x) with branches x -> RELU -> y, or WHILE(cond, body, x) with cond x -> LESS(x, 0)
+    and body x -> RELU; `case` breaks one rule of nnapi/operations/control_flow.py."""
+    mb = ModelBuilder()
+    refs = []
+    for role in ("first", "second"):
+        k, sg = mb.add_referenced()
+        x_type = I8 if case == "branch-input-type" and role == "second" else F32
+        x = sg.add_tensor(x_type, SHAPE, scale=0.1 if x_type is I8 else 0.0)
+        extra = [sg.add_tensor(F32, SHAPE)] if case == "branch-input-count" and role == "first" else []
+        if op is OperationType.WHILE and role == "first":  # the condition
+            out_type = F32 if case == "condition-output-type" else OperandType.TENSOR_BOOL8
+            y = sg.add_tensor(out_type, (1,))
+            r = sg.add_tensor(F32, (1,))
+            sg.add_operation(OperationType.MEAN, [x, sg.add_constant(OperandType.TENSOR_INT32,
+                                                                     np.array([0, 1], np.int32)),
+                                                  sg.add_scalar(0)], [r])
+            sg.add_operation(OperationType.LESS, [r, sg.add_constant(F32, np.zeros(1, np.float32))], [y])
+        else:
+            y = sg.add_tensor(F32, (2, 4) if case == "body-output-dims" else SHAPE)
+            sg.add_operation(OperationType.RELU, [x], [y])
+        sg.set_io([x, *extra], [y])
+        refs.append(k)
+    sg = mb.main
+    x = sg.add_tensor(F32, SHAPE)
+    y = sg.add_tensor(F32, SHAPE)
+    if op is OperationType.IF:
+        cond = sg.add_tensor(OperandType.TENSOR_BOOL8, (2,) if case == "condition-shape" else (1,))
+        sg.add_operation(op, [cond, *(sg.add_subgraph_ref(r) for r in refs), x], [y])
+        sg.set_io([cond, x], [y])
+    else:
+        sg.add_operation(op, [*(sg.add_subgraph_ref(r) for r in refs), x], [y])
+        sg.set_io([x], [y])
+    return mb.finish()
+
+
+@pytest.mark.parametrize("op,case,message", [
+    (OperationType.IF, "condition-shape", "input 0 (condition) must be a TENSOR_BOOL8 of shape [1], got "
+                                          "TENSOR_BOOL8[2]"),
+    (OperationType.IF, "branch-input-count", "input 1 (then) takes 2 inputs and returns 1 values; the operation "
+                                             "passes 1 and needs 1"),
+    (OperationType.IF, "branch-input-type", "input 2 (else) input 0 (TENSOR_QUANT8_ASYMM_SIGNED[2x5] scale=0.1 "
+                                            "zp=0) does not match the operation's input 3 (TENSOR_FLOAT32[2x5]): "
+                                            "another type"),
+    (OperationType.WHILE, "condition-output-type", "input 0 (condition) output 0 must be a TENSOR_BOOL8 of shape "
+                                                   "[1], got TENSOR_FLOAT32[1]"),
+    (OperationType.WHILE, "body-output-dims", "input 1 (body) output 0 (TENSOR_FLOAT32[2x4]) does not match the "
+                                              "operation's output 0 (TENSOR_FLOAT32[2x5]): other dimensions"),
+])
+def test_control_flow_operands_must_match_the_referenced_subgraphs(op, case, message):
+    """What Android checks of IF / WHILE against their subgraphs (the kernels take it for granted: a branch
+    declared int8 runs int8 kernels on what the IF passes it)."""
+    assert needed(control_flow(op)) == 4
+    assert refusal(control_flow(op, case)) == message
