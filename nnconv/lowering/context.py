@@ -29,6 +29,7 @@ from nnconv.nnapi.levels import feature_level, rule_level
 from nnconv.nnapi.model import Operand, SymmPerChannelQuantParams
 from nnconv.nnapi.program import INT8_SHIFT  # noqa: F401  (re-exported: rules import it from here)
 from nnconv.rewrite.state import ConversionState
+from nnconv.tflite.int4 import unpack_int4
 from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.schema_enums import ActivationFunctionType, BuiltinOperator, TensorType
 from nnconv.tflite.sparsity import densify
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 _DTYPE_NAMES = {TensorType.FLOAT32: "float32", TensorType.FLOAT16: "float16", TensorType.INT32: "int32",
                 TensorType.UINT8: "uint8", TensorType.INT64: "int64", TensorType.BOOL: "bool",
-                TensorType.INT16: "int16", TensorType.INT8: "int8"}
+                TensorType.INT16: "int16", TensorType.INT8: "int8", TensorType.INT4: "int4"}
 
 
 def dtype_name(t: TensorType) -> str:
@@ -159,6 +160,13 @@ class CheckContext:
                 dense = densify(t.data, t.shape, t.sparsity)
                 self.state.densified[key] = dense
             return dense
+        if t.type == TensorType.INT4:
+            # packed two a byte in the file (tflite/int4.py): the values, as int8, unpacked once
+            key = ("int4", self.subgraph.index, t.index)
+            values = self.state.memo.get(key)
+            if values is None:
+                values = self.state.memo[key] = unpack_int4(t.data, t.shape)
+            return values
         return t.data
 
     def nnapi_type(self, t: Tensor) -> OperandType | None:

@@ -25,6 +25,7 @@ from nnconv.errors import ModelFormatError
 from nnconv.guarded_decoder import GuardedDecoder
 from nnconv.tflite.ir import (NUMPY_DTYPE, DimensionMetadata, Operator, Quantization, SignatureDef,
                               Sparsity, Subgraph, Tensor, TfliteModel)
+from nnconv.tflite.int4 import packed_size
 from nnconv.tflite.options_codec import decode_options
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 from nnconv.tflite.validate import validate_model
@@ -229,6 +230,12 @@ class _Decoder(GuardedDecoder):
                     ti: int, name: str) -> np.ndarray:
         off, size = span
         dtype = NUMPY_DTYPE.get(ttype)
+        if ttype == TensorType.INT4 and not sparse:
+            # packed two values a byte (nnconv/tflite/int4.py), kept raw; TFLite needs at least that many bytes
+            n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            if size < packed_size(n):
+                raise self.fail(f"tensor {ti} ('{name}') has shape {list(shape)} ({n} int4 values, "
+                                f"{packed_size(n)} bytes packed) but its buffer holds {size} bytes")
         if dtype is None:  # strings, resources, int4: keep the raw bytes
             return np.frombuffer(self.buf, dtype=np.uint8, count=size, offset=off)
         if size % dtype.itemsize:
@@ -252,7 +259,7 @@ class _Decoder(GuardedDecoder):
         zp = vec(q.ZeroPointAsNumpy)
         return Quantization(scale=tuple(float(s) for s in scale), zero_point=tuple(int(z) for z in zp),
                             quantized_dimension=q.QuantizedDimension(),
-                            min=vec(q.MinAsNumpy), max=vec(q.MaxAsNumpy))
+                            min=vec(q.MinAsNumpy), max=vec(q.MaxAsNumpy), details=int(q.DetailsType()))
 
     def check_quantization(self, q: Quantization, shape: tuple[int, ...], where: str) -> None:
         """Zero points pair with scales, and per-channel parameters lie along a real dimension of the right

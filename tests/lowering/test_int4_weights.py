@@ -1,0 +1,136 @@
+"""Weight-only int4 (AI Edge Quantizer's `weight_only_wi4_afp32`): constant INT4 weights behind DEQUANTIZE,
+read by float FULLY_CONNECTED / CONV_2D. From API 29 an 8-bit symmetric constant + DEQUANTIZE, else (API 27/28,
+--fold-weights) a float32 constant; both exact, compared with TFLite's own int4 DEQUANTIZE."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
+from nnconv.errors import ModelFormatError
+from nnconv.lowering.diagnostics import Code
+from nnconv.rewrite.state import ConversionOptions
+from nnconv.tflite.int4 import pack_int4, unpack_int4
+from nnconv.tflite.options import Conv2DOptions, FullyConnectedOptions
+from nnconv.tflite.reader import read_model
+from nnconv.tflite.schema_enums import BuiltinOperator as B, Padding, TensorType
+
+FOLD = ConversionOptions(fold_dynamic_range_weights=True)
+
+
+def test_packing_is_tflites():
+    # TFLite's UnpackDenseInt4IntoInt8: low nibble first, each sign-extended; {0x12, 0x34} -> {2, 1, 4, 3}
+    assert unpack_int4(np.frombuffer(bytes([0x12, 0x34]), np.uint8), (4,)).tolist() == [2, 1, 4, 3]
+    assert unpack_int4(np.frombuffer(bytes([0x8F, 0x07]), np.uint8), (3,)).tolist() == [-1, -8, 7]
+    assert pack_int4(np.array([-1, -8, 7])) == bytes([0x8F, 0x07])  # odd count: the last high nibble is 0
+    values = np.random.default_rng(0).integers(-8, 8, (3, 5, 7))
+    assert np.array_equal(unpack_int4(np.frombuffer(pack_int4(values), np.uint8), values.shape), values)
+    with pytest.raises(ValueError):
+        pack_int4(np.array([8]))
+
+
+def int4_fc_model(per_channel: bool, units: int = 5, k: int = 7) -> bytes:
+    """y = FULLY_CONNECTED(x, DEQUANTIZE(int4 weights), float bias), as the quantizer writes it."""
+    rng = np.random.default_rng(3)
+    w = rng.integers(-8, 8, (units, k))
+    q = (QuantParams(list(rng.uniform(0.01, 0.2, units)), 0, 0) if per_channel else QuantParams(0.07))
+    b = TfliteBuilder()
+    x = b.input("x", (3, k), np.float32)
+    wq = b.const_int4("w_int4", w, q)
+    wf = b.tensor("w", (units, k), np.float32)
+    b.op(B.DEQUANTIZE, [wq], [wf])
+    bias = b.const("bias", rng.standard_normal(units).astype(np.float32))
+    y = b.tensor("y", (3, units), np.float32)
+    b.op(B.FULLY_CONNECTED, [x, wf, bias], [y], FullyConnectedOptions())
+    b.output(y)
+    return b.finish()
+
+
+def int4_conv_model() -> bytes:
+    """CONV_2D over DEQUANTIZE(per-channel int4 filter [4, 3, 3, 5]: 180 values) with an odd-sized kernel."""
+    rng = np.random.default_rng(4)
+    w = rng.integers(-8, 8, (4, 3, 3, 5))
+    b = TfliteBuilder()
+    x = b.input("x", (1, 6, 7, 5), np.float32)
+    wq = b.const_int4("f_int4", w, QuantParams(list(rng.uniform(0.01, 0.2, 4)), 0, 0))
+    wf = b.tensor("f", w.shape, np.float32)
+    b.op(B.DEQUANTIZE, [wq], [wf])
+    bias = b.const("bias", rng.standard_normal(4).astype(np.float32))
+    y = b.tensor("y", (1, 6, 7, 4), np.float32)
+    b.op(B.CONV_2D, [x, wf, bias], [y], Conv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1))
+    b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
+def test_int4_fully_connected_weights(per_channel):
+    m = int4_fc_model(per_channel)
+    for level in (29, 30):
+        result = assert_parity(m, api_level=level, expect_ops=["DEQUANTIZE", "FULLY_CONNECTED"])
+        weights = result.converted.model.main.operands[result.converted.model.main.operations[0].inputs[0]]
+        assert weights.type.name == ("TENSOR_QUANT8_SYMM_PER_CHANNEL" if per_channel else "TENSOR_QUANT8_SYMM")
+    assert_parity(m, api_level=27, expect_ops=["FULLY_CONNECTED"])  # no symmetric 8-bit types: float32 constant
+    assert_parity(m, api_level=30, options=FOLD, expect_ops=["FULLY_CONNECTED"])
+
+
+def test_int4_conv_weights():
+    m = int4_conv_model()
+    assert_parity(m, api_level=29, expect_ops=["DEQUANTIZE", "CONV_2D"])
+    assert_parity(m, api_level=28, expect_ops=["CONV_2D"])
+    assert_parity(m, api_level=30, options=FOLD, expect_ops=["CONV_2D"])
+
+
+def test_int4_with_zero_point_folds():
+    # NNAPI's symmetric types have zero point 0; an asymmetric int4 tensor is folded into float32 instead
+    b = TfliteBuilder()
+    w = np.random.default_rng(5).integers(-8, 8, (2, 6))
+    x = b.input("x", (2, 6), np.float32)
+    wq = b.const_int4("w_int4", w, QuantParams(0.1, 3))
+    wf = b.tensor("w", (2, 6), np.float32)
+    b.op(B.DEQUANTIZE, [wq], [wf])
+    y = b.tensor("y", (2, 2), np.float32)
+    b.op(B.FULLY_CONNECTED, [x, wf, -1], [y], FullyConnectedOptions())
+    b.output(y)
+    assert_parity(b.finish(), api_level=30, expect_ops=["FULLY_CONNECTED"])
+
+
+def test_int4_activation_refused():
+    b = TfliteBuilder()
+    x = b.input("x", (2, 6), TensorType.INT4, QuantParams(0.1))
+    y = b.tensor("y", (2, 6), np.float32)
+    b.op(B.DEQUANTIZE, [x], [y])
+    b.output(y)
+    diags = assert_refused(b.finish(), 30, Code.DTYPE)
+    assert "int4 computed at run time" in diags[0].message
+
+
+def test_blockwise_int4_refused():
+    # AI Edge Quantizer's blockwise recipes keep per-block scales in a tensor of their own, named by the
+    # `details` union (BlockwiseQuantization); reading the tensor's empty scale would zero the weights.
+    b = TfliteBuilder()
+    x = b.input("x", (2, 8), np.float32)
+    scales = b.const("w_scales", np.full((3, 2), 0.1, np.float16))
+    wq = b.const_int4("w_int4", np.ones((3, 8), np.int8), QuantParams([], [], 0, blockwise=(scales, -1, 4)))
+    wf = b.tensor("w", (3, 8), np.float32)
+    b.op(B.DEQUANTIZE, [wq], [wf])
+    y = b.tensor("y", (2, 3), np.float32)
+    b.op(B.FULLY_CONNECTED, [x, wf, -1], [y], FullyConnectedOptions())
+    b.output(y)
+    m = b.finish()
+    assert read_model(m).subgraphs[0].tensors[wq].quantization.details == 2
+    diags = assert_refused(m, 30, Code.QUANTIZATION)
+    assert "BlockwiseQuantization" in diags[0].message and "per channel" in diags[0].hint
+
+
+def test_short_int4_buffer_is_a_format_error():
+    b = TfliteBuilder()
+    x = b.input("x", (1, 5), np.float32)
+    wq = b.copied_tensor("w_int4", (2, 5), TensorType.INT4, pack_int4(np.zeros(8)), QuantParams(0.1))  # 4 of 5 bytes
+    wf = b.tensor("w", (2, 5), np.float32)
+    b.op(B.DEQUANTIZE, [wq], [wf])
+    y = b.tensor("y", (1, 2), np.float32)
+    b.op(B.FULLY_CONNECTED, [x, wf, -1], [y], FullyConnectedOptions())
+    b.output(y)
+    with pytest.raises(ModelFormatError, match="5 bytes packed"):
+        read_model(b.finish())
