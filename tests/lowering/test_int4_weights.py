@@ -10,6 +10,8 @@ import pytest
 from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
 from nnconv.errors import ModelFormatError
 from nnconv.lowering.diagnostics import Code
+from nnconv.parity.partitioned import PartitionedParityReport, verify_model
+from nnconv.pipeline import convert_partial
 from nnconv.rewrite.state import ConversionOptions
 from nnconv.tflite.int4 import pack_int4, unpack_int4
 from nnconv.tflite.options import Conv2DOptions, FullyConnectedOptions
@@ -134,3 +136,30 @@ def test_short_int4_buffer_is_a_format_error():
     b.output(y)
     with pytest.raises(ModelFormatError, match="5 bytes packed"):
         read_model(b.finish())
+
+
+def test_int4_weights_shared_across_partitions(tmp_path):
+    """Two FULLY_CONNECTEDs read one DEQUANTIZE(int4) across a SEGMENT_SUM nnconv does not lower: each
+    partition makes its own 8-bit constant + DEQUANTIZE, and TFLite and the partitioned model agree."""
+    rng = np.random.default_rng(6)
+    b = TfliteBuilder()
+    x = b.input("x", (2, 6), np.float32)
+    wq = b.const_int4("w_int4", rng.integers(-8, 8, (6, 6)), QuantParams(list(rng.uniform(0.05, 0.2, 6)), 0, 0))
+    wf = b.tensor("w", (6, 6), np.float32)
+    b.op(B.DEQUANTIZE, [wq], [wf])
+    h = b.tensor("h", (2, 6), np.float32)
+    b.op(B.FULLY_CONNECTED, [x, wf, -1], [h], FullyConnectedOptions())
+    s = b.tensor("s", (2, 6), np.float32)
+    b.op(B.SEGMENT_SUM, [h, b.const("ids", np.array([0, 1], np.int32))], [s])
+    y = b.tensor("y", (2, 6), np.float32)
+    b.op(B.FULLY_CONNECTED, [s, wf, -1], [y], FullyConnectedOptions())
+    b.output(y)
+    model = b.finish()
+    plan = convert_partial(model, 30)
+    assert [cm.tflite_ops for cm in plan.converted] == [[0, 1], [3]]
+    assert [[op.type.name for op in cm.model.main.operations] for cm in plan.converted] == \
+        [["DEQUANTIZE", "FULLY_CONNECTED"]] * 2
+    path = tmp_path / "int4_shared.tflite"
+    path.write_bytes(model)
+    report = verify_model(str(path), 30)
+    assert isinstance(report, PartitionedParityReport) and report.passed
