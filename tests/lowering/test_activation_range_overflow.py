@@ -1,0 +1,95 @@
+"""Quantized ops whose RELU6 / RELU_N1_TO_1 bound overflows int32 at their output scale (AI Edge Quantizer's
+static-int8 MobileNetV2: a DEPTHWISE_CONV_2D calibrated on zeros). TFLite's CPU kernels refuse them when
+preparing ("no_integer_overflow_from_quantization"); NNAPI takes them. check lowers them with warning
+NNW101, run clamps to the type's range, and verify says in one line that TFLite refuses the model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import nnconv
+from harness import QuantParams, single_op_model
+from nnconv.cli import main
+from nnconv.errors import NnconvError
+from nnconv.lowering.diagnostics import Code, Verdict
+from nnconv.parity.tflite_runner import TfliteRunner
+from nnconv.runtime.executor import Executor
+from nnconv.tflite.options import DepthwiseConv2DOptions
+from nnconv.tflite.schema_enums import ActivationFunctionType as Act, BuiltinOperator as B, Padding
+
+TINY = 1e-9  # 6 / 1e-9 = 6e9 > 2^31
+
+
+def depthwise(act: int, out_scale: float = TINY) -> bytes:
+    """Per-channel int8 DEPTHWISE_CONV_2D, bias scale input * filter scale, output zero point -128 (a RELU6
+    output as the quantizer calibrates it). The input scale is tiny too, as after a layer calibrated on
+    zeros, so that the requantization multiplier stays below 1 (TFLite's kernels wrap int32 above it)."""
+    rng = np.random.default_rng(9)
+    scales = list(rng.uniform(0.01, 0.04, 4))
+    in_scale = 1e-9
+    ins = [("x", (1, 5, 6, 4), np.int8, QuantParams(in_scale, 3)),
+           ("w", rng.integers(-127, 128, (1, 3, 3, 4)).astype(np.int8), QuantParams(scales, [0] * 4, 3)),
+           ("b", rng.integers(-500, 500, 4).astype(np.int32),
+            QuantParams([float(np.float32(in_scale) * np.float32(s)) for s in scales], [0] * 4))]
+    opts = DepthwiseConv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1, depth_multiplier=1,
+                                  fused_activation_function=act)
+    return single_op_model(B.DEPTHWISE_CONV_2D, ins, [("y", (1, 5, 6, 4), np.int8, QuantParams(out_scale, -128))],
+                           opts)
+
+
+def tflite_refuses(model: bytes) -> bool:
+    try:
+        TfliteRunner(model)
+    except NnconvError as e:
+        assert "no_integer_overflow_from_quantization" in str(e)
+        return True
+    return False
+
+
+def warnings(model: bytes, level: int = 30) -> list:
+    report = nnconv.check_model(model, api_level=level)
+    return [d for d in report.diagnostics if d.code is Code.TFLITE_REFUSES]
+
+
+def test_depthwise_relu6_is_lowered_with_a_warning_and_runs():
+    model = depthwise(Act.RELU6)
+    assert tflite_refuses(model)
+    report = nnconv.check_model(model, api_level=30)
+    (op,) = report.ops
+    assert op.status is Verdict.DRIVER_WARNING and op.supported
+    (d,) = op.diagnostics
+    assert d.code is Code.TFLITE_REFUSES and not d.is_error
+    assert "RELU6" in d.message and "no_integer_overflow_from_quantization" in d.message and "verify" in d.hint
+    # NNAPI clamps RELU6 to [zero point, type max] = [-128, 127]: 6 / 1e-9 lies far beyond 127. TFLite runs
+    # the same op without the fused activation, which it accepts: that is what NNAPI computes.
+    x = np.random.default_rng(1).integers(-128, 128, (1, 5, 6, 4)).astype(np.int8)
+    ours = Executor(nnconv.convert(model, api_level=30).converted).run({"x": x})["y"]
+    plain = depthwise(Act.NONE)
+    runner = TfliteRunner(plain)
+    theirs = runner.run({runner.input_details()[0]["index"]: x})
+    theirs = next(iter(theirs.values())) if isinstance(theirs, dict) else theirs[0]
+    assert np.array_equal(ours, theirs)
+    assert np.count_nonzero(ours == 127) and np.count_nonzero(ours == -128)  # both ends reached
+
+
+@pytest.mark.parametrize("act,scale,refused", [(Act.RELU6, 2.79e-9, True), (Act.RELU6, 2.80e-9, False),
+                                               (Act.RELU_N1_TO_1, 4.6e-10, True), (Act.RELU_N1_TO_1, 4.7e-10, False),
+                                               (Act.RELU, 1e-20, False), (Act.NONE, 1e-20, False)])
+def test_warning_exactly_where_tflite_refuses(act, scale, refused):
+    # the thresholds: 6 / 2^31 = 2.794e-9 and 1 / 2^31 = 4.66e-10; RELU quantizes only 0 and never overflows
+    model = depthwise(act, scale)
+    assert tflite_refuses(model) is refused
+    assert bool(warnings(model)) is refused
+
+
+def test_verify_says_in_one_line_that_tflite_refuses(tmp_path):
+    path = tmp_path / "dw.tflite"
+    path.write_bytes(depthwise(Act.RELU6))
+    result = CliRunner().invoke(main, ["verify", str(path)])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output
+    assert lines[0].startswith("nnconv: error: the TFLite interpreter rejected the model: ")
+    assert "no_integer_overflow_from_quantization was not true. Node number 0 (DEPTHWISE_CONV_2D)" in lines[0]
