@@ -87,6 +87,30 @@ STATIC_SHAPES_HINT = ("give the model static input shapes (--input-shape NAME=D0
                       "extents)")
 
 
+# int16 activations (16x8 quantization: AI Edge Quantizer's static_wi8_ai16, TFLite's
+# EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8): NNAPI's 16-bit types (TENSOR_QUANT16_SYMM /
+# _ASYMM) exist only for a few operands (QUANTIZED_LSTM's cell state, box coordinates), so every op on int16
+# activations is refused, with this hint, wherever a dtype refusal names an int16 tensor.
+INT16_HINT = ("NNAPI has no int16 activation type (16x8 quantization: int16 activations, int8 weights): "
+              "quantize with int8 activations instead (AI Edge Quantizer's static_wi8_ai8, or TensorFlow's "
+              "default full-integer int8), or keep the model float or use dynamic-range quantization (int8 "
+              "weights, float activations)")
+
+
+def _int16_activation(t: Tensor) -> bool:
+    return t.type == TensorType.INT16 and t.quantization.is_quantized
+
+
+def dtype_description(t: Tensor) -> str:
+    """The element type a dtype refusal names: int16 with its quantization scheme when it is 16x8's."""
+    return "int16 (16x8 quantization)" if _int16_activation(t) else dtype_name(t.type)
+
+
+def dtype_hint(t: Tensor, hint: str = "") -> str:
+    """The hint of a dtype refusal of `t`: the caller's, else INT16_HINT for a quantized int16 tensor."""
+    return hint or (INT16_HINT if _int16_activation(t) else "")
+
+
 class CheckContext:
     """The operator under check, its tensors, the target level, and `refuse` to record a reason."""
 
@@ -244,7 +268,8 @@ class CheckContext:
         if t.type in allowed:
             return True
         names = "/".join(dtype_name(a) for a in allowed)
-        self.refuse(Code.DTYPE, f"{what} '{t.name}' is {dtype_name(t.type)}; NNAPI takes {names} here", hint)
+        self.refuse(Code.DTYPE, f"{what} '{t.name}' is {dtype_description(t)}; NNAPI takes {names} here",
+                    dtype_hint(t, hint))
         return False
 
     def require_const(self, t: Tensor | None, what: str) -> bool:

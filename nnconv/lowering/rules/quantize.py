@@ -105,7 +105,7 @@ class Dequantize(Rule):
             c.refuse(Code.DTYPE, f"input '{x.name}' is int4 computed at run time; NNAPI has no 4-bit operand "
                      "type (only constant int4 weights widen to int8)")
             return
-        if not c.require_dtype(x, (U8, I8, F16, I4), "input"):
+        if x.type != I4 and not c.require_dtype(x, (U8, I8, F16), "input"):
             return
         c.require_static_shapes()
         if tuple(x.shape) != tuple(y.shape):
