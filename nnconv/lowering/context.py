@@ -12,6 +12,7 @@ rule agrees on it:
 - int8 with several scales -> TENSOR_QUANT8_SYMM_PER_CHANNEL (channel dim = quantized_dimension);
   other int8 -> TENSOR_QUANT8_ASYMM_SIGNED from API 30, and below API 30 TENSOR_QUANT8_ASYMM with zero
   point +128 and constant data shifted by +128 (NNAPI has no signed asymmetric type before feature level 4);
+  constant int4 (packed two a byte, `tflite/int4.py`) as int8, its values unpacked by `const_value`;
 - a rank-0 tensor becomes a [1] tensor, since NNAPI tensors need at least one dimension.
 """
 
@@ -208,7 +209,7 @@ class CheckContext:
             return OperandType.TENSOR_INT32 if self.is_const(t) or safe else None
         if tt == TensorType.UINT8:
             return OperandType.TENSOR_QUANT8_ASYMM
-        if tt == TensorType.INT8:
+        if tt == TensorType.INT8 or (tt == TensorType.INT4 and self.is_const(t)):  # int4 weights: int8 values
             if t.quantization.is_per_channel:
                 return OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
             return (OperandType.TENSOR_QUANT8_ASYMM_SIGNED if self.api_level >= 30
@@ -221,7 +222,8 @@ class CheckContext:
 
     def int8_shifted(self, t: Tensor) -> bool:
         """True when this int8 tensor is carried as uint8 with zero point +128 (API < 30)."""
-        return (t.type == TensorType.INT8 and not t.quantization.is_per_channel and self.api_level < 30)
+        return (t.type in (TensorType.INT8, TensorType.INT4) and not t.quantization.is_per_channel
+                and self.api_level < 30)
 
     # -- recording refusals -----------------------------------------------------------------------
     def refuse(self, code: Code, message: str, hint: str = "", min_api_level: int | None = None) -> None:

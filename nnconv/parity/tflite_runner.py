@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from typing import Iterator, Mapping
 
@@ -104,7 +105,7 @@ class TfliteRunner:
                 self.interp.allocate_tensors()
         except (ValueError, RuntimeError) as e:
             # TFLite runs its kernel's failed check and the failing node together ("...was not true.Node number")
-            reason = str(e).splitlines()[0].replace(".Node number", ". Node number").rstrip(".")
+            reason = re.sub(r"(?<=[^\s.])\.?(?=Node number)", ". ", str(e).splitlines()[0]).rstrip(".")
             raise NnconvError(f"the TFLite interpreter rejected the model: {reason}; there is no TFLite result "
                               "to compare with (`nnconv check` warns NNW101 where it knows the cause)") from None
         self.kernels = kernels

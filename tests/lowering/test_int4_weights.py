@@ -7,14 +7,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import nnconv
 from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
 from nnconv.errors import ModelFormatError
 from nnconv.lowering.diagnostics import Code
+from nnconv.parity.tflite_runner import TfliteRunner
+from nnconv.runtime.executor import Executor
 from nnconv.parity.partitioned import PartitionedParityReport, verify_model
 from nnconv.pipeline import convert_partial
 from nnconv.rewrite.state import ConversionOptions
 from nnconv.tflite.int4 import pack_int4, unpack_int4
-from nnconv.tflite.options import Conv2DOptions, FullyConnectedOptions
+from nnconv.tflite.options import (Conv2DOptions, DepthwiseConv2DOptions, FullyConnectedOptions,
+                                   TransposeConvOptions)
 from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator as B, Padding, TensorType
 
@@ -163,3 +167,100 @@ def test_int4_weights_shared_across_partitions(tmp_path):
     path.write_bytes(model)
     report = verify_model(str(path), 30)
     assert isinstance(report, PartitionedParityReport) and report.passed
+
+
+# -- int4 weights read directly (AI Edge Quantizer's int4 recipes with int8 or float activations) -------------
+def fc_with_int4(activations: str, per_channel: bool) -> bytes:
+    """FULLY_CONNECTED reading constant int4 weights itself: `activations` "int8" (quantized, int32 bias),
+    "float" (hybrid), or "weight-only" (the same float op behind DEQUANTIZE: what NNAPI computes for hybrid)."""
+    rng = np.random.default_rng(7)
+    q = QuantParams([float(s) for s in rng.uniform(0.05, 0.1, 3)], [0] * 3, 0) if per_channel else QuantParams(0.07)
+    w = rng.integers(-8, 8, (3, 6))
+    b = TfliteBuilder()
+    if activations == "int8":
+        x = b.input("x", (2, 6), np.int8, QuantParams(0.05, 2))
+        scales = q.scale if per_channel else [q.scale] * 3
+        bias = b.const("b", rng.integers(-100, 100, 3).astype(np.int32),
+                       quant=QuantParams([float(np.float32(0.05) * np.float32(s)) for s in scales], [0] * 3))
+        y = b.tensor("y", (2, 3), np.int8, QuantParams(0.2, -1))
+    else:
+        x = b.input("x", (2, 6), np.float32)
+        bias = b.const("b", rng.standard_normal(3).astype(np.float32))
+        y = b.tensor("y", (2, 3), np.float32)
+    wq = b.const_int4("w_int4", w, q)
+    if activations == "weight-only":
+        wf = b.tensor("w", (3, 6), np.float32)
+        b.op(B.DEQUANTIZE, [wq], [wf])
+        wq = wf
+    b.op(B.FULLY_CONNECTED, [x, wq, bias], [y], FullyConnectedOptions())
+    b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("per_channel,levels", [(False, (27, 30)), (True, (29, 30))],
+                         ids=["per-tensor", "per-channel"])
+def test_int8_fully_connected_with_int4_weights(per_channel, levels):
+    # int4 values are int8 values: TFLite's kernel unpacks them, NNAPI reads them as 8-bit weights
+    m = fc_with_int4("int8", per_channel)
+    for level in levels:
+        assert_parity(m, api_level=level)
+
+
+CONV_CASES = [
+    pytest.param(B.CONV_2D, (4, 3, 3, 3), 0, (1, 6, 7, 4),
+                 Conv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1, fused_activation_function=1), id="conv"),
+    pytest.param(B.DEPTHWISE_CONV_2D, (1, 3, 3, 6), 3, (1, 6, 7, 6),
+                 DepthwiseConv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1, depth_multiplier=2),
+                 id="depthwise"),
+]
+
+
+@pytest.mark.parametrize("op,filter_shape,axis,out_shape,options", CONV_CASES)
+def test_int8_convolution_with_int4_filter(op, filter_shape, axis, out_shape, options):
+    rng = np.random.default_rng(8)
+    channels = filter_shape[axis]
+    scales = [float(s) for s in rng.uniform(0.01, 0.03, channels)]
+    b = TfliteBuilder()
+    x = b.input("x", (1, 6, 7, 3), np.int8, QuantParams(0.05, -3))
+    w = b.const_int4("f_int4", rng.integers(-8, 8, filter_shape), QuantParams(scales, [0] * channels, axis))
+    bias = b.const("b", rng.integers(-300, 300, channels).astype(np.int32),
+                   quant=QuantParams([float(np.float32(0.05) * np.float32(s)) for s in scales], [0] * channels))
+    y = b.tensor("y", out_shape, np.int8, QuantParams(0.1, 5))
+    b.op(op, [x, w, bias], [y], options)
+    b.output(y)
+    m = b.finish()
+    for level in (29, 30):
+        assert_parity(m, api_level=level, expect_ops=[op.name])
+
+
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
+def test_hybrid_fully_connected_with_int4_weights(per_channel, tmp_path):
+    m = fc_with_int4("float", per_channel)
+    x = {"x": np.random.default_rng(2).uniform(-1, 1, (2, 6)).astype(np.float32)}
+    at29 = nnconv.convert(m, api_level=29).converted
+    assert [o.type.name for o in at29.model.main.operations] == ["DEQUANTIZE", "FULLY_CONNECTED"]
+    folded = nnconv.convert(m, api_level=27, options=FOLD).converted
+    assert [o.type.name for o in folded.model.main.operations] == ["FULLY_CONNECTED"]
+    # What NNAPI computes is the float op on the dequantized weights: TFLite's weight-only form of it
+    weight_only = TfliteRunner(fc_with_int4("weight-only", per_channel))
+    expected = next(iter(weight_only.run({weight_only.input_details()[0]["index"]: x["x"]}).values()))
+    for converted in (at29, folded):
+        np.testing.assert_allclose(Executor(converted).run(x)["y"], expected, rtol=1e-5, atol=1e-6)
+    assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
+    path = tmp_path / "hybrid_int4.tflite"
+    path.write_bytes(m)
+    assert nnconv.verify(str(path), api_level=29).passed  # against the float twin, int4 unpacked
+
+
+def test_transpose_conv_int4_filter_refused():
+    # TFLite's TRANSPOSE_CONV fails to prepare with int4 weights ("weights->type != kTfLiteInt8")
+    rng = np.random.default_rng(11)
+    b = TfliteBuilder()
+    x = b.input("x", (1, 4, 5, 3), np.int8, QuantParams(0.05, -3))
+    w = b.const_int4("f_int4", rng.integers(-8, 8, (4, 3, 3, 3)), QuantParams([0.02, 0.01, 0.03, 0.02], [0] * 4, 0))
+    y = b.tensor("y", (1, 8, 10, 4), np.int8, QuantParams(0.1, 5))
+    b.op(B.TRANSPOSE_CONV, [b.const("shape", np.array([1, 8, 10, 4], np.int32)), w, x, -1], [y],
+         TransposeConvOptions(padding=Padding.SAME, stride_w=2, stride_h=2))
+    b.output(y)
+    diags = assert_refused(b.finish(), 30, Code.DTYPE)
+    assert any("TFLite's TRANSPOSE_CONV takes int8 filters only" in d.message for d in diags)

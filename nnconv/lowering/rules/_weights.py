@@ -16,6 +16,11 @@ Three cases, told apart by the input and weight dtypes:
 
 `quantized_bias_type` (CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED) only names the bias tensor's type, which
 `check_weighted_op` requires to be int32 for 8-bit ops (int64 biases belong to the int16 kernels).
+
+Constant int4 weights (AI Edge Quantizer's int4 recipes with int8 or float activations; TFLite's FC and
+convolution kernels unpack them to int8) are int8 weights whose values lie in -8..7: the operand policy gives
+them the int8 operand types (`CheckContext.nnapi_type`), with their values unpacked (`const_value`), so both
+the quantized and the hybrid cases above take them exactly as they take int8.
 """
 
 from __future__ import annotations
@@ -31,11 +36,12 @@ from nnconv.tflite.schema_enums import TensorType
 
 FLOAT_WEIGHTS = (TensorType.FLOAT32, TensorType.FLOAT16)
 QUANT_WEIGHTS = (TensorType.INT8, TensorType.UINT8)
+HYBRID_WEIGHTS = QUANT_WEIGHTS + (TensorType.INT4,)
 
 
 def is_hybrid(x: Tensor | None, w: Tensor | None) -> bool:
     """Float activations with quantized weights (TFLite's dynamic-range quantization)."""
-    return (x is not None and w is not None and x.type == TensorType.FLOAT32 and w.type in QUANT_WEIGHTS)
+    return (x is not None and w is not None and x.type == TensorType.FLOAT32 and w.type in HYBRID_WEIGHTS)
 
 
 def folding_weights(c: CheckContext) -> bool:
@@ -54,14 +60,14 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
         if w.type in FLOAT_WEIGHTS:
             if w.type == TensorType.FLOAT16:
                 c.require_const(w, "float16 weights")
-        elif w.type in QUANT_WEIGHTS:
+        elif w.type in HYBRID_WEIGHTS:
             c.require_const(w, f"dynamic-range (hybrid) {what} weights")
             if not folding_weights(c):
                 c.require_api(29, f"dynamic-range (hybrid) {what}: DEQUANTIZE of the weights",
                               hint="raise --api-level to 29, or pass --fold-weights to dequantize the weights "
                                    "into float32 constants at conversion time")
         else:
-            c.require_dtype(w, FLOAT_WEIGHTS + QUANT_WEIGHTS, "weights")
+            c.require_dtype(w, FLOAT_WEIGHTS + HYBRID_WEIGHTS, "weights")
         c.require_dtype(out, (TensorType.FLOAT32,), "output")
         if bias is not None:
             c.require_dtype(bias, (TensorType.FLOAT32,), "bias")
@@ -69,7 +75,10 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
     if x.type not in QUANT_WEIGHTS:
         c.require_dtype(x, (TensorType.FLOAT32,) + QUANT_WEIGHTS)
         return
-    c.require_dtype(w, (x.type,), "weights")
+    if w.type == TensorType.INT4 and x.type == TensorType.INT8:
+        c.require_const(w, f"int4 {what} weights")
+    else:
+        c.require_dtype(w, (x.type,), "weights")
     c.require_dtype(out, (x.type,), "output")
     if bias is not None:
         c.require_dtype(bias, (TensorType.INT32,), "bias")

@@ -43,7 +43,7 @@ class FullyConnected(Rule):
 
     nnapi_ops = (OperationType.FULLY_CONNECTED, OperationType.RESHAPE, OperationType.DEQUANTIZE,
                  OperationType.CONV_2D)
-    dtypes = ("float32", "uint8", "int8", "float32+int8 weights (hybrid)")
+    dtypes = ("float32", "uint8", "int8", "int8+int4 weights", "float32+int8/int4 weights (hybrid)")
     constraints = ("default weights format; fused activation NONE or RELU family; per-channel quantized weights "
                    "(as CONV_2D) and hybrid weights need API 29; below 29 input_scale*weights_scale < output_scale")
     driver_notes = (NO_FLOAT16_ARMNN,)
