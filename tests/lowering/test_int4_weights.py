@@ -17,6 +17,7 @@ from nnconv.parity.partitioned import PartitionedParityReport, verify_model
 from nnconv.pipeline import convert_partial
 from nnconv.rewrite.state import ConversionOptions
 from nnconv.tflite.int4 import pack_int4, unpack_int4
+from nnconv.tflite.ir import DimensionMetadata, Sparsity
 from nnconv.tflite.options import (Conv2DOptions, DepthwiseConv2DOptions, FullyConnectedOptions,
                                    TransposeConvOptions)
 from nnconv.tflite.reader import read_model
@@ -264,3 +265,23 @@ def test_transpose_conv_int4_filter_refused():
     b.output(y)
     diags = assert_refused(b.finish(), 30, Code.DTYPE)
     assert any("TFLite's TRANSPOSE_CONV takes int8 filters only" in d.message for d in diags)
+
+
+@pytest.mark.parametrize("weight_only", [True, False], ids=["behind-dequantize", "read-by-fc"])
+def test_sparse_int4_refused(weight_only):
+    # nnconv unpacks dense int4 only; a sparse one is refused by the check, never half-converted
+    b = TfliteBuilder()
+    x = b.input("x", (2, 4), np.float32)
+    sp = Sparsity(traversal_order=(0, 1), block_map=(),
+                  dim_metadata=(DimensionMetadata(0, 3), DimensionMetadata(1, 0, (0, 1, 2, 3), (0, 1, 2))))
+    w = b.const("w_int4", np.array([1, 2, 3], np.int8), quant=QuantParams(0.1), shape=(3, 4), sparsity=sp)
+    b.tensors[w].type = TensorType.INT4  # its 3 stored values as 2 packed bytes would do as well: never read
+    if weight_only:
+        wf = b.tensor("w", (3, 4), np.float32)
+        b.op(B.DEQUANTIZE, [w], [wf])
+        w = wf
+    y = b.tensor("y", (2, 3), np.float32)
+    b.op(B.FULLY_CONNECTED, [x, w, -1], [y], FullyConnectedOptions())
+    b.output(y)
+    diags = assert_refused(b.finish(), 30, Code.QUANTIZATION)
+    assert any("sparse int4" in d.message for d in diags)

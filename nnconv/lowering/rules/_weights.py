@@ -44,6 +44,16 @@ def is_hybrid(x: Tensor | None, w: Tensor | None) -> bool:
     return (x is not None and w is not None and x.type == TensorType.FLOAT32 and w.type in HYBRID_WEIGHTS)
 
 
+def check_int4(c: CheckContext, w: Tensor, what: str) -> bool:
+    """Int4 tensors lower only as dense constants (their values unpacked at conversion time)."""
+    if not c.require_const(w, what):
+        return False
+    if w.sparsity is not None:
+        c.refuse(Code.QUANTIZATION, f"{what} '{w.name}' are sparse int4; nnconv unpacks dense int4 only")
+        return False
+    return True
+
+
 def folding_weights(c: CheckContext) -> bool:
     """Whether the conversion folds dynamic-range weights into float32 constants (--fold-weights)."""
     return bool(getattr(c.state.options, "fold_dynamic_range_weights", False))
@@ -61,7 +71,10 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
             if w.type == TensorType.FLOAT16:
                 c.require_const(w, "float16 weights")
         elif w.type in HYBRID_WEIGHTS:
-            c.require_const(w, f"dynamic-range (hybrid) {what} weights")
+            if w.type == TensorType.INT4:
+                check_int4(c, w, f"dynamic-range (hybrid) {what} weights")
+            else:
+                c.require_const(w, f"dynamic-range (hybrid) {what} weights")
             if not folding_weights(c):
                 c.require_api(29, f"dynamic-range (hybrid) {what}: DEQUANTIZE of the weights",
                               hint="raise --api-level to 29, or pass --fold-weights to dequantize the weights "
@@ -76,7 +89,7 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
         c.require_dtype(x, (TensorType.FLOAT32,) + QUANT_WEIGHTS)
         return
     if w.type == TensorType.INT4 and x.type == TensorType.INT8:
-        c.require_const(w, f"int4 {what} weights")
+        check_int4(c, w, f"int4 {what} weights")
     else:
         c.require_dtype(w, (x.type,), "weights")
     c.require_dtype(out, (x.type,), "output")

@@ -27,7 +27,7 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import F32, I8, QUANT, U8, check_common, nnapi_dims, requantize
-from nnconv.lowering.rules._weights import dequantize_tensor, folding_weights
+from nnconv.lowering.rules._weights import check_int4, dequantize_tensor, folding_weights
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.model import SymmPerChannelQuantParams
 from nnconv.tflite.ir import QUANTIZATION_DETAILS, Tensor
@@ -104,6 +104,8 @@ class Dequantize(Rule):
         if x.type == I4 and not c.is_const(x):
             c.refuse(Code.DTYPE, f"input '{x.name}' is int4 computed at run time; NNAPI has no 4-bit operand "
                      "type (only constant int4 weights widen to int8)")
+            return
+        if x.type == I4 and not check_int4(c, x, "int4 weights"):
             return
         if x.type != I4 and not c.require_dtype(x, (U8, I8, F16), "input"):
             return
