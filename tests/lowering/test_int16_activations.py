@@ -16,9 +16,10 @@ from nnconv.cli import main
 from nnconv.lowering.context import INT16_HINT
 from nnconv.lowering.diagnostics import Code
 from nnconv.parity.tflite_runner import TfliteRunner
-from nnconv.tflite.options import (AddOptions, ConcatenationOptions, Conv2DOptions, FullyConnectedOptions,
-                                   MulOptions, Pool2DOptions, ReducerOptions, ReshapeOptions, SoftmaxOptions,
-                                   SubOptions)
+from nnconv.tflite.options import (AddOptions, BatchMatMulOptions, ConcatenationOptions, Conv2DOptions,
+                                   FullyConnectedOptions, GatherOptions, MulOptions, PadOptions, Pool2DOptions,
+                                   ReducerOptions, ReshapeOptions, ResizeBilinearOptions, SoftmaxOptions, SubOptions,
+                                   TransposeOptions)
 from nnconv.tflite.schema_enums import BuiltinOperator as B, Padding
 
 Q16 = QuantParams(3e-4, 0)  # 16x8: symmetric int16 activations
@@ -98,22 +99,30 @@ def test_16x8_model_on_the_command_line(tmp_path):
 
 
 SHAPE = (2, 3, 4, 5)
-SINGLE_OPS = {
-    "MUL": (B.MUL, 2, MulOptions(), SHAPE),
-    "SUB": (B.SUB, 2, SubOptions(), SHAPE),
-    "LOGISTIC": (B.LOGISTIC, 1, None, SHAPE),
-    "CONCATENATION": (B.CONCATENATION, 2, ConcatenationOptions(axis=3), (2, 3, 4, 10)),
-    "AVERAGE_POOL_2D": (B.AVERAGE_POOL_2D, 1, Pool2DOptions(padding=Padding.VALID, stride_w=1, stride_h=1,
-                                                            filter_width=1, filter_height=1), SHAPE),
-    "MEAN": (B.MEAN, 1, ReducerOptions(keep_dims=True), (2, 1, 1, 5)),
+X16 = ("x", SHAPE, np.int16, Q16)
+SINGLE_OPS = {  # name: (op, inputs, output shape, options), the main 16x8 ops left out of model_16x8
+    "MUL": (B.MUL, [X16, X16], SHAPE, MulOptions()),
+    "SUB": (B.SUB, [X16, X16], SHAPE, SubOptions()),
+    "LOGISTIC": (B.LOGISTIC, [X16], SHAPE, None),
+    "HARD_SWISH": (B.HARD_SWISH, [X16], SHAPE, None),
+    "CONCATENATION": (B.CONCATENATION, [X16, X16], (2, 3, 4, 10), ConcatenationOptions(axis=3)),
+    "AVERAGE_POOL_2D": (B.AVERAGE_POOL_2D, [X16], SHAPE, Pool2DOptions(padding=Padding.VALID, stride_w=1,
+                                                                       stride_h=1, filter_width=1, filter_height=1)),
+    "MEAN": (B.MEAN, [X16, ("axes", np.array([1, 2], np.int32))], (2, 1, 1, 5), ReducerOptions(keep_dims=True)),
+    "PAD": (B.PAD, [X16, ("pads", np.array([[0, 0], [1, 1], [0, 0], [0, 0]], np.int32))], (2, 5, 4, 5),
+            PadOptions()),
+    "TRANSPOSE": (B.TRANSPOSE, [X16, ("perm", np.array([0, 2, 1, 3], np.int32))], (2, 4, 3, 5),
+                  TransposeOptions()),
+    "GATHER": (B.GATHER, [X16, ("indices", np.array([0, 2], np.int32))], (2, 3, 4, 2), GatherOptions(axis=3)),
+    "RESIZE_BILINEAR": (B.RESIZE_BILINEAR, [X16, ("size", np.array([6, 8], np.int32))], (2, 6, 8, 5),
+                        ResizeBilinearOptions()),
+    "BATCH_MATMUL": (B.BATCH_MATMUL, [("a", (2, 3, 4), np.int16, Q16), ("b", (2, 4, 5), np.int16, Q16)],
+                     (2, 3, 5), BatchMatMulOptions()),
 }
 
 
 @pytest.mark.parametrize("name", list(SINGLE_OPS))
 def test_single_int16_ops_refused_naming_int16(name):
-    op, n_inputs, options, out_shape = SINGLE_OPS[name]
-    inputs = [(f"x{k}", SHAPE, np.int16, Q16) for k in range(n_inputs)]
-    if op == B.MEAN:
-        inputs.append(("axes", np.array([1, 2], np.int32)))
+    op, inputs, out_shape, options = SINGLE_OPS[name]
     model = single_op_model(op, inputs, [("y", out_shape, np.int16, Q16)], options)
     assert_refused_as_int16(model, 30)
