@@ -14,7 +14,7 @@ from nnconv.lowering.rules._weights import QUANT_WEIGHTS, bias_for, check_weight
 from nnconv.nnapi.enums import OperandType, OperationType, PaddingCode
 from nnconv.nnapi.model import SymmPerChannelQuantParams
 from nnconv.tflite.ir import Tensor
-from nnconv.tflite.schema_enums import BuiltinOperator
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
 _UNPREPARABLE_ACTIVATIONS = {4: "TANH", 6: "SIGMOID"}
@@ -52,7 +52,9 @@ class FullyConnected(Rule):
         if not c.require_inputs(2, 3):
             return
         x, w = c.input(0), c.input(1)
-        check_weighted_op(c, x, w, c.input(2), "FULLY_CONNECTED")
+        # TFLite's per-tensor FC checks the bias scale for int8 too (its convolutions for uint8 only)
+        check_weighted_op(c, x, w, c.input(2), "FULLY_CONNECTED",
+                          bias_scale_checked=(TensorType.UINT8, TensorType.INT8))
         if _per_channel_quantized(x, w) and w.quantization.quantized_dimension != 0:
             c.refuse(Code.QUANTIZATION, "per-channel FULLY_CONNECTED weights must be quantized along the "
                      f"output units (axis 0), not axis {w.quantization.quantized_dimension}")

@@ -1,7 +1,13 @@
-"""Quantized ops whose RELU6 / RELU_N1_TO_1 bound overflows int32 at their output scale (AI Edge Quantizer's
-static-int8 MobileNetV2: a DEPTHWISE_CONV_2D calibrated on zeros). TFLite's CPU kernels refuse them when
-preparing ("no_integer_overflow_from_quantization"); NNAPI takes them. check lowers them with warning
-NNW101, run clamps to the type's range, and verify says in one line that TFLite refuses the model."""
+"""Quantized ops TFLite's CPU kernels refuse when preparing them and NNAPI takes (warning NNW101):
+
+- a RELU6 / RELU_N1_TO_1 bound that overflows int32 at the output scale (AI Edge Quantizer's static-int8
+  MobileNetV2: a DEPTHWISE_CONV_2D calibrated on zeros; "no_integer_overflow_from_quantization"): check
+  lowers it with the warning, run clamps to the type's range, and verify says in one line that TFLite
+  refuses the model;
+- a per-tensor op whose bias scale is not input_scale * filter_scale within 0.02 of the output scale
+  ("scale_diff / output_scale <= 0.02"): nnconv gives the bias the product's scale, as NNAPI requires.
+
+Each warning is checked against TFLite itself, on both sides of its threshold."""
 
 from __future__ import annotations
 
@@ -16,7 +22,8 @@ from nnconv.errors import NnconvError
 from nnconv.lowering.diagnostics import Code, Verdict
 from nnconv.parity.tflite_runner import TfliteRunner
 from nnconv.runtime.executor import Executor
-from nnconv.tflite.options import DepthwiseConv2DOptions
+from nnconv.tflite.options import (Conv2DOptions, DepthwiseConv2DOptions, FullyConnectedOptions,
+                                   TransposeConvOptions)
 from nnconv.tflite.schema_enums import ActivationFunctionType as Act, BuiltinOperator as B, Padding
 
 TINY = 1e-9  # 6 / 1e-9 = 6e9 > 2^31
@@ -39,11 +46,11 @@ def depthwise(act: int, out_scale: float = TINY) -> bytes:
                            opts)
 
 
-def tflite_refuses(model: bytes) -> bool:
+def tflite_refuses(model: bytes, check: str = "no_integer_overflow_from_quantization") -> bool:
     try:
         TfliteRunner(model)
     except NnconvError as e:
-        assert "no_integer_overflow_from_quantization" in str(e)
+        assert check in str(e)
         return True
     return False
 
@@ -93,3 +100,47 @@ def test_verify_says_in_one_line_that_tflite_refuses(tmp_path):
     assert len(lines) == 1 and "Traceback" not in result.output
     assert lines[0].startswith("nnconv: error: the TFLite interpreter rejected the model: ")
     assert "no_integer_overflow_from_quantization was not true. Node number 0 (DEPTHWISE_CONV_2D)" in lines[0]
+
+
+def per_tensor_op(op: str, dtype, bias_factor: float | None) -> bytes:
+    """A per-tensor quantized `op` (output scale 0.002) whose bias scale is `bias_factor` x input_scale *
+    filter_scale (None: a bias without quantization parameters, which TFLite reads as scale 0)."""
+    rng = np.random.default_rng(12)
+    zp, lo = (128, 0) if dtype == np.uint8 else (0, -127)
+    w_scale = 0.02
+    bias_q = QuantParams(0.05 * w_scale * bias_factor, 0) if bias_factor is not None else None
+    bias = ("b", rng.integers(-100, 100, 3).astype(np.int32)) + ((bias_q,) if bias_q else ())
+    x = ("x", (1, 4, 5, 3), dtype, QuantParams(0.05, zp))
+    y_q = QuantParams(0.002, zp)
+
+    def w(shape):
+        return ("w", rng.integers(lo, 128, shape).astype(dtype), QuantParams(w_scale, zp))
+    same = dict(padding=Padding.SAME, stride_w=1, stride_h=1)
+    if op == "FULLY_CONNECTED":
+        return single_op_model(B.FULLY_CONNECTED, [("x", (2, 6), dtype, QuantParams(0.05, zp)), w((3, 6)), bias],
+                               [("y", (2, 3), dtype, y_q)], FullyConnectedOptions())
+    if op == "CONV_2D":
+        return single_op_model(B.CONV_2D, [x, w((3, 3, 3, 3)), bias], [("y", (1, 4, 5, 3), dtype, y_q)],
+                               Conv2DOptions(**same))
+    if op == "DEPTHWISE_CONV_2D":
+        return single_op_model(B.DEPTHWISE_CONV_2D, [x, w((1, 3, 3, 3)), bias], [("y", (1, 4, 5, 3), dtype, y_q)],
+                               DepthwiseConv2DOptions(depth_multiplier=1, **same))
+    return single_op_model(B.TRANSPOSE_CONV, [("shape", np.array([1, 8, 10, 3], np.int32)), w((3, 3, 3, 3)), x, bias],
+                           [("y", (1, 8, 10, 3), dtype, y_q)], TransposeConvOptions(padding=Padding.SAME, stride_w=2,
+                                                                                     stride_h=2))
+
+
+@pytest.mark.parametrize("op", ["FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["uint8", "int8"])
+@pytest.mark.parametrize("bias_factor", [1.0, 1.5, None], ids=["product", "x1.5", "unquantized"])
+def test_bias_scale_warning_exactly_where_tflite_refuses(op, dtype, bias_factor):
+    # TFLite checks uint8 convolutions and every per-tensor FULLY_CONNECTED; 1.5x the product is off by
+    # 0.05 * 0.02 * 0.5 / 0.002 = 0.25 of the output scale, over its 0.02
+    model = per_tensor_op(op, dtype, bias_factor)
+    refused = tflite_refuses(model, "scale_diff / output_scale <= 0.02")
+    assert refused is (bias_factor != 1.0 and (dtype == np.uint8 or op == "FULLY_CONNECTED"))
+    found = warnings(model)
+    assert bool(found) is refused
+    if refused:
+        assert "input_scale * filter_scale" in found[0].message and "bias" in found[0].hint
+        assert nnconv.check_model(model, api_level=30).ops[0].supported
