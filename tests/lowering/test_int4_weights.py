@@ -112,24 +112,6 @@ def test_int4_activation_refused():
     assert "int4 computed at run time" in diags[0].message
 
 
-def test_blockwise_int4_refused():
-    # AI Edge Quantizer's blockwise recipes keep per-block scales in a tensor of their own, named by the
-    # `details` union (BlockwiseQuantization); reading the tensor's empty scale would zero the weights.
-    b = TfliteBuilder()
-    x = b.input("x", (2, 8), np.float32)
-    scales = b.const("w_scales", np.full((3, 2), 0.1, np.float16))
-    wq = b.const_int4("w_int4", np.ones((3, 8), np.int8), QuantParams([], [], 0, blockwise=(scales, -1, 4)))
-    wf = b.tensor("w", (3, 8), np.float32)
-    b.op(B.DEQUANTIZE, [wq], [wf])
-    y = b.tensor("y", (2, 3), np.float32)
-    b.op(B.FULLY_CONNECTED, [x, wf, -1], [y], FullyConnectedOptions())
-    b.output(y)
-    m = b.finish()
-    assert read_model(m).subgraphs[0].tensors[wq].quantization.details == 2
-    diags = assert_refused(m, 30, Code.QUANTIZATION)
-    assert "BlockwiseQuantization" in diags[0].message and "per channel" in diags[0].hint
-
-
 def test_short_int4_buffer_is_a_format_error():
     b = TfliteBuilder()
     x = b.input("x", (1, 5), np.float32)
@@ -267,6 +249,18 @@ def test_transpose_conv_int4_filter_refused():
     assert any("TFLite's TRANSPOSE_CONV takes int8 filters only" in d.message for d in diags)
 
 
+def finish_fc(b: TfliteBuilder, x: int, w: int, w_shape: tuple, weight_only: bool) -> bytes:
+    """The model y = FULLY_CONNECTED(x, w) with `w` read through a DEQUANTIZE (`weight_only`) or directly."""
+    if weight_only:
+        wf = b.tensor("w", w_shape, np.float32)
+        b.op(B.DEQUANTIZE, [w], [wf])
+        w = wf
+    y = b.tensor("y", (2, w_shape[0]), np.float32)
+    b.op(B.FULLY_CONNECTED, [x, w, -1], [y], FullyConnectedOptions())
+    b.output(y)
+    return b.finish()
+
+
 @pytest.mark.parametrize("weight_only", [True, False], ids=["behind-dequantize", "read-by-fc"])
 def test_sparse_int4_refused(weight_only):
     # nnconv unpacks dense int4 only; a sparse one is refused by the check, never half-converted
@@ -276,12 +270,19 @@ def test_sparse_int4_refused(weight_only):
                   dim_metadata=(DimensionMetadata(0, 3), DimensionMetadata(1, 0, (0, 1, 2, 3), (0, 1, 2))))
     w = b.const("w_int4", np.array([1, 2, 3], np.int8), quant=QuantParams(0.1), shape=(3, 4), sparsity=sp)
     b.tensors[w].type = TensorType.INT4  # its 3 stored values as 2 packed bytes would do as well: never read
-    if weight_only:
-        wf = b.tensor("w", (3, 4), np.float32)
-        b.op(B.DEQUANTIZE, [w], [wf])
-        w = wf
-    y = b.tensor("y", (2, 3), np.float32)
-    b.op(B.FULLY_CONNECTED, [x, w, -1], [y], FullyConnectedOptions())
-    b.output(y)
-    diags = assert_refused(b.finish(), 30, Code.QUANTIZATION)
+    diags = assert_refused(finish_fc(b, x, w, (3, 4), weight_only), 30, Code.QUANTIZATION)
     assert any("sparse int4" in d.message for d in diags)
+
+
+@pytest.mark.parametrize("weight_only", [True, False], ids=["behind-dequantize", "read-by-fc"])
+def test_blockwise_int4_refused(weight_only):
+    # AI Edge Quantizer's blockwise recipes (dynamic_wi4b32: the FC reads the weights itself) keep per-block
+    # scales in a tensor of their own, named by the `details` union (BlockwiseQuantization); the scale field
+    # is empty, so reading the tensor as affine would zero the weights
+    b = TfliteBuilder()
+    x = b.input("x", (2, 8), np.float32)
+    scales = b.const("w_scales", np.full((3, 2), 0.1, np.float16))
+    w = b.const_int4("w_int4", np.ones((3, 8), np.int8), QuantParams([], [], 0, blockwise=(scales, -1, 4)))
+    assert read_model(b.finish()).subgraphs[0].tensors[w].quantization.details == 2
+    diags = assert_refused(finish_fc(b, x, w, (3, 8), weight_only), 30, Code.QUANTIZATION)
+    assert "BlockwiseQuantization" in diags[0].message and "per channel" in diags[0].hint

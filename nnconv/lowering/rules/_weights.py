@@ -31,7 +31,7 @@ from nnconv.lowering.common import bias_operand
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.tflite.ir import Tensor
+from nnconv.tflite.ir import QUANTIZATION_DETAILS, Tensor
 from nnconv.tflite.schema_enums import TensorType
 
 FLOAT_WEIGHTS = (TensorType.FLOAT32, TensorType.FLOAT16)
@@ -42,6 +42,20 @@ HYBRID_WEIGHTS = QUANT_WEIGHTS + (TensorType.INT4,)
 def is_hybrid(x: Tensor | None, w: Tensor | None) -> bool:
     """Float activations with quantized weights (TFLite's dynamic-range quantization)."""
     return (x is not None and w is not None and x.type == TensorType.FLOAT32 and w.type in HYBRID_WEIGHTS)
+
+
+def check_affine(c: CheckContext, w: Tensor) -> bool:
+    """Refuses a tensor quantized by the schema's `details` union (blockwise int4: per-block scales in
+    tensors of their own), whose scale / zero point fields TFLite ignores and nnconv would misread."""
+    details = w.quantization.details
+    if not details:
+        return True
+    kind = QUANTIZATION_DETAILS.get(details, f"details type {details}")
+    c.refuse(Code.QUANTIZATION, f"'{w.name}' is quantized by {kind} (per-block scales in tensors of their own); "
+             "NNAPI and nnconv take per-tensor or per-channel scales only",
+             hint="quantize these weights per channel (AI Edge Quantizer: channelwise granularity instead of "
+                  "blockwise), or keep them float32")
+    return False
 
 
 def check_int4(c: CheckContext, w: Tensor, what: str) -> bool:
@@ -66,7 +80,7 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
     takes per-channel quantized weights at all (FULLY_CONNECTED does not). `bias_scale_checked`: the input
     types for which TFLite's kernel compares a per-tensor op's bias scale with input_scale * filter_scale
     (`warn_bias_scale`)."""
-    if x is None or w is None:
+    if x is None or w is None or not check_affine(c, w):
         return
     out = c.output(0)
     if x.type == TensorType.FLOAT32:

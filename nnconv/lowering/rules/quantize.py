@@ -27,10 +27,10 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import F32, I8, QUANT, U8, check_common, nnapi_dims, requantize
-from nnconv.lowering.rules._weights import check_int4, dequantize_tensor, folding_weights
+from nnconv.lowering.rules._weights import check_affine, check_int4, dequantize_tensor, folding_weights
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.model import SymmPerChannelQuantParams
-from nnconv.tflite.ir import QUANTIZATION_DETAILS, Tensor
+from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 F16 = TensorType.FLOAT16
@@ -94,12 +94,7 @@ class Dequantize(Rule):
             return
         x, y = c.input(0), c.output(0)
         c.require_dtype(y, (F32,), "output")
-        if x.quantization.details:
-            kind = QUANTIZATION_DETAILS.get(x.quantization.details, f"details type {x.quantization.details}")
-            c.refuse(Code.QUANTIZATION, f"input '{x.name}' is quantized by {kind} (per-block scales in tensors "
-                     "of their own); NNAPI's DEQUANTIZE and nnconv take per-tensor or per-channel scales only",
-                     hint="quantize these weights per channel (AI Edge Quantizer: channelwise granularity "
-                          "instead of blockwise), or keep them float32")
+        if not check_affine(c, x):
             return
         if x.type == I4 and not c.is_const(x):
             c.refuse(Code.DTYPE, f"input '{x.name}' is int4 computed at run time; NNAPI has no 4-bit operand "
