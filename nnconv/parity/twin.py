@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from nnconv.lowering.rules._blockwise import dequantize_blocks
 from nnconv.tflite.builder import QuantParams, SubgraphBuilder, TfliteBuilder
 from nnconv.tflite.int4 import unpack_int4
 from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
@@ -38,9 +39,11 @@ def hybrid_weights(sg: Subgraph) -> set[int]:
     return found
 
 
-def _dequantized(t: Tensor) -> np.ndarray:
+def _dequantized(t: Tensor, sg: Subgraph) -> np.ndarray:
     q = t.quantization
     raw = unpack_int4(t.data, t.shape) if t.type == TensorType.INT4 else t.data
+    if q.blockwise is not None:  # as the lowering reads it (rules/_blockwise.py), which checked the scales
+        return dequantize_blocks(raw, sg.tensors[q.blockwise[0]].data, q.blockwise[2])
     value = np.asarray(raw).reshape(t.shape).astype(np.float32)
     scales = np.asarray(q.scale or [0.0], np.float32)
     zps = np.asarray(q.zero_point or [0], np.float32)
@@ -72,7 +75,7 @@ def _copy_subgraph(sb: SubgraphBuilder, sg: Subgraph, replace: set[int], substit
             raise ValueError(f"sparse tensor '{t.name}'")
         sig = t.shape_signature
         if t.index in replace:
-            data, ttype, quant = _dequantized(t).tobytes(), TensorType.FLOAT32, None
+            data, ttype, quant = _dequantized(t, sg).tobytes(), TensorType.FLOAT32, None
         else:
             data = None if t.data is None else np.ascontiguousarray(t.data).tobytes()
             ttype, quant = t.type, _quant(t)

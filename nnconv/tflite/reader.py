@@ -23,9 +23,9 @@ import tflite
 
 from nnconv.errors import ModelFormatError
 from nnconv.guarded_decoder import GuardedDecoder
-from nnconv.tflite.ir import (NUMPY_DTYPE, DimensionMetadata, Operator, Quantization, SignatureDef,
-                              Sparsity, Subgraph, Tensor, TfliteModel)
 from nnconv.tflite.int4 import packed_size
+from nnconv.tflite.ir import (BLOCKWISE, NUMPY_DTYPE, DimensionMetadata, Operator, Quantization, SignatureDef,
+                              Sparsity, Subgraph, Tensor, TfliteModel)
 from nnconv.tflite.options_codec import decode_options
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 from nnconv.tflite.validate import validate_model
@@ -257,9 +257,24 @@ class _Decoder(GuardedDecoder):
             return self.values(fn(), "quantization parameters")
         scale = vec(q.ScaleAsNumpy)
         zp = vec(q.ZeroPointAsNumpy)
+        details = int(q.DetailsType())
         return Quantization(scale=tuple(float(s) for s in scale), zero_point=tuple(int(z) for z in zp),
                             quantized_dimension=q.QuantizedDimension(),
-                            min=vec(q.MinAsNumpy), max=vec(q.MaxAsNumpy), details=int(q.DetailsType()))
+                            min=vec(q.MinAsNumpy), max=vec(q.MaxAsNumpy), details=details,
+                            blockwise=self.decode_blockwise(q.Details()) if details == BLOCKWISE else None)
+
+    @staticmethod
+    def decode_blockwise(table: Any) -> tuple[int, int, int] | None:
+        """The schema's BlockwiseQuantization table (newer than the `tflite` package): three int32 fields,
+        scales (a tensor index), zero_points (a tensor index, -1 for none) and block_size, each 0 when
+        absent. The lowering checks the indices against the subgraph."""
+        if table is None:
+            return None
+        fields = []
+        for slot in range(3):
+            o = table.Offset(4 + 2 * slot)
+            fields.append(table.Get(flatbuffers.number_types.Int32Flags, o + table.Pos) if o else 0)
+        return fields[0], fields[1], fields[2]
 
     def check_quantization(self, q: Quantization, shape: tuple[int, ...], where: str) -> None:
         """Zero points pair with scales, and per-channel parameters lie along a real dimension of the right

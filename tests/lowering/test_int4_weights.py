@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import nnconv
-from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
+from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused, single_op_model
 from nnconv.errors import ModelFormatError
 from nnconv.lowering.diagnostics import Code
 from nnconv.parity.tflite_runner import TfliteRunner
@@ -274,15 +274,59 @@ def test_sparse_int4_refused(weight_only):
     assert any("sparse int4" in d.message for d in diags)
 
 
-@pytest.mark.parametrize("weight_only", [True, False], ids=["behind-dequantize", "read-by-fc"])
-def test_blockwise_int4_refused(weight_only):
-    # AI Edge Quantizer's blockwise recipes (dynamic_wi4b32: the FC reads the weights itself) keep per-block
-    # scales in a tensor of their own, named by the `details` union (BlockwiseQuantization); the scale field
-    # is empty, so reading the tensor as affine would zero the weights
+def blockwise_fc(activation: int = 0, zero_points: int = -1, block: int = 32, x_dtype=np.float32,
+                 scale_shape: tuple | None = None, weight_only: bool = False) -> bytes:
+    """y = FULLY_CONNECTED(x [2, 64], blockwise int4 weights [5, 64] with float16 scales [5, 64 / block]), as
+    AI Edge Quantizer's dynamic_wi4b32 recipe writes it (zero points -1: symmetric)."""
+    rng = np.random.default_rng(13)
     b = TfliteBuilder()
-    x = b.input("x", (2, 8), np.float32)
-    scales = b.const("w_scales", np.full((3, 2), 0.1, np.float16))
-    w = b.const_int4("w_int4", np.ones((3, 8), np.int8), QuantParams([], [], 0, blockwise=(scales, -1, 4)))
-    assert read_model(b.finish()).subgraphs[0].tensors[w].quantization.details == 2
-    diags = assert_refused(finish_fc(b, x, w, (3, 8), weight_only), 30, Code.QUANTIZATION)
-    assert "BlockwiseQuantization" in diags[0].message and "per channel" in diags[0].hint
+    x = b.input("x", (2, 64), x_dtype, QuantParams(0.05, 0) if x_dtype == np.int8 else None)
+    scales = b.const("w_scales", rng.uniform(0.01, 0.1, scale_shape or (5, 64 // block)).astype(np.float16))
+    w = b.const_int4("w_int4", rng.integers(-8, 8, (5, 64)), QuantParams([], [], 0, blockwise=(scales, zero_points,
+                                                                                              block)))
+    if weight_only:
+        wf = b.tensor("w", (5, 64), np.float32)
+        b.op(B.DEQUANTIZE, [w], [wf])
+        w = wf
+    bias = b.const("bias", rng.standard_normal(5).astype(np.float32))
+    y = b.tensor("y", (2, 5), np.float32)
+    b.op(B.FULLY_CONNECTED, [x, w, bias], [y], FullyConnectedOptions(fused_activation_function=activation))
+    b.output(y)
+    return b.finish()
+
+
+def test_blockwise_int4_fully_connected(tmp_path):
+    m = blockwise_fc()
+    q = read_model(m).subgraphs[0].tensors[2].quantization
+    assert q.details == 2 and q.blockwise == (1, -1, 32) and not q.scale
+    x = {"x": np.random.default_rng(3).uniform(-1, 1, (2, 64)).astype(np.float32)}
+    # what NNAPI computes: the float FC on q * scale[n, i // 32], here written out as float32 weights for TFLite
+    rng = np.random.default_rng(13)
+    scales = rng.uniform(0.01, 0.1, (5, 2)).astype(np.float16).astype(np.float32)
+    w = rng.integers(-8, 8, (5, 64)) * np.repeat(scales, 32, axis=1)
+    plain = single_op_model(B.FULLY_CONNECTED, [("x", (2, 64), np.float32), ("w", w.astype(np.float32)),
+                                                ("bias", rng.standard_normal(5).astype(np.float32))],
+                            [("y", (2, 5), np.float32)], FullyConnectedOptions())
+    runner = TfliteRunner(plain)
+    expected = next(iter(runner.run({runner.input_details()[0]["index"]: x["x"]}).values()))
+    for level in (27, 29, 30):  # a float32 constant at every level: NNAPI has no blockwise operand
+        converted = nnconv.convert(m, api_level=level).converted
+        assert [o.type.name for o in converted.model.main.operations] == ["FULLY_CONNECTED"]
+        np.testing.assert_allclose(Executor(converted).run(x)["y"], expected, rtol=1e-5, atol=1e-6)
+    path = tmp_path / "blockwise.tflite"
+    path.write_bytes(m)
+    assert nnconv.verify(str(path), api_level=30).passed  # TFLite's own blockwise kernel runs it too
+
+
+@pytest.mark.parametrize("kwargs,fragment", [
+    (dict(weight_only=True), "BlockwiseQuantization"),  # TFLite reads blockwise weights in FC only
+    (dict(activation=1), "TFLite's blockwise kernel skips it"),
+    (dict(zero_points=0), "zero points tensor"),
+    (dict(block=24, scale_shape=(5, 2)), "block size 24"),
+    (dict(scale_shape=(5, 3)), "float scales tensor [5, 2]"),
+    (dict(x_dtype=np.int8), "float inputs only"),
+])
+def test_blockwise_int4_refused(kwargs, fragment):
+    diags = assert_refused(blockwise_fc(**kwargs), 30, Code.QUANTIZATION)
+    assert any(fragment in d.message for d in diags), [d.message for d in diags]
+    assert all("per channel" in d.hint for d in diags if d.code is Code.QUANTIZATION)

@@ -30,6 +30,7 @@ import numpy as np
 from nnconv.lowering.common import bias_operand
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.rules._blockwise import BLOCKWISE_HINT, blockwise_values, check_blockwise, is_blockwise
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.ir import QUANTIZATION_DETAILS, Tensor
 from nnconv.tflite.schema_enums import TensorType
@@ -52,9 +53,7 @@ def check_affine(c: CheckContext, w: Tensor) -> bool:
         return True
     kind = QUANTIZATION_DETAILS.get(details, f"details type {details}")
     c.refuse(Code.QUANTIZATION, f"'{w.name}' is quantized by {kind} (per-block scales in tensors of their own); "
-             "NNAPI and nnconv take per-tensor or per-channel scales only",
-             hint="quantize these weights per channel (AI Edge Quantizer: channelwise granularity instead of "
-                  "blockwise), or keep them float32")
+             "NNAPI and nnconv take per-tensor or per-channel scales here", hint=BLOCKWISE_HINT)
     return False
 
 
@@ -75,14 +74,24 @@ def folding_weights(c: CheckContext) -> bool:
 
 def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias: Tensor | None, what: str,
                       per_channel: bool = True,
-                      bias_scale_checked: tuple[TensorType, ...] = (TensorType.UINT8,)) -> None:
+                      bias_scale_checked: tuple[TensorType, ...] = (TensorType.UINT8,),
+                      blockwise_activation: int | None = None) -> None:
     """Records every dtype / quantization refusal of a weighted op. `per_channel`: whether the NNAPI op
     takes per-channel quantized weights at all (FULLY_CONNECTED does not). `bias_scale_checked`: the input
     types for which TFLite's kernel compares a per-tensor op's bias scale with input_scale * filter_scale
-    (`warn_bias_scale`)."""
-    if x is None or w is None or not check_affine(c, w):
+    (`warn_bias_scale`). `blockwise_activation`: the op's fused activation where TFLite reads blockwise
+    weights (FULLY_CONNECTED; `_blockwise`), None where it does not."""
+    if x is None or w is None:
         return
     out = c.output(0)
+    if is_blockwise(w) and blockwise_activation is not None:
+        if check_blockwise(c, w, x, blockwise_activation):  # folded at every level: no DEQUANTIZE needed
+            c.require_dtype(out, (TensorType.FLOAT32,), "output")
+            if bias is not None:
+                c.require_dtype(bias, (TensorType.FLOAT32,), "bias")
+        return
+    if not check_affine(c, w):
+        return
     if x.type == TensorType.FLOAT32:
         if w.type in FLOAT_WEIGHTS:
             if w.type == TensorType.FLOAT16:
@@ -160,6 +169,8 @@ def weights_operand(c: LowerContext, slot: int, x_slot: int = 0) -> int:
     x, w = c.input(x_slot), c.input(slot)
     if not is_hybrid(x, w) or w is None:
         return c.in_(slot)
+    if is_blockwise(w):
+        return c.constant(OperandType.TENSOR_FLOAT32, blockwise_values(c, w), name=f"{w.name}/dequantized")
     if folding_weights(c):
         return c.constant(OperandType.TENSOR_FLOAT32, dequantize_tensor(c, w), name=f"{w.name}/dequantized")
     tmp = c.temp(OperandType.TENSOR_FLOAT32, w.shape, name=f"{w.name}/dequantized")
