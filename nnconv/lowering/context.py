@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 import numpy as np
 
 from nnconv.lowering.diagnostics import Code, Diagnostic
+from nnconv.lowering.tflite_refusals import clamp_overflow
 from nnconv.nnapi.builder import SubgraphBuilder
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.nnapi.levels import feature_level, rule_level
 from nnconv.nnapi.model import Operand, SymmPerChannelQuantParams
-from nnconv.nnapi.quantization import round_half_away
 from nnconv.nnapi.program import INT8_SHIFT  # noqa: F401  (re-exported: rules import it from here)
 from nnconv.rewrite.state import ConversionState
 from nnconv.tflite.int4 import unpack_int4
@@ -313,44 +313,16 @@ class CheckContext:
 
     def check_fused_activation(self, act: int) -> None:
         """Refuses fused activations with no meaning (SIGN_BIT, unknown codes). TANH and SIGMOID are
-        accepted: they lower as NONE (see `LowerContext.fused_output`)."""
+        accepted: they lower as NONE (see `LowerContext.fused_output`). A quantized bound TFLite's kernel
+        cannot compute is warned about (NNW101, `lowering/tflite_refusals.py`)."""
         if act == ActivationFunctionType.SIGN_BIT:
             self.refuse(Code.OPTION, "fused activation SIGN_BIT has no NNAPI equivalent")
         elif act not in (0, 1, 2, 3, 4, 6):
             self.refuse(Code.OPTION, f"unknown fused activation {act}")
         else:
-            self._warn_unquantizable_clamp(act)
-
-    def _warn_unquantizable_clamp(self, act: int) -> None:
-        """NNW101 where TFLite's CPU kernel refuses a quantized op whose clamp bound does not fit int32.
-
-        TFLite's CalculateActivationRangeQuantized (kernel_util.cc, in the Prepare of CONV_2D,
-        DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, ...) quantizes the RELU6 / RELU_N1_TO_1 bound as
-        round(bound / output_scale) in float32 and fails ("no_integer_overflow_from_quantization was not
-        true") when that lies outside int32: an output scale below ~2.8e-9 (RELU6), which a calibration that
-        saw only zeros gives. NNAPI's reference (OperationsUtils CalculateActivationRangeImpl) has no such
-        check and validation passes, so Android runs the op; a bound that large lies beyond the output type's
-        range, so the clamp is the type's (the executor computes it so). The op is lowered, with a warning:
-        TFLite cannot run it on its CPU kernels, so a device that leaves it to them fails."""
-        if act not in (ActivationFunctionType.RELU6, ActivationFunctionType.RELU_N1_TO_1) or not self.outputs:
-            return
-        out = self.outputs[0]
-        q = out.quantization if out is not None else None
-        if q is None or out.type not in (TensorType.UINT8, TensorType.INT8, TensorType.INT16) \
-                or len(q.scale) != 1:
-            return
-        bound = np.float32(6.0 if act == ActivationFunctionType.RELU6 else 1.0)
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            quantized = np.abs(round_half_away(bound / np.float32(q.scale[0])))
-        if quantized <= np.float32(2**31 - 1):  # the float32 comparison TFLite makes (2^31 - 1 reads as 2^31)
-            return
-        self.refuse(Code.TFLITE_REFUSES,
-                    f"fused {_act_name(act)} on output '{out.name}' with scale {q.scale[0]:.3g}: TFLite's CPU "
-                    f"kernel refuses this op (round({float(bound):g} / scale) overflows int32: kernel_util.cc "
-                    "no_integer_overflow_from_quantization); NNAPI takes it and clamps to the type's range",
-                    hint="the model runs only where NNAPI takes this op, and verify cannot compare it with "
-                         "TFLite; re-calibrate the quantization (a scale this small comes from a calibration "
-                         "that saw only zeros here)")
+            warning = clamp_overflow(act, self.outputs[0] if self.outputs else None)
+            if warning:
+                self.refuse(Code.TFLITE_REFUSES, *warning)
 
 
 def _act_name(act: int) -> str:

@@ -31,6 +31,7 @@ from nnconv.lowering.common import bias_operand
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.rules._blockwise import BLOCKWISE_HINT, blockwise_values, check_blockwise, is_blockwise
+from nnconv.lowering.tflite_refusals import bias_scale_mismatch
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.ir import QUANTIZATION_DETAILS, Tensor
 from nnconv.tflite.schema_enums import TensorType
@@ -79,7 +80,7 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
     """Records every dtype / quantization refusal of a weighted op. `per_channel`: whether the NNAPI op
     takes per-channel quantized weights at all (FULLY_CONNECTED does not). `bias_scale_checked`: the input
     types for which TFLite's kernel compares a per-tensor op's bias scale with input_scale * filter_scale
-    (`warn_bias_scale`). `blockwise_activation`: the op's fused activation where TFLite reads blockwise
+    (`lowering/tflite_refusals.py`). `blockwise_activation`: the op's fused activation where TFLite reads blockwise
     weights (FULLY_CONNECTED; `_blockwise`), None where it does not."""
     if x is None or w is None:
         return
@@ -138,29 +139,9 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
     if product >= out.quantization.scale[0]:
         c.require_api(29, f"quantized {what} with input_scale * filter_scale >= output_scale")
     if bias is not None and x.type in bias_scale_checked:
-        warn_bias_scale(c, x, w, bias, out)
-
-
-def warn_bias_scale(c: CheckContext, x: Tensor, w: Tensor, bias: Tensor, out: Tensor) -> None:
-    """NNW101 where TFLite's kernel refuses a per-tensor quantized op for its bias scale.
-
-    TFLite's GetQuantizedConvolutionMultipler (kernel_util.cc; in the Prepare of uint8 CONV_2D /
-    DEPTHWISE_CONV_2D / TRANSPOSE_CONV and of per-tensor FULLY_CONNECTED) requires
-    |input_scale * filter_scale - bias_scale| / output_scale <= 0.02, in double (an unquantized bias reads as
-    scale 0). NNAPI requires the bias scale to be the product, and `bias_for` gives the bias exactly that
-    (its integer values unchanged, which is how TFLite's kernel would read them too), so the op lowers;
-    TFLite itself cannot run the model."""
-    product = float(x.quantization.scale[0]) * float(w.quantization.scale[0])
-    bias_scale = float(bias.quantization.scale[0]) if bias.quantization.scale else 0.0
-    relative = abs(product - bias_scale) / float(out.quantization.scale[0])
-    if relative <= 0.02:
-        return
-    c.refuse(Code.TFLITE_REFUSES,
-             f"bias '{bias.name}' has scale {bias_scale:.6g}, not input_scale * filter_scale = {product:.6g} "
-             f"(they differ by {relative:.3g} x the output scale): TFLite's kernel refuses this op (kernel_util.cc "
-             "scale_diff / output_scale <= 0.02); NNAPI takes the bias at the product's scale, as nnconv writes it",
-             hint="the model runs only where NNAPI takes this op, and verify cannot compare it with TFLite; "
-                  "quantize the bias with scale input_scale * filter_scale")
+        warning = bias_scale_mismatch(x, w, bias, out)
+        if warning:
+            c.refuse(Code.TFLITE_REFUSES, *warning)
 
 
 def weights_operand(c: LowerContext, slot: int, x_slot: int = 0) -> int:
