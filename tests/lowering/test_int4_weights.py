@@ -18,7 +18,7 @@ from nnconv.pipeline import convert_partial
 from nnconv.rewrite.state import ConversionOptions
 from nnconv.tflite.int4 import pack_int4, unpack_int4
 from nnconv.tflite.ir import DimensionMetadata, Sparsity
-from nnconv.tflite.options import (Conv2DOptions, DepthwiseConv2DOptions, FullyConnectedOptions,
+from nnconv.tflite.options import (AddOptions, Conv2DOptions, DepthwiseConv2DOptions, FullyConnectedOptions,
                                    TransposeConvOptions)
 from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator as B, Padding, TensorType
@@ -330,3 +330,17 @@ def test_blockwise_int4_refused(kwargs, fragment):
     diags = assert_refused(blockwise_fc(**kwargs), 30, Code.QUANTIZATION)
     assert any(fragment in d.message for d in diags), [d.message for d in diags]
     assert all("per channel" in d.hint for d in diags if d.code is Code.QUANTIZATION)
+
+
+def test_single_int4_value_is_not_folded_as_its_byte():
+    # one int4 value takes one byte, so its buffer has as many entries as the tensor: folding must not read
+    # the byte 0x0F as 15 (it is -1); CAST's fold would otherwise write that into its float output
+    b = TfliteBuilder()
+    x = b.input("x", (1,), np.float32)
+    c = b.const_int4("c", np.array([-1]))
+    r = b.tensor("r", (1,), np.float32)
+    b.op(B.CAST, [c], [r])
+    y = b.tensor("y", (1,), np.float32)
+    b.op(B.ADD, [x, r], [y], AddOptions())
+    b.output(y)
+    assert nnconv.prepare(b.finish(), 30).state.folded.get((0, r)) is None
