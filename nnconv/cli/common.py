@@ -290,8 +290,9 @@ threads_option = click.option(
     "--threads", type=click.IntRange(1, 256), default=1, show_default=True,
     help="Threads for our executor's BLAS and for TFLite's interpreter alike (the comparison stays fair).")
 fold_weights_option = click.option("--fold-weights", is_flag=True,
-                                   help="Fold dynamic-range int8 weights into float32 constants (lets hybrid "
-                                        "models lower at API 27/28).")
+                                   help="Fold dynamic-range int8 / int4 weights and weight-only int4 weights "
+                                        "into float32 constants (lets hybrid models lower at API 27/28; "
+                                        "otherwise they stay 8-bit behind a DEQUANTIZE from API 29).")
 input_shape_option = click.option(
     "--input-shape", "input_shapes", multiple=True, metavar="NAME=D0,D1,...",
     help="Convert with this model input at this shape (repeatable; NAME: the input tensor's or its signature "

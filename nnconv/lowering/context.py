@@ -12,6 +12,7 @@ rule agrees on it:
 - int8 with several scales -> TENSOR_QUANT8_SYMM_PER_CHANNEL (channel dim = quantized_dimension);
   other int8 -> TENSOR_QUANT8_ASYMM_SIGNED from API 30, and below API 30 TENSOR_QUANT8_ASYMM with zero
   point +128 and constant data shifted by +128 (NNAPI has no signed asymmetric type before feature level 4);
+  constant int4 (packed two a byte, `tflite/int4.py`) as int8, its values unpacked by `const_value`;
 - a rank-0 tensor becomes a [1] tensor, since NNAPI tensors need at least one dimension.
 """
 
@@ -23,12 +24,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 import numpy as np
 
 from nnconv.lowering.diagnostics import Code, Diagnostic
+from nnconv.lowering.tflite_refusals import clamp_overflow
 from nnconv.nnapi.builder import SubgraphBuilder
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.nnapi.levels import feature_level, rule_level
 from nnconv.nnapi.model import Operand, SymmPerChannelQuantParams
 from nnconv.nnapi.program import INT8_SHIFT  # noqa: F401  (re-exported: rules import it from here)
 from nnconv.rewrite.state import ConversionState
+from nnconv.tflite.int4 import unpack_int4
 from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.schema_enums import ActivationFunctionType, BuiltinOperator, TensorType
 from nnconv.tflite.sparsity import densify
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 
 _DTYPE_NAMES = {TensorType.FLOAT32: "float32", TensorType.FLOAT16: "float16", TensorType.INT32: "int32",
                 TensorType.UINT8: "uint8", TensorType.INT64: "int64", TensorType.BOOL: "bool",
-                TensorType.INT16: "int16", TensorType.INT8: "int8"}
+                TensorType.INT16: "int16", TensorType.INT8: "int8", TensorType.INT4: "int4"}
 
 
 def dtype_name(t: TensorType) -> str:
@@ -83,6 +86,30 @@ def conversion_constants(state: ConversionState, sg: Subgraph) -> dict[int, tupl
 # conversion (`--input-shape`, tflite/input_shapes.py), which makes the shapes downstream static.
 STATIC_SHAPES_HINT = ("give the model static input shapes (--input-shape NAME=D0,D1,... sets an input's open "
                       "extents)")
+
+
+# int16 activations (16x8 quantization: AI Edge Quantizer's static_wi8_ai16, TFLite's
+# EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8): NNAPI's 16-bit types (TENSOR_QUANT16_SYMM /
+# _ASYMM) exist only for a few operands (QUANTIZED_LSTM's cell state, box coordinates), so every op on int16
+# activations is refused, with this hint, wherever a dtype refusal names an int16 tensor.
+INT16_HINT = ("NNAPI has no int16 activation type (16x8 quantization: int16 activations, int8 weights): "
+              "quantize with int8 activations instead (AI Edge Quantizer's static_wi8_ai8, or TensorFlow's "
+              "default full-integer int8), or keep the model float or use dynamic-range quantization (int8 "
+              "weights, float activations)")
+
+
+def _int16_activation(t: Tensor) -> bool:
+    return t.type == TensorType.INT16 and t.quantization.is_quantized
+
+
+def dtype_description(t: Tensor) -> str:
+    """The element type a dtype refusal names: int16 with its quantization scheme when it is 16x8's."""
+    return "int16 (16x8 quantization)" if _int16_activation(t) else dtype_name(t.type)
+
+
+def dtype_hint(t: Tensor, hint: str = "") -> str:
+    """The hint of a dtype refusal of `t`: the caller's, else INT16_HINT for a quantized int16 tensor."""
+    return hint or (INT16_HINT if _int16_activation(t) else "")
 
 
 class CheckContext:
@@ -159,6 +186,13 @@ class CheckContext:
                 dense = densify(t.data, t.shape, t.sparsity)
                 self.state.densified[key] = dense
             return dense
+        if t.type == TensorType.INT4:
+            # packed two a byte in the file (tflite/int4.py): the values, as int8, unpacked once
+            key = ("int4", self.subgraph.index, t.index)
+            values = self.state.memo.get(key)
+            if values is None:
+                values = self.state.memo[key] = unpack_int4(t.data, t.shape)
+            return values
         return t.data
 
     def nnapi_type(self, t: Tensor) -> OperandType | None:
@@ -175,7 +209,7 @@ class CheckContext:
             return OperandType.TENSOR_INT32 if self.is_const(t) or safe else None
         if tt == TensorType.UINT8:
             return OperandType.TENSOR_QUANT8_ASYMM
-        if tt == TensorType.INT8:
+        if tt == TensorType.INT8 or (tt == TensorType.INT4 and self.is_const(t)):  # int4 weights: int8 values
             if t.quantization.is_per_channel:
                 return OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
             return (OperandType.TENSOR_QUANT8_ASYMM_SIGNED if self.api_level >= 30
@@ -188,7 +222,8 @@ class CheckContext:
 
     def int8_shifted(self, t: Tensor) -> bool:
         """True when this int8 tensor is carried as uint8 with zero point +128 (API < 30)."""
-        return (t.type == TensorType.INT8 and not t.quantization.is_per_channel and self.api_level < 30)
+        return (t.type in (TensorType.INT8, TensorType.INT4) and not t.quantization.is_per_channel
+                and self.api_level < 30)
 
     # -- recording refusals -----------------------------------------------------------------------
     def refuse(self, code: Code, message: str, hint: str = "", min_api_level: int | None = None) -> None:
@@ -235,7 +270,8 @@ class CheckContext:
         if t.type in allowed:
             return True
         names = "/".join(dtype_name(a) for a in allowed)
-        self.refuse(Code.DTYPE, f"{what} '{t.name}' is {dtype_name(t.type)}; NNAPI takes {names} here", hint)
+        self.refuse(Code.DTYPE, f"{what} '{t.name}' is {dtype_description(t)}; NNAPI takes {names} here",
+                    dtype_hint(t, hint))
         return False
 
     def require_const(self, t: Tensor | None, what: str) -> bool:
@@ -277,11 +313,16 @@ class CheckContext:
 
     def check_fused_activation(self, act: int) -> None:
         """Refuses fused activations with no meaning (SIGN_BIT, unknown codes). TANH and SIGMOID are
-        accepted: they lower as NONE (see `LowerContext.fused_output`)."""
+        accepted: they lower as NONE (see `LowerContext.fused_output`). A quantized bound TFLite's kernel
+        cannot compute is warned about (NNW101, `lowering/tflite_refusals.py`)."""
         if act == ActivationFunctionType.SIGN_BIT:
             self.refuse(Code.OPTION, "fused activation SIGN_BIT has no NNAPI equivalent")
         elif act not in (0, 1, 2, 3, 4, 6):
             self.refuse(Code.OPTION, f"unknown fused activation {act}")
+        else:
+            warning = clamp_overflow(act, self.outputs[0] if self.outputs else None)
+            if warning:
+                self.refuse(Code.TFLITE_REFUSES, *warning)
 
 
 def _act_name(act: int) -> str:

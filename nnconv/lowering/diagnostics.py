@@ -16,7 +16,7 @@ class Verdict(str, enum.Enum):
     REFUSED_OPERAND = "refused_operand"  # an operand property: dtype, rank, dynamic shape, quantization...
     CUSTOM = "custom"  # custom op without an NNAPI equivalent
     UNSUPPORTED = "unsupported"  # a builtin nnconv has no lowering for
-    DRIVER_WARNING = "driver_warning"  # accepted by the spec, commonly refused by drivers
+    DRIVER_WARNING = "driver_warning"  # accepted by the spec; drivers (or TFLite's CPU fallback) may refuse it
 
 
 class Code(str, enum.Enum):
@@ -38,6 +38,7 @@ class Code(str, enum.Enum):
     RUNTIME_REFUSED = "NNC030"  # the NNAPI runtime's validation refuses an operation the op lowers to
     GRAPH_INVARIANT = "NNC031"  # the operations the op lowers to break a graph invariant (nnapi/graph_invariants.py)
     DRIVER_SUPPORT = "NNW100"  # warning: commonly refused by drivers
+    TFLITE_REFUSES = "NNW101"  # warning: NNAPI takes it, TFLite's own CPU kernel refuses the op
 
     @property
     def verdict(self) -> Verdict:
@@ -47,7 +48,7 @@ class Code(str, enum.Enum):
             return Verdict.CUSTOM
         if self is Code.API_LEVEL:
             return Verdict.REFUSED_LEVEL
-        if self is Code.DRIVER_SUPPORT:
+        if self.value.startswith("NNW"):
             return Verdict.DRIVER_WARNING
         return Verdict.REFUSED_OPERAND
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from typing import Iterator, Mapping
 
@@ -103,7 +104,10 @@ class TfliteRunner:
                     self.interp = Interpreter(model_path=os.fspath(model_path_or_bytes), **kw)
                 self.interp.allocate_tensors()
         except (ValueError, RuntimeError) as e:
-            raise NnconvError(f"the TFLite interpreter rejected the model: {str(e).splitlines()[0]}") from None
+            # TFLite runs its kernel's failed check and the failing node together ("...was not true.Node number")
+            reason = re.sub(r"(?<=[^\s.])\.?(?=Node number)", ". ", str(e).splitlines()[0]).rstrip(".")
+            raise NnconvError(f"the TFLite interpreter rejected the model: {reason}; there is no TFLite result "
+                              "to compare with (`nnconv check` warns NNW101 where it knows the cause)") from None
         self.kernels = kernels
 
     def input_details(self) -> list[dict]:

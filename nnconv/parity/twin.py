@@ -17,15 +17,17 @@ from typing import Callable
 
 import numpy as np
 
+from nnconv.lowering.rules._blockwise import dequantize_blocks
 from nnconv.tflite.builder import QuantParams, SubgraphBuilder, TfliteBuilder
+from nnconv.tflite.int4 import unpack_int4
 from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
-_QUANT = (TensorType.INT8, TensorType.UINT8)
+_QUANT = (TensorType.INT8, TensorType.UINT8, TensorType.INT4)
 
 
 def hybrid_weights(sg: Subgraph) -> set[int]:
-    """Constant int8/uint8 tensors read by an op that also reads a computed float32 tensor (the rule of
+    """Constant int8/uint8/int4 tensors read by an op that also reads a computed float32 tensor (the rule of
     `verify.has_hybrid_ops`); DEQUANTIZE reads its input exactly and is left alone."""
     found: set[int] = set()
     for op in sg.operators:
@@ -37,9 +39,12 @@ def hybrid_weights(sg: Subgraph) -> set[int]:
     return found
 
 
-def _dequantized(t: Tensor) -> np.ndarray:
+def _dequantized(t: Tensor, sg: Subgraph) -> np.ndarray:
     q = t.quantization
-    value = np.asarray(t.data).reshape(t.shape).astype(np.float32)
+    raw = unpack_int4(t.data, t.shape) if t.type == TensorType.INT4 else t.data
+    if q.blockwise is not None:  # as the lowering reads it (rules/_blockwise.py), which checked the scales
+        return dequantize_blocks(raw, sg.tensors[q.blockwise[0]].data, q.blockwise[2])
+    value = np.asarray(raw).reshape(t.shape).astype(np.float32)
     scales = np.asarray(q.scale or [0.0], np.float32)
     zps = np.asarray(q.zero_point or [0], np.float32)
     if q.is_per_channel:
@@ -70,7 +75,7 @@ def _copy_subgraph(sb: SubgraphBuilder, sg: Subgraph, replace: set[int], substit
             raise ValueError(f"sparse tensor '{t.name}'")
         sig = t.shape_signature
         if t.index in replace:
-            data, ttype, quant = _dequantized(t).tobytes(), TensorType.FLOAT32, None
+            data, ttype, quant = _dequantized(t, sg).tobytes(), TensorType.FLOAT32, None
         else:
             data = None if t.data is None else np.ascontiguousarray(t.data).tobytes()
             ttype, quant = t.type, quant_params(t)

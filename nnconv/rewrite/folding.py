@@ -69,8 +69,10 @@ def _fold_op(state: ConversionState, sg: Subgraph, op: Operator, model_outputs: 
             continue
         v = state.folded.get((sg.index, t.index))
         if v is None and t.data is not None:
-            if t.sparsity is not None or t.data.size != int(np.prod(t.shape, dtype=np.int64)):
-                return  # sparse (DENSIFY's business) or inconsistent buffers are left alone
+            if t.sparsity is not None or t.dtype is None or t.data.size != int(np.prod(t.shape, dtype=np.int64)):
+                # sparse (DENSIFY's business), raw (strings; int4, packed two a byte, whose single value would
+                # read as its byte) or inconsistent buffers are left alone
+                return
             v = t.data.reshape(t.shape)
         if v is None and not (fold.shape_only and k == 0):
             return

@@ -21,6 +21,7 @@ import flatbuffers
 import numpy as np
 import tflite
 
+from nnconv.tflite.int4 import pack_int4
 from nnconv.tflite.ir import TENSOR_TYPE_OF_DTYPE, Sparsity
 from nnconv.tflite.options_codec import encode_options
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
@@ -31,6 +32,9 @@ class QuantParams:
     scale: float | Sequence[float]
     zero_point: int | Sequence[int] = 0
     quantized_dimension: int = 0
+    # (scales tensor, zero points tensor or -1, block size): written as the `details` union's
+    # BlockwiseQuantization table, as AI Edge Quantizer writes blockwise int4 weights
+    blockwise: tuple[int, int, int] | None = None
 
 
 @dataclass
@@ -103,6 +107,11 @@ class SubgraphBuilder:
                                         self._owner.add_buffer(np.ascontiguousarray(arr).tobytes()), quant,
                                         None, sparsity=sparsity))
         return len(self.tensors) - 1
+
+    def const_int4(self, name: str, values: Any, quant: QuantParams | None = None) -> int:
+        """An INT4 constant: int values in -8..7, packed two a byte as TFLite stores them."""
+        arr = np.asarray(values)
+        return self.copied_tensor(name, arr.shape, TensorType.INT4, pack_int4(arr), quant)
 
     def copied_tensor(self, name: str, shape: Sequence[int], tensor_type: TensorType, data: bytes | None,
                       quant: QuantParams | None = None, shape_signature: Sequence[int] | None = None,
@@ -276,6 +285,15 @@ class TfliteBuilder(SubgraphBuilder):
         return b.CreateNumpyVector(np.asarray(list(values), dtype=np.int32))
 
     @staticmethod
+    def _write_blockwise(b: flatbuffers.Builder, blockwise: tuple[int, int, int]) -> int:
+        """The schema's BlockwiseQuantization table (scales, zero_points, block_size: three int fields); the
+        `tflite` package predates it, so it is written field by field."""
+        b.StartObject(3)
+        for slot, value in enumerate(blockwise):
+            b.PrependInt32Slot(slot, int(value), 0)
+        return b.EndObject()
+
+    @staticmethod
     def _write_sparsity(b: flatbuffers.Builder, sp: Sparsity) -> int:
         dims = []
         for d in sp.dim_metadata:
@@ -323,7 +341,11 @@ class TfliteBuilder(SubgraphBuilder):
                     zps = np.repeat(zps, scales.size)
                 sv = b.CreateNumpyVector(scales)
                 zv = b.CreateNumpyVector(zps)
+                details = self._write_blockwise(b, t.quant.blockwise) if t.quant.blockwise else None
                 tflite.QuantizationParametersStart(b)
+                if details is not None:
+                    tflite.QuantizationParametersAddDetailsType(b, 2)  # QuantizationDetails.BlockwiseQuantization
+                    tflite.QuantizationParametersAddDetails(b, details)
                 tflite.QuantizationParametersAddScale(b, sv)
                 tflite.QuantizationParametersAddZeroPoint(b, zv)
                 tflite.QuantizationParametersAddQuantizedDimension(b, t.quant.quantized_dimension)

@@ -24,6 +24,12 @@ NUMPY_DTYPE: dict[TensorType, np.dtype] = {
 TENSOR_TYPE_OF_DTYPE: dict[np.dtype, TensorType] = {v: k for k, v in NUMPY_DTYPE.items()}
 
 
+# QuantizationDetails union types of the schema (BlockwiseQuantization: newer schemas, AI Edge Quantizer's
+# blockwise int4 recipes).
+QUANTIZATION_DETAILS = {1: "CustomQuantization", 2: "BlockwiseQuantization"}
+BLOCKWISE = 2
+
+
 @dataclass(frozen=True)
 class Quantization:
     """Affine quantization: per-tensor when `scale` has one entry, per-channel along `quantized_dimension`."""
@@ -33,6 +39,11 @@ class Quantization:
     quantized_dimension: int = 0
     min: tuple[float, ...] = ()
     max: tuple[float, ...] = ()
+    # The `details` union's type (QUANTIZATION_DETAILS): when set, the schema says the affine fields above
+    # are ignored and the details table defines the quantization. For BlockwiseQuantization (blockwise int4
+    # weights), `blockwise` holds its fields: (scales tensor, zero points tensor or -1, block size).
+    details: int = 0
+    blockwise: tuple[int, int, int] | None = None
 
     @property
     def is_quantized(self) -> bool:

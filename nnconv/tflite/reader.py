@@ -23,7 +23,8 @@ import tflite
 
 from nnconv.errors import ModelFormatError
 from nnconv.guarded_decoder import GuardedDecoder
-from nnconv.tflite.ir import (NUMPY_DTYPE, DimensionMetadata, Operator, Quantization, SignatureDef,
+from nnconv.tflite.int4 import packed_size
+from nnconv.tflite.ir import (BLOCKWISE, NUMPY_DTYPE, DimensionMetadata, Operator, Quantization, SignatureDef,
                               Sparsity, Subgraph, Tensor, TfliteModel)
 from nnconv.tflite.options_codec import decode_options
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
@@ -232,6 +233,12 @@ class _Decoder(GuardedDecoder):
                     ti: int, name: str) -> np.ndarray:
         off, size = span
         dtype = NUMPY_DTYPE.get(ttype)
+        if ttype == TensorType.INT4 and not sparse:
+            # packed two values a byte (nnconv/tflite/int4.py), kept raw; TFLite needs at least that many bytes
+            n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            if size < packed_size(n):
+                raise self.fail(f"tensor {ti} ('{name}') has shape {list(shape)} ({n} int4 values, "
+                                f"{packed_size(n)} bytes packed) but its buffer holds {size} bytes")
         if dtype is None:  # strings, resources, int4: keep the raw bytes
             return np.frombuffer(self.buf, dtype=np.uint8, count=size, offset=off)
         if size % dtype.itemsize:
@@ -253,9 +260,24 @@ class _Decoder(GuardedDecoder):
             return self.values(fn(), "quantization parameters")
         scale = vec(q.ScaleAsNumpy)
         zp = vec(q.ZeroPointAsNumpy)
+        details = int(q.DetailsType())
         return Quantization(scale=tuple(float(s) for s in scale), zero_point=tuple(int(z) for z in zp),
                             quantized_dimension=q.QuantizedDimension(),
-                            min=vec(q.MinAsNumpy), max=vec(q.MaxAsNumpy))
+                            min=vec(q.MinAsNumpy), max=vec(q.MaxAsNumpy), details=details,
+                            blockwise=self.decode_blockwise(q.Details()) if details == BLOCKWISE else None)
+
+    @staticmethod
+    def decode_blockwise(table: Any) -> tuple[int, int, int] | None:
+        """The schema's BlockwiseQuantization table (newer than the `tflite` package): three int32 fields,
+        scales (a tensor index), zero_points (a tensor index, -1 for none) and block_size, each 0 when
+        absent. The lowering checks the indices against the subgraph."""
+        if table is None:
+            return None
+        fields = []
+        for slot in range(3):
+            o = table.Offset(4 + 2 * slot)
+            fields.append(table.Get(flatbuffers.number_types.Int32Flags, o + table.Pos) if o else 0)
+        return fields[0], fields[1], fields[2]
 
     def check_quantization(self, q: Quantization, shape: tuple[int, ...], where: str) -> None:
         """Zero points pair with scales, and per-channel parameters lie along a real dimension of the right

@@ -16,6 +16,11 @@ Three cases, told apart by the input and weight dtypes:
 
 `quantized_bias_type` (CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED) only names the bias tensor's type, which
 `check_weighted_op` requires to be int32 for 8-bit ops (int64 biases belong to the int16 kernels).
+
+Constant int4 weights (AI Edge Quantizer's int4 recipes with int8 or float activations; TFLite's FC and
+convolution kernels unpack them to int8) are int8 weights whose values lie in -8..7: the operand policy gives
+them the int8 operand types (`CheckContext.nnapi_type`), with their values unpacked (`const_value`), so both
+the quantized and the hybrid cases above take them exactly as they take int8.
 """
 
 from __future__ import annotations
@@ -25,17 +30,42 @@ import numpy as np
 from nnconv.lowering.common import bias_operand
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.rules._blockwise import BLOCKWISE_HINT, blockwise_values, check_blockwise, is_blockwise
+from nnconv.lowering.tflite_refusals import bias_scale_mismatch
 from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.tflite.ir import Tensor
+from nnconv.tflite.ir import QUANTIZATION_DETAILS, Tensor
 from nnconv.tflite.schema_enums import TensorType
 
 FLOAT_WEIGHTS = (TensorType.FLOAT32, TensorType.FLOAT16)
 QUANT_WEIGHTS = (TensorType.INT8, TensorType.UINT8)
+HYBRID_WEIGHTS = QUANT_WEIGHTS + (TensorType.INT4,)
 
 
 def is_hybrid(x: Tensor | None, w: Tensor | None) -> bool:
     """Float activations with quantized weights (TFLite's dynamic-range quantization)."""
-    return (x is not None and w is not None and x.type == TensorType.FLOAT32 and w.type in QUANT_WEIGHTS)
+    return (x is not None and w is not None and x.type == TensorType.FLOAT32 and w.type in HYBRID_WEIGHTS)
+
+
+def check_affine(c: CheckContext, w: Tensor) -> bool:
+    """Refuses a tensor quantized by the schema's `details` union (blockwise int4: per-block scales in
+    tensors of their own), whose scale / zero point fields TFLite ignores and nnconv would misread."""
+    details = w.quantization.details
+    if not details:
+        return True
+    kind = QUANTIZATION_DETAILS.get(details, f"details type {details}")
+    c.refuse(Code.QUANTIZATION, f"'{w.name}' is quantized by {kind} (per-block scales in tensors of their own); "
+             "NNAPI and nnconv take per-tensor or per-channel scales here", hint=BLOCKWISE_HINT)
+    return False
+
+
+def check_int4(c: CheckContext, w: Tensor, what: str) -> bool:
+    """Int4 tensors lower only as dense constants (their values unpacked at conversion time)."""
+    if not c.require_const(w, what):
+        return False
+    if w.sparsity is not None:
+        c.refuse(Code.QUANTIZATION, f"{what} '{w.name}' are sparse int4; nnconv unpacks dense int4 only")
+        return False
+    return True
 
 
 def folding_weights(c: CheckContext) -> bool:
@@ -44,24 +74,40 @@ def folding_weights(c: CheckContext) -> bool:
 
 
 def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias: Tensor | None, what: str,
-                      per_channel: bool = True) -> None:
+                      per_channel: bool = True,
+                      bias_scale_checked: tuple[TensorType, ...] = (TensorType.UINT8,),
+                      blockwise_activation: int | None = None) -> None:
     """Records every dtype / quantization refusal of a weighted op. `per_channel`: whether the NNAPI op
-    takes per-channel quantized weights at all (FULLY_CONNECTED does not)."""
+    takes per-channel quantized weights at all (FULLY_CONNECTED does not). `bias_scale_checked`: the input
+    types for which TFLite's kernel compares a per-tensor op's bias scale with input_scale * filter_scale
+    (`lowering/tflite_refusals.py`). `blockwise_activation`: the op's fused activation where TFLite reads blockwise
+    weights (FULLY_CONNECTED; `_blockwise`), None where it does not."""
     if x is None or w is None:
         return
     out = c.output(0)
+    if is_blockwise(w) and blockwise_activation is not None:
+        if check_blockwise(c, w, x, blockwise_activation):  # folded at every level: no DEQUANTIZE needed
+            c.require_dtype(out, (TensorType.FLOAT32,), "output")
+            if bias is not None:
+                c.require_dtype(bias, (TensorType.FLOAT32,), "bias")
+        return
+    if not check_affine(c, w):
+        return
     if x.type == TensorType.FLOAT32:
         if w.type in FLOAT_WEIGHTS:
             if w.type == TensorType.FLOAT16:
                 c.require_const(w, "float16 weights")
-        elif w.type in QUANT_WEIGHTS:
-            c.require_const(w, f"dynamic-range (hybrid) {what} weights")
+        elif w.type in HYBRID_WEIGHTS:
+            if w.type == TensorType.INT4:
+                check_int4(c, w, f"dynamic-range (hybrid) {what} weights")
+            else:
+                c.require_const(w, f"dynamic-range (hybrid) {what} weights")
             if not folding_weights(c):
                 c.require_api(29, f"dynamic-range (hybrid) {what}: DEQUANTIZE of the weights",
                               hint="raise --api-level to 29, or pass --fold-weights to dequantize the weights "
                                    "into float32 constants at conversion time")
         else:
-            c.require_dtype(w, FLOAT_WEIGHTS + QUANT_WEIGHTS, "weights")
+            c.require_dtype(w, FLOAT_WEIGHTS + HYBRID_WEIGHTS, "weights")
         c.require_dtype(out, (TensorType.FLOAT32,), "output")
         if bias is not None:
             c.require_dtype(bias, (TensorType.FLOAT32,), "bias")
@@ -69,7 +115,10 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
     if x.type not in QUANT_WEIGHTS:
         c.require_dtype(x, (TensorType.FLOAT32,) + QUANT_WEIGHTS)
         return
-    c.require_dtype(w, (x.type,), "weights")
+    if w.type == TensorType.INT4 and x.type == TensorType.INT8:
+        check_int4(c, w, f"int4 {what} weights")
+    else:
+        c.require_dtype(w, (x.type,), "weights")
     c.require_dtype(out, (x.type,), "output")
     if bias is not None:
         c.require_dtype(bias, (TensorType.INT32,), "bias")
@@ -89,6 +138,10 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
     product = float(np.float32(x.quantization.scale[0]) * np.float32(w.quantization.scale[0]))
     if product >= out.quantization.scale[0]:
         c.require_api(29, f"quantized {what} with input_scale * filter_scale >= output_scale")
+    if bias is not None and x.type in bias_scale_checked:
+        warning = bias_scale_mismatch(x, w, bias, out)
+        if warning:
+            c.refuse(Code.TFLITE_REFUSES, *warning)
 
 
 def weights_operand(c: LowerContext, slot: int, x_slot: int = 0) -> int:
@@ -97,6 +150,8 @@ def weights_operand(c: LowerContext, slot: int, x_slot: int = 0) -> int:
     x, w = c.input(x_slot), c.input(slot)
     if not is_hybrid(x, w) or w is None:
         return c.in_(slot)
+    if is_blockwise(w):
+        return c.constant(OperandType.TENSOR_FLOAT32, blockwise_values(c, w), name=f"{w.name}/dequantized")
     if folding_weights(c):
         return c.constant(OperandType.TENSOR_FLOAT32, dequantize_tensor(c, w), name=f"{w.name}/dequantized")
     tmp = c.temp(OperandType.TENSOR_FLOAT32, w.shape, name=f"{w.name}/dequantized")

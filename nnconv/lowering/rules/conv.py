@@ -22,7 +22,8 @@ from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator, Padding, TensorType
 
-CONV_DTYPES = ("float32", "uint8", "int8", "float32+int8 weights (hybrid)")
+CONV_DTYPES = ("float32", "uint8", "int8", "int8+int4 weights", "float32+int8/int4 weights (hybrid)")
+TRANSPOSE_CONV_DTYPES = ("float32", "uint8", "int8", "float32+int8 weights (hybrid)")
 
 
 def check_conv_operands(c: CheckContext, x_slot: int, w_slot: int, bias_slot: int,
@@ -196,6 +197,10 @@ def _emit_transpose_conv(c: LowerContext, x_slot: int, w_slot: int, bias_slot: i
 def _check_transpose_conv(c: CheckContext, x_slot: int, w_slot: int, bias_slot: int, act: int) -> None:
     c.require_api(29, "TRANSPOSE_CONV_2D")
     x, w = check_conv_operands(c, x_slot, w_slot, bias_slot, "TRANSPOSE_CONV")
+    if w is not None and w.type == TensorType.INT4:
+        # unlike CONV_2D's and FULLY_CONNECTED's, TFLite's kernel fails to prepare with them (measured)
+        c.refuse(Code.DTYPE, f"filter '{w.name}' is int4: TFLite's TRANSPOSE_CONV takes int8 filters only",
+                 "quantize this filter to int8")
     if x is not None and w is not None and x.rank == 4 and w.rank == 4 and x.shape[3] != w.shape[3]:
         c.refuse(Code.OPERAND_VALUE, f"input depth {x.shape[3]} differs from filter depth {w.shape[3]}")
     out = c.output(0)
@@ -218,7 +223,7 @@ class TransposeConv(Rule):
 
     nnapi_ops = (OperationType.TRANSPOSE_CONV_2D, OperationType.DEQUANTIZE)
     min_api_level = 29
-    dtypes = CONV_DTYPES
+    dtypes = TRANSPOSE_CONV_DTYPES
     constraints = "API 29; constant output_shape; rank-4 input; hybrid weights need API 29 or --fold-weights"
     driver_notes = (NO_FLOAT16_ARMNN,)
 

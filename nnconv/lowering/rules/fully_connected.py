@@ -14,7 +14,7 @@ from nnconv.lowering.rules._weights import QUANT_WEIGHTS, bias_for, check_weight
 from nnconv.nnapi.enums import OperandType, OperationType, PaddingCode
 from nnconv.nnapi.model import SymmPerChannelQuantParams
 from nnconv.tflite.ir import Tensor
-from nnconv.tflite.schema_enums import BuiltinOperator
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
 _UNPREPARABLE_ACTIVATIONS = {4: "TANH", 6: "SIGMOID"}
@@ -36,6 +36,8 @@ class FullyConnected(Rule):
     from API 29 as RESHAPE [batch, 1, 1, K] -> CONV_2D 1x1 (weights [U, 1, 1, K], TENSOR_QUANT8_SYMM_PER_CHANNEL
     on axis 0) -> RESHAPE to the output: per output channel the same int32 accumulation and requantization
     as TFLite's per-channel FC kernel, so bit-exact, and the whole classifier stays in one partition.
+    Blockwise int4 weights (AI Edge Quantizer's dynamic_wi4b32) with a float input become a float32
+    constant at every level (`_blockwise`).
     Refused: a fused TANH / SIGMOID (TFLite's FC kernel fails to prepare with them, unlike CONV_2D's, which
     ignores them), and weights_format SHUFFLED4x16INT8 (a TFLite-internal layout for its optimized uint8
     kernel, with no NNAPI form).
@@ -43,7 +45,7 @@ class FullyConnected(Rule):
 
     nnapi_ops = (OperationType.FULLY_CONNECTED, OperationType.RESHAPE, OperationType.DEQUANTIZE,
                  OperationType.CONV_2D)
-    dtypes = ("float32", "uint8", "int8", "float32+int8 weights (hybrid)")
+    dtypes = ("float32", "uint8", "int8", "int8+int4 weights", "float32+int8/int4 weights (hybrid)")
     constraints = ("default weights format; fused activation NONE or RELU family; per-channel quantized weights "
                    "(as CONV_2D) and hybrid weights need API 29; below 29 input_scale*weights_scale < output_scale")
     driver_notes = (NO_FLOAT16_ARMNN,)
@@ -52,21 +54,24 @@ class FullyConnected(Rule):
         if not c.require_inputs(2, 3):
             return
         x, w = c.input(0), c.input(1)
-        check_weighted_op(c, x, w, c.input(2), "FULLY_CONNECTED")
+        o = c.options
+        act = o.fused_activation_function if o is not None else 0
+        # TFLite's per-tensor FC checks the bias scale for int8 too (its convolutions for uint8 only); it
+        # reads blockwise weights (rules/_blockwise.py)
+        check_weighted_op(c, x, w, c.input(2), "FULLY_CONNECTED",
+                          bias_scale_checked=(TensorType.UINT8, TensorType.INT8), blockwise_activation=act)
         if _per_channel_quantized(x, w) and w.quantization.quantized_dimension != 0:
             c.refuse(Code.QUANTIZATION, "per-channel FULLY_CONNECTED weights must be quantized along the "
                      f"output units (axis 0), not axis {w.quantization.quantized_dimension}")
         c.require_rank(x, 4, 1)
         c.require_rank(w, 2, 2, "weights")
         c.require_static_shapes()
-        o = c.options
         if o is not None and o.weights_format != 0:
             c.refuse(Code.OPTION, "shuffled (SHUFFLED4x16INT8) weights format has no NNAPI equivalent")
         if x is not None and w is not None and w.rank == 2 and w.shape[1]:
             if math.prod(x.shape) % w.shape[1]:
                 c.refuse(Code.OPERAND_VALUE, f"input of {math.prod(x.shape)} elements does not divide into rows "
                          f"of {w.shape[1]}")
-        act = o.fused_activation_function if o is not None else 0
         if act in _UNPREPARABLE_ACTIVATIONS:
             # Unlike CONV_2D and the others, TFLite's FC kernel rejects these at prepare: the model does
             # not run under TFLite, so there is nothing to reproduce (lowering them as NONE would hide that).

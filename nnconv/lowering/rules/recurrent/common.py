@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from nnconv.lowering.common import FLOAT
-from nnconv.lowering.context import INT8_SHIFT, STATIC_SHAPES_HINT, CheckContext, LowerContext
+from nnconv.lowering.context import (INT8_SHIFT, STATIC_SHAPES_HINT, CheckContext, LowerContext, dtype_description,
+                                     dtype_hint)
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.rules._arith import quant_params
 from nnconv.lowering.rules._weights import folding_weights
@@ -61,11 +62,12 @@ def check_float_operands(c: CheckContext, slots: range | list[int], state_slots:
             what = "state" if i in state_slots else f"input {i}"
             hint = ("dynamic-range (hybrid) weights are not lowered for this op; keep float weights"
                     if i not in state_slots and t.type in (TensorType.INT8, TensorType.UINT8) else "")
-            c.refuse(Code.DTYPE, f"{what} '{t.name}' is {t.type.name.lower()}; this lowering takes float32",
-                     hint)
+            c.refuse(Code.DTYPE, f"{what} '{t.name}' is {dtype_description(t)}; this lowering takes float32",
+                     dtype_hint(t, hint))
     for t in c.outputs:
         if t.type != TensorType.FLOAT32:
-            c.refuse(Code.DTYPE, f"output '{t.name}' is {t.type.name.lower()}; this lowering takes float32")
+            c.refuse(Code.DTYPE, f"output '{t.name}' is {dtype_description(t)}; this lowering takes float32",
+                     dtype_hint(t))
 
 
 def check_hybrid_weights(c: CheckContext, slots: tuple[int, ...], what: str) -> None:

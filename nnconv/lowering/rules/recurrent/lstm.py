@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from nnconv.lowering.common import FLOAT
-from nnconv.lowering.context import CheckContext, LowerContext
+from nnconv.lowering.context import CheckContext, LowerContext, dtype_description, dtype_hint
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._weights import weights_operand
@@ -144,8 +144,8 @@ class Lstm(Rule):
         for i, tt in expected.items():
             t = c.input(i)
             if t is not None and t.type != tt:
-                c.refuse(Code.DTYPE, f"input {i} '{t.name}' is {t.type.name.lower()}; the int8 LSTM takes "
-                         f"{tt.name.lower()} there")
+                c.refuse(Code.DTYPE, f"input {i} '{t.name}' is {dtype_description(t)}; the int8 LSTM takes "
+                         f"{tt.name.lower()} there", dtype_hint(t) if tt == TensorType.INT8 else "")
         for i in (*range(1, 9), 16):
             t = c.input(i)
             if t is None:
