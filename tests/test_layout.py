@@ -30,3 +30,18 @@ def test_every_package_and_top_level_module_is_in_the_layout_table():
                if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and not p.name.startswith("__"))]
     unnamed = sorted(e for e in entries if e not in named)
     assert not unnamed, f"README layout table does not name: {unnamed}"
+
+
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:work|tmp|home|root|Users)/")
+
+
+def test_no_machine_path_in_the_package_docs_or_scripts():
+    # A path of the machine the code was written on means nothing on another: name the folder (DIR,
+    # MODELS_DIR) or the upstream source instead.
+    files = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
+    for folder in ("nnconv", "scripts", "benchmarks", "examples"):
+        files += (ROOT / folder).rglob("*.py")
+    assert len(files) > 200
+    found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in files
+             for n, line in enumerate(p.read_text().splitlines(), 1) if MACHINE_PATH.search(line)]
+    assert not found, "machine paths:\n" + "\n".join(found)
