@@ -25,7 +25,6 @@ from nnconv.report.analysis import (
     Policies,
     check_levels,
     check_one,
-    deprecation_warning,
     report_json,
     summary_line,
 )
@@ -38,7 +37,7 @@ from nnconv.report.render import (
     render_multi,
     render_table,
 )
-from nnconv.tflite.model_paths import expand_models
+from nnconv.tflite.model_paths import named_models
 
 
 EPILOG = """\b
@@ -97,7 +96,8 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     """Runs `nnconv check`; returns the exit code (0; 1 when a policy is violated; that of `convert` when a
     partition fails to lower)."""
     policies = Policies(fail_on, min_coverage, max_partitions_allowed)
-    paths = expand_models(models)
+    named = named_models(models)
+    paths = [path for path, _ in named]
     if node_data is not None and (len(paths) != 1 or is_all(api_level)):
         raise CheckUsageError("--node-data takes one model at one API level")
     if is_all(api_level):
@@ -109,18 +109,22 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         with common.timed("check"):
             mats = progress(paths, err, functools.partial(check_levels, options=options,
                                                           max_partitions=max_partitions), jobs)
+        for mat, (_, name) in zip(mats, named):
+            mat.name = name
         render_matrix(mats, fmt, out)
         return 0
     level = resolve_level(api_level, feature_level_)
     with common.timed("check"):
         checks = progress(paths, err, functools.partial(check_one, level=level, options=options,
                                                         max_partitions=max_partitions), jobs)
+    for c, (_, name) in zip(checks, named):
+        c.name = name
     if node_data is not None:
         from nnconv.report.node_data import check_node_data, write_node_data
-        write_node_data(node_data, check_node_data(checks[0]))
+        common.info(write_node_data(node_data, check_node_data(checks[0]), checks[0].path))
     if fmt == "table" and common.verbosity == common.QUIET:
         for c in checks:  # verdicts only
-            out.print(f"{c.path}: API {c.api_level}: {summary_line(c)}", markup=False)
+            out.print(f"{c.label}: API {c.api_level}: {summary_line(c)}", markup=False)
     elif len(checks) == 1:
         check = checks[0]
         if fmt == "json":
@@ -132,11 +136,9 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         elif fmt == "md":
             print_raw(out, render_md(check))
         else:
-            render_table(check, out, verbose=common.verbosity == common.VERBOSE)
+            render_table(check, out, err, verbose=common.verbosity == common.VERBOSE)
     else:
-        render_multi(checks, fmt, out)
-        if fmt == "csv" and deprecation_warning(level):
-            err.print(f"warning: {deprecation_warning(level)}", markup=False)
+        render_multi(checks, fmt, out, err)
     violations = [v for c in checks for v in policies.violations(c)]
     for v in violations:
         err.print(f"nnconv: policy violated: {v}", markup=False)
@@ -146,12 +148,12 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     if failed:
         c, p = failed[0]
         bug = " (a bug in nnconv: please report it with the model)" if p.error_exit_code == EXIT_INTERNAL else ""
-        line = " ".join(f"{c.path}: partition {p.index} failed to lower: {p.error}{bug}".split())
+        line = " ".join(f"{c.label}: partition {p.index} failed to lower: {p.error}{bug}".split())
         err.print(f"nnconv: error: {line}", markup=False)
         return p.error_exit_code
     blocked = [c for c in checks if c.whole_refusal and c.report.ok]
     if blocked:  # every op lowers, yet `convert` cannot write the model whole: the same exit 3
-        line = " ".join(f"{blocked[0].path}: {blocked[0].whole_refusal}".split())
+        line = " ".join(f"{blocked[0].label}: {blocked[0].whole_refusal}".split())
         err.print(f"nnconv: error: {line}", markup=False)
         return EXIT_NOT_CONVERTIBLE
     return EXIT_FAILURE if violations else 0

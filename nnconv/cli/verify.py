@@ -11,7 +11,6 @@ from typing import Any, Sequence
 
 import click
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from nnconv.cli import common
@@ -95,7 +94,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
            node_data: str | None, fmt: str, fold_weights: bool, input_shapes: tuple[str, ...], threads: int,
            max_memory: str | None) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
-    from nnconv.parity.batch import model_paths
+    from nnconv.tflite.model_paths import named_models
     from nnconv.parity.session import VerifyOptions
     from nnconv.parity.tolerances import ToleranceOverrides
     level = resolve_api_level(api_level, feature_level)
@@ -103,7 +102,8 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         raise click.UsageError("--inputs and --seed exclude each other: the inputs are given, nothing is random")
     if node_data is not None and not per_op:
         raise click.UsageError("--node-data needs --per-op (the overlay shows each op's error)")
-    paths = model_paths(models)
+    named = named_models(models)
+    paths = [path for path, _ in named]
     several = len(paths) > 1 or any(os.path.isdir(m) for m in models)
     if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data)):
         raise click.UsageError("--inputs, --image, --reference, --save-reference and --node-data take one model")
@@ -120,7 +120,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         reference_source=reference_path or "", per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial,
         overrides=overrides, threads=threads, executor_options={"max_memory": limit})
     if several:
-        code = _verify_several(paths, options, jobs, fmt)
+        code = _verify_several(paths, [name for _, name in named], options, jobs, fmt)
     else:
         code = _verify_one(paths[0], options, fmt, save_reference, node_data)
     if code:
@@ -131,10 +131,12 @@ def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, n
     from nnconv.parity.session import save_reference_outputs, verify as verify_model
     report = verify_model(path, options)
     if save_reference is not None:
-        save_npz(save_reference, save_reference_outputs(path, options))
+        saved = save_reference_outputs(path, options)
+        save_npz(save_reference, saved)
+        common.info(f"wrote {save_reference}: TFLite's outputs " + ", ".join(saved) + " (--reference reads it)")
     if node_data is not None:
         from nnconv.report.node_data import per_op_node_data, write_node_data
-        write_node_data(node_data, per_op_node_data(report, path))
+        common.info(write_node_data(node_data, per_op_node_data(report, path), path))
     if fmt == "json":
         click.echo(json.dumps(report.to_json(), indent=2))
     elif common.verbosity == common.QUIET:
@@ -144,27 +146,49 @@ def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, n
     return 0 if report.passed else EXIT_FAILURE
 
 
-def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str) -> int:
+def _verify_several(paths: Sequence[str], names: Sequence[str], options: Any, jobs: int, fmt: str) -> int:
+    """One row per model, named as `named_models` names it (relative to the folder given), never truncated;
+    -q prints one line per model."""
     from nnconv.parity.batch import ERROR, PASS, batch_json, summary, verify_one
     from nnconv.report.render import progress
     results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying")
     if fmt == "json":
         click.echo(json.dumps(batch_json(results), indent=2))
-    else:
-        table = Table(title=f"verify at API {options.api_level} (TFLite {options.kernels} kernels)")
-        for col in ("model", "status", "worst output", "max |diff|", "max rel", "LSB", "time", "note"):
-            table.add_column(col)
-        for r in results:
-            worst = r.worst_output or {}
-            style = {"pass": "green", "fail": "red", "error": "red"}[r.status]
-            table.add_row(escape(r.model), f"[{style}]{r.status.upper()}[/{style}]", escape(worst.get("name", "-")),
-                          f"{worst['max_abs']:.3g}" if worst else "-", f"{worst['max_rel']:.3g}" if worst else "-",
-                          "-" if worst.get("max_lsb") is None else str(worst["max_lsb"]), f"{r.seconds:.1f}s",
-                          escape(r.error if r.status == ERROR else _first_divergent_note(r.report)))
-        common.out.print(table)
-        s = summary(results)
-        common.out.print(f"{s['passed']} passed, {s['failed']} failed, {s['errors']} could not be verified "
-                         f"({s['models']} models, {s['seconds']:.1f}s)", markup=False)
+        return 0 if all(r.status == PASS for r in results) else EXIT_FAILURE
+    rows = []
+    for name, r in zip(names, results):
+        worst = r.worst_output or {}
+        rows.append([name, r.status.upper(), worst.get("name", "-"),
+                     f"{worst['max_abs']:.3g}" if worst else "-", f"{worst['max_rel']:.3g}" if worst else "-",
+                     "-" if worst.get("max_lsb") is None else str(worst["max_lsb"]), f"{r.seconds:.1f}s",
+                     r.error if r.status == ERROR else _first_divergent_note(r.report)])
+    out = common.out
+    if common.verbosity == common.QUIET:  # verdicts and errors only: one line per model
+        for row in rows:
+            out.print(f"{row[0]}: {row[1]}" + (f" {row[7]}" if row[1] == "ERROR" else ""), markup=False)
+        return 0 if all(r.status == PASS for r in results) else EXIT_FAILURE
+    title = f"verify at API {options.api_level} (TFLite {options.kernels} kernels)"
+    cols = (Col("model"), Col("status"), Col("worst output"), Col("max |diff|", justify="right"),
+            Col("max rel", justify="right"), Col("LSB", justify="right"), Col("time", justify="right"),
+            Col("note", wrap=True, grow=1))
+    table = fitted_table(cols, rows, out.width, title=title) if out.width >= COMPACT_BELOW else None
+    if table is not None:
+        style = {"PASS": "green", "FAIL": "red", "ERROR": "red"}
+        for row in rows:
+            table.add_row(escape(row[0]), f"[{style[row[1]]}]{row[1]}[/]", *(escape(c) for c in row[2:]))
+        out.print(table)
+    else:  # one model per line, its figures on indented lines: model names are never split
+        out.print(title, markup=False)
+        for row in rows:
+            out.print(f"{row[0]}: {row[1]}", markup=False)
+            if row[2] != "-":
+                print_wrapped(out, f"worst output {row[2]}: max |diff| {row[3]}, max rel {row[4]}"
+                              + ("" if row[5] == "-" else f", {row[5]} LSB"), indent="      ", first_indent="    ")
+            if row[7]:
+                print_wrapped(out, row[7], indent="      ", first_indent="    ")
+    s = summary(results)
+    out.print(f"{s['passed']} passed, {s['failed']} failed, {s['errors']} could not be verified "
+              f"({s['models']} models, {s['seconds']:.1f}s)", markup=False)
     return 0 if all(r.status == PASS for r in results) else EXIT_FAILURE
 
 

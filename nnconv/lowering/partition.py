@@ -28,6 +28,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from nnconv.errors import EXIT_INTERNAL, ConversionError, NnconvError
+from nnconv.fmt import format_bytes, plural
 from nnconv.lowering.check_report import Report
 from nnconv.lowering.context import ConversionState, dtype_name
 from nnconv.lowering.convert import is_folded, lower_ops, partition_boundary
@@ -117,12 +118,13 @@ class PartitionPlan:
         out = []
         if len(self.partitions) > 1:
             crossing = sum(p.boundary_bytes for p in self.partitions)
-            out.append(f"{len(self.partitions)} partitions: every invocation copies {crossing} bytes across "
+            out.append(f"{len(self.partitions)} partitions: every invocation copies {format_bytes(crossing)} across "
                        "the CPU/NNAPI boundary and runs the ops between them on the CPU")
         if self.dropped:
             n = sum(len(d) for d in self.dropped)
             out.append(f"{self.partitions_formed} partitions formed but only the largest {self.max_partitions} "
-                       f"are delegated (--max-partitions): {n} supported op(s) stay on the CPU")
+                       f"are delegated (--max-partitions): {plural(n, 'supported op')} "
+                       f"{'stays' if n == 1 else 'stay'} on the CPU")
         if not self.partitions and self.ops_total > self.ops_delegated:
             out.append("no op is delegated: the whole model runs on the TFLite CPU kernels")
         out += [f"partition {p.index} failed to lower: {p.error}" for p in self.partitions if p.error]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from nnconv.errors import ResourceLimitError
-from nnconv.limits import describe
+from nnconv.fmt import format_bytes
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Model, Operand, Subgraph
 
@@ -96,7 +96,7 @@ def ensure_fits(model: Model, max_bytes: int, name: str) -> int:
     constants, live = constant_bytes(model), peak_live_bytes(model)
     need = constants + live
     if need > max_bytes:
-        raise ResourceLimitError(f"{name} needs at least {describe(need)} to execute (constants "
-                                 f"{describe(constants)} + largest live set {describe(live)}), over the "
-                                 f"{describe(max_bytes)} allowed (--max-memory)")
+        raise ResourceLimitError(f"{name} needs at least {format_bytes(need)} to execute (constants "
+                                 f"{format_bytes(constants)} + largest live set {format_bytes(live)}), over the "
+                                 f"{format_bytes(max_bytes)} allowed (--max-memory)")
     return need

@@ -20,7 +20,7 @@ from nnconv.errors import InputDataError, NnconvError
 from nnconv.runtime.executor import Executor
 from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.lowering.convert import ConversionOptions
-from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.nnapi.program import ConvertedModel, IoTensor, bind_inputs
 from nnconv.parity.kernel_spread import settle_with_kernel_spread
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
 from nnconv.parity.tolerances import ToleranceOverrides
@@ -325,16 +325,10 @@ def _is_nnapi_file(path: str | os.PathLike) -> bool:
 
 
 def _bind_model_inputs(specs: Sequence[IoTensor], inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """User inputs by name or positional `arr_k`, keyed by input name."""
+    """User inputs by name or positional `arr_k`, keyed by input name (`bind_inputs`), shapes checked."""
     out = {}
-    for k, spec in enumerate(specs):
-        if spec.name in inputs:
-            a = np.asarray(inputs[spec.name])
-        elif f"arr_{k}" in inputs:
-            a = np.asarray(inputs[f"arr_{k}"])
-        else:
-            raise InputDataError(f"missing input '{spec.name}' (or positional 'arr_{k}')")
-        if a.dtype != spec.np_dtype or tuple(a.shape) != tuple(spec.shape):
+    for spec, a in zip(specs, bind_inputs(specs, inputs)):
+        if tuple(a.shape) != tuple(spec.shape):
             raise InputDataError(f"input '{spec.name}' is {a.dtype}{list(a.shape)}; the model takes "
                                  f"{spec.dtype}{list(spec.shape)}")
         out[spec.name] = a
