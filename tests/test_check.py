@@ -448,3 +448,18 @@ def test_api_32_is_reported_as_32_with_31s_feature_level_and_default_is_30(model
     assert check_json(models["clean"])["api_level"] == 30
 
 
+
+
+def test_constant_weights_dequantize_is_reported_folded_in_no_partition():
+    # docs/reading-the-report.md: a result known at conversion time is `folded`. The float16 weights'
+    # DEQUANTIZE ops emit no NNAPI operation (their consumers read a float32 constant): they said `lowered`
+    # with no NNAPI ops, sat in partition 0 and counted as ops_folded 0.
+    import pathlib
+    model = str(pathlib.Path(__file__).resolve().parent.parent / "examples" / "models" / "mobilenet_v2_fp16.tflite")
+    data = check_json(model)
+    dequantize = [op for op in data["ops"] if op["op"] == "DEQUANTIZE"]
+    assert dequantize and all(op["status"] == "folded" and op["nnapi_ops"] == [] for op in dequantize)
+    assert data["summary"]["ops_folded"] == len(dequantize)
+    (partition,) = data["partitions"]
+    assert not {op["index"] for op in dequantize} & set(partition["ops"])
+    assert data["summary"]["coverage"] == 100 and partition["nnapi_op_count"] == len(data["ops"]) - len(dequantize)

@@ -246,7 +246,9 @@ def build_plan(state: ConversionState, report: Report, max_partitions: int = DEF
     A partition that fails to lower records the error (or raises it when `strict`)."""
     sg = state.model.subgraphs[subgraph]
     folded = [r.index for r in report.ops if r.status == Verdict.FOLDED]
-    nodes = [k for k in range(len(sg.operators)) if not is_folded(state, sg, sg.operators[k])]
+    # Folded ops, constant producers included (`check_ops`), are in no partition: each partition reading a
+    # constant producer's output lowers it again into its own constant (`convert.constant_producers`).
+    nodes = [k for k in range(len(sg.operators)) if not is_folded(state, sg, sg.operators[k]) and k not in folded]
     supported = {r.index for r in report.ops if r.supported and r.status != Verdict.FOLDED}
     kept, dropped, formed = delegated_partitions(sg, nodes, supported, max_partitions)
     where = {k: i for i, members in enumerate(kept) for k in members}
