@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from nnconv.errors import InputDataError, NnconvError
+from nnconv.fmt import plural
 from nnconv.runtime.executor import Executor
 from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.lowering.convert import ConversionOptions
@@ -100,8 +101,9 @@ def verify_prepared(prepared: PreparedConversion, inputs: Mapping[str, np.ndarra
     reference = reference or TfliteReference.of(prepared.model, prepared.source)
     if lowered.whole is None:
         plan = lowered.plan
-        note = (f"full conversion refused ({lowered.refusal}); verified the {len(plan.converted)} delegated "
-                f"partition(s) one by one on TFLite's own boundary tensors: {plan.summary_line()}")
+        note = (f"full conversion refused ({lowered.refusal}); verified the "
+                f"{plural(len(plan.converted), 'delegated partition')} one by one on TFLite's own boundary tensors: "
+                f"{plan.summary_line()}")
         return verify_partitions(prepared, plan.converted, inputs=inputs, seed=seed, kernels=kernels, note=note,
                                  reference=reference, **extra)
     converted = lowered.whole.converted
@@ -292,7 +294,7 @@ def verify_nnapi_file(path: str | os.PathLike, tflite_path: str | os.PathLike | 
     from nnconv.nnapi import serialize
     loaded = serialize.load(path)
     source = tflite_path or _source_of(path, loaded.plan)
-    note = (f"{os.path.basename(os.fspath(path))}: {len(loaded.partitions)} partition(s) verified one by one "
+    note = (f"{os.path.basename(os.fspath(path))}: {plural(len(loaded.partitions), 'partition')} verified one by one "
             f"against {source} on TFLite's own boundary tensors")
     # The file records no conversion options: the source is prepared with the defaults, only to describe
     # its inputs and to re-lower ops when diagnosing a failing partition.
