@@ -394,3 +394,16 @@ def test_verify_reference_with_an_array_the_model_does_not_compute_is_refused(tm
     np.savez(saved, **arrays, extra=np.zeros(2, np.float32))
     result = invoke("verify", str(model), "--reference", str(saved))
     assert_one_line_error(result, EXIT_BAD_INPUT, "--reference holds 'extra', which the model does not compute")
+
+
+def test_models_of_two_folders_with_the_same_names_keep_their_paths(tmp_path):
+    from nnconv.tflite.model_paths import named_models
+    for folder in ("a", "b", "c"):
+        (tmp_path / folder).mkdir()
+    for path in ("a/m.tflite", "b/m.tflite", "c/other.tflite"):
+        (tmp_path / path).write_bytes(b"")
+    a, b, c = (str(tmp_path / f) for f in ("a", "b", "c"))
+    named = named_models([a, b, c, str(tmp_path / "c" / "other.tflite")])
+    assert [name for _, name in named] == [f"{a}/m.tflite", f"{b}/m.tflite", "other.tflite",
+                                           str(tmp_path / "c" / "other.tflite")]
+    assert [path for path, _ in named][0] == f"{a}/m.tflite"
