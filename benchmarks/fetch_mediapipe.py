@@ -5,8 +5,8 @@ wheel under `mediapipe/modules/`; later releases dropped them. This downloads th
 (`--no-deps`, nothing installed) and writes its `.tflite` files flat into OUT. Needs network access to PyPI;
 the models are not ours to commit (Apache 2.0, Google): keep OUT outside the repository.
 
-    python benchmarks/fetch_mediapipe.py /tmp/mediapipe-models
-    python benchmarks/run.py /tmp/mediapipe-models --clock cpu --runs 10 --warmup 2 --profile
+    python benchmarks/fetch_mediapipe.py MEDIAPIPE_DIR
+    python benchmarks/run.py MEDIAPIPE_DIR --clock cpu --runs 10 --warmup 2 --profile
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Needs TensorFlow (not a dependency of nnconv); nothing is downloaded (`weights=None`). The models are tens
 of MB each: write them outside the repository and never commit them.
 
-    python benchmarks/make_zoo.py /work/bench-models [--only resnet50_224_float ...]
+    python benchmarks/make_zoo.py MODELS_DIR [--only resnet50_224_float ...]
 
 Float models keep the converter's float32 graph; `_int8` models are fully integer (int8 inputs and outputs,
 per-channel convolution filters) from 8 representative random images, as `examples/make_fixtures.py`

@@ -5,7 +5,7 @@ Keras 2 LSTM layer is fused into UNIDIRECTIONAL_SEQUENCE_LSTM by the converter).
 never import this file: they only read the committed .tflite files.
 
     python examples/make_fixtures.py [--out examples/models] [--only name ...]
-    python examples/make_fixtures.py --full-size /tmp/big   # full-size Keras applications, not committed
+    python examples/make_fixtures.py --full-size DIR   # full-size Keras applications, not committed
 
 Every model has seeded random weights (nothing is downloaded) and is small enough for the test suite.
 Batch-norm parameters and biases are randomized and the batch-norm statistics measured on blocky random

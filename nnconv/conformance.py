@@ -22,8 +22,8 @@ import gzip
 import json
 import os
 import pathlib
-from dataclasses import dataclass
-from typing import Any, Iterator
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -302,23 +302,27 @@ INFINITE_LOOP_TIMEOUT_SECONDS = 0.001
 CTS_FEATURE_LEVEL = 8
 
 
-def execution_options(case: dict) -> ExecutionOptions:
-    """The execution settings CTS uses for `case`: its 1 ms loop timeout for the never-ending loop."""
+def execution_options(case: dict, clock: Callable[[], float] | None = None) -> ExecutionOptions:
+    """The execution settings CTS uses for `case`: its 1 ms loop timeout for the never-ending loop, measured
+    on `clock` (the wall clock when None; tests pass one that does not depend on the machine's load)."""
+    options = ExecutionOptions() if clock is None else ExecutionOptions(clock=clock)
     if is_infinite_loop_timeout_case(case):
-        return ExecutionOptions(loop_timeout_seconds=INFINITE_LOOP_TIMEOUT_SECONDS)
-    return ExecutionOptions()
+        return replace(options, loop_timeout_seconds=INFINITE_LOOP_TIMEOUT_SECONDS)
+    return options
 
 
-def run_case(case: dict) -> CaseResult:
+def run_case(case: dict, clock: Callable[[], float] | None = None) -> CaseResult:
+    """Runs one CTS case on the executor; `clock` as for `execution_options`."""
     ops = _operations(case)
     missing = [o for o in ops if o not in OperationType.__members__ or OperationType[o] not in KERNELS]
     if missing:
         return CaseResult("unsupported", f"no kernel for {', '.join(missing)}", ops)
     model = build_model(case)
+    options = execution_options(case, clock)
     if case.get("expect_failure"):
         try:
             validate_model(model, CTS_FEATURE_LEVEL)
-            SubgraphRunner(model, options=execution_options(case)).run_subgraph(0, _inputs(case, model))
+            SubgraphRunner(model, options=options).run_subgraph(0, _inputs(case, model))
         except NnconvError:
             return CaseResult("passed", "failed as expected", ops)
         except Exception as e:  # noqa: BLE001 - any crash is a wrong failure mode
@@ -326,7 +330,7 @@ def run_case(case: dict) -> CaseResult:
         return CaseResult("failed", "the case must fail, but it ran", ops)
     try:
         validate_model(model, CTS_FEATURE_LEVEL)
-        outputs = SubgraphRunner(model).run_subgraph(0, _inputs(case, model))
+        outputs = SubgraphRunner(model, options=options).run_subgraph(0, _inputs(case, model))
     except NnconvError as e:
         return CaseResult("failed", f"{type(e).__name__}: {e}", ops)
     except Exception as e:  # noqa: BLE001 - report crashes as failures with their type

@@ -1,14 +1,16 @@
 """How numbers and long text print in every command's human output: a few significant digits, byte counts
-in kB/MB, durations in ms/s, and text wrapped to the console at spaces only (identifiers never split).
+in binary units (KiB, MiB, GiB: the unit of --max-memory and of what a memory allocator counts), durations in ms/s, and text wrapped to the console at spaces only (identifiers never split).
 Machine formats (JSON, CSV) keep full precision and do not use these."""
 
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from rich.console import Console
+
+if TYPE_CHECKING:  # only annotated: the executor's memory messages import this module without rich
+    from rich.console import Console
 
 
 def format_number(value: Any, digits: int = 4) -> str:
@@ -27,12 +29,19 @@ def format_number(value: Any, digits: int = 4) -> str:
 
 
 def format_bytes(n: int) -> str:
-    """1234 -> '1.2 kB', 602112 -> '602 kB', 12 -> '12 B' (decimal units, three significant digits)."""
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+    """1536 -> '1.5 KiB', 602112 -> '588 KiB', 64 << 20 -> '64 MiB', 12 -> '12 B' (binary units, three
+    significant digits at most). Every byte count a person reads goes through here, so that one unit style
+    is used throughout: tables, warnings, errors and `inspect`."""
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             value = n / size
             return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
     return f"{n} B"
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """'1 partition', '2 partitions', '1 NNAPI op', '0 ops' ('copy' -> pass `plural_form`)."""
+    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"
 
 
 def format_seconds(seconds: float) -> str:

@@ -49,11 +49,3 @@ def parse_size(text: str) -> int:
     if value <= 0:
         raise NnconvError(f"--max-memory {text!r}: the size must be positive")
     return value
-
-
-def describe(n: int) -> str:
-    """A byte count for messages: '1.5 GiB', '12.0 MiB', '800 bytes'."""
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} bytes"

@@ -20,7 +20,7 @@ from typing import Mapping
 import numpy as np
 
 from nnconv.errors import InputDataError
-from nnconv.limits import describe
+from nnconv.fmt import format_bytes
 from nnconv.safe_write import atomic_output
 
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header, or the end record of an empty archive
@@ -66,14 +66,14 @@ def _check_members(path: str, z: zipfile.ZipFile, max_bytes: int
         if info.is_dir() or not name.endswith(".npy"):
             raise InputDataError(f"{path}: member '{name}' is not an .npy array; not an .npz file of arrays")
         if info.file_size > max_bytes - total:
-            raise InputDataError(f"{path}: member '{name}' declares {describe(info.file_size)}, over the "
-                                 f"{describe(max_bytes)} allowed (--max-memory)")
+            raise InputDataError(f"{path}: member '{name}' declares {format_bytes(info.file_size)}, over the "
+                                 f"{format_bytes(max_bytes)} allowed (--max-memory)")
         with z.open(info) as member:  # reads (inflates) only the first bytes: the .npy header
             dtype, shape, header_size = _read_header(path, name, member)
         nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
         if nbytes > max_bytes - total:
             raise InputDataError(f"{path}: array '{name[:-4]}' of shape {list(shape)} {dtype} needs "
-                                 f"{describe(nbytes)}, over the {describe(max_bytes)} allowed (--max-memory)")
+                                 f"{format_bytes(nbytes)}, over the {format_bytes(max_bytes)} allowed (--max-memory)")
         if header_size + nbytes != info.file_size:
             raise InputDataError(f"{path}: array '{name[:-4]}' declares shape {list(shape)} {dtype} "
                                  f"({nbytes} bytes) but its member holds {info.file_size - header_size}")

@@ -14,7 +14,7 @@ variants, named `<model>.<variant>.tflite`:
 A variant the converter refuses is skipped and listed, with the converter's message, in `manifest.json`.
 `scripts/run_model_zoo.py DIR` then checks and verifies the zoo and writes `docs/model-zoo.md`.
 
-    /work/venv-tf/bin/python scripts/make_model_zoo.py /work/zoo [--only NAME ...] [--variants int8 ...]
+    python scripts/make_model_zoo.py ZOO_DIR [--only NAME ...] [--variants int8 ...]
                                                         [--skip-existing]
 
 The whole zoo (21 architectures x 5 variants) takes ~10 minutes of one idle core; keras.applications'

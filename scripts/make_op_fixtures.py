@@ -8,7 +8,7 @@ legalization of a `UnidirectionalSequenceRnn` OpHint stub; the stub is written i
 annotations, as the OpHint tooling left them, and converted with the TF1 converter (its output shape is left
 undeclared).
 
-    /work/venv-tf/bin/python scripts/make_op_fixtures.py tests/data/zoo
+    python scripts/make_op_fixtures.py tests/data/zoo
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ probes").
 
 Optional; needs TensorFlow (tested with 2.21). The package and the default tests never import this file.
 
-    /work/venv-tf/bin/python scripts/make_op_probes.py DIR [NAME ...]
+    python scripts/make_op_probes.py DIR [NAME ...]
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ each architecture converts in a child process and a crash is reported as such.
 Optional; needs TensorFlow and tf_keras (tested with 2.21). The package and the default tests never import
 this file.
 
-    /work/venv-tf/bin/python scripts/make_recurrent_probes.py DIR [NAME ...]
+    python scripts/make_recurrent_probes.py DIR [NAME ...]
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ crash is reported per model.
 Optional; needs TensorFlow and tf_keras (tested with 2.21). The package and the default tests never import
 this file.
 
-    /work/venv-tf/bin/python scripts/make_transformer_probes.py DIR [NAME ...]
+    python scripts/make_transformer_probes.py DIR [NAME ...]
 """
 
 from __future__ import annotations

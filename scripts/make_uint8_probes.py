@@ -7,7 +7,7 @@ the models go to DIR; `python scripts/sweep_models.py DIR` checks them (docs/mod
 
 Optional; needs TensorFlow (tested with 2.21). The package and the default tests never import this file.
 
-    /work/venv-tf/bin/python scripts/make_uint8_probes.py DIR
+    python scripts/make_uint8_probes.py DIR
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ partition when some ops stay on the CPU; a failing model is verified again with 
 responsible). Each command runs as `python -m nnconv` from this repository in its own process,
 so one model's failure cannot stop the others and the figures are those a user gets from the CLI.
 
-    python scripts/run_model_zoo.py /work/zoo [--out docs/model-zoo.md] [--json results.json]
+    python scripts/run_model_zoo.py ZOO_DIR [--out docs/model-zoo.md] [--json results.json]
                                     [--baseline before.json] [--only NAME ...] [--no-verify] [--jobs N]
                                     [--keep earlier.json [--missing]]
 

@@ -16,8 +16,8 @@ Each model runs in its own worker process (`nice -n 10`, one at a time), which c
 (`nnconv.cli.main`, stdout/stderr captured, `SystemExit` caught) to avoid starting Python some 4,000 times;
 a finding can be reproduced with the printed `python -m nnconv ...` command. Not part of the test run.
 
-    python scripts/sweep_models.py /work/zoo tests/data/zoo examples/models \\
-        [--check-only /work/bench-models] [--levels 27 ... 35] [--verify-levels 29 30 33] [--no-verify]
+    python scripts/sweep_models.py ZOO_DIR tests/data/zoo examples/models \\
+        [--check-only MODELS_DIR] [--levels 27 ... 35] [--verify-levels 29 30 33] [--no-verify]
         [--fold-weights] [--json sweep.json]
 
 Prints one line per finding and a summary (models x levels, outcomes per command and exit code, time);

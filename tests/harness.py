@@ -18,8 +18,24 @@ from nnconv.parity.tflite_runner import BUILTIN_KERNELS
 from nnconv.tflite.builder import QuantParams, TfliteBuilder
 from nnconv.tflite.ir import TfliteModel
 
-__all__ = ["QuantParams", "TfliteBuilder", "assert_bit_exact", "assert_parity", "assert_refused", "assert_same_bits",
-           "single_op_model", "step_names"]
+__all__ = ["QuantParams", "StepClock", "TfliteBuilder", "assert_bit_exact", "assert_parity", "assert_refused",
+           "assert_same_bits", "single_op_model", "step_names"]
+
+
+class StepClock:
+    """A clock for `ExecutionOptions.clock` that advances `step` seconds at each reading, whatever the wall
+    clock does: a WHILE loop then times out after a fixed number of iterations (the kernel reads the clock
+    once per iteration), never because the machine was loaded."""
+
+    def __init__(self, step: float = 1e-6) -> None:
+        self.now = 0.0
+        self.step = step
+        self.readings = 0
+
+    def __call__(self) -> float:
+        self.readings += 1
+        self.now += self.step
+        return self.now
 
 
 def single_op_model(opcode, inputs: Sequence[tuple], outputs: Sequence[tuple], options=None, version: int = 1,

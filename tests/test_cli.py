@@ -207,9 +207,10 @@ def test_run_and_verify_with_two_threads(tmp_path, runner, nnapi_path, conv_path
 
 @pytest.mark.parametrize("arrays,fragments", [
     pytest.param({"z": np.ones(X_SHAPE, np.float32)}, ("missing input 'x'",), id="missing"),
-    pytest.param({"x": np.ones(X_SHAPE, np.float32), "extra": np.ones(2)}, ("unknown input(s) extra",),
-                 id="extra"),
-    pytest.param({"x": np.ones(X_SHAPE, np.float64)}, ("'x' has dtype float64", "takes float32"), id="dtype"),
+    pytest.param({"x": np.ones(X_SHAPE, np.float32), "extra": np.ones(2)},
+                 ("unknown input array 'extra'", "the model takes 'x' float32[1, 9, 7, 3]"), id="extra"),
+    pytest.param({"x": np.ones(X_SHAPE, np.float64)},
+                 ("'x' is float64[1, 9, 7, 3]", "takes float32", "np.savez(f, x=x.astype(np.float32))"), id="dtype"),
     pytest.param({"x": np.ones((1, 9, 7, 2), np.float32)}, ("'x' has shape [1, 9, 7, 2]", "[1, 9, 7, 3]"),
                  id="shape"),
     pytest.param({"x": np.ones((9, 7, 3), np.float32)}, ("'x' has shape [9, 7, 3]",), id="rank"),

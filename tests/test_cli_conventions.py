@@ -20,7 +20,7 @@ from nnconv.cli import main
 from nnconv.errors import EXIT_BAD_INPUT, EXIT_OK
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.report.analysis import check_one, report_json
-from nnconv.fmt import describe_array, format_bytes, format_number, format_seconds, wrap
+from nnconv.fmt import describe_array, format_bytes, format_number, format_seconds, plural, wrap
 from nnconv.report.render import nnapi_summary
 from nnconv.tflite.schema_enums import BuiltinOperator
 from test_cli import assert_one_line_error, conv_tflite
@@ -164,9 +164,12 @@ def test_expansion_summary_comes_from_the_rule_and_json_keeps_every_op():
     assert nnapi_summary(mean.nnapi_ops, mean.lowering_note) == f"{len(mean.nnapi_ops)} ops (int8 mean, exact)"
 
 
-def test_nnapi_summary_without_a_note_names_the_kinds():
+def test_nnapi_summary_without_a_note_names_the_kinds_with_their_counts():
     ops = ["DEQUANTIZE", "MUL", "ADD", "MUL", "FLOOR", "QUANTIZE"]
-    assert nnapi_summary(ops) == "6 ops: DEQUANTIZE, MUL, ADD, ..."
+    assert nnapi_summary(ops) == "6 ops: DEQUANTIZE, MUL x2, ADD, ..."
+    # a PRELU-like expansion: the counts add up to the total (it read "5 ops: RELU, MUL, ADD")
+    assert nnapi_summary(["RELU", "NEG", "RELU", "MUL", "ADD"]) == "5 ops: RELU x2, NEG, MUL, ..."
+    assert nnapi_summary(["RELU", "MUL", "RELU", "MUL", "ADD"]) == "5 ops: RELU x2, MUL x2, ADD"
     assert nnapi_summary(ops[:3]) == "DEQUANTIZE, MUL, ADD"
     assert nnapi_summary(ops, verbose=True) == ", ".join(ops)
 
@@ -174,7 +177,10 @@ def test_nnapi_summary_without_a_note_names_the_kinds():
 def test_numbers_print_at_sensible_precision():
     assert format_number(0.123456789) == "0.1235" and format_number(np.float32(6.0)) == "6"
     assert format_number(np.int8(-128)) == "-128" and format_number(1e-7) == "1e-07"
-    assert format_bytes(12) == "12 B" and format_bytes(5716) == "5.72 kB" and format_bytes(602112) == "602 kB"
+    # one unit style everywhere (tables, warnings, errors, inspect): binary units
+    assert format_bytes(12) == "12 B" and format_bytes(5716) == "5.58 KiB" and format_bytes(602112) == "588 KiB"
+    assert format_bytes(64 << 20) == "64 MiB" and format_bytes(3 << 29) == "1.5 GiB"
+    assert plural(1, "NNAPI op") == "1 NNAPI op" and plural(2, "partition") == "2 partitions"
     assert format_seconds(0.000123) == "0.123 ms" and format_seconds(12.3456) == "12.3 s"
     assert describe_array(np.array([[0.5, 1 / 3]], np.float32)) == "float32 1x2 [0.3333, 0.5]"
     assert describe_array(np.zeros((2,), np.bool_)) == "bool 2"
@@ -306,3 +312,98 @@ def test_level_matrix_and_model_summary_never_split_names(columns):
     assert any(mnv3 in line for line in both.splitlines()), both
     for text in (matrix, several, both):
         assert all(len(line) <= columns for line in text.splitlines() if mnv3 not in line), text
+
+
+
+# -- folders, -q, logs on stderr ------------------------------------------------------------------------------
+@pytest.fixture
+def model_folder(tmp_path):
+    """A folder as a user has one, deep below an absolute path: two models, one in a subfolder."""
+    folder = tmp_path / "a" / "rather" / "deep" / "folder" / "of" / "models"
+    (folder / "face").mkdir(parents=True)
+    (folder / "custom_op_middle.tflite").symlink_to(MODELS / "custom_op_middle.tflite")
+    (folder / "face" / "mobilenet_v3_int8_face_detection_full_range.tflite").symlink_to(
+        MODELS / "mobilenet_v3_int8.tflite")
+    return folder
+
+
+NAMES = ("custom_op_middle.tflite", "face/mobilenet_v3_int8_face_detection_full_range.tflite")
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+@pytest.mark.parametrize("command", [("verify",), ("check", "--api-level", "all"), ("check",)])
+def test_a_folders_models_are_named_relative_to_it_and_never_truncated(model_folder, command, columns):
+    result = invoke(*command, str(model_folder), columns=columns)
+    assert result.exit_code in (0, 1, 3), result.output  # 3: the custom op's model cannot be verified whole
+    words = result.stdout.split()
+    for name in NAMES:
+        assert name in words or f"{name}:" in words, result.stdout
+    assert str(model_folder) not in result.stdout and "…" not in result.stdout
+
+
+def test_verify_quiet_prints_one_line_per_model(model_folder):
+    result = invoke("verify", str(model_folder), "-q")
+    assert result.exit_code == 3  # no parity failure; the custom op's model cannot be lowered whole (errors.md)
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2, result.stdout
+    assert lines[0].startswith("custom_op_middle.tflite: ERROR 1 of 5 ops cannot be lowered")
+    assert lines[1] == "face/mobilenet_v3_int8_face_detection_full_range.tflite: PASS"
+
+
+def test_check_warnings_are_logs_on_stderr():
+    result = invoke("check", str(MODELS / "custom_op_middle.tflite"), columns=160)
+    assert "warning" not in result.stdout
+    assert result.stderr.startswith("warning: 2 partitions: every invocation copies 5.58 KiB across the CPU/NNAPI")
+    deprecated = invoke("check", str(MODELS / "custom_op_middle.tflite"), str(MODELS / "mobilenet_v3_int8.tflite"),
+                        "--api-level", "35", columns=160)
+    assert "deprecated" not in deprecated.stdout and "warning: NNAPI is deprecated" in deprecated.stderr
+
+
+def test_node_data_says_what_it_wrote(tmp_path):
+    model = str(MODELS / "custom_op_middle.tflite")
+    out = tmp_path / "nd.json"
+    result = invoke("check", model, "--node-data", str(out), columns=400)
+    assert result.exit_code == EXIT_OK and out.exists()
+    assert (f"wrote {out}: Model Explorer node data for 5 ops (nnconv check: NNAPI partition at API 30 (0 = CPU, "
+            f"-1 = folded)); open it with model-explorer {model} --node_data_paths={out}") in result.stderr
+    assert invoke("check", model, "--node-data", str(out), "-q").stderr == ""
+
+
+@pytest.mark.parametrize("arrays,fragments", [
+    pytest.param({"x": np.ones((1, 9, 7, 3))}, ("'x' is float64[1, 9, 7, 3]", "the model takes float32[1, 9, 7, 3]",
+                                                "save it as float32, e.g. np.savez(f, x=x.astype(np.float32))"),
+                 id="float64"),
+    pytest.param({"x": np.ones((1, 9, 7, 3), np.float32), "y_typo": np.ones(2, np.float32)},
+                 ("unknown input array 'y_typo'", "the model takes 'x' float32[1, 9, 7, 3]"), id="unknown"),
+])
+def test_verify_inputs_that_cannot_be_used_say_what_to_do(tmp_path, arrays, fragments):
+    model = tmp_path / "conv.tflite"
+    model.write_bytes(conv_tflite())
+    np.savez(tmp_path / "in.npz", **arrays)
+    result = invoke("verify", str(model), "--inputs", str(tmp_path / "in.npz"))
+    assert_one_line_error(result, EXIT_BAD_INPUT, *fragments)
+
+
+def test_verify_reference_with_an_array_the_model_does_not_compute_is_refused(tmp_path):
+    model = tmp_path / "conv.tflite"
+    model.write_bytes(conv_tflite())
+    saved = tmp_path / "ref.npz"
+    assert invoke("verify", str(model), "--save-reference", str(saved)).exit_code == EXIT_OK
+    with np.load(saved) as data:
+        arrays = dict(data)
+    np.savez(saved, **arrays, extra=np.zeros(2, np.float32))
+    result = invoke("verify", str(model), "--reference", str(saved))
+    assert_one_line_error(result, EXIT_BAD_INPUT, "--reference holds 'extra', which the model does not compute")
+
+
+def test_models_of_two_folders_with_the_same_names_keep_their_paths(tmp_path):
+    from nnconv.tflite.model_paths import named_models
+    for folder in ("a", "b", "c"):
+        (tmp_path / folder).mkdir()
+    for path in ("a/m.tflite", "b/m.tflite", "c/other.tflite"):
+        (tmp_path / path).write_bytes(b"")
+    a, b, c = (str(tmp_path / f) for f in ("a", "b", "c"))
+    named = named_models([a, b, c, str(tmp_path / "c" / "other.tflite")])
+    assert [name for _, name in named] == [f"{a}/m.tflite", f"{b}/m.tflite", "other.tflite",
+                                           str(tmp_path / "c" / "other.tflite")]
+    assert [path for path, _ in named][0] == f"{a}/m.tflite"

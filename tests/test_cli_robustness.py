@@ -88,7 +88,7 @@ def test_run_refuses_a_model_over_max_memory_with_the_figure(tmp_path):
     big.write_bytes(add_model((256, 1024)))  # 1 MiB per tensor: constant + input + output = 3 MiB
     result = CliRunner().invoke(main, run_args(tmp_path, big, "--max-memory", "2M", shape=(256, 1024)))
     line = one_error_line(result, EXIT_BAD_INPUT)
-    assert "needs at least 3.0 MiB to execute" in line and "over the 2.0 MiB allowed (--max-memory)" in line
+    assert "needs at least 3 MiB to execute" in line and "over the 2 MiB allowed (--max-memory)" in line
     assert not (tmp_path / "out.npz").exists()
     ok = CliRunner().invoke(main, run_args(tmp_path, big, "--max-memory", "4M", shape=(256, 1024)))
     assert ok.exit_code == EXIT_OK, ok.stderr
@@ -103,7 +103,7 @@ def test_verify_refuses_before_running_either_engine(tmp_path):
     big = tmp_path / "big.tflite"
     big.write_bytes(add_model((256, 1024)))
     result = CliRunner().invoke(main, ["verify", str(big), "--max-memory", "1M"])
-    assert "over the 1.0 MiB allowed (--max-memory)" in one_error_line(result, EXIT_BAD_INPUT)
+    assert "over the 1 MiB allowed (--max-memory)" in one_error_line(result, EXIT_BAD_INPUT)
 
 
 def test_peak_memory_frees_intermediates_after_their_last_use():

@@ -27,6 +27,7 @@ from nnconv.conformance import (INFINITE_LOOP_TIMEOUT_SECONDS, SIGNED_COUPLING, 
 from nnconv.nnapi.enums import OperationType
 from nnconv.runtime.kernels import KERNELS
 from nnconv.runtime.kernels.registry import ExecutionOptions
+from harness import StepClock
 
 HERE = pathlib.Path(__file__).resolve().parent
 KNOWN = HERE / "conformance_known_failures.txt"
@@ -59,7 +60,7 @@ def _params() -> list:
 def test_conformance_case(case):
     if case is None:
         pytest.fail(f"conformance data not found at {cts_dir()} (set NNCONV_CTS_DIR)")
-    result = run_case(case)
+    result = run_case(case, clock=StepClock())  # loops time out by iterations, never by the machine's load
     assert result.status == "passed", f"{result.status}: {result.message}"
 
 
@@ -227,6 +228,8 @@ def test_infinite_loop_cases_run_with_the_cts_loop_timeout():
     assert execution_options(loop).loop_timeout_seconds == ExecutionOptions().loop_timeout_seconds == 2.0
     loop["expect_failure"] = True
     assert execution_options(loop).loop_timeout_seconds == INFINITE_LOOP_TIMEOUT_SECONDS
+    clock = StepClock()
+    assert execution_options(loop, clock).clock is clock and execution_options(loop).clock is not clock
 
 
 def test_dynamic_output_shape_twin_checks_the_original_dimensions(fake_kernel):

@@ -185,7 +185,7 @@ def test_check_device_formats(tmp_path):
     table = CliRunner(env={"COLUMNS": "160"}).invoke(main, ["check", model, "--device", "armnn-hal1.3",
                                                             "--device", "reference"])
     assert table.exit_code == 0
-    assert "armnn-hal1.3: 2 partitions, 2/3 ops (67%), 1 refused by the device, 1 on TFLite's CPU, 1440 bytes" \
+    assert "armnn-hal1.3: 2 partitions, 2/3 ops (67%), 1 refused by the device, 1 on TFLite's CPU, 1.41 KiB" \
         in table.output
     quiet = run("check", model, "--device", "armnn-hal1.3", "-q")
     assert quiet.output.count("\n") == 2 and "1 refused by the device" in quiet.output

@@ -93,3 +93,16 @@ def test_backend_digits_are_masked_at_their_width():
     assert a == b and len(a) == len("    max |diff| 1.49e-08, max rel 5.14e-08, top-1/5 100%/100%")
     assert _normalise("tolerance: |diff| <= 1e-05 + 0.0001 * range, 0 LSB") == \
         "tolerance: |diff| <= 1e-05 + 0.0001 * range, 0 LSB"
+
+
+def test_the_readme_verify_sample_is_the_real_output(monkeypatch):
+    # The README shows one verify run at the width of a pipe (160 columns); it had drifted from the table
+    # verify prints (columns the default table no longer has). Refresh it with the command's real output.
+    monkeypatch.chdir(ROOT)  # the README's paths are relative to the repository
+    readme = (ROOT / "README.md").read_text()
+    command = "nnconv verify examples/models/mobilenet_v2_int8.tflite --per-op --kernels reference --max-lsb 0"
+    shown = readme.split(f"$ {command}\n", 1)[1].split("```", 1)[0]
+    result = CliRunner().invoke(main, command.split()[1:], env={"COLUMNS": "160", "NO_COLOR": "1"},
+                                prog_name="nnconv")
+    assert result.exit_code == 1
+    assert _normalise(shown) == _normalise(result.stdout), "README's verify sample differs from the real output"

@@ -104,7 +104,7 @@ def test_executor_rejects_wrong_inputs():
     from nnconv.errors import InputDataError
     with pytest.raises(InputDataError, match="shape"):
         ex.run([np.zeros((3, 2), np.float32)])
-    with pytest.raises(InputDataError, match="dtype"):
+    with pytest.raises(InputDataError, match=r"is float64\[2, 3\]; the model takes float32\[2, 3\]: save it as float32"):
         ex.run([np.zeros((2, 3), np.float64)])
     with pytest.raises(InputDataError, match="takes 1 inputs"):
         ex.run([])

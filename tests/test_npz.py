@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import struct
-import time
 import tracemalloc
 import zipfile
 
@@ -82,20 +81,19 @@ def test_non_numeric_dtypes_are_refused(tmp_path, descr):
 
 def test_a_huge_declared_shape_is_refused_from_the_header(tmp_path):
     msg = refused(archive(tmp_path, {"x.npy": npy_header("<f4", (1 << 20, 1 << 20))}))
-    assert "over the 64.0 MiB allowed (--max-memory)" in msg and "[1048576, 1048576]" in msg
+    assert "over the 64 MiB allowed (--max-memory)" in msg and "[1048576, 1048576]" in msg
 
 
 def test_a_deflate_bomb_is_refused_before_inflating(tmp_path):
     """256 MiB of zeros deflate to ~250 KiB; the declared member size is over the bound, so nothing is
-    inflated: the loader stays fast and small."""
+    inflated: the loader stays small."""
     path = archive(tmp_path, {"x.npy": npy_header("<f4", (64 << 20,)) + bytes(256 << 20)}, zipfile.ZIP_DEFLATED)
     tracemalloc.start()
-    start = time.perf_counter()
     msg = refused(path)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert "declares 256.0 MiB, over the 64.0 MiB allowed" in msg
-    assert peak < 8 << 20 and time.perf_counter() - start < 2.0
+    assert "declares 256 MiB, over the 64 MiB allowed" in msg
+    assert peak < 8 << 20  # what was allocated, not how long it took: a loaded machine is slow, not wrong
 
 
 def test_header_and_member_size_must_agree(tmp_path):

@@ -68,7 +68,7 @@ def test_hook_fails_a_refused_op_with_the_policy_line(changed):
     good, custom, _ = changed
     result = _run_hook([good, custom])
     assert result.returncode == EXIT_FAILURE
-    assert "nnconv: policy violated: --fail-on refused: 1 op(s) refused in custom.tflite" in result.stderr
+    assert "nnconv: policy violated: --fail-on refused: 1 op refused in custom.tflite" in result.stderr
 
 
 def test_hook_args_add_a_policy(changed):

@@ -115,7 +115,7 @@ def test_probe_command_writes_build_and_adb_scripts(tmp_path, monkeypatch):
     out = tmp_path / "probe"
     result = CliRunner().invoke(main, ["probe", MOBILENET, "-o", str(out), "--api-level", "29"])
     assert result.exit_code == 0, result.output
-    assert "1 partition(s), 21 NNAPI operations to ask about at API 29" in " ".join(result.stderr.split())
+    assert "1 partition, 21 NNAPI operations to ask about at API 29" in " ".join(result.stderr.split())
     build = (out / "build.sh").read_text()
     assert os.access(out / "build.sh", os.X_OK) and '--target="$TARGET$API"' in build and "API=29" in build
     assert "-lneuralnetworks" in build

@@ -31,7 +31,6 @@ from nnconv.report.analysis import (
     check_levels,
     check_one,
     matrices,
-    deprecation_warning,
     report_json,
     summary_line,
 )
@@ -45,7 +44,8 @@ from nnconv.report.render import (
     render_multi,
     render_table,
 )
-from nnconv.tflite.model_paths import expand_models
+from nnconv.tflite.model_paths import named_models
+from nnconv.fmt import plural
 
 
 EPILOG = """\b
@@ -113,7 +113,9 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     partition fails to lower)."""
     policies = Policies(fail_on, min_coverage, max_partitions_allowed)
     batch = batch or Batch()
-    paths = expand_models(models, batch.shard)
+    named = named_models(models, batch.shard)
+    paths = [path for path, _ in named]
+    name_of = dict(named)
     if not paths:  # this shard holds none of the models
         err.print(f"nnconv: shard {batch.shard[0]}/{batch.shard[1]} holds none of the models", markup=False)
         batch.write_junit("nnconv.check", [])
@@ -138,6 +140,8 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
                                                                      max_partitions=max_partitions))
                 mats, failures = _split(matrices(list(zip(cells, progress(cells, err, fn,
                                                                           scheduler=batch.scheduler)))))
+        for mat in mats:
+            mat.name = name_of.get(mat.path, "")
         if mats:
             render_matrix(mats, fmt, out, failures)
         batch.write_junit("nnconv.check", matrix_cases(mats, failures))
@@ -151,17 +155,19 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
             checks, failures = _split(progress(paths, err, _each(paths, functools.partial(
                 check_one, level=level, options=options, max_partitions=max_partitions), batch), jobs,
                 scheduler=batch.scheduler))
+    for c in checks:
+        c.name = name_of.get(c.path, "")
     batch.write_junit("nnconv.check", check_cases(checks, failures, policies.violations, level))
     if not checks:
         return _report_failures(failures, fmt, out, err, False)
     if node_data is not None:
         from nnconv.report.node_data import check_node_data, write_node_data
-        write_node_data(node_data, check_node_data(checks[0]))
+        common.info(write_node_data(node_data, check_node_data(checks[0]), checks[0].path))
     if devices:
         pass  # already printed, with the devices
     elif fmt == "table" and common.verbosity == common.QUIET:
         for c in checks:  # verdicts only
-            out.print(f"{c.path}: API {c.api_level}: {summary_line(c)}", markup=False)
+            out.print(f"{c.label}: API {c.api_level}: {summary_line(c)}", markup=False)
     elif len(checks) == 1 and not failures:
         check = checks[0]
         if fmt == "json":
@@ -173,11 +179,9 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         elif fmt == "md":
             print_raw(out, render_md(check))
         else:
-            render_table(check, out, verbose=common.verbosity == common.VERBOSE)
+            render_table(check, out, err, verbose=common.verbosity == common.VERBOSE)
     else:
-        render_multi(checks, fmt, out, failures)
-        if fmt == "csv" and deprecation_warning(level):
-            err.print(f"warning: {deprecation_warning(level)}", markup=False)
+        render_multi(checks, fmt, out, err, failures)
     unchecked = _report_failures(failures, fmt, out, err, True)
     violations = [v for c in checks for v in policies.violations(c)]
     for v in violations:
@@ -188,12 +192,12 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     if failed:
         c, p = failed[0]
         bug = " (a bug in nnconv: please report it with the model)" if p.error_exit_code == EXIT_INTERNAL else ""
-        line = " ".join(f"{c.path}: partition {p.index} failed to lower: {p.error}{bug}".split())
+        line = " ".join(f"{c.label}: partition {p.index} failed to lower: {p.error}{bug}".split())
         err.print(f"nnconv: error: {line}", markup=False)
         return p.error_exit_code
     blocked = [c for c in checks if c.whole_refusal and c.report.ok]
     if blocked:  # every op lowers, yet `convert` cannot write the model whole: the same exit 3
-        line = " ".join(f"{blocked[0].path}: {blocked[0].whole_refusal}".split())
+        line = " ".join(f"{blocked[0].label}: {blocked[0].whole_refusal}".split())
         err.print(f"nnconv: error: {line}", markup=False)
         return EXIT_NOT_CONVERTIBLE
     return folder_exit_code(bool(violations), [unchecked] if unchecked else [])
@@ -223,7 +227,7 @@ def _report_failures(failures: Sequence[Failed], fmt: str, out: Console, err: Co
         line = f.error if f.error.startswith(f.path) else f"{f.path}: {f.error}"
         err.print(f"nnconv: error: {line}", markup=False)
     if len(failures) > 1 or rendered:  # one model alone: its error line says it all
-        err.print(f"nnconv: {len(failures)} model(s) could not be checked", markup=False)
+        err.print(f"nnconv: {plural(len(failures), 'model')} could not be checked", markup=False)
     return failures[0].exit_code
 
 

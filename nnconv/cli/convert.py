@@ -23,6 +23,7 @@ from nnconv.cli.common import (
     warn_inapplicable,
 )
 from nnconv.errors import ConversionError, NnconvError
+from nnconv.fmt import plural
 from nnconv.report.render import ops_range
 
 EPILOG = """\b
@@ -122,7 +123,7 @@ def _check_c(c_path: str, header: str, prefix: str, output: str, loaded) -> None
     n_operands = sum(len(sg.operands) for p in loaded.partitions for sg in p.model.subgraphs())
     n_operations = sum(len(sg.operations) for p in loaded.partitions for sg in p.model.subgraphs())
     common.info(f"--check-c: {c_path} compiled and ran; it builds exactly the models of {output} "
-                f"({len(loaded.partitions)} partition(s): {n_operands} operands, values byte for byte, "
+                f"({plural(len(loaded.partitions), 'partition')}: {n_operands} operands, values byte for byte, "
                 f"{n_operations} operations)")
 
 

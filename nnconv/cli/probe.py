@@ -15,6 +15,7 @@ from nnconv.cli.common import (
     resolve_api_level,
     verbosity_options,
 )
+from nnconv.fmt import plural
 
 EPILOG = """\b
 Examples:
@@ -46,7 +47,7 @@ def probe(model: str, out_dir: str, api_level: int | None, feature_level: int | 
     with common.timed("probe"):
         written = write_probe(model, out_dir, level, conversion_options(False, False, input_shapes))
     n_ops = sum(len(p.model.main.operations) for p in written.nnapi.partitions)
-    common.info(f"wrote {', '.join(written.files)} in {out_dir}: {len(written.nnapi.partitions)} partition(s), "
+    common.info(f"wrote {', '.join(written.files)} in {out_dir}: {plural(len(written.nnapi.partitions), 'partition')}, "
                 f"{n_ops} NNAPI operations to ask about at API {written.api_level}"
                 + ("" if written.api_level >= 29 else " (below API 29: whole-model compilation only)"))
     if "run_on_device.sh" not in written.files:

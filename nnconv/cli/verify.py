@@ -11,7 +11,6 @@ from typing import Any, Sequence
 
 import click
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from nnconv.cli import common
@@ -108,7 +107,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
            max_memory: str | None, shard: tuple[int, int] | None, junit: str | None, dataset: str | None,
            samples: int | None, save_repro: str | None, scheduler: str | None) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
-    from nnconv.parity.batch import model_paths
+    from nnconv.tflite.model_paths import named_models
     from nnconv.parity.session import VerifyOptions
     from nnconv.parity.tolerances import ToleranceOverrides
     level = resolve_api_level(api_level, feature_level)
@@ -116,7 +115,8 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         raise click.UsageError("--inputs and --seed exclude each other: the inputs are given, nothing is random")
     if node_data is not None and not per_op:
         raise click.UsageError("--node-data needs --per-op (the overlay shows each op's error)")
-    paths = model_paths(models, shard)
+    named = named_models(models, shard)
+    paths = [path for path, _ in named]
     several = len(paths) != 1 or shard is not None or scheduler is not None or \
         any(os.path.isdir(m) for m in models)
     if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data,
@@ -138,7 +138,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         samples=samples, max_bytes=limit, save_repro=save_repro)
     batch = Batch(shard, junit, scheduler)
     if several:
-        code = _verify_several(paths, options, jobs, fmt, batch)
+        code = _verify_several(paths, [name for _, name in named], options, jobs, fmt, batch)
     else:
         code = _verify_one(paths[0], options, fmt, save_reference, node_data, batch, save_repro)
     if code:
@@ -161,10 +161,12 @@ def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, n
     result = ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
     batch.write_junit("nnconv.verify", verify_cases([result], options.api_level))
     if save_reference is not None:
-        save_npz(save_reference, save_reference_outputs(path, options))
+        saved = save_reference_outputs(path, options)
+        save_npz(save_reference, saved)
+        common.info(f"wrote {save_reference}: TFLite's outputs " + ", ".join(saved) + " (--reference reads it)")
     if node_data is not None:
         from nnconv.report.node_data import per_op_node_data, write_node_data
-        write_node_data(node_data, per_op_node_data(report, path))
+        common.info(write_node_data(node_data, per_op_node_data(report, path), path))
     if fmt == "json":
         common.emit(json.dumps(report.to_json(), indent=2))
     elif common.verbosity == common.QUIET:
@@ -180,7 +182,10 @@ def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, n
     return 0 if report.passed else EXIT_FAILURE
 
 
-def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str, batch: Batch) -> int:
+def _verify_several(paths: Sequence[str], names: Sequence[str], options: Any, jobs: int, fmt: str,
+                    batch: Batch) -> int:
+    """One row per model, named as `named_models` names it (relative to the folder given), never truncated;
+    -q prints one line per model."""
     from nnconv.parity.batch import ERROR, batch_json, exit_code, summary, verify_one
     from nnconv.report.render import progress
     results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying",
@@ -188,24 +193,42 @@ def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str, bat
     batch.write_junit("nnconv.verify", verify_cases(results, options.api_level))
     if fmt == "json":
         common.emit(json.dumps(batch_json(results), indent=2))
-    else:
-        table = Table(title=f"verify at API {options.api_level} (TFLite {options.kernels} kernels)")
-        for col in ("model", "status", "worst output", "max |diff|", "max rel", "LSB", "time", "note"):
-            table.add_column(col)
-        for r in results:
-            worst = r.worst_output or {}
-            style = {"pass": "green", "fail": "red", "error": "red"}[r.status]
-            flat = r.status == "pass" and bool((r.report or {}).get("uninformative_outputs"))
-            status = "PASS (uninformative)" if flat else r.status.upper()
-            style = "yellow" if flat else style
-            table.add_row(escape(r.model), f"[{style}]{status}[/{style}]", escape(worst.get("name", "-")),
-                          f"{worst['max_abs']:.3g}" if worst else "-", f"{worst['max_rel']:.3g}" if worst else "-",
-                          "-" if worst.get("max_lsb") is None else str(worst["max_lsb"]), f"{r.seconds:.1f}s",
-                          escape(r.error if r.status == ERROR else _first_divergent_note(r.report)))
-        common.out.print(table)
-        s = summary(results)
-        common.out.print(f"{s['passed']} passed, {s['failed']} failed, {s['errors']} could not be verified "
-                         f"({s['models']} models, {s['seconds']:.1f}s)", markup=False)
+        return exit_code(results)
+    rows, styles = [], []
+    for name, r in zip(names, results):
+        worst = r.worst_output or {}
+        flat = r.status == "pass" and bool((r.report or {}).get("uninformative_outputs"))
+        rows.append([name, "PASS (uninformative)" if flat else r.status.upper(), worst.get("name", "-"),
+                     f"{worst['max_abs']:.3g}" if worst else "-", f"{worst['max_rel']:.3g}" if worst else "-",
+                     "-" if worst.get("max_lsb") is None else str(worst["max_lsb"]), f"{r.seconds:.1f}s",
+                     r.error if r.status == ERROR else _first_divergent_note(r.report)])
+        styles.append("yellow" if flat else {"pass": "green", "fail": "red", "error": "red"}[r.status])
+    out = common.out
+    if common.verbosity == common.QUIET:  # verdicts and errors only: one line per model
+        for row in rows:
+            out.print(f"{row[0]}: {row[1]}" + (f" {row[7]}" if row[1] == "ERROR" else ""), markup=False)
+        return exit_code(results)
+    title = f"verify at API {options.api_level} (TFLite {options.kernels} kernels)"
+    cols = (Col("model"), Col("status"), Col("worst output"), Col("max |diff|", justify="right"),
+            Col("max rel", justify="right"), Col("LSB", justify="right"), Col("time", justify="right"),
+            Col("note", wrap=True, grow=1))
+    table = fitted_table(cols, rows, out.width, title=title) if out.width >= COMPACT_BELOW else None
+    if table is not None:
+        for row, style in zip(rows, styles):
+            table.add_row(escape(row[0]), f"[{style}]{row[1]}[/]", *(escape(c) for c in row[2:]))
+        out.print(table)
+    else:  # one model per line, its figures on indented lines: model names are never split
+        out.print(title, markup=False)
+        for row in rows:
+            out.print(f"{row[0]}: {row[1]}", markup=False)
+            if row[2] != "-":
+                print_wrapped(out, f"worst output {row[2]}: max |diff| {row[3]}, max rel {row[4]}"
+                              + ("" if row[5] == "-" else f", {row[5]} LSB"), indent="      ", first_indent="    ")
+            if row[7]:
+                print_wrapped(out, row[7], indent="      ", first_indent="    ")
+    s = summary(results)
+    out.print(f"{s['passed']} passed, {s['failed']} failed, {s['errors']} could not be verified "
+              f"({s['models']} models, {s['seconds']:.1f}s)", markup=False)
     return exit_code(results)
 
 

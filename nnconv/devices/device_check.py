@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass, field
 
 from nnconv.errors import NnconvError
+from nnconv.fmt import format_bytes
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, build_plan
@@ -120,7 +121,7 @@ class DeviceCheck:
 
     def summary_line(self) -> str:
         return (f"{self.profile.name}: {self.plan.summary_line()}, {len(self.refused)} refused by the device, "
-                f"{len(self.cpu_ops)} on TFLite's CPU, {self.boundary_bytes} bytes across the boundary")
+                f"{len(self.cpu_ops)} on TFLite's CPU, {format_bytes(self.boundary_bytes)} across the boundary")
 
     def to_json(self) -> dict:
         return {"profile": self.profile.summary_json(), "warnings": self.warnings(),

@@ -65,7 +65,7 @@ def render_devices(results: Sequence[DeviceModelCheck], fmt: str, out: Console, 
         print_raw(out, "\n".join(render_devices_md(d) for d in results))
     else:
         for d in results:
-            render_table(d.check, out, verbose=verbose)
+            render_table(d.check, out, err, verbose=verbose)
             render_devices_table(d, out, verbose)
 
 

@@ -4,15 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def human_bytes(n: int) -> str:
-    """1536 -> '1.5 KiB' (exact bytes below 1 KiB)."""
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
+from nnconv.fmt import format_bytes
 
 
 def _io(items: list[dict[str, Any]]) -> str:
@@ -22,8 +14,8 @@ def _io(items: list[dict[str, Any]]) -> str:
 
 
 def _constant_lines(title: str, c: dict[str, Any]) -> list[str]:
-    lines = [f"{title}: {c['count']} ({human_bytes(c['bytes'])})"]
-    lines += [f"    {human_bytes(x['bytes']):>10}  {x['name']}  {x['type']}" for x in c["largest"]]
+    lines = [f"{title}: {c['count']} ({format_bytes(c['bytes'])})"]
+    lines += [f"    {format_bytes(x['bytes']):>10}  {x['name']}  {x['type']}" for x in c["largest"]]
     return lines
 
 
@@ -45,7 +37,7 @@ def summary_text(s: dict[str, Any]) -> str:
                          f"outputs {', '.join(sig['outputs'])}")
         if not s["signatures"]:
             lines.append("signatures: none")
-        lines.append("metadata: " + (", ".join(f"{m['name']} ({human_bytes(m['bytes'])})" for m in s["metadata"])
+        lines.append("metadata: " + (", ".join(f"{m['name']} ({format_bytes(m['bytes'])})" for m in s["metadata"])
                                      or "none"))
     else:
         p = s["provenance"]
@@ -65,7 +57,7 @@ def summary_text(s: dict[str, Any]) -> str:
             lines.append(f"partition {part['index']}: API {part['api_level']}, "
                          f"TFLite subgraph {part['tflite_subgraph']} "
                          f"ops {span} ({len(ops)}), {part['operations']} operations, {part['operands']} operands, "
-                         f"{part['referenced_subgraphs']} referenced subgraphs, pools {human_bytes(part['pool_bytes'])}"
+                         f"{part['referenced_subgraphs']} referenced subgraphs, pools {format_bytes(part['pool_bytes'])}"
                          + (", relaxed to fp16" if part["relaxed_fp16"] else ""))
             lines.append(f"    inputs: {_io(part['inputs'])}")
             lines.append(f"    outputs: {_io(part['outputs'])}")

@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 
 from nnconv.lowering.context import CheckContext, ConversionState, dtype_name
-from nnconv.lowering.convert import check_op, checked, is_folded, rule_for
+from nnconv.lowering.convert import check_op, checked, constant_producers, is_folded, rule_for
 from nnconv.lowering.diagnostics import Diagnostic, Verdict
 from nnconv.nnapi.levels import API_LEVELS, rule_level
 from nnconv.nnapi.program import ConvertedModel
@@ -107,12 +107,15 @@ def check_ops(state: ConversionState, subgraph: int = 0) -> Report:
     sg = m.subgraphs[subgraph]  # as the rewrite stage left it: same operators at the same indices
     original = (state.source or m).subgraphs[subgraph].operators
     rewrites = _rewrites_by_op(state, sg)
+    # DEQUANTIZE of constant weights (float16, int8) and DENSIFY of a sparse constant become a constant at
+    # conversion and emit no NNAPI operation, as the ops the rewrite stage folds: reported `folded` too.
+    constants = constant_producers(state, sg)
     ops = []
     for op in sg.operators:
         c = checked(state, sg, op)
         diags = c.diagnostics
         errors = [d for d in diags if d.is_error]
-        if is_folded(state, sg, op):
+        if is_folded(state, sg, op) or (not errors and op.outputs and constants.get(op.outputs[0]) is op):
             status = Verdict.FOLDED
         elif errors:
             status = errors[0].verdict

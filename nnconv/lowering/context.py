@@ -39,6 +39,10 @@ from nnconv.tflite.sparsity import densify
 if TYPE_CHECKING:
     from nnconv.lowering.convert import SubgraphLowering
 
+# How the driver checks one op of a referenced subgraph (IF branches, WHILE bodies): set on the contexts the
+# driver makes, so a control-flow rule checks inner ops without importing the driver that imports the rules.
+NestedChecker = Callable[[Subgraph, Operator], list[Diagnostic]]
+
 _DTYPE_NAMES = {TensorType.FLOAT32: "float32", TensorType.FLOAT16: "float16", TensorType.INT32: "int32",
                 TensorType.UINT8: "uint8", TensorType.INT64: "int64", TensorType.BOOL: "bool",
                 TensorType.INT16: "int16", TensorType.INT8: "int8", TensorType.INT4: "int4"}
@@ -121,6 +125,14 @@ class CheckContext:
         self.op = op
         self.diagnostics: list[Diagnostic] = []
         self.notes: list[str] = []  # how the lowering differs from the plain one (reported, not a refusal)
+        self.nested_checker: NestedChecker | None = None  # set by the driver (lowering/convert.py)
+
+    def check_nested(self, sg: Subgraph, op: Operator) -> list[Diagnostic]:
+        """Every diagnostic for `op` of subgraph `sg`, which this op references (an IF branch, a WHILE body),
+        from the driver that checks this op."""
+        if self.nested_checker is None:
+            raise RuntimeError(f"op #{self.op.index}: checking a referenced subgraph needs the driver's checker")
+        return self.nested_checker(sg, op)
 
     # -- target -----------------------------------------------------------------------------------
     @property
@@ -467,3 +479,8 @@ class LowerContext(CheckContext):
         the SUBGRAPH operand that refers to it."""
         ref = self.lowering.converter.referenced_subgraph(tflite_subgraph)
         return self.sg.add_subgraph_ref(ref, name=f"subgraph{tflite_subgraph}")
+
+    def new_referenced_subgraph(self, tflite_subgraph: int) -> tuple[int, SubgraphLowering]:
+        """A new referenced NNAPI subgraph of its own for a TFLite subgraph whose inputs and outputs the rule
+        arranges (control flow), and the driver's lowering that fills it (`operand_for`, `lower_ops`)."""
+        return self.lowering.converter.new_referenced(tflite_subgraph)

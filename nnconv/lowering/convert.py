@@ -78,6 +78,7 @@ def checked(state: ConversionState, sg: Subgraph, op: Operator, runtime: bool = 
 
 def _run_check(state: ConversionState, sg: Subgraph, op: Operator, runtime: bool) -> CheckContext:
     c = CheckContext(state, sg, op)
+    c.nested_checker = lambda inner_sg, inner_op: check_op(state, inner_sg, inner_op)
     if is_folded(state, sg, op):
         return c
     rule = rule_for(op)
@@ -244,6 +245,13 @@ class SubgraphLowering:
                                       "lowered operation (constant or pass-through outputs are not supported)")
         self.builder.set_io(in_operands, out_operands)
 
+    def lower_ops(self, ops: Sequence[Operator]) -> None:
+        """Lowers every op of `ops` that emits something, in order; the subgraph's inputs and outputs are the
+        caller's (control flow's dedicated referenced subgraphs, rules/control_flow.py)."""
+        for op in ops:
+            if not is_folded(self.state, self.sg, op):
+                self._lower_op(op)
+
     def _lower_op(self, op: Operator) -> None:
         rule = rule_for(op)
         if rule is None:
@@ -282,6 +290,12 @@ class Converter:
         self._referenced[tflite_subgraph] = ref
         SubgraphLowering(self, sg, builder).lower(sg.operators, sg.inputs, sg.outputs)
         return ref
+
+    def new_referenced(self, tflite_subgraph: int) -> tuple[int, SubgraphLowering]:
+        """A new, empty referenced NNAPI subgraph for TFLite subgraph `tflite_subgraph` (not shared: its caller
+        chooses its inputs' order and outputs) and the lowering that fills it."""
+        ref, builder = self.builder.add_referenced()
+        return ref, SubgraphLowering(self, self.state.model.subgraphs[tflite_subgraph], builder)
 
 
 def io_spec(state: ConversionState, sg: Subgraph, tensor_index: int) -> IoTensor:

@@ -11,7 +11,7 @@ Sources (read, not copied):
 - ARMNN: ARM-software/android-nn-driver, `NnapiSupport.txt`, the operation/operand-type list of the Arm NN
   NNAPI driver (HAL 1.0-1.3) shipped on many Mali-GPU devices. An operation missing from it, or listed
   without the operand type, is refused by that driver.
-- DELEGATE: TFLite's NNAPI delegate (`/work/shared/reference/nnapi_delegate_ops.csv`, 94 builtins): it never
+- DELEGATE: TFLite's NNAPI delegate (`tensorflow/lite/delegates/nnapi/nnapi_delegate.cc`, 94 builtins): it never
   lowers IF/WHILE, so drivers are rarely exercised with NNAPI control flow.
 """
 

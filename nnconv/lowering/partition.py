@@ -28,6 +28,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from nnconv.errors import EXIT_INTERNAL, ConversionError, NnconvError
+from nnconv.fmt import format_bytes, plural
 from nnconv.lowering.check_report import Report
 from nnconv.lowering.context import ConversionState, dtype_name
 from nnconv.lowering.convert import is_folded, lower_ops, partition_boundary
@@ -117,12 +118,13 @@ class PartitionPlan:
         out = []
         if len(self.partitions) > 1:
             crossing = sum(p.boundary_bytes for p in self.partitions)
-            out.append(f"{len(self.partitions)} partitions: every invocation copies {crossing} bytes across "
+            out.append(f"{len(self.partitions)} partitions: every invocation copies {format_bytes(crossing)} across "
                        "the CPU/NNAPI boundary and runs the ops between them on the CPU")
         if self.dropped:
             n = sum(len(d) for d in self.dropped)
             out.append(f"{self.partitions_formed} partitions formed but only the largest {self.max_partitions} "
-                       f"are delegated (--max-partitions): {n} supported op(s) stay on the CPU")
+                       f"are delegated (--max-partitions): {plural(n, 'supported op')} "
+                       f"{'stays' if n == 1 else 'stay'} on the CPU")
         if not self.partitions and self.ops_total > self.ops_delegated:
             out.append("no op is delegated: the whole model runs on the TFLite CPU kernels")
         out += [f"partition {p.index} failed to lower: {p.error}" for p in self.partitions if p.error]
@@ -246,7 +248,9 @@ def build_plan(state: ConversionState, report: Report, max_partitions: int = DEF
     spec takes but the target device does not (`check --device`): the delegate leaves them on the CPU."""
     sg = state.model.subgraphs[subgraph]
     folded = [r.index for r in report.ops if r.status == Verdict.FOLDED]
-    nodes = [k for k in range(len(sg.operators)) if not is_folded(state, sg, sg.operators[k])]
+    # Folded ops, constant producers included (`check_ops`), are in no partition: each partition reading a
+    # constant producer's output lowers it again into its own constant (`convert.constant_producers`).
+    nodes = [k for k in range(len(sg.operators)) if not is_folded(state, sg, sg.operators[k]) and k not in folded]
     supported = {r.index for r in report.ops if r.supported and r.status != Verdict.FOLDED} - set(refused)
     kept, dropped, formed = delegated_partitions(sg, nodes, supported, max_partitions)
     where = {k: i for i, members in enumerate(kept) for k in members}

@@ -19,7 +19,7 @@ import math
 from typing import Iterable, Sequence
 
 from nnconv.errors import ResourceLimitError
-from nnconv.limits import describe
+from nnconv.fmt import format_bytes
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Model, Operand, Subgraph
 
@@ -103,7 +103,7 @@ def ensure_fits(model: Model, max_bytes: int, name: str) -> int:
     constants, live = constant_bytes(model), peak_live_bytes(model)
     need = constants + live
     if need > max_bytes:
-        raise ResourceLimitError(f"{name} needs at least {describe(need)} to execute (constants "
-                                 f"{describe(constants)} + largest live set {describe(live)}), over the "
-                                 f"{describe(max_bytes)} allowed (--max-memory)")
+        raise ResourceLimitError(f"{name} needs at least {format_bytes(need)} to execute (constants "
+                                 f"{format_bytes(constants)} + largest live set {format_bytes(live)}), over the "
+                                 f"{format_bytes(max_bytes)} allowed (--max-memory)")
     return need

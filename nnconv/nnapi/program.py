@@ -5,9 +5,11 @@ names and original TFLite dtypes of its inputs and outputs, and the value conver
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping, Sequence
 
 import numpy as np
 
+from nnconv.errors import InputDataError
 from nnconv.nnapi.model import Model
 
 INT8_SHIFT = 128  # int8 data carried as uint8 below API 30: NNAPI value = TFLite value + 128
@@ -45,3 +47,46 @@ class ConvertedModel:
     tensor_operands: dict[int, int] = field(default_factory=dict)
     # TFLite op index -> what its many-operation lowering computes (reports only; not saved in .nnapi files)
     notes: dict[int, str] = field(default_factory=dict)
+
+
+def bind_inputs(specs: Sequence[IoTensor], inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """The user's arrays in `specs` order, each found by input name or by numpy's positional name `arr_k`
+    (`np.savez(f, x)`). Refused (InputDataError, one line naming the model's inputs): a missing input, an
+    array that is no input (a misspelt name would otherwise be ignored and random data used in its place),
+    and an array of another dtype (`input_dtype_error`)."""
+    takes = ", ".join(f"'{s.name}' {s.dtype}{list(s.shape)}" for s in specs)
+    out = []
+    for k, spec in enumerate(specs):
+        if spec.name in inputs:
+            a = np.asarray(inputs[spec.name])
+        elif f"arr_{k}" in inputs:
+            a = np.asarray(inputs[f"arr_{k}"])
+        else:
+            raise InputDataError(f"missing input '{spec.name}' (or positional 'arr_{k}'); the model takes {takes}")
+        if a.dtype != spec.np_dtype:
+            raise InputDataError(input_dtype_error(spec, a))
+        out.append(a)
+    extra = sorted(set(inputs) - {s.name for s in specs} - {f"arr_{k}" for k in range(len(specs))})
+    if extra:
+        raise InputDataError(f"unknown input array{'s' if len(extra) > 1 else ''} "
+                             f"{', '.join(repr(x) for x in extra)}: the model takes {takes} "
+                             f"(by name, or positionally as arr_0, arr_1, ...)")
+    return out
+
+
+def input_dtype_error(spec: IoTensor, a: np.ndarray) -> str:
+    """Why an input array of the wrong dtype is refused, and how to save it right: numpy's default float64
+    for a float32 input is the common case (`np.savez(f, x=x.astype(np.float32))`); a float array for a
+    quantized input needs quantizing with the input's scale and zero point, not a cast."""
+    what = f"input '{spec.name}' is {a.dtype}{list(a.shape)}; the model takes {spec.dtype}{list(spec.shape)}"
+    if spec.scale and np.issubdtype(a.dtype, np.floating) and np.issubdtype(spec.np_dtype, np.integer):
+        info = np.iinfo(spec.np_dtype)
+        q = f"np.clip(np.round(x / {spec.scale:g}) + {spec.zero_point}, {info.min}, {info.max}).astype(np.{spec.dtype})"
+        return (f"{what}, quantized with scale {spec.scale:g} and zero point {spec.zero_point}: save the "
+                f"quantized values, e.g. {_savez(spec.name, q)}")
+    return f"{what}: save it as {spec.dtype}, e.g. {_savez(spec.name, f'x.astype(np.{spec.dtype})')}"
+
+
+def _savez(name: str, expression: str) -> str:
+    return (f"np.savez(f, {name}={expression})" if name.isidentifier() else
+            f"np.savez(f, **{{{name!r}: {expression}}})")

@@ -7,7 +7,6 @@ one-line reason; it never stops the others. Results keep the order of the paths 
 from __future__ import annotations
 
 import functools
-import os
 import time
 from dataclasses import dataclass
 from typing import Iterator, Sequence
@@ -103,9 +102,3 @@ def batch_json(results: Sequence[ModelResult]) -> dict:
     return {"schema_version": SCHEMA_VERSION, "models": [r.to_json() for r in results],
             "summary": summary(results)}
 
-
-def model_paths(paths: Sequence[str], shard: tuple[int, int] | None = None) -> list[str]:
-    """Files as given; folders contribute their .tflite files (recursively, sorted); `shard` (K, N) keeps
-    shard K of N (tflite/model_paths.py)."""
-    from nnconv.tflite.model_paths import expand_models
-    return expand_models([os.fspath(p) for p in paths], shard)

@@ -159,4 +159,8 @@ def bind_reference(saved: Mapping[str, np.ndarray], specs: Sequence[IoTensor]) -
             raise InputDataError(f"--reference: output '{spec.name}' is {list(a.shape)}; the model computes "
                                  f"{list(spec.shape)}")
         out[spec.name] = a.astype(spec.np_dtype) if a.dtype != spec.np_dtype else a
+    extra = sorted(set(saved) - {s.name for s in specs} - {f"arr_{k}" for k in range(len(specs))})
+    if extra:  # a misspelt output name would leave its output unchecked
+        raise InputDataError(f"--reference holds {', '.join(repr(x) for x in extra)}, which the model does not "
+                             f"compute; its outputs are {', '.join(repr(s.name) for s in specs)}")
     return out

@@ -17,10 +17,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from nnconv.errors import InputDataError, NnconvError
+from nnconv.fmt import plural
 from nnconv.runtime.executor import Executor
 from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.lowering.convert import ConversionOptions
-from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.nnapi.program import ConvertedModel, IoTensor, bind_inputs
 from nnconv.parity.kernel_spread import settle_with_kernel_spread
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
 from nnconv.parity.tolerances import ToleranceOverrides
@@ -100,8 +101,9 @@ def verify_prepared(prepared: PreparedConversion, inputs: Mapping[str, np.ndarra
     reference = reference or TfliteReference.of(prepared.model, prepared.source)
     if lowered.whole is None:
         plan = lowered.plan
-        note = (f"full conversion refused ({lowered.refusal}); verified the {len(plan.converted)} delegated "
-                f"partition(s) one by one on TFLite's own boundary tensors: {plan.summary_line()}")
+        note = (f"full conversion refused ({lowered.refusal}); verified the "
+                f"{plural(len(plan.converted), 'delegated partition')} one by one on TFLite's own boundary tensors: "
+                f"{plan.summary_line()}")
         return verify_partitions(prepared, plan.converted, inputs=inputs, seed=seed, kernels=kernels, note=note,
                                  reference=reference, **extra)
     converted = lowered.whole.converted
@@ -276,8 +278,8 @@ def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedM
                 row.ops_at_fault.append({"index": k, "op": op.name, "output": spec.name, "max_abs": o.max_abs,
                                          "max_lsb": o.max_lsb, "detail": o.detail})
     if row.ops_at_fault:
-        row.diagnosis = "op(s) out of tolerance on their own: " + ", ".join(
-            f"#{f['index']} {f['op']}" for f in row.ops_at_fault)
+        row.diagnosis = ("op" if len(row.ops_at_fault) == 1 else "ops") + " out of tolerance on their own: " + \
+            ", ".join(f"#{f['index']} {f['op']}" for f in row.ops_at_fault)
     else:
         row.diagnosis = ("every op is within tolerance on its own: small rounding differences add up across "
                          "the partition's ops")
@@ -292,7 +294,7 @@ def verify_nnapi_file(path: str | os.PathLike, tflite_path: str | os.PathLike | 
     from nnconv.nnapi import serialize
     loaded = serialize.load(path)
     source = tflite_path or _source_of(path, loaded.plan)
-    note = (f"{os.path.basename(os.fspath(path))}: {len(loaded.partitions)} partition(s) verified one by one "
+    note = (f"{os.path.basename(os.fspath(path))}: {plural(len(loaded.partitions), 'partition')} verified one by one "
             f"against {source} on TFLite's own boundary tensors")
     # The file records no conversion options: the source is prepared with the defaults, only to describe
     # its inputs and to re-lower ops when diagnosing a failing partition.
@@ -325,16 +327,10 @@ def _is_nnapi_file(path: str | os.PathLike) -> bool:
 
 
 def bind_model_inputs(specs: Sequence[IoTensor], inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """User inputs by name or positional `arr_k`, keyed by input name."""
+    """User inputs by name or positional `arr_k`, keyed by input name (`bind_inputs`), shapes checked."""
     out = {}
-    for k, spec in enumerate(specs):
-        if spec.name in inputs:
-            a = np.asarray(inputs[spec.name])
-        elif f"arr_{k}" in inputs:
-            a = np.asarray(inputs[f"arr_{k}"])
-        else:
-            raise InputDataError(f"missing input '{spec.name}' (or positional 'arr_{k}')")
-        if a.dtype != spec.np_dtype or tuple(a.shape) != tuple(spec.shape):
+    for spec, a in zip(specs, bind_inputs(specs, inputs)):
+        if tuple(a.shape) != tuple(spec.shape):
             raise InputDataError(f"input '{spec.name}' is {a.dtype}{list(a.shape)}; the model takes "
                                  f"{spec.dtype}{list(spec.shape)}")
         out[spec.name] = a

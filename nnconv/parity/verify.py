@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from nnconv.errors import NnconvError
+from nnconv.fmt import plural
 from nnconv.runtime.executor import Executor
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
@@ -190,7 +191,7 @@ class TfliteReference:
         """What TFLite ran in place of the model's custom ops, for the outputs' details ("" for none)."""
         if not self.substituted:
             return ""
-        return (f"TFLite ran the model's {self.substituted} {TRANSPOSE_CONV_BIAS} op(s) as builtin TRANSPOSE_CONV "
+        return (f"TFLite ran the model's {plural(self.substituted, TRANSPOSE_CONV_BIAS + ' op')} as builtin TRANSPOSE_CONV "
                 f"with bias, the same arithmetic (parity/builtin_twin.py)")
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from nnconv.errors import NnconvError
+from nnconv.fmt import plural
 from nnconv.lowering.check_report import OpReport, Report
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.lowering.diagnostics import Verdict
@@ -40,6 +41,11 @@ class ModelCheck:
     report: Report
     plan: PartitionPlan
     whole_refusal: str = ""  # why the model cannot be converted whole although no op is refused
+    name: str = ""  # what tables call it (relative to the folder given, `model_paths.named_models`); else path
+
+    @property
+    def label(self) -> str:
+        return self.name or self.path
 
     @property
     def api_level(self) -> int:
@@ -145,6 +151,11 @@ class LevelMatrix:
 
     path: str
     checks: dict[int, ModelCheck]
+    name: str = ""  # as `ModelCheck.name`
+
+    @property
+    def label(self) -> str:
+        return self.name or self.path
 
     def first_level(self, op_index: int) -> int | None:
         """The lowest level at which the op is lowered (or folded)."""
@@ -189,10 +200,10 @@ class Policies:
         name = os.path.basename(check.path)
         out = []
         if self.fail_on in ("refused", "warning") and check.ops_refused:
-            out.append(f"--fail-on {self.fail_on}: {check.ops_refused} op(s) refused in {name} at API "
+            out.append(f"--fail-on {self.fail_on}: {plural(check.ops_refused, 'op')} refused in {name} at API "
                        f"{check.api_level}")
         if self.fail_on == "warning" and check.count(Verdict.DRIVER_WARNING):
-            out.append(f"--fail-on warning: {check.count(Verdict.DRIVER_WARNING)} op(s) with driver warnings "
+            out.append(f"--fail-on warning: {plural(check.count(Verdict.DRIVER_WARNING), 'op')} with driver warnings "
                        f"in {name} at API {check.api_level}")
         if self.min_coverage is not None and check.plan.coverage < self.min_coverage:
             out.append(f"--min-coverage {self.min_coverage:g}: {name} has {check.plan.coverage:.1f}% of its ops "

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from nnconv.safe_write import write_bytes
+from nnconv.fmt import plural
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def matrix_cases(mats: Sequence, failures: Sequence) -> list[Case]:
     for m in mats:
         for level, c in m.checks.items():
             refused = c.ops_refused
-            reason = f"{refused} of {len(c.report.ops)} op(s) refused at API {level}" if refused else ""
+            reason = f"{refused} of {plural(len(c.report.ops), 'op')} refused at API {level}" if refused else ""
             cases.append(Case(m.path, f"nnconv.check.api{level}", failure=reason))
     return cases + [Case(f.path, "nnconv.check", error=f.error) for f in failures]
 

@@ -67,6 +67,10 @@ def per_op_node_data(report: Any, tflite_path: str) -> dict:
             "results": results}
 
 
-def write_node_data(path: str | os.PathLike, data: dict) -> None:
-    """Writes the overlay atomically (nnconv.safe_write): never a half-written file, only regular files."""
+def write_node_data(path: str | os.PathLike, data: dict, model: str) -> str:
+    """Writes the overlay atomically (nnconv.safe_write): never a half-written file, only regular files.
+    Returns the log line that says what was written and how to open it."""
     write_text(path, json.dumps(data, indent=2))
+    n = len(data["results"])
+    return (f"wrote {os.fspath(path)}: Model Explorer node data for {n} op{'' if n == 1 else 's'} "
+            f"({data['name']}); open it with model-explorer {model} --node_data_paths={os.fspath(path)}")

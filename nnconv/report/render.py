@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from nnconv.fmt import format_bytes, print_wrapped
+from nnconv.fmt import format_bytes, plural, print_wrapped, wrap
 from nnconv.lowering.check_report import OpReport
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.nnapi.levels import ALL_API_LEVELS, feature_level
@@ -88,9 +88,12 @@ def nnapi_summary(ops: Sequence[str], note: str = "", verbose: bool = False) -> 
         return ", ".join(ops)
     if note:
         return f"{len(ops)} ops ({note})"
-    kinds = list(dict.fromkeys(ops))
-    shown = ", ".join(kinds[:LONG_EXPANSION]) + (", ..." if len(kinds) > LONG_EXPANSION else "")
-    return f"{len(ops)} ops: {shown}"
+    # Each kind with its count, so that the list adds up to the total: `5 ops: RELU x2, MUL x2, ADD`.
+    counts: dict[str, int] = {}
+    for op in ops:
+        counts[op] = counts.get(op, 0) + 1
+    shown = [kind if n == 1 else f"{kind} x{n}" for kind, n in counts.items()]
+    return f"{len(ops)} ops: " + ", ".join(shown[:LONG_EXPANSION]) + (", ..." if len(shown) > LONG_EXPANSION else "")
 
 
 def _nnapi_cell(r: OpReport, verbose: bool = False) -> str:
@@ -119,16 +122,17 @@ def _title(check: ModelCheck) -> str:
     return f"{os.path.basename(check.path)} at API {check.api_level} (NNAPI feature level {feature_level(check.api_level)})"
 
 
-def render_table(check: ModelCheck, out: Console, verbose: bool = False) -> None:
+def render_table(check: ModelCheck, out: Console, err: Console, verbose: bool = False) -> None:
     """The per-op report: tables when the console holds them without splitting a word (`tables.py`), else
-    (and always below COMPACT_BELOW columns) one op per line with indented details."""
+    (and always below COMPACT_BELOW columns) one op per line with indented details. Warnings (deprecation,
+    partition copy cost) are logs: on `err`, so that stdout holds the report alone."""
     if out.width < COMPACT_BELOW or not _render_wide(check, out, verbose):
         _render_compact(check, out, verbose)
     out.print(f"API {check.api_level}: {summary_line(check)}", markup=False)
     if any(r.supported and r.status != Verdict.FOLDED and beyond_delegate(r.op) for r in check.report.ops):
         out.print(BEYOND_NOTE, markup=False)
     for w in check.warnings():
-        print_wrapped(out, f"warning: {w}", indent="  ", first_indent="")
+        print_wrapped(err, f"warning: {w}", indent="  ", first_indent="")
 
 
 _OP_COLUMNS = (Col("#", justify="right"), Col("op"), Col("v", justify="right"), Col("inputs", wrap=True),
@@ -202,7 +206,7 @@ def _render_compact(check: ModelCheck, out: Console, verbose: bool) -> None:
         if verbose:
             print_wrapped(out, f"inputs: {_inputs_cell(r)}", indent=indent + "  ", first_indent=indent)
     for p in check.plan.partitions:
-        print_wrapped(out, f"partition {p.index}: TFLite ops {ops_range(p.ops)} -> {p.nnapi_ops} NNAPI ops, "
+        print_wrapped(out, f"partition {p.index}: TFLite ops {ops_range(p.ops)} -> {plural(p.nnapi_ops, 'NNAPI op')}, "
                            f"{format_bytes(p.boundary_bytes)} across the boundary", indent="    ", first_indent="  ")
         for kind, tensors in (("in", p.inputs), ("out", p.outputs)):
             for t in tensors if verbose else ():
@@ -282,7 +286,7 @@ _MULTI_COLUMNS = ("model", "ops", "lowered", "refused", "delegated", "coverage %
 
 
 def _multi_rows(checks: Sequence[ModelCheck]) -> list[list[str]]:
-    rows = [[c.path, str(len(c.report.ops)), str(c.report.ops_lowered), str(c.ops_refused),
+    rows = [[c.label, str(len(c.report.ops)), str(c.report.ops_lowered), str(c.ops_refused),
              str(c.plan.ops_delegated), f"{c.plan.coverage:.1f}", str(len(c.plan.partitions))] for c in checks]
     t = totals(checks)
     rows.append([f"total ({t['models']} models)", str(t["ops_total"]), str(t["ops_lowered"]), str(t["ops_refused"]),
@@ -290,8 +294,10 @@ def _multi_rows(checks: Sequence[ModelCheck]) -> list[list[str]]:
     return rows
 
 
-def render_multi(checks: Sequence[ModelCheck], fmt: str, out: Console, failures: Sequence[Any] = ()) -> None:
-    """`failures`: the models that could not be checked (parallel.Failed), listed in JSON under `errors`."""
+def render_multi(checks: Sequence[ModelCheck], fmt: str, out: Console, err: Console,
+                 failures: Sequence[Any] = ()) -> None:
+    """One row per model; the deprecation warning (JSON carries it in `warnings`) is a log line on `err`.
+    `failures`: the models that could not be checked (parallel.Failed), listed in JSON under `errors`."""
     level = checks[0].api_level
     if fmt == "json":
         data = {"schema_version": SCHEMA_VERSION, "api_level": level, "feature_level": feature_level(level),
@@ -320,14 +326,15 @@ def render_multi(checks: Sequence[ModelCheck], fmt: str, out: Console, failures:
         if table is None:  # one model per line: paths are never split
             out.print(title, markup=False)
             for row in rows:
-                print_wrapped(out, f"{row[0]}: {row[1]} ops, {row[2]} lowered, {row[3]} refused, {row[4]} "
-                                   f"delegated ({row[5]}%), {row[6]} partitions", indent="    ", first_indent="")
+                print_wrapped(out, f"{row[0]}: {plural(int(row[1]), 'op')}, {row[2]} lowered, {row[3]} refused, "
+                                   f"{row[4]} delegated ({row[5]}%), {plural(int(row[6]), 'partition')}", indent="    ",
+                              first_indent="")
         else:
             for i, row in enumerate(rows):
                 table.add_row(*(escape(c) for c in row), end_section=(i == len(rows) - 2))
             out.print(table)
-    if fmt in ("table", "md") and deprecation_warning(level):
-        print_raw(out, f"warning: {deprecation_warning(level)}")
+    if fmt != "json" and deprecation_warning(level):
+        err.print(f"warning: {deprecation_warning(level)}", markup=False)
 
 
 # -- rendering: the level matrix --------------------------------------------------------------------
@@ -416,7 +423,7 @@ def _render_matrix_compact(title: str, levels: Sequence[int], rows: Sequence[Any
 def _render_matrix_multi(mats: Sequence[LevelMatrix], fmt: str, out: Console) -> None:
     levels = list(ALL_API_LEVELS)
     header = ["model", *map(str, levels)]
-    rows = [[m.path, *(f"{m.checks[lv].plan.coverage:.0f}% / {len(m.checks[lv].plan.partitions)}p" for lv in levels)]
+    rows = [[m.label, *(f"{m.checks[lv].plan.coverage:.0f}% / {len(m.checks[lv].plan.partitions)}p" for lv in levels)]
             for m in mats]
     total_row = ["total"]
     for lv in levels:
@@ -435,13 +442,17 @@ def _render_matrix_multi(mats: Sequence[LevelMatrix], fmt: str, out: Console) ->
         print_raw(out, "\n".join(lines) + "\n\ncells: coverage of ops delegated / partitions\n")
     else:
         title = f"{len(mats)} models: coverage / partitions per API level"
-        # cells such as '100% / 1p' may wrap at their spaces; model paths never split
-        table = fitted_table([Col("model"), *(Col(h, wrap=True) for h in header[1:])], rows, out.width, title=title)
+        # cells such as '100% / 1p' stay whole (wrapped, they would take two lines of uneven columns), and
+        # model names are never split: when that does not fit, one model per line
+        table = fitted_table([Col("model"), *(Col(h, justify="right") for h in header[1:])], rows, out.width,
+                             title=title)
         if table is None:  # one model per line
             out.print(title, markup=False)
             for row in rows:
-                print_wrapped(out, f"{row[0]}: " + ", ".join(f"API {h} {c}" for h, c in zip(header[1:], row[1:])),
-                              indent="    ", first_indent="")
+                # a level and its figures ('API 27 80% / 2p') never split across lines: wrapped as one word
+                cells = ", ".join(f"API {h} {c}".replace(" ", "\xa0") for h, c in zip(header[1:], row[1:]))
+                for line in wrap(f"{row[0]}: {cells}", out.width, indent="    ", first_indent=""):
+                    out.print(line.replace("\xa0", " "), markup=False)
             return
         for i, row in enumerate(rows):
             table.add_row(*(escape(c) for c in row), end_section=(i == len(rows) - 2))

@@ -39,7 +39,7 @@ from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.levels import feature_level
 from nnconv.nnapi.memory import ensure_fits, last_reads
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
-from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.nnapi.program import ConvertedModel, IoTensor, bind_inputs, input_dtype_error
 from nnconv.nnapi.validate import validate_model
 
 _L = OperandLifeTime
@@ -444,20 +444,7 @@ class Executor:
     def _bind(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[np.ndarray]:
         specs = self.input_specs
         if isinstance(inputs, Mapping):
-            out = []
-            for k, spec in enumerate(specs):
-                if spec.name in inputs:
-                    out.append(np.asarray(inputs[spec.name]))
-                elif f"arr_{k}" in inputs:
-                    out.append(np.asarray(inputs[f"arr_{k}"]))
-                else:
-                    raise InputDataError(f"missing input '{spec.name}' (or positional 'arr_{k}'); the model "
-                                         f"takes {', '.join(repr(s.name) for s in specs)}")
-            extra = set(inputs) - {s.name for s in specs} - {f"arr_{k}" for k in range(len(specs))}
-            if extra:
-                raise InputDataError(f"unknown input(s) {', '.join(sorted(extra))}; the model takes "
-                                     f"{', '.join(repr(s.name) for s in specs)}")
-            return out
+            return bind_inputs(specs, inputs)
         if len(inputs) != len(specs):
             raise InputDataError(f"the model takes {len(specs)} inputs, got {len(inputs)}")
         return [np.asarray(a) for a in inputs]
@@ -465,7 +452,7 @@ class Executor:
     @staticmethod
     def _to_nnapi(spec: IoTensor, a: np.ndarray) -> np.ndarray:
         if a.dtype != spec.np_dtype:
-            raise InputDataError(f"input '{spec.name}' has dtype {a.dtype}, the model takes {spec.dtype}")
+            raise InputDataError(input_dtype_error(spec, a))
         if len(a.shape) != len(spec.shape) or any(d and d != s for d, s in zip(spec.shape, a.shape)):
             raise InputDataError(f"input '{spec.name}' has shape {list(a.shape)}, the model takes "
                                  f"{list(spec.shape)} (NNAPI shapes are fixed at conversion: --input-shape)")

@@ -1,5 +1,5 @@
-"""Which .tflite files the paths on a command line name (a folder stands for every model below it), and
-which of them one shard of a CI job takes (`--shard K/N`).
+"""Which .tflite files the paths on a command line name (a folder stands for every model below it), the
+name each is shown under, and which of them one shard of a CI job takes (`--shard K/N`).
 
 Sharding is a function of each model's key alone, so shards are disjoint, cover every model exactly once,
 and agree across runs and machines: the key is the model's path relative to the folder given (for a file
@@ -20,16 +20,28 @@ from nnconv.errors import NnconvError
 def expand_models(paths: Iterable[str], shard: tuple[int, int] | None = None) -> list[str]:
     """Files as given; folders contribute their .tflite files (recursively, sorted). `shard` (K, N): only the
     models of shard K of N (1-based, see the module docstring)."""
-    out: list[str] = []
+    return [path for path, _ in named_models(paths, shard)]
+
+
+def named_models(paths: Iterable[str], shard: tuple[int, int] | None = None) -> list[tuple[str, str]]:
+    """(path to open, name to show) per model. A file keeps the path as given; a folder's models are named
+    relative to that folder (`face_detection.tflite`, `sub/x.tflite`), as the user knows them, whatever the
+    folder's own path. When two folders hold models of the same relative name, every model of those folders
+    is named by its full path instead, so that no two rows look alike. Names are decided over all the models,
+    before `shard` keeps its own, so a model has the same name in every shard."""
+    found: list[tuple[str, str, str, str]] = []  # (path, name, the folder it was found in or "", shard key)
     for p in paths:
         if os.path.isdir(p):
-            found = sorted(f for f in pathlib.Path(p).rglob("*.tflite") if f.is_file())
-            if not found:
+            files = sorted(f for f in pathlib.Path(p).rglob("*.tflite") if f.is_file())
+            if not files:
                 raise NnconvError(f"{p}: folder holds no .tflite file")
-            out += [str(f) for f in found if shard is None or in_shard(f.relative_to(p).as_posix(), shard)]
-        elif shard is None or in_shard(pathlib.PurePath(os.path.normpath(p)).as_posix(), shard):
-            out.append(p)
-    return out
+            found += [(str(f), f.relative_to(p).as_posix(), p, f.relative_to(p).as_posix()) for f in files]
+        else:
+            found.append((p, p, "", pathlib.PurePath(os.path.normpath(p)).as_posix()))
+    names = [name for _, name, _, _ in found]
+    clashing = {folder for _, name, folder, _ in found if folder and names.count(name) > 1}
+    return [(path, path if folder in clashing else name) for path, name, folder, key in found
+            if shard is None or in_shard(key, shard)]
 
 
 def in_shard(key: str, shard: tuple[int, int]) -> bool:

@@ -51,7 +51,8 @@ def test_fp16_dequantized_weight_is_a_constant_in_every_partition(tmp_path):
     partition and an input of the next. Each partition now makes that constant itself."""
     model = _fp16_weight_shared_across_partitions()
     plan = convert_partial(model, 29)
-    assert [cm.tflite_ops for cm in plan.converted] == [[0, 1], [3]]
+    # the DEQUANTIZE (#0) is folded: in no partition, made again as a constant where it is read
+    assert plan.folded == [0] and [cm.tflite_ops for cm in plan.converted] == [[1], [3]]
     assert [s.name for s in plan.converted[0].outputs] == ["a"]
     assert [s.name for s in plan.converted[1].inputs] == ["r"]  # not "w": a constant of that partition
     path = tmp_path / "fp16_shared.tflite"
@@ -62,8 +63,9 @@ def test_fp16_dequantized_weight_is_a_constant_in_every_partition(tmp_path):
 
 
 def test_fp16_dequantize_lowers_only_where_read():
-    """A partition holding the DEQUANTIZE of a float16 constant but none of its readers gets no copy of the
-    constant (TFLite writes those DEQUANTIZEs first, ahead of everything they feed)."""
+    """A partition none of whose ops reads the DEQUANTIZE of a float16 constant gets no copy of the constant
+    (TFLite writes those DEQUANTIZEs first, ahead of everything they feed; the DEQUANTIZE is folded, in no
+    partition)."""
     rng = np.random.default_rng(3)
     b = TfliteBuilder()
     x = b.input("x", (1, 3, 5, 2), np.float32)
@@ -79,7 +81,7 @@ def test_fp16_dequantize_lowers_only_where_read():
     b.op(B.ADD, [r, w], [y], AddOptions())
     b.output(y)
     plan = convert_partial(b.finish(), 29)
-    assert [cm.tflite_ops for cm in plan.converted] == [[0, 1], [3]]
+    assert plan.folded == [0] and [cm.tflite_ops for cm in plan.converted] == [[1], [3]]
     names = [[o.name for o in cm.model.main.operands] for cm in plan.converted]
     assert "w16" not in names[0] and "w16" in names[1]
 

@@ -154,7 +154,7 @@ def test_check_over_a_folder_reports_the_readable_models(folder, runner):
     assert data["errors"][0]["exit_code"] == EXIT_BAD_INPUT and "\n" not in data["errors"][0]["error"]
     table = runner.invoke(main, ["check", str(folder)])
     assert "2 models at API 30" in table.stdout and "b_broken.tflite" in table.stderr
-    assert "1 model(s) could not be checked" in table.stderr
+    assert "1 model could not be checked" in table.stderr
     matrix = runner.invoke(main, ["check", str(folder), "--api-level", "all", "--format", "json"])
     assert matrix.exit_code == EXIT_BAD_INPUT and len(json.loads(matrix.stdout)["errors"]) == 1
 

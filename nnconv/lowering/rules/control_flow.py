@@ -70,8 +70,6 @@ def check_subgraph(c: CheckContext, sg: Subgraph, role: str, n_inputs: int, n_ou
                    invariant: frozenset[int] = frozenset()) -> None:
     """Arity, I/O types and pass-through outputs of a referenced subgraph (except the positions in
     `invariant`, which the caller handles), then every operator's own check."""
-    from nnconv.lowering.convert import check_op  # the driver imports the rules; import it lazily
-
     if len(sg.inputs) != n_inputs:
         c.refuse(Code.OPERAND_VALUE, f"{role} subgraph {sg.index} takes {len(sg.inputs)} inputs, the op "
                  f"passes {n_inputs}")
@@ -91,7 +89,7 @@ def check_subgraph(c: CheckContext, sg: Subgraph, role: str, n_inputs: int, n_ou
                      f"it, and a {tensor.type.name.lower()} value cannot be copied by an NNAPI operation",
                      "compute the value in the subgraph")
     for op in sg.operators:
-        for d in check_op(c.state, sg, op):
+        for d in c.check_nested(sg, op):
             # Keep the inner op's own index and subgraph, and say where it is in the message, since reports
             # list the diagnostic under the control-flow op.
             where = f"{role} subgraph {sg.index}, op #{op.index} {op.name}: "
@@ -194,15 +192,10 @@ def lower_referenced(c: LowerContext, sg: Subgraph, order: list[int], outputs: l
     plain = order == list(range(len(sg.inputs))) and outputs == list(range(len(sg.outputs)))
     if plain and not needs_copy(sg):
         return c.lower_subgraph(sg.index)
-    from nnconv.lowering.convert import SubgraphLowering, is_folded, rule_for  # lazy: the driver imports rules
-
-    converter = c.lowering.converter
-    ref, builder = converter.builder.add_referenced()
-    lowering = SubgraphLowering(converter, sg, builder)
+    ref, lowering = c.new_referenced_subgraph(sg.index)
+    builder = lowering.builder
     in_operands = [lowering.operand_for(sg.inputs[j]) for j in order]
-    for op in sg.operators:
-        if not is_folded(c.state, sg, op):
-            rule_for(op).lower(LowerContext(c.state, sg, op, lowering))
+    lowering.lower_ops(sg.operators)
     out_operands: list[int] = []
     for k in outputs:
         operand = lowering.operand_for(sg.outputs[k])

@@ -7,7 +7,8 @@ for quantization parameters, and the declared output operands) and returns one a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence
 
 import numpy as np
@@ -33,6 +34,9 @@ class ExecutionOptions:
 
     loop_timeout_seconds: float = 2.0  # ANeuralNetworks_getDefaultLoopTimeout
     max_loop_iterations: int = 10_000_000
+    # What the loop timeout is measured with (seconds, monotonic). Tests inject a clock that advances per
+    # reading so that a loop's fate does not depend on how loaded the machine is.
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
     # Not an NNAPI setting: requantization multipliers of convolutions and matmuls from TFLite's double
     # product input_scale * filter_scale instead of NNAPI's float32 one (`conv_multipliers`). Only
     # `verify` sets it, to tell that arithmetic difference apart from a conversion error.

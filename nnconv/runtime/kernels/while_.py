@@ -8,14 +8,12 @@ Outputs: the final values of the m input-output operands.
 
 Bounded execution: like the NNAPI runtime, which aborts a loop after its loop timeout
 (`ANeuralNetworks_getDefaultLoopTimeout`: 2 seconds), the loop fails with an ExecutionError once it has run
-for the execution's `loop_timeout_seconds` of wall time or `max_loop_iterations` iterations
-(`ExecutionOptions`), whichever comes first, so a model that never terminates (CTS `while_infinite_loop`)
+for the execution's `loop_timeout_seconds` (read on `ExecutionOptions.clock`, the monotonic wall clock
+unless a test injects another; once per iteration) or `max_loop_iterations` iterations, whichever comes first, so a model that never terminates (CTS `while_infinite_loop`)
 fails cleanly instead of hanging.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
@@ -32,7 +30,7 @@ def while_(call: KernelCall) -> list[np.ndarray]:
     values = [call.tensor(i) for i in range(2, call.num_inputs)]
     m = len(call.out_operands)
     options = runner.options
-    deadline = time.monotonic() + options.loop_timeout_seconds
+    deadline = options.clock() + options.loop_timeout_seconds
     for _ in range(options.max_loop_iterations):
         (flag,) = _run(call, cond_sg, values, 1, "condition")
         if flag.size != 1:
@@ -44,7 +42,7 @@ def while_(call: KernelCall) -> list[np.ndarray]:
             raise call.fail(f"the body returns {len(new)} values for {len(values)} loop variables and "
                             f"{m} outputs")
         values = list(new) + values[len(new):]
-        if time.monotonic() > deadline:
+        if options.clock() > deadline:
             break
     raise call.fail(f"the loop did not terminate within {options.loop_timeout_seconds:g} s "
                     "(the execution's loop timeout; NNAPI's default is 2 s)")
