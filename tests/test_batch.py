@@ -258,3 +258,15 @@ def test_conformance_models(model, arrays):
         want = [ex.run([s[k] for s in stacked]) for k in range(3)]
     got = ex.run_batch(stacked)
     _assert_identical(got, {k: np.stack([w[k] for w in want]) for k in want[0]})
+
+
+@pytest.mark.parametrize("name,api_level,settings", [
+    ("mobilenet_v2_float", 30, {"relaxed_fp16": True}),  # every value rounded to float16 storage, per element
+    ("mobilenet_v3_uint8io", 29, {}),  # int8 carried as uint8 + 128 below API 30: the I/O offset at N
+    ("efficientnet_se_float", 27, {}),
+])
+def test_levels_and_executor_settings_carry_over(name, api_level, settings):
+    ex = Executor(nnconv.convert(MODELS / f"{name}.tflite", api_level=api_level).converted, **settings)
+    inputs = _samples(ex, 4, seed=6)
+    _assert_identical(ex.run_batch(inputs), _looped(ex, inputs))
+    assert ex.batch_plan(4).batched
