@@ -229,7 +229,8 @@ def print_table(rows: list[dict], args) -> None:
               f"{r['nnconv_ms']:8.2f} {fmt(r.get('xnnpack_ms')):>8} {fmt(r.get('ours_over_xnnpack'), '{:.2f}x'):>8} "
               f"{fmt(r.get('builtin_ms')):>8} {fmt(r.get('ours_over_builtin'), '{:.2f}x'):>8} "
               f"{fmt(r.get('reference_ms'), '{:.1f}'):>9} {fmt(1 / ref if ref else None, '{:.1f}x'):>8} "
-              f"{fmt(r.get('batch_ms')):>7} {fmt(r.get('batch_fast_ms')):>7} {fmt(r.get('batch_over_single'), '{:.2f}x'):>7} "
+              f"{fmt(r.get('batch_ms')):>7} {fmt(r.get('batch_fast_ms')):>7} "
+              f"{fmt(r.get('batch_over_single'), '{:.2f}x'):>7} "
               f"{r['run_peak_mb']:7.1f} {r['live_set_mb']:7.1f} {r['kept_mb']:7.1f}")
     for name, s in summary(rows).items():
         print(f"{name}: {s['models']} models, geomean ours/xnnpack {fmt(s['geomean_ours_over_xnnpack'], '{:.2f}x')} "
@@ -237,7 +238,8 @@ def print_table(rows: list[dict], args) -> None:
               f"reference/ours at least {s['min_reference_over_ours']:.1f}x")
         if s.get("geomean_batch_over_single"):
             print(f"  batched per sample: {fmt(s['geomean_batch_over_single'], '{:.2f}x')} our single run, "
-                  f"{fmt(s['geomean_batch_over_xnnpack'], '{:.2f}x')} XNNPACK, {fmt(s['geomean_batch_over_builtin'], '{:.2f}x')} "
+                  f"{fmt(s['geomean_batch_over_xnnpack'], '{:.2f}x')} XNNPACK, "
+                  f"{fmt(s['geomean_batch_over_builtin'], '{:.2f}x')} "
                   f"builtin; exact_float=False {fmt(s['geomean_batch_fast_over_xnnpack'], '{:.2f}x')} XNNPACK, "
                   f"{fmt(s['geomean_batch_fast_over_builtin'], '{:.2f}x')} builtin")
     for r in rows:
@@ -334,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     CLOCK = time.thread_time if args.clock == "cpu" else time.perf_counter
     env = environment(args.threads)
     env["clock"] = args.clock
-    print(f"# {env.get('cpu', env['machine'])}, {env['cpus']} CPUs ({' '.join(env['cpu_flags']) or 'no SIMD flags read'}); numpy {env['numpy']}; BLAS {env['blas']}; "
+    flags = " ".join(env["cpu_flags"]) or "no SIMD flags read"
+    print(f"# {env.get('cpu', env['machine'])}, {env['cpus']} CPUs ({flags}); numpy {env['numpy']}; BLAS {env['blas']}; "
           f"ai-edge-litert {env.get('ai_edge_litert', '?')}; {args.threads} thread(s); API {args.api_level}; "
           f"{args.clock} clock")
     rows = [] if args.guard_only else [bench_model(p, args) for p in model_paths(args.models)]

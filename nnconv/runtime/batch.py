@@ -200,7 +200,8 @@ def run_batch(executor: Any, inputs: Mapping[str, np.ndarray] | Sequence[np.ndar
         shape = tuple(spec.shape)
         if a.ndim != len(shape) + 1 or any(d and d != s for d, s in zip(shape, a.shape[1:])):
             raise InputDataError(f"input '{spec.name}' has shape {list(a.shape)}; a batch of the model's "
-                                 f"{list(shape)} stacks samples on a new leading axis: [N, {', '.join(map(str, shape))}]")
+                                 f"{list(shape)} stacks samples on a new leading axis: "
+                                 f"[N, {', '.join(map(str, shape))}]")
         if count is not None and a.shape[0] != count:
             raise InputDataError(f"input '{spec.name}' has {a.shape[0]} samples, another input {count}")
         count = a.shape[0]

@@ -403,8 +403,7 @@ class Executor:
         self.converted = model
         self.runner = SubgraphRunner(model.model, trace, kernel_overrides, relaxed_fp16, options)
         self.blas_threads = default_threads() if blas_threads == "default" else blas_threads
-        # what a batched executor of the same model is built with (`batch_plan`)
-        self.settings = dict(blas_threads=self.blas_threads, kernel_overrides=kernel_overrides,
+        self.settings = dict(blas_threads=self.blas_threads, kernel_overrides=kernel_overrides,  # for batch_plan
                              relaxed_fp16=relaxed_fp16, options=options, max_memory=max_memory, name=name)
         self._batch_plans: dict[tuple[int, bool], BatchPlan] = {}
 
@@ -429,11 +428,9 @@ class Executor:
 
     def run_batch(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], max_batch: int = DEFAULT_MAX_BATCH,
                   exact_float: bool = True) -> dict[str, np.ndarray]:
-        """N samples stacked on a new leading axis (`(N, *input_shape)` per input) -> outputs stacked alike,
-        bit-identical to N `run`s; in chunks of at most `max_batch` samples, each run at once where the
-        graph takes a sample axis and as single runs otherwise (`batch_plan(n).reason` says why).
-        `exact_float=False` also runs BLAS-backed float operations on all samples at once (faster; their
-        rounding may then differ from single runs). See `nnconv.runtime.batch`."""
+        """Samples stacked on a new leading axis, `(N, *input_shape)` -> outputs stacked alike, bit-identical
+        to N `run`s, in chunks of at most `max_batch`; `exact_float=False` batches BLAS-backed float steps
+        too (faster, rounding may differ). See `nnconv.runtime.batch`."""
         return run_batch(self, inputs, max_batch, exact_float)
 
     def batch_plan(self, n: int, exact_float: bool = True) -> BatchPlan:

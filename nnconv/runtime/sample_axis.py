@@ -172,7 +172,8 @@ def _axes_operand(missing: str, touching: str) -> "Rule":
 
 
 _reduce = _axes_operand("its axes are not constant", "it reduces over axis 0, the sample axis")
-_squeeze = _axes_operand("without explicit axes it would squeeze the sample axis", "it squeezes axis 0, the sample axis")
+_squeeze = _axes_operand("without explicit axes it would squeeze the sample axis",
+                         "it squeezes axis 0, the sample axis")
 _reverse = _axes_operand("its axis is not constant", "it reverses axis 0, the sample axis")
 
 
@@ -345,7 +346,8 @@ def batch_model(model: Model, n: int) -> BatchedModel | str:
         for o in op.outputs:
             od = sg.operands[o]
             if not od.type.is_tensor or not od.dimensions or od.dimensions[0] != 1:
-                return f"{label}: output {od.name or o} has leading extent {list(od.dimensions)[:1]}, not the sample's 1"
+                return (f"{label}: output {od.name or o} has leading extent {list(od.dimensions)[:1]}, "
+                        "not the sample's 1")
         w.current = k
         why = rule(w, op)
         if why:
