@@ -15,6 +15,7 @@ producer's output in place; a batch normalization's MUL + ADD by constants (floa
 table gather). An operation that reads only constants
 (e.g. the CAST of a float16 filter to float32, x38 per run in MediaPipe's pose detector) runs once, when
 its subgraph is planned, and its outputs then serve every run as constants do (see `SubgraphRunner._fold`).
+`Executor.run_batch` runs samples stacked on a leading axis (`nnconv.runtime.batch`).
 """
 
 from __future__ import annotations
