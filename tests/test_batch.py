@@ -270,3 +270,14 @@ def test_levels_and_executor_settings_carry_over(name, api_level, settings):
     inputs = _samples(ex, 4, seed=6)
     _assert_identical(ex.run_batch(inputs), _looped(ex, inputs))
     assert ex.batch_plan(4).batched
+
+
+def test_a_memory_bound_too_small_for_the_batch_loops():
+    """`max_memory` bounds the batched model as it bounds the single one: over it, the samples loop and the
+    reason says so (a smaller `max_batch` would fit)."""
+    converted = nnconv.convert(MODELS / "mobilenet_v2_int8.tflite").converted
+    ex = Executor(converted, max_memory=1 << 20)
+    inputs = _samples(ex, 4, seed=8)
+    _assert_identical(ex.run_batch(inputs, max_batch=32), _looped(ex, inputs))
+    assert not ex.batch_plan(32).batched and "at 32 samples" in ex.batch_plan(32).reason
+    assert "over the 1.0 MiB allowed" in ex.batch_plan(32).reason
