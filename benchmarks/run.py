@@ -7,7 +7,9 @@ Per model, in one process: conversion (read + lower + write .nnapi; median of 3 
 peak traced memory; then the median of repeated runs on the same seeded inputs of our executor and of
 TFLite at the same thread count with XNNPACK (its default delegate), with its built-in kernels (no
 delegate) and with its reference kernels (`nnconv.parity.tflite_runner`'s three kernel sets), as ratios;
-and the executor's memory during one warm run (peak traced allocations plus the blocks its buffer pool
+then `--batch N` (default 32) samples through `Executor.run_batch`, time per sample (bit-identical to
+single runs; and with `exact_float=False`, which also runs the BLAS-backed float steps on all samples at
+once), with why a model's samples loop when they do; and the executor's memory during one warm run (peak traced allocations plus the blocks its buffer pool
 keeps) next to the largest live set of tensors the model's liveness allows, and what it keeps between runs
 outside the pool ("kept MB": constant-derived arrays, prepared small operations' buffers, folded values). `--profile` adds the executor's time per operation type, the share of a run spent
 outside kernels and the average executor time per operation outside kernels (its per-op overhead).
@@ -147,9 +149,35 @@ def bench_model(path: str, args) -> dict:
     for key, _k in TFLITE_SETS:
         if row.get(f"{key}_ms"):
             row[f"ours_over_{key}"] = row["nnconv_ms"] / row[f"{key}_ms"]
+    if args.batch > 1:
+        bench_batch(row, executor, converted, args)
     if args.profile:
         row["profile"] = profile_run(executor, feed, runs=max(3, min(args.runs, 10)), clock=CLOCK)
     return row
+
+
+def bench_batch(row: dict, executor, converted, args) -> None:
+    """Time per sample of `args.batch` samples through `run_batch`: exact (float steps outside the
+    per-element-exact set one sample at a time) and `exact_float=False`; `batch_note` says why the samples
+    loop when they do."""
+    n = args.batch
+    feeds = [random_inputs(converted.inputs, seed=k) for k in range(n)]
+    stacked = {name: np.stack([f[name] for f in feeds]) for name in feeds[0]}
+    runs = max(3, args.runs // 4)
+    for key, exact in (("batch_ms", True), ("batch_fast_ms", False)):
+        plan = executor.batch_plan(n, exact_float=exact)
+        ms, _ = median_ms(lambda: executor.run_batch(stacked, max_batch=n, exact_float=exact), runs, 1)
+        row[key] = ms / n
+        if not plan.batched:  # a loop of single runs either way
+            row["batch_note"] = plan.reason
+            row["batch_fast_ms"] = row[key]
+            break
+    row["batch_over_single"] = row["batch_ms"] / row["nnconv_ms"]
+    for key in ("xnnpack", "builtin"):
+        if row.get(f"{key}_ms"):
+            row[f"batch_over_{key}"] = row["batch_ms"] / row[f"{key}_ms"]
+            if row.get("batch_fast_ms"):
+                row[f"batch_fast_over_{key}"] = row["batch_fast_ms"] / row[f"{key}_ms"]
 
 
 def geomean(values: list[float]) -> float | None:
@@ -172,6 +200,13 @@ def summary(rows: list[dict]) -> dict:
                          "geomean_ours_over_builtin": geomean([r.get("ours_over_builtin") for r in group]),
                          "min_reference_over_ours": min(1 / r["ours_over_reference"] for r in group
                                                         if r.get("ours_over_reference"))}
+            if any(r.get("batch_ms") for r in group):
+                out[name].update({
+                    "geomean_batch_over_single": geomean([r.get("batch_over_single") for r in group]),
+                    "geomean_batch_over_xnnpack": geomean([r.get("batch_over_xnnpack") for r in group]),
+                    "geomean_batch_over_builtin": geomean([r.get("batch_over_builtin") for r in group]),
+                    "geomean_batch_fast_over_xnnpack": geomean([r.get("batch_fast_over_xnnpack") for r in group]),
+                    "geomean_batch_fast_over_builtin": geomean([r.get("batch_fast_over_builtin") for r in group])})
     return out
 
 
@@ -181,7 +216,8 @@ def fmt(v, pattern: str = "{:.2f}") -> str:
 
 def print_table(rows: list[dict], args) -> None:
     header = (f"{'model':42} {'ops':>4} {'conv ms':>7} {'conv MB':>7} {'ours ms':>8} {'xnn ms':>8} {'ours/xnn':>8} "
-              f"{'blt ms':>8} {'ours/blt':>8} {'ref ms':>9} {'ref/ours':>8} {'run MB':>7} {'live MB':>7} {'kept MB':>7}")
+              f"{'blt ms':>8} {'ours/blt':>8} {'ref ms':>9} {'ref/ours':>8} {'b ms/s':>7} {'bfast':>7} {'b/ours':>7} "
+              f"{'run MB':>7} {'live MB':>7} {'kept MB':>7}")
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -193,11 +229,22 @@ def print_table(rows: list[dict], args) -> None:
               f"{r['nnconv_ms']:8.2f} {fmt(r.get('xnnpack_ms')):>8} {fmt(r.get('ours_over_xnnpack'), '{:.2f}x'):>8} "
               f"{fmt(r.get('builtin_ms')):>8} {fmt(r.get('ours_over_builtin'), '{:.2f}x'):>8} "
               f"{fmt(r.get('reference_ms'), '{:.1f}'):>9} {fmt(1 / ref if ref else None, '{:.1f}x'):>8} "
+              f"{fmt(r.get('batch_ms')):>7} {fmt(r.get('batch_fast_ms')):>7} "
+              f"{fmt(r.get('batch_over_single'), '{:.2f}x'):>7} "
               f"{r['run_peak_mb']:7.1f} {r['live_set_mb']:7.1f} {r['kept_mb']:7.1f}")
     for name, s in summary(rows).items():
         print(f"{name}: {s['models']} models, geomean ours/xnnpack {fmt(s['geomean_ours_over_xnnpack'], '{:.2f}x')} "
               f"(max {s['max_ours_over_xnnpack']:.2f}x), ours/builtin {fmt(s['geomean_ours_over_builtin'], '{:.2f}x')}, "
               f"reference/ours at least {s['min_reference_over_ours']:.1f}x")
+        if s.get("geomean_batch_over_single"):
+            print(f"  batched per sample: {fmt(s['geomean_batch_over_single'], '{:.2f}x')} our single run, "
+                  f"{fmt(s['geomean_batch_over_xnnpack'], '{:.2f}x')} XNNPACK, "
+                  f"{fmt(s['geomean_batch_over_builtin'], '{:.2f}x')} "
+                  f"builtin; exact_float=False {fmt(s['geomean_batch_fast_over_xnnpack'], '{:.2f}x')} XNNPACK, "
+                  f"{fmt(s['geomean_batch_fast_over_builtin'], '{:.2f}x')} builtin")
+    for r in rows:
+        if r.get("batch_note"):
+            print(f"  {r['model']}: samples loop: {r['batch_note']}")
     if args.profile:
         for r in rows:
             if "profile" in r:
@@ -225,6 +272,22 @@ def print_guard(g: dict) -> None:
           f"{'ok' if g['ok'] else 'FAILED'}")
 
 
+SIMD_FLAGS = ("sse4_2", "avx", "fma", "avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx_vnni",
+              "avx512_bf16", "amx_int8", "asimd", "asimddp", "sve")
+
+
+def cpu_flags() -> list[str]:
+    """The SIMD extensions of `SIMD_FLAGS` the CPU reports (/proc/cpuinfo's flags, or Features on ARM):
+    what XNNPACK (VNNI for int8), OpenBLAS and numpy's dispatch can use."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            line = next((ln for ln in f if ln.startswith(("flags", "Features"))), "")
+    except OSError:
+        return []
+    present = set(line.split(":", 1)[-1].split())
+    return [flag for flag in SIMD_FLAGS if flag in present]
+
+
 def environment(threads: int) -> dict:
     env = {"python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine(),
            "cpus": os.cpu_count(), "threads": threads}
@@ -233,6 +296,7 @@ def environment(threads: int) -> dict:
             env["cpu"] = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
     except OSError:
         pass
+    env["cpu_flags"] = cpu_flags()
     try:
         from threadpoolctl import threadpool_info
         env["blas"] = [{k: i.get(k) for k in ("internal_api", "version", "architecture", "num_threads")}
@@ -254,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads for ours, num_threads for TFLite")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=32, help="samples per run_batch call for the batched "
+                    "per-sample columns (0 or 1: skip them)")
     ap.add_argument("--profile", action="store_true", help="per-operation time breakdown of our executor")
     ap.add_argument("--json", metavar="FILE", default=None, help="also write the results as JSON to FILE")
     ap.add_argument("--guard-mb", type=float, default=100.0, help="size of the conversion guard's model")
@@ -270,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     CLOCK = time.thread_time if args.clock == "cpu" else time.perf_counter
     env = environment(args.threads)
     env["clock"] = args.clock
-    print(f"# {env.get('cpu', env['machine'])}, {env['cpus']} CPUs; numpy {env['numpy']}; BLAS {env['blas']}; "
+    flags = " ".join(env["cpu_flags"]) or "no SIMD flags read"
+    print(f"# {env.get('cpu', env['machine'])}, {env['cpus']} CPUs ({flags}); numpy {env['numpy']}; BLAS {env['blas']}; "
           f"ai-edge-litert {env.get('ai_edge_litert', '?')}; {args.threads} thread(s); API {args.api_level}; "
           f"{args.clock} clock")
     rows = [] if args.guard_only else [bench_model(p, args) for p in model_paths(args.models)]

@@ -3,6 +3,7 @@
     import nnconv
     model, report = nnconv.convert("model.tflite", api_level=30)
     outputs = nnconv.Executor(model).run({"input": x})
+    outputs = nnconv.Executor(model).run_batch({"input": xs})  # xs: (N, *input shape); == N runs, bit for bit
 
     prepared = nnconv.prepare("model.tflite", api_level=30)   # read and rewritten once
     prepared.report, prepared.plan(), prepared.whole()         # checked, planned, lowered on demand

@@ -17,6 +17,7 @@ producer's output in place; a batch normalization's MUL + ADD by constants (floa
 table gather). An operation that reads only constants
 (e.g. the CAST of a float16 filter to float32, x38 per run in MediaPipe's pose detector) runs once, when
 its subgraph is planned, and its outputs then serve every run as constants do (see `SubgraphRunner._fold`).
+`Executor.run_batch` runs samples stacked on a leading axis (`nnconv.runtime.batch`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Callable, Mapping, Sequence, TextIO
 
 import numpy as np
 
+from nnconv.runtime.batch import DEFAULT_MAX_BATCH, BatchPlan, SampleSplit, prepare_batch, run_batch
 from nnconv.runtime.blas_threads import default_threads, limit_blas_threads
 from nnconv.errors import ExecutionError, InputDataError, InternalError
 from nnconv.runtime.kernels import KERNELS, KernelCall
@@ -122,6 +124,7 @@ class SubgraphRunner:
         self.profile: Callable[[int, str, float], None] | None = None
         self.profile_clock: Callable[[], float] = time.perf_counter
         self._depth = 0
+        self.batch: SampleSplit | None = None  # set on the runner of a batched model (`nnconv.runtime.batch`)
 
     def constant(self, sg_index: int, idx: int, operand: Operand) -> np.ndarray:
         key = (sg_index, idx)
@@ -252,6 +255,7 @@ class SubgraphRunner:
                 else:
                     fixed.append(None)
                     dynamic.append((pos, i))
+            readers = [k] if fusion is None else [*fusion.absorbed, k]  # the operations this step computes
             release = [i for i in dict.fromkeys(inputs)
                        if last_read.get(i) == k and i not in keep and i not in folded
                        and sg.operands[i].lifetime is _L.TEMPORARY_VARIABLE]
@@ -268,6 +272,8 @@ class SubgraphRunner:
                          release=release)
             values = self._fold(step, sg, keep) if fusion is None and not dynamic else None
             if values is None:
+                if self.batch is not None:
+                    self.batch.wrap(self, step, [sg.operations[r] for r in readers], inputs, sg)
                 steps.append(step)
                 continue
             folded.update(zip(op.outputs, values))
@@ -327,6 +333,8 @@ class SubgraphRunner:
         kernel a fusion involves."""
         if self.trace is not None or self.relaxed_fp16 or self._overridden & FUSED_TYPES:
             return []
+        if self.batch is not None:
+            return self.batch.fusions  # a single run's (`nnconv.runtime.batch`)
         return plan_fusions(sg, lambda i: self._value(sg_index, sg, i, {}, "fusion"), self.kernels)
 
     def _value(self, sg_index: int, sg: Subgraph, i: int, values: dict[int, np.ndarray],
@@ -421,6 +429,9 @@ class Executor:
         self.converted = model
         self.runner = SubgraphRunner(model.model, trace, kernel_overrides, relaxed_fp16, options)
         self.blas_threads = default_threads() if blas_threads == "default" else blas_threads
+        self.settings = dict(blas_threads=self.blas_threads, kernel_overrides=kernel_overrides,  # for batch_plan
+                             relaxed_fp16=relaxed_fp16, options=options, max_memory=max_memory, name=name)
+        self._batch_plans: dict[tuple[int, bool], BatchPlan] = {}
 
     @property
     def input_specs(self) -> list[IoTensor]:
@@ -440,6 +451,20 @@ class Executor:
         with limit_blas_threads(self.blas_threads):
             outs = self.runner.run_subgraph(0, nn_inputs)
         return {spec.name: self._from_nnapi(spec, a) for spec, a in zip(self.output_specs, outs)}
+
+    def run_batch(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray], max_batch: int = DEFAULT_MAX_BATCH,
+                  exact_float: bool = True) -> dict[str, np.ndarray]:
+        """Samples stacked on a new leading axis, `(N, *input_shape)` -> outputs stacked alike, bit-identical
+        to N `run`s, in chunks of at most `max_batch`; `exact_float=False` batches BLAS-backed float steps
+        too (faster, rounding may differ). See `nnconv.runtime.batch`."""
+        return run_batch(self, inputs, max_batch, exact_float)
+
+    def batch_plan(self, n: int, exact_float: bool = True) -> BatchPlan:
+        """How `n` samples run (prepared once per n and kept): `.batched`, `.reason`, `.per_sample`."""
+        key = (n, exact_float)
+        if key not in self._batch_plans:
+            self._batch_plans[key] = prepare_batch(self, n, type(self), exact_float)
+        return self._batch_plans[key]
 
     def _bind(self, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]) -> list[np.ndarray]:
         specs = self.input_specs
