@@ -111,7 +111,8 @@ def prepare_small_depthwise(call: KernelCall, x: np.ndarray, wk: np.ndarray, bia
     centered_columns = quant and layout == "rows" and p.stride_w > 1
     buf_dtype, fill = (x.dtype, zero_point) if centered_columns else (acc_dtype, 0)
     # kept by the runner, shared with the other prepared operations of this padded geometry (`call.kept`)
-    padded = call.kept((1, h + top + bottom, w + left + right, c), buf_dtype, fill, ("padded", top, bottom, left, right))
+    padded = call.kept((1, h + top + bottom, w + left + right, c), buf_dtype, fill,
+                       ("padded", top, bottom, left, right))
     interior = padded[0, top:top + h, left:left + w]
     columns = column_view = None
     if layout == "rows":

@@ -118,7 +118,8 @@ def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activati
 
     sum_k (x_k - zp_x) w'_k = sum_k x_k w'_k - zp_x sum_k w'_k: folding the input's zero point into the
     bias saves a pass over the input, and is exact when the raw products stay within the BLAS dtype's exact
-    range as well. |acc_c| <= sum_k |w'_ck| * max|x| bounds every accumulator (padding contributes 0)."""
+    range as well. |acc_c| <= sum_k |w'_ck| * max|x| bounds every accumulator (padding contributes 0).
+    `pixels`: output pixels per sample, which decide where the scaled filter pays (SCALED_FILTER_MIN_PIXELS)."""
     in_od, w_od, out_od = call.in_operands[0], call.in_operands[1], call.out_operands[0]
     o = w.shape[0]
     w_zp = w_od.zero_point if w_od.type is not OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL else 0
@@ -179,7 +180,8 @@ def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activati
 # Round 3 measured the 32..320 -> 6x expansions 7% slower on an AMD EPYC (Zen, 512 KiB L2): re-measure on
 # another CPU before trusting these limits there.
 # On maps of a few pixels the GEMM reads mostly the filter, which float64 doubles: 4x4x64 -> 384 lost 14%,
-# 8x8x32 -> 192 gained 18%, so these wider limits hold from SCALED_FILTER_MIN_PIXELS output pixels on.
+# 8x8x32 -> 192 gained 18%, so these wider limits hold from SCALED_FILTER_MIN_PIXELS output pixels per
+# sample on (per sample: the choice is the operation's, whatever the batch; both choices are exact).
 SCALED_FILTER_MAX_K1 = 100
 SCALED_FILTER_RATIO = 2
 SCALED_FILTER_MIN_PIXELS = 64
@@ -232,7 +234,7 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
     padded = not p.pad_top == p.pad_bottom == p.pad_left == p.pad_right == 0
     if quant:
         qf: QuantFilter = call.memo(("conv", groups, p.activation), (1, 2),
-                                    lambda: quant_filter(call, w, b, p.activation, groups, n * p.out_h * p.out_w))
+                                    lambda: quant_filter(call, w, b, p.activation, groups, p.out_h * p.out_w))
         if (kh == kw == 1 and groups == 1 and n * p.out_h * p.out_w <= SMALL_POINTWISE_PIXELS
                 and qf.requantizer is not None and qf.scaled is None and qf.chunks is None
                 and p.stride_h == p.stride_w == 1 and not padded):
