@@ -137,3 +137,59 @@ def test_small_pointwise_equals_the_integer_definition(t, x_zp, out_zp, shape, o
     for activation in (FuseCode.NONE, FuseCode.RELU):
         got, filters = _check_against_definition(x, w, b, scales, 1, 1, activation, t, x_zp, out_zp)
         assert len(filters) == 1 and filters[0].folded != (big_filter and info.min == 0)
+
+
+@pytest.mark.parametrize("t,x_zp,out_zp", [
+    (T.TENSOR_QUANT8_ASYMM_SIGNED, -128, -6),  # input zero points at the ends of the range
+    (T.TENSOR_QUANT8_ASYMM_SIGNED, 127, 9),
+    (T.TENSOR_QUANT8_ASYMM, 0, 120),
+    (T.TENSOR_QUANT8_ASYMM, 255, 133),
+])
+@pytest.mark.parametrize("channels,out_channels,activation,scaled", [
+    (40, 96, FuseCode.NONE, True),  # K + 1 = 41 <= O / 2: the scaled filter beyond round 3's K + 1 <= 32
+    (96, 200, FuseCode.RELU6, True),
+    (99, 200, FuseCode.RELU, True),  # K + 1 = 100, the most it takes
+    (100, 202, FuseCode.NONE, False),  # K + 1 = 101: the float32 GEMM and the requantizer
+    (48, 97, FuseCode.RELU1, False),  # O < 2(K + 1)
+])
+def test_wide_expansions_take_the_scaled_filter_bit_for_bit(t, x_zp, out_zp, channels, out_channels, activation,
+                                                            scaled):
+    """1x1 expansions to at least twice K + 1 (K + 1 <= SCALED_FILTER_MAX_K1) take the float64 GEMM by [W *
+    alpha; kappa]; per-channel filters with the extreme values, every activation, both zero-point extremes:
+    equal to the integer definition."""
+    info = np.iinfo(np.int8 if t is T.TENSOR_QUANT8_ASYMM_SIGNED else np.uint8)
+    x = RNG.integers(info.min, info.max + 1, (1, 8, 8, channels)).astype(info.dtype)  # 64 pixels: the fewest
+    x[0, 0, 0], x[0, 0, 1] = info.min, info.max
+    w = np.clip(np.round(RNG.normal(0, 12, (out_channels, 1, 1, channels))), -127, 127).astype(np.int8)
+    w[:, 0, 0, 0] = RNG.choice([-127, 127], out_channels)
+    b = RNG.integers(-40000, 40000, out_channels).astype(np.int32)
+    scales = RNG.uniform(0.001, 0.02, out_channels).astype(np.float32)
+    got, filters = _check_against_definition(x, w, b, scales, 1, 1, activation, t, x_zp, out_zp)
+    assert len(filters) == 1 and (filters[0].scaled is not None) == scaled
+    assert len(np.unique(got)) > (4 if activation == FuseCode.RELU1 else 10)  # many levels, not a clamp bound
+
+
+def test_few_pixels_keep_the_float32_gemm_for_wider_filters():
+    """Below SCALED_FILTER_MIN_PIXELS output pixels only round 3's limits (K + 1 <= 32, O >= 4(K + 1)) take the
+    scaled filter: there the GEMM reads mostly the filter, which float64 doubles."""
+    t = T.TENSOR_QUANT8_ASYMM_SIGNED
+    for shape, channels, out_channels, scaled in [((1, 7, 9), 40, 96, False), ((1, 2, 3), 20, 96, True)]:
+        x = RNG.integers(-128, 128, (*shape, channels)).astype(np.int8)
+        w = np.clip(np.round(RNG.normal(0, 12, (out_channels, 1, 1, channels))), -127, 127).astype(np.int8)
+        b = RNG.integers(-40000, 40000, out_channels).astype(np.int32)
+        scales = RNG.uniform(0.001, 0.02, out_channels).astype(np.float32)
+        _got, filters = _check_against_definition(x, w, b, scales, 1, 1, FuseCode.NONE, t, -7, 3)
+        assert len(filters) == 1 and (filters[0].scaled is not None) == scaled
+
+
+def test_a_bias_near_the_int32_limit_keeps_the_wrapping_definition():
+    """A bias that can carry the accumulator past int32 (the reference wraps it): no fused requantizer and
+    so no scaled filter on a shape that would take one; the integer path's wrapped sums, bit for bit."""
+    t = T.TENSOR_QUANT8_ASYMM_SIGNED
+    x = RNG.integers(-128, 128, (1, 8, 9, 40)).astype(np.int8)
+    w = RNG.integers(-127, 128, (96, 1, 1, 40)).astype(np.int8)
+    b = np.full(96, np.iinfo(np.int32).max - 1000, np.int32)
+    b[::2] = np.iinfo(np.int32).min + 1000
+    scales = RNG.uniform(1e-9, 2e-9, 96).astype(np.float32)
+    _got, filters = _check_against_definition(x, w, b, scales, 1, 1, FuseCode.NONE, t, -3, 5)
+    assert len(filters) == 1 and filters[0].requantizer is None and filters[0].scaled is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,6 +38,20 @@ def _run_both(ods, out, arrays, inputs):
         cached.inputs = [x] + arrays[1:]
         pairs.append((KERNELS[_DW](general)[0], KERNELS[_DW](cached)[0].copy()))
     return pairs, cached.cache
+
+
+def _quant_operands(t, zp, hwc, f, b, scales, pads, stride, activation):
+    """Operands and arrays of a quant8 DEPTHWISE_CONV_2D (explicit padding, multiplier 1, NHWC) whose input
+    (slot 0, left None in the arrays) has shape [1, *hwc] and zero point `zp`, filter `f` per channel."""
+    pt, pb, pl, pr = pads
+    scalars = [pl, pr, pt, pb, stride[1], stride[0], 1, activation, 0, 1, 1]
+    ods = [Operand(type=t, dimensions=(1, *hwc), scale=0.05, zero_point=zp),
+           _constant(Operand(type=T.TENSOR_QUANT8_SYMM_PER_CHANNEL, dimensions=f.shape, scale=0.0, zero_point=0,
+                             channel_quant=SymmPerChannelQuantParams(scales=list(scales), channel_dim=3))),
+           _constant(Operand(type=T.TENSOR_INT32, dimensions=b.shape, scale=0.0, zero_point=0))]
+    ods += [_constant(Operand(type=T.BOOL if i == 8 else T.INT32, dimensions=())) for i in range(len(scalars))]
+    arrays = [None, f, b] + [np.array(s, np.bool_ if i == 8 else np.int32) for i, s in enumerate(scalars)]
+    return ods, arrays
 
 
 def _geometry(h, w, kh, kw, stride, dilation, pads):
@@ -98,20 +113,43 @@ def test_prepared_quant_depthwise_equals_the_general_path(h, w, channels, kh, kw
     f = rng.integers(-127, 128, (1, kh, kw, channels)).astype(np.int8)
     b = rng.integers(-3000, 3000, channels).astype(np.int32)
     scales = rng.uniform(0.002, 0.02, channels).astype(np.float32)
-    pt, pb, pl, pr = pads
-    scalars = [pl, pr, pt, pb, stride[1], stride[0], 1, activation, 0, 1, 1]
-    ods = [Operand(type=t, dimensions=(1, h, w, channels), scale=0.05, zero_point=zp),
-           _constant(Operand(type=T.TENSOR_QUANT8_SYMM_PER_CHANNEL, dimensions=f.shape, scale=0.0, zero_point=0,
-                             channel_quant=SymmPerChannelQuantParams(scales=list(scales), channel_dim=3))),
-           _constant(Operand(type=T.TENSOR_INT32, dimensions=b.shape, scale=0.0, zero_point=0))]
-    ods += [_constant(Operand(type=T.BOOL if i == 8 else T.INT32, dimensions=())) for i in range(len(scalars))]
-    arrays = [None, f, b] + [np.array(s, np.bool_ if i == 8 else np.int32) for i, s in enumerate(scalars)]
+    ods, arrays = _quant_operands(t, zp, (h, w, channels), f, b, scales, pads, stride, activation)
     out = Operand(type=t, dimensions=(1, oh, ow, channels), scale=0.08, zero_point=int(info.min) // 2 + 60)
     inputs = [rng.integers(info.min, info.max + 1, (1, h, w, channels)).astype(info.dtype) for _ in range(3)]
     pairs, cache = _run_both(ods, out, arrays, inputs)
     assert cache[CACHE_KEY] is not None
     for general, prepared in pairs:
         np.testing.assert_array_equal(prepared, general)
+
+
+@pytest.mark.parametrize("signed,zp", [(True, -128), (True, 127), (False, 0), (False, 255)])
+@pytest.mark.parametrize("k,stride", [(3, (2, 2)), (5, (1, 2)), (3, (2, 3))])
+def test_strided_quant_row_runs_center_in_their_column_copy(signed, zp, k, stride):
+    """Row runs at a stride along W keep the 8-bit input in the padded buffer (the border its zero point)
+    and subtract the zero point in the column copy: the general path's bits on every run, with the zero
+    point at either end of the range and the input's extremes present."""
+    rng = np.random.default_rng(zp + 128 + 7 * k)
+    t = T.TENSOR_QUANT8_ASYMM_SIGNED if signed else T.TENSOR_QUANT8_ASYMM
+    info = np.iinfo(np.int8 if signed else np.uint8)
+    h, w, channels = 21, 21, 24  # > EINSUM_MAX_PIXELS output pixels at every stride: the row runs
+    pads = (k // 2, k // 2, k // 2, k // 2)
+    oh, ow = _geometry(h, w, k, k, stride, (1, 1), pads)
+    f = rng.integers(-127, 128, (1, k, k, channels)).astype(np.int8)
+    f[0, 0, 0] = 127
+    b = rng.integers(-30000, 30000, channels).astype(np.int32)
+    scales = rng.uniform(0.002, 0.02, channels).astype(np.float32)
+    ods, arrays = _quant_operands(t, zp, (h, w, channels), f, b, scales, pads, stride, 0)
+    out = Operand(type=t, dimensions=(1, oh, ow, channels), scale=0.3, zero_point=int(info.min) + 100)
+    inputs = [rng.integers(info.min, info.max + 1, (1, h, w, channels)).astype(info.dtype) for _ in range(3)]
+    inputs[0][0, 0, :2] = info.min
+    inputs[0][0, -1, -2:] = info.max
+    pairs, cache = _run_both(ods, out, arrays, inputs)
+    small = cache[CACHE_KEY]
+    assert small is not None and small.column_zero_point == zp and small.zero_point is None
+    assert small.interior.dtype == info.dtype
+    for general, prepared in pairs:
+        np.testing.assert_array_equal(prepared, general)
+    assert len(np.unique(pairs[0][0])) > 10
 
 
 def test_large_batched_or_variable_filter_take_the_general_path():

@@ -113,12 +113,13 @@ class QuantFilter:
 
 
 def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activation: int,
-                 groups: int) -> QuantFilter:
+                 groups: int, pixels: int = 0) -> QuantFilter:
     """(q_w - zp_w) per group as a matmul operand, the exactness bound and the per-channel requantization.
 
     sum_k (x_k - zp_x) w'_k = sum_k x_k w'_k - zp_x sum_k w'_k: folding the input's zero point into the
     bias saves a pass over the input, and is exact when the raw products stay within the BLAS dtype's exact
-    range as well. |acc_c| <= sum_k |w'_ck| * max|x| bounds every accumulator (padding contributes 0)."""
+    range as well. |acc_c| <= sum_k |w'_ck| * max|x| bounds every accumulator (padding contributes 0).
+    `pixels`: output pixels per sample, which decide where the scaled filter pays (SCALED_FILTER_MIN_PIXELS)."""
     in_od, w_od, out_od = call.in_operands[0], call.in_operands[1], call.out_operands[0]
     o = w.shape[0]
     w_zp = w_od.zero_point if w_od.type is not OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL else 0
@@ -157,8 +158,10 @@ def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activati
     # requantization passes over O outputs per pixel cost more than the float64 GEMM's K + 1 <= 28 terms
     # (MobileNetV2 int8's 224x224x3 -> 32 stem with the tap-major rows 1.64 -> 1.39 ms)
     few_inputs = kh * kw > 1 and c <= TAP_MAJOR_MAX_CHANNELS
-    if groups == 1 and rq is not None and rq.fast is not None and k1 <= SCALED_FILTER_MAX_K1 and \
-            (k1 * SCALED_FILTER_RATIO <= o or few_inputs):
+    any_map = k1 <= SCALED_ANY_MAP_MAX_K1 and k1 * SCALED_ANY_MAP_RATIO <= o
+    large_map = k1 <= SCALED_FILTER_MAX_K1 and k1 * SCALED_FILTER_RATIO <= o and pixels >= SCALED_FILTER_MIN_PIXELS
+    stem = few_inputs and k1 <= SCALED_ANY_MAP_MAX_K1
+    if groups == 1 and rq is not None and rq.fast is not None and (any_map or large_map or stem):
         scaled = rq.fast.scaled_filter(ws.T, raw_bound if folded else centered_bound, rq.shift)
     # the whole filter matrix only where the GEMM reads it: the scaled filter and the float32 chunks replace
     # it (kept, it doubled what a chunked int8 model keeps: ResNet50 int8 212 -> 100 MB)
@@ -170,9 +173,22 @@ def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activati
 
 # A quantized convolution with K + 1 <= SCALED_FILTER_MAX_K1 and <= O / SCALED_FILTER_RATIO takes the float64
 # scaled-filter GEMM (in situ MobileNetV2: 112x112x16 -> 96 3.15 -> 2.50 ms, 56x56x24 -> 144 1.29 -> 1.11
-# ms; the 32..320 -> 6x expansions lose 7%: the float64 GEMM's extra cost grows with K)
-SCALED_FILTER_MAX_K1 = 32
-SCALED_FILTER_RATIO = 4
+# ms). Round 9, on the AVX-512 Xeon of issue 28 (the kernel alone at 224-input layer shapes, A/B paired in one
+# process): the 1x1 expansions with K + 1 up to 97 and O >= 2(K + 1) gain too (28x28x32 -> 192 0.73x,
+# 14x14x64 -> 384 0.87x, 14x14x96 -> 576 0.90x, 56x56x24 -> 72 0.72x, 28x28x40 -> 120 0.93x), K + 1 = 113 is
+# even and 193 loses 19% (the float64 GEMM's extra cost grows with K), projections (O < K) gain nothing.
+# Round 3 measured the 32..320 -> 6x expansions 7% slower on an AMD EPYC (Zen, 512 KiB L2): re-measure on
+# another CPU before trusting these limits there.
+# On maps of a few pixels the GEMM reads mostly the filter, which float64 doubles: 4x4x64 -> 384 lost 14%,
+# 8x8x32 -> 192 gained 18%, so these wider limits hold from SCALED_FILTER_MIN_PIXELS output pixels per
+# sample on (per sample: the choice is the operation's, whatever the batch; both choices are exact).
+SCALED_FILTER_MAX_K1 = 100
+SCALED_FILTER_RATIO = 2
+SCALED_FILTER_MIN_PIXELS = 64
+# Round 3's limits, at any map size; an RGB stem (a KxK filter over few channels, 3x3x3: K + 1 = 28; measured
+# round 4) takes the scaled filter up to the same K + 1.
+SCALED_ANY_MAP_MAX_K1 = 32
+SCALED_ANY_MAP_RATIO = 4
 
 
 # Bytes of matmul output per block of output rows: small enough that the im2col rows, the accumulators and
@@ -218,7 +234,7 @@ def conv_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | No
     padded = not p.pad_top == p.pad_bottom == p.pad_left == p.pad_right == 0
     if quant:
         qf: QuantFilter = call.memo(("conv", groups, p.activation), (1, 2),
-                                    lambda: quant_filter(call, w, b, p.activation, groups))
+                                    lambda: quant_filter(call, w, b, p.activation, groups, p.out_h * p.out_w))
         if (kh == kw == 1 and groups == 1 and n * p.out_h * p.out_w <= SMALL_POINTWISE_PIXELS
                 and qf.requantizer is not None and qf.scaled is None and qf.chunks is None
                 and p.stride_h == p.stride_w == 1 and not padded):
