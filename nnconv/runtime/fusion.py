@@ -50,6 +50,8 @@ import numpy as np
 
 from nnconv.nnapi.enums import FuseCode, OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Operation, Subgraph
+from nnconv.nnapi.operations import window
+from nnconv.nnapi.operations.window import ConvImplicitSlot as ConvSlot
 from nnconv.runtime.fused_kernels import (Kernel, affine, clamp_epilogue, gated_mul, prelu_epilogue,
                                           byte_function, quant8_affine,
                                           scaled_filter_conv, with_epilogue)
@@ -371,12 +373,13 @@ def _scaled_conv_target(g: _Graph, x: int, h: int, act: int) -> int | None:
     if c is None or act != FuseCode.NONE:
         return None
     conv = g.sg.operations[c]
-    if (conv.type is not OperationType.CONV_2D or len(conv.inputs) < 7 or len(conv.outputs) != 1
-            or conv.inputs[0] != h or h in conv.inputs[1:]):
+    s = ConvSlot  # INPUT, FILTER and the least count are the same in both forms
+    if (conv.type is not OperationType.CONV_2D or len(conv.inputs) <= s.ACTIVATION or len(conv.outputs) != 1
+            or conv.inputs[s.INPUT] != h or h in conv.inputs[s.FILTER:]):
         return None
-    xd, wd = g.dims(x), g.dims(conv.inputs[1])
+    xd, wd = g.dims(x), g.dims(conv.inputs[s.FILTER])
     if (len(xd) != 4 or len(wd) != 4 or not all(d > 0 for d in wd) or wd[-1] != xd[-1]
-            or not g.float32(conv.inputs[1], conv.outputs[0]) or _conv_is_nchw(g, conv)):
+            or not g.float32(conv.inputs[s.FILTER], conv.outputs[0]) or _conv_is_nchw(g, conv)):
         return None
     if np.prod(wd) > SCALED_FILTER_MAX_SHARE * np.prod(xd):
         return None
@@ -384,9 +387,8 @@ def _scaled_conv_target(g: _Graph, x: int, h: int, act: int) -> int | None:
 
 
 def _conv_is_nchw(g: _Graph, conv: Operation) -> bool:
-    """CONV_2D's layout flag: slot 10 in the explicit-padding form (slot 7 holds an INT32 stride there),
-    slot 7 in the implicit one; absent means NHWC. A non-constant flag counts as NCHW (not fused)."""
+    """CONV_2D's layout flag, in the slot of its form (`window.CONV_2D`); absent means NHWC. A non-constant
+    flag counts as NCHW (not fused)."""
     n = len(conv.inputs)
-    explicit = n >= 10 and g.sg.operands[conv.inputs[7]].type is OperandType.INT32
-    slot = 10 if explicit else 7
+    slot = window.CONV_2D.form(n, lambda i: g.sg.operands[conv.inputs[i]].type).NCHW
     return n > slot and g.constant_int(conv.inputs[slot]) != 0

@@ -19,6 +19,8 @@ from nnconv.lowering.driver_support import NO_FLOAT16_ARMNN
 from nnconv.lowering.registry import Rule, custom_rule, lowering_rule
 from nnconv.lowering.rules._weights import bias_for, check_weighted_op, weights_operand
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.window import (ConvImplicitSlot, DepthwiseImplicitSlot, GroupedImplicitSlot,
+                                            WindowSignature)
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator, Padding, TensorType
 
@@ -60,8 +62,9 @@ def check_window_options(c: CheckContext, o: Any) -> None:
 
 @lowering_rule(BuiltinOperator.CONV_2D)
 class Conv2D(Rule):
-    """TFLite CONV_2D(input [N,H,W,C], filter [O,KH,KW,C'], bias [O]?) -> NNAPI CONV_2D slots
-    (input, filter, bias, padding code, stride_w, stride_h, fuse code[, NCHW=false, dilation_w, dilation_h]).
+    """TFLite CONV_2D(input [N,H,W,C], filter [O,KH,KW,C'], bias [O]?) -> NNAPI CONV_2D's implicit-padding
+    slots (`ConvImplicitSlot`: input, filter, bias, padding code, stride_w, stride_h, fuse code[, NCHW=false,
+    dilation_w, dilation_h]).
 
     Dilation needs the API 29 operand form. When C is a multiple of C' > 1 groups, the op becomes
     GROUPED_CONV_2D (API 29) with num_groups = C / C'. A missing bias becomes a zero constant (int32 with
@@ -105,23 +108,29 @@ class Conv2D(Rule):
         groups = x_t.shape[3] // w_t.shape[3]
         dilated = o.dilation_w_factor != 1 or o.dilation_h_factor != 1
         fused = c.fused_output(o.fused_activation_function)
-        args = [x, w, bias, c.i32(padding_code(o.padding)), c.i32(o.stride_w), c.i32(o.stride_h)]
         if groups > 1:
-            args += [c.i32(groups), c.i32(fused.code), c.boolean(False)]
-            c.emit(OperationType.GROUPED_CONV_2D, args, [fused.operand])
+            g = GroupedImplicitSlot
+            args = {g.INPUT: x, g.FILTER: w, g.BIAS: bias, g.PADDING_SCHEME: c.i32(padding_code(o.padding)),
+                    g.STRIDE_WIDTH: c.i32(o.stride_w), g.STRIDE_HEIGHT: c.i32(o.stride_h), g.NUM_GROUPS: c.i32(groups),
+                    g.ACTIVATION: c.i32(fused.code), g.NCHW: c.boolean(False)}
+            c.emit(OperationType.GROUPED_CONV_2D, WindowSignature.operands(args), [fused.operand])
         else:
-            args.append(c.i32(fused.code))
+            s = ConvImplicitSlot
+            args = {s.INPUT: x, s.FILTER: w, s.BIAS: bias, s.PADDING_SCHEME: c.i32(padding_code(o.padding)),
+                    s.STRIDE_WIDTH: c.i32(o.stride_w), s.STRIDE_HEIGHT: c.i32(o.stride_h),
+                    s.ACTIVATION: c.i32(fused.code)}
             if dilated:
-                args += [c.boolean(False), c.i32(o.dilation_w_factor), c.i32(o.dilation_h_factor)]
-            c.emit(OperationType.CONV_2D, args, [fused.operand])
+                args.update({s.NCHW: c.boolean(False), s.DILATION_WIDTH: c.i32(o.dilation_w_factor),
+                             s.DILATION_HEIGHT: c.i32(o.dilation_h_factor)})
+            c.emit(OperationType.CONV_2D, WindowSignature.operands(args), [fused.operand])
         fused.finish()
 
 
 @lowering_rule(BuiltinOperator.DEPTHWISE_CONV_2D)
 class DepthwiseConv2D(Rule):
     """TFLite DEPTHWISE_CONV_2D(input [N,H,W,C], filter [1,KH,KW,C*M], bias [C*M]?) -> NNAPI
-    DEPTHWISE_CONV_2D (input, filter, bias, padding code, stride_w, stride_h, depth multiplier M, fuse code
-    [, NCHW=false, dilation_w, dilation_h]).
+    DEPTHWISE_CONV_2D's implicit-padding slots (`DepthwiseImplicitSlot`: input, filter, bias, padding code,
+    stride_w, stride_h, depth multiplier M, fuse code[, NCHW=false, dilation_w, dilation_h]).
 
     M is taken from the shapes (filter depth / input depth), which is what the computation means even when
     a converter left the option at a stale value. Dilation needs API 29. Quantized and hybrid variants as
@@ -154,11 +163,14 @@ class DepthwiseConv2D(Rule):
         x_t, w_t = c.input(0), c.input(1)
         bias = bias_for(c, 2, w_t.shape[3], x, w)
         fused = c.fused_output(o.fused_activation_function)
-        args = [x, w, bias, c.i32(padding_code(o.padding)), c.i32(o.stride_w), c.i32(o.stride_h),
-                c.i32(w_t.shape[3] // x_t.shape[3]), c.i32(fused.code)]
+        s = DepthwiseImplicitSlot
+        args = {s.INPUT: x, s.FILTER: w, s.BIAS: bias, s.PADDING_SCHEME: c.i32(padding_code(o.padding)),
+                s.STRIDE_WIDTH: c.i32(o.stride_w), s.STRIDE_HEIGHT: c.i32(o.stride_h),
+                s.DEPTH_MULTIPLIER: c.i32(w_t.shape[3] // x_t.shape[3]), s.ACTIVATION: c.i32(fused.code)}
         if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
-            args += [c.boolean(False), c.i32(o.dilation_w_factor), c.i32(o.dilation_h_factor)]
-        c.emit(OperationType.DEPTHWISE_CONV_2D, args, [fused.operand])
+            args.update({s.NCHW: c.boolean(False), s.DILATION_WIDTH: c.i32(o.dilation_w_factor),
+                         s.DILATION_HEIGHT: c.i32(o.dilation_h_factor)})
+        c.emit(OperationType.DEPTHWISE_CONV_2D, WindowSignature.operands(args), [fused.operand])
         fused.finish()
 
 

@@ -7,12 +7,13 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.window import PoolImplicitSlot, WindowSignature
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
 class _Pool(Rule):
     """TFLite <POOL>(input [N,H,W,C]) with Pool2DOptions -> NNAPI <POOL> in the implicit-padding form
-    (input, padding code, stride_w, stride_h, filter_w, filter_h, fuse code). Padding is neither summed
+    (`PoolImplicitSlot`: input, padding code, stride_w, stride_h, filter_w, filter_h, fuse code). Padding is neither summed
     nor counted on both sides. The output keeps the input's quantization (NNAPI forces it)."""
 
     nnapi_op: OperationType
@@ -46,9 +47,11 @@ class _Pool(Rule):
     def lower(self, c: LowerContext) -> None:
         o = c.options
         fused = c.fused_output(o.fused_activation_function)
-        args = [c.in_(0), c.i32(padding_code(o.padding)), c.i32(o.stride_w), c.i32(o.stride_h),
-                c.i32(o.filter_width), c.i32(o.filter_height), c.i32(fused.code)]
-        c.emit(self.nnapi_op, args, [fused.operand])
+        s = PoolImplicitSlot
+        args = {s.INPUT: c.in_(0), s.PADDING_SCHEME: c.i32(padding_code(o.padding)), s.STRIDE_WIDTH: c.i32(o.stride_w),
+                s.STRIDE_HEIGHT: c.i32(o.stride_h), s.FILTER_WIDTH: c.i32(o.filter_width),
+                s.FILTER_HEIGHT: c.i32(o.filter_height), s.ACTIVATION: c.i32(fused.code)}
+        c.emit(self.nnapi_op, WindowSignature.operands(args), [fused.operand])
         fused.finish()
 
 

@@ -1,14 +1,26 @@
-"""Geometry shared by the kernels: implicit padding and output sizes of windowed ops, the im2col view,
+"""Geometry shared by the kernels: the windowed operations' parameters, implicit padding and output sizes of windowed ops, the im2col view,
 spatial padding, NCHW <-> NHWC layout, and axis normalization."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from nnconv.errors import ExecutionError
 from nnconv.nnapi.enums import PaddingCode
+from nnconv.nnapi.operations.window import WindowParams, WindowSignature
+
+if TYPE_CHECKING:
+    from nnconv.runtime.kernels.registry import KernelCall
+
+
+def window_params(call: KernelCall, signature: WindowSignature) -> WindowParams:
+    """A windowed operation's scalars, read once by its signature (`nnapi/operations/window.py`); memoized
+    per operation when they are constants."""
+    first = int(signature.implicit.PADDING_SCHEME)
+    return call.memo("window_params", range(first, call.num_inputs),
+                     lambda: signature.parse(call.num_inputs, call.type, call.scalar, call.opt_scalar))
 
 
 def implicit_padding(in_size: int, stride: int, filter_size: int, dilation: int, scheme: int) -> tuple[int, int]:

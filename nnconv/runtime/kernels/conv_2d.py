@@ -1,10 +1,8 @@
 """CONV_2D (NNAPI OperationType 3).
 
-Slots, implicit padding: 0 input [N,H,W,C], 1 filter [O,KH,KW,C], 2 bias [O], 3 padding scheme,
-4 stride_w, 5 stride_h, 6 fused activation, [7 NCHW bool], [8 dilation_w, 9 dilation_h].
-Explicit padding: 3..6 pad left/right/top/bottom, 7 stride_w, 8 stride_h, 9 activation, [10 NCHW],
-[11 dilation_w, 12 dilation_h]. The two forms are told apart by input 7's type (INT32 only in the explicit
-form). Quantized: int32 accumulation of (q - zp) products, the reference per-channel requantization.
+Slots: `window.ConvImplicitSlot` / `ConvExplicitSlot` (input [N,H,W,C], filter [O,KH,KW,C], bias [O], then
+the padding, strides, activation, [NCHW], [dilation]), read by `window.CONV_2D`, which also tells the two
+forms apart. Quantized: int32 accumulation of (q - zp) products, the reference per-channel requantization.
 """
 
 from __future__ import annotations
@@ -15,6 +13,8 @@ from typing import Callable
 import numpy as np
 
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.operations import window
+from nnconv.nnapi.operations.window import WindowParams, WindowSignature
 from nnconv.nnapi.quantization import (Requantizer, is_quant8, max_abs_offset, qrange,
                                        requantize_accumulator)
 from nnconv.runtime.kernels._float_activation import add_bias_and_activate
@@ -22,7 +22,7 @@ from nnconv.runtime.kernels._conv_small import CACHE_KEY as SMALL_KEY
 from nnconv.runtime.kernels._conv_small import ConvLayout, prepare_small_conv
 from nnconv.runtime.kernels._matmul import exact_matmul_dtype, float32_chunks
 from nnconv.runtime.kernels._spatial import (conv_output_size, extract_patches, implicit_padding, nchw_to_nhwc,
-                                             nhwc_to_nchw, pad_spatial)
+                                             nhwc_to_nchw, pad_spatial, window_params)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
@@ -42,41 +42,29 @@ class ConvParams:
     out_w: int
 
 
-def parse_conv_params(call: KernelCall, in_h: int, in_w: int, kh: int, kw: int, first: int = 3,
-                      extra: int = 0) -> ConvParams:
-    """Reads padding/stride/activation/layout/dilation slots starting at `first` (CONV_2D: 3).
+def parse_conv_params(call: KernelCall, signature: WindowSignature, in_h: int, in_w: int, kh: int,
+                      kw: int) -> ConvParams:
+    """The operation's geometry on an input of in_h x in_w and a kh x kw filter: its signature's scalars with
+    the implicit padding resolved. Memoized per operation and geometry when the scalars are constants."""
+    first = int(signature.implicit.PADDING_SCHEME)
+    return call.memo(("conv_params", in_h, in_w, kh, kw), range(first, call.num_inputs),
+                     lambda: _conv_geometry(call, window_params(call, signature), in_h, in_w, kh, kw))
 
-    `extra` counts op-specific scalars between strides and the activation (DEPTHWISE's multiplier,
-    GROUPED_CONV's group count). Memoized per operation and geometry when the scalars are constants."""
-    return call.memo(("conv_params", in_h, in_w, kh, kw, first, extra), range(first, call.num_inputs),
-                     lambda: _parse_conv_params(call, in_h, in_w, kh, kw, first, extra))
 
-
-def _parse_conv_params(call: KernelCall, in_h: int, in_w: int, kh: int, kw: int, first: int,
-                       extra: int) -> ConvParams:
-    explicit = is_explicit_padding(call, first, extra)
-    if explicit:
-        pl, pr, pt, pb = (call.scalar(first + k) for k in range(4))
-        sw, sh = call.scalar(first + 4), call.scalar(first + 5)
-        act_slot = first + 6 + extra
-    else:
-        scheme = call.scalar(first)
-        sw, sh = call.scalar(first + 1), call.scalar(first + 2)
-        act_slot = first + 3 + extra
-    act = call.scalar(act_slot)
-    nchw = bool(call.opt_scalar(act_slot + 1, False))
-    dw = int(call.opt_scalar(act_slot + 2, 1))
-    dh = int(call.opt_scalar(act_slot + 3, 1))
+def _conv_geometry(call: KernelCall, wp: WindowParams, in_h: int, in_w: int, kh: int, kw: int) -> ConvParams:
+    sw, sh, dw, dh = wp.stride_w, wp.stride_h, wp.dilation_w, wp.dilation_h
     if min(sw, sh, dw, dh) < 1:
         raise call.fail("strides and dilations must be positive")
-    if not explicit:
-        pl, pr = implicit_padding(in_w, sw, kw, dw, scheme)
-        pt, pb = implicit_padding(in_h, sh, kh, dh, scheme)
+    if wp.explicit:
+        pl, pr, pt, pb = wp.pad_left, wp.pad_right, wp.pad_top, wp.pad_bottom
+    else:
+        pl, pr = implicit_padding(in_w, sw, kw, dw, wp.padding_scheme)
+        pt, pb = implicit_padding(in_h, sh, kh, dh, wp.padding_scheme)
     out_h = conv_output_size(in_h, kh, sh, dh, pt, pb)
     out_w = conv_output_size(in_w, kw, sw, dw, pl, pr)
     if out_h < 0 or out_w < 0:
         raise call.fail("the filter is larger than the padded input")
-    return ConvParams(pt, pb, pl, pr, sh, sw, dh, dw, act, nchw, out_h, out_w)
+    return ConvParams(pt, pb, pl, pr, sh, sw, dh, dw, wp.activation, wp.nchw, out_h, out_w)
 
 
 def filter_scales(call: KernelCall, slot: int) -> np.ndarray:
@@ -442,9 +430,8 @@ def conv_2d(call: KernelCall) -> list[np.ndarray]:
     b = call.inputs[2]
     if x.ndim != 4 or w.ndim != 4:
         raise call.fail(f"input and filter must be 4-D, got {x.ndim}-D and {w.ndim}-D")
-    nchw_peek = _peek_nchw(call)
-    xh = nchw_to_nhwc(x) if nchw_peek else x
-    p = parse_conv_params(call, xh.shape[1], xh.shape[2], w.shape[1], w.shape[2])
+    xh = nchw_to_nhwc(x) if window_params(call, window.CONV_2D).nchw else x
+    p = parse_conv_params(call, window.CONV_2D, xh.shape[1], xh.shape[2], w.shape[1], w.shape[2])
     if xh.shape[3] % w.shape[3]:
         raise call.fail(f"input depth {xh.shape[3]} is not a multiple of filter depth {w.shape[3]}")
     if xh.shape[3] != w.shape[3]:
@@ -475,29 +462,18 @@ def _quant_epilogue(qf: QuantFilter, rows: int | None = None) -> Callable[[np.nd
     return lambda acc, dest: qf.requantizer(acc, out=dest)
 
 
-def is_explicit_padding(call: KernelCall, first: int = 3, extra: int = 0) -> bool:
-    """The explicit form has at least 7 + extra scalars, and the slot that holds the implicit form's
-    NCHW bool holds an INT32 stride there."""
-    n = call.num_inputs
-    return n >= first + 7 + extra and call.type(first + 4 + extra) is OperandType.INT32
-
-
-def _peek_nchw(call: KernelCall, first: int = 3, extra: int = 0) -> bool:
-    explicit = is_explicit_padding(call, first, extra)
-    slot = (first + 7 + extra) if explicit else (first + 4 + extra)
-    return bool(call.opt_scalar(slot, False))
-
-
-def grouped_conv_inputs(call: KernelCall, what: str) -> tuple[np.ndarray, np.ndarray, ConvParams, int]:
-    """DEPTHWISE_CONV_2D and GROUPED_CONV_2D share their slots: 0 input, 1 filter, 2 bias, then CONV_2D's
-    padding/stride/activation/layout/dilation scalars with one extra INT32 (depth multiplier / num_groups)
-    before the activation. Returns the NHWC input, the filter, the parsed parameters and that count."""
+def grouped_conv_inputs(call: KernelCall, signature: WindowSignature,
+                        what: str) -> tuple[np.ndarray, np.ndarray, ConvParams, int]:
+    """DEPTHWISE_CONV_2D and GROUPED_CONV_2D (`signature`): CONV_2D's slots with one extra INT32 (depth
+    multiplier / num_groups) before the activation. Returns the NHWC input, the filter, the parsed parameters
+    and that count."""
     x, w = call.tensor(0), call.tensor(1)
     if x.ndim != 4 or w.ndim != 4:
         raise call.fail(f"input and filter must be 4-D, got {x.ndim}-D and {w.ndim}-D")
-    xh = nchw_to_nhwc(x) if _peek_nchw(call, extra=1) else x
-    p = parse_conv_params(call, xh.shape[1], xh.shape[2], w.shape[1], w.shape[2], extra=1)
-    count = int(call.scalar(9 if is_explicit_padding(call, 3, 1) else 6))
+    wp = window_params(call, signature)
+    xh = nchw_to_nhwc(x) if wp.nchw else x
+    p = parse_conv_params(call, signature, xh.shape[1], xh.shape[2], w.shape[1], w.shape[2])
+    count = int(wp.depth_multiplier if wp.num_groups is None else wp.num_groups)
     if count < 1:
         raise call.fail(f"{what} {count} must be positive")
     return xh, w, p, count

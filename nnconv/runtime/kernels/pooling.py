@@ -1,9 +1,8 @@
 """AVERAGE_POOL_2D (1), L2_POOL_2D (12), MAX_POOL_2D (17): the three 2-D poolings.
 
-Slots, explicit padding (10 or 11 inputs): 0 input [N,H,W,C], 1..4 pad left/right/top/bottom,
-5 stride_w, 6 stride_h, 7 filter_w, 8 filter_h, 9 fused activation, [10 NCHW bool].
-Implicit padding (7 or 8 inputs): 1 padding scheme, 2 stride_w, 3 stride_h, 4 filter_w, 5 filter_h,
-6 activation, [7 NCHW].
+Slots: `window.PoolExplicitSlot` (10 or 11 inputs: input [N,H,W,C], pads left/right/top/bottom, strides,
+filter_w, filter_h, fused activation, [NCHW]) or `PoolImplicitSlot` (7 or 8: a padding scheme instead of the
+pads), read by `window.POOL_2D`.
 
 Only in-bounds elements take part (padding is neither summed nor counted). Output quantization equals
 the input's. Quantized AVERAGE: integer sum, then the division rounded half away from zero
@@ -18,33 +17,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations import window
 from nnconv.nnapi.quantization import is_quant8, qrange, quantized_activation_range
 from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels._spatial import (conv_output_size, extract_patches, implicit_padding, nchw_to_nhwc,
-                                             nhwc_to_nchw, pad_spatial)
+                                             nhwc_to_nchw, pad_spatial, window_params)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 def _params(call: KernelCall, h: int, w: int) -> tuple[tuple[int, int, int, int], int, int, int, int, int]:
     """((top, bottom, left, right), stride_h, stride_w, filter_h, filter_w, activation)."""
-    if call.num_inputs >= 10:
-        pl, pr, pt, pb = (int(call.scalar(i)) for i in range(1, 5))
-        sw, sh, fw, fh, act = (int(call.scalar(i)) for i in range(5, 10))
+    wp = window_params(call, window.POOL_2D)
+    sw, sh, fw, fh, act = (int(v) for v in (wp.stride_w, wp.stride_h, wp.filter_w, wp.filter_h, wp.activation))
+    if wp.explicit:
+        pl, pr, pt, pb = (int(v) for v in (wp.pad_left, wp.pad_right, wp.pad_top, wp.pad_bottom))
     else:
-        scheme = int(call.scalar(1))
-        sw, sh, fw, fh, act = (int(call.scalar(i)) for i in range(2, 7))
         if min(sw, sh, fw, fh) < 1:
             raise call.fail("strides and filter sizes must be positive")
-        pl, pr = implicit_padding(w, sw, fw, 1, scheme)
-        pt, pb = implicit_padding(h, sh, fh, 1, scheme)
+        pl, pr = implicit_padding(w, sw, fw, 1, int(wp.padding_scheme))
+        pt, pb = implicit_padding(h, sh, fh, 1, int(wp.padding_scheme))
     if min(sw, sh, fw, fh) < 1 or min(pl, pr, pt, pb) < 0:
         raise call.fail("strides and filter sizes must be positive, paddings non-negative")
     return (pt, pb, pl, pr), sh, sw, fh, fw, act
-
-
-def _nchw(call: KernelCall) -> bool:
-    slot = 10 if call.num_inputs >= 10 else 7
-    return bool(call.opt_scalar(slot, False)) if call.num_inputs > slot else False
 
 
 @dataclass(frozen=True)
@@ -153,7 +147,7 @@ def _run(call: KernelCall, fn) -> list[np.ndarray]:
     x = call.tensor(0)
     if x.ndim != 4:
         raise call.fail(f"input must be 4-D, got {x.ndim}-D")
-    nchw = _nchw(call)
+    nchw = window_params(call, window.POOL_2D).nchw
     xh = nchw_to_nhwc(x) if nchw else x
     y = fn(xh)
     if not nchw:

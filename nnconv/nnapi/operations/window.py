@@ -1,0 +1,272 @@
+"""The operand signatures of NNAPI's windowed operations: CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D and the
+2-D poolings, each in its implicit-padding (a SAME / VALID scheme) and explicit-padding (four pads) form.
+
+Android parses these operand lists once per operation into a named structure (Conv2dParam in Conv2D.cpp);
+here a `WindowSignature` per family does it, and every reader of the slots asks it: the validators, the
+kernels (`runtime/kernels/conv_2d.py`, `depthwise_conv_2d.py`, `grouped_conv_2d.py`, `pooling.py`), the
+executor's fusion and the lowering rules that order the operands (`WindowSignature.operands`).
+
+All the forms share one shape: the tensors (input, and a convolution's filter and bias), the padding (one
+scheme, or left/right/top/bottom), stride_w, stride_h, the family's own scalars (a depth multiplier, a group
+count, a pooling filter's width and height), the fused activation, then the optional NCHW flag (feature
+level 3) and, for CONV_2D and DEPTHWISE_CONV_2D, the optional dilation factors. Which form an operation uses
+is decided in `WindowSignature.is_explicit` alone: by the input count where it tells, else by the type of
+the slot that holds the implicit form's NCHW flag (a BOOL) and the explicit form's stride (an INT32).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, Callable, Mapping
+
+from nnconv.nnapi.enums import OperandType
+from nnconv.nnapi.operations.validation import OperationView
+
+
+class ConvImplicitSlot(IntEnum):
+    """CONV_2D, implicit padding: 7 inputs, 8 with the layout flag, 10 with dilation."""
+    INPUT = 0
+    FILTER = 1
+    BIAS = 2
+    PADDING_SCHEME = 3
+    STRIDE_WIDTH = 4
+    STRIDE_HEIGHT = 5
+    ACTIVATION = 6
+    NCHW = 7
+    DILATION_WIDTH = 8
+    DILATION_HEIGHT = 9
+
+
+class ConvExplicitSlot(IntEnum):
+    """CONV_2D, explicit padding: 10 inputs, 11 with the layout flag, 13 with dilation."""
+    INPUT = 0
+    FILTER = 1
+    BIAS = 2
+    PADDING_LEFT = 3
+    PADDING_RIGHT = 4
+    PADDING_TOP = 5
+    PADDING_BOTTOM = 6
+    STRIDE_WIDTH = 7
+    STRIDE_HEIGHT = 8
+    ACTIVATION = 9
+    NCHW = 10
+    DILATION_WIDTH = 11
+    DILATION_HEIGHT = 12
+
+
+class DepthwiseImplicitSlot(IntEnum):
+    """DEPTHWISE_CONV_2D, implicit padding: filter [1, KH, KW, C * M]."""
+    INPUT = 0
+    FILTER = 1
+    BIAS = 2
+    PADDING_SCHEME = 3
+    STRIDE_WIDTH = 4
+    STRIDE_HEIGHT = 5
+    DEPTH_MULTIPLIER = 6
+    ACTIVATION = 7
+    NCHW = 8
+    DILATION_WIDTH = 9
+    DILATION_HEIGHT = 10
+
+
+class DepthwiseExplicitSlot(IntEnum):
+    """DEPTHWISE_CONV_2D, explicit padding."""
+    INPUT = 0
+    FILTER = 1
+    BIAS = 2
+    PADDING_LEFT = 3
+    PADDING_RIGHT = 4
+    PADDING_TOP = 5
+    PADDING_BOTTOM = 6
+    STRIDE_WIDTH = 7
+    STRIDE_HEIGHT = 8
+    DEPTH_MULTIPLIER = 9
+    ACTIVATION = 10
+    NCHW = 11
+    DILATION_WIDTH = 12
+    DILATION_HEIGHT = 13
+
+
+class GroupedImplicitSlot(IntEnum):
+    """GROUPED_CONV_2D (feature level 3), implicit padding: the layout flag is required, no dilation."""
+    INPUT = 0
+    FILTER = 1
+    BIAS = 2
+    PADDING_SCHEME = 3
+    STRIDE_WIDTH = 4
+    STRIDE_HEIGHT = 5
+    NUM_GROUPS = 6
+    ACTIVATION = 7
+    NCHW = 8
+
+
+class GroupedExplicitSlot(IntEnum):
+    """GROUPED_CONV_2D, explicit padding."""
+    INPUT = 0
+    FILTER = 1
+    BIAS = 2
+    PADDING_LEFT = 3
+    PADDING_RIGHT = 4
+    PADDING_TOP = 5
+    PADDING_BOTTOM = 6
+    STRIDE_WIDTH = 7
+    STRIDE_HEIGHT = 8
+    NUM_GROUPS = 9
+    ACTIVATION = 10
+    NCHW = 11
+
+
+class PoolImplicitSlot(IntEnum):
+    """AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D, implicit padding: 7 inputs, 8 with the layout flag."""
+    INPUT = 0
+    PADDING_SCHEME = 1
+    STRIDE_WIDTH = 2
+    STRIDE_HEIGHT = 3
+    FILTER_WIDTH = 4
+    FILTER_HEIGHT = 5
+    ACTIVATION = 6
+    NCHW = 7
+
+
+class PoolExplicitSlot(IntEnum):
+    """The poolings, explicit padding: 10 inputs, 11 with the layout flag."""
+    INPUT = 0
+    PADDING_LEFT = 1
+    PADDING_RIGHT = 2
+    PADDING_TOP = 3
+    PADDING_BOTTOM = 4
+    STRIDE_WIDTH = 5
+    STRIDE_HEIGHT = 6
+    FILTER_WIDTH = 7
+    FILTER_HEIGHT = 8
+    ACTIVATION = 9
+    NCHW = 10
+
+
+# The scalars a family adds between the strides and the activation, and the `WindowParams` field of each.
+_EXTRAS = {"DEPTH_MULTIPLIER": "depth_multiplier", "NUM_GROUPS": "num_groups", "FILTER_WIDTH": "filter_w",
+           "FILTER_HEIGHT": "filter_h"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowParams:
+    """One windowed operation's scalars, read once by its signature (Android's Conv2dParam). Padding is
+    either `padding_scheme` (implicit form: resolved against the input size by the kernel) or the four pads."""
+
+    explicit: bool
+    padding_scheme: int | None = None
+    pad_left: int = 0
+    pad_right: int = 0
+    pad_top: int = 0
+    pad_bottom: int = 0
+    stride_w: int
+    stride_h: int
+    activation: int
+    nchw: bool = False
+    dilation_w: int = 1
+    dilation_h: int = 1
+    depth_multiplier: int | None = None  # DEPTHWISE_CONV_2D
+    num_groups: int | None = None  # GROUPED_CONV_2D
+    filter_w: int | None = None  # the poolings
+    filter_h: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowSignature:
+    """The two operand forms of one windowed family and the input counts each takes."""
+
+    implicit: type[IntEnum]
+    explicit: type[IntEnum]
+
+    @property
+    def implicit_max_inputs(self) -> int:
+        return len(self.implicit)
+
+    @property
+    def explicit_min_inputs(self) -> int:
+        """The explicit form up to its activation (its optional slots follow it)."""
+        return int(self.explicit.ACTIVATION) + 1
+
+    def is_explicit(self, num_inputs: int, type_at: Callable[[int], OperandType | None]) -> bool:
+        """The one place the form is decided. Fewer inputs than the explicit form's required ones: implicit;
+        more than the implicit form has: explicit; in between (CONV_2D's 10, a dilated implicit or a plain
+        explicit operation), the slot holding the implicit form's NCHW BOOL holds an INT32 stride in the
+        explicit form. `type_at(slot)`: the declared type of input `slot`."""
+        if num_inputs < self.explicit_min_inputs:
+            return False
+        if num_inputs > self.implicit_max_inputs:
+            return True
+        return type_at(int(self.implicit.NCHW)) is OperandType.INT32
+
+    def slots(self, explicit: bool) -> type[IntEnum]:
+        return self.explicit if explicit else self.implicit
+
+    def form(self, num_inputs: int, type_at: Callable[[int], OperandType | None]) -> type[IntEnum]:
+        """The slot enum of the form an operation with these inputs uses."""
+        return self.slots(self.is_explicit(num_inputs, type_at))
+
+    def has_options(self, num_inputs: int, type_at: Callable[[int], OperandType | None]) -> bool:
+        """The operation gives the layout flag (and maybe dilation): feature level 3 in every family."""
+        return num_inputs > self.form(num_inputs, type_at).NCHW
+
+    def parse(self, num_inputs: int, type_at: Callable[[int], OperandType | None], read: Callable[[int], Any],
+              read_optional: Callable[[int, Any], Any]) -> WindowParams:
+        """The named parameters of an operation: `read(slot)` gives a required scalar's value (raising where it
+        cannot), `read_optional(slot, default)` an optional one's. Values are as read (the validator checks
+        the slots' types)."""
+        explicit = self.is_explicit(num_inputs, type_at)
+        s = self.slots(explicit)
+        members = s.__members__
+        fields: dict[str, Any] = {"explicit": explicit}
+        if explicit:
+            fields.update(pad_left=read(s.PADDING_LEFT), pad_right=read(s.PADDING_RIGHT),
+                          pad_top=read(s.PADDING_TOP), pad_bottom=read(s.PADDING_BOTTOM))
+        else:
+            fields["padding_scheme"] = read(s.PADDING_SCHEME)
+        fields.update(stride_w=read(s.STRIDE_WIDTH), stride_h=read(s.STRIDE_HEIGHT))
+        for member, field in _EXTRAS.items():
+            if member in members:
+                fields[field] = read(members[member])
+        fields["activation"] = read(s.ACTIVATION)
+        fields["nchw"] = bool(read_optional(s.NCHW, False))
+        if "DILATION_WIDTH" in members:
+            fields.update(dilation_w=int(read_optional(members["DILATION_WIDTH"], 1)),
+                          dilation_h=int(read_optional(members["DILATION_HEIGHT"], 1)))
+        return WindowParams(**fields)
+
+    def scalar_types(self, explicit: bool) -> dict[IntEnum, OperandType]:
+        """The type each scalar slot of a form must have: BOOL for the layout flag, INT32 for the others."""
+        s = self.slots(explicit)
+        first = s.PADDING_LEFT if explicit else s.PADDING_SCHEME
+        return {slot: OperandType.BOOL if slot.name == "NCHW" else OperandType.INT32
+                for slot in s if slot >= first}
+
+    @staticmethod
+    def operands(by_slot: Mapping[IntEnum, int]) -> list[int]:
+        """The operation's input list from {slot: operand index}: the slots in order, with no gap (an
+        optional slot may be left out only with every one after it)."""
+        ordered = sorted(by_slot.items())
+        if [int(slot) for slot, _ in ordered] != list(range(len(ordered))):
+            missing = sorted(set(range(int(ordered[-1][0]) + 1)) - {int(slot) for slot, _ in ordered})
+            raise ValueError(f"operand slots {missing} are missing")
+        return [index for _slot, index in ordered]
+
+
+CONV_2D = WindowSignature(implicit=ConvImplicitSlot, explicit=ConvExplicitSlot)
+DEPTHWISE_CONV_2D = WindowSignature(implicit=DepthwiseImplicitSlot, explicit=DepthwiseExplicitSlot)
+GROUPED_CONV_2D = WindowSignature(implicit=GroupedImplicitSlot, explicit=GroupedExplicitSlot)
+POOL_2D = WindowSignature(implicit=PoolImplicitSlot, explicit=PoolExplicitSlot)
+
+
+def window_level(view: OperationView, signature: WindowSignature) -> int:
+    """The validators' part: the scalars of the operation's form have their types (INT32, the layout flag
+    BOOL), and the layout flag or dilation needs feature level 3."""
+    n = len(view.in_operands)
+    explicit = signature.is_explicit(n, view.type_at)
+    for slot, wanted in signature.scalar_types(explicit).items():
+        got = view.type_at(slot)
+        if got is not None and got is not wanted:
+            form = "explicit" if explicit else "implicit"
+            raise view.refuse(f"{view.describe(slot)} is {got.name}, the {form}-padding form takes {wanted.name}")
+    return 3 if signature.has_options(n, view.type_at) else 1
