@@ -22,7 +22,8 @@ from nnconv.runtime.kernels._depthwise_float import FLOAT_ROW_BLOCK_BYTES, depth
 from nnconv.runtime.kernels._depthwise_small import CACHE_KEY, SmallDepthwise, prepare_small_depthwise
 from nnconv.runtime.kernels._float_activation import add_bias_and_activate
 from nnconv.runtime.kernels._spatial import extract_patches, nhwc_to_nchw, pad_spatial
-from nnconv.runtime.kernels.conv_2d import ConvParams, filter_scales, grouped_conv_inputs
+from nnconv.runtime.kernels._conv_quant import filter_scales
+from nnconv.runtime.kernels.conv_2d import ConvParams, grouped_conv_inputs
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 

@@ -27,7 +27,7 @@ from nnconv.nnapi.quantization import Requantizer, is_quant8, max_abs_offset, re
 from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels._matmul import exact_matmul_dtype
 from nnconv.runtime.kernels._spatial import nchw_to_nhwc, nhwc_to_nchw
-from nnconv.runtime.kernels.conv_2d import filter_scales
+from nnconv.runtime.kernels._conv_quant import filter_scales
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
