@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._minmax import min_max
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.runtime.kernels._binary_kernels import min_max_kernel
 
 
 def _min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -19,6 +18,4 @@ def _min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(b < a, b, a)
 
 
-@kernel(OperationType.MINIMUM)
-def minimum(call: KernelCall) -> list[np.ndarray]:
-    return [min_max(call, _min)]
+minimum = min_max_kernel(OperationType.MINIMUM, _min)
