@@ -29,8 +29,8 @@ from nnconv.tflite.schema_enums import BuiltinOperator
 
 
 class _Relu(Rule):
-    """TFLite OP(x) -> NNAPI OP(x) (API 27, float32 / uint8 / int8). Quantized with an output quantization
-    different from the input's: ADD(x, real 0, fuse code OP), since NNAPI's OP output keeps the input's."""
+    """TFLite <OP>(x) -> NNAPI <OP>(x) (API 27, float32 / uint8 / int8). Quantized with an output quantization
+    different from the input's: ADD(x, real 0, fuse code <OP>), since NNAPI's <OP> output keeps the input's."""
 
     fuse: ClassVar[FuseCode]
     dtypes = ("float32", "uint8", "int8")
@@ -49,21 +49,18 @@ class _Relu(Rule):
 
 @lowering_rule(BuiltinOperator.RELU)
 class Relu(_Relu):
-    __doc__ = _Relu.__doc__.replace("OP", "RELU")
     fuse = FuseCode.RELU
     nnapi_ops = (OperationType.RELU, OperationType.ADD)
 
 
 @lowering_rule(BuiltinOperator.RELU6)
 class Relu6(_Relu):
-    __doc__ = _Relu.__doc__.replace("OP", "RELU6")
     fuse = FuseCode.RELU6
     nnapi_ops = (OperationType.RELU6, OperationType.ADD)
 
 
 @lowering_rule(BuiltinOperator.RELU_N1_TO_1)
 class ReluN1To1(_Relu):
-    __doc__ = _Relu.__doc__.replace("OP", "RELU1")
     fuse = FuseCode.RELU1
     nnapi_ops = (OperationType.RELU1, OperationType.ADD)
 

@@ -34,7 +34,7 @@ INT32_MIN = -(1 << 31)
 
 
 class _Compare(Rule):
-    """TFLite OP(x, y) -> NNAPI OP(x, y), output TENSOR_BOOL8 (API 29)."""
+    """TFLite <OP>(x, y) -> NNAPI <OP>(x, y), output TENSOR_BOOL8 (API 29)."""
 
     nnapi_op: ClassVar[OperationType]
     min_api_level = 29
@@ -55,8 +55,7 @@ class _Compare(Rule):
 
 def _compare(op: BuiltinOperator, nn_op: OperationType, fold: Fold) -> type[Rule]:
     cls = type(op.name.title().replace("_", ""), (_Compare,),
-               {"__doc__": _Compare.__doc__.replace("OP", op.name), "nnapi_op": nn_op, "nnapi_ops": (nn_op,),
-                "fold": fold, "__module__": __name__})
+               {"nnapi_op": nn_op, "fold": fold, "__module__": __name__})
     return lowering_rule(op)(cls)
 
 
@@ -69,7 +68,7 @@ GreaterEqual = _compare(BuiltinOperator.GREATER_EQUAL, OperationType.GREATER_EQU
 
 
 class _Logical(Rule):
-    """TFLite OP on bool tensors -> NNAPI OP (API 29), broadcasting alike."""
+    """TFLite <OP> on bool tensors -> NNAPI <OP> (API 29), broadcasting alike."""
 
     nnapi_op: ClassVar[OperationType]
     arity: ClassVar[int] = 2
@@ -88,25 +87,19 @@ class _Logical(Rule):
 @lowering_rule(BuiltinOperator.LOGICAL_AND)
 class LogicalAnd(_Logical):
     fold = arithmetic_folds.logical_and
-    __doc__ = _Logical.__doc__.replace("OP", "LOGICAL_AND")
     nnapi_op = OperationType.LOGICAL_AND
-    nnapi_ops = (OperationType.LOGICAL_AND,)
 
 
 @lowering_rule(BuiltinOperator.LOGICAL_OR)
 class LogicalOr(_Logical):
     fold = arithmetic_folds.logical_or
-    __doc__ = _Logical.__doc__.replace("OP", "LOGICAL_OR")
     nnapi_op = OperationType.LOGICAL_OR
-    nnapi_ops = (OperationType.LOGICAL_OR,)
 
 
 @lowering_rule(BuiltinOperator.LOGICAL_NOT)
 class LogicalNot(_Logical):
     fold = arithmetic_folds.logical_not
-    __doc__ = _Logical.__doc__.replace("OP", "LOGICAL_NOT")
     nnapi_op = OperationType.LOGICAL_NOT
-    nnapi_ops = (OperationType.LOGICAL_NOT,)
     arity = 1
 
 

@@ -12,7 +12,7 @@ from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
 class _Pool(Rule):
-    """TFLite <POOL>(input [N,H,W,C]) with Pool2DOptions -> NNAPI <POOL> in the implicit-padding form
+    """TFLite <OP>(input [N,H,W,C]) with Pool2DOptions -> NNAPI <OP> in the implicit-padding form
     (`PoolImplicitSlot`: input, padding code, stride_w, stride_h, filter_w, filter_h, fuse code). Padding is neither summed
     nor counted on both sides. The output keeps the input's quantization (NNAPI forces it)."""
 
@@ -57,11 +57,10 @@ class _Pool(Rule):
 
 @lowering_rule(BuiltinOperator.AVERAGE_POOL_2D)
 class AveragePool2D(_Pool):
-    __doc__ = _Pool.__doc__.replace("<POOL>", "AVERAGE_POOL_2D") + """
+    doc_more = """
     Quantized averages are the integer sum divided with rounding; TFLite's delegate refuses quantized
     windows over 256 elements (the reference's 16-bit accumulators), so this rule does too."""
     nnapi_op = OperationType.AVERAGE_POOL_2D
-    nnapi_ops = (OperationType.AVERAGE_POOL_2D,)
     constraints = "rank-4 input; output quantization equals the input's; quantized filter_w*filter_h <= 256"
 
     def check_more(self, c: CheckContext) -> None:
@@ -72,19 +71,16 @@ class AveragePool2D(_Pool):
 
 @lowering_rule(BuiltinOperator.MAX_POOL_2D)
 class MaxPool2D(_Pool):
-    __doc__ = _Pool.__doc__.replace("<POOL>", "MAX_POOL_2D")
     nnapi_op = OperationType.MAX_POOL_2D
-    nnapi_ops = (OperationType.MAX_POOL_2D,)
     constraints = "rank-4 input; output quantization equals the input's"
 
 
 @lowering_rule(BuiltinOperator.L2_POOL_2D)
 class L2Pool2D(_Pool):
-    __doc__ = _Pool.__doc__.replace("<POOL>", "L2_POOL_2D") + """
+    doc_more = """
     Float only (NNAPI has no quantized L2 pooling). TFLite's delegate takes a fused activation only from
     API 29; the NNAPI 1.0 operation has the fuse code operand, so this rule does not gate it."""
     nnapi_op = OperationType.L2_POOL_2D
-    nnapi_ops = (OperationType.L2_POOL_2D,)
     dtypes = ("float32",)
     allowed = FLOAT
     constraints = "float32; rank-4 input"

@@ -264,7 +264,6 @@ class Sum(_Reduce):
 class ReduceProd(_Reduce):
     fold = arithmetic_folds.reduce_prod
     __doc__ = _Reduce.__doc__ + " NNAPI REDUCE_PROD is float only."
-    nnapi_ops = (OperationType.REDUCE_PROD,)
     nnapi_op = OperationType.REDUCE_PROD
     dtypes = ("float32",)
     constraints = "float32; constant axes; rank <= 4"
@@ -313,7 +312,6 @@ class ReduceMax(_Reduce):
 class ReduceMin(_Reduce):
     fold = arithmetic_folds.reduce_min
     __doc__ = _Reduce.__doc__ + " Quantized inputs and outputs must share their parameters."
-    nnapi_ops = (OperationType.REDUCE_MIN,)
     nnapi_op = OperationType.REDUCE_MIN
     allowed = BASIC
     dtypes = ("float32", "uint8", "int8")
@@ -323,7 +321,6 @@ class ReduceMin(_Reduce):
 @lowering_rule(BuiltinOperator.REDUCE_ANY)
 class ReduceAny(_Reduce):
     __doc__ = _Reduce.__doc__ + " On TENSOR_BOOL8."
-    nnapi_ops = (OperationType.REDUCE_ANY,)
     nnapi_op = OperationType.REDUCE_ANY
     allowed = (BOOL,)
     dtypes = ("bool",)
@@ -334,7 +331,6 @@ class ReduceAny(_Reduce):
 @lowering_rule(BuiltinOperator.REDUCE_ALL)
 class ReduceAll(_Reduce):
     __doc__ = _Reduce.__doc__ + " On TENSOR_BOOL8. Beyond the delegate, which does not lower REDUCE_ALL."
-    nnapi_ops = (OperationType.REDUCE_ALL,)
     nnapi_op = OperationType.REDUCE_ALL
     allowed = (BOOL,)
     dtypes = ("bool",)
@@ -376,14 +372,12 @@ class _ArgReduce(Rule):
 @lowering_rule(BuiltinOperator.ARG_MAX)
 class ArgMax(_ArgReduce):
     __doc__ = _ArgReduce.__doc__
-    nnapi_ops = (OperationType.ARGMAX,)
     nnapi_op = OperationType.ARGMAX
 
 
 @lowering_rule(BuiltinOperator.ARG_MIN)
 class ArgMin(_ArgReduce):
     __doc__ = _ArgReduce.__doc__
-    nnapi_ops = (OperationType.ARGMIN,)
     nnapi_op = OperationType.ARGMIN
 
 

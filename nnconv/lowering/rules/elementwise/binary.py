@@ -127,7 +127,7 @@ class Pow(Rule):
 
 
 class _MinMax(Rule):
-    """TFLite OP(x, y) -> NNAPI OP(x, y) (API 29). Quantized: TFLite compares the stored integers, NNAPI the
+    """TFLite <OP>(x, y) -> NNAPI <OP>(x, y) (API 29). Quantized: TFLite compares the stored integers, NNAPI the
     values requantized to the output, which agree only when both inputs and the output share their
     quantization; other cases are refused."""
 
@@ -151,14 +151,10 @@ class _MinMax(Rule):
 @lowering_rule(BuiltinOperator.MAXIMUM)
 class Maximum(_MinMax):
     fold = arithmetic_folds.maximum
-    __doc__ = _MinMax.__doc__.replace("OP", "MAXIMUM")
     nnapi_op = OperationType.MAXIMUM
-    nnapi_ops = (OperationType.MAXIMUM,)
 
 
 @lowering_rule(BuiltinOperator.MINIMUM)
 class Minimum(_MinMax):
     fold = arithmetic_folds.minimum
-    __doc__ = _MinMax.__doc__.replace("OP", "MINIMUM")
     nnapi_op = OperationType.MINIMUM
-    nnapi_ops = (OperationType.MINIMUM,)

@@ -72,7 +72,6 @@ class Floor(_UnaryFloat):
     """TFLite FLOOR(x) -> NNAPI FLOOR(x), float32 from API 27 (rank <= 4)."""
 
     nnapi_op = OperationType.FLOOR
-    nnapi_ops = (OperationType.FLOOR,)
     min_api_level = 27
     quant_api = None
     max_rank = 4
