@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 
 import click
 from rich.console import Console
@@ -15,29 +14,15 @@ from nnconv.cli.common import (
     fold_weights_option,
     input_shape_option,
     handle_errors,
+    resolve_api_level,
     verbosity_options,
 )
 from nnconv.errors import EXIT_FAILURE, EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE
 from nnconv.lowering.convert import ConversionOptions
-from nnconv.nnapi.levels import ApiLevel, LevelError, is_all
-from nnconv.report.analysis import (
-    CheckUsageError,
-    Policies,
-    check_levels,
-    check_one,
-    deprecation_warning,
-    report_json,
-    summary_line,
-)
-from nnconv.report.render import (
-    print_raw,
-    progress,
-    render_csv,
-    render_matrix,
-    render_md,
-    render_multi,
-    render_table,
-)
+from nnconv.nnapi.levels import is_all
+from nnconv.report.analysis import CheckUsageError, Policies, check_levels, check_one
+from nnconv.report.formats import CHECK_FORMATS
+from nnconv.report.render import progress
 from nnconv.tflite.model_paths import expand_models
 
 
@@ -54,7 +39,7 @@ Examples:
 @click.option("--api-level", "api_level", type=str, default=None,
               help="Target API level 27..35, or 'all' for the op x level table. Default 30.")
 @feature_level_option
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "md"]), default="table",
+@click.option("--format", "fmt", type=click.Choice(list(CHECK_FORMATS)), default="table",
               show_default=True)
 @click.option("--max-partitions", type=int, default=3, show_default=True,
               help="Partitions the delegate keeps (largest first), like max_number_delegated_partitions; "
@@ -109,34 +94,21 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         with common.timed("check"):
             mats = progress(paths, err, functools.partial(check_levels, options=options,
                                                           max_partitions=max_partitions), jobs)
-        render_matrix(mats, fmt, out)
+        CHECK_FORMATS[fmt].matrix(mats, out)
         return 0
-    level = resolve_level(api_level, feature_level_)
+    level = resolve_api_level(api_level, feature_level_, also=" or 'all'")
     with common.timed("check"):
         checks = progress(paths, err, functools.partial(check_one, level=level, options=options,
                                                         max_partitions=max_partitions), jobs)
     if node_data is not None:
         from nnconv.report.node_data import check_node_data, write_node_data
         write_node_data(node_data, check_node_data(checks[0]))
-    if fmt == "table" and common.verbosity == common.QUIET:
-        for c in checks:  # verdicts only
-            out.print(f"{c.path}: API {c.api_level}: {summary_line(c)}", markup=False)
-    elif len(checks) == 1:
-        check = checks[0]
-        if fmt == "json":
-            print_raw(out, json.dumps(report_json(check), indent=2))
-        elif fmt == "csv":
-            print_raw(out, render_csv(checks), end="")
-            for w in check.warnings():  # CSV has no room for them: stderr, like other logs
-                err.print(f"warning: {w}", markup=False)
-        elif fmt == "md":
-            print_raw(out, render_md(check))
-        else:
-            render_table(check, out, verbose=common.verbosity == common.VERBOSE)
+    renderer = CHECK_FORMATS[fmt]
+    quiet = common.verbosity == common.QUIET
+    if len(checks) == 1:
+        renderer.one(checks[0], out, err, verbose=common.verbosity == common.VERBOSE, quiet=quiet)
     else:
-        render_multi(checks, fmt, out)
-        if fmt == "csv" and deprecation_warning(level):
-            err.print(f"warning: {deprecation_warning(level)}", markup=False)
+        renderer.several(checks, out, err, quiet=quiet)
     violations = [v for c in checks for v in policies.violations(c)]
     for v in violations:
         err.print(f"nnconv: policy violated: {v}", markup=False)
@@ -155,15 +127,3 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         err.print(f"nnconv: error: {line}", markup=False)
         return EXIT_NOT_CONVERTIBLE
     return EXIT_FAILURE if violations else 0
-
-
-def resolve_level(api_level: str | None, feature_level_: int | None) -> ApiLevel:
-    """The target from --api-level or --feature-level (`ApiLevel.resolve`), errors naming the option."""
-    if api_level is not None and feature_level_ is not None:
-        raise CheckUsageError("give --api-level or --feature-level, not both")
-    try:
-        return ApiLevel.resolve(api_level, feature_level_)
-    except LevelError as e:
-        if feature_level_ is not None:
-            raise CheckUsageError(f"--feature-level: {e}") from None
-        raise CheckUsageError(f"--api-level: {e} or 'all'") from None
