@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import click
 from rich.markup import escape
@@ -35,6 +35,11 @@ from nnconv.errors import EXIT_FAILURE
 from nnconv.fmt import format_number, format_shape, print_wrapped
 from nnconv.report.render import COMPACT_BELOW
 from nnconv.report.tables import Col, fitted_table
+
+if TYPE_CHECKING:  # the parity stage is imported lazily, when verify runs
+    from nnconv.parity.per_op import PerOpReport
+    from nnconv.parity.session import VerifyOptions, VerifyReport
+    from nnconv.parity.verify import OutputParity, ParityReport
 
 TOP_OPS = 5  # ops by error shown besides the first divergent one
 
@@ -96,13 +101,14 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
            max_memory: str | None) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
     from nnconv.parity.batch import model_paths
-    from nnconv.parity.session import VerifyOptions
+    from nnconv.parity.session import VerifyOptions, option_conflicts
     from nnconv.parity.tolerances import ToleranceOverrides
     level = resolve_api_level(api_level, feature_level)
-    if inputs_path is not None and seed is not None:
-        raise click.UsageError("--inputs and --seed exclude each other: the inputs are given, nothing is random")
-    if node_data is not None and not per_op:
-        raise click.UsageError("--node-data needs --per-op (the overlay shows each op's error)")
+    conflicts = option_conflicts(inputs=inputs_path is not None, seed=seed is not None, image=image is not None,
+                                 input_range=input_range is not None, reference=reference_path is not None,
+                                 per_op=per_op, relax_fp16=relax_fp16, node_data=node_data is not None)
+    if conflicts:
+        raise click.UsageError(conflicts[0])
     paths = model_paths(models)
     several = len(paths) > 1 or any(os.path.isdir(m) for m in models)
     if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data)):
@@ -127,7 +133,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         raise SystemExit(code)
 
 
-def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, node_data: str | None) -> int:
+def _verify_one(path: str, options: VerifyOptions, fmt: str, save_reference: str | None, node_data: str | None) -> int:
     from nnconv.parity.session import save_reference_outputs, verify as verify_model
     report = verify_model(path, options)
     if save_reference is not None:
@@ -144,7 +150,7 @@ def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, n
     return 0 if report.passed else EXIT_FAILURE
 
 
-def _verify_several(paths: Sequence[str], options: Any, jobs: int, fmt: str) -> int:
+def _verify_several(paths: Sequence[str], options: VerifyOptions, jobs: int, fmt: str) -> int:
     from nnconv.parity.batch import ERROR, PASS, batch_json, summary, verify_one
     from nnconv.report.render import progress
     results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying")
@@ -173,7 +179,7 @@ def _first_divergent_note(report: dict | None) -> str:
     return f"first divergent op #{first['op_index']} {first['op']}" if first else ""
 
 
-def print_report(report: Any) -> None:
+def print_report(report: VerifyReport) -> None:
     """The single-model table: outputs, then per-op and relaxed sections when asked."""
     print_parity(report.parity)
     if report.per_op is not None:
@@ -186,19 +192,19 @@ def print_report(report: Any) -> None:
     common.out.print("PASS" if report.passed else "FAIL", markup=False)
 
 
-def print_parity(report: Any) -> None:
+def print_parity(report: ParityReport) -> None:
     _print_outputs(report.outputs, f"{os.path.basename(report.model)} at API {report.api_level} "
                                    f"(TFLite {report.kernels} kernels)")
-    if getattr(report, "note", ""):
+    if getattr(report, "note", ""):  # a PartitionedParityReport says why it verified partition by partition
         common.out.print(f"note: {report.note}", markup=False)
 
 
-def output_label(o: Any) -> str:
+def output_label(o: OutputParity) -> str:
     """`probabilities [175]`: the TFLite tensor name with the NNAPI operand holding our value."""
     return o.name if o.operand is None else f"{o.name} [{o.operand}]"
 
 
-def tensor_label(o: Any) -> str:
+def tensor_label(o: OutputParity) -> str:
     """`float32 1x1000 [0, 0.9812]`: dtype, shape and TFLite's [min, max] at 4 significant digits."""
     text = f"{o.dtype} {format_shape(o.shape)}"
     if o.value_range is not None:
@@ -212,7 +218,7 @@ _OUTPUT_COLUMNS = (Col("output"), Col("dtype shape [min, max]"), Col("max |diff|
 _VERBOSE_COLUMNS = (Col("mean |diff|", justify="right"), Col("cosine", justify="right"))
 
 
-def _print_outputs(outputs: Sequence[Any], title: str) -> None:
+def _print_outputs(outputs: Sequence[OutputParity], title: str) -> None:
     """One row per output when the table fits the console without splitting a name, else one output per
     line with its metrics on indented lines; -v adds mean |diff| and cosine similarity."""
     verbose = common.verbosity == common.VERBOSE
@@ -252,7 +258,7 @@ def _print_outputs(outputs: Sequence[Any], title: str) -> None:
             print_wrapped(out, o.detail, indent="      ", first_indent="    ")
 
 
-def _print_per_op(per_op: Any, title: str, first_label: str = "first divergent op", relaxed: bool = False) -> None:
+def _print_per_op(per_op: PerOpReport, title: str, first_label: str = "first divergent op", relaxed: bool = False) -> None:
     first = per_op.first_large if relaxed else per_op.first_divergent
     compared = len(per_op.entries)
     bad = sum(e.status != "pass" for e in per_op.entries)

@@ -82,7 +82,7 @@ def verify_model(path: str | os.PathLike, api_level: int, options: ConversionOpt
     """Verifies a .tflite model (whole, or partition by partition when full conversion is refused and
     `allow_partial`) or a .nnapi file against its source model. `overrides` and `executor_options`: see
     `run_parity`."""
-    if _is_nnapi_file(path):
+    if is_nnapi_file(path):
         return verify_nnapi_file(path, inputs=inputs, seed=seed, kernels=kernels, overrides=overrides,
                                  executor_options=executor_options)
     return verify_prepared(prepare(path, api_level, options), inputs=inputs, seed=seed, kernels=kernels,
@@ -191,7 +191,7 @@ def verify_partitions(prepared: PreparedConversion, partitions: Sequence[Convert
     reference = reference or TfliteReference.of(prepared.model, prepared.source)
     subgraph = partitions[0].subgraph if partitions else 0
     model_inputs = prepared.io_specs(prepared.model.subgraphs[subgraph].inputs, subgraph)
-    feed = _bind_model_inputs(model_inputs, inputs) if inputs is not None else random_inputs(model_inputs, seed)
+    feed = bind_model_inputs(model_inputs, inputs) if inputs is not None else random_inputs(model_inputs, seed)
     # Dynamic-range models run on their float twin, as in a whole-model verify (parity/twin.py); without
     # one, on the model itself with the looser hybrid tolerance.
     twin = reference.twin
@@ -315,7 +315,7 @@ def _source_of(path: str | os.PathLike, plan: dict | None) -> str:
     raise NnconvError(f"{os.fspath(path)}: its source model {model} is not found")
 
 
-def _is_nnapi_file(path: str | os.PathLike) -> bool:
+def is_nnapi_file(path: str | os.PathLike) -> bool:
     try:
         with open(path, "rb") as f:
             head = f.read(8)
@@ -324,7 +324,7 @@ def _is_nnapi_file(path: str | os.PathLike) -> bool:
     return head[4:8] == NNAPI_FILE_MAGIC
 
 
-def _bind_model_inputs(specs: Sequence[IoTensor], inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def bind_model_inputs(specs: Sequence[IoTensor], inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """User inputs by name or positional `arr_k`, keyed by input name."""
     out = {}
     for k, spec in enumerate(specs):

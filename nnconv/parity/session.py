@@ -27,7 +27,7 @@ from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.levels import DEFAULT_API_LEVEL
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.inputs import bind_reference, image_inputs, ranged_inputs
-from nnconv.parity.partitioned import _bind_model_inputs, _is_nnapi_file, verify_model, verify_prepared
+from nnconv.parity.partitioned import bind_model_inputs, is_nnapi_file, verify_model, verify_prepared
 from nnconv.parity.per_op import PASS, PerOpReport, per_op_parity
 from nnconv.parity.tflite_runner import (
     BUILTIN_KERNELS,
@@ -79,14 +79,28 @@ class VerifyOptions:
     threads: int = 1  # our executor's BLAS threads and TFLite's num_threads, alike (`--threads`)
 
     def check(self) -> None:
-        if self.inputs is not None and self.seed is not None:
-            raise InputDataError("--inputs and --seed exclude each other: the inputs are given, nothing is random")
-        if self.image is not None and (self.inputs is not None or self.seed is not None):
-            raise InputDataError("--image excludes --inputs and --seed")
-        if self.inputs is not None and self.input_range is not None:
-            raise InputDataError("--input-range applies to random inputs, not to --inputs")
-        if self.reference is not None and (self.per_op or self.relax_fp16):
-            raise InputDataError("--reference compares outputs only: it excludes --per-op and --relax-fp16")
+        conflicts = option_conflicts(inputs=self.inputs is not None, seed=self.seed is not None,
+                                     image=self.image is not None, input_range=self.input_range is not None,
+                                     reference=self.reference is not None, per_op=self.per_op,
+                                     relax_fp16=self.relax_fp16)
+        if conflicts:
+            raise InputDataError(conflicts[0])
+
+
+def option_conflicts(*, inputs: bool = False, seed: bool = False, image: bool = False, input_range: bool = False,
+                     reference: bool = False, per_op: bool = False, relax_fp16: bool = False,
+                     node_data: bool = False) -> list[str]:
+    """Every pair of `verify` options that exclude each other, given which were set: the one list of them, asked
+    by the command line (before it loads any file) and by `VerifyOptions.check` (library callers)."""
+    rules = [
+        (inputs and seed, "--inputs and --seed exclude each other: the inputs are given, nothing is random"),
+        (image and (inputs or seed), "--image excludes --inputs and --seed"),
+        (inputs and input_range, "--input-range applies to random inputs, not to --inputs"),
+        (reference and (per_op or relax_fp16), "--reference compares outputs only: it excludes --per-op and "
+                                               "--relax-fp16"),
+        (node_data and not per_op, "--node-data needs --per-op (the overlay shows each op's error)"),
+    ]
+    return [message for broken, message in rules if broken]
 
 
 @dataclass
@@ -141,7 +155,7 @@ def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
     opts.check()
     start = time.monotonic()
     path = os.fspath(model)
-    if _is_nnapi_file(path):
+    if is_nnapi_file(path):
         if opts.per_op or opts.relax_fp16 or opts.reference is not None or opts.image is not None or \
                 opts.input_range is not None:
             raise InputDataError(f"{path}: --per-op, --relax-fp16, --reference, --image and --input-range need "
@@ -182,7 +196,7 @@ def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
 def model_inputs(specs: Sequence[IoTensor], opts: VerifyOptions) -> dict[str, np.ndarray]:
     """The inputs of one verify, keyed by input name (given, from the image, or seeded random)."""
     if opts.inputs is not None:
-        return _bind_model_inputs(specs, opts.inputs)
+        return bind_model_inputs(specs, opts.inputs)
     if opts.image is not None:
         return image_inputs(opts.image, specs, opts.input_range)
     seed = opts.seed or 0

@@ -34,14 +34,13 @@ from nnconv.runtime.kernels.buffers import BufferPool
 from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.runtime.relaxed import fp16_storage
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
-from nnconv.nnapi.levels import feature_level
+from nnconv.nnapi.levels import MAX_FEATURE_LEVEL, feature_level
 from nnconv.nnapi.memory import ensure_fits, last_uses
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.nnapi.validate import operation_refusals
 
 _L = OperandLifeTime
-MAX_FEATURE_LEVEL = 8
 
 
 @dataclass
