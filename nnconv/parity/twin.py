@@ -38,18 +38,7 @@ def hybrid_weights(sg: Subgraph) -> set[int]:
 
 
 def _dequantized(t: Tensor) -> np.ndarray:
-    q = t.quantization
-    value = np.asarray(t.data).reshape(t.shape).astype(np.float32)
-    scales = np.asarray(q.scale or [0.0], np.float32)
-    zps = np.asarray(q.zero_point or [0], np.float32)
-    if q.is_per_channel:
-        shape = [1] * value.ndim
-        shape[q.quantized_dimension] = -1
-        scales = scales.reshape(shape)
-        zps = (zps if zps.size == scales.size else np.zeros(scales.size, np.float32)).reshape(shape)
-    else:
-        scales, zps = scales[0], zps[0]
-    return ((value - zps) * scales).astype(np.float32)
+    return t.quantization.dequantize(np.asarray(t.data).reshape(t.shape))
 
 
 def _quant(t: Tensor) -> QuantParams | None:

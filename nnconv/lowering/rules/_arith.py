@@ -10,7 +10,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from nnconv.lowering.common import check_int8
+from nnconv.lowering.common import FLOAT_OR_QUANT8, check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
@@ -49,6 +49,23 @@ def check_fixed_output_quant(c: CheckContext, what: str, out: Tensor, scale: flo
     if np.float32(got_scale) != np.float32(scale) or got_zp != zero_point:
         c.refuse(Code.QUANTIZATION, f"quantized {what} output must have scale {scale:g} and zero point "
                  f"{zero_point}, got {got_scale:g} and {got_zp}")
+
+
+def check_fixed_quant_io(c: CheckContext, what: str, scale: float, zero_points: dict[TensorType, int],
+                         quant_api: int | None = None) -> tuple[Tensor | None, Tensor] | None:
+    """The input checks of an op with a fixed quantized output (SOFTMAX, L2_NORMALIZATION): one float32 /
+    uint8 / int8 input, an output of its type, quantized needing `quant_api` (None: any level) and onto
+    (`scale`, `zero_points[type]`). Returns (input, output), None without the one input."""
+    if not c.require_inputs(1):
+        return None
+    x, out = c.input(0), c.output(0)
+    if c.require_dtype(x, FLOAT_OR_QUANT8):
+        c.require_dtype(out, (x.type,), "output")
+        if x.type != TensorType.FLOAT32:
+            if quant_api is not None:
+                c.require_api(quant_api, f"quantized {what}")
+            check_fixed_output_quant(c, what, out, scale, zero_points[x.type])
+    return x, out
 
 
 def check_common(c: CheckContext, n_inputs: int | tuple[int, int], allowed: Iterable[TensorType],

@@ -60,8 +60,21 @@ def check_window_options(c: CheckContext, o: Any) -> None:
     check_padding(c, o.padding)
 
 
+class _Convolution(Rule):
+    """CONV_2D and DEPTHWISE_CONV_2D: the weighted-op dtypes and the checks of their three operands."""
+
+    dtypes = CONV_DTYPES
+    driver_notes = (NO_FLOAT16_ARMNN,)
+
+    def check_operands(self, c: CheckContext) -> tuple[Tensor | None, Tensor | None] | None:
+        """(input, filter) after `check_conv_operands`, None without 2 or 3 inputs."""
+        if not c.require_inputs(2, 3):
+            return None
+        return check_conv_operands(c, 0, 1, 2, self.op.name)
+
+
 @lowering_rule(BuiltinOperator.CONV_2D)
-class Conv2D(Rule):
+class Conv2D(_Convolution):
     """TFLite CONV_2D(input [N,H,W,C], filter [O,KH,KW,C'], bias [O]?) -> NNAPI CONV_2D's implicit-padding
     slots (`ConvImplicitSlot`: input, filter, bias, padding code, stride_w, stride_h, fuse code[, NCHW=false,
     dilation_w, dilation_h]).
@@ -76,16 +89,14 @@ class Conv2D(Rule):
     """
 
     nnapi_ops = (OperationType.CONV_2D, OperationType.GROUPED_CONV_2D, OperationType.DEQUANTIZE)
-    dtypes = CONV_DTYPES
     constraints = ("rank-4 input; dilation, grouped filters, per-channel weights and hybrid weights need API 29; "
                    "below 29 input_scale*filter_scale < output_scale")
-    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        if not c.require_inputs(2, 3):
+        operands = self.check_operands(c)
+        if operands is None:
             return
-        x, w = check_conv_operands(c, 0, 1, 2, "CONV_2D")
-        o = c.options
+        (x, w), o = operands, c.options
         if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
             c.require_api(29, "dilated CONV_2D")
         if x is not None and w is not None and x.rank == 4 and w.rank == 4 and x.shape[3] != w.shape[3]:
@@ -127,7 +138,7 @@ class Conv2D(Rule):
 
 
 @lowering_rule(BuiltinOperator.DEPTHWISE_CONV_2D)
-class DepthwiseConv2D(Rule):
+class DepthwiseConv2D(_Convolution):
     """TFLite DEPTHWISE_CONV_2D(input [N,H,W,C], filter [1,KH,KW,C*M], bias [C*M]?) -> NNAPI
     DEPTHWISE_CONV_2D's implicit-padding slots (`DepthwiseImplicitSlot`: input, filter, bias, padding code,
     stride_w, stride_h, depth multiplier M, fuse code[, NCHW=false, dilation_w, dilation_h]).
@@ -138,16 +149,14 @@ class DepthwiseConv2D(Rule):
     """
 
     nnapi_ops = (OperationType.DEPTHWISE_CONV_2D, OperationType.DEQUANTIZE)
-    dtypes = CONV_DTYPES
     constraints = ("rank-4 input; filter depth a multiple of the input depth; dilation, per-channel and hybrid "
                    "weights need API 29")
-    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        if not c.require_inputs(2, 3):
+        operands = self.check_operands(c)
+        if operands is None:
             return
-        x, w = check_conv_operands(c, 0, 1, 2, "DEPTHWISE_CONV_2D")
-        o = c.options
+        (x, w), o = operands, c.options
         if x is not None and w is not None and x.rank == 4 and w.rank == 4:
             if w.shape[0] != 1 or x.shape[3] == 0 or w.shape[3] % x.shape[3]:
                 c.refuse(Code.OPERAND_VALUE, f"filter {list(w.shape)} is not [1, KH, KW, {x.shape[3]} * M]")

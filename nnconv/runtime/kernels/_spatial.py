@@ -96,3 +96,12 @@ def normalize_axis(axis: int, rank: int, fail: Callable[[str], Exception]) -> in
     if not -rank <= axis < rank:
         raise fail(f"axis {axis} is out of range for rank {rank}")
     return axis % rank if rank else 0
+
+
+def nhwc_input(call: KernelCall, nchw_slot: int) -> tuple[np.ndarray, bool]:
+    """Input 0, 4-D, as NHWC (transposed when the optional BOOL in `nchw_slot` says NCHW), and that flag."""
+    x = call.tensor(0)
+    if x.ndim != 4:
+        raise call.fail(f"input must be 4-D, got {x.ndim}-D")
+    nchw = bool(call.opt_scalar(nchw_slot, False))
+    return (nchw_to_nhwc(x) if nchw else x), nchw

@@ -289,11 +289,9 @@ def _small_quant_pointwise(call: KernelCall, x: np.ndarray, qf: QuantFilter, p: 
 
 @kernel(OperationType.CONV_2D)
 def conv_2d(call: KernelCall) -> list[np.ndarray]:
-    small = call.cache.get(SMALL_KEY) if call.cache is not None else None
-    if small is not None:
-        x = call.tensor(0)
-        if small.accepts(x):
-            return [small.run(call, x)]
+    y = call.run_prepared(SMALL_KEY)
+    if y is not None:
+        return [y]
     x, w = call.tensor(0), call.tensor(1)
     b = call.inputs[2]
     if x.ndim != 4 or w.ndim != 4:

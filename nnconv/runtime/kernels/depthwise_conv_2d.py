@@ -264,11 +264,9 @@ def _prepare_small(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
 
 @kernel(OperationType.DEPTHWISE_CONV_2D)
 def depthwise_conv_2d(call: KernelCall) -> list[np.ndarray]:
-    small = call.cache.get(CACHE_KEY) if call.cache is not None else None
-    if small is not None:
-        x = call.tensor(0)
-        if small.accepts(x):
-            return [small.run(call, x)]
+    y = call.run_prepared(CACHE_KEY)
+    if y is not None:
+        return [y]
     xh, w, p, multiplier = grouped_conv_inputs(call, window.DEPTHWISE_CONV_2D, "depth multiplier")
     y = depthwise_nhwc(call, xh, w, call.inputs[2], p, multiplier)
     return [nhwc_to_nchw(y) if p.nchw else y]

@@ -13,6 +13,7 @@ only): sqrt(mean of squares). float16 is computed in float32.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -143,13 +144,14 @@ def _in_bounds_count(call: KernelCall, g: _Geometry, h: int, w: int) -> np.ndarr
     return call.memo(("pool_count", h, w), range(1, call.num_inputs), count)
 
 
-def _run(call: KernelCall, fn) -> list[np.ndarray]:
+def _run(call: KernelCall, pool: Callable[[KernelCall, np.ndarray, _Geometry], np.ndarray]) -> list[np.ndarray]:
+    """`pool(call, x, geometry)` on the NHWC input (an NCHW one transposed there and back)."""
     x = call.tensor(0)
     if x.ndim != 4:
         raise call.fail(f"input must be 4-D, got {x.ndim}-D")
     nchw = window_params(call, window.POOL_2D).nchw
     xh = nchw_to_nhwc(x) if nchw else x
-    y = fn(xh)
+    y = pool(call, xh, _geometry(call, xh.shape[1], xh.shape[2]))
     if not nchw:
         return [y]
     result = nhwc_to_nchw(y)
@@ -182,59 +184,55 @@ def _quantized_average(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndar
     return y
 
 
+def _average(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndarray:
+    if is_quant8(call.in_operands[0].type):
+        return _quantized_average(call, x, g)
+    acc = _reduce_windows(call, x, g, 0.0, np.add, np.float32)
+    count = _in_bounds_count(call, g, x.shape[1], x.shape[2])
+    with np.errstate(invalid="ignore", divide="ignore"):  # inf / NaN inputs and empty windows as in C
+        np.divide(acc, count, out=acc)
+    y = apply_float_activation(acc, g.activation).astype(call.out_operands[0].dtype, copy=False)
+    if y is not acc:
+        call.give_back(acc)
+    return y
+
+
+def _max(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndarray:
+    out = call.out_operands[0]
+    if is_quant8(call.in_operands[0].type):
+        # max of the stored values in their own type; the padding is the type's minimum, never above an
+        # in-bounds element (a window wholly in the padding clamps to the activation's low end, as before)
+        y = _reduce_windows(call, x, g, np.iinfo(x.dtype).min, np.maximum, x.dtype)
+        lo, hi = quantized_activation_range(g.activation, out)
+        return np.clip(y, lo, hi, out=y) if (lo, hi) != qrange(out.type) else y
+    y = _reduce_windows(call, x.astype(np.float32, copy=False), g, -np.inf, np.maximum, np.float32)
+    result = apply_float_activation(y, g.activation).astype(out.dtype, copy=False)
+    if result is not y:  # float16: the float32 buffer goes back to the pool
+        call.give_back(y)
+    return result
+
+
+def _l2(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndarray:
+    xf = x.astype(np.float32)
+    acc = _reduce_windows(call, xf * xf, g, 0.0, np.add, np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y = np.sqrt(acc / _in_bounds_count(call, g, x.shape[1], x.shape[2]))
+    call.give_back(acc)
+    return apply_float_activation(y.astype(np.float32), g.activation).astype(call.out_operands[0].dtype)
+
+
 @kernel(OperationType.AVERAGE_POOL_2D)
 def average_pool_2d(call: KernelCall) -> list[np.ndarray]:
-    od = call.in_operands[0]
-    out = call.out_operands[0]
-
-    def fn(x: np.ndarray) -> np.ndarray:
-        g = _geometry(call, x.shape[1], x.shape[2])
-        if is_quant8(od.type):
-            return _quantized_average(call, x, g)
-        acc = _reduce_windows(call, x, g, 0.0, np.add, np.float32)
-        count = _in_bounds_count(call, g, x.shape[1], x.shape[2])
-        with np.errstate(invalid="ignore", divide="ignore"):  # inf / NaN inputs and empty windows as in C
-            np.divide(acc, count, out=acc)
-        y = apply_float_activation(acc, g.activation).astype(out.dtype, copy=False)
-        if y is not acc:
-            call.give_back(acc)
-        return y
-    return _run(call, fn)
+    return _run(call, _average)
 
 
 @kernel(OperationType.MAX_POOL_2D)
 def max_pool_2d(call: KernelCall) -> list[np.ndarray]:
-    od = call.in_operands[0]
-    out = call.out_operands[0]
-
-    def fn(x: np.ndarray) -> np.ndarray:
-        g = _geometry(call, x.shape[1], x.shape[2])
-        if is_quant8(od.type):
-            # max of the stored values in their own type; the padding is the type's minimum, never above an
-            # in-bounds element (a window wholly in the padding clamps to the activation's low end, as before)
-            y = _reduce_windows(call, x, g, np.iinfo(x.dtype).min, np.maximum, x.dtype)
-            lo, hi = quantized_activation_range(g.activation, out)
-            return np.clip(y, lo, hi, out=y) if (lo, hi) != qrange(out.type) else y
-        y = _reduce_windows(call, x.astype(np.float32, copy=False), g, -np.inf, np.maximum, np.float32)
-        result = apply_float_activation(y, g.activation).astype(out.dtype, copy=False)
-        if result is not y:  # float16: the float32 buffer goes back to the pool
-            call.give_back(y)
-        return result
-    return _run(call, fn)
+    return _run(call, _max)
 
 
 @kernel(OperationType.L2_POOL_2D)
 def l2_pool_2d(call: KernelCall) -> list[np.ndarray]:
-    out = call.out_operands[0]
     if is_quant8(call.type(0)):
         raise call.fail("L2_POOL_2D takes float tensors only")
-
-    def fn(x: np.ndarray) -> np.ndarray:
-        xf = x.astype(np.float32)
-        g = _geometry(call, x.shape[1], x.shape[2])
-        acc = _reduce_windows(call, xf * xf, g, 0.0, np.add, np.float32)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            y = np.sqrt(acc / _in_bounds_count(call, g, x.shape[1], x.shape[2]))
-        call.give_back(acc)
-        return apply_float_activation(y.astype(np.float32), g.activation).astype(out.dtype)
-    return _run(call, fn)
+    return _run(call, _l2)
