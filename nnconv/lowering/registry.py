@@ -8,7 +8,7 @@ by re-running the same check at higher levels, so no separate support table can 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from nnconv.nnapi.enums import OperationType
 from nnconv.rewrite.folds import Fold
@@ -68,8 +68,10 @@ class Rule:
             cls.nnapi_ops = (op,)
         name_op = op if op is not None else (own["nnapi_ops"][0] if own.get("nnapi_ops") else None)
         inherited = cls.__mro__[1].__doc__
-        if own.get("__doc__") is None and name_op is not None and inherited and "<OP>" in inherited:
-            cls.__doc__ = inherited.replace("<OP>", name_op.name) + own.get("doc_more", "")
+        if own.get("__doc__") is None and inherited and (("<OP>" in inherited and name_op is not None)
+                                                         or "doc_more" in own):
+            named = inherited if name_op is None else inherited.replace("<OP>", name_op.name)
+            cls.__doc__ = named + own.get("doc_more", "")
 
     def check(self, c: "CheckContext") -> None:
         """Records every reason the op cannot be lowered at `c.api_level` (nothing when it can)."""
@@ -81,6 +83,16 @@ class Rule:
     def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
         """The NNAPI ops this rule typically emits at `api_level` (for docs when the op is refused)."""
         return self.nnapi_ops
+
+
+def family_rule(base: type[Rule], op: BuiltinOperator, **attrs: Any) -> type[Rule]:
+    """Registers the rule of `op` as a member of `base`'s family that differs from it only by class attributes
+    (its `nnapi_op`, `fold`, ...): the class `base`'s module would declare, named after `op` (RELU_N1_TO_1:
+    ReluN1To1). Its docstring is the family's ("<OP>" replaced, `doc_more` appended; `Rule.__init_subclass__`)."""
+    if base.__doc__ and "<OP>" not in base.__doc__ and "doc_more" not in attrs:
+        attrs.setdefault("__doc__", base.__doc__)
+    cls = type(op.name.title().replace("_", ""), (base,), {"__module__": base.__module__, **attrs})
+    return lowering_rule(op)(cls)
 
 
 def lowering_rule(op: BuiltinOperator) -> Callable[[type[Rule]], type[Rule]]:

@@ -13,8 +13,8 @@ from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 class _Pool(Rule):
     """TFLite <OP>(input [N,H,W,C]) with Pool2DOptions -> NNAPI <OP> in the implicit-padding form
-    (`PoolImplicitSlot`: input, padding code, stride_w, stride_h, filter_w, filter_h, fuse code). Padding is neither summed
-    nor counted on both sides. The output keeps the input's quantization (NNAPI forces it)."""
+    (`PoolImplicitSlot`: input, padding code, stride_w, stride_h, filter_w, filter_h, fuse code). Padding is neither
+    summed nor counted on both sides. The output keeps the input's quantization (NNAPI forces it)."""
 
     nnapi_op: OperationType
     dtypes = ("float32", "uint8", "int8")

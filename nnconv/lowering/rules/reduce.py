@@ -17,7 +17,7 @@ from nnconv.lowering.common import check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
-from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.registry import Rule, family_rule, lowering_rule
 from nnconv.lowering.rules._arith import scalar_tensor
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, BOOL, F32, I32, I64, check_data_movement,
                                                  check_same_quant, const_ints, require_const_ints, same_quant)
@@ -318,24 +318,13 @@ class ReduceMin(_Reduce):
     constraints = "constant axes; rank <= 4; same input/output quantization"
 
 
-@lowering_rule(BuiltinOperator.REDUCE_ANY)
-class ReduceAny(_Reduce):
-    __doc__ = _Reduce.__doc__ + " On TENSOR_BOOL8."
-    nnapi_op = OperationType.REDUCE_ANY
-    allowed = (BOOL,)
-    dtypes = ("bool",)
-    constraints = "bool; constant axes; rank <= 4"
-    driver_notes = (MISSING_FROM_ARMNN,)
-
-
-@lowering_rule(BuiltinOperator.REDUCE_ALL)
-class ReduceAll(_Reduce):
-    __doc__ = _Reduce.__doc__ + " On TENSOR_BOOL8. Beyond the delegate, which does not lower REDUCE_ALL."
-    nnapi_op = OperationType.REDUCE_ALL
-    allowed = (BOOL,)
-    dtypes = ("bool",)
-    beyond_delegate = True
-    constraints = "bool; constant axes; rank <= 4"
+# The boolean reductions: TENSOR_BOOL8 only.
+_BOOL_REDUCE = {"allowed": (BOOL,), "dtypes": ("bool",), "constraints": "bool; constant axes; rank <= 4"}
+ReduceAny = family_rule(_Reduce, BuiltinOperator.REDUCE_ANY, nnapi_op=OperationType.REDUCE_ANY,
+                        doc_more=" On TENSOR_BOOL8.", driver_notes=(MISSING_FROM_ARMNN,), **_BOOL_REDUCE)
+ReduceAll = family_rule(_Reduce, BuiltinOperator.REDUCE_ALL, nnapi_op=OperationType.REDUCE_ALL,
+                        doc_more=" On TENSOR_BOOL8. Beyond the delegate, which does not lower REDUCE_ALL.",
+                        beyond_delegate=True, **_BOOL_REDUCE)
 
 
 class _ArgReduce(Rule):
@@ -369,16 +358,10 @@ class _ArgReduce(Rule):
         c.emit(self.nnapi_op, [c.in_(0), c.i32(axis)], [c.out()])
 
 
-@lowering_rule(BuiltinOperator.ARG_MAX)
-class ArgMax(_ArgReduce):
-    __doc__ = _ArgReduce.__doc__
-    nnapi_op = OperationType.ARGMAX
+ArgMax = family_rule(_ArgReduce, BuiltinOperator.ARG_MAX, nnapi_op=OperationType.ARGMAX)
 
 
-@lowering_rule(BuiltinOperator.ARG_MIN)
-class ArgMin(_ArgReduce):
-    __doc__ = _ArgReduce.__doc__
-    nnapi_op = OperationType.ARGMIN
+ArgMin = family_rule(_ArgReduce, BuiltinOperator.ARG_MIN, nnapi_op=OperationType.ARGMIN)
 
 
 @lowering_rule(BuiltinOperator.TOPK_V2)

@@ -1,5 +1,5 @@
-"""Geometry shared by the kernels: the windowed operations' parameters, implicit padding and output sizes of windowed ops, the im2col view,
-spatial padding, NCHW <-> NHWC layout, and axis normalization."""
+"""Geometry shared by the kernels: the windowed operations' parameters, implicit padding and output sizes
+of windowed ops, the im2col view, spatial padding, NCHW <-> NHWC layout, and axis normalization."""
 
 from __future__ import annotations
 

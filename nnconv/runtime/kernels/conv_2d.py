@@ -134,7 +134,8 @@ def _block_rows(p: ConvParams, w: np.ndarray, groups: int, dtype: type, block_by
     block_h = max(1, min(p.out_h, block_bytes // max(1, 8 * p.out_w * o)))
     if not kh == kw == 1:
         k = kh * kw * cg
-        block_h = max(1, min(block_h, IM2COL_BLOCK_BYTES // max(1, np.dtype(dtype).itemsize * p.out_w * (k * groups + 1))))
+        im2col_row = np.dtype(dtype).itemsize * p.out_w * (k * groups + 1)
+        block_h = max(1, min(block_h, IM2COL_BLOCK_BYTES // max(1, im2col_row)))
     return block_h
 
 

@@ -7,7 +7,7 @@ from typing import ClassVar
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
-from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.registry import Rule, family_rule, lowering_rule
 from nnconv.lowering.rules._arith import F32, I32, I8, U8, check_common, is_quant, negate, same_quant, scalar_tensor
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.rewrite.folds import arithmetic as arithmetic_folds
@@ -148,13 +148,9 @@ class _MinMax(Rule):
         c.emit(self.nnapi_op, [c.in_(0), c.in_(1)], [c.out(0)])
 
 
-@lowering_rule(BuiltinOperator.MAXIMUM)
-class Maximum(_MinMax):
-    fold = arithmetic_folds.maximum
-    nnapi_op = OperationType.MAXIMUM
+Maximum = family_rule(_MinMax, BuiltinOperator.MAXIMUM, nnapi_op=OperationType.MAXIMUM,
+                      fold=arithmetic_folds.maximum)
 
 
-@lowering_rule(BuiltinOperator.MINIMUM)
-class Minimum(_MinMax):
-    fold = arithmetic_folds.minimum
-    nnapi_op = OperationType.MINIMUM
+Minimum = family_rule(_MinMax, BuiltinOperator.MINIMUM, nnapi_op=OperationType.MINIMUM,
+                      fold=arithmetic_folds.minimum)
