@@ -72,6 +72,15 @@ class _Convolution(Rule):
             return None
         return check_conv_operands(c, 0, 1, 2, self.op.name)
 
+    @staticmethod
+    def lower_operands(c: LowerContext, units_axis: int) -> tuple[int, int, int, Tensor, Tensor]:
+        """(input, filter, bias) operands and the (input, filter) tensors; the bias has one value per output
+        channel, the filter's dimension `units_axis`."""
+        x = c.in_(0)
+        w = weights_operand(c, 1)
+        x_t, w_t = c.input(0), c.input(1)
+        return x, w, bias_for(c, 2, w_t.shape[units_axis], x, w), x_t, w_t
+
 
 @lowering_rule(BuiltinOperator.CONV_2D)
 class Conv2D(_Convolution):
@@ -112,10 +121,7 @@ class Conv2D(_Convolution):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
-        x = c.in_(0)
-        w = weights_operand(c, 1)
-        x_t, w_t = c.input(0), c.input(1)
-        bias = bias_for(c, 2, w_t.shape[0], x, w)
+        x, w, bias, x_t, w_t = self.lower_operands(c, 0)
         groups = x_t.shape[3] // w_t.shape[3]
         dilated = o.dilation_w_factor != 1 or o.dilation_h_factor != 1
         fused = c.fused_output(o.fused_activation_function)
@@ -167,10 +173,7 @@ class DepthwiseConv2D(_Convolution):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
-        x = c.in_(0)
-        w = weights_operand(c, 1)
-        x_t, w_t = c.input(0), c.input(1)
-        bias = bias_for(c, 2, w_t.shape[3], x, w)
+        x, w, bias, x_t, w_t = self.lower_operands(c, 3)
         fused = c.fused_output(o.fused_activation_function)
         s = DepthwiseImplicitSlot
         args = {s.INPUT: x, s.FILTER: w, s.BIAS: bias, s.PADDING_SCHEME: c.i32(padding_code(o.padding)),

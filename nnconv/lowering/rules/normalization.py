@@ -30,13 +30,9 @@ class L2Normalization(Rule):
     driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        io = check_fixed_quant_io(c, "L2_NORMALIZATION", 1 / 128, {TensorType.UINT8: 128, TensorType.INT8: 0},
-                                  quant_api=29)
-        if io is None:
+        if check_fixed_quant_io(c, "L2_NORMALIZATION", 1 / 128, {TensorType.UINT8: 128, TensorType.INT8: 0},
+                                quant_api=29) is None:
             return
-        x, _out = io
-        c.require_rank(x, 4, 1)
-        c.require_static_shapes()
         act = c.options.fused_activation_function if c.options is not None else 0
         if act != 0:
             c.refuse(Code.OPTION, "L2_NORMALIZATION takes no fused activation in NNAPI")

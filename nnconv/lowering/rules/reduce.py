@@ -327,6 +327,19 @@ ReduceAll = family_rule(_Reduce, BuiltinOperator.REDUCE_ALL, nnapi_op=OperationT
                         beyond_delegate=True, **_BOOL_REDUCE)
 
 
+def _check_indexed_input(c: CheckContext, what: str) -> Tensor | None:
+    """ARG_MAX / ARG_MIN / TOPK_V2 (API 29): the input and a second operand, the input float32 / uint8 / int8 /
+    int32 of rank 1..4. Returns the input, None when the checks cannot go on."""
+    c.require_api(29, what)
+    if not c.require_inputs(2):
+        return None
+    x = c.input(0)
+    if not c.require_dtype(x, BASIC_I32):
+        return None
+    c.require_rank(x, 4, 1)
+    return x
+
+
 class _ArgReduce(Rule):
     """TFLite ARG_MAX / ARG_MIN(input, axis) [output_type] -> NNAPI ARGMAX / ARGMIN(input, axis INT32
     scalar) (API 29). NNAPI's output is TENSOR_INT32; TensorFlow's default int64 output is carried as
@@ -339,13 +352,9 @@ class _ArgReduce(Rule):
     nnapi_op: OperationType
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, self.nnapi_op.name)
-        if not c.require_inputs(2):
+        x = _check_indexed_input(c, self.nnapi_op.name)
+        if x is None:
             return
-        x = c.input(0)
-        if not c.require_dtype(x, BASIC_I32):
-            return
-        c.require_rank(x, 4, 1)
         c.require_dtype(c.output(), (I32, I64), "output")
         c.require_static_shapes()
         check_int8(c)
@@ -376,13 +385,9 @@ class TopKV2(Rule):
     driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "TOPK_V2")
-        if not c.require_inputs(2):
+        x = _check_indexed_input(c, "TOPK_V2")
+        if x is None:
             return
-        x = c.input(0)
-        if not c.require_dtype(x, BASIC_I32):
-            return
-        c.require_rank(x, 4, 1)
         check_same_quant(c, x, c.output(0), "values")
         c.require_dtype(c.output(1), (I32,), "indices")
         c.require_static_shapes()

@@ -44,12 +44,9 @@ class Softmax(Rule):
     driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        io = check_fixed_quant_io(c, "SOFTMAX", 1 / 256, {TensorType.UINT8: 0, TensorType.INT8: -128})
-        if io is None:
+        x = check_fixed_quant_io(c, "SOFTMAX", 1 / 256, {TensorType.UINT8: 0, TensorType.INT8: -128})
+        if x is None:
             return
-        x, _out = io
-        c.require_rank(x, 4, 1)
-        c.require_static_shapes()
         beta = c.options.beta if c.options is not None else 1.0
         if not beta > 0:
             c.refuse(Code.OPTION, f"beta {beta} must be positive")

@@ -8,7 +8,8 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, family_rule, lowering_rule
-from nnconv.lowering.rules._arith import F32, I32, I8, U8, check_common, is_quant, negate, same_quant, scalar_tensor
+from nnconv.lowering.rules._arith import (F32, I32, I8, U8, FloatOnlyBeyondDelegate, check_common, is_quant, negate,
+                                          same_quant, scalar_tensor)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.rewrite.folds import arithmetic as arithmetic_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
@@ -46,16 +47,10 @@ class AddN(Rule):
 
 
 @lowering_rule(BuiltinOperator.SQUARE)
-class Square(Rule):
+class Square(FloatOnlyBeyondDelegate):
     """TFLite SQUARE(x) -> NNAPI MUL(x, x, NONE): the same single float32 rounding of x * x."""
 
     nnapi_ops = (OperationType.MUL,)
-    dtypes = ("float32",)
-    constraints = "float32; rank <= 4"
-    beyond_delegate = True
-
-    def check(self, c: CheckContext) -> None:
-        check_common(c, 1, (F32,))
 
     def lower(self, c: LowerContext) -> None:
         x = c.in_(0)
