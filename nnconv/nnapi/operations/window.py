@@ -24,124 +24,42 @@ from nnconv.nnapi.enums import OperandType
 from nnconv.nnapi.operations.validation import OperationView
 
 
-class ConvImplicitSlot(IntEnum):
-    """CONV_2D, implicit padding: 7 inputs, 8 with the layout flag, 10 with dilation."""
-    INPUT = 0
-    FILTER = 1
-    BIAS = 2
-    PADDING_SCHEME = 3
-    STRIDE_WIDTH = 4
-    STRIDE_HEIGHT = 5
-    ACTIVATION = 6
-    NCHW = 7
-    DILATION_WIDTH = 8
-    DILATION_HEIGHT = 9
+# The parts every form is made of, in slot order: the tensors, the padding (a scheme, or four pads), the
+# strides, the family's own scalars, the fused activation, then the optional layout flag and dilation.
+_CONV_TENSORS = ("INPUT", "FILTER", "BIAS")
+_SCHEME = ("PADDING_SCHEME",)
+_PADS = ("PADDING_LEFT", "PADDING_RIGHT", "PADDING_TOP", "PADDING_BOTTOM")
+_STRIDES = ("STRIDE_WIDTH", "STRIDE_HEIGHT")
+_ACTIVATION = ("ACTIVATION", "NCHW")
+_DILATION = ("DILATION_WIDTH", "DILATION_HEIGHT")
 
 
-class ConvExplicitSlot(IntEnum):
-    """CONV_2D, explicit padding: 10 inputs, 11 with the layout flag, 13 with dilation."""
-    INPUT = 0
-    FILTER = 1
-    BIAS = 2
-    PADDING_LEFT = 3
-    PADDING_RIGHT = 4
-    PADDING_TOP = 5
-    PADDING_BOTTOM = 6
-    STRIDE_WIDTH = 7
-    STRIDE_HEIGHT = 8
-    ACTIVATION = 9
-    NCHW = 10
-    DILATION_WIDTH = 11
-    DILATION_HEIGHT = 12
+def _form(name: str, doc: str, *parts: tuple[str, ...]) -> type[IntEnum]:
+    """The slot enum of one operand form: its parts' names numbered from 0 in order."""
+    slots = IntEnum(name, [member for part in parts for member in part], start=0, module=__name__)
+    slots.__doc__ = doc
+    return slots
 
 
-class DepthwiseImplicitSlot(IntEnum):
-    """DEPTHWISE_CONV_2D, implicit padding: filter [1, KH, KW, C * M]."""
-    INPUT = 0
-    FILTER = 1
-    BIAS = 2
-    PADDING_SCHEME = 3
-    STRIDE_WIDTH = 4
-    STRIDE_HEIGHT = 5
-    DEPTH_MULTIPLIER = 6
-    ACTIVATION = 7
-    NCHW = 8
-    DILATION_WIDTH = 9
-    DILATION_HEIGHT = 10
-
-
-class DepthwiseExplicitSlot(IntEnum):
-    """DEPTHWISE_CONV_2D, explicit padding."""
-    INPUT = 0
-    FILTER = 1
-    BIAS = 2
-    PADDING_LEFT = 3
-    PADDING_RIGHT = 4
-    PADDING_TOP = 5
-    PADDING_BOTTOM = 6
-    STRIDE_WIDTH = 7
-    STRIDE_HEIGHT = 8
-    DEPTH_MULTIPLIER = 9
-    ACTIVATION = 10
-    NCHW = 11
-    DILATION_WIDTH = 12
-    DILATION_HEIGHT = 13
-
-
-class GroupedImplicitSlot(IntEnum):
-    """GROUPED_CONV_2D (feature level 3), implicit padding: the layout flag is required, no dilation."""
-    INPUT = 0
-    FILTER = 1
-    BIAS = 2
-    PADDING_SCHEME = 3
-    STRIDE_WIDTH = 4
-    STRIDE_HEIGHT = 5
-    NUM_GROUPS = 6
-    ACTIVATION = 7
-    NCHW = 8
-
-
-class GroupedExplicitSlot(IntEnum):
-    """GROUPED_CONV_2D, explicit padding."""
-    INPUT = 0
-    FILTER = 1
-    BIAS = 2
-    PADDING_LEFT = 3
-    PADDING_RIGHT = 4
-    PADDING_TOP = 5
-    PADDING_BOTTOM = 6
-    STRIDE_WIDTH = 7
-    STRIDE_HEIGHT = 8
-    NUM_GROUPS = 9
-    ACTIVATION = 10
-    NCHW = 11
-
-
-class PoolImplicitSlot(IntEnum):
-    """AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D, implicit padding: 7 inputs, 8 with the layout flag."""
-    INPUT = 0
-    PADDING_SCHEME = 1
-    STRIDE_WIDTH = 2
-    STRIDE_HEIGHT = 3
-    FILTER_WIDTH = 4
-    FILTER_HEIGHT = 5
-    ACTIVATION = 6
-    NCHW = 7
-
-
-class PoolExplicitSlot(IntEnum):
-    """The poolings, explicit padding: 10 inputs, 11 with the layout flag."""
-    INPUT = 0
-    PADDING_LEFT = 1
-    PADDING_RIGHT = 2
-    PADDING_TOP = 3
-    PADDING_BOTTOM = 4
-    STRIDE_WIDTH = 5
-    STRIDE_HEIGHT = 6
-    FILTER_WIDTH = 7
-    FILTER_HEIGHT = 8
-    ACTIVATION = 9
-    NCHW = 10
+ConvImplicitSlot = _form("ConvImplicitSlot", "CONV_2D, implicit padding: 7 inputs, 8 with the layout flag (7), 10 "
+                         "with dilation.", _CONV_TENSORS, _SCHEME, _STRIDES, _ACTIVATION, _DILATION)
+ConvExplicitSlot = _form("ConvExplicitSlot", "CONV_2D, explicit padding: 10 inputs, 11 with the layout flag (10), 13 "
+                         "with dilation.", _CONV_TENSORS, _PADS, _STRIDES, _ACTIVATION, _DILATION)
+DepthwiseImplicitSlot = _form("DepthwiseImplicitSlot", "DEPTHWISE_CONV_2D, implicit padding: filter [1, KH, KW, "
+                              "C * M].", _CONV_TENSORS, _SCHEME, _STRIDES, ("DEPTH_MULTIPLIER",), _ACTIVATION,
+                              _DILATION)
+DepthwiseExplicitSlot = _form("DepthwiseExplicitSlot", "DEPTHWISE_CONV_2D, explicit padding.",
+                              _CONV_TENSORS, _PADS, _STRIDES, ("DEPTH_MULTIPLIER",), _ACTIVATION, _DILATION)
+GroupedImplicitSlot = _form("GroupedImplicitSlot", "GROUPED_CONV_2D (feature level 3), implicit padding: the layout "
+                            "flag is required, no dilation.", _CONV_TENSORS, _SCHEME, _STRIDES, ("NUM_GROUPS",),
+                            _ACTIVATION)
+GroupedExplicitSlot = _form("GroupedExplicitSlot", "GROUPED_CONV_2D, explicit padding.",
+                            _CONV_TENSORS, _PADS, _STRIDES, ("NUM_GROUPS",), _ACTIVATION)
+_POOL_FILTER = ("FILTER_WIDTH", "FILTER_HEIGHT")
+PoolImplicitSlot = _form("PoolImplicitSlot", "AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D, implicit padding: 7 inputs, 8 "
+                         "with the layout flag.", ("INPUT",), _SCHEME, _STRIDES, _POOL_FILTER, _ACTIVATION)
+PoolExplicitSlot = _form("PoolExplicitSlot", "The poolings, explicit padding: 10 inputs, 11 with the layout flag.",
+                         ("INPUT",), _PADS, _STRIDES, _POOL_FILTER, _ACTIVATION)
 
 
 # The scalars a family adds between the strides and the activation, and the `WindowParams` field of each.
