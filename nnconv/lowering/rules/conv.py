@@ -61,7 +61,8 @@ def check_window_options(c: CheckContext, o: Any) -> None:
 
 
 class _Convolution(Rule):
-    """CONV_2D and DEPTHWISE_CONV_2D: the weighted-op dtypes and the checks of their three operands."""
+    """CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV: the weighted-op dtypes and driver notes; the checks and
+    the lowered operands of CONV_2D's and DEPTHWISE_CONV_2D's three operands."""
 
     dtypes = CONV_DTYPES
     driver_notes = (NO_FLOAT16_ARMNN,)
@@ -230,7 +231,7 @@ def _check_transpose_conv(c: CheckContext, x_slot: int, w_slot: int, bias_slot: 
 
 
 @lowering_rule(BuiltinOperator.TRANSPOSE_CONV)
-class TransposeConv(Rule):
+class TransposeConv(_Convolution):
     """TFLite TRANSPOSE_CONV(output_shape [4], weights [O,KH,KW,C], input [N,H,W,C][, bias [O]]) -- note the
     order: the input comes third -> NNAPI TRANSPOSE_CONV_2D (input, filter, bias, pad left/right/top/bottom,
     stride_w, stride_h, fuse code, NCHW=false), API 29.
@@ -242,9 +243,7 @@ class TransposeConv(Rule):
 
     nnapi_ops = (OperationType.TRANSPOSE_CONV_2D, OperationType.DEQUANTIZE)
     min_api_level = 29
-    dtypes = CONV_DTYPES
     constraints = "API 29; constant output_shape; rank-4 input; hybrid weights need API 29 or --fold-weights"
-    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(3, 4):
