@@ -20,7 +20,7 @@ from nnconv.lowering.registry import Rule, custom_rule, lowering_rule
 from nnconv.lowering.rules._weights import bias_for, check_weighted_op, weights_operand
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.operations.window import (ConvImplicitSlot, DepthwiseImplicitSlot, GroupedImplicitSlot,
-                                            WindowSignature)
+                                            TransposeExplicitSlot, WindowSignature)
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator, Padding, TensorType
 
@@ -212,9 +212,11 @@ def _emit_transpose_conv(c: LowerContext, x_slot: int, w_slot: int, bias_slot: i
         pl, pr = transpose_padding(x_t.shape[2], out_t.shape[2], stride_w, w_t.shape[2])
         pt, pb = transpose_padding(x_t.shape[1], out_t.shape[1], stride_h, w_t.shape[1])
     fused = c.fused_output(act)
-    args = [x, w, bias, c.i32(pl), c.i32(pr), c.i32(pt), c.i32(pb), c.i32(stride_w), c.i32(stride_h),
-            c.i32(fused.code), c.boolean(False)]
-    c.emit(OperationType.TRANSPOSE_CONV_2D, args, [fused.operand])
+    s = TransposeExplicitSlot
+    args = {s.INPUT: x, s.FILTER: w, s.BIAS: bias, s.PADDING_LEFT: c.i32(pl), s.PADDING_RIGHT: c.i32(pr),
+            s.PADDING_TOP: c.i32(pt), s.PADDING_BOTTOM: c.i32(pb), s.STRIDE_WIDTH: c.i32(stride_w),
+            s.STRIDE_HEIGHT: c.i32(stride_h), s.ACTIVATION: c.i32(fused.code), s.NCHW: c.boolean(False)}
+    c.emit(OperationType.TRANSPOSE_CONV_2D, WindowSignature.operands(args), [fused.operand])
     fused.finish()
 
 

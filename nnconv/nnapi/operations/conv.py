@@ -37,12 +37,14 @@ _QUANT_FILTERS = _QUANT_INPUTS + (OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,)
 
 # The operand signature of each windowed filter operation.
 WINDOW_SIGNATURES = {OperationType.CONV_2D: window.CONV_2D, OperationType.DEPTHWISE_CONV_2D: window.DEPTHWISE_CONV_2D,
-                     OperationType.GROUPED_CONV_2D: window.GROUPED_CONV_2D}
+                     OperationType.GROUPED_CONV_2D: window.GROUPED_CONV_2D,
+                     OperationType.TRANSPOSE_CONV_2D: window.TRANSPOSE_CONV_2D}
 
 
-@validator(OperationType.GROUPED_CONV_2D)
-def validate_grouped_conv(view: OperationView, feature_level: int) -> int:
-    return window.window_level(view, window.GROUPED_CONV_2D)
+@validator(OperationType.GROUPED_CONV_2D, OperationType.TRANSPOSE_CONV_2D)
+def validate_window_scalars(view: OperationView, feature_level: int) -> int:
+    """The scalars of GROUPED_CONV_2D's and TRANSPOSE_CONV_2D's forms have their types."""
+    return window.window_level(view, WINDOW_SIGNATURES[view.operation.type])
 
 
 @validator(OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D, OperationType.FULLY_CONNECTED)

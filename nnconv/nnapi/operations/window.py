@@ -1,5 +1,5 @@
-"""The operand signatures of NNAPI's windowed operations: CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D and the
-2-D poolings, each in its implicit-padding (a SAME / VALID scheme) and explicit-padding (four pads) form.
+"""The operand signatures of NNAPI's windowed operations: CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D,
+TRANSPOSE_CONV_2D and the 2-D poolings, each in its implicit-padding (a SAME / VALID scheme) and explicit-padding (four pads) form.
 
 Android parses these operand lists once per operation into a named structure (Conv2dParam in Conv2D.cpp);
 here a `WindowSignature` per family does it, and every reader of the slots asks it: the validators, the
@@ -55,6 +55,11 @@ GroupedImplicitSlot = _form("GroupedImplicitSlot", "GROUPED_CONV_2D (feature lev
                             _ACTIVATION)
 GroupedExplicitSlot = _form("GroupedExplicitSlot", "GROUPED_CONV_2D, explicit padding.",
                             _CONV_TENSORS, _PADS, _STRIDES, ("NUM_GROUPS",), _ACTIVATION)
+TransposeImplicitSlot = _form("TransposeImplicitSlot", "TRANSPOSE_CONV_2D (feature level 3), implicit padding: 9 "
+                              "inputs, the requested output shape a TENSOR_INT32 [4] before the scheme.",
+                              _CONV_TENSORS, ("OUTPUT_SHAPE",), _SCHEME, _STRIDES, _ACTIVATION)
+TransposeExplicitSlot = _form("TransposeExplicitSlot", "TRANSPOSE_CONV_2D, explicit padding: 11 inputs.",
+                              _CONV_TENSORS, _PADS, _STRIDES, _ACTIVATION)
 _POOL_FILTER = ("FILTER_WIDTH", "FILTER_HEIGHT")
 PoolImplicitSlot = _form("PoolImplicitSlot", "AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D, implicit padding: 7 inputs, 8 "
                          "with the layout flag.", ("INPUT",), _SCHEME, _STRIDES, _POOL_FILTER, _ACTIVATION)
@@ -100,6 +105,11 @@ class WindowSignature:
     @property
     def implicit_max_inputs(self) -> int:
         return len(self.implicit)
+
+    @property
+    def first_scalar(self) -> int:
+        """The first scalar slot of either form (the parameters a kernel may memoize start there)."""
+        return min(int(self.implicit.PADDING_SCHEME), int(self.explicit.PADDING_LEFT))
 
     @property
     def explicit_min_inputs(self) -> int:
@@ -174,6 +184,7 @@ class WindowSignature:
 CONV_2D = WindowSignature(implicit=ConvImplicitSlot, explicit=ConvExplicitSlot)
 DEPTHWISE_CONV_2D = WindowSignature(implicit=DepthwiseImplicitSlot, explicit=DepthwiseExplicitSlot)
 GROUPED_CONV_2D = WindowSignature(implicit=GroupedImplicitSlot, explicit=GroupedExplicitSlot)
+TRANSPOSE_CONV_2D = WindowSignature(implicit=TransposeImplicitSlot, explicit=TransposeExplicitSlot)
 POOL_2D = WindowSignature(implicit=PoolImplicitSlot, explicit=PoolExplicitSlot)
 
 

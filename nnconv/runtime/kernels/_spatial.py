@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 def window_params(call: KernelCall, signature: WindowSignature) -> WindowParams:
     """A windowed operation's scalars, read once by its signature (`nnapi/operations/window.py`); memoized
     per operation when they are constants."""
-    first = int(signature.implicit.PADDING_SCHEME)
-    return call.memo(("window_params",), range(first, call.num_inputs),
+    return call.memo(("window_params",), range(signature.first_scalar, call.num_inputs),
                      lambda: signature.parse(call.num_inputs, call.type, call.scalar, call.opt_scalar))
 
 

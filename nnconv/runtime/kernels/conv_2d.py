@@ -45,8 +45,7 @@ def parse_conv_params(call: KernelCall, signature: WindowSignature, in_h: int, i
                       kw: int) -> ConvParams:
     """The operation's geometry on an input of in_h x in_w and a kh x kw filter: its signature's scalars with
     the implicit padding resolved. Memoized per operation and geometry when the scalars are constants."""
-    first = int(signature.implicit.PADDING_SCHEME)
-    return call.memo(("conv_params", in_h, in_w, kh, kw), range(first, call.num_inputs),
+    return call.memo(("conv_params", in_h, in_w, kh, kw), range(signature.first_scalar, call.num_inputs),
                      lambda: _conv_geometry(call, window_params(call, signature), in_h, in_w, kh, kw))
 
 
