@@ -17,11 +17,12 @@ from nnconv.cli.common import (
     fold_weights_option,
     input_shape_option,
     handle_errors,
+    resolve_api_level,
     verbosity_options,
 )
 from nnconv.errors import EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE, folder_exit_code
 from nnconv.lowering.convert import ConversionOptions
-from nnconv.nnapi.levels import ALL_API_LEVELS, ApiLevel, LevelError, is_all
+from nnconv.nnapi.levels import ALL_API_LEVELS, ApiLevel, is_all
 from nnconv.parallel import Failed, guarded
 from nnconv.report.analysis import (
     SCHEMA_VERSION,
@@ -31,19 +32,11 @@ from nnconv.report.analysis import (
     check_levels,
     check_one,
     matrices,
-    report_json,
     summary_line,
 )
+from nnconv.report.formats import CHECK_FORMATS
 from nnconv.report.junit import check_cases, matrix_cases
-from nnconv.report.render import (
-    print_raw,
-    progress,
-    render_csv,
-    render_matrix,
-    render_md,
-    render_multi,
-    render_table,
-)
+from nnconv.report.render import print_raw, progress
 from nnconv.tflite.model_paths import named_models
 from nnconv.fmt import plural
 
@@ -63,7 +56,7 @@ Examples:
 @click.option("--api-level", "api_level", type=str, default=None,
               help="Target API level 27..35, or 'all' for the op x level table. Default 30.")
 @feature_level_option
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "md"]), default="table",
+@click.option("--format", "fmt", type=click.Choice(list(CHECK_FORMATS)), default="table",
               show_default=True)
 @click.option("--max-partitions", type=int, default=3, show_default=True,
               help="Partitions the delegate keeps (largest first), like max_number_delegated_partitions; "
@@ -143,10 +136,10 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         for mat in mats:
             mat.name = name_of.get(mat.path, "")
         if mats:
-            render_matrix(mats, fmt, out, failures)
+            CHECK_FORMATS[fmt].matrix(mats, out, failures)
         batch.write_junit("nnconv.check", matrix_cases(mats, failures))
         return _report_failures(failures, fmt, out, err, bool(mats)) or 0
-    level = resolve_level(api_level, feature_level_)
+    level = resolve_api_level(api_level, feature_level_, also=" or 'all'")
     if devices:
         checks, failures = _check_devices(paths, level, devices, fmt, max_partitions, options, out, err, jobs,
                                           batch)
@@ -163,25 +156,14 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
     if node_data is not None:
         from nnconv.report.node_data import check_node_data, write_node_data
         common.info(write_node_data(node_data, check_node_data(checks[0]), checks[0].path))
+    renderer = CHECK_FORMATS[fmt]
+    quiet = common.verbosity == common.QUIET
     if devices:
         pass  # already printed, with the devices
-    elif fmt == "table" and common.verbosity == common.QUIET:
-        for c in checks:  # verdicts only
-            out.print(f"{c.label}: API {c.api_level}: {summary_line(c)}", markup=False)
     elif len(checks) == 1 and not failures:
-        check = checks[0]
-        if fmt == "json":
-            print_raw(out, json.dumps(report_json(check), indent=2))
-        elif fmt == "csv":
-            print_raw(out, render_csv(checks), end="")
-            for w in check.warnings():  # CSV has no room for them: stderr, like other logs
-                err.print(f"warning: {w}", markup=False)
-        elif fmt == "md":
-            print_raw(out, render_md(check))
-        else:
-            render_table(check, out, err, verbose=common.verbosity == common.VERBOSE)
+        renderer.one(checks[0], out, err, verbose=common.verbosity == common.VERBOSE, quiet=quiet)
     else:
-        render_multi(checks, fmt, out, err, failures)
+        renderer.several(checks, out, err, quiet=quiet, failures=failures)
     unchecked = _report_failures(failures, fmt, out, err, True)
     violations = [v for c in checks for v in policies.violations(c)]
     for v in violations:
@@ -252,15 +234,3 @@ def _check_devices(paths: list[str], level: ApiLevel, devices: tuple[str, ...], 
     else:
         render_devices(results, fmt, out, err, verbose=common.verbosity == common.VERBOSE)
     return [d.check for d in results], failures
-
-
-def resolve_level(api_level: str | None, feature_level_: int | None) -> ApiLevel:
-    """The target from --api-level or --feature-level (`ApiLevel.resolve`), errors naming the option."""
-    if api_level is not None and feature_level_ is not None:
-        raise CheckUsageError("give --api-level or --feature-level, not both")
-    try:
-        return ApiLevel.resolve(api_level, feature_level_)
-    except LevelError as e:
-        if feature_level_ is not None:
-            raise CheckUsageError(f"--feature-level: {e}") from None
-        raise CheckUsageError(f"--api-level: {e} or 'all'") from None

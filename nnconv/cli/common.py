@@ -25,7 +25,7 @@ from nnconv.errors import (
     InternalError,
     NnconvError,
 )
-from nnconv.nnapi.levels import ApiLevel, LevelError
+from nnconv.nnapi.levels import MAX_FEATURE_LEVEL, MIN_FEATURE_LEVEL, ApiLevel, LevelError
 
 
 # Width of the consoles when the stream is not a terminal and COLUMNS is not set: wide enough that piped
@@ -238,14 +238,17 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def resolve_api_level(api_level: int | None, feature_level: int | None) -> ApiLevel:
-    """The target of --api-level / --feature-level (`ApiLevel.resolve`: default 30, 32 reported as 32)."""
+def resolve_api_level(api_level: int | str | None, feature_level: int | None, also: str = "") -> ApiLevel:
+    """The target of --api-level / --feature-level (`ApiLevel.resolve`: default 30, 32 reported as 32), for
+    every command; `also` names what else the command's --api-level takes (check: " or 'all'")."""
     if api_level is not None and feature_level is not None:
         raise click.UsageError("give --api-level or --feature-level, not both")
     try:
         return ApiLevel.resolve(api_level, feature_level)
     except LevelError as e:
-        raise click.BadParameter(str(e), param_hint="--api-level" if feature_level is None else "--feature-level")
+        if feature_level is not None:
+            raise click.BadParameter(str(e), param_hint="--feature-level") from None
+        raise click.BadParameter(f"{e}{also}", param_hint="--api-level") from None
 
 
 def warn_deprecated(level: int) -> None:
@@ -274,7 +277,7 @@ def warn_inapplicable(level: int, relax_fp16: bool = False) -> None:
 
 api_level_option = click.option("--api-level", type=int, default=None,
                                  help="Target Android API level 27..35 (33/34/35 = feature levels 6/7/8). Default 30.")
-feature_level_option = click.option("--feature-level", type=click.IntRange(1, 8), default=None,
+feature_level_option = click.option("--feature-level", type=click.IntRange(MIN_FEATURE_LEVEL, MAX_FEATURE_LEVEL), default=None,
                                     help="Target NNAPI feature level 1..8 (alias of --api-level).")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import click
 from rich.markup import escape
@@ -36,6 +36,11 @@ from nnconv.fmt import format_number, format_shape, print_wrapped
 from nnconv.report.junit import verify_cases
 from nnconv.report.render import COMPACT_BELOW
 from nnconv.report.tables import Col, fitted_table
+
+if TYPE_CHECKING:  # the parity stage is imported lazily, when verify runs
+    from nnconv.parity.per_op import PerOpReport
+    from nnconv.parity.session import VerifyOptions, VerifyReport
+    from nnconv.parity.verify import OutputParity, ParityReport
 
 TOP_OPS = 5  # ops by error shown besides the first divergent one
 
@@ -108,13 +113,16 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
            samples: int | None, save_repro: str | None, scheduler: str | None) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
     from nnconv.tflite.model_paths import named_models
-    from nnconv.parity.session import VerifyOptions
+    from nnconv.parity.session import VerifyOptions, option_conflicts
     from nnconv.parity.tolerances import ToleranceOverrides
     level = resolve_api_level(api_level, feature_level)
-    if inputs_path is not None and seed is not None:
-        raise click.UsageError("--inputs and --seed exclude each other: the inputs are given, nothing is random")
-    if node_data is not None and not per_op:
-        raise click.UsageError("--node-data needs --per-op (the overlay shows each op's error)")
+    conflicts = option_conflicts(inputs=inputs_path is not None, seed=seed is not None, image=image is not None,
+                                 input_range=input_range is not None, reference=reference_path is not None,
+                                 per_op=per_op, relax_fp16=relax_fp16, node_data=node_data is not None,
+                                 dataset=dataset is not None, samples=samples is not None,
+                                 save_repro=save_repro is not None)
+    if conflicts:
+        raise click.UsageError(conflicts[0])
     named = named_models(models, shard)
     paths = [path for path, _ in named]
     several = len(paths) != 1 or shard is not None or scheduler is not None or \
@@ -145,7 +153,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         raise SystemExit(code)
 
 
-def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, node_data: str | None,
+def _verify_one(path: str, options: VerifyOptions, fmt: str, save_reference: str | None, node_data: str | None,
                 batch: Batch, save_repro: str | None = None) -> int:
     from nnconv.parity.batch import ERROR, FAIL, PASS, ModelResult
     from nnconv.cli.verify_dataset import print_dataset_report, sample_progress
@@ -182,7 +190,7 @@ def _verify_one(path: str, options: Any, fmt: str, save_reference: str | None, n
     return 0 if report.passed else EXIT_FAILURE
 
 
-def _verify_several(paths: Sequence[str], names: Sequence[str], options: Any, jobs: int, fmt: str,
+def _verify_several(paths: Sequence[str], names: Sequence[str], options: VerifyOptions, jobs: int, fmt: str,
                     batch: Batch) -> int:
     """One row per model, named as `named_models` names it (relative to the folder given), never truncated;
     -q prints one line per model."""
@@ -245,7 +253,7 @@ def _first_divergent_note(report: dict | None) -> str:
     return "; ".join(notes)
 
 
-def print_report(report: Any) -> None:
+def print_report(report: VerifyReport) -> None:
     """The single-model table: outputs, then per-op and relaxed sections when asked."""
     print_parity(report.parity)
     if report.per_op is not None:
@@ -258,19 +266,19 @@ def print_report(report: Any) -> None:
     print_wrapped(common.out, report.verdict, indent="  ", first_indent="")
 
 
-def print_parity(report: Any) -> None:
+def print_parity(report: ParityReport) -> None:
     _print_outputs(report.outputs, f"{os.path.basename(report.model)} at API {report.api_level} "
                                    f"(TFLite {report.kernels} kernels)")
-    if getattr(report, "note", ""):
+    if getattr(report, "note", ""):  # a PartitionedParityReport says why it verified partition by partition
         common.out.print(f"note: {report.note}", markup=False)
 
 
-def output_label(o: Any) -> str:
+def output_label(o: OutputParity) -> str:
     """`probabilities [175]`: the TFLite tensor name with the NNAPI operand holding our value."""
     return o.name if o.operand is None else f"{o.name} [{o.operand}]"
 
 
-def tensor_label(o: Any) -> str:
+def tensor_label(o: OutputParity) -> str:
     """`float32 1x1000 [0, 0.9812]`: dtype, shape and TFLite's [min, max] at 4 significant digits."""
     text = f"{o.dtype} {format_shape(o.shape)}"
     if o.value_range is not None:
@@ -284,7 +292,7 @@ _OUTPUT_COLUMNS = (Col("output"), Col("dtype shape [min, max]"), Col("max |diff|
 _VERBOSE_COLUMNS = (Col("mean |diff|", justify="right"), Col("cosine", justify="right"))
 
 
-def top_cell(o: Any) -> str:
+def top_cell(o: OutputParity) -> str:
     """`100%/80%`: top-1/top-5 agreement of class scores, `tie` where TFLite's or our ranking ties (no claim),
     `-` for outputs that are not class scores."""
     if o.top1 is None and o.top5 is None:
@@ -292,7 +300,7 @@ def top_cell(o: Any) -> str:
     return "/".join("tie" if v is None else f"{v:.0%}" for v in (o.top1, o.top5))
 
 
-def _print_outputs(outputs: Sequence[Any], title: str) -> None:
+def _print_outputs(outputs: Sequence[OutputParity], title: str) -> None:
     """One row per output when the table fits the console without splitting a name, else one output per
     line with its metrics on indented lines; -v adds mean |diff| and cosine similarity."""
     verbose = common.verbosity == common.VERBOSE
@@ -332,7 +340,7 @@ def _print_outputs(outputs: Sequence[Any], title: str) -> None:
             print_wrapped(out, o.detail, indent="      ", first_indent="    ")
 
 
-def _print_per_op(per_op: Any, title: str, first_label: str = "first divergent op", relaxed: bool = False) -> None:
+def _print_per_op(per_op: PerOpReport, title: str, first_label: str = "first divergent op", relaxed: bool = False) -> None:
     first = per_op.first_large if relaxed else per_op.first_divergent
     compared = len(per_op.entries)
     bad = sum(e.status != "pass" for e in per_op.entries)

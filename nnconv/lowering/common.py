@@ -9,6 +9,9 @@ from nnconv.lowering.diagnostics import Code
 from nnconv.nnapi.enums import OperandType, PaddingCode
 from nnconv.tflite.schema_enums import Padding, TensorType
 
+# Short names of the TFLite tensor types the rules check (re-exported by rules/_arith and rules/_shape_common).
+F32, F16, U8, I8, I32, I64, BOOL = (TensorType.FLOAT32, TensorType.FLOAT16, TensorType.UINT8, TensorType.INT8,
+                                     TensorType.INT32, TensorType.INT64, TensorType.BOOL)
 FLOAT = (TensorType.FLOAT32,)
 QUANT8 = (TensorType.UINT8, TensorType.INT8)
 FLOAT_OR_QUANT8 = FLOAT + QUANT8

@@ -8,7 +8,7 @@ by re-running the same check at higher levels, so no separate support table can 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from nnconv.nnapi.enums import OperationType
 from nnconv.rewrite.folds import Fold
@@ -26,7 +26,8 @@ class Rule:
     """Base of every lowering rule.
 
     Class attributes describe the rule for `nnconv ops` and docs/ops.md:
-    `nnapi_ops` every NNAPI operation the rule may emit (a registry test checks each has a kernel),
+    `nnapi_ops` every NNAPI operation the rule may emit (a registry test checks each has a kernel; a rule
+    that emits one operation sets `nnapi_op` instead, and `nnapi_ops` is derived from it),
     `min_api_level` the lowest level at which some variant lowers, `dtypes` the TFLite input dtypes it
     takes, `constraints` a one-line summary of what the check refuses.
     """
@@ -34,6 +35,8 @@ class Rule:
     op: ClassVar[BuiltinOperator]
     custom_code: ClassVar[str | None] = None
     nnapi_ops: ClassVar[tuple[OperationType, ...]] = ()
+    nnapi_op: ClassVar[OperationType | None] = None
+    doc_more: ClassVar[str] = ""  # appended to a family's "<OP>" docstring (`__init_subclass__`)
     min_api_level: ClassVar[int] = 27
     dtypes: ClassVar[tuple[str, ...]] = ("float32",)
     constraints: ClassVar[str] = ""
@@ -54,6 +57,22 @@ class Rule:
     # check must let the mismatch through: `check_data_movement(..., bitcast=True)`). None: not such an op.
     stored_values_from: ClassVar[int | None] = None
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """A family's members: `nnapi_ops` from a member's own `nnapi_op` (unless it lists more), and, for a
+        member without a docstring of its own, the family's docstring with "<OP>" replaced by its NNAPI
+        operation (`nnapi_op`, else the first of `nnapi_ops`), followed by the member's `doc_more`."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__
+        op = own.get("nnapi_op")
+        if op is not None and "nnapi_ops" not in own:
+            cls.nnapi_ops = (op,)
+        name_op = op if op is not None else (own["nnapi_ops"][0] if own.get("nnapi_ops") else None)
+        inherited = cls.__mro__[1].__doc__
+        if own.get("__doc__") is None and inherited and (("<OP>" in inherited and name_op is not None)
+                                                         or "doc_more" in own):
+            named = inherited if name_op is None else inherited.replace("<OP>", name_op.name)
+            cls.__doc__ = named + own.get("doc_more", "")
+
     def check(self, c: "CheckContext") -> None:
         """Records every reason the op cannot be lowered at `c.api_level` (nothing when it can)."""
 
@@ -64,6 +83,16 @@ class Rule:
     def describe_lowering(self, api_level: int) -> tuple[OperationType, ...]:
         """The NNAPI ops this rule typically emits at `api_level` (for docs when the op is refused)."""
         return self.nnapi_ops
+
+
+def family_rule(base: type[Rule], op: BuiltinOperator, **attrs: Any) -> type[Rule]:
+    """Registers the rule of `op` as a member of `base`'s family that differs from it only by class attributes
+    (its `nnapi_op`, `fold`, ...): the class `base`'s module would declare, named after `op` (RELU_N1_TO_1:
+    ReluN1To1). Its docstring is the family's ("<OP>" replaced, `doc_more` appended; `Rule.__init_subclass__`)."""
+    if base.__doc__ and "<OP>" not in base.__doc__ and "doc_more" not in attrs:
+        attrs.setdefault("__doc__", base.__doc__)
+    cls = type(op.name.title().replace("_", ""), (base,), {"__module__": base.__module__, **attrs})
+    return lowering_rule(op)(cls)
 
 
 def lowering_rule(op: BuiltinOperator) -> Callable[[type[Rule]], type[Rule]]:

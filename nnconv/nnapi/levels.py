@@ -21,6 +21,8 @@ DEPRECATED_FROM_API = 35  # Android 15 deprecates NNAPI
 
 _API_TO_FEATURE_LEVEL = {27: 1, 28: 2, 29: 3, 30: 4, 31: 5, 32: 5, 33: 6, 34: 7, 35: 8}
 _FEATURE_LEVEL_TO_API = {1: 27, 2: 28, 3: 29, 4: 30, 5: 31, 6: 33, 7: 34, 8: 35}
+MIN_FEATURE_LEVEL = _API_TO_FEATURE_LEVEL[MIN_API_LEVEL]
+MAX_FEATURE_LEVEL = _API_TO_FEATURE_LEVEL[MAX_API_LEVEL]  # a model file without a level runs at this one
 
 
 class LevelError(ValueError):

@@ -83,7 +83,7 @@ def verify_model(path: str | os.PathLike, api_level: int, options: ConversionOpt
     """Verifies a .tflite model (whole, or partition by partition when full conversion is refused and
     `allow_partial`) or a .nnapi file against its source model. `overrides` and `executor_options`: see
     `run_parity`."""
-    if _is_nnapi_file(path):
+    if is_nnapi_file(path):
         return verify_nnapi_file(path, inputs=inputs, seed=seed, kernels=kernels, overrides=overrides,
                                  executor_options=executor_options)
     return verify_prepared(prepare(path, api_level, options), inputs=inputs, seed=seed, kernels=kernels,
@@ -317,7 +317,7 @@ def _source_of(path: str | os.PathLike, plan: dict | None) -> str:
     raise NnconvError(f"{os.fspath(path)}: its source model {model} is not found")
 
 
-def _is_nnapi_file(path: str | os.PathLike) -> bool:
+def is_nnapi_file(path: str | os.PathLike) -> bool:
     try:
         with open(path, "rb") as f:
             head = f.read(8)

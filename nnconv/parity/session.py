@@ -28,7 +28,7 @@ from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.levels import DEFAULT_API_LEVEL
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.inputs import bind_reference, image_inputs, ranged_inputs
-from nnconv.parity.partitioned import bind_model_inputs, _is_nnapi_file, verify_model, verify_prepared
+from nnconv.parity.partitioned import bind_model_inputs, is_nnapi_file, verify_model, verify_prepared
 from nnconv.parity.per_op import PASS, PerOpReport, per_op_parity
 from nnconv.parity.tflite_runner import (
     BUILTIN_KERNELS,
@@ -84,22 +84,34 @@ class VerifyOptions:
     save_repro: str | None = None  # with `per_op`: the folder of the first divergent op's repro (parity/repro.py)
 
     def check(self) -> None:
-        if self.inputs is not None and self.seed is not None:
-            raise InputDataError("--inputs and --seed exclude each other: the inputs are given, nothing is random")
-        if self.image is not None and (self.inputs is not None or self.seed is not None):
-            raise InputDataError("--image excludes --inputs and --seed")
-        if self.inputs is not None and self.input_range is not None:
-            raise InputDataError("--input-range applies to random inputs, not to --inputs")
-        if self.reference is not None and (self.per_op or self.relax_fp16):
-            raise InputDataError("--reference compares outputs only: it excludes --per-op and --relax-fp16")
-        if self.dataset is not None and (self.inputs is not None or self.image is not None or self.seed is not None
-                                         or self.reference is not None or self.relax_fp16):
-            raise InputDataError("--dataset gives the inputs: it excludes --inputs, --image, --seed, --reference "
-                                 "and --relax-fp16")
-        if self.samples is not None and self.dataset is None:
-            raise InputDataError("--samples needs --dataset")
-        if self.save_repro is not None and not self.per_op:
-            raise InputDataError("--save-repro needs --per-op (the repro is the first divergent op)")
+        conflicts = option_conflicts(inputs=self.inputs is not None, seed=self.seed is not None,
+                                     image=self.image is not None, input_range=self.input_range is not None,
+                                     reference=self.reference is not None, per_op=self.per_op,
+                                     relax_fp16=self.relax_fp16, dataset=self.dataset is not None,
+                                     samples=self.samples is not None, save_repro=self.save_repro is not None)
+        if conflicts:
+            raise InputDataError(conflicts[0])
+
+
+def option_conflicts(*, inputs: bool = False, seed: bool = False, image: bool = False, input_range: bool = False,
+                     reference: bool = False, per_op: bool = False, relax_fp16: bool = False,
+                     node_data: bool = False, dataset: bool = False, samples: bool = False,
+                     save_repro: bool = False) -> list[str]:
+    """Every pair of `verify` options that exclude each other, given which were set: the one list of them, asked
+    by the command line (before it loads any file) and by `VerifyOptions.check` (library callers)."""
+    rules = [
+        (inputs and seed, "--inputs and --seed exclude each other: the inputs are given, nothing is random"),
+        (image and (inputs or seed), "--image excludes --inputs and --seed"),
+        (inputs and input_range, "--input-range applies to random inputs, not to --inputs"),
+        (reference and (per_op or relax_fp16), "--reference compares outputs only: it excludes --per-op and "
+                                               "--relax-fp16"),
+        (node_data and not per_op, "--node-data needs --per-op (the overlay shows each op's error)"),
+        (dataset and (inputs or image or seed or reference or relax_fp16),
+         "--dataset gives the inputs: it excludes --inputs, --image, --seed, --reference and --relax-fp16"),
+        (samples and not dataset, "--samples needs --dataset"),
+        (save_repro and not per_op, "--save-repro needs --per-op (the repro is the first divergent op)"),
+    ]
+    return [message for broken, message in rules if broken]
 
 
 @dataclass
@@ -196,7 +208,7 @@ def _verify_dataset(model: str | os.PathLike, opts: VerifyOptions,
     opts.check()
     start = time.monotonic()
     path = os.fspath(model)
-    if _is_nnapi_file(path):
+    if is_nnapi_file(path):
         raise InputDataError(f"{path}: --dataset needs the .tflite model")
     prepared = prepare(path, opts.api_level, opts.conversion)
     try:
@@ -222,7 +234,7 @@ def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
     opts.check()
     start = time.monotonic()
     path = os.fspath(model)
-    if _is_nnapi_file(path):
+    if is_nnapi_file(path):
         if opts.per_op or opts.relax_fp16 or opts.reference is not None or opts.image is not None or \
                 opts.input_range is not None:
             raise InputDataError(f"{path}: --per-op, --relax-fp16, --reference, --image and --input-range need "

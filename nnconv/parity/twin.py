@@ -44,17 +44,7 @@ def _dequantized(t: Tensor, sg: Subgraph) -> np.ndarray:
     raw = unpack_int4(t.data, t.shape) if t.type == TensorType.INT4 else t.data
     if q.blockwise is not None:  # as the lowering reads it (rules/_blockwise.py), which checked the scales
         return dequantize_blocks(raw, sg.tensors[q.blockwise[0]].data, q.blockwise[2])
-    value = np.asarray(raw).reshape(t.shape).astype(np.float32)
-    scales = np.asarray(q.scale or [0.0], np.float32)
-    zps = np.asarray(q.zero_point or [0], np.float32)
-    if q.is_per_channel:
-        shape = [1] * value.ndim
-        shape[q.quantized_dimension] = -1
-        scales = scales.reshape(shape)
-        zps = (zps if zps.size == scales.size else np.zeros(scales.size, np.float32)).reshape(shape)
-    else:
-        scales, zps = scales[0], zps[0]
-    return ((value - zps) * scales).astype(np.float32)
+    return q.dequantize(np.asarray(raw).reshape(t.shape))
 
 
 def quant_params(t: Tensor) -> QuantParams | None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Iterable
+import json
+from typing import Callable, Iterable
 
 from rich.console import Console
 from rich.table import Table
@@ -109,3 +110,23 @@ def render_ops(data: dict, out: Console) -> None:
     for e in data["ops"]:
         table.add_row(e["op"], _emitted(e), str(e["min_api_level"]), ", ".join(e["dtypes"]), e["constraints"])
     out.print(table)
+
+
+def _ops_table(data: dict, out: Console, quiet: bool) -> None:
+    if quiet:
+        out.print(f"{len(data['ops'])} TFLite ops", markup=False)
+    else:
+        render_ops(data, out)
+
+
+# The --format choices of `nnconv ops`: (the `ops_json` data, the console, -q) -> the text to print, or None
+# where the renderer printed on the console itself. Those of OPS_WHOLE_DOCUMENT write a document whole
+# (docs/ops.md) and take no filter (their data is None).
+OpsRenderer = Callable[[dict | None, Console, bool], str | None]
+OPS_FORMATS: dict[str, OpsRenderer] = {
+    "table": _ops_table,
+    "json": lambda data, out, quiet: json.dumps(data, indent=2) + "\n",
+    "csv": lambda data, out, quiet: ops_csv(data),
+    "md": lambda data, out, quiet: ops_markdown(),  # the text ends with its own newline
+}
+OPS_WHOLE_DOCUMENT = frozenset({"md"})

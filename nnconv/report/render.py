@@ -1,33 +1,24 @@
-"""Rendering of `nnconv check` reports: a rich table, CSV, Markdown, the several-model summary and the op x
-API level matrix (JSON comes from `analysis.report_json` / `LevelMatrix.to_json`).
+"""Rendering of one `nnconv check` report: a rich table, CSV, Markdown (JSON comes from
+`analysis.report_json`), and the pieces the formats of `formats.py` share (the several-model rows, the
+matrix symbols). Which renderer runs for which --format is `formats.py`'s registry.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from typing import Any, Callable, Sequence
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from nnconv.fmt import format_bytes, plural, print_wrapped, wrap
 from nnconv.lowering.check_report import OpReport
 from nnconv.lowering.diagnostics import Verdict
-from nnconv.nnapi.levels import ALL_API_LEVELS, feature_level
-from nnconv.report.analysis import (
-    SCHEMA_VERSION,
-    LevelMatrix,
-    ModelCheck,
-    beyond_delegate,
-    deprecation_warning,
-    report_json,
-    summary_line,
-)
+from nnconv.nnapi.levels import feature_level
+from nnconv.report.analysis import ModelCheck, beyond_delegate, summary_line
 from nnconv.report.tables import Col, fitted_table
 
 # One-character cells of the `--api-level all` matrix.
@@ -35,7 +26,7 @@ SYMBOLS = {Verdict.LOWERED: "✓", Verdict.FOLDED: "F", Verdict.DRIVER_WARNING: 
            Verdict.REFUSED_OPERAND: "O", Verdict.CUSTOM: "C", Verdict.UNSUPPORTED: "U"}
 LEGEND = ("✓ lowered, F folded, W lowered with a driver warning, L refused: needs a higher API level, "
           "O refused: operand property, C custom op, U unsupported builtin")
-_STYLE = {Verdict.LOWERED: "green", Verdict.FOLDED: "green", Verdict.DRIVER_WARNING: "yellow",
+STYLE = {Verdict.LOWERED: "green", Verdict.FOLDED: "green", Verdict.DRIVER_WARNING: "yellow",
           Verdict.REFUSED_LEVEL: "red", Verdict.REFUSED_OPERAND: "red", Verdict.CUSTOM: "magenta",
           Verdict.UNSUPPORTED: "red"}
 
@@ -160,7 +151,7 @@ def _render_wide(check: ModelCheck, out: Console, verbose: bool) -> bool:
     if table is None or (prows and ptable is None):
         return False
     for r, row in zip(check.report.ops, rows):
-        table.add_row(*(escape(c) for c in row[:4]), f"[{_STYLE[r.status]}]{row[4]}[/]",
+        table.add_row(*(escape(c) for c in row[:4]), f"[{STYLE[r.status]}]{row[4]}[/]",
                       *(escape(c) for c in row[5:]))
     out.print(table)
     if ptable is not None:
@@ -189,7 +180,7 @@ def _render_compact(check: ModelCheck, out: Console, verbose: bool) -> None:
             nnapi = f"at API {r.min_api_level or check.api_level}: {nnapi[1:-1]}"
         tail = f" -> {nnapi}" if nnapi and r.status != Verdict.FOLDED else ""
         line = Text(head)
-        line.append(r.status.value, style=_STYLE[r.status])
+        line.append(r.status.value, style=STYLE[r.status])
         if len(head) + len(r.status.value) + len(tail) + len(where) <= out.width:
             line.append(tail + where)
             out.print(line)
@@ -243,32 +234,32 @@ def render_csv(checks: Sequence[ModelCheck]) -> str:
     return buf.getvalue()
 
 
-def _md_escape(text: Any) -> str:
+def md_escape(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def render_md(check: ModelCheck) -> str:
     lines = [f"## {_title(check)}", ""]
-    lines += [f"> **warning:** {_md_escape(w)}" for w in check.warnings()]
+    lines += [f"> **warning:** {md_escape(w)}" for w in check.warnings()]
     if check.warnings():
         lines.append("")
     lines += ["| # | op | v | inputs | status | NNAPI ops | partition | min API | reason |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in check.report.ops:
         part = check.plan.partition_of(r.index)
-        lines.append("| " + " | ".join(_md_escape(x) for x in (
+        lines.append("| " + " | ".join(md_escape(x) for x in (
             r.index, r.op, r.version, _inputs_cell(r), r.status.value, _nnapi_cell(r),
             "-" if part is None else part, r.min_api_level or "-", _reason_cell(r))) + " |")
     if check.plan.partitions:
         lines += ["", "| partition | TFLite ops | NNAPI ops | inputs | outputs | bytes |",
                   "| --- | --- | --- | --- | --- | --- |"]
         for p in check.plan.partitions:
-            lines.append("| " + " | ".join(_md_escape(x) for x in (
+            lines.append("| " + " | ".join(md_escape(x) for x in (
                 p.index, ops_range(p.ops), p.nnapi_ops, "<br>".join(_tensor_cell(t) for t in p.inputs),
                 "<br>".join(_tensor_cell(t) for t in p.outputs), p.boundary_bytes)) + " |")
     lines += ["", f"**API {check.api_level}: {summary_line(check)}**", ""]
     if any(r.supported and r.status != Verdict.FOLDED and beyond_delegate(r.op) for r in check.report.ops):
-        lines += [_md_escape(BEYOND_NOTE), ""]
+        lines += [md_escape(BEYOND_NOTE), ""]
     return "\n".join(lines)
 
 
@@ -282,181 +273,16 @@ def totals(checks: Sequence[ModelCheck]) -> dict:
             "partitions": sum(len(c.plan.partitions) for c in checks)}
 
 
-_MULTI_COLUMNS = ("model", "ops", "lowered", "refused", "delegated", "coverage %", "partitions")
+MULTI_COLUMNS = ("model", "ops", "lowered", "refused", "delegated", "coverage %", "partitions")
 
 
-def _multi_rows(checks: Sequence[ModelCheck]) -> list[list[str]]:
+def multi_rows(checks: Sequence[ModelCheck]) -> list[list[str]]:
     rows = [[c.label, str(len(c.report.ops)), str(c.report.ops_lowered), str(c.ops_refused),
              str(c.plan.ops_delegated), f"{c.plan.coverage:.1f}", str(len(c.plan.partitions))] for c in checks]
     t = totals(checks)
     rows.append([f"total ({t['models']} models)", str(t["ops_total"]), str(t["ops_lowered"]), str(t["ops_refused"]),
                  str(t["ops_delegated"]), f"{t['coverage']:.1f}", str(t["partitions"])])
     return rows
-
-
-def render_multi(checks: Sequence[ModelCheck], fmt: str, out: Console, err: Console,
-                 failures: Sequence[Any] = ()) -> None:
-    """One row per model; the deprecation warning (JSON carries it in `warnings`) is a log line on `err`.
-    `failures`: the models that could not be checked (parallel.Failed), listed in JSON under `errors`."""
-    level = checks[0].api_level
-    if fmt == "json":
-        data = {"schema_version": SCHEMA_VERSION, "api_level": level, "feature_level": feature_level(level),
-                "warnings": [w for w in [deprecation_warning(level)] if w],
-                "models": [report_json(c) for c in checks], "total": totals(checks),
-                "errors": [f.to_json() for f in failures]}
-        print_raw(out, json.dumps(data, indent=2))
-        return
-    rows = _multi_rows(checks)
-    if fmt == "csv":
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["model", "api_level", "ops_total", "ops_lowered", "ops_refused", "ops_delegated", "coverage",
-                    "partitions"])
-        w.writerows([row[0], level, *row[1:]] for row in rows)
-        print_raw(out, buf.getvalue(), end="")
-    elif fmt == "md":
-        lines = [f"## {len(checks)} models at API {level} (NNAPI feature level {feature_level(level)})", "",
-                 "| " + " | ".join(_MULTI_COLUMNS) + " |", "|" + " --- |" * len(_MULTI_COLUMNS)]
-        lines += ["| " + " | ".join(_md_escape(x) for x in row) + " |" for row in rows]
-        print_raw(out, "\n".join(lines) + "\n")
-    else:
-        title = f"{len(checks)} models at API {level} (NNAPI feature level {feature_level(level)})"
-        cols = [Col(_MULTI_COLUMNS[0])] + [Col(c, wrap=True, justify="right") for c in _MULTI_COLUMNS[1:]]
-        table = fitted_table(cols, rows, out.width, title=title)
-        if table is None:  # one model per line: paths are never split
-            out.print(title, markup=False)
-            for row in rows:
-                print_wrapped(out, f"{row[0]}: {plural(int(row[1]), 'op')}, {row[2]} lowered, {row[3]} refused, "
-                                   f"{row[4]} delegated ({row[5]}%), {plural(int(row[6]), 'partition')}", indent="    ",
-                              first_indent="")
-        else:
-            for i, row in enumerate(rows):
-                table.add_row(*(escape(c) for c in row), end_section=(i == len(rows) - 2))
-            out.print(table)
-    if fmt != "json" and deprecation_warning(level):
-        err.print(f"warning: {deprecation_warning(level)}", markup=False)
-
-
-# -- rendering: the level matrix --------------------------------------------------------------------
-def render_matrix(mats: Sequence[LevelMatrix], fmt: str, out: Console, failures: Sequence[Any] = ()) -> None:
-    levels = list(ALL_API_LEVELS)
-    if fmt == "json":
-        data: Any = mats[0].to_json() if len(mats) == 1 and not failures else {
-            "schema_version": SCHEMA_VERSION, "api_level": "all", "levels": levels,
-            "models": [m.to_json() for m in mats], "errors": [f.to_json() for f in failures]}
-        print_raw(out, json.dumps(data, indent=2))
-        return
-    if len(mats) > 1:
-        _render_matrix_multi(mats, fmt, out)
-        return
-    mat = mats[0]
-    any_check = mat.checks[levels[0]]
-    header = ["#", "op", *map(str, levels), "from API"]
-    rows = []
-    for r in any_check.report.ops:
-        cells = [mat.checks[lv].report.ops[r.index].status for lv in levels]
-        first = mat.first_level(r.index)
-        rows.append(([str(r.index), r.op], cells, str(first) if first else "never"))
-    cov = [f"{mat.checks[lv].plan.coverage:.0f}%" for lv in levels]
-    parts = [str(len(mat.checks[lv].plan.partitions)) for lv in levels]
-    if fmt == "csv":
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["index", "op", *map(str, levels), "min_api_level"])
-        for head, cells, first in rows:
-            w.writerow([*head, *(v.value for v in cells), "" if first == "never" else first])
-        w.writerow(["coverage", "", *(f"{mat.checks[lv].plan.coverage:.2f}" for lv in levels), ""])
-        w.writerow(["partitions", "", *parts, ""])
-        print_raw(out, buf.getvalue(), end="")
-        return
-    title = f"{os.path.basename(mat.path)}: where each op becomes lowerable (API levels 27..35)"
-    if fmt == "md":
-        lines = [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-        for head, cells, first in rows:
-            lines.append("| " + " | ".join([*head, *(SYMBOLS[v] for v in cells), first]) + " |")
-        lines.append("| | **coverage** | " + " | ".join(cov) + " | |")
-        lines.append("| | **partitions** | " + " | ".join(parts) + " | |")
-        lines += ["", LEGEND, ""]
-        print_raw(out, "\n".join(lines))
-        return
-    plain = [[*head, *(SYMBOLS[v] for v in cells), first] for head, cells, first in rows]
-    plain += [["", "coverage", *cov, ""], ["", "partitions", *parts, ""]]
-    cols = [Col("#", justify="right"), Col("op"), *(Col(str(lv), justify="center") for lv in levels),
-            Col("from API", justify="right")]
-    table = fitted_table(cols, plain, out.width, title=title)
-    if table is None:
-        _render_matrix_compact(title, levels, rows, cov, parts, out)
-    else:
-        for i, (head, cells, first) in enumerate(rows):
-            table.add_row(*(escape(h) for h in head), *(f"[{_STYLE[v]}]{SYMBOLS[v]}[/]" for v in cells), first,
-                          end_section=(i == len(rows) - 1))
-        table.add_row("", "coverage", *cov, "")
-        table.add_row("", "partitions", *parts, "")
-        out.print(table)
-    print_wrapped(out, LEGEND, indent="  ", first_indent="")
-
-
-def _render_matrix_compact(title: str, levels: Sequence[int], rows: Sequence[Any], cov: Sequence[str],
-                           parts: Sequence[str], out: Console) -> None:
-    """The level matrix as a text grid, op names last so that long ones cannot push the columns apart:
-    `#0    L   ✓   ✓ ...  28  UNIDIRECTIONAL_SEQUENCE_LSTM`."""
-    label_width = max((len(f"#{head[0]}") for head, _, _ in rows), default=2)
-    longest = max((len(head[1]) for head, _, _ in rows), default=0)
-    # Five characters a level when the longest op name still fits the width, else four; the coverage row
-    # then drops its '%' signs (named in its label) so that "100%" cells do not touch.
-    cell = 5 if label_width + 5 * len(levels) + 8 + longest <= out.width else 4
-    cov_label = "coverage" if cell == 5 else "coverage %"
-    cov = cov if cell == 5 else [c.rstrip("%") for c in cov]
-    out.print(title, markup=False)
-    out.print(f"{'':<{label_width}}" + "".join(f"{lv:>{cell}}" for lv in levels) + "  from  op", markup=False)
-    for head, cells, first in rows:
-        line = Text(f"{'#' + head[0]:<{label_width}}")
-        for v in cells:
-            line.append(f"{SYMBOLS[v]:>{cell}}", style=_STYLE[v])
-        line.append(f"  {first:>4}  {head[1]}")
-        out.print(line)
-    for label, values in ((cov_label, cov), ("partitions", parts)):
-        out.print(f"{'':<{label_width}}" + "".join(f"{c:>{cell}}" for c in values) + f"  {'':>4}  {label}",
-                  markup=False)
-
-
-def _render_matrix_multi(mats: Sequence[LevelMatrix], fmt: str, out: Console) -> None:
-    levels = list(ALL_API_LEVELS)
-    header = ["model", *map(str, levels)]
-    rows = [[m.label, *(f"{m.checks[lv].plan.coverage:.0f}% / {len(m.checks[lv].plan.partitions)}p" for lv in levels)]
-            for m in mats]
-    total_row = ["total"]
-    for lv in levels:
-        t = totals([m.checks[lv] for m in mats])
-        total_row.append(f"{t['coverage']:.0f}% / {t['partitions']}p")
-    rows.append(total_row)
-    if fmt == "csv":
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(header)
-        w.writerows(rows)
-        print_raw(out, buf.getvalue(), end="")
-    elif fmt == "md":
-        lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-        lines += ["| " + " | ".join(_md_escape(x) for x in row) + " |" for row in rows]
-        print_raw(out, "\n".join(lines) + "\n\ncells: coverage of ops delegated / partitions\n")
-    else:
-        title = f"{len(mats)} models: coverage / partitions per API level"
-        # cells such as '100% / 1p' stay whole (wrapped, they would take two lines of uneven columns), and
-        # model names are never split: when that does not fit, one model per line
-        table = fitted_table([Col("model"), *(Col(h, justify="right") for h in header[1:])], rows, out.width,
-                             title=title)
-        if table is None:  # one model per line
-            out.print(title, markup=False)
-            for row in rows:
-                # a level and its figures ('API 27 80% / 2p') never split across lines: wrapped as one word
-                cells = ", ".join(f"API {h} {c}".replace(" ", "\xa0") for h, c in zip(header[1:], row[1:]))
-                for line in wrap(f"{row[0]}: {cells}", out.width, indent="    ", first_indent=""):
-                    out.print(line.replace("\xa0", " "), markup=False)
-            return
-        for i, row in enumerate(rows):
-            table.add_row(*(escape(c) for c in row), end_section=(i == len(rows) - 2))
-        out.print(table)
 
 
 def print_raw(out: Console, text: str, end: str = "\n") -> None:

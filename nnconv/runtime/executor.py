@@ -38,14 +38,13 @@ from nnconv.runtime.kernels.buffers import BufferPool
 from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.runtime.relaxed import fp16_storage
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
-from nnconv.nnapi.levels import feature_level
+from nnconv.nnapi.levels import MAX_FEATURE_LEVEL, feature_level
 from nnconv.nnapi.memory import ensure_fits, last_reads
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
 from nnconv.nnapi.program import ConvertedModel, IoTensor, bind_inputs, input_dtype_error
 from nnconv.nnapi.validate import validate_model
 
 _L = OperandLifeTime
-MAX_FEATURE_LEVEL = 8
 
 
 @dataclass

@@ -50,6 +50,9 @@ import numpy as np
 
 from nnconv.nnapi.enums import FuseCode, OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Operation, Subgraph
+from nnconv.nnapi.operations import window
+from nnconv.nnapi.operations.arithmetic import BinarySlot
+from nnconv.nnapi.operations.window import ConvImplicitSlot as ConvSlot
 from nnconv.runtime.fused_kernels import (Kernel, affine, clamp_epilogue, gated_mul, prelu_epilogue,
                                           byte_function, quant8_affine,
                                           scaled_filter_conv, with_epilogue)
@@ -57,6 +60,7 @@ from nnconv.runtime.kernels.logistic import float32_swish
 
 _L = OperandLifeTime
 _FUSE_CODES = (FuseCode.NONE, FuseCode.RELU, FuseCode.RELU1, FuseCode.RELU6)
+_ACTIVATION = BinarySlot.ACTIVATION  # ADD / MUL's fused activation slot
 _QUANT8 = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
 _O = OperationType
 # the standalone clamps and their FuseCode; the producers whose output an activation may finish in place
@@ -214,11 +218,11 @@ def _swish(g: _Graph, k: int, op: Operation) -> Fusion | None:
         return None
     if sorted(mul.inputs[:2]) != sorted([x, s]) or g.sg.operands[x].lifetime is _L.NO_VALUE:
         return None
-    if g.constant_int(mul.inputs[2]) not in _FUSE_CODES:
+    if g.constant_int(mul.inputs[_ACTIVATION]) not in _FUSE_CODES:
         return None  # left to the MUL kernel, which names the invalid code
     if not g.float32(x, s, mul.outputs[0]):
         return None  # quant8: `_byte_function`
-    return Fusion(absorbed=(k,), at=m, inputs=(x, mul.inputs[2]), fn=float32_swish, name="LOGISTIC+MUL")
+    return Fusion(absorbed=(k,), at=m, inputs=(x, mul.inputs[_ACTIVATION]), fn=float32_swish, name="LOGISTIC+MUL")
 
 
 def _byte_function(g: _Graph, k: int, kernels: Mapping[OperationType, Kernel]) -> Fusion | None:
@@ -280,7 +284,7 @@ def _channel_scale(g: _Graph, m: int, mul: Operation, conv_kernel: Kernel) -> Fu
     if (not g.float32(x, gate, h) or not xd or not gd or xd != g.dims(h) or not all(d > 0 for d in (*xd, *gd))
             or any(d != 1 for d in gd[:-1]) or gd[-1] != xd[-1] or x == gate):
         return None
-    act = g.constant_int(mul.inputs[2])
+    act = g.constant_int(mul.inputs[_ACTIVATION])
     if act not in _FUSE_CODES:
         return None
     kind, gate_inputs, absorbed = _gate_source(g, gate, m)
@@ -292,7 +296,7 @@ def _channel_scale(g: _Graph, m: int, mul: Operation, conv_kernel: Kernel) -> Fu
                       name="GATE+MUL+CONV_2D" if absorbed else "MUL+CONV_2D")
     if not absorbed:
         return None
-    return Fusion(absorbed=absorbed, at=m, inputs=(x, *gate_inputs, mul.inputs[2]), fn=gated_mul(kind),
+    return Fusion(absorbed=absorbed, at=m, inputs=(x, *gate_inputs, mul.inputs[_ACTIVATION]), fn=gated_mul(kind),
                   name="GATE+MUL")
 
 
@@ -308,7 +312,7 @@ def _gate_source(g: _Graph, gate: int, m: int) -> tuple[str, tuple[int, ...], tu
     if op.type is OperationType.LOGISTIC and len(op.inputs) == 1 and g.float32(op.inputs[0]) \
             and g.dims(op.inputs[0]) == g.dims(gate):
         return "logistic", (op.inputs[0],), (p,)
-    if op.type is OperationType.MUL and len(op.inputs) == 3 and g.constant_int(op.inputs[2]) == FuseCode.NONE:
+    if op.type is OperationType.MUL and len(op.inputs) == 3 and g.constant_int(op.inputs[_ACTIVATION]) == FuseCode.NONE:
         for t, c in (op.inputs[:2], op.inputs[1::-1]):
             cv = g.constant_value(c)
             if (cv is not None and cv.size == 1 and g.float32(t, c) and g.dims(t) == g.dims(gate)
@@ -326,14 +330,14 @@ def _affine(g: _Graph, m: int, mul: Operation, kernels: Mapping[OperationType, K
         return None
     h = mul.outputs[0]
     a = g.only_reader(h)
-    if a is None or a <= m or g.constant_int(mul.inputs[2]) != FuseCode.NONE:
+    if a is None or a <= m or g.constant_int(mul.inputs[_ACTIVATION]) != FuseCode.NONE:
         return None
     add = g.sg.operations[a]
     if add.type is not OperationType.ADD or len(add.inputs) != 3 or len(add.outputs) != 1:
         return None
     x, scale = _tensor_and_constant(g, mul.inputs[:2])
     hh, shift = _tensor_and_constant(g, add.inputs[:2])
-    if x is None or hh != h or g.constant_int(add.inputs[2]) not in _FUSE_CODES:
+    if x is None or hh != h or g.constant_int(add.inputs[_ACTIVATION]) not in _FUSE_CODES:
         return None
     xd = g.dims(x)
     y = add.outputs[0]
@@ -345,14 +349,14 @@ def _affine(g: _Graph, m: int, mul: Operation, kernels: Mapping[OperationType, K
     except ValueError:
         return None
     if g.float32(x, scale, h, shift, y):
-        return Fusion(absorbed=(m,), at=a, inputs=(x, scale, shift, add.inputs[2]), fn=affine, name="MUL+ADD")
+        return Fusion(absorbed=(m,), at=a, inputs=(x, scale, shift, add.inputs[_ACTIVATION]), fn=affine, name="MUL+ADD")
     types = {g.sg.operands[i].type for i in (x, scale, h, shift, y)}
     per_channel = all(math.prod(g.dims(c)[:-1]) == 1 for c in (scale, shift))
     if len(types) != 1 or types.pop() not in _QUANT8 or not per_channel or not {_O.MUL, _O.ADD} <= kernels.keys():
         return None
     fn = quant8_affine(mul, add, g.sg.operands[h], list(mul.inputs).index(x), list(add.inputs).index(h),
                        kernels[_O.MUL], kernels[_O.ADD])
-    return Fusion(absorbed=(m,), at=a, inputs=(*mul.inputs, shift, add.inputs[2]), fn=fn, name="MUL+ADD")
+    return Fusion(absorbed=(m,), at=a, inputs=(*mul.inputs, shift, add.inputs[_ACTIVATION]), fn=fn, name="MUL+ADD")
 
 
 def _tensor_and_constant(g: _Graph, pair: list[int]) -> tuple[int | None, int | None]:
@@ -371,12 +375,13 @@ def _scaled_conv_target(g: _Graph, x: int, h: int, act: int) -> int | None:
     if c is None or act != FuseCode.NONE:
         return None
     conv = g.sg.operations[c]
-    if (conv.type is not OperationType.CONV_2D or len(conv.inputs) < 7 or len(conv.outputs) != 1
-            or conv.inputs[0] != h or h in conv.inputs[1:]):
+    s = ConvSlot  # INPUT, FILTER and the least count are the same in both forms
+    if (conv.type is not OperationType.CONV_2D or len(conv.inputs) <= s.ACTIVATION or len(conv.outputs) != 1
+            or conv.inputs[s.INPUT] != h or h in conv.inputs[s.FILTER:]):
         return None
-    xd, wd = g.dims(x), g.dims(conv.inputs[1])
+    xd, wd = g.dims(x), g.dims(conv.inputs[s.FILTER])
     if (len(xd) != 4 or len(wd) != 4 or not all(d > 0 for d in wd) or wd[-1] != xd[-1]
-            or not g.float32(conv.inputs[1], conv.outputs[0]) or _conv_is_nchw(g, conv)):
+            or not g.float32(conv.inputs[s.FILTER], conv.outputs[0]) or _conv_is_nchw(g, conv)):
         return None
     if np.prod(wd) > SCALED_FILTER_MAX_SHARE * np.prod(xd):
         return None
@@ -384,9 +389,8 @@ def _scaled_conv_target(g: _Graph, x: int, h: int, act: int) -> int | None:
 
 
 def _conv_is_nchw(g: _Graph, conv: Operation) -> bool:
-    """CONV_2D's layout flag: slot 10 in the explicit-padding form (slot 7 holds an INT32 stride there),
-    slot 7 in the implicit one; absent means NHWC. A non-constant flag counts as NCHW (not fused)."""
+    """CONV_2D's layout flag, in the slot of its form (`window.CONV_2D`); absent means NHWC. A non-constant
+    flag counts as NCHW (not fused)."""
     n = len(conv.inputs)
-    explicit = n >= 10 and g.sg.operands[conv.inputs[7]].type is OperandType.INT32
-    slot = 10 if explicit else 7
+    slot = window.CONV_2D.form(n, lambda i: g.sg.operands[conv.inputs[i]].type).NCHW
     return n > slot and g.constant_int(conv.inputs[slot]) != 0

@@ -53,6 +53,22 @@ class Quantization:
     def is_per_channel(self) -> bool:
         return len(self.scale) > 1
 
+    def dequantize(self, value: np.ndarray) -> np.ndarray:
+        """Real values of stored `value` (per-tensor or per-channel), float32: (q - zp) * scale, as NNAPI's
+        DEQUANTIZE computes them. Without a scale it reads as scale 0, as TFLite's kernels read absent
+        quantization parameters; a per-channel zero point list of another length reads as zeros."""
+        value = np.asarray(value).astype(np.float32)
+        scales = np.asarray(self.scale or [0.0], dtype=np.float32)
+        zps = np.asarray(self.zero_point or [0], dtype=np.float32)
+        if self.is_per_channel:
+            shape = [1] * value.ndim
+            shape[self.quantized_dimension] = -1
+            scales = scales.reshape(shape)
+            zps = (zps if zps.size == scales.size else np.zeros(scales.size, np.float32)).reshape(shape)
+        else:
+            scales, zps = scales[0], zps[0]
+        return ((value - zps) * scales).astype(np.float32)
+
 
 @dataclass(frozen=True)
 class DimensionMetadata:

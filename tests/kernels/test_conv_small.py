@@ -161,7 +161,7 @@ def _quant_case(h, w, c, o, kh, kw, stride, pads, activation, signed, per_channe
 
 
 def test_quant_layouts_are_prepared():
-    from nnconv.runtime.kernels.conv_2d import QuantFilter
+    from nnconv.runtime.kernels._conv_quant import QuantFilter
     seen = set()
     # a per-tensor filter over 3 channels (the scaled filter), a reduction of 2304 terms (float32 chunks),
     # 1x1 few pixels (`_small_quant_pointwise`), a strided 3x3; uint8 with a centred zero point over 1440

@@ -81,9 +81,9 @@ def test_filter_fed_as_input_is_never_memoized(quant: bool) -> None:
         got = runner.run_subgraph(0, [x, w])[0]
         want = SubgraphRunner(model).run_subgraph(0, [x, w])[0]
         np.testing.assert_array_equal(got, want)
-    # only the geometry (constant scalars) is kept, nothing derived from the filter (the float 3x3
-    # convolution takes its bias as one more filter row, derived from the filter too)
-    assert [k[0] for k in runner._op_caches[(0, 0)]] == ["conv_params"]
+    # only the parameters and the geometry (constant scalars) are kept, nothing derived from the filter (the
+    # float 3x3 convolution takes its bias as one more filter row, derived from the filter too)
+    assert [k[0] for k in runner._op_caches[(0, 0)]] == ["window_params", "conv_params"]
 
 
 def test_memo_without_runner_cache_rebuilds() -> None:

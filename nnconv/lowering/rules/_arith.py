@@ -10,19 +10,14 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from nnconv.lowering.common import check_int8
+from nnconv.lowering.common import BOOL, F16, F32, FLOAT_OR_QUANT8, I8, I32, U8, check_int8  # noqa: F401 (re-exported)
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import Rule
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import TensorType
 
-F32 = TensorType.FLOAT32
-U8 = TensorType.UINT8
-I8 = TensorType.INT8
-I32 = TensorType.INT32
-F16 = TensorType.FLOAT16
-BOOL = TensorType.BOOL
 QUANT = (U8, I8)
 
 
@@ -49,6 +44,25 @@ def check_fixed_output_quant(c: CheckContext, what: str, out: Tensor, scale: flo
     if np.float32(got_scale) != np.float32(scale) or got_zp != zero_point:
         c.refuse(Code.QUANTIZATION, f"quantized {what} output must have scale {scale:g} and zero point "
                  f"{zero_point}, got {got_scale:g} and {got_zp}")
+
+
+def check_fixed_quant_io(c: CheckContext, what: str, scale: float, zero_points: dict[TensorType, int],
+                         quant_api: int | None = None) -> Tensor | None:
+    """The input checks of an op with a fixed quantized output (SOFTMAX, L2_NORMALIZATION): one float32 /
+    uint8 / int8 input of rank 1..4 and static shape, an output of its type, quantized needing `quant_api`
+    (None: any level) and onto (`scale`, `zero_points[type]`). Returns the input, None without one."""
+    if not c.require_inputs(1):
+        return None
+    x, out = c.input(0), c.output(0)
+    if c.require_dtype(x, FLOAT_OR_QUANT8):
+        c.require_dtype(out, (x.type,), "output")
+        if x.type != TensorType.FLOAT32:
+            if quant_api is not None:
+                c.require_api(quant_api, f"quantized {what}")
+            check_fixed_output_quant(c, what, out, scale, zero_points[x.type])
+    c.require_rank(x, 4, 1)
+    c.require_static_shapes()
+    return x
 
 
 def check_common(c: CheckContext, n_inputs: int | tuple[int, int], allowed: Iterable[TensorType],
@@ -161,3 +175,15 @@ def negate(c: LowerContext, x: int) -> int:
     else:
         c.emit(OperationType.MUL, [x, scalar_tensor(c, -1.0), c.i32(FuseCode.NONE)], [t])
     return t
+
+
+class FloatOnlyBeyondDelegate(Rule):
+    """A float32-only rule of one input of rank <= 4 that TFLite's NNAPI delegate does not lower (SQUARE,
+    CEIL): the dtype, constraints and check they share."""
+
+    dtypes = ("float32",)
+    constraints = "float32; rank <= 4"
+    beyond_delegate = True
+
+    def check(self, c: CheckContext) -> None:
+        check_common(c, 1, (F32,))

@@ -13,18 +13,12 @@ from typing import Sequence
 
 import numpy as np
 
-from nnconv.lowering.common import check_int8
+from nnconv.lowering.common import BOOL, F32, I8, I32, I64, U8, check_int8  # noqa: F401 (re-exported)
 from nnconv.lowering.context import CheckContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import TensorType
 
-F32 = TensorType.FLOAT32
-U8 = TensorType.UINT8
-I8 = TensorType.INT8
-I32 = TensorType.INT32
-I64 = TensorType.INT64
-BOOL = TensorType.BOOL
 BASIC = (F32, U8, I8)
 BASIC_I32 = (F32, U8, I8, I32)
 INDEX_TYPES = (I32, I64)

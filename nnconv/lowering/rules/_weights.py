@@ -160,21 +160,8 @@ def weights_operand(c: LowerContext, slot: int, x_slot: int = 0) -> int:
 
 
 def dequantize_tensor(c: CheckContext, w: Tensor) -> np.ndarray:
-    """Real values of a constant quantized tensor (per-tensor or per-channel), float32: (q - zp) * scale,
-    as NNAPI's DEQUANTIZE computes them. A tensor without a scale reads as scale 0, as TFLite's kernels
-    read its absent quantization parameters."""
-    q = w.quantization
-    value = np.asarray(c.const_value(w)).astype(np.float32)
-    scales = np.asarray(q.scale or [0.0], dtype=np.float32)
-    zps = np.asarray(q.zero_point or [0], dtype=np.float32)
-    if q.is_per_channel:
-        shape = [1] * value.ndim
-        shape[q.quantized_dimension] = -1
-        scales = scales.reshape(shape)
-        zps = (zps if zps.size == scales.size else np.zeros(scales.size, np.float32)).reshape(shape)
-    else:
-        scales, zps = scales[0], zps[0]
-    return ((value - zps) * scales).astype(np.float32)
+    """Real values of a constant quantized tensor (`Quantization.dequantize`)."""
+    return w.quantization.dequantize(c.const_value(w))
 
 
 def bias_for(c: LowerContext, slot: int, units: int, x_operand: int, w_operand: int) -> int:

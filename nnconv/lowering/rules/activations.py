@@ -15,7 +15,7 @@ import numpy as np
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import NO_SIGNED_INT8_ARMNN
-from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.registry import Rule, family_rule, lowering_rule
 from nnconv.lowering.rules._arith import (F32, I8, U8, check_common, check_fixed_output_quant, is_quant, negate,
                                           requantize, same_quant, scalar_tensor, via_float)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
@@ -29,8 +29,8 @@ from nnconv.tflite.schema_enums import BuiltinOperator
 
 
 class _Relu(Rule):
-    """TFLite OP(x) -> NNAPI OP(x) (API 27, float32 / uint8 / int8). Quantized with an output quantization
-    different from the input's: ADD(x, real 0, fuse code OP), since NNAPI's OP output keeps the input's."""
+    """TFLite <OP>(x) -> NNAPI <OP>(x) (API 27, float32 / uint8 / int8). Quantized with an output quantization
+    different from the input's: ADD(x, real 0, fuse code <OP>), since NNAPI's <OP> output keeps the input's."""
 
     fuse: ClassVar[FuseCode]
     dtypes = ("float32", "uint8", "int8")
@@ -47,25 +47,15 @@ class _Relu(Rule):
         c.emit(self.nnapi_ops[0], [c.in_(0)], [c.out(0)])
 
 
-@lowering_rule(BuiltinOperator.RELU)
-class Relu(_Relu):
-    __doc__ = _Relu.__doc__.replace("OP", "RELU")
-    fuse = FuseCode.RELU
-    nnapi_ops = (OperationType.RELU, OperationType.ADD)
+Relu = family_rule(_Relu, BuiltinOperator.RELU, fuse=FuseCode.RELU, nnapi_ops=(OperationType.RELU, OperationType.ADD))
 
 
-@lowering_rule(BuiltinOperator.RELU6)
-class Relu6(_Relu):
-    __doc__ = _Relu.__doc__.replace("OP", "RELU6")
-    fuse = FuseCode.RELU6
-    nnapi_ops = (OperationType.RELU6, OperationType.ADD)
+Relu6 = family_rule(_Relu, BuiltinOperator.RELU6, fuse=FuseCode.RELU6,
+                    nnapi_ops=(OperationType.RELU6, OperationType.ADD))
 
 
-@lowering_rule(BuiltinOperator.RELU_N1_TO_1)
-class ReluN1To1(_Relu):
-    __doc__ = _Relu.__doc__.replace("OP", "RELU1")
-    fuse = FuseCode.RELU1
-    nnapi_ops = (OperationType.RELU1, OperationType.ADD)
+ReluN1To1 = family_rule(_Relu, BuiltinOperator.RELU_N1_TO_1, fuse=FuseCode.RELU1,
+                        nnapi_ops=(OperationType.RELU1, OperationType.ADD))
 
 
 @lowering_rule(BuiltinOperator.RELU_0_TO_1)

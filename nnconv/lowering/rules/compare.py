@@ -22,11 +22,10 @@ from nnconv.lowering.common import check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
-from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.registry import Rule, family_rule, lowering_rule
 from nnconv.lowering.rules._arith import (BOOL, F32, I32, I8, U8, broadcast_shape, check_common, is_quant, nnapi_dims,
                                           same_quant)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
-from nnconv.rewrite.folds import Fold
 from nnconv.rewrite.folds import arithmetic as arithmetic_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -34,7 +33,7 @@ INT32_MIN = -(1 << 31)
 
 
 class _Compare(Rule):
-    """TFLite OP(x, y) -> NNAPI OP(x, y), output TENSOR_BOOL8 (API 29)."""
+    """TFLite <OP>(x, y) -> NNAPI <OP>(x, y), output TENSOR_BOOL8 (API 29)."""
 
     nnapi_op: ClassVar[OperationType]
     min_api_level = 29
@@ -53,23 +52,16 @@ class _Compare(Rule):
         c.emit(self.nnapi_op, [c.in_(0), c.in_(1)], [c.out(0)])
 
 
-def _compare(op: BuiltinOperator, nn_op: OperationType, fold: Fold) -> type[Rule]:
-    cls = type(op.name.title().replace("_", ""), (_Compare,),
-               {"__doc__": _Compare.__doc__.replace("OP", op.name), "nnapi_op": nn_op, "nnapi_ops": (nn_op,),
-                "fold": fold, "__module__": __name__})
-    return lowering_rule(op)(cls)
-
-
-Equal = _compare(BuiltinOperator.EQUAL, OperationType.EQUAL, arithmetic_folds.equal)
-NotEqual = _compare(BuiltinOperator.NOT_EQUAL, OperationType.NOT_EQUAL, arithmetic_folds.not_equal)
-Less = _compare(BuiltinOperator.LESS, OperationType.LESS, arithmetic_folds.less)
-LessEqual = _compare(BuiltinOperator.LESS_EQUAL, OperationType.LESS_EQUAL, arithmetic_folds.less_equal)
-Greater = _compare(BuiltinOperator.GREATER, OperationType.GREATER, arithmetic_folds.greater)
-GreaterEqual = _compare(BuiltinOperator.GREATER_EQUAL, OperationType.GREATER_EQUAL, arithmetic_folds.greater_equal)
+# The comparisons: one NNAPI operation of the same name each, and the constant fold of each.
+COMPARISONS = tuple(family_rule(_Compare, op, nnapi_op=OperationType[op.name], fold=fold) for op, fold in (
+    (BuiltinOperator.EQUAL, arithmetic_folds.equal), (BuiltinOperator.NOT_EQUAL, arithmetic_folds.not_equal),
+    (BuiltinOperator.LESS, arithmetic_folds.less), (BuiltinOperator.LESS_EQUAL, arithmetic_folds.less_equal),
+    (BuiltinOperator.GREATER, arithmetic_folds.greater),
+    (BuiltinOperator.GREATER_EQUAL, arithmetic_folds.greater_equal)))
 
 
 class _Logical(Rule):
-    """TFLite OP on bool tensors -> NNAPI OP (API 29), broadcasting alike."""
+    """TFLite <OP> on bool tensors -> NNAPI <OP> (API 29), broadcasting alike."""
 
     nnapi_op: ClassVar[OperationType]
     arity: ClassVar[int] = 2
@@ -85,29 +77,16 @@ class _Logical(Rule):
         c.emit(self.nnapi_op, [c.in_(k) for k in range(self.arity)], [c.out(0)])
 
 
-@lowering_rule(BuiltinOperator.LOGICAL_AND)
-class LogicalAnd(_Logical):
-    fold = arithmetic_folds.logical_and
-    __doc__ = _Logical.__doc__.replace("OP", "LOGICAL_AND")
-    nnapi_op = OperationType.LOGICAL_AND
-    nnapi_ops = (OperationType.LOGICAL_AND,)
+LogicalAnd = family_rule(_Logical, BuiltinOperator.LOGICAL_AND, nnapi_op=OperationType.LOGICAL_AND,
+                         fold=arithmetic_folds.logical_and)
 
 
-@lowering_rule(BuiltinOperator.LOGICAL_OR)
-class LogicalOr(_Logical):
-    fold = arithmetic_folds.logical_or
-    __doc__ = _Logical.__doc__.replace("OP", "LOGICAL_OR")
-    nnapi_op = OperationType.LOGICAL_OR
-    nnapi_ops = (OperationType.LOGICAL_OR,)
+LogicalOr = family_rule(_Logical, BuiltinOperator.LOGICAL_OR, nnapi_op=OperationType.LOGICAL_OR,
+                        fold=arithmetic_folds.logical_or)
 
 
-@lowering_rule(BuiltinOperator.LOGICAL_NOT)
-class LogicalNot(_Logical):
-    fold = arithmetic_folds.logical_not
-    __doc__ = _Logical.__doc__.replace("OP", "LOGICAL_NOT")
-    nnapi_op = OperationType.LOGICAL_NOT
-    nnapi_ops = (OperationType.LOGICAL_NOT,)
-    arity = 1
+LogicalNot = family_rule(_Logical, BuiltinOperator.LOGICAL_NOT, nnapi_op=OperationType.LOGICAL_NOT,
+                         fold=arithmetic_folds.logical_not, arity=1)
 
 
 def broadcast_to(c: LowerContext, operand: int, dims: tuple[int, ...], target: tuple[int, ...]) -> int:

@@ -19,6 +19,8 @@ from nnconv.lowering.driver_support import NO_FLOAT16_ARMNN
 from nnconv.lowering.registry import Rule, custom_rule, lowering_rule
 from nnconv.lowering.rules._weights import bias_for, check_weighted_op, weights_operand
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.window import (ConvImplicitSlot, DepthwiseImplicitSlot, GroupedImplicitSlot,
+                                            TransposeExplicitSlot, WindowSignature)
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator, Padding, TensorType
 
@@ -59,10 +61,34 @@ def check_window_options(c: CheckContext, o: Any) -> None:
     check_padding(c, o.padding)
 
 
+class _Convolution(Rule):
+    """CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV: the weighted-op dtypes and driver notes; the checks and
+    the lowered operands of CONV_2D's and DEPTHWISE_CONV_2D's three operands."""
+
+    dtypes = CONV_DTYPES
+    driver_notes = (NO_FLOAT16_ARMNN,)
+
+    def check_operands(self, c: CheckContext) -> tuple[Tensor | None, Tensor | None] | None:
+        """(input, filter) after `check_conv_operands`, None without 2 or 3 inputs."""
+        if not c.require_inputs(2, 3):
+            return None
+        return check_conv_operands(c, 0, 1, 2, self.op.name)
+
+    @staticmethod
+    def lower_operands(c: LowerContext, units_axis: int) -> tuple[int, int, int, Tensor, Tensor]:
+        """(input, filter, bias) operands and the (input, filter) tensors; the bias has one value per output
+        channel, the filter's dimension `units_axis`."""
+        x = c.in_(0)
+        w = weights_operand(c, 1)
+        x_t, w_t = c.input(0), c.input(1)
+        return x, w, bias_for(c, 2, w_t.shape[units_axis], x, w), x_t, w_t
+
+
 @lowering_rule(BuiltinOperator.CONV_2D)
-class Conv2D(Rule):
-    """TFLite CONV_2D(input [N,H,W,C], filter [O,KH,KW,C'], bias [O]?) -> NNAPI CONV_2D slots
-    (input, filter, bias, padding code, stride_w, stride_h, fuse code[, NCHW=false, dilation_w, dilation_h]).
+class Conv2D(_Convolution):
+    """TFLite CONV_2D(input [N,H,W,C], filter [O,KH,KW,C'], bias [O]?) -> NNAPI CONV_2D's implicit-padding
+    slots (`ConvImplicitSlot`: input, filter, bias, padding code, stride_w, stride_h, fuse code[, NCHW=false,
+    dilation_w, dilation_h]).
 
     Dilation needs the API 29 operand form. When C is a multiple of C' > 1 groups, the op becomes
     GROUPED_CONV_2D (API 29) with num_groups = C / C'. A missing bias becomes a zero constant (int32 with
@@ -74,16 +100,14 @@ class Conv2D(Rule):
     """
 
     nnapi_ops = (OperationType.CONV_2D, OperationType.GROUPED_CONV_2D, OperationType.DEQUANTIZE)
-    dtypes = CONV_DTYPES
     constraints = ("rank-4 input; dilation, grouped filters, per-channel weights and hybrid weights need API 29; "
                    "below 29 input_scale*filter_scale < output_scale")
-    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        if not c.require_inputs(2, 3):
+        operands = self.check_operands(c)
+        if operands is None:
             return
-        x, w = check_conv_operands(c, 0, 1, 2, "CONV_2D")
-        o = c.options
+        (x, w), o = operands, c.options
         if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
             c.require_api(29, "dilated CONV_2D")
         if x is not None and w is not None and x.rank == 4 and w.rank == 4 and x.shape[3] != w.shape[3]:
@@ -99,30 +123,33 @@ class Conv2D(Rule):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
-        x = c.in_(0)
-        w = weights_operand(c, 1)
-        x_t, w_t = c.input(0), c.input(1)
-        bias = bias_for(c, 2, w_t.shape[0], x, w)
+        x, w, bias, x_t, w_t = self.lower_operands(c, 0)
         groups = x_t.shape[3] // w_t.shape[3]
         dilated = o.dilation_w_factor != 1 or o.dilation_h_factor != 1
         fused = c.fused_output(o.fused_activation_function)
-        args = [x, w, bias, c.i32(padding_code(o.padding)), c.i32(o.stride_w), c.i32(o.stride_h)]
         if groups > 1:
-            args += [c.i32(groups), c.i32(fused.code), c.boolean(False)]
-            c.emit(OperationType.GROUPED_CONV_2D, args, [fused.operand])
+            g = GroupedImplicitSlot
+            args = {g.INPUT: x, g.FILTER: w, g.BIAS: bias, g.PADDING_SCHEME: c.i32(padding_code(o.padding)),
+                    g.STRIDE_WIDTH: c.i32(o.stride_w), g.STRIDE_HEIGHT: c.i32(o.stride_h), g.NUM_GROUPS: c.i32(groups),
+                    g.ACTIVATION: c.i32(fused.code), g.NCHW: c.boolean(False)}
+            c.emit(OperationType.GROUPED_CONV_2D, WindowSignature.operands(args), [fused.operand])
         else:
-            args.append(c.i32(fused.code))
+            s = ConvImplicitSlot
+            args = {s.INPUT: x, s.FILTER: w, s.BIAS: bias, s.PADDING_SCHEME: c.i32(padding_code(o.padding)),
+                    s.STRIDE_WIDTH: c.i32(o.stride_w), s.STRIDE_HEIGHT: c.i32(o.stride_h),
+                    s.ACTIVATION: c.i32(fused.code)}
             if dilated:
-                args += [c.boolean(False), c.i32(o.dilation_w_factor), c.i32(o.dilation_h_factor)]
-            c.emit(OperationType.CONV_2D, args, [fused.operand])
+                args.update({s.NCHW: c.boolean(False), s.DILATION_WIDTH: c.i32(o.dilation_w_factor),
+                             s.DILATION_HEIGHT: c.i32(o.dilation_h_factor)})
+            c.emit(OperationType.CONV_2D, WindowSignature.operands(args), [fused.operand])
         fused.finish()
 
 
 @lowering_rule(BuiltinOperator.DEPTHWISE_CONV_2D)
-class DepthwiseConv2D(Rule):
+class DepthwiseConv2D(_Convolution):
     """TFLite DEPTHWISE_CONV_2D(input [N,H,W,C], filter [1,KH,KW,C*M], bias [C*M]?) -> NNAPI
-    DEPTHWISE_CONV_2D (input, filter, bias, padding code, stride_w, stride_h, depth multiplier M, fuse code
-    [, NCHW=false, dilation_w, dilation_h]).
+    DEPTHWISE_CONV_2D's implicit-padding slots (`DepthwiseImplicitSlot`: input, filter, bias, padding code,
+    stride_w, stride_h, depth multiplier M, fuse code[, NCHW=false, dilation_w, dilation_h]).
 
     M is taken from the shapes (filter depth / input depth), which is what the computation means even when
     a converter left the option at a stale value. Dilation needs API 29. Quantized and hybrid variants as
@@ -130,16 +157,14 @@ class DepthwiseConv2D(Rule):
     """
 
     nnapi_ops = (OperationType.DEPTHWISE_CONV_2D, OperationType.DEQUANTIZE)
-    dtypes = CONV_DTYPES
     constraints = ("rank-4 input; filter depth a multiple of the input depth; dilation, per-channel and hybrid "
                    "weights need API 29")
-    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        if not c.require_inputs(2, 3):
+        operands = self.check_operands(c)
+        if operands is None:
             return
-        x, w = check_conv_operands(c, 0, 1, 2, "DEPTHWISE_CONV_2D")
-        o = c.options
+        (x, w), o = operands, c.options
         if x is not None and w is not None and x.rank == 4 and w.rank == 4:
             if w.shape[0] != 1 or x.shape[3] == 0 or w.shape[3] % x.shape[3]:
                 c.refuse(Code.OPERAND_VALUE, f"filter {list(w.shape)} is not [1, KH, KW, {x.shape[3]} * M]")
@@ -150,16 +175,16 @@ class DepthwiseConv2D(Rule):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
-        x = c.in_(0)
-        w = weights_operand(c, 1)
-        x_t, w_t = c.input(0), c.input(1)
-        bias = bias_for(c, 2, w_t.shape[3], x, w)
+        x, w, bias, x_t, w_t = self.lower_operands(c, 3)
         fused = c.fused_output(o.fused_activation_function)
-        args = [x, w, bias, c.i32(padding_code(o.padding)), c.i32(o.stride_w), c.i32(o.stride_h),
-                c.i32(w_t.shape[3] // x_t.shape[3]), c.i32(fused.code)]
+        s = DepthwiseImplicitSlot
+        args = {s.INPUT: x, s.FILTER: w, s.BIAS: bias, s.PADDING_SCHEME: c.i32(padding_code(o.padding)),
+                s.STRIDE_WIDTH: c.i32(o.stride_w), s.STRIDE_HEIGHT: c.i32(o.stride_h),
+                s.DEPTH_MULTIPLIER: c.i32(w_t.shape[3] // x_t.shape[3]), s.ACTIVATION: c.i32(fused.code)}
         if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
-            args += [c.boolean(False), c.i32(o.dilation_w_factor), c.i32(o.dilation_h_factor)]
-        c.emit(OperationType.DEPTHWISE_CONV_2D, args, [fused.operand])
+            args.update({s.NCHW: c.boolean(False), s.DILATION_WIDTH: c.i32(o.dilation_w_factor),
+                         s.DILATION_HEIGHT: c.i32(o.dilation_h_factor)})
+        c.emit(OperationType.DEPTHWISE_CONV_2D, WindowSignature.operands(args), [fused.operand])
         fused.finish()
 
 
@@ -188,9 +213,11 @@ def _emit_transpose_conv(c: LowerContext, x_slot: int, w_slot: int, bias_slot: i
         pl, pr = transpose_padding(x_t.shape[2], out_t.shape[2], stride_w, w_t.shape[2])
         pt, pb = transpose_padding(x_t.shape[1], out_t.shape[1], stride_h, w_t.shape[1])
     fused = c.fused_output(act)
-    args = [x, w, bias, c.i32(pl), c.i32(pr), c.i32(pt), c.i32(pb), c.i32(stride_w), c.i32(stride_h),
-            c.i32(fused.code), c.boolean(False)]
-    c.emit(OperationType.TRANSPOSE_CONV_2D, args, [fused.operand])
+    s = TransposeExplicitSlot
+    args = {s.INPUT: x, s.FILTER: w, s.BIAS: bias, s.PADDING_LEFT: c.i32(pl), s.PADDING_RIGHT: c.i32(pr),
+            s.PADDING_TOP: c.i32(pt), s.PADDING_BOTTOM: c.i32(pb), s.STRIDE_WIDTH: c.i32(stride_w),
+            s.STRIDE_HEIGHT: c.i32(stride_h), s.ACTIVATION: c.i32(fused.code), s.NCHW: c.boolean(False)}
+    c.emit(OperationType.TRANSPOSE_CONV_2D, WindowSignature.operands(args), [fused.operand])
     fused.finish()
 
 
@@ -211,7 +238,7 @@ def _check_transpose_conv(c: CheckContext, x_slot: int, w_slot: int, bias_slot: 
 
 
 @lowering_rule(BuiltinOperator.TRANSPOSE_CONV)
-class TransposeConv(Rule):
+class TransposeConv(_Convolution):
     """TFLite TRANSPOSE_CONV(output_shape [4], weights [O,KH,KW,C], input [N,H,W,C][, bias [O]]) -- note the
     order: the input comes third -> NNAPI TRANSPOSE_CONV_2D (input, filter, bias, pad left/right/top/bottom,
     stride_w, stride_h, fuse code, NCHW=false), API 29.
@@ -225,7 +252,6 @@ class TransposeConv(Rule):
     min_api_level = 29
     dtypes = TRANSPOSE_CONV_DTYPES
     constraints = "API 29; constant output_shape; rank-4 input; hybrid weights need API 29 or --fold-weights"
-    driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(3, 4):

@@ -7,7 +7,7 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import NO_FLOAT16_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import check_fixed_output_quant, emit_last_axis_op_as_rows
+from nnconv.lowering.rules._arith import check_fixed_quant_io, emit_last_axis_op_as_rows
 from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -30,16 +30,9 @@ class L2Normalization(Rule):
     driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        if not c.require_inputs(1):
+        if check_fixed_quant_io(c, "L2_NORMALIZATION", 1 / 128, {TensorType.UINT8: 128, TensorType.INT8: 0},
+                                quant_api=29) is None:
             return
-        x, out = c.input(0), c.output(0)
-        if c.require_dtype(x, FLOAT_OR_QUANT8):
-            c.require_dtype(out, (x.type,), "output")
-            if x.type != TensorType.FLOAT32:
-                c.require_api(29, "quantized L2_NORMALIZATION")
-                check_fixed_output_quant(c, "L2_NORMALIZATION", out, 1 / 128, 128 if x.type == TensorType.UINT8 else 0)
-        c.require_rank(x, 4, 1)
-        c.require_static_shapes()
         act = c.options.fused_activation_function if c.options is not None else 0
         if act != 0:
             c.refuse(Code.OPTION, "L2_NORMALIZATION takes no fused activation in NNAPI")

@@ -7,13 +7,14 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.window import PoolImplicitSlot, WindowSignature
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
 class _Pool(Rule):
-    """TFLite <POOL>(input [N,H,W,C]) with Pool2DOptions -> NNAPI <POOL> in the implicit-padding form
-    (input, padding code, stride_w, stride_h, filter_w, filter_h, fuse code). Padding is neither summed
-    nor counted on both sides. The output keeps the input's quantization (NNAPI forces it)."""
+    """TFLite <OP>(input [N,H,W,C]) with Pool2DOptions -> NNAPI <OP> in the implicit-padding form
+    (`PoolImplicitSlot`: input, padding code, stride_w, stride_h, filter_w, filter_h, fuse code). Padding is neither
+    summed nor counted on both sides. The output keeps the input's quantization (NNAPI forces it)."""
 
     nnapi_op: OperationType
     dtypes = ("float32", "uint8", "int8")
@@ -46,19 +47,20 @@ class _Pool(Rule):
     def lower(self, c: LowerContext) -> None:
         o = c.options
         fused = c.fused_output(o.fused_activation_function)
-        args = [c.in_(0), c.i32(padding_code(o.padding)), c.i32(o.stride_w), c.i32(o.stride_h),
-                c.i32(o.filter_width), c.i32(o.filter_height), c.i32(fused.code)]
-        c.emit(self.nnapi_op, args, [fused.operand])
+        s = PoolImplicitSlot
+        args = {s.INPUT: c.in_(0), s.PADDING_SCHEME: c.i32(padding_code(o.padding)), s.STRIDE_WIDTH: c.i32(o.stride_w),
+                s.STRIDE_HEIGHT: c.i32(o.stride_h), s.FILTER_WIDTH: c.i32(o.filter_width),
+                s.FILTER_HEIGHT: c.i32(o.filter_height), s.ACTIVATION: c.i32(fused.code)}
+        c.emit(self.nnapi_op, WindowSignature.operands(args), [fused.operand])
         fused.finish()
 
 
 @lowering_rule(BuiltinOperator.AVERAGE_POOL_2D)
 class AveragePool2D(_Pool):
-    __doc__ = _Pool.__doc__.replace("<POOL>", "AVERAGE_POOL_2D") + """
+    doc_more = """
     Quantized averages are the integer sum divided with rounding; TFLite's delegate refuses quantized
     windows over 256 elements (the reference's 16-bit accumulators), so this rule does too."""
     nnapi_op = OperationType.AVERAGE_POOL_2D
-    nnapi_ops = (OperationType.AVERAGE_POOL_2D,)
     constraints = "rank-4 input; output quantization equals the input's; quantized filter_w*filter_h <= 256"
 
     def check_more(self, c: CheckContext) -> None:
@@ -69,19 +71,16 @@ class AveragePool2D(_Pool):
 
 @lowering_rule(BuiltinOperator.MAX_POOL_2D)
 class MaxPool2D(_Pool):
-    __doc__ = _Pool.__doc__.replace("<POOL>", "MAX_POOL_2D")
     nnapi_op = OperationType.MAX_POOL_2D
-    nnapi_ops = (OperationType.MAX_POOL_2D,)
     constraints = "rank-4 input; output quantization equals the input's"
 
 
 @lowering_rule(BuiltinOperator.L2_POOL_2D)
 class L2Pool2D(_Pool):
-    __doc__ = _Pool.__doc__.replace("<POOL>", "L2_POOL_2D") + """
+    doc_more = """
     Float only (NNAPI has no quantized L2 pooling). TFLite's delegate takes a fused activation only from
     API 29; the NNAPI 1.0 operation has the fuse code operand, so this rule does not gate it."""
     nnapi_op = OperationType.L2_POOL_2D
-    nnapi_ops = (OperationType.L2_POOL_2D,)
     dtypes = ("float32",)
     allowed = FLOAT
     constraints = "float32; rank-4 input"

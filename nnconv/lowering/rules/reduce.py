@@ -17,7 +17,7 @@ from nnconv.lowering.common import check_int8
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
-from nnconv.lowering.registry import Rule, lowering_rule
+from nnconv.lowering.registry import Rule, family_rule, lowering_rule
 from nnconv.lowering.rules._arith import scalar_tensor
 from nnconv.lowering.rules._quant_prod import int8_prod_deviation
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, BOOL, F32, I32, I64, check_data_movement,
@@ -366,33 +366,32 @@ class ReduceMax(_Reduce):
 class ReduceMin(_Reduce):
     fold = arithmetic_folds.reduce_min
     __doc__ = _Reduce.__doc__ + " Quantized inputs and outputs must share their parameters."
-    nnapi_ops = (OperationType.REDUCE_MIN,)
     nnapi_op = OperationType.REDUCE_MIN
     allowed = BASIC
     dtypes = ("float32", "uint8", "int8")
     constraints = "constant axes; rank <= 4; same input/output quantization"
 
 
-@lowering_rule(BuiltinOperator.REDUCE_ANY)
-class ReduceAny(_Reduce):
-    __doc__ = _Reduce.__doc__ + " On TENSOR_BOOL8."
-    nnapi_ops = (OperationType.REDUCE_ANY,)
-    nnapi_op = OperationType.REDUCE_ANY
-    allowed = (BOOL,)
-    dtypes = ("bool",)
-    constraints = "bool; constant axes; rank <= 4"
-    driver_notes = (MISSING_FROM_ARMNN,)
+# The boolean reductions: TENSOR_BOOL8 only.
+_BOOL_REDUCE = {"allowed": (BOOL,), "dtypes": ("bool",), "constraints": "bool; constant axes; rank <= 4"}
+ReduceAny = family_rule(_Reduce, BuiltinOperator.REDUCE_ANY, nnapi_op=OperationType.REDUCE_ANY,
+                        doc_more=" On TENSOR_BOOL8.", driver_notes=(MISSING_FROM_ARMNN,), **_BOOL_REDUCE)
+ReduceAll = family_rule(_Reduce, BuiltinOperator.REDUCE_ALL, nnapi_op=OperationType.REDUCE_ALL,
+                        doc_more=" On TENSOR_BOOL8. Beyond the delegate, which does not lower REDUCE_ALL.",
+                        beyond_delegate=True, **_BOOL_REDUCE)
 
 
-@lowering_rule(BuiltinOperator.REDUCE_ALL)
-class ReduceAll(_Reduce):
-    __doc__ = _Reduce.__doc__ + " On TENSOR_BOOL8. Beyond the delegate, which does not lower REDUCE_ALL."
-    nnapi_ops = (OperationType.REDUCE_ALL,)
-    nnapi_op = OperationType.REDUCE_ALL
-    allowed = (BOOL,)
-    dtypes = ("bool",)
-    beyond_delegate = True
-    constraints = "bool; constant axes; rank <= 4"
+def _check_indexed_input(c: CheckContext, what: str) -> Tensor | None:
+    """ARG_MAX / ARG_MIN / TOPK_V2 (API 29): the input and a second operand, the input float32 / uint8 / int8 /
+    int32 of rank 1..4. Returns the input, None when the checks cannot go on."""
+    c.require_api(29, what)
+    if not c.require_inputs(2):
+        return None
+    x = c.input(0)
+    if not c.require_dtype(x, BASIC_I32):
+        return None
+    c.require_rank(x, 4, 1)
+    return x
 
 
 class _ArgReduce(Rule):
@@ -407,13 +406,9 @@ class _ArgReduce(Rule):
     nnapi_op: OperationType
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, self.nnapi_op.name)
-        if not c.require_inputs(2):
+        x = _check_indexed_input(c, self.nnapi_op.name)
+        if x is None:
             return
-        x = c.input(0)
-        if not c.require_dtype(x, BASIC_I32):
-            return
-        c.require_rank(x, 4, 1)
         c.require_dtype(c.output(), (I32, I64), "output")
         c.require_static_shapes()
         check_int8(c)
@@ -426,18 +421,10 @@ class _ArgReduce(Rule):
         c.emit(self.nnapi_op, [c.in_(0), c.i32(axis)], [c.out()])
 
 
-@lowering_rule(BuiltinOperator.ARG_MAX)
-class ArgMax(_ArgReduce):
-    __doc__ = _ArgReduce.__doc__
-    nnapi_ops = (OperationType.ARGMAX,)
-    nnapi_op = OperationType.ARGMAX
+ArgMax = family_rule(_ArgReduce, BuiltinOperator.ARG_MAX, nnapi_op=OperationType.ARGMAX)
 
 
-@lowering_rule(BuiltinOperator.ARG_MIN)
-class ArgMin(_ArgReduce):
-    __doc__ = _ArgReduce.__doc__
-    nnapi_ops = (OperationType.ARGMIN,)
-    nnapi_op = OperationType.ARGMIN
+ArgMin = family_rule(_ArgReduce, BuiltinOperator.ARG_MIN, nnapi_op=OperationType.ARGMIN)
 
 
 @lowering_rule(BuiltinOperator.TOPK_V2)
@@ -452,13 +439,9 @@ class TopKV2(Rule):
     driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "TOPK_V2")
-        if not c.require_inputs(2):
+        x = _check_indexed_input(c, "TOPK_V2")
+        if x is None:
             return
-        x = c.input(0)
-        if not c.require_dtype(x, BASIC_I32):
-            return
-        c.require_rank(x, 4, 1)
         check_same_quant(c, x, c.output(0), "values")
         c.require_dtype(c.output(1), (I32,), "indices")
         c.require_static_shapes()

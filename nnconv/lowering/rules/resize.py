@@ -15,7 +15,7 @@ from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
 class _Resize(Rule):
-    """TFLite <RESIZE>(input [N,H,W,C], size [2] = [new_h, new_w]) -> NNAPI <RESIZE>(input, output WIDTH,
+    """TFLite <OP>(input [N,H,W,C], size [2] = [new_h, new_w]) -> NNAPI <OP>(input, output WIDTH,
     output HEIGHT[, NCHW=false[, align_corners, half_pixel_centers]]). NNAPI takes the width before the
     height, as INT32 scalars, so the size tensor must be constant. align_corners / half_pixel_centers exist
     in NNAPI from API 30. Quantized output keeps the input's scale and zero point."""
@@ -80,7 +80,7 @@ class _Resize(Rule):
 
 @lowering_rule(BuiltinOperator.RESIZE_BILINEAR)
 class ResizeBilinear(_Resize):
-    __doc__ = _Resize.__doc__.replace("<RESIZE>", "RESIZE_BILINEAR") + """
+    doc_more = """
     Float from API 27; quantized from API 29 (int8 as uint8 + 128 below 30, exact since the interpolation
     commutes with the shift). TFLite's delegate also asks out H == W below 29, a restriction of old drivers
     that NNAPI 1.0 itself does not have. Known difference: TFLite's own int8 kernel interpolates in 10-bit
@@ -136,7 +136,7 @@ def integer_upscale(c: CheckContext) -> int | None:
 
 @lowering_rule(BuiltinOperator.RESIZE_NEAREST_NEIGHBOR)
 class ResizeNearestNeighbor(_Resize):
-    __doc__ = _Resize.__doc__.replace("<RESIZE>", "RESIZE_NEAREST_NEIGHBOR") + """
+    doc_more = """
     The operation exists from API 29 (with the NCHW operand always present). An upscale by the same integer
     factor f on both axes (no flag, or half_pixel_centers, which then changes nothing: Keras' UpSampling2D
     in TF >= 2.x) is exactly "repeat each pixel f x f times": the plain operation from API 29, and below it

@@ -7,7 +7,8 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import NO_FLOAT16_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import check_fixed_output_quant, emit_last_axis_op_as_rows, via_float
+from nnconv.lowering.rules._arith import (check_fixed_output_quant, check_fixed_quant_io, emit_last_axis_op_as_rows,
+                                          via_float)
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.quant_limits import softmax_input_multiplier
 from nnconv.tflite.ir import Tensor
@@ -43,15 +44,9 @@ class Softmax(Rule):
     driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        if not c.require_inputs(1):
+        x = check_fixed_quant_io(c, "SOFTMAX", 1 / 256, {TensorType.UINT8: 0, TensorType.INT8: -128})
+        if x is None:
             return
-        x, out = c.input(0), c.output(0)
-        if c.require_dtype(x, FLOAT_OR_QUANT8):
-            c.require_dtype(out, (x.type,), "output")
-            if x.type != TensorType.FLOAT32:
-                check_fixed_output_quant(c, "SOFTMAX", out, 1 / 256, 0 if x.type == TensorType.UINT8 else -128)
-        c.require_rank(x, 4, 1)
-        c.require_static_shapes()
         beta = c.options.beta if c.options is not None else 1.0
         if not beta > 0:
             c.refuse(Code.OPTION, f"beta {beta} must be positive")

@@ -1,12 +1,15 @@
-"""Validate-time rules of CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED (Conv2D.cpp, DepthwiseConv2D.cpp,
-FullyConnected.cpp of the NNAPI reference operations): before feature level 3, a TENSOR_QUANT8_ASYMM
-operation needed output_scale > input_scale * filter_scale."""
+"""Validate-time rules of CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D and FULLY_CONNECTED (Conv2D.cpp,
+DepthwiseConv2D.cpp, GroupedConv2D.cpp, FullyConnected.cpp of the NNAPI reference operations): before feature
+level 3, a TENSOR_QUANT8_ASYMM operation needed output_scale > input_scale * filter_scale; the convolutions'
+scalars (their forms in `window.py`) have the types of their form, and the layout flag or dilation needs
+feature level 3."""
 
 from __future__ import annotations
 
 from enum import IntEnum
 
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.operations import window
 from nnconv.nnapi.operations.validation import OperationView, f32, validator
 
 
@@ -30,6 +33,18 @@ def scale_relation_level(view: OperationView) -> int:
 
 _QUANT_INPUTS = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
 _QUANT_FILTERS = _QUANT_INPUTS + (OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,)
+
+
+# The operand signature of each windowed filter operation.
+WINDOW_SIGNATURES = {OperationType.CONV_2D: window.CONV_2D, OperationType.DEPTHWISE_CONV_2D: window.DEPTHWISE_CONV_2D,
+                     OperationType.GROUPED_CONV_2D: window.GROUPED_CONV_2D,
+                     OperationType.TRANSPOSE_CONV_2D: window.TRANSPOSE_CONV_2D}
+
+
+@validator(OperationType.GROUPED_CONV_2D, OperationType.TRANSPOSE_CONV_2D)
+def validate_window_scalars(view: OperationView, feature_level: int) -> int:
+    """The scalars of GROUPED_CONV_2D's and TRANSPOSE_CONV_2D's forms have their types."""
+    return window.window_level(view, WINDOW_SIGNATURES[view.operation.type])
 
 
 @validator(OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D, OperationType.FULLY_CONNECTED)
@@ -58,4 +73,6 @@ def validate_filter_op(view: OperationView, feature_level: int) -> int:
                               f"{units} output channels")
     if x is not None and out is not None and out.type is not x.type:
         raise view.refuse(f"output 0 is {out.type.name}, {view.describe(FilterSlot.INPUT)} is {x.type.name}")
-    return scale_relation_level(view)
+    signature = WINDOW_SIGNATURES.get(view.operation.type)
+    needed = 1 if signature is None else window.window_level(view, signature)
+    return max(needed, scale_relation_level(view))

@@ -72,6 +72,13 @@ class OperationView:
     def input(self, slot: int) -> Operand | None:
         return self.in_operands[slot] if slot < len(self.in_operands) else None
 
+    def type_at(self, slot: int) -> OperandType | None:
+        """The declared type of input `slot` (an omitted one's too), None beyond the inputs."""
+        if self.in_types:
+            return self.in_types[slot] if slot < len(self.in_types) else None
+        od = self.input(slot)
+        return None if od is None else od.type
+
     def constant(self, slot: int) -> np.ndarray | None:
         """The value of input `slot` when it is a constant operand, else None."""
         od = self.input(slot)

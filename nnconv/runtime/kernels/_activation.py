@@ -5,6 +5,8 @@ Not a kernel module; imported by relu.py, relu1.py, relu6.py, logistic.py, tanh.
 
 from __future__ import annotations
 
+from typing import Callable, Mapping
+
 import numpy as np
 
 from nnconv.nnapi.enums import FuseCode, OperandType
@@ -12,6 +14,7 @@ from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multipli
                                        quantize_multiplier_greater_than_one, quantized_activation_range)
 from nnconv.nnapi.quant_limits import SIGMOID_INPUT_INTEGER_BITS, calculate_input_radius, sigmoid_input_multiplier
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
+from nnconv.runtime.kernels._quant8_table import via_quant8_table
 from nnconv.runtime.kernels.registry import KernelCall
 
 
@@ -102,3 +105,26 @@ def check_fixed_output(call: KernelCall, scale: float, zero_point: int) -> None:
     if np.float32(out.scale) != np.float32(scale) or out.zero_point != zero_point:
         raise call.fail(f"the quantized output must have scale {scale:g} and zero point {zero_point}, "
                         f"got {out.scale:g} and {out.zero_point}")
+
+
+def q4_activation(call: KernelCall, float_fn: Callable[[KernelCall, np.ndarray], np.ndarray],
+                  fixed_output: Mapping[OperandType, tuple[float, int]],
+                  from_q4: Callable[[np.ndarray], np.ndarray]) -> list[np.ndarray]:
+    """LOGISTIC / TANH: `float_fn(call, x)` on float tensors; quantized, the reference fixed-point pipeline,
+    run once per 8-bit value by via_quant8_table: the input rescaled to Q4.27 (`rescaled_q4`), `from_q4` of it
+    in output steps, + the output zero point prescribed by `fixed_output`, clamped; saturated outside the
+    input radius."""
+    x = call.tensor(0)
+    check_rank(call, x)
+    if call.type(0) in FLOAT_TYPES:
+        return [float_fn(call, x)]
+    out = call.out_operands[0]
+    zp, lo, hi = fixed_quant_output(call, fixed_output)
+
+    def quantized(c: KernelCall) -> np.ndarray:
+        centered, q4, inside = rescaled_q4(c)
+        y = np.clip(from_q4(q4) + zp, lo, hi)  # logistic's 1.0 (256) is not representable: the top value
+        y = np.where(inside, y, np.where(centered > 0, hi, lo))
+        return y.astype(out.dtype)
+
+    return [via_quant8_table(call, quantized)]

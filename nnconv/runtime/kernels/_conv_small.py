@@ -36,7 +36,7 @@ CACHE_KEY = "conv_small"
 Requantize = Callable[[np.ndarray, np.ndarray], object]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ConvLayout:
     """What `conv_nhwc` chose for one operation (one group, one block): the matrix operands and epilogue."""
 

@@ -12,6 +12,16 @@ from nnconv.runtime.kernels._elementwise import FLOAT_TYPES, broadcast_shape, ch
 from nnconv.runtime.kernels.registry import KernelCall
 
 
+def pick_max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """std::max(a, b) = (a < b) ? b : a, as the reference: with a NaN the first operand wins."""
+    return np.where(a < b, b, a)
+
+
+def pick_min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """std::min(a, b) = (b < a) ? b : a, as the reference: with a NaN the first operand wins."""
+    return np.where(b < a, b, a)
+
+
 def min_max(call: KernelCall, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
     """fn(a, b) with broadcasting; quant8 inputs are first requantized to the output's scale and zero point
     (each may have its own), then compared as stored integers."""

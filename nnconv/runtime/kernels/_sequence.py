@@ -12,8 +12,11 @@ import numpy as np
 from nnconv.runtime.kernels.registry import KernelCall
 
 
-def sequence_input(call: KernelCall, slot: int = 0) -> np.ndarray:
-    """Input `slot` as a 3-D float32 sequence ([T, B, I] or [B, T, I]); float16 is widened."""
+def sequence_input(call: KernelCall, slot: int = 0, num_inputs: int | None = None) -> np.ndarray:
+    """Input `slot` as a 3-D float32 sequence ([T, B, I] or [B, T, I]); float16 is widened. `num_inputs`: the
+    operation's fixed input count, checked first."""
+    if num_inputs is not None and call.num_inputs != num_inputs:
+        raise call.fail(f"takes {num_inputs} inputs, got {call.num_inputs}")
     x = call.tensor(slot).astype(np.float32)
     if x.ndim != 3:
         raise call.fail(f"input {slot} must be 3-D, got {list(x.shape)}")

@@ -1,14 +1,25 @@
-"""Geometry shared by the kernels: implicit padding and output sizes of windowed ops, the im2col view,
-spatial padding, NCHW <-> NHWC layout, and axis normalization."""
+"""Geometry shared by the kernels: the windowed operations' parameters, implicit padding and output sizes
+of windowed ops, the im2col view, spatial padding, NCHW <-> NHWC layout, and axis normalization."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from nnconv.errors import ExecutionError
 from nnconv.nnapi.enums import PaddingCode
+from nnconv.nnapi.operations.window import WindowParams, WindowSignature
+
+if TYPE_CHECKING:
+    from nnconv.runtime.kernels.registry import KernelCall
+
+
+def window_params(call: KernelCall, signature: WindowSignature) -> WindowParams:
+    """A windowed operation's scalars, read once by its signature (`nnapi/operations/window.py`); memoized
+    per operation when they are constants."""
+    return call.memo(("window_params",), range(signature.first_scalar, call.num_inputs),
+                     lambda: signature.parse(call.num_inputs, call.type, call.scalar, call.opt_scalar))
 
 
 def implicit_padding(in_size: int, stride: int, filter_size: int, dilation: int, scheme: int) -> tuple[int, int]:
@@ -84,3 +95,12 @@ def normalize_axis(axis: int, rank: int, fail: Callable[[str], Exception]) -> in
     if not -rank <= axis < rank:
         raise fail(f"axis {axis} is out of range for rank {rank}")
     return axis % rank if rank else 0
+
+
+def nhwc_input(call: KernelCall, nchw_slot: int) -> tuple[np.ndarray, bool]:
+    """Input 0, 4-D, as NHWC (transposed when the optional BOOL in `nchw_slot` says NCHW), and that flag."""
+    x = call.tensor(0)
+    if x.ndim != 4:
+        raise call.fail(f"input must be 4-D, got {x.ndim}-D")
+    nchw = bool(call.opt_scalar(nchw_slot, False))
+    return (nchw_to_nhwc(x) if nchw else x), nchw

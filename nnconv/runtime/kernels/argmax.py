@@ -6,6 +6,7 @@ Output: TENSOR_INT32 with the axis removed (rank-1 input gives [1]); ties pick t
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
@@ -24,11 +25,5 @@ def _arg(call: KernelCall, fn: Callable[..., np.ndarray]) -> list[np.ndarray]:
     return [y.reshape(y.shape or (1,))]
 
 
-@kernel(OperationType.ARGMAX)
-def argmax(call: KernelCall) -> list[np.ndarray]:
-    return _arg(call, np.argmax)
-
-
-@kernel(OperationType.ARGMIN)
-def argmin(call: KernelCall) -> list[np.ndarray]:
-    return _arg(call, np.argmin)
+argmax = kernel(OperationType.ARGMAX)(functools.partial(_arg, fn=np.argmax))
+argmin = kernel(OperationType.ARGMIN)(functools.partial(_arg, fn=np.argmin))

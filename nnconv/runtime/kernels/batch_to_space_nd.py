@@ -11,17 +11,13 @@ import numpy as np
 
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.quantization import requantize_to
-from nnconv.runtime.kernels._spatial import nchw_to_nhwc, nhwc_to_nchw
+from nnconv.runtime.kernels._spatial import nhwc_input, nhwc_to_nchw
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.BATCH_TO_SPACE_ND)
 def batch_to_space_nd(call: KernelCall) -> list[np.ndarray]:
-    x = call.tensor(0)
-    if x.ndim != 4:
-        raise call.fail(f"input must be 4-D, got {x.ndim}-D")
-    nchw = bool(call.opt_scalar(2, False))
-    x = nchw_to_nhwc(x) if nchw else x
+    x, nchw = nhwc_input(call, 2)
     bh, bw = (int(b) for b in call.tensor(1).reshape(-1))
     nb, h, w, c = x.shape
     if bh < 1 or bw < 1 or nb % (bh * bw):

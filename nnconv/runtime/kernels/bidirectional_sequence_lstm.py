@@ -26,9 +26,7 @@ from nnconv.nnapi.enums import OperationType
 
 @kernel(OperationType.BIDIRECTIONAL_SEQUENCE_LSTM)
 def bidirectional_sequence_lstm(call: KernelCall) -> list[np.ndarray]:
-    if call.num_inputs != 61:
-        raise call.fail(f"takes 61 inputs, got {call.num_inputs}")
-    x = sequence_input(call)
+    x = sequence_input(call, num_inputs=61)
     act = int(call.scalar(48))
     cell_clip, proj_clip = read_clips(call, 49)
     merge = bool(call.scalar(51))

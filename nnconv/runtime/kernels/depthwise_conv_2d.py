@@ -1,9 +1,8 @@
 """DEPTHWISE_CONV_2D (NNAPI OperationType 4).
 
-Slots, implicit padding: 0 input [N,H,W,C], 1 filter [1,KH,KW,C*M], 2 bias [C*M], 3 padding scheme,
-4 stride_w, 5 stride_h, 6 depth multiplier M, 7 fused activation, [8 NCHW bool], [9 dilation_w, 10 dilation_h].
-Explicit padding: 3..6 pad left/right/top/bottom, 7 stride_w, 8 stride_h, 9 M, 10 activation, [11 NCHW],
-[12 dilation_w, 13 dilation_h].
+Slots: `window.DepthwiseImplicitSlot` / `DepthwiseExplicitSlot` (input [N,H,W,C], filter [1,KH,KW,C*M],
+bias [C*M], the padding, strides, depth multiplier M, activation, [NCHW], [dilation]), read by
+`window.DEPTHWISE_CONV_2D`.
 
 Output channel `c * M + m` reads input channel `c`. Types: float32, float16 (computed in float32), quant8
 asymm / asymm signed with a per-tensor or per-channel (channel dim 3) filter: int32 accumulation of
@@ -17,12 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.operations import window
 from nnconv.nnapi.quantization import Requantizer, is_quant8, max_abs_offset, requantize_accumulator
 from nnconv.runtime.kernels._depthwise_float import FLOAT_ROW_BLOCK_BYTES, depthwise_rows
 from nnconv.runtime.kernels._depthwise_small import CACHE_KEY, SmallDepthwise, prepare_small_depthwise
 from nnconv.runtime.kernels._float_activation import add_bias_and_activate
 from nnconv.runtime.kernels._spatial import extract_patches, nhwc_to_nchw, pad_spatial
-from nnconv.runtime.kernels.conv_2d import ConvParams, filter_scales, grouped_conv_inputs
+from nnconv.runtime.kernels._conv_quant import filter_scales
+from nnconv.runtime.kernels.conv_2d import ConvParams, grouped_conv_inputs
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
@@ -263,11 +264,9 @@ def _prepare_small(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
 
 @kernel(OperationType.DEPTHWISE_CONV_2D)
 def depthwise_conv_2d(call: KernelCall) -> list[np.ndarray]:
-    small = call.cache.get(CACHE_KEY) if call.cache is not None else None
-    if small is not None:
-        x = call.tensor(0)
-        if small.accepts(x):
-            return [small.run(call, x)]
-    xh, w, p, multiplier = grouped_conv_inputs(call, "depth multiplier")
+    y = call.run_prepared(CACHE_KEY)
+    if y is not None:
+        return [y]
+    xh, w, p, multiplier = grouped_conv_inputs(call, window.DEPTHWISE_CONV_2D, "depth multiplier")
     y = depthwise_nhwc(call, xh, w, call.inputs[2], p, multiplier)
     return [nhwc_to_nchw(y) if p.nchw else y]

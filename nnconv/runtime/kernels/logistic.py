@@ -13,34 +13,22 @@ import numpy as np
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.operations.activations import LOGISTIC_OUTPUT
 from nnconv.nnapi.quantization import rounding_divide_by_pot
-from nnconv.runtime.kernels._activation import check_rank, fixed_quant_output, rescaled_q4
-from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
+from nnconv.runtime.kernels._activation import q4_activation
 from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels._fixedpoint import fixed_logistic
-from nnconv.runtime.kernels._quant8_table import via_quant8_table
 from nnconv.runtime.kernels.registry import KernelCall, kernel
+
+
+def _float32(call: KernelCall, x: np.ndarray) -> np.ndarray:
+    y = float32_logistic(x, call.empty(x.shape, np.float32))
+    out_dtype = call.out_operands[0].dtype
+    return y if out_dtype == np.float32 else y.astype(out_dtype)
 
 
 @kernel(OperationType.LOGISTIC)
 def logistic(call: KernelCall) -> list[np.ndarray]:
-    x = call.tensor(0)
-    check_rank(call, x)
-    t = call.type(0)
-    out = call.out_operands[0]
-    if t in FLOAT_TYPES:
-        y = float32_logistic(x, call.empty(x.shape, np.float32))
-        return [y if out.dtype == np.float32 else y.astype(out.dtype)]
-    zp, lo, hi = fixed_quant_output(call, LOGISTIC_OUTPUT)
-
-    def quantized(c: KernelCall) -> np.ndarray:
-        # The reference fixed-point pipeline, run once per 8-bit value by via_quant8_table.
-        centered, q4, inside = rescaled_q4(c)
-        y = rounding_divide_by_pot(fixed_logistic(q4, 4), 23) + zp  # Q0.31 -> 1/256 steps
-        y = np.clip(y, lo, hi)  # 1.0 (256) is not representable: it becomes the top value
-        y = np.where(inside, y, np.where(centered > 0, hi, lo))
-        return y.astype(out.dtype)
-
-    return [via_quant8_table(call, quantized)]
+    return q4_activation(call, _float32, LOGISTIC_OUTPUT,
+                         lambda q4: rounding_divide_by_pot(fixed_logistic(q4, 4), 23))  # Q0.31 -> 1/256 steps
 
 
 def float32_logistic(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -7,18 +7,8 @@ from the output; both are requantized to the output first).
 
 from __future__ import annotations
 
-import numpy as np
-
-from nnconv.runtime.kernels._minmax import min_max
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.runtime.kernels._binary_kernels import min_max_kernel
+from nnconv.runtime.kernels._minmax import pick_max
 
-
-def _max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """std::max(a, b) = (a < b) ? b : a, as the reference: with a NaN the first operand wins."""
-    return np.where(a < b, b, a)
-
-
-@kernel(OperationType.MAXIMUM)
-def maximum(call: KernelCall) -> list[np.ndarray]:
-    return [min_max(call, _max)]
+maximum = min_max_kernel(OperationType.MAXIMUM, pick_max)

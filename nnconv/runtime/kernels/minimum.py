@@ -7,18 +7,8 @@ from the output; both are requantized to the output first).
 
 from __future__ import annotations
 
-import numpy as np
-
-from nnconv.runtime.kernels._minmax import min_max
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.runtime.kernels._binary_kernels import min_max_kernel
+from nnconv.runtime.kernels._minmax import pick_min
 
-
-def _min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """std::min(a, b) = (b < a) ? b : a, as the reference: with a NaN the first operand wins."""
-    return np.where(b < a, b, a)
-
-
-@kernel(OperationType.MINIMUM)
-def minimum(call: KernelCall) -> list[np.ndarray]:
-    return [min_max(call, _min)]
+minimum = min_max_kernel(OperationType.MINIMUM, pick_min)

@@ -1,9 +1,8 @@
 """AVERAGE_POOL_2D (1), L2_POOL_2D (12), MAX_POOL_2D (17): the three 2-D poolings.
 
-Slots, explicit padding (10 or 11 inputs): 0 input [N,H,W,C], 1..4 pad left/right/top/bottom,
-5 stride_w, 6 stride_h, 7 filter_w, 8 filter_h, 9 fused activation, [10 NCHW bool].
-Implicit padding (7 or 8 inputs): 1 padding scheme, 2 stride_w, 3 stride_h, 4 filter_w, 5 filter_h,
-6 activation, [7 NCHW].
+Slots: `window.PoolExplicitSlot` (10 or 11 inputs: input [N,H,W,C], pads left/right/top/bottom, strides,
+filter_w, filter_h, fused activation, [NCHW]) or `PoolImplicitSlot` (7 or 8: a padding scheme instead of the
+pads), read by `window.POOL_2D`.
 
 Only in-bounds elements take part (padding is neither summed nor counted). Output quantization equals
 the input's. Quantized AVERAGE: integer sum, then the division rounded half away from zero
@@ -14,37 +13,33 @@ only): sqrt(mean of squares). float16 is computed in float32.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations import window
 from nnconv.nnapi.quantization import is_quant8, qrange, quantized_activation_range
 from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels._spatial import (conv_output_size, extract_patches, implicit_padding, nchw_to_nhwc,
-                                             nhwc_to_nchw, pad_spatial)
+                                             nhwc_to_nchw, pad_spatial, window_params)
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 def _params(call: KernelCall, h: int, w: int) -> tuple[tuple[int, int, int, int], int, int, int, int, int]:
     """((top, bottom, left, right), stride_h, stride_w, filter_h, filter_w, activation)."""
-    if call.num_inputs >= 10:
-        pl, pr, pt, pb = (int(call.scalar(i)) for i in range(1, 5))
-        sw, sh, fw, fh, act = (int(call.scalar(i)) for i in range(5, 10))
+    wp = window_params(call, window.POOL_2D)
+    sw, sh, fw, fh, act = (int(v) for v in (wp.stride_w, wp.stride_h, wp.filter_w, wp.filter_h, wp.activation))
+    if wp.explicit:
+        pl, pr, pt, pb = (int(v) for v in (wp.pad_left, wp.pad_right, wp.pad_top, wp.pad_bottom))
     else:
-        scheme = int(call.scalar(1))
-        sw, sh, fw, fh, act = (int(call.scalar(i)) for i in range(2, 7))
         if min(sw, sh, fw, fh) < 1:
             raise call.fail("strides and filter sizes must be positive")
-        pl, pr = implicit_padding(w, sw, fw, 1, scheme)
-        pt, pb = implicit_padding(h, sh, fh, 1, scheme)
+        pl, pr = implicit_padding(w, sw, fw, 1, int(wp.padding_scheme))
+        pt, pb = implicit_padding(h, sh, fh, 1, int(wp.padding_scheme))
     if min(sw, sh, fw, fh) < 1 or min(pl, pr, pt, pb) < 0:
         raise call.fail("strides and filter sizes must be positive, paddings non-negative")
     return (pt, pb, pl, pr), sh, sw, fh, fw, act
-
-
-def _nchw(call: KernelCall) -> bool:
-    slot = 10 if call.num_inputs >= 10 else 7
-    return bool(call.opt_scalar(slot, False)) if call.num_inputs > slot else False
 
 
 @dataclass(frozen=True)
@@ -149,13 +144,14 @@ def _in_bounds_count(call: KernelCall, g: _Geometry, h: int, w: int) -> np.ndarr
     return call.memo(("pool_count", h, w), range(1, call.num_inputs), count)
 
 
-def _run(call: KernelCall, fn) -> list[np.ndarray]:
+def _run(call: KernelCall, pool: Callable[[KernelCall, np.ndarray, _Geometry], np.ndarray]) -> list[np.ndarray]:
+    """`pool(call, x, geometry)` on the NHWC input (an NCHW one transposed there and back)."""
     x = call.tensor(0)
     if x.ndim != 4:
         raise call.fail(f"input must be 4-D, got {x.ndim}-D")
-    nchw = _nchw(call)
+    nchw = window_params(call, window.POOL_2D).nchw
     xh = nchw_to_nhwc(x) if nchw else x
-    y = fn(xh)
+    y = pool(call, xh, _geometry(call, xh.shape[1], xh.shape[2]))
     if not nchw:
         return [y]
     result = nhwc_to_nchw(y)
@@ -188,59 +184,55 @@ def _quantized_average(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndar
     return y
 
 
+def _average(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndarray:
+    if is_quant8(call.in_operands[0].type):
+        return _quantized_average(call, x, g)
+    acc = _reduce_windows(call, x, g, 0.0, np.add, np.float32)
+    count = _in_bounds_count(call, g, x.shape[1], x.shape[2])
+    with np.errstate(invalid="ignore", divide="ignore"):  # inf / NaN inputs and empty windows as in C
+        np.divide(acc, count, out=acc)
+    y = apply_float_activation(acc, g.activation).astype(call.out_operands[0].dtype, copy=False)
+    if y is not acc:
+        call.give_back(acc)
+    return y
+
+
+def _max(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndarray:
+    out = call.out_operands[0]
+    if is_quant8(call.in_operands[0].type):
+        # max of the stored values in their own type; the padding is the type's minimum, never above an
+        # in-bounds element (a window wholly in the padding clamps to the activation's low end, as before)
+        y = _reduce_windows(call, x, g, np.iinfo(x.dtype).min, np.maximum, x.dtype)
+        lo, hi = quantized_activation_range(g.activation, out)
+        return np.clip(y, lo, hi, out=y) if (lo, hi) != qrange(out.type) else y
+    y = _reduce_windows(call, x.astype(np.float32, copy=False), g, -np.inf, np.maximum, np.float32)
+    result = apply_float_activation(y, g.activation).astype(out.dtype, copy=False)
+    if result is not y:  # float16: the float32 buffer goes back to the pool
+        call.give_back(y)
+    return result
+
+
+def _l2(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndarray:
+    xf = x.astype(np.float32)
+    acc = _reduce_windows(call, xf * xf, g, 0.0, np.add, np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y = np.sqrt(acc / _in_bounds_count(call, g, x.shape[1], x.shape[2]))
+    call.give_back(acc)
+    return apply_float_activation(y.astype(np.float32), g.activation).astype(call.out_operands[0].dtype)
+
+
 @kernel(OperationType.AVERAGE_POOL_2D)
 def average_pool_2d(call: KernelCall) -> list[np.ndarray]:
-    od = call.in_operands[0]
-    out = call.out_operands[0]
-
-    def fn(x: np.ndarray) -> np.ndarray:
-        g = _geometry(call, x.shape[1], x.shape[2])
-        if is_quant8(od.type):
-            return _quantized_average(call, x, g)
-        acc = _reduce_windows(call, x, g, 0.0, np.add, np.float32)
-        count = _in_bounds_count(call, g, x.shape[1], x.shape[2])
-        with np.errstate(invalid="ignore", divide="ignore"):  # inf / NaN inputs and empty windows as in C
-            np.divide(acc, count, out=acc)
-        y = apply_float_activation(acc, g.activation).astype(out.dtype, copy=False)
-        if y is not acc:
-            call.give_back(acc)
-        return y
-    return _run(call, fn)
+    return _run(call, _average)
 
 
 @kernel(OperationType.MAX_POOL_2D)
 def max_pool_2d(call: KernelCall) -> list[np.ndarray]:
-    od = call.in_operands[0]
-    out = call.out_operands[0]
-
-    def fn(x: np.ndarray) -> np.ndarray:
-        g = _geometry(call, x.shape[1], x.shape[2])
-        if is_quant8(od.type):
-            # max of the stored values in their own type; the padding is the type's minimum, never above an
-            # in-bounds element (a window wholly in the padding clamps to the activation's low end, as before)
-            y = _reduce_windows(call, x, g, np.iinfo(x.dtype).min, np.maximum, x.dtype)
-            lo, hi = quantized_activation_range(g.activation, out)
-            return np.clip(y, lo, hi, out=y) if (lo, hi) != qrange(out.type) else y
-        y = _reduce_windows(call, x.astype(np.float32, copy=False), g, -np.inf, np.maximum, np.float32)
-        result = apply_float_activation(y, g.activation).astype(out.dtype, copy=False)
-        if result is not y:  # float16: the float32 buffer goes back to the pool
-            call.give_back(y)
-        return result
-    return _run(call, fn)
+    return _run(call, _max)
 
 
 @kernel(OperationType.L2_POOL_2D)
 def l2_pool_2d(call: KernelCall) -> list[np.ndarray]:
-    out = call.out_operands[0]
     if is_quant8(call.type(0)):
         raise call.fail("L2_POOL_2D takes float tensors only")
-
-    def fn(x: np.ndarray) -> np.ndarray:
-        xf = x.astype(np.float32)
-        g = _geometry(call, x.shape[1], x.shape[2])
-        acc = _reduce_windows(call, xf * xf, g, 0.0, np.add, np.float32)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            y = np.sqrt(acc / _in_bounds_count(call, g, x.shape[1], x.shape[2]))
-        call.give_back(acc)
-        return apply_float_activation(y.astype(np.float32), g.activation).astype(out.dtype)
-    return _run(call, fn)
+    return _run(call, _l2)

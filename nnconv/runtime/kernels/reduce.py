@@ -15,7 +15,7 @@ import numpy as np
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.quantization import is_quant8, requantize_to
 from nnconv.runtime.kernels.reduce_ops import finish_reduction, reduction_axes
-from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.runtime.kernels.registry import KernelCall, KernelFn, kernel
 
 
 def _reduce(call: KernelCall, fn: Callable[..., np.ndarray]) -> list[np.ndarray]:
@@ -32,35 +32,19 @@ def _reduce(call: KernelCall, fn: Callable[..., np.ndarray]) -> list[np.ndarray]
     return [finish_reduction(y, x.shape, axes, keep)]
 
 
-@kernel(OperationType.REDUCE_SUM)
-def reduce_sum(call: KernelCall) -> list[np.ndarray]:
-    return _reduce(call, np.sum)
+def _reduction(op_type: OperationType, fn: Callable[..., np.ndarray], extreme: str | None = None) -> KernelFn:
+    """Registers the kernel of a reduction by `fn`; `extreme` ("maximum", "minimum"): refused on an empty
+    tensor, which has none."""
+    def run(call: KernelCall) -> list[np.ndarray]:
+        if extreme is not None and call.tensor(0).size == 0:
+            raise call.fail(f"cannot take the {extreme} of an empty tensor")
+        return _reduce(call, fn)
+    return kernel(op_type)(run)
 
 
-@kernel(OperationType.REDUCE_PROD)
-def reduce_prod(call: KernelCall) -> list[np.ndarray]:
-    return _reduce(call, np.prod)
-
-
-@kernel(OperationType.REDUCE_MAX)
-def reduce_max(call: KernelCall) -> list[np.ndarray]:
-    if call.tensor(0).size == 0:
-        raise call.fail("cannot take the maximum of an empty tensor")
-    return _reduce(call, np.max)
-
-
-@kernel(OperationType.REDUCE_MIN)
-def reduce_min(call: KernelCall) -> list[np.ndarray]:
-    if call.tensor(0).size == 0:
-        raise call.fail("cannot take the minimum of an empty tensor")
-    return _reduce(call, np.min)
-
-
-@kernel(OperationType.REDUCE_ANY)
-def reduce_any(call: KernelCall) -> list[np.ndarray]:
-    return _reduce(call, np.any)
-
-
-@kernel(OperationType.REDUCE_ALL)
-def reduce_all(call: KernelCall) -> list[np.ndarray]:
-    return _reduce(call, np.all)
+reduce_sum = _reduction(OperationType.REDUCE_SUM, np.sum)
+reduce_prod = _reduction(OperationType.REDUCE_PROD, np.prod)
+reduce_max = _reduction(OperationType.REDUCE_MAX, np.max, "maximum")
+reduce_min = _reduction(OperationType.REDUCE_MIN, np.min, "minimum")
+reduce_any = _reduction(OperationType.REDUCE_ANY, np.any)
+reduce_all = _reduction(OperationType.REDUCE_ALL, np.all)

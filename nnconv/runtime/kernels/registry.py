@@ -120,6 +120,15 @@ class KernelCall:
         return (self.runner is not None and self.operation.source_op is not None
                 and self.operation.source_op in self.runner.options.tflite_single_rounding)
 
+    def run_prepared(self, key: str) -> np.ndarray | None:
+        """The output of the operation prepared under `key` in its cache (a small-map convolution), when it
+        was prepared and accepts this run's input 0; None sends the call to the general path."""
+        prepared = self.cache.get(key) if self.cache is not None else None
+        if prepared is None:
+            return None
+        x = self.tensor(0)
+        return prepared.run(self, x) if prepared.accepts(x) else None
+
     def is_constant(self, i: int) -> bool:
         """Input `i` is a constant operand (its value is the same on every run)."""
         return i < len(self.in_operands) and self.in_operands[i] is not None and \

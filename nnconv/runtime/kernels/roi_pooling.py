@@ -14,6 +14,8 @@ along W and then H: two gathers per axis instead of a loop over bins.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from nnconv.nnapi.enums import OperationType
@@ -113,21 +115,24 @@ def _level(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return k, np.int64(1) << k
 
 
+def _range_max_along(table: np.ndarray, axis: int, lo: np.ndarray, hi: np.ndarray, floor: float,
+                     index: Callable[[np.ndarray, np.ndarray], tuple]) -> np.ndarray:
+    """max over [lo, hi) along `axis` of the sparse table (floor for an empty range): the larger of the two
+    power-of-two spans covering the range, read at table[index(level, position)]."""
+    k, span = _level(lo, hi)
+    lo_c = np.minimum(lo, table.shape[axis] - 1)
+    hi_c = np.clip(hi - span, 0, table.shape[axis] - 1)
+    v = np.maximum(table[index(k, lo_c)], table[index(k, hi_c)])
+    return np.where((hi > lo)[..., None], v, floor)
+
+
 def _range_max(table: np.ndarray, b: np.ndarray, h: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                floor: float) -> np.ndarray:
     """max over W in [lo, hi) of table[., b, h, :, :] (floor for an empty range), shapes broadcast."""
-    k, span = _level(lo, hi)
-    lo_c = np.minimum(lo, table.shape[3] - 1)
-    hi_c = np.clip(hi - span, 0, table.shape[3] - 1)
-    v = np.maximum(table[k, b, h, lo_c], table[k, b, h, hi_c])
-    return np.where((hi > lo)[..., None], v, floor)
+    return _range_max_along(table, 3, lo, hi, floor, lambda k, w: (k, b, h, w))
 
 
 def _range_max_h(table: np.ndarray, r: np.ndarray, lo: np.ndarray, hi: np.ndarray, j: np.ndarray,
                  floor: float) -> np.ndarray:
     """max over H in [lo, hi) of table[., r, :, j, :] (floor for an empty range)."""
-    k, span = _level(lo, hi)
-    lo_c = np.minimum(lo, table.shape[2] - 1)
-    hi_c = np.clip(hi - span, 0, table.shape[2] - 1)
-    v = np.maximum(table[k, r, lo_c, j], table[k, r, hi_c, j])
-    return np.where((hi > lo)[..., None], v, floor)
+    return _range_max_along(table, 2, lo, hi, floor, lambda k, hh: (k, r, hh, j))

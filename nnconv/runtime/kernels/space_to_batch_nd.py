@@ -11,17 +11,13 @@ import numpy as np
 
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.quantization import is_quant8, requantize_to
-from nnconv.runtime.kernels._spatial import nchw_to_nhwc, nhwc_to_nchw
+from nnconv.runtime.kernels._spatial import nhwc_input, nhwc_to_nchw
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
 @kernel(OperationType.SPACE_TO_BATCH_ND)
 def space_to_batch_nd(call: KernelCall) -> list[np.ndarray]:
-    x = call.tensor(0)
-    if x.ndim != 4:
-        raise call.fail(f"input must be 4-D, got {x.ndim}-D")
-    nchw = bool(call.opt_scalar(3, False))
-    x = nchw_to_nhwc(x) if nchw else x
+    x, nchw = nhwc_input(call, 3)
     bh, bw = (int(b) for b in call.tensor(1).reshape(-1))
     pads = call.tensor(2).reshape(-1)
     if pads.size != 4:

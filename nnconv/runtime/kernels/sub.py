@@ -10,29 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.nnapi.quantization import is_quant8
-from nnconv.runtime.kernels._elementwise import (FLOAT_TYPES, activation_code, check_same_type, float_binary,
-                                                 int32_binary, quant_add)
-from nnconv.runtime.kernels._quant8_table import via_quant8_pair_table
-from nnconv.runtime.kernels._prepared_binary import prepared_float32_binary
-from nnconv.runtime.kernels._prepared_quant_binary import prepared_quant8_binary
-from nnconv.runtime.kernels.registry import KernelCall, kernel
+from nnconv.nnapi.enums import OperationType
+from nnconv.runtime.kernels._binary_kernels import arithmetic_kernel
+from nnconv.runtime.kernels._elementwise import quant_add
 
-
-@kernel(OperationType.SUB)
-def sub(call: KernelCall) -> list[np.ndarray]:
-    y = prepared_float32_binary(call, np.subtract, 2)  # under the executor: the prepared float32 path
-    if y is None:
-        y = prepared_quant8_binary(call, "sub")  # and the quant8 one, for outputs no table serves
-    if y is not None:
-        return [y]
-    t = check_same_type(call)
-    act = activation_code(call, 2)
-    if t in FLOAT_TYPES:
-        return [float_binary(call, np.subtract, act)]
-    if is_quant8(t):
-        return [via_quant8_pair_table(call, lambda c: quant_add(c, act, subtract=True), ("sub", act))]
-    if t is OperandType.TENSOR_INT32:
-        return [int32_binary(call, np.subtract, act)]
-    raise call.fail(f"input 0 has unsupported type {t.name}")
+sub = arithmetic_kernel(OperationType.SUB, np.subtract, "sub", lambda call, act: quant_add(call, act, subtract=True))

@@ -1,9 +1,9 @@
 """TRANSPOSE_CONV_2D (NNAPI OperationType 92, API 29).
 
-Slots, explicit padding (11 inputs): 0 input [N,H,W,C], 1 filter [O,KH,KW,C], 2 bias [O],
-3..6 pad left/right/top/bottom, 7 stride_w, 8 stride_h, 9 fused activation, 10 NCHW bool.
-Implicit padding (9 inputs): 3 output shape TENSOR_INT32 [4], 4 padding scheme, 5 stride_w, 6 stride_h,
-7 activation, 8 NCHW; the padding is derived from the requested output size (the tail may be negative).
+Slots: `window.TransposeExplicitSlot` (11 inputs: input [N,H,W,C], filter [O,KH,KW,C], bias [O], pads
+left/right/top/bottom, strides, fused activation, NCHW) or `TransposeImplicitSlot` (9: the output shape
+TENSOR_INT32 [4] and a padding scheme instead of the pads; the padding is derived from the requested output
+size, the tail may be negative), read by `window.TRANSPOSE_CONV_2D`.
 Output size: in * stride + filter - stride - head - tail.
 
 Each input pixel scatters x . filter[o] to out[h*s - pad + kh]. Computed that way: one matmul of the input
@@ -23,11 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from nnconv.nnapi.enums import OperandType, OperationType, PaddingCode
+from nnconv.nnapi.operations import window
+from nnconv.nnapi.operations.window import TransposeExplicitSlot, TransposeImplicitSlot
 from nnconv.nnapi.quantization import Requantizer, is_quant8, max_abs_offset, requantize_accumulator
 from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels._matmul import exact_matmul_dtype
-from nnconv.runtime.kernels._spatial import nchw_to_nhwc, nhwc_to_nchw
-from nnconv.runtime.kernels.conv_2d import filter_scales
+from nnconv.runtime.kernels._spatial import nchw_to_nhwc, nhwc_to_nchw, window_params
+from nnconv.runtime.kernels._conv_quant import filter_scales
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
@@ -49,23 +51,21 @@ def transpose_conv_2d(call: KernelCall) -> list[np.ndarray]:
     if x.ndim != 4 or w.ndim != 4:
         raise call.fail(f"input and filter must be 4-D, got {x.ndim}-D and {w.ndim}-D")
     o, kh, kw, c = w.shape
-    if call.num_inputs == 9:
-        nchw = bool(call.scalar(8))
-        shape = call.tensor(3).reshape(-1)
+    if call.num_inputs not in (len(TransposeImplicitSlot), len(TransposeExplicitSlot)):
+        raise call.fail(f"expects 9 or 11 inputs, has {call.num_inputs}")
+    wp = window_params(call, window.TRANSPOSE_CONV_2D)
+    nchw, sw, sh, act = wp.nchw, int(wp.stride_w), int(wp.stride_h), int(wp.activation)
+    if wp.explicit:
+        pl, pr, pt, pb = (int(v) for v in (wp.pad_left, wp.pad_right, wp.pad_top, wp.pad_bottom))
+    else:
+        shape = call.tensor(TransposeImplicitSlot.OUTPUT_SHAPE).reshape(-1)
         if shape.size != 4:
             raise call.fail("output shape must have 4 elements")
         req_h, req_w = (int(shape[2]), int(shape[3])) if nchw else (int(shape[1]), int(shape[2]))
-        scheme = int(call.scalar(4))
-        sw, sh, act = int(call.scalar(5)), int(call.scalar(6)), int(call.scalar(7))
         if min(sw, sh) < 1:
             raise call.fail("strides must be positive")
-        pl, pr = transpose_padding(req_w, sw, kw, scheme)
-        pt, pb = transpose_padding(req_h, sh, kh, scheme)
-    elif call.num_inputs == 11:
-        pl, pr, pt, pb, sw, sh, act = (int(call.scalar(i)) for i in range(3, 10))
-        nchw = bool(call.scalar(10))
-    else:
-        raise call.fail(f"expects 9 or 11 inputs, has {call.num_inputs}")
+        pl, pr = transpose_padding(req_w, sw, kw, int(wp.padding_scheme))
+        pt, pb = transpose_padding(req_h, sh, kh, int(wp.padding_scheme))
     if min(sw, sh) < 1 or pl < 0 or pt < 0:
         raise call.fail("strides must be positive, left and top paddings non-negative")
     xh = nchw_to_nhwc(x) if nchw else x

@@ -18,9 +18,7 @@ from nnconv.nnapi.enums import OperationType
 
 @kernel(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM)
 def unidirectional_sequence_lstm(call: KernelCall) -> list[np.ndarray]:
-    if call.num_inputs != 28:
-        raise call.fail(f"takes 28 inputs, got {call.num_inputs}")
-    x = sequence_input(call)
+    x = sequence_input(call, num_inputs=28)
     time_major = bool(call.scalar(23))
     xt = time_major_view(x, time_major)
     w = read_weights(call, 1, 24)

@@ -7,8 +7,9 @@ from typing import ClassVar
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
-from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import F32, I32, I8, U8, check_common, is_quant, negate, same_quant, scalar_tensor
+from nnconv.lowering.registry import Rule, family_rule, lowering_rule
+from nnconv.lowering.rules._arith import (F32, I32, I8, U8, FloatOnlyBeyondDelegate, check_common, is_quant, negate,
+                                          same_quant, scalar_tensor)
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.rewrite.folds import arithmetic as arithmetic_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
@@ -46,16 +47,10 @@ class AddN(Rule):
 
 
 @lowering_rule(BuiltinOperator.SQUARE)
-class Square(Rule):
+class Square(FloatOnlyBeyondDelegate):
     """TFLite SQUARE(x) -> NNAPI MUL(x, x, NONE): the same single float32 rounding of x * x."""
 
     nnapi_ops = (OperationType.MUL,)
-    dtypes = ("float32",)
-    constraints = "float32; rank <= 4"
-    beyond_delegate = True
-
-    def check(self, c: CheckContext) -> None:
-        check_common(c, 1, (F32,))
 
     def lower(self, c: LowerContext) -> None:
         x = c.in_(0)
@@ -127,7 +122,7 @@ class Pow(Rule):
 
 
 class _MinMax(Rule):
-    """TFLite OP(x, y) -> NNAPI OP(x, y) (API 29). Quantized: TFLite compares the stored integers, NNAPI the
+    """TFLite <OP>(x, y) -> NNAPI <OP>(x, y) (API 29). Quantized: TFLite compares the stored integers, NNAPI the
     values requantized to the output, which agree only when both inputs and the output share their
     quantization; other cases are refused."""
 
@@ -148,17 +143,9 @@ class _MinMax(Rule):
         c.emit(self.nnapi_op, [c.in_(0), c.in_(1)], [c.out(0)])
 
 
-@lowering_rule(BuiltinOperator.MAXIMUM)
-class Maximum(_MinMax):
-    fold = arithmetic_folds.maximum
-    __doc__ = _MinMax.__doc__.replace("OP", "MAXIMUM")
-    nnapi_op = OperationType.MAXIMUM
-    nnapi_ops = (OperationType.MAXIMUM,)
+Maximum = family_rule(_MinMax, BuiltinOperator.MAXIMUM, nnapi_op=OperationType.MAXIMUM,
+                      fold=arithmetic_folds.maximum)
 
 
-@lowering_rule(BuiltinOperator.MINIMUM)
-class Minimum(_MinMax):
-    fold = arithmetic_folds.minimum
-    __doc__ = _MinMax.__doc__.replace("OP", "MINIMUM")
-    nnapi_op = OperationType.MINIMUM
-    nnapi_ops = (OperationType.MINIMUM,)
+Minimum = family_rule(_MinMax, BuiltinOperator.MINIMUM, nnapi_op=OperationType.MINIMUM,
+                      fold=arithmetic_folds.minimum)

@@ -74,7 +74,6 @@ class Add(_FusedBinary):
 
     fold = arithmetic_folds.add
     nnapi_op = OperationType.ADD
-    nnapi_ops = (OperationType.ADD,)
     dtypes = ("float32", "uint8", "int8", "int32")
     constraints = "rank <= 4; int32 needs API 30 and no fused activation"
 
@@ -85,7 +84,6 @@ class Sub(_FusedBinary):
 
     fold = arithmetic_folds.sub
     nnapi_op = OperationType.SUB
-    nnapi_ops = (OperationType.SUB,)
     min_api_level = 28
     float_api = 28
     quant_api = 29
@@ -154,7 +152,6 @@ class Div(_FusedBinary):
 
     fold = arithmetic_folds.div
     nnapi_op = OperationType.DIV
-    nnapi_ops = (OperationType.DIV,)
     min_api_level = 28
     float_api = 28
     quant_api = None

@@ -8,7 +8,8 @@ import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.registry import Rule, lowering_rule
-from nnconv.lowering.rules._arith import F32, I32, I8, check_common, is_quant, negate, scalar_tensor, via_float
+from nnconv.lowering.rules._arith import (F32, I32, I8, FloatOnlyBeyondDelegate, check_common, is_quant, negate,
+                                          scalar_tensor, via_float)
 from nnconv.nnapi.enums import FuseCode, OperationType
 from nnconv.rewrite.folds import arithmetic as arithmetic_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
@@ -72,7 +73,6 @@ class Floor(_UnaryFloat):
     """TFLite FLOOR(x) -> NNAPI FLOOR(x), float32 from API 27 (rank <= 4)."""
 
     nnapi_op = OperationType.FLOOR
-    nnapi_ops = (OperationType.FLOOR,)
     min_api_level = 27
     quant_api = None
     max_rank = 4
@@ -161,17 +161,11 @@ class Abs(Rule):
 
 
 @lowering_rule(BuiltinOperator.CEIL)
-class Ceil(Rule):
+class Ceil(FloatOnlyBeyondDelegate):
     """TFLite CEIL(x) -> -FLOOR(-x): NEG / FLOOR / NEG from API 29, MUL(-1) / FLOOR / MUL(-1) before.
     Exact: ceil(x) == -floor(-x) in IEEE arithmetic (negation is exact), including the sign of zero."""
 
     nnapi_ops = (OperationType.NEG, OperationType.FLOOR, OperationType.MUL)
-    dtypes = ("float32",)
-    constraints = "float32; rank <= 4"
-    beyond_delegate = True
-
-    def check(self, c: CheckContext) -> None:
-        check_common(c, 1, (F32,))
 
     def lower(self, c: LowerContext) -> None:
         x, out = c.in_(0), c.out(0)
