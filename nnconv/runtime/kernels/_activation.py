@@ -9,13 +9,13 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from nnconv.nnapi.enums import FuseCode, OperandType
+from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multiplier_greater_than_one, qrange,
                                        quantize_multiplier_greater_than_one, quantized_activation_range)
 from nnconv.nnapi.quant_limits import SIGMOID_INPUT_INTEGER_BITS, calculate_input_radius, sigmoid_input_multiplier
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
 from nnconv.runtime.kernels._quant8_table import via_quant8_table
-from nnconv.runtime.kernels.registry import KernelCall
+from nnconv.runtime.kernels.registry import KernelCall, KernelFn, kernel
 
 
 def check_rank(call: KernelCall, x: np.ndarray, max_rank: int = 4) -> None:
@@ -128,3 +128,11 @@ def q4_activation(call: KernelCall, float_fn: Callable[[KernelCall, np.ndarray],
         return y.astype(out.dtype)
 
     return [via_quant8_table(call, quantized)]
+
+
+def relu_kernel(op_type: OperationType, code: FuseCode) -> KernelFn:
+    """Registers the kernel of RELU, RELU1 or RELU6: `relu_family` with the clamp of fuse code `code`."""
+    def run(call: KernelCall) -> list[np.ndarray]:
+        return relu_family(call, code)
+    run.__name__ = op_type.name.lower()
+    return kernel(op_type)(run)

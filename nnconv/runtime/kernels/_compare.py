@@ -6,10 +6,10 @@ from typing import Callable
 
 import numpy as np
 
-from nnconv.nnapi.enums import OperandType
+from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.quantization import is_quant8
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES, broadcast_shape, check_same_type, real_values
-from nnconv.runtime.kernels.registry import KernelCall
+from nnconv.runtime.kernels.registry import KernelCall, KernelFn, kernel
 
 
 def compare(call: KernelCall, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
@@ -23,3 +23,11 @@ def compare(call: KernelCall, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]
     elif t not in FLOAT_TYPES and t not in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
         raise call.fail(f"input 0 has unsupported type {t.name}")
     return np.asarray(fn(a, b), dtype=np.bool_)
+
+
+def compare_kernel(op_type: OperationType, ufunc: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> KernelFn:
+    """Registers the kernel of a comparison (EQUAL, NOT_EQUAL, GREATER, ...): `compare` with `ufunc`."""
+    def run(call: KernelCall) -> list[np.ndarray]:
+        return [compare(call, ufunc)]
+    run.__name__ = op_type.name.lower()
+    return kernel(op_type)(run)

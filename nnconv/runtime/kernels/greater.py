@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.runtime.kernels._compare import compare
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import OperationType
+from nnconv.runtime.kernels._compare import compare_kernel
 
-
-@kernel(OperationType.GREATER)
-def greater(call: KernelCall) -> list[np.ndarray]:
-    return [compare(call, np.greater)]
+greater = compare_kernel(OperationType.GREATER, np.greater)

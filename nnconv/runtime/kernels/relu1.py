@@ -7,13 +7,7 @@ bounds are quantized with them.
 
 from __future__ import annotations
 
-import numpy as np
-
-from nnconv.runtime.kernels._activation import relu_family
-from nnconv.runtime.kernels.registry import KernelCall, kernel
 from nnconv.nnapi.enums import FuseCode, OperationType
+from nnconv.runtime.kernels._activation import relu_kernel
 
-
-@kernel(OperationType.RELU1)
-def relu1(call: KernelCall) -> list[np.ndarray]:
-    return relu_family(call, FuseCode.RELU1)
+relu1 = relu_kernel(OperationType.RELU1, FuseCode.RELU1)
