@@ -256,3 +256,47 @@ def test_progress_bar_on_a_terminal_only(monkeypatch):
     monkeypatch.setattr(common, "err", Console(file=io.StringIO(), width=80))  # a pipe or a log: no bar
     with sample_progress() as advance:
         assert advance is None
+
+
+def _report(model: pathlib.Path, batch: int, seen: list[str] | None = None, **options) -> dict:
+    advance = None if seen is None else (lambda name, total: seen.append(f"{name}/{total}"))
+    data = verify(str(model), VerifyOptions(batch=batch, **options), advance=advance).to_json()
+    data.pop("seconds")
+    return data
+
+
+@pytest.mark.parametrize("fixture", ["mobilenet_v2_int8.tflite", "mobilenet_v2_float.tflite"])
+def test_batched_samples_give_the_one_by_one_report(images, fixture):
+    """Our executor runs the samples in chunks through `run_batch`; the report is the sample-by-sample one, bit
+    for bit (chunks of 2 + 2, of 4, and one at a time), and the progress bar still moves per sample."""
+    options = dict(dataset=str(images), input_range=(0.0, 1.0))
+    seen: list[str] = []
+    one = _report(FIXTURES / fixture, 1, **options)
+    pairs = _report(FIXTURES / fixture, 2, seen, **options)
+    whole = _report(FIXTURES / fixture, 32, **options)
+    assert one["dataset"].pop("batch") == {"max_batch": 1, "batched_samples": 0, "loop_reason": None}
+    assert pairs["dataset"].pop("batch") == {"max_batch": 2, "batched_samples": 4, "loop_reason": None}
+    assert whole["dataset"].pop("batch") == {"max_batch": 32, "batched_samples": 4, "loop_reason": None}
+    assert one == pairs == whole
+    assert seen == [f"{name}/4" for name in ("cats/img1.ppm", "cats/img3.ppm", "img0.ppm", "img2.ppm")]
+
+
+def test_a_looping_batch_plan_is_reported_once(images):
+    """A batched model over `--max-memory` loops (runtime/batch.py): the samples still compare, and the report
+    says why once (JSON and table), however many chunks looped. The int8 fixture needs 90 KiB for one sample,
+    160 KiB for two."""
+    args = ["verify", str(FIXTURES / "mobilenet_v2_int8.tflite"), "--dataset", str(images), "--max-memory", "150K"]
+    result, data = _json([*args, "--format", "json"])
+    assert result.exit_code == EXIT_OK, result.output
+    batch = data["dataset"]["batch"]
+    assert batch["batched_samples"] == 0 and batch["loop_reason"].startswith("at 4 samples: "), batch
+    assert "over the 150 KiB allowed" in batch["loop_reason"]
+    table = CliRunner().invoke(main, args)
+    assert table.exit_code == EXIT_OK and table.stdout.count("ran the samples one at a time") == 1, table.stdout
+    assert table.stdout.count("150 KiB allowed") == 1
+    # two chunks of two, both looping: the first reason, once
+    report = verify(str(FIXTURES / "mobilenet_v2_int8.tflite"),
+                    VerifyOptions(dataset=str(images), batch=2, executor_options={"max_memory": 150 << 10}))
+    batch = report.dataset["batch"]
+    assert batch["batched_samples"] == 0 and batch["loop_reason"].startswith("at 2 samples: ")
+    assert batch["loop_reason"].count("allowed") == 1
