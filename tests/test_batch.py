@@ -22,7 +22,8 @@ import nnconv
 from harness import TfliteBuilder
 from nnconv.conformance import _inputs, build_model, cts_dir, iter_cases
 from nnconv.errors import InputDataError
-from nnconv.runtime.executor import Executor, Trace
+from nnconv.runtime.executor import Executor
+from nnconv.runtime.trace import Trace
 from nnconv.tflite.options import (ConcatenationOptions, FullyConnectedOptions, PadOptions, ReducerOptions,
                                    ReshapeOptions, SoftmaxOptions, StridedSliceOptions)
 from nnconv.tflite.schema_enums import BuiltinOperator as B
