@@ -18,7 +18,8 @@ The worst sample over all outputs is what `--per-op` then examines (session.veri
 `Executor.run_batch` (nnconv/runtime/batch.py: bit-identical to one run per sample, so the report is the one a
 sample-by-sample run gives), on TFLite one sample at a time. Where the executor's plan for a chunk loops
 (an operation that mixes samples, a batched model over `--max-memory`), the chunk runs sample by sample and
-`dataset.batch.loop_reason` gives the plan's reason, once. At most one chunk of samples and their outputs is
+`dataset.batch.loop_reason` gives the plan's reason, once; a batched graph over `--max-memory` first halves
+the chunk (`_fit_chunk`). At most one chunk of samples and their outputs is
 in memory at a time.
 """
 
@@ -67,8 +68,9 @@ def settle(report: ParityReport, reference: TfliteReference, converted: Converte
 
 @dataclass
 class Batching:
-    """How our executor ran the samples (JSON `dataset.batch`): in chunks of at most `max_batch`, `batched`
-    of them in a batched plan; `loop_reason`: why a chunk ran sample by sample (the first plan's reason)."""
+    """How our executor ran the samples (JSON `dataset.batch`): in chunks of at most `max_batch` (the one
+    asked, at most the dataset's size, halved to fit `--max-memory`), `batched` of them in a batched plan;
+    `loop_reason`: why chunks ran sample by sample (the first plan's reason)."""
 
     max_batch: int = DEFAULT_MAX_BATCH
     batched: int = 0
@@ -99,6 +101,7 @@ def run_samples(converted: ConvertedModel, reference: TfliteReference, feeds: It
         except NnconvError:
             runner = None
     runner = runner or TfliteRunner(reference.source, kernels=kernels)
+    _fit_chunk(executor, batching)
     pending, index = iter(feeds), 0
     while chunk := list(islice(pending, max(1, batching.max_batch))):
         for k, (feed, ours) in enumerate(zip(chunk, _run_chunk(executor, chunk, batching, started, index))):
@@ -108,6 +111,18 @@ def run_samples(converted: ConvertedModel, reference: TfliteReference, feeds: It
             theirs = {s.name: tflite_output(runner, raw, s.tflite_tensor) for s in converted.outputs}
             yield feed, ours, theirs, hybrid
         index += len(chunk)
+
+
+def _fit_chunk(executor: Executor, batching: Batching) -> None:
+    """`batching.max_batch` halved while the batched graph at that size is over the executor's `max_memory`
+    (a smaller chunk may fit where 32 samples do not); down to 1, the last plan's reason is the loop's."""
+    while batching.max_batch > 1:
+        plan = executor.batch_plan(batching.max_batch)
+        if not plan.over_memory:
+            return
+        batching.max_batch //= 2
+        if batching.max_batch == 1:
+            batching.loop_reason = plan.reason
 
 
 def _run_chunk(executor: Executor, chunk: Sequence[Feed], batching: Batching,
@@ -223,7 +238,7 @@ def compare_dataset(path: str, converted: ConvertedModel, reference: TfliteRefer
     """Every sample through both engines (`run_samples`, our executor in chunks of `max_batch`), compared output
     by output. `advance(name, total)` is called as each sample's work begins (the CLI's progress bar)."""
     stats = [OutputStats(s.name) for s in converted.outputs]
-    batching = Batching(max_batch)
+    batching = Batching(max(1, min(max_batch, len(samples))))  # no chunk larger than the dataset
     started = None if advance is None else (lambda i: advance(samples[i].name, len(samples)))
     badness = []
     for feed, ours, theirs, hybrid in run_samples(converted, reference, (s.load() for s in samples), kernels,
