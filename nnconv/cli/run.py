@@ -40,7 +40,8 @@ def run(nnapi_model: str, inputs_path: str, output: str, trace: bool, partition:
     from nnconv.nnapi import serialize
     from nnconv.runtime.blas_threads import use_threads
     from nnconv.safe_write import output_target
-    from nnconv.runtime.executor import Executor, Trace
+    from nnconv.runtime.executor import Executor
+    from nnconv.runtime.trace import Trace
     loaded = serialize.load(nnapi_model)
     n = len(loaded.partitions)
     if partition is None:

@@ -23,7 +23,8 @@ _COLUMNS = (Col("output"), Col("dtype shape [min, max]"), Col("failing", justify
 @contextmanager
 def sample_progress() -> Iterator[Callable[[str, int], None] | None]:
     """The `advance(name, total)` callback of a rich progress bar on stderr (None when stderr is not a
-    terminal: logs stay clean)."""
+    terminal: logs stay clean), called as each sample's work begins (parity/dataset.py `run_samples`: the first
+    sample of a batched chunk shows while the chunk runs on our executor)."""
     if not common.err.file.isatty() or common.verbosity == common.QUIET:
         yield None
         return
@@ -79,6 +80,10 @@ def print_dataset(data: dict) -> None:
             print_wrapped(out, f"failing {row[2]}, top-1/5 {row[3]}, |diff| p50 {row[4]}, p90 {row[5]}, "
                                f"p99 {row[6]}, max {row[7]}, worst sample {row[8]}", indent="      ",
                           first_indent="    ")
+    reason = (data.get("batch") or {}).get("loop_reason")
+    if reason:  # the batched plan looped: said once, whatever the number of chunks
+        print_wrapped(out, f"note: our executor ran the samples one at a time: {reason}", indent="    ",
+                      first_indent="")
     for o in data["outputs"]:
         if o["lsb_histogram"]:
             hist = ", ".join(f"{k} LSB: {v}" for k, v in o["lsb_histogram"].items())

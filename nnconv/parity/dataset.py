@@ -14,13 +14,19 @@ Per output (JSON `dataset.outputs`, docs/report-schema.md):
 - `uninformative`: TFLite's values are constant on the whole dataset (metrics.is_uninformative).
 The worst sample over all outputs is what `--per-op` then examines (session.verify on that sample alone).
 
-Samples run one by one through `run_samples`, the one function that runs a list of samples: a batched
-executor (`Executor.run_batch`) plugs in there.
+`run_samples` runs the samples: on our executor in chunks of `max_batch` (32 by default) through
+`Executor.run_batch` (nnconv/runtime/batch.py: bit-identical to one run per sample, so the report is the one a
+sample-by-sample run gives), on TFLite one sample at a time. Where the executor's plan for a chunk loops
+(an operation that mixes samples, a batched model over `--max-memory`), the chunk runs sample by sample and
+`dataset.batch.loop_reason` gives the plan's reason, once; a batched graph over `--max-memory` first halves
+the chunk (`_fit_chunk`). At most one chunk of samples and their outputs is
+in memory at a time.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -43,6 +49,7 @@ from nnconv.parity.verify import (
     tflite_output,
     tolerance_span,
 )
+from nnconv.runtime.batch import DEFAULT_MAX_BATCH
 from nnconv.runtime.executor import Executor
 
 PERCENTILES = (50, 90, 99)
@@ -59,13 +66,33 @@ def settle(report: ParityReport, reference: TfliteReference, converted: Converte
     settle_with_kernel_spread(report, reference, converted, feed, overrides, executor_options)
 
 
+@dataclass
+class Batching:
+    """How our executor ran the samples (JSON `dataset.batch`): in chunks of at most `max_batch` (the one
+    asked, at most the dataset's size, halved to fit `--max-memory`), `batched` of them in a batched plan;
+    `loop_reason`: why chunks ran sample by sample (the first plan's reason)."""
+
+    max_batch: int = DEFAULT_MAX_BATCH
+    batched: int = 0
+    loop_reason: str = ""
+
+    def to_json(self) -> dict:
+        return {"max_batch": self.max_batch, "batched_samples": self.batched,
+                "loop_reason": self.loop_reason or None}
+
+
 def run_samples(converted: ConvertedModel, reference: TfliteReference, feeds: Iterable[Feed], kernels: str,
-                executor_options: Mapping[str, Any] | None = None
+                executor_options: Mapping[str, Any] | None = None, batching: Batching | None = None,
+                started: Callable[[int], None] | None = None
                 ) -> Iterator[tuple[Feed, dict[str, np.ndarray], dict[str, np.ndarray], bool]]:
-    """Yields (feed, ours, TFLite's, hybrid) outputs by output name for each feed, in order; `feeds` is
-    consumed lazily, one sample in memory at a time (a batched executor would take a batch of them here).
+    """Yields (feed, ours, TFLite's, hybrid) outputs by output name for each feed, in order. `feeds` is
+    consumed lazily, a chunk of `batching.max_batch` samples at a time (1: one by one, `Executor.run`), run on
+    our executor at once (`_run_chunk`), then on TFLite sample by sample. `started(i)` is called when sample i's
+    work begins: the first of a chunk before the chunk's batched run, the others before their TFLite run (a
+    progress bar then moves with the samples, not in jumps of a chunk).
     Dynamic-range models compare with TFLite on their float twin (parity/twin.py) when TFLite takes it
     (hybrid False), else with TFLite's hybrid kernels (hybrid True: the looser tolerance), as one verify does."""
+    batching = batching if batching is not None else Batching()
     executor = Executor(converted, **dict(executor_options or {}))
     runner, hybrid = None, reference.hybrid
     if reference.twin is not None:
@@ -74,11 +101,47 @@ def run_samples(converted: ConvertedModel, reference: TfliteReference, feeds: It
         except NnconvError:
             runner = None
     runner = runner or TfliteRunner(reference.source, kernels=kernels)
-    for feed in feeds:
-        ours = executor.run(dict(feed))
-        raw = runner.run(tflite_feed(runner, converted, feed))
-        theirs = {s.name: tflite_output(runner, raw, s.tflite_tensor) for s in converted.outputs}
-        yield feed, ours, theirs, hybrid
+    _fit_chunk(executor, batching)
+    pending, index = iter(feeds), 0
+    while chunk := list(islice(pending, max(1, batching.max_batch))):
+        for k, (feed, ours) in enumerate(zip(chunk, _run_chunk(executor, chunk, batching, started, index))):
+            if k and started is not None:
+                started(index + k)
+            raw = runner.run(tflite_feed(runner, converted, feed))
+            theirs = {s.name: tflite_output(runner, raw, s.tflite_tensor) for s in converted.outputs}
+            yield feed, ours, theirs, hybrid
+        index += len(chunk)
+
+
+def _fit_chunk(executor: Executor, batching: Batching) -> None:
+    """`batching.max_batch` halved while the batched graph at that size is over the executor's `max_memory`
+    (a smaller chunk may fit where 32 samples do not); down to 1, the last plan's reason is the loop's."""
+    while batching.max_batch > 1:
+        plan = executor.batch_plan(batching.max_batch)
+        if not plan.over_memory:
+            return
+        batching.max_batch //= 2
+        if batching.max_batch == 1:
+            batching.loop_reason = plan.reason
+
+
+def _run_chunk(executor: Executor, chunk: Sequence[Feed], batching: Batching,
+               started: Callable[[int], None] | None, index: int) -> list[dict[str, np.ndarray]]:
+    """Our outputs for each feed of `chunk`: stacked on a leading sample axis through `run_batch` (which loops
+    where its plan does; the first such reason is kept in `batching`), one `run` for a chunk of one."""
+    if started is not None:
+        started(index)
+    if len(chunk) == 1:  # a plan of one sample is the single run
+        return [executor.run(dict(chunk[0]))]
+    plan = executor.batch_plan(len(chunk))
+    if plan.batched:
+        batching.batched += len(chunk)
+    elif not batching.loop_reason:
+        batching.loop_reason = plan.reason
+    outs = executor.run_batch({s.name: np.stack([f[s.name] for f in chunk]) for s in executor.input_specs},
+                              max_batch=len(chunk))
+    # `[k, ...]` keeps a rank-0 output an array, as `run` returns it
+    return [{name: a[k, ...] for name, a in outs.items()} for k in range(len(chunk))]
 
 
 @dataclass
@@ -155,30 +218,31 @@ class DatasetResult:
     def passed(self) -> bool:
         return all(r.passed for o in self.outputs for r in o.rows)
 
+    batch: Batching = field(default_factory=Batching)
+
     def to_json(self) -> dict:
         outputs = [o.to_json(self.names) for o in self.outputs]
         return {"path": self.path, "samples": len(self.names), "passed": self.passed,
                 "failing_samples": sum(any(not o.rows[i].passed for o in self.outputs)
                                        for i in range(len(self.names))),
                 "worst_sample": self.names[self.worst], "outputs": outputs,
-                "uninformative_outputs": [o["name"] for o in outputs if o["uninformative"]]}
+                "uninformative_outputs": [o["name"] for o in outputs if o["uninformative"]],
+                "batch": self.batch.to_json()}
 
 
 def compare_dataset(path: str, converted: ConvertedModel, reference: TfliteReference, samples: Sequence[Sample],
                     kernels: str, overrides: ToleranceOverrides | None = None,
                     executor_options: Mapping[str, Any] | None = None,
-                    advance: Callable[[str, int], None] | None = None) -> DatasetResult:
-    """Every sample through both engines (`run_samples`), compared output by output. `advance(name, total)`
-    is called before each sample (the CLI's progress bar)."""
+                    advance: Callable[[str, int], None] | None = None,
+                    max_batch: int = DEFAULT_MAX_BATCH) -> DatasetResult:
+    """Every sample through both engines (`run_samples`, our executor in chunks of `max_batch`), compared output
+    by output. `advance(name, total)` is called as each sample's work begins (the CLI's progress bar)."""
     stats = [OutputStats(s.name) for s in converted.outputs]
-
-    def feeds() -> Iterator[Feed]:
-        for sample in samples:
-            if advance is not None:
-                advance(sample.name, len(samples))
-            yield sample.load()
+    batching = Batching(max(1, min(max_batch, len(samples))))  # no chunk larger than the dataset
+    started = None if advance is None else (lambda i: advance(samples[i].name, len(samples)))
     badness = []
-    for feed, ours, theirs, hybrid in run_samples(converted, reference, feeds(), kernels, executor_options):
+    for feed, ours, theirs, hybrid in run_samples(converted, reference, (s.load() for s in samples), kernels,
+                                                  executor_options, batching, started):
         rows = [compare(s.name, ours[s.name], theirs[s.name], hybrid, overrides) for s in converted.outputs]
         if not all(r.passed for r in rows):  # settled as one verify settles them (partitioned.verify_prepared)
             settle(ParityReport(path, converted.api_level, kernels, rows), reference, converted, feed, overrides,
@@ -186,5 +250,5 @@ def compare_dataset(path: str, converted: ConvertedModel, reference: TfliteRefer
         for st, spec, row in zip(stats, converted.outputs, rows):
             st.add(row, np.asarray(ours[spec.name]), np.asarray(theirs[spec.name]))
         badness.append(max((not r.passed, r.max_rel) for r in rows))
-    return DatasetResult(path, [s.name for s in samples], stats, max(range(len(badness)), key=badness.__getitem__))
-
+    return DatasetResult(path, [s.name for s in samples], stats, max(range(len(badness)), key=badness.__getitem__),
+                         batching)

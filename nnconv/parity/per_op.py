@@ -28,7 +28,8 @@ from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.verify import OutputParity, compare
 from nnconv.pipeline import PreparedConversion
-from nnconv.runtime.executor import Executor, Trace
+from nnconv.runtime.executor import Executor
+from nnconv.runtime.trace import Trace
 from nnconv.tflite.ir import Subgraph
 
 PASS, DIVERGENT, PROPAGATED, AMPLIFIED = "pass", "divergent", "propagated", "amplified"

@@ -47,6 +47,7 @@ from nnconv.parity.verify import (
     random_inputs,
 )
 from nnconv.pipeline import PreparedConversion, prepare
+from nnconv.runtime.batch import DEFAULT_MAX_BATCH
 from nnconv.runtime.blas_threads import use_threads
 from nnconv.runtime.executor import Executor
 
@@ -80,6 +81,7 @@ class VerifyOptions:
     threads: int = 1  # our executor's BLAS threads and TFLite's num_threads, alike (`--threads`)
     dataset: str | None = None  # `--dataset PATH` (parity/samples.py), with at most `samples` samples
     samples: int | None = None
+    batch: int = DEFAULT_MAX_BATCH  # --dataset: samples per batched run of our executor (1: one at a time)
     max_bytes: int | None = None  # bound of each .npy/.npz sample read (`--max-memory`)
     save_repro: str | None = None  # with `per_op`: the folder of the first divergent op's repro (parity/repro.py)
 
@@ -219,7 +221,7 @@ def _verify_dataset(model: str | os.PathLike, opts: VerifyOptions,
     samples = dataset_samples(opts.dataset, converted.inputs, opts.input_range,
                               opts.max_bytes or default_max_memory(), opts.samples)
     result = compare_dataset(os.fspath(opts.dataset), converted, TfliteReference.of(prepared.model, prepared.source),
-                             samples, opts.kernels, opts.overrides, opts.executor_options, advance)
+                             samples, opts.kernels, opts.overrides, opts.executor_options, advance, opts.batch)
     worst = samples[result.worst]
     again = replace(opts, dataset=None, samples=None, input_range=None, inputs=worst.load(),
                     inputs_source=f"{opts.dataset} sample {worst.name}")

@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from nnconv.errors import InputDataError, NnconvError
+from nnconv.errors import InputDataError, NnconvError, ResourceLimitError
 from nnconv.nnapi.enums import OperandLifeTime, OperationType
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
 from nnconv.nnapi.program import ConvertedModel, IoTensor
@@ -48,6 +48,7 @@ class BatchPlan:
     executor: Any = None  # nnconv.runtime.executor.Executor at n samples
     reason: str = ""
     per_sample: tuple[str, ...] = ()
+    over_memory: bool = False  # the loop is the memory bound's (`max_memory`): fewer samples may fit
 
     @property
     def batched(self) -> bool:
@@ -167,7 +168,7 @@ def prepare_batch(executor: Any, n: int, make: Callable[..., Any], exact_float: 
     try:
         ex = make(batched, **executor.settings)
     except NnconvError as e:  # the batched model needs more memory than allowed, say
-        return BatchPlan(n, reason=f"at {n} samples: {e}")
+        return BatchPlan(n, reason=f"at {n} samples: {e}", over_memory=isinstance(e, ResourceLimitError))
     ex.runner.batch = split
     return BatchPlan(n, executor=ex, per_sample=_per_sample_steps(split, sgn))
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence, TextIO
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from nnconv.runtime.fusion import FUSED_TYPES, Fusion, plan_fusions
 from nnconv.runtime.kernels.buffers import BufferPool
 from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.runtime.relaxed import fp16_storage
+from nnconv.runtime.trace import Trace
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.levels import MAX_FEATURE_LEVEL, feature_level
 from nnconv.nnapi.memory import ensure_fits, last_reads
@@ -45,31 +46,6 @@ from nnconv.nnapi.program import ConvertedModel, IoTensor, bind_inputs, input_dt
 from nnconv.nnapi.validate import validate_model
 
 _L = OperandLifeTime
-
-
-@dataclass
-class Trace:
-    """Per-operation record of an execution (verbose mode and per-op parity)."""
-
-    stream: TextIO | None = None
-    keep: bool = False
-    values: dict[int, np.ndarray] = field(default_factory=dict)  # operand -> value (main subgraph)
-
-    def record(self, op_index: int, op_name: str, outputs: Sequence[int], arrays: Sequence[np.ndarray],
-               names: Sequence[str] = (), source_op: int | None = None) -> None:
-        """One operation's outputs. With a stream, one line per output in the words of the TFLite model:
-        `#3 CONV_2D (TFLite op #2) -> conv1/Relu6 [17]: float32 1x112x112x32 [0, 6]`, the tensor's
-        TFLite name with its NNAPI operand number in brackets (`<temporary>` for operands a lowering
-        added), then `dtype shape [min, max]` at 4 significant digits."""
-        if self.keep:
-            for o, a in zip(outputs, arrays):
-                self.values[o] = a
-        if self.stream is not None:
-            from nnconv.fmt import describe_array
-            source = "" if source_op is None else f" (TFLite op #{source_op})"
-            for k, (o, a) in enumerate(zip(outputs, arrays)):
-                name = names[k] if k < len(names) and names[k] else "<temporary>"
-                print(f"#{op_index} {op_name}{source} -> {name} [{o}]: {describe_array(a)}", file=self.stream)
 
 
 @dataclass

@@ -14,7 +14,8 @@ from harness import TfliteBuilder, assert_parity, assert_same_bits, step_names
 from nnconv.nnapi.builder import ModelBuilder
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.nnapi.model import Operand, Operation
-from nnconv.runtime.executor import Executor, Trace
+from nnconv.runtime.executor import Executor
+from nnconv.runtime.trace import Trace
 from nnconv.runtime.fused_kernels import clamp_epilogue, with_epilogue
 from nnconv.runtime.kernels import KernelCall
 from nnconv.runtime.kernels.relu import relu

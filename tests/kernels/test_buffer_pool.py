@@ -10,7 +10,8 @@ from nnconv.nnapi.builder import ModelBuilder
 from nnconv.nnapi.enums import OperandType as T
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Model
-from nnconv.runtime.executor import SubgraphRunner, Trace
+from nnconv.runtime.executor import SubgraphRunner
+from nnconv.runtime.trace import Trace
 from nnconv.runtime.kernels import buffers
 from nnconv.runtime.kernels.arena_plan import ALIGN
 from nnconv.runtime.kernels.buffers import BufferPool

@@ -11,7 +11,8 @@ import pytest
 from nnconv.errors import ExecutionError
 from nnconv.nnapi.builder import ModelBuilder
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
-from nnconv.runtime.executor import Executor, Trace
+from nnconv.runtime.executor import Executor
+from nnconv.runtime.trace import Trace
 from nnconv.runtime.kernels import KERNELS
 
 F16, F32, I32 = OperandType.TENSOR_FLOAT16, OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32

@@ -16,7 +16,8 @@ import pytest
 import nnconv
 from harness import TfliteBuilder, assert_parity, step_names
 from nnconv.nnapi.enums import OperationType
-from nnconv.runtime.executor import Executor, Trace
+from nnconv.runtime.executor import Executor
+from nnconv.runtime.trace import Trace
 from nnconv.runtime.kernels.logistic import logistic
 from nnconv.tflite.builder import QuantParams
 from nnconv.tflite.options import AddOptions, Conv2DOptions, MulOptions

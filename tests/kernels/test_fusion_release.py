@@ -13,7 +13,8 @@ import pytest
 
 from harness import TfliteBuilder, assert_parity, step_names
 from nnconv.parity import random_inputs
-from nnconv.runtime.executor import Executor, Trace
+from nnconv.runtime.executor import Executor
+from nnconv.runtime.trace import Trace
 from nnconv.tflite.builder import QuantParams
 from nnconv.tflite.options import (AddOptions, Conv2DOptions, MulOptions, ReducerOptions, SubOptions)
 from nnconv.tflite.schema_enums import BuiltinOperator as B

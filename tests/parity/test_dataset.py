@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from chain_models import SHAPE, add_mul_sub_chain
+from harness import single_op_model
 from nnconv.cli import main
 from nnconv.errors import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from nnconv.nnapi.enums import OperationType
@@ -20,6 +21,8 @@ from nnconv.parity.samples import dataset_samples
 from nnconv.parity.session import VerifyOptions, verify
 from nnconv.pipeline import prepare
 from nnconv.runtime.kernels import KERNELS
+from nnconv.tflite.options import ConcatenationOptions
+from nnconv.tflite.schema_enums import BuiltinOperator as B
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "models"
 
@@ -256,3 +259,63 @@ def test_progress_bar_on_a_terminal_only(monkeypatch):
     monkeypatch.setattr(common, "err", Console(file=io.StringIO(), width=80))  # a pipe or a log: no bar
     with sample_progress() as advance:
         assert advance is None
+
+
+def _report(model: pathlib.Path, batch: int, seen: list[str] | None = None, **options) -> dict:
+    advance = None if seen is None else (lambda name, total: seen.append(f"{name}/{total}"))
+    data = verify(str(model), VerifyOptions(batch=batch, **options), advance=advance).to_json()
+    data.pop("seconds")
+    return data
+
+
+@pytest.mark.parametrize("fixture", ["mobilenet_v2_int8.tflite", "mobilenet_v2_float.tflite"])
+def test_batched_samples_give_the_one_by_one_report(images, fixture):
+    """Our executor runs the samples in chunks through `run_batch`; the report is the sample-by-sample one, bit
+    for bit (chunks of 2 + 2, of 4, and one at a time), and the progress bar still moves per sample."""
+    options = dict(dataset=str(images), input_range=(0.0, 1.0))
+    seen: list[str] = []
+    one = _report(FIXTURES / fixture, 1, **options)
+    pairs = _report(FIXTURES / fixture, 2, seen, **options)
+    whole = _report(FIXTURES / fixture, 32, **options)
+    assert one["dataset"].pop("batch") == {"max_batch": 1, "batched_samples": 0, "loop_reason": None}
+    assert pairs["dataset"].pop("batch") == {"max_batch": 2, "batched_samples": 4, "loop_reason": None}
+    # 32 asked, 4 samples: one chunk of 4
+    assert whole["dataset"].pop("batch") == {"max_batch": 4, "batched_samples": 4, "loop_reason": None}
+    assert one == pairs == whole
+    assert seen == [f"{name}/4" for name in ("cats/img1.ppm", "cats/img3.ppm", "img0.ppm", "img2.ppm")]
+
+
+def test_a_batch_over_max_memory_halves_then_loops_saying_why_once(images):
+    """A batched graph over `--max-memory` (runtime/batch.py) halves the chunk; when not even 2 samples fit, the
+    samples run one at a time and the report says why once (JSON and table). The int8 fixture needs 90 KiB for
+    one sample, 160 KiB for two, 300 KiB for four."""
+    model = str(FIXTURES / "mobilenet_v2_int8.tflite")
+    halved = verify(model, VerifyOptions(dataset=str(images), executor_options={"max_memory": 200 << 10}))
+    assert halved.dataset["batch"] == {"max_batch": 2, "batched_samples": 4, "loop_reason": None}
+    args = ["verify", model, "--dataset", str(images), "--max-memory", "150K"]
+    result, data = _json([*args, "--format", "json"])
+    assert result.exit_code == EXIT_OK, result.output
+    batch = data["dataset"]["batch"]
+    assert batch["max_batch"] == 1 and batch["batched_samples"] == 0, batch
+    assert batch["loop_reason"].startswith("at 2 samples: ") and "over the 150 KiB allowed" in batch["loop_reason"]
+    table = CliRunner().invoke(main, args)
+    assert table.exit_code == EXIT_OK and table.stdout.count("ran the samples one at a time") == 1, table.stdout
+    assert table.stdout.count("150 KiB allowed") == 1
+
+
+def test_a_graph_that_mixes_samples_loops_and_says_which_op_once(tmp_path):
+    """Three chunks of two (the last of one) all loop: the report gives the operation, once, and the samples
+    compare as one by one."""
+    model = tmp_path / "concat.tflite"
+    # y = concat([a, b], axis 0): its sample axis mixes samples, so a batched plan loops
+    model.write_bytes(single_op_model(B.CONCATENATION, [("a", (1, 6), np.float32), ("b", (1, 6), np.float32)],
+                                      [("y", (2, 6), np.float32)], ConcatenationOptions(axis=0)))
+    rng = np.random.default_rng(4)
+    np.savez(tmp_path / "s.npz", a=rng.uniform(-1, 1, (5, 1, 6)).astype(np.float32),
+             b=rng.uniform(-1, 1, (5, 1, 6)).astype(np.float32))
+    batched = _report(model, 2, dataset=str(tmp_path / "s.npz"))
+    batch = batched["dataset"].pop("batch")
+    assert batch["batched_samples"] == 0 and batch["loop_reason"].startswith("operation #0 CONCATENATION"), batch
+    one = _report(model, 1, dataset=str(tmp_path / "s.npz"))
+    one["dataset"].pop("batch")
+    assert one == batched and batched["dataset"]["samples"] == 5
