@@ -52,3 +52,10 @@ class GuardedDecoder:
             raise self.fail(f"{what} claims {n} entries, more than the file can hold (truncated or corrupt)")
         self.budget -= n
         return n
+
+    def entries(self, table: str, length: Callable[[], int], entry: str, decode: Callable[[int], _T],
+                counted_as: str = "") -> list[_T]:
+        """Every entry of a table vector: its length read under `guarded` (errors name `table`) and checked by
+        `count` (named `counted_as`, by default `table`), then `decode(i)` under `guarded` (`entry i`)."""
+        n = self.count(self.guarded(table, length), counted_as or table)
+        return [self.guarded(f"{entry} {i}", lambda i=i: decode(i)) for i in range(n)]

@@ -14,21 +14,10 @@ from rich.markup import escape
 from rich.text import Text
 
 from nnconv.cli import common
-from nnconv.cli.common import (
-    api_level_option,
-    conversion_options,
-    feature_level_option,
-    fold_weights_option,
-    input_shape_option,
-    handle_errors,
-    max_memory_option,
-    resolve_api_level,
-    resolve_max_memory,
-    threads_option,
-    verbosity_options,
-    warn_deprecated,
-    warn_inapplicable,
-)
+from nnconv.cli.common import (api_level_option, conversion_options, feature_level_option,
+                               fold_weights_option, input_shape_option, handle_errors, max_memory_option,
+                               resolve_api_level, resolve_max_memory, threads_option, verbosity_options,
+                               warn_deprecated, warn_inapplicable)
 from nnconv.cli.npz_io import load_npz, save_npz
 from nnconv.cli.scale import Batch, scale_options
 from nnconv.errors import EXIT_FAILURE, failure_line

@@ -10,7 +10,7 @@ import json
 
 from nnconv.nnapi.emit_c import c_comment
 from nnconv.nnapi.levels import feature_level
-from nnconv.nnapi.ndk.check import MAP_FILE_C
+from nnconv.nnapi.ndk.check import MAP_FILE_C, NDK_DIR
 from nnconv.nnapi.serialize import NnapiFile
 
 from nnconv.devices.profile import FORMAT, FORMAT_VERSION
@@ -58,17 +58,7 @@ def _tables(nnapi: NnapiFile) -> tuple[list[str], list[str]]:
 
 
 _COMMON = r"""
-/* A JSON string (the recorder has its own: the probe runs on a phone, without it). */
-static void write_string(FILE* json, const char* text) {
-  fputc('"', json);
-  for (const char* c = text; *c; ++c) {
-    if (*c == '"' || *c == '\\') fprintf(json, "\\%c", *c);
-    else if ((unsigned char)*c < 0x20) fprintf(json, "\\u%04x", (unsigned)(unsigned char)*c);
-    else fputc(*c, json);
-  }
-  fputc('"', json);
-}
-
+{json_string}
 /* What one partition said: created, asked, compiled, and per operation whether it was taken. */
 typedef struct {
   int create_status;
@@ -296,4 +286,5 @@ def probe_source(nnapi: NnapiFile, prefix: str, model_name: str, api_level: int,
            f'#define API_LEVEL_TEXT "{api_level}"', f'#define PROBE_METHOD "{method}"',
            f"#define RUNTIME_FEATURE_LEVEL {feature_level(api_level)}", ""]
     out += tables + [""] + _partition_calls(nnapi, prefix)
-    return "\n".join(out) + "\n" + "\n".join(MAP_FILE_C) + _COMMON + (_DEVICES if devices else _RUNTIME)
+    common = _COMMON.replace("{json_string}", (NDK_DIR / "json_string.h").read_text())
+    return "\n".join(out) + "\n" + "\n".join(MAP_FILE_C) + common + (_DEVICES if devices else _RUNTIME)

@@ -38,14 +38,8 @@ from nnconv.parity.tflite_runner import (
     interpreter_version,
 )
 from nnconv.parity.tolerances import ToleranceOverrides
-from nnconv.parity.verify import (
-    OutputParity,
-    ParityReport,
-    TfliteReference,
-    attach_operands,
-    compare,
-    random_inputs,
-)
+from nnconv.parity.verify import (OutputParity, ParityReport, TfliteReference, attach_operands, compare,
+                                  random_inputs)
 from nnconv.pipeline import PreparedConversion, prepare
 from nnconv.runtime.batch import DEFAULT_MAX_BATCH
 from nnconv.runtime.blas_threads import use_threads

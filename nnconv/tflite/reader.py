@@ -128,48 +128,40 @@ class _Decoder(GuardedDecoder):
     # -- buffers ----------------------------------------------------------------------------------
     def decode_buffers(self, m: Any) -> list[tuple[int, int] | None]:
         """(byte offset, size) into the file of each buffer, or None when empty."""
-        n = self.count(self.guarded("buffer table", m.BuffersLength), "buffer table")
-        out: list[tuple[int, int] | None] = []
-        for i in range(n):
-            def one(i: int = i) -> tuple[int, int] | None:
-                b = m.Buffers(i)
-                if b is None:
-                    return None
-                off, size = b.Offset(), b.Size()
-                if off > 1:  # data stored after the flatbuffer (models over 2 GB); offset 0/1 means none
-                    if off + size > self.size:
-                        raise self.fail(f"buffer {i} spans bytes {off}..{off + size}, past the end of the "
-                                        f"file ({self.size} bytes)")
-                    return (off, size) if size else None
-                length = b.DataLength()
-                if length == 0:
-                    return None
-                o = b._tab.Offset(4)
-                start = b._tab.Vector(o)
-                if start + length > self.size:
-                    raise self.fail(f"buffer {i} runs past the end of the file (truncated?)")
-                return start, length
-            out.append(self.guarded(f"buffer {i}", one))
-        return out
+        def one(i: int) -> tuple[int, int] | None:
+            b = m.Buffers(i)
+            if b is None:
+                return None
+            off, size = b.Offset(), b.Size()
+            if off > 1:  # data stored after the flatbuffer (models over 2 GB); offset 0/1 means none
+                if off + size > self.size:
+                    raise self.fail(f"buffer {i} spans bytes {off}..{off + size}, past the end of the "
+                                    f"file ({self.size} bytes)")
+                return (off, size) if size else None
+            length = b.DataLength()
+            if length == 0:
+                return None
+            o = b._tab.Offset(4)
+            start = b._tab.Vector(o)
+            if start + length > self.size:
+                raise self.fail(f"buffer {i} runs past the end of the file (truncated?)")
+            return start, length
+        return self.entries("buffer table", m.BuffersLength, "buffer", one)
 
     def decode_opcodes(self, m: Any) -> list[tuple[int, str | None, int]]:
-        n = self.count(self.guarded("operator codes", m.OperatorCodesLength), "operator code table")
-        out = []
-        for i in range(n):
-            def one(i: int = i) -> tuple[int, str | None, int]:
-                oc = m.OperatorCodes(i)
-                if oc is None:
-                    raise self.fail(f"operator code {i} is missing")
-                # Opcode quirk: builtin codes above 127 live only in `builtin_code`; older files have only
-                # the int8 `deprecated_builtin_code` (and builtin_code 0); newer writers (AI Edge Quantizer)
-                # set only `builtin_code`. TFLite takes the larger of the two raw fields. The `tflite`
-                # package's BuiltinCode() substitutes the deprecated field whenever the raw one is below
-                # 127, which reads a builtin_code-only DEQUANTIZE as ADD (0): read the raw field instead.
-                code = max(oc.DeprecatedBuiltinCode(), _raw_builtin_code(oc))
-                custom = oc.CustomCode()
-                return code, (custom.decode("utf-8", "replace") if custom is not None else None), oc.Version()
-            out.append(self.guarded(f"operator code {i}", one))
-        return out
+        def one(i: int) -> tuple[int, str | None, int]:
+            oc = m.OperatorCodes(i)
+            if oc is None:
+                raise self.fail(f"operator code {i} is missing")
+            # Opcode quirk: builtin codes above 127 live only in `builtin_code`; older files have only
+            # the int8 `deprecated_builtin_code` (and builtin_code 0); newer writers (AI Edge Quantizer)
+            # set only `builtin_code`. TFLite takes the larger of the two raw fields. The `tflite`
+            # package's BuiltinCode() substitutes the deprecated field whenever the raw one is below
+            # 127, which reads a builtin_code-only DEQUANTIZE as ADD (0): read the raw field instead.
+            code = max(oc.DeprecatedBuiltinCode(), _raw_builtin_code(oc))
+            custom = oc.CustomCode()
+            return code, (custom.decode("utf-8", "replace") if custom is not None else None), oc.Version()
+        return self.entries("operator codes", m.OperatorCodesLength, "operator code", one, "operator code table")
 
     # -- subgraphs --------------------------------------------------------------------------------
     def decode_subgraph(self, m: Any, si: int, buffers: list, opcodes: list) -> Subgraph:
@@ -395,51 +387,43 @@ class _Decoder(GuardedDecoder):
 
     def decode_metadata(self, m: Any, buffers: list[tuple[int, int] | None]) -> tuple[tuple[str, int], ...]:
         """(name, byte size) of each Model.metadata entry (min_runtime_version, TFLite Support's metadata...)."""
-        n = self.count(self.guarded("metadata table", m.MetadataLength), "metadata table")
-        out = []
-        for i in range(n):
-            def one(i: int = i) -> tuple[str, int]:
-                entry = m.Metadata(i)
-                if entry is None:
-                    raise self.fail(f"metadata entry {i} is missing")
-                b = entry.Buffer()
-                if b >= len(buffers):
-                    raise self.fail(f"metadata entry {i} names buffer {b}, but the model has {len(buffers)}")
-                span = buffers[b]
-                return (entry.Name() or b"").decode("utf-8", "replace"), span[1] if span else 0
-            out.append(self.guarded(f"metadata {i}", one))
-        return tuple(out)
+        def one(i: int) -> tuple[str, int]:
+            entry = m.Metadata(i)
+            if entry is None:
+                raise self.fail(f"metadata entry {i} is missing")
+            b = entry.Buffer()
+            if b >= len(buffers):
+                raise self.fail(f"metadata entry {i} names buffer {b}, but the model has {len(buffers)}")
+            span = buffers[b]
+            return (entry.Name() or b"").decode("utf-8", "replace"), span[1] if span else 0
+        return tuple(self.entries("metadata table", m.MetadataLength, "metadata", one))
 
     def decode_signatures(self, m: Any, subgraphs: tuple[Subgraph, ...]) -> tuple[SignatureDef, ...]:
-        n = self.count(self.guarded("signature defs", m.SignatureDefsLength), "signature table")
-        out = []
-        for i in range(n):
-            def one(i: int = i) -> SignatureDef:
-                s = m.SignatureDefs(i)
-                if s is None:
-                    raise self.fail(f"signature {i} is missing")
-                si = s.SubgraphIndex()
-                if si >= len(subgraphs):
-                    raise self.fail(f"signature {i} names subgraph {si}, which does not exist")
-                n_tensors = len(subgraphs[si].tensors)
+        def one(i: int) -> SignatureDef:
+            s = m.SignatureDefs(i)
+            if s is None:
+                raise self.fail(f"signature {i} is missing")
+            si = s.SubgraphIndex()
+            if si >= len(subgraphs):
+                raise self.fail(f"signature {i} names subgraph {si}, which does not exist")
+            n_tensors = len(subgraphs[si].tensors)
 
-                def maps(length: Callable[[], int], get: Callable[[int], Any]) -> tuple:
-                    items = []
-                    for j in range(self.count(length(), "signature tensor map")):
-                        tm = get(j)
-                        if tm is None:
-                            raise self.fail(f"signature {i} tensor map {j} is missing")
-                        ti = tm.TensorIndex()
-                        if ti >= n_tensors:
-                            raise self.fail(f"signature {i} names tensor {ti}, but subgraph {si} has "
-                                            f"{n_tensors} tensors")
-                        items.append(((tm.Name() or b"").decode("utf-8", "replace"), ti))
-                    return tuple(items)
-                key = (s.SignatureKey() or b"").decode("utf-8", "replace")
-                return SignatureDef(signature_key=key, subgraph_index=si,
-                                    inputs=maps(s.InputsLength, s.Inputs), outputs=maps(s.OutputsLength, s.Outputs))
-            out.append(self.guarded(f"signature {i}", one))
-        return tuple(out)
+            def maps(length: Callable[[], int], get: Callable[[int], Any]) -> tuple:
+                items = []
+                for j in range(self.count(length(), "signature tensor map")):
+                    tm = get(j)
+                    if tm is None:
+                        raise self.fail(f"signature {i} tensor map {j} is missing")
+                    ti = tm.TensorIndex()
+                    if ti >= n_tensors:
+                        raise self.fail(f"signature {i} names tensor {ti}, but subgraph {si} has "
+                                        f"{n_tensors} tensors")
+                    items.append(((tm.Name() or b"").decode("utf-8", "replace"), ti))
+                return tuple(items)
+            key = (s.SignatureKey() or b"").decode("utf-8", "replace")
+            return SignatureDef(signature_key=key, subgraph_index=si,
+                                inputs=maps(s.InputsLength, s.Inputs), outputs=maps(s.OutputsLength, s.Outputs))
+        return tuple(self.entries("signature defs", m.SignatureDefsLength, "signature", one, "signature table"))
 
 
 def _raw_builtin_code(oc: Any) -> int:

@@ -1,19 +1,10 @@
 /* nnconv's host recorder: the recorded models written as JSON, their constant bytes as a blob. */
 #define _POSIX_C_SOURCE 200809L
 
+#include "json_string.h"
 #include "recorder_internal.h"
 
 #include <stdio.h>
-
-static void write_string(FILE* json, const char* text) {
-  fputc('"', json);
-  for (const char* c = text; *c; ++c) {
-    if (*c == '"' || *c == '\\') fprintf(json, "\\%c", *c);
-    else if ((unsigned char)*c < 0x20) fprintf(json, "\\u%04x", (unsigned)(unsigned char)*c);
-    else fputc(*c, json);
-  }
-  fputc('"', json);
-}
 
 static void write_indexes(FILE* json, uint32_t count, const uint32_t* indexes) {
   fputc('[', json);
