@@ -107,7 +107,7 @@ def quantize_all(src: pathlib.Path, out: pathlib.Path, recipes: list[str], skip_
         if skip_existing and target.exists():
             continue
         t0 = time.perf_counter()
-        entry: dict[str, Any] = {"writer": "ai-edge-quantizer", "recipe": name, "source": src.name,
+        entry: dict[str, Any] = {"writer": "AI Edge Quantizer", "recipe": name, "source": src.name,
                                  "architecture": stem, "what": what}
         try:
             target.write_bytes(quantize(model, name))

@@ -227,7 +227,7 @@ def make(arch: Architecture, out: pathlib.Path, recipes: list[str], pt2e: bool, 
         before = set(manifest)
         make_aeq_zoo.quantize_all(src, out, recipes, skip_existing, manifest, arch.what)
         for key in set(manifest) - before:
-            manifest[key]["writer"] = "litert-torch + ai-edge-quantizer"
+            manifest[key]["writer"] = "litert-torch + AI Edge Quantizer"
 
 
 def main(argv: list[str] | None = None) -> int:
