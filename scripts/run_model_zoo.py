@@ -155,7 +155,7 @@ def verify_cell(result: ZooResult, level: int) -> str:
 def _op_name(op: Any) -> str:
     """`--per-op`'s first divergent op, as `#index NAME` when it is a record."""
     if isinstance(op, dict):
-        return f"#{op.get('index', '?')} {op.get('op', '')}".strip()
+        return f"#{op.get('op_index', op.get('index', '?'))} {op.get('op', '')}".strip()
     return str(op)
 
 

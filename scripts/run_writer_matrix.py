@@ -28,6 +28,13 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from run_model_zoo import ZooResult, _md, check, verify, verify_cell  # noqa: E402
 
 TABLE_LEVELS = (29, 30)
+WRITER_ORDER = ("TensorFlow converter", "AI Edge Quantizer", "litert-torch", "litert-torch + AI Edge Quantizer")
+
+
+def _order(key: tuple[str, str]) -> tuple[int, str, str]:
+    """Writers in the order of the docs (known ones first), then recipes by name."""
+    rank = WRITER_ORDER.index(key[0]) if key[0] in WRITER_ORDER else len(WRITER_ORDER)
+    return rank, key[0], key[1]
 
 
 def writer_of(path: pathlib.Path, manifest: dict[str, Any]) -> tuple[str, str]:
@@ -80,7 +87,7 @@ def render(rows: list[dict[str, Any]], manifests: dict[str, dict[str, Any]], ver
     lines = ["| writer | recipe | models | whole at 29 | whole at 30 | "
              + " | ".join(f"verify PASS at {lv}" for lv in verify_levels) + " | not written by the writer |",
              "| --- " * (6 + len(verify_levels)) + "|"]
-    for key in sorted(set(groups) | set(failed)):
+    for key in sorted(set(groups) | set(failed), key=_order):
         members = groups.get(key, [])
         whole = [sum(1 for _, r in members if r.whole(lv)) for lv in TABLE_LEVELS]
         passed = [sum(1 for _, r in members if r.verify.get(str(lv), {}).get("passed")) for lv in verify_levels]
@@ -90,7 +97,7 @@ def render(rows: list[dict[str, Any]], manifests: dict[str, dict[str, Any]], ver
     lines += ["", "| model | writer | ops | 29 | 30 | "
               + " | ".join(f"verify {lv}" for lv in verify_levels) + " | refused at 30 |",
               "| --- " * (6 + len(verify_levels)) + "|"]
-    for key in sorted(groups):
+    for key in sorted(groups, key=_order):
         for row, r in sorted(groups[key], key=lambda m: m[1].name):
             if r.error:
                 lines.append(f"| {r.name} | {key[0]} | | {_md(r.error)} | |" + " |" * (len(verify_levels) + 1))
