@@ -92,7 +92,8 @@ def message_findings(cmd: str, res: dict[str, Any]) -> list[str]:
         found.append(f"{cmd}: traceback: {_tail(err)}")
     if res["code"] == 4:
         found.append(f"{cmd}: exit 4: {_tail(err)}")
-    if res["code"] not in (0, "timeout"):
+    # verify's exit 1 is a FAIL verdict, reported by its table (and as a finding by rule 3), not an error.
+    if res["code"] not in (0, "timeout") and not (cmd == "verify" and res["code"] == 1):
         errors = [line for line in err.splitlines() if line.startswith("nnconv: error")]
         if len(errors) != 1:
             found.append(f"{cmd}: exit {res['code']} with {len(errors)} 'nnconv: error' lines: {_tail(err)}")
