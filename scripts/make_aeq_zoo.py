@@ -30,12 +30,11 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import pathlib
 import sys
 import time
 from typing import Any, Callable
-
-import os
 
 os.environ.setdefault("TQDM_DISABLE", "1")  # the quantizer's progress bars
 
