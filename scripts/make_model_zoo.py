@@ -12,7 +12,7 @@ variants, named `<model>.<variant>.tflite`:
 - `uint8io`: the same with a uint8 interface (QUANTIZE at both edges).
 
 A variant the converter refuses is skipped and listed, with the converter's message, in `manifest.json`.
-`scripts/run_model_zoo.py DIR` then checks and verifies the zoo and writes `docs/model-zoo.md`.
+`scripts/run_model_zoo.py DIR` then checks and verifies the zoo and prints the tables of `docs/model-zoo.md`.
 
     python scripts/make_model_zoo.py ZOO_DIR [--only NAME ...] [--variants int8 ...]
                                                         [--skip-existing]

@@ -1,4 +1,4 @@
-"""Checks and verifies the model zoo built by `scripts/make_model_zoo.py` and writes `docs/model-zoo.md`.
+"""Checks and verifies the model zoo built by `scripts/make_model_zoo.py` and prints its tables.
 
 For every `<model>.<variant>.tflite` of DIR: `nnconv check --api-level all` (partitions and refused ops
 per API level 27..35) and `nnconv verify --allow-partial` at API 29 and 30 (whole-model, or partition by
@@ -6,12 +6,14 @@ partition when some ops stay on the CPU; a failing model is verified again with 
 responsible). Each command runs as `python -m nnconv` from this repository in its own process,
 so one model's failure cannot stop the others and the figures are those a user gets from the CLI.
 
-    python scripts/run_model_zoo.py ZOO_DIR [--out docs/model-zoo.md] [--json results.json]
+    python scripts/run_model_zoo.py ZOO_DIR [--out tables.md] [--json results.json]
                                     [--baseline before.json] [--only NAME ...] [--no-verify] [--jobs N]
                                     [--keep earlier.json [--missing]]
 
-`--json` also saves the raw results; `--baseline` takes such a file (e.g. measured on an older commit)
-and adds its one-partition counts to the summary for comparison.
+The Markdown it prints (or writes to `--out`) is the "TensorFlow converter" part of `docs/model-zoo.md`:
+the one-partition counts per level, the per-model table, refusals, models the converter did not write and
+the architectures. `--json` also saves the raw results; `--baseline` takes such a file (e.g. measured on an
+older commit) and adds its one-partition counts to the summary for comparison.
 """
 
 from __future__ import annotations
@@ -153,7 +155,7 @@ def verify_cell(result: ZooResult, level: int) -> str:
 def _op_name(op: Any) -> str:
     """`--per-op`'s first divergent op, as `#index NAME` when it is a record."""
     if isinstance(op, dict):
-        return f"#{op.get('index', '?')} {op.get('op', '')}".strip()
+        return f"#{op.get('op_index', op.get('index', '?'))} {op.get('op', '')}".strip()
     return str(op)
 
 
@@ -171,15 +173,7 @@ def render(results: list[ZooResult], baseline: dict | None, manifest: dict) -> s
     head = "| | " + " | ".join(f"API {lv}" for lv in LEVELS) + " |"
     sep = "| --- " * (len(LEVELS) + 1) + "|"
     lines = [
-        "# Model zoo: real converter output, partitions per API level, parity",
-        "",
-        "Small Keras architectures and layer idioms with random weights (nothing downloaded), converted by",
-        "TensorFlow's own converter in five variants each (float32, float16 weights, dynamic range, full-integer",
-        "int8, int8 with a uint8 interface). Built by `scripts/make_model_zoo.py DIR` (needs TensorFlow; not part",
-        "of the test run), measured by `python scripts/run_model_zoo.py DIR`, which runs `nnconv check --api-level",
-        "all` and `nnconv verify` at API 29 and 30 on every model and writes this page.",
-        "",
-        "## Models in one partition",
+        "### Models in one partition",
         "",
         f"Of {len(results)} models, how many lower whole (every op on NNAPI, one partition) at each level:",
         "",
@@ -194,7 +188,7 @@ def render(results: list[ZooResult], baseline: dict | None, manifest: dict) -> s
     lines += ["", "`nnconv verify` passes (whole model, or partition by partition around CPU ops) on "
               + ", ".join(f"{passed[lv]}/{len(results)} at API {lv}" for lv in VERIFY_LEVELS) + ".", ""]
     lines += [
-        "## Per model",
+        "### Per model",
         "",
         "Cells: **1** = the whole model in one partition; `P (C%)` = P partitions formed, C% of the ops on NNAPI",
         "under the delegate's default limit of 3 partitions. Verify: PASS within the documented tolerance",
@@ -211,15 +205,15 @@ def render(results: list[ZooResult], baseline: dict | None, manifest: dict) -> s
                      + " | ".join(verify_cell(r, lv) for lv in VERIFY_LEVELS) + " |")
     refused_30 = [r for r in results if r.refused.get("30")]
     if refused_30:
-        lines += ["", "## Ops refused at API 30", "", "| model | refused ops |", "| --- | --- |"]
+        lines += ["", "### Ops refused at API 30", "", "| model | refused ops |", "| --- | --- |"]
         lines += [f"| {r.name} | {_md(', '.join(r.refused['30']))} |" for r in refused_30]
     not_built = sorted(name for name, m in manifest.items() if "error" in m)
     if not_built:
-        lines += ["", "## Not converted by TensorFlow", "", "| model | converter's message |", "| --- | --- |"]
+        lines += ["", "### Not converted by TensorFlow", "", "| model | converter's message |", "| --- | --- |"]
         lines += [f"| {name} | {_md(manifest[name]['error'][:160])} |" for name in not_built]
     if manifest:
         archs = {m["architecture"]: m["what"] for m in manifest.values()}
-        lines += ["", "## Architectures", "", "| name | what |", "| --- | --- |"]
+        lines += ["", "### Architectures", "", "| name | what |", "| --- | --- |"]
         lines += [f"| {name} | {_md(what)} |" for name, what in sorted(archs.items())]
     return "\n".join(lines) + "\n"
 
@@ -227,7 +221,7 @@ def render(results: list[ZooResult], baseline: dict | None, manifest: dict) -> s
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("zoo", type=pathlib.Path, help="directory written by make_model_zoo.py")
-    ap.add_argument("--out", type=pathlib.Path, default=REPO / "docs" / "model-zoo.md")
+    ap.add_argument("--out", type=pathlib.Path, default=None, help="write the tables here (default: stdout)")
     ap.add_argument("--json", type=pathlib.Path, default=None, help="also save the raw results here")
     ap.add_argument("--baseline", type=pathlib.Path, default=None, help="raw results of an earlier run")
     ap.add_argument("--label", default=None, help="label of this run inside --json (e.g. a commit)")
@@ -251,7 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({"label": args.label or "", "results": [r.__dict__ for r in results]},
                                         indent=1) + "\n")
-    args.out.write_text(render(results, baseline, manifest))
+    text = render(results, baseline, manifest)
+    if args.out:
+        args.out.write_text(text)
+    else:
+        print(text)
     counts = one_partition_counts(results)
     print("one partition: " + ", ".join(f"API {lv}: {n}/{len(results)}" for lv, n in counts.items()),
           file=sys.stderr)

@@ -10,7 +10,10 @@ For every model and API level (27..35 by default) it runs, as the CLI does:
    8-bit ones from their whole range): exit 0 (a time-out is reported as
    such: a WHILE loop with a data-dependent trip count may legitimately run long on random data);
 3. `verify M --api-level L` at the verify levels (29, 30, 33 by default) unless `--no-verify`: PASS, exit 0;
-4. every command: no traceback, no exit 4, an error message of one line.
+4. every command: no traceback, no exit 4, an error message of one line;
+5. the model's operators as nnconv's reader reads them (`nnconv.tflite.reader.read_model`) are, op by op,
+   those TFLite's interpreter reports (`Interpreter._get_ops_details()`, main subgraph, no delegate): the
+   same count and the same name at every index (a misread operator code shows here before any lowering).
 
 Each model runs in its own worker process (`nice -n 10`, one at a time), which calls the CLI in-process
 (`nnconv.cli.main`, stdout/stderr captured, `SystemExit` caught) to avoid starting Python some 4,000 times;
@@ -18,7 +21,7 @@ a finding can be reproduced with the printed `python -m nnconv ...` command. Not
 
     python scripts/sweep_models.py ZOO_DIR tests/data/zoo examples/models \\
         [--check-only MODELS_DIR] [--levels 27 ... 35] [--verify-levels 29 30 33] [--no-verify]
-        [--fold-weights] [--json sweep.json]
+        [--fold-weights] [--input-kinds normal zeros large] [--json sweep.json]
 
 Prints one line per finding and a summary (models x levels, outcomes per command and exit code, time);
 exits 1 when there is any finding.
@@ -89,7 +92,8 @@ def message_findings(cmd: str, res: dict[str, Any]) -> list[str]:
         found.append(f"{cmd}: traceback: {_tail(err)}")
     if res["code"] == 4:
         found.append(f"{cmd}: exit 4: {_tail(err)}")
-    if res["code"] not in (0, "timeout"):
+    # verify's exit 1 is a FAIL verdict, reported by its table (and as a finding by rule 3), not an error.
+    if res["code"] not in (0, "timeout") and not (cmd == "verify" and res["code"] == 1):
         errors = [line for line in err.splitlines() if line.startswith("nnconv: error")]
         if len(errors) != 1:
             found.append(f"{cmd}: exit {res['code']} with {len(errors)} 'nnconv: error' lines: {_tail(err)}")
@@ -132,11 +136,15 @@ def random_inputs(inputs: list[dict[str, Any]], seed: int, kind: str = "normal")
 
 
 def sweep_model(model: str, levels: list[int], verify_levels: list[int], do_run: bool,
-                flags: tuple[str, ...] = ()) -> dict[str, Any]:
+                flags: tuple[str, ...] = (), kinds: tuple[str, ...] = INPUT_KINDS) -> dict[str, Any]:
     """Every check for one model (run in a worker process)."""
     import numpy as np
     signal.signal(signal.SIGALRM, _on_alarm)
     result: dict[str, Any] = {"model": model, "levels": {}, "findings": []}
+    names, note = op_name_findings(model)
+    result["findings"] += [f"{model} {f}" for f in names]
+    if note:
+        result.setdefault("notes", []).append(f"{model} {note}")
     with tempfile.TemporaryDirectory(prefix="nnconv-sweep-") as tmp:
         for level in levels:
             rec: dict[str, Any] = {}
@@ -179,7 +187,7 @@ def sweep_model(model: str, levels: list[int], verify_levels: list[int], do_run:
                 continue
             rec["run"] = []
             for k, part in enumerate(parts):
-                for kind in INPUT_KINDS:
+                for kind in kinds:
                     npz_in, npz_out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
                     np.savez(npz_in, **random_inputs(part["inputs"], seed=level * 100 + k, kind=kind))
                     r = cli("run", out, "--partition", str(k), "--inputs", npz_in, "-o", npz_out,
@@ -201,6 +209,32 @@ def sweep_model(model: str, levels: list[int], verify_levels: list[int], do_run:
             if v["code"] not in (0, 3):
                 result["findings"].append(f"{where} verify exit {v['code']}: {_tail(v['stdout'] + v['stderr'])}")
     return result
+
+
+def op_name_findings(model: str) -> tuple[list[str], str]:
+    """Rule 5: the main subgraph's operators, index by index, named as TFLite's interpreter names them.
+
+    TFLite names a custom operator by its custom code alone; nnconv writes `CUSTOM(code)`. A model TFLite
+    cannot load is a note, not a finding (what nnconv does with it is what the other rules cover)."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    from nnconv.tflite.reader import read_model
+    try:
+        theirs = Interpreter(model_path=model, experimental_op_resolver_type=(
+            OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES))._get_ops_details()
+    except Exception as e:  # noqa: BLE001 - TFLite's refusal is a note, not nnconv's finding
+        return [], f"TFLite's interpreter cannot load it: {_tail(str(e))}"
+    try:
+        ours = read_model(model).main.operators
+    except Exception as e:  # noqa: BLE001 - nnconv refusing what TFLite loads is a finding
+        return [f"nnconv's reader refuses a model TFLite loads: {type(e).__name__}: {_tail(str(e))}"], ""
+    found = []
+    if len(ours) != len(theirs):
+        found.append(f"op count: nnconv reads {len(ours)} ops, TFLite {len(theirs)}")
+    for op, d in zip(ours, theirs):
+        name = op.custom_code if op.name.startswith("CUSTOM(") else op.name
+        if name != d["op_name"]:
+            found.append(f"op #{op.index}: nnconv reads {op.name}, TFLite {d['op_name']}")
+    return found, ""
 
 
 def op_type_findings(report: dict[str, Any], nnapi_path: str) -> list[str]:
@@ -240,6 +274,8 @@ def main() -> int:
     ap.add_argument("--levels", nargs="*", type=int, default=list(LEVELS))
     ap.add_argument("--verify-levels", nargs="*", type=int, default=list(VERIFY_LEVELS))
     ap.add_argument("--no-verify", action="store_true")
+    ap.add_argument("--input-kinds", nargs="*", default=list(INPUT_KINDS), choices=INPUT_KINDS,
+                    help="inputs `run` gets for each partition (default: all three)")
     ap.add_argument("--fold-weights", action="store_true", help="pass --fold-weights to check, convert, verify")
     ap.add_argument("--json", help="save every result here")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -248,7 +284,8 @@ def main() -> int:
     if args.worker:
         verify_levels = [] if args.no_verify or args.worker_light else args.verify_levels
         flags = ("--fold-weights",) if args.fold_weights else ()
-        print(json.dumps(sweep_model(args.worker, args.levels, verify_levels, not args.worker_light, flags)))
+        print(json.dumps(sweep_model(args.worker, args.levels, verify_levels, not args.worker_light, flags,
+                                     tuple(args.input_kinds))))
         return 0
     start = time.perf_counter()
     jobs = [(m, False) for m in models_of(args.paths)] + [(m, True) for m in models_of(args.check_only)]
@@ -256,6 +293,7 @@ def main() -> int:
     for i, (model, light) in enumerate(jobs):
         cmd = ["nice", "-n", "10", sys.executable, __file__, "--worker", model,
                "--levels", *map(str, args.levels), "--verify-levels", *map(str, args.verify_levels)]
+        cmd += ["--input-kinds", *args.input_kinds]
         cmd += ["--worker-light"] if light else []
         cmd += ["--no-verify"] if args.no_verify else []
         cmd += ["--fold-weights"] if args.fold_weights else []
