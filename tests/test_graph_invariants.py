@@ -192,9 +192,9 @@ def test_an_nnapi_file_breaking_an_invariant_is_bad_input_for_run(tmp_path, orde
 
 def _emit_out_of_order(c) -> None:
     """A faulty RELU lowering: RELU(t) -> y emitted before RELU(x) -> t."""
-    t = c.temp_like(c.in_(0))
-    c.emit(OperationType.RELU, [t], [c.out(0)])
-    c.emit(OperationType.RELU, [c.in_(0)], [t])
+    t = c.temp_like(c.input_operand(0))
+    c.emit(OperationType.RELU, [t], [c.output_operand(0)])
+    c.emit(OperationType.RELU, [c.input_operand(0)], [t])
 
 
 def test_a_lowering_breaking_an_invariant_is_refused_at_its_op(monkeypatch):

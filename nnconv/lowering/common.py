@@ -34,7 +34,7 @@ def bias_operand(c: LowerContext, input_slot: int, num_units: int, input_operand
     int32 zeros with scale input_scale * filter_scale for quantized ops."""
     t = c.input(input_slot)
     if t is not None:
-        return c.in_(input_slot)
+        return c.input_operand(input_slot)
     od_in = c.info(input_operand)
     if od_in.type.is_quantized:
         od_w = c.info(filter_operand)

@@ -381,11 +381,11 @@ class LowerContext(CheckContext):
         """The NNAPI operand of a TFLite tensor (created, with its constant value if any, on first use)."""
         return self.lowering.operand_for(tensor_index)
 
-    def in_(self, i: int) -> int:
+    def input_operand(self, i: int) -> int:
         """NNAPI operand of the op's i-th input."""
         return self.operand(self.op.inputs[i])
 
-    def out(self, i: int = 0) -> int:
+    def output_operand(self, i: int = 0) -> int:
         """NNAPI operand of the op's i-th output (see `carry_stored_values`)."""
         carried = self._carried.get(i)
         return carried[0] if carried is not None else self.operand(self.op.outputs[i])
@@ -403,7 +403,7 @@ class LowerContext(CheckContext):
             if y.type != x.type or (y.quantization.scale, y.quantization.zero_point) == \
                     (x.quantization.scale, x.quantization.zero_point):
                 continue
-            src, real = self.info(self.in_(slot)), self.operand(t)
+            src, real = self.info(self.input_operand(slot)), self.operand(t)
             od = self.info(real)
             written = self.temp(od.type, od.dimensions, src.scale, src.zero_point, name=f"{od.name}_stored_values")
             self._carried[i] = (written, real)
@@ -472,7 +472,7 @@ class LowerContext(CheckContext):
     def fused_output(self, activation: int, output_index: int = 0) -> FusedOutput:
         """Maps a TFLite fused activation to an NNAPI FuseCode (TANH / SIGMOID -> NONE, as TFLite's kernels
         apply neither; see `_FUSE_CODES`). Pass `code` to the op, write to `operand`, then call `finish()`."""
-        return FusedOutput(_FUSE_CODES[activation], self.out(output_index), lambda: None)
+        return FusedOutput(_FUSE_CODES[activation], self.output_operand(output_index), lambda: None)
 
     def lower_subgraph(self, tflite_subgraph: int) -> int:
         """Lowers a whole TFLite subgraph (WHILE / IF bodies) as a referenced NNAPI subgraph and returns

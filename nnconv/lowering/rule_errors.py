@@ -25,7 +25,7 @@ _OPTION_FIELDS = frozenset(f.name for cls in tflite_options.OPTIONS_BY_UNION.val
                            for f in dataclasses.fields(cls))
 # The context accessors that index the op's own tensor lists (IndexError there: too few tensors).
 _TENSOR_ACCESSORS = frozenset({CheckContext.output.__code__, CheckContext.tensor.__code__,
-                               LowerContext.in_.__code__, LowerContext.out.__code__})
+                               LowerContext.input_operand.__code__, LowerContext.output_operand.__code__})
 
 
 def _raised_in(e: BaseException, codes: frozenset[types.CodeType]) -> bool:

@@ -146,9 +146,9 @@ def emit_last_axis_op_as_rows(c: LowerContext, op: OperationType, params: list[i
     x_t = c.input(0)
     rows = int(np.prod(x_t.shape[:-1], dtype=np.int64))
     shape = (*leading, rows, x_t.shape[-1])
-    xs, out = c.temp_like(c.in_(0), shape), c.out(0)
+    xs, out = c.temp_like(c.input_operand(0), shape), c.output_operand(0)
     ys = c.temp_like(out, shape)
-    c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(shape)], [xs])
+    c.emit(OperationType.RESHAPE, [c.input_operand(0), c.i32_vector(shape)], [xs])
     c.emit(op, [xs, *params], [ys])
     c.emit(OperationType.RESHAPE, [ys, c.i32_vector(x_t.shape)], [out])
 

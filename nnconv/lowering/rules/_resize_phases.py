@@ -78,7 +78,7 @@ def phase_filter(f: int, channels: int) -> np.ndarray:
 def lower_half_pixel_upscale(c: LowerContext, f: int) -> None:
     """Emits the NNAPI operations of the module docstring for the op's input 0 -> output 0."""
     n, h, w, ch = c.input(0).shape
-    x = c.in_(0)
+    x = c.input_operand(0)
     padded, shape = x, [n, h, w, ch]
     for axis in (1, 2):  # one replicated row, then one replicated column, on each side
         extent = shape[axis]
@@ -106,5 +106,5 @@ def lower_half_pixel_upscale(c: LowerContext, f: int) -> None:
     c.emit(OperationType.TRANSPOSE, [rows, c.i32_vector([0, 2, 1])], [phase_major])
     stacked = c.temp_like(x, [n, h, w, phases * ch])
     c.emit(OperationType.RESHAPE, [phase_major, c.i32_vector([n, h, w, phases * ch])], [stacked])
-    c.emit(OperationType.DEPTH_TO_SPACE, [stacked, c.i32(f)], [c.out(0)])
+    c.emit(OperationType.DEPTH_TO_SPACE, [stacked, c.i32(f)], [c.output_operand(0)])
     c.explain(f"half-pixel {f}x upscale as a 3x3 depthwise per output phase + DEPTH_TO_SPACE, within float tolerance")

@@ -149,13 +149,13 @@ def weights_operand(c: LowerContext, slot: int, x_slot: int = 0) -> int:
     with `fold_dynamic_range_weights`, else a DEQUANTIZE into a temporary)."""
     x, w = c.input(x_slot), c.input(slot)
     if not is_hybrid(x, w) or w is None:
-        return c.in_(slot)
+        return c.input_operand(slot)
     if is_blockwise(w):
         return c.constant(OperandType.TENSOR_FLOAT32, blockwise_values(c, w), name=f"{w.name}/dequantized")
     if folding_weights(c):
         return c.constant(OperandType.TENSOR_FLOAT32, dequantize_tensor(c, w), name=f"{w.name}/dequantized")
     tmp = c.temp(OperandType.TENSOR_FLOAT32, w.shape, name=f"{w.name}/dequantized")
-    c.emit(OperationType.DEQUANTIZE, [c.in_(slot)], [tmp])
+    c.emit(OperationType.DEQUANTIZE, [c.input_operand(slot)], [tmp])
     return tmp
 
 
@@ -176,4 +176,4 @@ def bias_for(c: LowerContext, slot: int, units: int, x_operand: int, w_operand: 
         scale = 0.0 if od_w.channel_quant is not None else float(np.float32(od_x.scale) * np.float32(od_w.scale))
         return c.constant(OperandType.TENSOR_INT32, np.asarray(c.const_value(t), np.int32).reshape(units),
                           scale=scale, name=t.name)
-    return c.in_(slot)
+    return c.input_operand(slot)

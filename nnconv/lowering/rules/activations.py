@@ -42,9 +42,9 @@ class _Relu(Rule):
     def lower(self, c: LowerContext) -> None:
         x_t, y_t = c.input(0), c.output(0)
         if is_quant(x_t) and not same_quant(x_t, y_t):
-            requantize(c, c.in_(0), c.out(0), self.fuse)
+            requantize(c, c.input_operand(0), c.output_operand(0), self.fuse)
             return
-        c.emit(self.nnapi_ops[0], [c.in_(0)], [c.out(0)])
+        c.emit(self.nnapi_ops[0], [c.input_operand(0)], [c.output_operand(0)])
 
 
 Relu = family_rule(_Relu, BuiltinOperator.RELU, fuse=FuseCode.RELU, nnapi_ops=(OperationType.RELU, OperationType.ADD))
@@ -75,12 +75,12 @@ class Relu0To1(Rule):
 
     def lower(self, c: LowerContext) -> None:
         x_t, y_t = c.input(0), c.output(0)
-        out = c.out(0)
+        out = c.output_operand(0)
         tmp = c.temp_like(out)
         if is_quant(x_t) and not same_quant(x_t, y_t):
-            requantize(c, c.in_(0), tmp, FuseCode.RELU1)
+            requantize(c, c.input_operand(0), tmp, FuseCode.RELU1)
         else:
-            c.emit(OperationType.RELU1, [c.in_(0)], [tmp])
+            c.emit(OperationType.RELU1, [c.input_operand(0)], [tmp])
         c.emit(OperationType.RELU, [tmp], [out])
 
 
@@ -121,9 +121,9 @@ class _Sigmoidal(Rule):
 
     def lower(self, c: LowerContext) -> None:
         if self._through_float(c.input(0), c.output(0)):
-            via_float(c, c.in_(0), c.out(0), lambda f, g: c.emit(self.nnapi_op, [f], [g]))
+            via_float(c, c.input_operand(0), c.output_operand(0), lambda f, g: c.emit(self.nnapi_op, [f], [g]))
             return
-        c.emit(self.nnapi_op, [c.in_(0)], [c.out(0)])
+        c.emit(self.nnapi_op, [c.input_operand(0)], [c.output_operand(0)])
 
     def _through_float(self, x: Tensor | None, y: Tensor | None) -> str:
         """Why the quantized `x` -> `y` goes through float ("" when it does not)."""
@@ -214,9 +214,9 @@ class Elu(Rule):
             else:
                 _elu_composite(c, x, out)
         if is_quant(c.input(0)):
-            via_float(c, c.in_(0), c.out(0), elu)
+            via_float(c, c.input_operand(0), c.output_operand(0), elu)
         else:
-            elu(c.in_(0), c.out(0))
+            elu(c.input_operand(0), c.output_operand(0))
 
 
 def _elu_composite(c: LowerContext, x: int, out: int) -> None:
@@ -277,7 +277,7 @@ class HardSwish(Rule):
                          "multiplier (input_scale / 128) / output_scale exceeds 1, which TFLite and NNAPI refuse")
 
     def lower(self, c: LowerContext) -> None:
-        x, out = c.in_(0), c.out(0)
+        x, out = c.input_operand(0), c.output_operand(0)
         if c.api_level >= 30:
             c.emit(OperationType.HARD_SWISH, [x], [out])
         elif is_quant(c.input(0)):
@@ -340,9 +340,9 @@ class Prelu(Rule):
                     c.require_rank(t, 4, 0)
 
     def lower(self, c: LowerContext) -> None:
-        x, out = c.in_(0), c.out(0)
+        x, out = c.input_operand(0), c.output_operand(0)
         if c.api_level >= 29:
-            c.emit(OperationType.PRELU, [x, c.in_(1)], [out])
+            c.emit(OperationType.PRELU, [x, c.input_operand(1)], [out])
             return
         alpha = np.asarray(c.const_value(c.input(1)), dtype=np.float32)
         shape = c.input(1).shape or (1,)
@@ -385,7 +385,7 @@ class LeakyRelu(Rule):
         return c.constant(od.type, np.asarray([q], dtype=od.dtype), scale=scale, zero_point=zp)
 
     def lower(self, c: LowerContext) -> None:
-        x, out = c.in_(0), c.out(0)
+        x, out = c.input_operand(0), c.output_operand(0)
         if c.api_level >= 29:
             c.emit(OperationType.PRELU, [x, self._alpha_operand(c, x)], [out])
             return
@@ -424,9 +424,9 @@ class Gelu(Rule):
 
     def lower(self, c: LowerContext) -> None:
         if is_quant(c.input(0)):
-            via_float(c, c.in_(0), c.out(0), lambda f, g: self._float(c, f, g))
+            via_float(c, c.input_operand(0), c.output_operand(0), lambda f, g: self._float(c, f, g))
         else:
-            self._float(c, c.in_(0), c.out(0))
+            self._float(c, c.input_operand(0), c.output_operand(0))
 
     def _float(self, c: LowerContext, x: int, out: int) -> None:
         none = c.i32(FuseCode.NONE)

@@ -45,7 +45,7 @@ class Cast(Rule):
         c.require_api(29, "CAST")
 
     def lower(self, c: LowerContext) -> None:
-        x, out = c.in_(0), c.out(0)
+        x, out = c.input_operand(0), c.output_operand(0)
         src, dst = c.info(x), c.info(out)
         if src.type is dst.type is OperandType.TENSOR_BOOL8:
             c.emit(OperationType.LOGICAL_OR, [x, c.constant(src.type, np.zeros(1, np.bool_))], [out])
@@ -89,10 +89,10 @@ class _FillLike(Rule):
         if c.op.outputs[0] not in c.subgraph.outputs:
             c.alias(c.op.outputs[0], const)
         elif t.type == F32:
-            c.emit(OperationType.ADD, [const, scalar_tensor(c, -0.0), c.i32(FuseCode.NONE)], [c.out(0)])
+            c.emit(OperationType.ADD, [const, scalar_tensor(c, -0.0), c.i32(FuseCode.NONE)], [c.output_operand(0)])
         else:
             lowest = c.constant(OperandType.TENSOR_INT32, np.asarray([-(1 << 31)], np.int32))
-            c.emit(OperationType.MAXIMUM, [const, lowest], [c.out(0)])
+            c.emit(OperationType.MAXIMUM, [const, lowest], [c.output_operand(0)])
 
 
 @lowering_rule(BuiltinOperator.ZEROS_LIKE)

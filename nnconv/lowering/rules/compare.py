@@ -49,7 +49,7 @@ class _Compare(Rule):
         c.require_api(29, self.op.name)
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(self.nnapi_op, [c.in_(0), c.in_(1)], [c.out(0)])
+        c.emit(self.nnapi_op, [c.input_operand(0), c.input_operand(1)], [c.output_operand(0)])
 
 
 # The comparisons: one NNAPI operation of the same name each, and the constant fold of each.
@@ -74,7 +74,7 @@ class _Logical(Rule):
             c.require_api(29, self.op.name)
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(self.nnapi_op, [c.in_(k) for k in range(self.arity)], [c.out(0)])
+        c.emit(self.nnapi_op, [c.input_operand(k) for k in range(self.arity)], [c.output_operand(0)])
 
 
 LogicalAnd = family_rule(_Logical, BuiltinOperator.LOGICAL_AND, nnapi_op=OperationType.LOGICAL_AND,
@@ -163,7 +163,8 @@ class Select(_Select):
                      f"{list(y.shape)} must have one shape (use SELECT_V2 semantics for broadcasting)")
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(OperationType.SELECT, [c.in_(0), c.in_(1), c.in_(2)], [c.out(0)])
+        c.emit(OperationType.SELECT, [c.input_operand(0), c.input_operand(1), c.input_operand(2)],
+               [c.output_operand(0)])
 
 
 @lowering_rule(BuiltinOperator.SELECT_V2)
@@ -193,5 +194,5 @@ class SelectV2(_Select):
     def lower(self, c: LowerContext) -> None:
         tensors = (c.input(0), c.input(1), c.input(2))
         target = broadcast_shape(*[nnapi_dims(t) for t in tensors])
-        args = [broadcast_to(c, c.in_(k), nnapi_dims(t), target) for k, t in enumerate(tensors)]
-        c.emit(OperationType.SELECT, args, [c.out(0)])
+        args = [broadcast_to(c, c.input_operand(k), nnapi_dims(t), target) for k, t in enumerate(tensors)]
+        c.emit(OperationType.SELECT, args, [c.output_operand(0)])

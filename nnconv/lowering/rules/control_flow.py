@@ -174,12 +174,12 @@ class While(Rule):
         order = computed + sorted(invariant)
         cond = lower_referenced(c, cond_sg, order, [0])
         body = lower_referenced(c, body_sg, order, computed)
-        ins = [cond, body] + [c.in_(j) for j in order]
-        c.emit(OperationType.WHILE, ins, [c.out(j) for j in computed])
+        ins = [cond, body] + [c.input_operand(j) for j in order]
+        c.emit(OperationType.WHILE, ins, [c.output_operand(j) for j in computed])
         for j in invariant:
             # The final value is the input itself: a copy of it (outside the loop) when NNAPI can copy the
             # type, so the tensor may also be a model or partition output; else the input operand itself.
-            value = c.in_(j)
+            value = c.input_operand(j)
             if copyable(c.info(value).type):
                 value = _copy(c.sg, value, c.op.index)
             c.lowering.operands[c.op.outputs[j]] = value
@@ -263,5 +263,5 @@ class If(Rule):
             sg = c.model.subgraphs[index]
             refs.append(lower_referenced(c, sg, list(range(len(sg.inputs))), list(range(len(sg.outputs)))))
         then_ref, else_ref = refs
-        ins = [c.in_(0), then_ref, else_ref] + [c.in_(i) for i in range(1, len(c.op.inputs))]
-        c.emit(OperationType.IF, ins, [c.out(i) for i in range(len(c.op.outputs))])
+        ins = [c.input_operand(0), then_ref, else_ref] + [c.input_operand(i) for i in range(1, len(c.op.inputs))]
+        c.emit(OperationType.IF, ins, [c.output_operand(i) for i in range(len(c.op.outputs))])

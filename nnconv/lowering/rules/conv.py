@@ -78,7 +78,7 @@ class _Convolution(Rule):
     def lower_operands(c: LowerContext, units_axis: int) -> tuple[int, int, int, Tensor, Tensor]:
         """(input, filter, bias) operands and the (input, filter) tensors; the bias has one value per output
         channel, the filter's dimension `units_axis`."""
-        x = c.in_(0)
+        x = c.input_operand(0)
         w = weights_operand(c, 1)
         x_t, w_t = c.input(0), c.input(1)
         return x, w, bias_for(c, 2, w_t.shape[units_axis], x, w), x_t, w_t
@@ -201,7 +201,7 @@ def _emit_transpose_conv(c: LowerContext, x_slot: int, w_slot: int, bias_slot: i
                          stride_w: int, stride_h: int, act: int) -> None:
     """NNAPI TRANSPOSE_CONV_2D in the explicit-padding form, with TFLite's padding for the output size."""
     x_t, w_t, out_t = c.input(x_slot), c.input(w_slot), c.output(0)
-    x = c.in_(x_slot)
+    x = c.input_operand(x_slot)
     w = weights_operand(c, w_slot, x_slot)
     bias = bias_for(c, bias_slot, w_t.shape[0], x, w)
     if padding == Padding.VALID:

@@ -73,7 +73,7 @@ class Cumsum(Rule):
         weights = c.constant(OperandType.TENSOR_FLOAT32,
                              cumsum_matrix(length, bool(o and o.exclusive), bool(o and o.reverse)))
         bias = c.constant(OperandType.TENSOR_FLOAT32, np.zeros(length, np.float32))
-        x, out = c.in_(0), c.out(0)
+        x, out = c.input_operand(0), c.output_operand(0)
         perm = [d for d in range(rank) if d != axis] + [axis]
         moved_shape = [x_t.shape[d] for d in perm]
         if axis != rank - 1:

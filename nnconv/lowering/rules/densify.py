@@ -49,4 +49,4 @@ class Densify(Rule):
 
     def lower(self, c: LowerContext) -> None:
         # The input operand is created from the densified value (CheckContext.const_value).
-        c.alias(c.op.outputs[0], c.in_(0))
+        c.alias(c.op.outputs[0], c.input_operand(0))

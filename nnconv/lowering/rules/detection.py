@@ -141,21 +141,21 @@ class TfliteDetectionPostProcess(Rule):
                c.f32(opts["y_scale"]), c.f32(opts["x_scale"]), c.f32(opts["h_scale"]), c.f32(opts["w_scale"]),
                c.boolean(opts["use_regular_nms"]), c.i32(opts["max_detections"]), c.i32(k),
                c.i32(opts["detections_per_class"]), c.f32(score_thr), c.f32(iou_thr), c.boolean(False)]
-        c.emit(OperationType.DETECTION_POSTPROCESSING, ins, [c.out(2), c.out(0), classes, count])
-        c.emit(OperationType.CAST, [classes], [c.out(1)])
+        c.emit(OperationType.DETECTION_POSTPROCESSING, ins, [c.output_operand(2), c.output_operand(0), classes, count])
+        c.emit(OperationType.CAST, [classes], [c.output_operand(1)])
         if k == 1:
-            c.emit(OperationType.CAST, [count], [c.out(3)])
+            c.emit(OperationType.CAST, [count], [c.output_operand(3)])
             return
         # NNAPI counts the k slots of every selected anchor, TFLite the anchors.
         slots = c.temp(OperandType.TENSOR_FLOAT32, (1,), name=f"{c.output(3).name}/slots")
         c.emit(OperationType.CAST, [count], [slots])
         c.emit(OperationType.DIV, [slots, c.constant(OperandType.TENSOR_FLOAT32, np.array([k], np.float32)),
-                                   c.i32(0)], [c.out(3)])
+                                   c.i32(0)], [c.output_operand(3)])
 
     @staticmethod
     def _as_float(c: LowerContext, i: int) -> int:
         """Input `i` as a TENSOR_FLOAT32 operand (uint8 through DEQUANTIZE)."""
-        src = c.in_(i)
+        src = c.input_operand(i)
         od = c.info(src)
         if od.type is OperandType.TENSOR_FLOAT32:
             return src

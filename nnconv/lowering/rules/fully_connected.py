@@ -85,7 +85,7 @@ class FullyConnected(Rule):
         x_t, w_t, out_t = c.input(0), c.input(1), c.output(0)
         units, k = w_t.shape
         batch = math.prod(x_t.shape) // k
-        x = c.in_(0)
+        x = c.input_operand(0)
         if x_t.rank == 1:
             flat = c.temp_like(x, (1, k))
             c.emit(OperationType.RESHAPE, [x, c.i32_vector([1, k])], [flat])

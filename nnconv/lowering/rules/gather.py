@@ -110,13 +110,13 @@ class Gather(Rule):
             self._lower_slices(c, axis)
             return
         if c.input(1).rank > 0:
-            c.emit(OperationType.GATHER, [c.in_(0), c.i32(axis), c.in_(1)], [c.out()])
+            c.emit(OperationType.GATHER, [c.input_operand(0), c.i32(axis), c.input_operand(1)], [c.output_operand()])
             return
         kept = list(x.shape)
         kept[axis] = 1
-        tmp = c.temp_like(c.in_(0), kept)
-        c.emit(OperationType.GATHER, [c.in_(0), c.i32(axis), c.in_(1)], [tmp])
-        c.emit(OperationType.RESHAPE, [tmp, c.i32_vector(out_dims(c.output()))], [c.out()])
+        tmp = c.temp_like(c.input_operand(0), kept)
+        c.emit(OperationType.GATHER, [c.input_operand(0), c.i32(axis), c.input_operand(1)], [tmp])
+        c.emit(OperationType.RESHAPE, [tmp, c.i32_vector(out_dims(c.output()))], [c.output_operand()])
 
     @staticmethod
     def _lower_slices(c: LowerContext, axis: int) -> None:
@@ -132,13 +132,13 @@ class Gather(Rule):
             begin[axis], stop[axis], strides[axis] = start, max(end, 0), step
             dims = list(x.shape)
             dims[axis] = count
-            dst = c.out() if len(runs) == 1 else c.temp_like(c.in_(0), dims)
+            dst = c.output_operand() if len(runs) == 1 else c.temp_like(c.input_operand(0), dims)
             c.emit(OperationType.STRIDED_SLICE,
-                   [c.in_(0), c.i32_vector(begin), c.i32_vector(stop), c.i32_vector(strides), c.i32(others),
+                   [c.input_operand(0), c.i32_vector(begin), c.i32_vector(stop), c.i32_vector(strides), c.i32(others),
                     c.i32(end_mask), c.i32((1 << axis) if shrink else 0)], [dst])
             parts.append(dst)
         if len(parts) > 1:
-            c.emit(OperationType.CONCATENATION, [*parts, c.i32(axis)], [c.out()])
+            c.emit(OperationType.CONCATENATION, [*parts, c.i32(axis)], [c.output_operand()])
 
 
 @lowering_rule(BuiltinOperator.GATHER_ND)
@@ -179,11 +179,11 @@ class GatherNd(Rule):
         v = np.asarray(c.const_value(c.input(1))).astype(np.int64)
         k = v.shape[-1]
         flat = np.ravel_multi_index(tuple(np.moveaxis(v, -1, 0)), x.shape[:k]).astype(np.int32)
-        src = c.in_(0)
+        src = c.input_operand(0)
         if k > 1:
             shape = [int(np.prod(x.shape[:k]))] + list(x.shape[k:])
             tmp = c.temp_like(src, shape)
             c.emit(OperationType.RESHAPE, [src, c.i32_vector(shape)], [tmp])
             src = tmp
         indices = c.constant(OperandType.TENSOR_INT32, flat.reshape(v.shape[:-1]))
-        c.emit(OperationType.GATHER, [src, c.i32(0), indices], [c.out()])
+        c.emit(OperationType.GATHER, [src, c.i32(0), indices], [c.output_operand()])

@@ -52,12 +52,12 @@ class EmbeddingLookup(Rule):
     def lower(self, c: LowerContext) -> None:
         v, out = c.input(1), c.output()
         if v.type == F32 or out.type != F32:
-            c.emit(OperationType.EMBEDDING_LOOKUP, [c.in_(0), c.in_(1)], [c.out()])
+            c.emit(OperationType.EMBEDDING_LOOKUP, [c.input_operand(0), c.input_operand(1)], [c.output_operand()])
             return
-        od = c.info(c.in_(1))
-        rows = c.temp(od.type, c.info(c.out()).dimensions, od.scale, od.zero_point)
-        c.emit(OperationType.EMBEDDING_LOOKUP, [c.in_(0), c.in_(1)], [rows])
-        c.emit(OperationType.DEQUANTIZE, [rows], [c.out()])
+        od = c.info(c.input_operand(1))
+        rows = c.temp(od.type, c.info(c.output_operand()).dimensions, od.scale, od.zero_point)
+        c.emit(OperationType.EMBEDDING_LOOKUP, [c.input_operand(0), c.input_operand(1)], [rows])
+        c.emit(OperationType.DEQUANTIZE, [rows], [c.output_operand()])
 
 
 @lowering_rule(BuiltinOperator.HASHTABLE_LOOKUP)
@@ -86,4 +86,5 @@ class HashtableLookup(Rule):
         c.require_static_shapes()
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(OperationType.HASHTABLE_LOOKUP, [c.in_(0), c.in_(1), c.in_(2)], [c.out(0), c.out(1)])
+        c.emit(OperationType.HASHTABLE_LOOKUP, [c.input_operand(0), c.input_operand(1), c.input_operand(2)],
+               [c.output_operand(0), c.output_operand(1)])

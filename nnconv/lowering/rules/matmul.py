@@ -122,8 +122,9 @@ class BatchMatMul(Rule):
             self._lower_split_fc(c, adj_x, adj_y)
             return
         if not use_fc:
-            c.emit(OperationType.BATCH_MATMUL, [c.in_(0), c.in_(1), c.boolean(adj_x), c.boolean(adj_y)],
-                   [c.out(0)])
+            c.emit(OperationType.BATCH_MATMUL, [c.input_operand(0), c.input_operand(1), c.boolean(adj_x),
+                                                c.boolean(adj_y)],
+                   [c.output_operand(0)])
             return
         y = np.asarray(c.const_value(y_t)).reshape(y_t.shape[-2:])
         weights = y if adj_y else y.T  # FC weights are [units, input_size]
@@ -133,17 +134,17 @@ class BatchMatMul(Rule):
             weights, zp = (weights.astype(np.int16) + INT8_SHIFT).astype(np.uint8), zp + INT8_SHIFT
         w = c.constant(ntype, np.ascontiguousarray(weights), scale=float(scale), zero_point=int(zp),
                        name=f"{y_t.name}/fc_weights")
-        x = c.in_(0)
+        x = c.input_operand(0)
         units = weights.shape[0]
         bias = bias_operand(c, 2, units, x, w)  # TFLite has no third input: always a zero bias
         out_t = c.output(0)
         rows = math.prod(x_t.shape[:-1])
         if out_t.rank == 2:
-            c.emit(OperationType.FULLY_CONNECTED, [x, w, bias, c.i32(0)], [c.out(0)])
+            c.emit(OperationType.FULLY_CONNECTED, [x, w, bias, c.i32(0)], [c.output_operand(0)])
             return
-        flat = c.temp_like(c.out(0), (rows, units))
+        flat = c.temp_like(c.output_operand(0), (rows, units))
         c.emit(OperationType.FULLY_CONNECTED, [x, w, bias, c.i32(0)], [flat])
-        c.emit(OperationType.RESHAPE, [flat, c.i32_vector(list(out_t.shape))], [c.out(0)])
+        c.emit(OperationType.RESHAPE, [flat, c.i32_vector(list(out_t.shape))], [c.output_operand(0)])
 
     @staticmethod
     def _lower_split_fc(c: LowerContext, adj_x: bool, adj_y: bool) -> None:
@@ -163,8 +164,8 @@ class BatchMatMul(Rule):
             c.emit(OperationType.TRANSPOSE, [three, c.i32_vector([0, 2, 1])], [swapped])
             return swapped
 
-        xs = as_bmk(c.in_(0), x_t.shape, adj_x)  # [B, M, K]
-        ys = as_bmk(c.in_(1), y_t.shape, not adj_y)  # [B, N, K]
+        xs = as_bmk(c.input_operand(0), x_t.shape, adj_x)  # [B, M, K]
+        ys = as_bmk(c.input_operand(1), y_t.shape, not adj_y)  # [B, N, K]
         if batch > 1:
             x_parts = [c.temp_like(xs, (1, m, k)) for _ in range(batch)]
             y_parts = [c.temp_like(ys, (1, n, k)) for _ in range(batch)]
@@ -177,12 +178,12 @@ class BatchMatMul(Rule):
             w = c.temp_like(yb, (n, k))
             c.emit(OperationType.RESHAPE, [yb, c.i32_vector([n, k])], [w])
             bias = bias_operand(c, 2, n, xb, w)  # TFLite has no third input: always a zero bias
-            row = c.temp_like(c.out(0), (m, n))
+            row = c.temp_like(c.output_operand(0), (m, n))
             c.emit(OperationType.FULLY_CONNECTED, [xb, w, bias, c.i32(0)], [row])
             rows.append(row)
         if batch > 1:
-            joined = c.temp_like(c.out(0), (batch * m, n))
+            joined = c.temp_like(c.output_operand(0), (batch * m, n))
             c.emit(OperationType.CONCATENATION, [*rows, c.i32(0)], [joined])
         else:
             joined = rows[0]
-        c.emit(OperationType.RESHAPE, [joined, c.i32_vector(list(out_t.shape))], [c.out(0)])
+        c.emit(OperationType.RESHAPE, [joined, c.i32_vector(list(out_t.shape))], [c.output_operand(0)])

@@ -41,7 +41,7 @@ class L2Normalization(Rule):
     def lower(self, c: LowerContext) -> None:
         x_t = c.input(0)
         if c.api_level >= 29 or x_t.rank == 4:
-            c.emit(OperationType.L2_NORMALIZATION, [c.in_(0)], [c.out(0)])
+            c.emit(OperationType.L2_NORMALIZATION, [c.input_operand(0)], [c.output_operand(0)])
             return
         emit_last_axis_op_as_rows(c, OperationType.L2_NORMALIZATION, [], leading=(1, 1))
 
@@ -70,4 +70,5 @@ class LocalResponseNormalization(Rule):
     def lower(self, c: LowerContext) -> None:
         o = c.options
         c.emit(OperationType.LOCAL_RESPONSE_NORMALIZATION,
-               [c.in_(0), c.i32(o.radius), c.f32(o.bias), c.f32(o.alpha), c.f32(o.beta)], [c.out(0)])
+               [c.input_operand(0), c.i32(o.radius), c.f32(o.bias), c.f32(o.alpha),
+                c.f32(o.beta)], [c.output_operand(0)])

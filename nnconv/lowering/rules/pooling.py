@@ -48,7 +48,8 @@ class _Pool(Rule):
         o = c.options
         fused = c.fused_output(o.fused_activation_function)
         s = PoolImplicitSlot
-        args = {s.INPUT: c.in_(0), s.PADDING_SCHEME: c.i32(padding_code(o.padding)), s.STRIDE_WIDTH: c.i32(o.stride_w),
+        args = {s.INPUT: c.input_operand(0), s.PADDING_SCHEME: c.i32(padding_code(o.padding)),
+                s.STRIDE_WIDTH: c.i32(o.stride_w),
                 s.STRIDE_HEIGHT: c.i32(o.stride_h), s.FILTER_WIDTH: c.i32(o.filter_width),
                 s.FILTER_HEIGHT: c.i32(o.filter_height), s.ACTIVATION: c.i32(fused.code)}
         c.emit(self.nnapi_op, WindowSignature.operands(args), [fused.operand])

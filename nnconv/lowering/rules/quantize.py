@@ -65,7 +65,7 @@ class Quantize(Rule):
             c.require_rank(x, 4, 0)  # the ADD form
 
     def lower(self, c: LowerContext) -> None:
-        x, out = c.in_(0), c.out(0)
+        x, out = c.input_operand(0), c.output_operand(0)
         x_type = c.info(x).type
         if not x_type.is_quantized:
             c.emit(OperationType.QUANTIZE, [x], [out])
@@ -126,7 +126,7 @@ class Dequantize(Rule):
         x_t = c.input(0)
         if c.is_const(x_t):
             if x_t.type == F16:
-                c.alias(c.op.outputs[0], c.in_(0))  # the policy already made it a float32 constant
+                c.alias(c.op.outputs[0], c.input_operand(0))  # the policy already made it a float32 constant
                 return
             if x_t.type == I4 and self._int4_as_int8(c, x_t):
                 return
@@ -134,7 +134,7 @@ class Dequantize(Rule):
             c.alias(c.op.outputs[0], c.constant(OperandType.TENSOR_FLOAT32, value, name=c.output(0).name))
             return
         op = OperationType.CAST if x_t.type == F16 else OperationType.DEQUANTIZE
-        c.emit(op, [c.in_(0)], [c.out(0)])
+        c.emit(op, [c.input_operand(0)], [c.output_operand(0)])
 
     @staticmethod
     def _int4_as_int8(c: LowerContext, x_t: Tensor) -> bool:

@@ -120,11 +120,11 @@ class Mean(Rule):
 
     def lower(self, c: LowerContext) -> None:
         x, out_t = c.input(0), c.output()
-        out = c.out()
+        out = c.output_operand()
         if c.api_level < 28 or (x.type != F32 and _is_spatial_mean(c)):
             n, h, w, ch = x.shape
-            pooled = out if _keep_dims(c) else c.temp_like(c.in_(0), [n, 1, 1, ch])
-            c.emit(OperationType.AVERAGE_POOL_2D, [c.in_(0), c.i32(2), c.i32(1), c.i32(1), c.i32(w), c.i32(h),
+            pooled = out if _keep_dims(c) else c.temp_like(c.input_operand(0), [n, 1, 1, ch])
+            c.emit(OperationType.AVERAGE_POOL_2D, [c.input_operand(0), c.i32(2), c.i32(1), c.i32(1), c.i32(w), c.i32(h),
                                                    c.i32(0)], [pooled])
             if pooled != out:
                 c.emit(OperationType.RESHAPE, [pooled, c.i32_vector(c.info(out).dimensions)], [out])
@@ -132,10 +132,10 @@ class Mean(Rule):
         axes = c.i32_vector(const_ints(c, c.input(1)))
         keep = c.i32(int(_keep_dims(c)))
         if x.type == F32 or same_quant(x, out_t):
-            c.emit(OperationType.MEAN, [c.in_(0), axes, keep], [out])
+            c.emit(OperationType.MEAN, [c.input_operand(0), axes, keep], [out])
             return
-        x_f = c.temp(OperandType.TENSOR_FLOAT32, c.info(c.in_(0)).dimensions)
-        c.emit(OperationType.DEQUANTIZE, [c.in_(0)], [x_f])
+        x_f = c.temp(OperandType.TENSOR_FLOAT32, c.info(c.input_operand(0)).dimensions)
+        c.emit(OperationType.DEQUANTIZE, [c.input_operand(0)], [x_f])
         mean_f = c.temp(OperandType.TENSOR_FLOAT32, c.info(out).dimensions)
         c.emit(OperationType.MEAN, [x_f, axes, keep], [mean_f])
         if x.type == TensorType.INT8:
@@ -227,7 +227,7 @@ class _Reduce(Rule):
 
     def lower(self, c: LowerContext) -> None:
         axes = c.i32_vector(const_ints(c, c.input(1)))
-        c.emit(self.nnapi_op, [c.in_(0), axes, c.boolean(_keep_dims(c))], [c.out()])
+        c.emit(self.nnapi_op, [c.input_operand(0), axes, c.boolean(_keep_dims(c))], [c.output_operand()])
 
 
 @lowering_rule(BuiltinOperator.SUM)
@@ -260,11 +260,11 @@ class Sum(_Reduce):
 def _lower_via_float(c: LowerContext, op: OperationType) -> None:
     """A quantized reduction as DEQUANTIZE -> float `op` (REDUCE_SUM / REDUCE_PROD) -> QUANTIZE (API 29)."""
     axes = c.i32_vector(const_ints(c, c.input(1)))
-    x_f = c.temp(OperandType.TENSOR_FLOAT32, c.info(c.in_(0)).dimensions)
-    c.emit(OperationType.DEQUANTIZE, [c.in_(0)], [x_f])
-    reduced = c.temp(OperandType.TENSOR_FLOAT32, c.info(c.out()).dimensions)
+    x_f = c.temp(OperandType.TENSOR_FLOAT32, c.info(c.input_operand(0)).dimensions)
+    c.emit(OperationType.DEQUANTIZE, [c.input_operand(0)], [x_f])
+    reduced = c.temp(OperandType.TENSOR_FLOAT32, c.info(c.output_operand()).dimensions)
     c.emit(op, [x_f, axes, c.boolean(_keep_dims(c))], [reduced])
-    c.emit(OperationType.QUANTIZE, [reduced], [c.out()])
+    c.emit(OperationType.QUANTIZE, [reduced], [c.output_operand()])
 
 
 @lowering_rule(BuiltinOperator.REDUCE_PROD)
@@ -354,9 +354,10 @@ class ReduceMax(_Reduce):
             super().lower(c)
             return
         n, h, w, ch = c.input(0).shape
-        out = c.out()
-        pooled = out if _keep_dims(c) else c.temp_like(c.in_(0), [n, 1, 1, ch])
-        c.emit(OperationType.MAX_POOL_2D, [c.in_(0), c.i32(2), c.i32(1), c.i32(1), c.i32(w), c.i32(h), c.i32(0)],
+        out = c.output_operand()
+        pooled = out if _keep_dims(c) else c.temp_like(c.input_operand(0), [n, 1, 1, ch])
+        c.emit(OperationType.MAX_POOL_2D, [c.input_operand(0), c.i32(2), c.i32(1), c.i32(1), c.i32(w), c.i32(h),
+                                           c.i32(0)],
                [pooled])
         if pooled != out:
             c.emit(OperationType.RESHAPE, [pooled, c.i32_vector(c.info(out).dimensions)], [out])
@@ -418,7 +419,7 @@ class _ArgReduce(Rule):
 
     def lower(self, c: LowerContext) -> None:
         axis = const_ints(c, c.input(1))[0] % c.input(0).rank
-        c.emit(self.nnapi_op, [c.in_(0), c.i32(axis)], [c.out()])
+        c.emit(self.nnapi_op, [c.input_operand(0), c.i32(axis)], [c.output_operand()])
 
 
 ArgMax = family_rule(_ArgReduce, BuiltinOperator.ARG_MAX, nnapi_op=OperationType.ARGMAX)
@@ -452,4 +453,4 @@ class TopKV2(Rule):
 
     def lower(self, c: LowerContext) -> None:
         k = const_ints(c, c.input(1))[0]
-        c.emit(OperationType.TOPK_V2, [c.in_(0), c.i32(k)], [c.out(0), c.out(1)])
+        c.emit(OperationType.TOPK_V2, [c.input_operand(0), c.i32(k)], [c.output_operand(0), c.output_operand(1)])

@@ -70,12 +70,12 @@ class _Resize(Rule):
         flags = o is not None and self.flags_matter(c)
         align = bool(o.align_corners) if flags else False
         half = bool(o.half_pixel_centers) if flags else False
-        args = [c.in_(0), c.i32(w), c.i32(h)]
+        args = [c.input_operand(0), c.i32(w), c.i32(h)]
         if align or half or self.nnapi_op is OperationType.RESIZE_NEAREST_NEIGHBOR:
             args.append(c.boolean(False))  # NCHW; NEAREST_NEIGHBOR requires the operand
         if align or half:
             args += [c.boolean(align), c.boolean(half)]
-        c.emit(self.nnapi_op, args, [c.out(0)])
+        c.emit(self.nnapi_op, args, [c.output_operand(0)])
 
 
 @lowering_rule(BuiltinOperator.RESIZE_BILINEAR)
@@ -166,8 +166,8 @@ class ResizeNearestNeighbor(_Resize):
             super().lower(c)
             return
         x_t = c.input(0)
-        x = c.in_(0)
+        x = c.input_operand(0)
         n, h, w, ch = x_t.shape
         stacked = c.temp_like(x, (n, h, w, ch * f * f))
         c.emit(OperationType.CONCATENATION, [x] * (f * f) + [c.i32(3)], [stacked])
-        c.emit(OperationType.DEPTH_TO_SPACE, [stacked, c.i32(f)], [c.out(0)])
+        c.emit(OperationType.DEPTH_TO_SPACE, [stacked, c.i32(f)], [c.output_operand(0)])

@@ -175,7 +175,7 @@ class StridedSlice(Rule):
         elif x.type == BOOL:
             _lower_bool(c, d)
         else:
-            _emit_strided_slice(c, c.in_(0), d, c.out())
+            _emit_strided_slice(c, c.input_operand(0), d, c.output_operand())
 
 
 def _emit_strided_slice(c: LowerContext, src: int, d: DenseSlice, out: int) -> None:
@@ -197,13 +197,14 @@ def _int32_box_shape(shape: tuple[int, ...], d: DenseSlice) -> list[int]:
 
 def _lower_int32(c: LowerContext, d: DenseSlice) -> None:
     """int32: SLICE (unit strides) or a GATHER per axis, then RESHAPE if the rank changes (class docstring)."""
-    x, out = c.input(0), c.out()
+    x, out = c.input(0), c.output_operand()
     ranges = axis_ranges(x.shape, d)
     box = [len(r) for r in ranges]
     reshaped = box != list(c.info(out).dimensions)
-    dst = c.temp_like(c.in_(0), box) if reshaped else out
+    dst = c.temp_like(c.input_operand(0), box) if reshaped else out
     if all(r.step == 1 or len(r) == 1 for r in ranges):  # a box (the check refuses empty slices)
-        c.emit(OperationType.SLICE, [c.in_(0), c.i32_vector([r[0] for r in ranges]), c.i32_vector(box)], [dst])
+        c.emit(OperationType.SLICE, [c.input_operand(0), c.i32_vector([r[0] for r in ranges]), c.i32_vector(box)],
+               [dst])
     else:
         taken = [(k, np.asarray(r, dtype=np.int32)) for k, r in enumerate(ranges) if r != range(x.shape[k])]
         gather_chain(c, taken, dst=dst)
@@ -213,7 +214,7 @@ def _lower_int32(c: LowerContext, d: DenseSlice) -> None:
 
 def _lower_bool(c: LowerContext, d: DenseSlice) -> None:
     """bool: SELECT to uint8 0/1, STRIDED_SLICE, NOT_EQUAL 0 (class docstring)."""
-    x, out = c.in_(0), c.out()
+    x, out = c.input_operand(0), c.output_operand()
     dims = tuple(c.info(x).dimensions)
     u8 = OperandType.TENSOR_QUANT8_ASYMM
     ones, zeros = (c.constant(u8, np.full(dims, v, np.uint8), scale=1.0) for v in (1, 0))
@@ -275,9 +276,10 @@ class Slice(Rule):
         begin, size = const_ints(c, c.input(1)), const_ints(c, c.input(2))
         size = [d - b if s == -1 else s for b, s, d in zip(begin, size, x.shape)]
         if c.api_level >= 29:
-            c.emit(OperationType.SLICE, [c.in_(0), c.i32_vector(begin), c.i32_vector(size)], [c.out()])
+            c.emit(OperationType.SLICE, [c.input_operand(0), c.i32_vector(begin), c.i32_vector(size)],
+                   [c.output_operand()])
         else:
-            emit_box_slice(c, c.in_(0), begin, size, c.out())
+            emit_box_slice(c, c.input_operand(0), begin, size, c.output_operand())
 
 
 @lowering_rule(BuiltinOperator.SPLIT)
@@ -307,9 +309,10 @@ class Split(Rule):
         axis = const_ints(c, c.input(0))[0] % x.rank
         n = len(c.op.outputs)
         if c.api_level >= 29:
-            c.emit(OperationType.SPLIT, [c.in_(1), c.i32(axis), c.i32(n)], [c.out(k) for k in range(n)])
+            c.emit(OperationType.SPLIT, [c.input_operand(1), c.i32(axis), c.i32(n)],
+                   [c.output_operand(k) for k in range(n)])
             return
-        _slices_along(c, c.in_(1), list(x.shape), axis, [x.shape[axis] // n] * n)
+        _slices_along(c, c.input_operand(1), list(x.shape), axis, [x.shape[axis] // n] * n)
 
 
 def _check_split(c: CheckContext, what: str, data: int, axis_slot: int,
@@ -342,9 +345,9 @@ def _slices_along(c: LowerContext, src: int, shape: list[int], axis: int, sizes:
         size = list(shape)
         size[axis] = part
         if native:
-            c.emit(OperationType.SLICE, [src, c.i32_vector(begin), c.i32_vector(size)], [c.out(k)])
+            c.emit(OperationType.SLICE, [src, c.i32_vector(begin), c.i32_vector(size)], [c.output_operand(k)])
         else:
-            emit_box_slice(c, src, begin, size, c.out(k))
+            emit_box_slice(c, src, begin, size, c.output_operand(k))
         offset += part
 
 
@@ -374,4 +377,4 @@ class SplitV(Rule):
         x = c.input(0)
         axis = const_ints(c, c.input(2))[0] % x.rank
         sizes = [o.shape[axis] for o in c.outputs]
-        _slices_along(c, c.in_(0), list(x.shape), axis, sizes, native=c.api_level >= 29)
+        _slices_along(c, c.input_operand(0), list(x.shape), axis, sizes, native=c.api_level >= 29)

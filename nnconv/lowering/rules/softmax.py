@@ -64,10 +64,11 @@ class Softmax(Rule):
         beta = c.options.beta if c.options is not None else 1.0
         x_t = c.input(0)
         if _through_float(x_t, beta):
-            via_float(c, c.in_(0), c.out(0), lambda f, g: c.emit(OperationType.SOFTMAX, [f, c.f32(beta)], [g]))
+            via_float(c, c.input_operand(0), c.output_operand(0),
+                      lambda f, g: c.emit(OperationType.SOFTMAX, [f, c.f32(beta)], [g]))
             return
         if c.api_level >= 29 or x_t.rank in (2, 4):
-            c.emit(OperationType.SOFTMAX, [c.in_(0), c.f32(beta)], [c.out(0)])
+            c.emit(OperationType.SOFTMAX, [c.input_operand(0), c.f32(beta)], [c.output_operand(0)])
             return
         emit_last_axis_op_as_rows(c, OperationType.SOFTMAX, [c.f32(beta)])
 
@@ -114,6 +115,6 @@ class LogSoftmax(Rule):
         def log_softmax(x: int, out: int) -> None:
             c.emit(OperationType.LOG_SOFTMAX, [x, c.f32(1.0), c.i32(-1)], [out])
         if c.input(0).type == TensorType.FLOAT32:
-            log_softmax(c.in_(0), c.out(0))
+            log_softmax(c.input_operand(0), c.output_operand(0))
         else:
-            via_float(c, c.in_(0), c.out(0), log_softmax)
+            via_float(c, c.input_operand(0), c.output_operand(0), log_softmax)

@@ -51,7 +51,7 @@ class Atan2(Rule):
                      "takes equal shapes only")
 
     def lower(self, c: LowerContext) -> None:
-        out = c.out(0)
+        out = c.output_operand(0)
         dims = list(c.info(out).dimensions)
         none = c.i32(FuseCode.NONE)
 
@@ -79,7 +79,7 @@ class Atan2(Rule):
         def const(v: float) -> int:
             return scalar_tensor(c, v)
 
-        y, x = c.in_(0), c.in_(1)
+        y, x = c.input_operand(0), c.input_operand(1)
         ay, ax = unary(OperationType.ABS, y), unary(OperationType.ABS, x)
         low, high = binary(OperationType.MINIMUM, ax, ay), binary(OperationType.MAXIMUM, ax, ay)
         high = binary(OperationType.MAXIMUM, high, const(float(np.finfo(np.float32).smallest_subnormal)))

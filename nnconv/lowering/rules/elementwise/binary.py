@@ -33,16 +33,16 @@ class AddN(Rule):
 
     def lower(self, c: LowerContext) -> None:
         n = len(c.op.inputs)
-        out = c.out(0)
+        out = c.output_operand(0)
         if n == 1:
-            x = c.in_(0)
+            x = c.input_operand(0)
             zero = scalar_tensor(c, -0.0) if c.input(0).type == F32 else scalar_tensor(c, 0, OperandType.TENSOR_INT32)
             c.emit(OperationType.ADD, [x, zero, c.i32(FuseCode.NONE)], [out])
             return
-        acc = c.in_(0)
+        acc = c.input_operand(0)
         for k in range(1, n):
             dst = out if k == n - 1 else c.temp_like(out)
-            c.emit(OperationType.ADD, [acc, c.in_(k), c.i32(FuseCode.NONE)], [dst])
+            c.emit(OperationType.ADD, [acc, c.input_operand(k), c.i32(FuseCode.NONE)], [dst])
             acc = dst
 
 
@@ -53,8 +53,8 @@ class Square(FloatOnlyBeyondDelegate):
     nnapi_ops = (OperationType.MUL,)
 
     def lower(self, c: LowerContext) -> None:
-        x = c.in_(0)
-        c.emit(OperationType.MUL, [x, x, c.i32(FuseCode.NONE)], [c.out(0)])
+        x = c.input_operand(0)
+        c.emit(OperationType.MUL, [x, x, c.i32(FuseCode.NONE)], [c.output_operand(0)])
 
 
 @lowering_rule(BuiltinOperator.SQUARED_DIFFERENCE)
@@ -81,7 +81,7 @@ class SquaredDifference(Rule):
             c.require_api(30, "int32 SQUARED_DIFFERENCE")
 
     def lower(self, c: LowerContext) -> None:
-        x, y, out = c.in_(0), c.in_(1), c.out(0)
+        x, y, out = c.input_operand(0), c.input_operand(1), c.output_operand(0)
         od = c.info(out)
         dims = list(od.dimensions)
         none = c.i32(FuseCode.NONE)
@@ -118,7 +118,7 @@ class Pow(Rule):
             c.require_api(29, "POW")
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(OperationType.POW, [c.in_(0), c.in_(1)], [c.out(0)])
+        c.emit(OperationType.POW, [c.input_operand(0), c.input_operand(1)], [c.output_operand(0)])
 
 
 class _MinMax(Rule):
@@ -140,7 +140,7 @@ class _MinMax(Rule):
                      "inputs and the output (TFLite compares stored values)")
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(self.nnapi_op, [c.in_(0), c.in_(1)], [c.out(0)])
+        c.emit(self.nnapi_op, [c.input_operand(0), c.input_operand(1)], [c.output_operand(0)])
 
 
 Maximum = family_rule(_MinMax, BuiltinOperator.MAXIMUM, nnapi_op=OperationType.MAXIMUM,

@@ -61,7 +61,7 @@ class _FusedBinary(Rule):
         """Extra constraints of the quantized form (none by default)."""
 
     def lower(self, c: LowerContext) -> None:
-        x, y = c.in_(0), c.in_(1)
+        x, y = c.input_operand(0), c.input_operand(1)
         fused = c.fused_output(c.options.fused_activation_function)
         c.emit(self.nnapi_op, [x, y, c.i32(fused.code)], [fused.operand])
         fused.finish()
@@ -95,7 +95,7 @@ def _quant_binary_via_float(c: LowerContext, op: OperationType) -> None:
     """Quantized OP(x, y) evaluated in float32: DEQUANTIZE both inputs, OP with the fused activation, then
     QUANTIZE into the output (API 29). The float result is rounded once, so it lies within 1 LSB of TFLite's
     integer pipeline."""
-    x, y = c.in_(0), c.in_(1)
+    x, y = c.input_operand(0), c.input_operand(1)
     fused = c.fused_output(c.options.fused_activation_function)
     fx = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(x).dimensions))
     fy = c.temp(OperandType.TENSOR_FLOAT32, list(c.info(y).dimensions))

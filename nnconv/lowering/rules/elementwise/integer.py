@@ -37,7 +37,7 @@ class FloorDiv(Rule):
             c.require_api(30, "int32 FLOOR_DIV (int32 DIV)")
 
     def lower(self, c: LowerContext) -> None:
-        x, y, out = c.in_(0), c.in_(1), c.out(0)
+        x, y, out = c.input_operand(0), c.input_operand(1), c.output_operand(0)
         none = c.i32(FuseCode.NONE)
         if c.input(0).type == I32:
             c.emit(OperationType.DIV, [x, y, none], [out])
@@ -97,7 +97,7 @@ class FloorMod(Rule):
             c.require_api(29, "float32 FLOOR_MOD (FLOOR / DIV, sign fixed with LESS / SELECT)")
 
     def lower(self, c: LowerContext) -> None:
-        x, y, out = c.in_(0), c.in_(1), c.out(0)
+        x, y, out = c.input_operand(0), c.input_operand(1), c.output_operand(0)
         none = c.i32(FuseCode.NONE)
         if c.input(0).type == I8:
             _lower_int8_floor_mod(c, x, y, out)
@@ -186,7 +186,7 @@ class Sign(Rule):
             c.require_api(29, "SIGN (comparisons and SELECT)")
 
     def lower(self, c: LowerContext) -> None:
-        x, out = c.in_(0), c.out(0)
+        x, out = c.input_operand(0), c.output_operand(0)
         od = c.info(out)
         dims = tuple(od.dimensions)
 
@@ -224,7 +224,7 @@ class Round(Rule):
             c.require_api(29, "ROUND (ABS / NEG / LESS / SELECT)")
 
     def lower(self, c: LowerContext) -> None:
-        x, out = c.in_(0), c.out(0)
+        x, out = c.input_operand(0), c.output_operand(0)
         dims = list(c.info(out).dimensions)
         none = c.i32(FuseCode.NONE)
         magic = scalar_tensor(c, self.TWO_23)

@@ -42,9 +42,9 @@ class _UnaryFloat(Rule):
 
     def lower(self, c: LowerContext) -> None:
         if is_quant(c.input(0)):
-            via_float(c, c.in_(0), c.out(0), lambda f, g: self.emit_float(c, f, g))
+            via_float(c, c.input_operand(0), c.output_operand(0), lambda f, g: self.emit_float(c, f, g))
         else:
-            self.emit_float(c, c.in_(0), c.out(0))
+            self.emit_float(c, c.input_operand(0), c.output_operand(0))
 
 
 def _unary(op: BuiltinOperator, nn_op: OperationType, doc: str, quant: bool = True) -> type[Rule]:
@@ -91,7 +91,7 @@ class Cos(_UnaryFloat):
     constraints = "float32 only"
 
     def lower(self, c: LowerContext) -> None:
-        x, out = c.in_(0), c.out(0)
+        x, out = c.input_operand(0), c.output_operand(0)
         t = c.temp_like(out)
         c.emit(OperationType.SUB, [scalar_tensor(c, float(np.float32(np.pi / 2))), x, c.i32(FuseCode.NONE)], [t])
         c.emit(OperationType.SIN, [t], [out])
@@ -114,7 +114,7 @@ class Neg(Rule):
             c.require_rank(c.input(0), 4, 0)  # the MUL form
 
     def lower(self, c: LowerContext) -> None:
-        x, out = c.in_(0), c.out(0)
+        x, out = c.input_operand(0), c.output_operand(0)
         if c.api_level >= 29:
             c.emit(OperationType.NEG, [x], [out])
         else:
@@ -147,7 +147,7 @@ class Abs(Rule):
             c.require_rank(c.input(0), 4, 0)
 
     def lower(self, c: LowerContext) -> None:
-        x, out = c.in_(0), c.out(0)
+        x, out = c.input_operand(0), c.output_operand(0)
         if is_quant(c.input(0)):
             via_float(c, x, out, lambda f, g: c.emit(OperationType.ABS, [f], [g]))
             return
@@ -168,7 +168,7 @@ class Ceil(FloatOnlyBeyondDelegate):
     nnapi_ops = (OperationType.NEG, OperationType.FLOOR, OperationType.MUL)
 
     def lower(self, c: LowerContext) -> None:
-        x, out = c.in_(0), c.out(0)
+        x, out = c.input_operand(0), c.output_operand(0)
         f = c.temp_like(out)
         c.emit(OperationType.FLOOR, [negate(c, x)], [f])
         if c.api_level >= 29:

@@ -134,14 +134,14 @@ def check_static(c: CheckContext) -> None:
 # -- shared lowering --------------------------------------------------------------------------------
 def opt_in(c: LowerContext, i: int) -> int:
     """NNAPI operand of optional input i, or an omitted (NO_VALUE) operand."""
-    return c.in_(i) if c.input(i) is not None else c.no_value(OperandType.TENSOR_FLOAT32)
+    return c.input_operand(i) if c.input(i) is not None else c.no_value(OperandType.TENSOR_FLOAT32)
 
 
 def state_in(c: LowerContext, i: int) -> int:
     """A variable state input becomes a zero constant of its shape (see the package docstring)."""
     t = c.input(i)
     if t is None or not t.is_variable:
-        return c.in_(i)
+        return c.input_operand(i)
     ntype = c.nnapi_type(t) or OperandType.TENSOR_FLOAT32
     dims = t.shape if t.shape else (1,)
     scale, zp = quant_params(t)

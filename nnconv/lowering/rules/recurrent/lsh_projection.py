@@ -57,5 +57,5 @@ class LshProjection(Rule):
 
     def lower(self, c: LowerContext) -> None:
         kind = 3 if c.options.type == 1 else 2
-        ins = [c.in_(0), c.in_(1), opt_in(c, 2), c.i32(kind)]
-        c.emit(OperationType.LSH_PROJECTION, ins, [c.out(0)])
+        ins = [c.input_operand(0), c.input_operand(1), opt_in(c, 2), c.i32(kind)]
+        c.emit(OperationType.LSH_PROJECTION, ins, [c.output_operand(0)])

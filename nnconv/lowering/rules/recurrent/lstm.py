@@ -33,7 +33,7 @@ def lstm_weight(c: LowerContext, i: int) -> int:
     """Weight slot i: omitted, float32, or hybrid int8 / uint8 dequantized to float32 (_weights policy)."""
     if c.input(i) is None:
         return c.no_value(OperandType.TENSOR_FLOAT32)
-    return weights_operand(c, i) if i in LSTM_HYBRID_SLOTS else c.in_(i)
+    return weights_operand(c, i) if i in LSTM_HYBRID_SLOTS else c.input_operand(i)
 
 
 def check_lstm_weights(c: CheckContext, first: int) -> None:
@@ -192,12 +192,12 @@ class Lstm(Rule):
             self._lower_int8(c)
             return
         o = c.options
-        ins = [c.in_(0)] + [lstm_weight(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
+        ins = [c.input_operand(0)] + [lstm_weight(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
         ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip)]
         layer_norm = len(c.op.inputs) == 24 and any(c.input(i) is not None for i in range(20, 24))
         if layer_norm:
             ins += [opt_in(c, i) for i in range(20, 24)]
-        out = c.out(0)
+        out = c.output_operand(0)
         batch = dim(c.input(0), 0)
         n_cell = dim(c.input(4), 0)
         n_out = dim(c.output(0), 1)
@@ -209,11 +209,11 @@ class Lstm(Rule):
     @staticmethod
     def _lower_int8(c: LowerContext) -> None:
         parts = quantized_lstm_operands(c)
-        x = extended_input(c, parts, c.in_(0), [int(d) for d in c.input(0).shape])
+        x = extended_input(c, parts, c.input_operand(0), [int(d) for d in c.input(0).shape])
         if output_matches_state(c):
-            emit_quantized_lstm(c, parts, x, state_in(c, 18), state_in(c, 19), c.out(0))
+            emit_quantized_lstm(c, parts, x, state_in(c, 18), state_in(c, 19), c.output_operand(0))
         else:
-            write_output(c, emit_quantized_lstm(c, parts, x, state_in(c, 18), state_in(c, 19))[2], c.out(0))
+            write_output(c, emit_quantized_lstm(c, parts, x, state_in(c, 18), state_in(c, 19))[2], c.output_operand(0))
 
 
 # TFLite's gate scale without layer normalization: its 8x8_16 kernel then takes the gate products in Q3.12
@@ -289,13 +289,13 @@ def quantized_lstm_operands(c: LowerContext) -> QuantizedLstmParts:
         if t is None:
             return c.no_value(OperandType.TENSOR_INT32)
         if layer_norm:
-            return c.in_(i)
+            return c.input_operand(i)
         scale = t.quantization.scale[0] if t.quantization.scale else 0.0
         return c.constant(OperandType.TENSOR_INT32, np.zeros(t.shape, np.int32), scale=scale, name=f"{t.name}_zero")
 
     def typed(i: int, omitted: OperandType) -> int:
         # QUANTIZED_LSTM validates every slot's type, omitted operands' too
-        return c.in_(i) if c.input(i) is not None else c.no_value(omitted)
+        return c.input_operand(i) if c.input(i) is not None else c.no_value(omitted)
 
     weights = [symm_weight(i, extra[i - 1]) for i in range(1, 5)] + [symm_weight(i) for i in range(5, 9)]
     weights += [typed(i, OperandType.TENSOR_QUANT16_SYMM) for i in range(9, 12)] + [bias(i) for i in range(12, 16)]

@@ -38,9 +38,9 @@ class Rnn(Rule):
         check_state_cell(c, 2)
 
     def lower(self, c: LowerContext) -> None:
-        out = c.out(0)
+        out = c.output_operand(0)
         act = c.i32(activation_code(c.options.fused_activation_function))
-        ins = [c.in_(0), c.in_(1), c.in_(2), c.in_(3), state_in(c, 4), act]
+        ins = [c.input_operand(0), c.input_operand(1), c.input_operand(2), c.input_operand(3), state_in(c, 4), act]
         c.emit(OperationType.RNN, ins, [unread(c, out, tuple(c.output(0).shape), "h_out"), out])
 
 
@@ -70,12 +70,14 @@ class UnidirectionalSequenceRnn(UnrolledSequence):
         o = c.options
         act = c.i32(activation_code(o.fused_activation_function))
         if c.api_level < 29:
-            outs = unrolled_rnn(c, unroll_inputs(c, o.time_major), [c.in_(1), c.in_(2), c.in_(3)],
+            outs = unrolled_rnn(c, unroll_inputs(c, o.time_major), [c.input_operand(1), c.input_operand(2),
+                                                                    c.input_operand(3)],
                                 state_in(c, 4), act)
-            stack_outputs(c, outs, o.time_major, c.out(0))
+            stack_outputs(c, outs, o.time_major, c.output_operand(0))
             return
-        ins = [c.in_(0), c.in_(1), c.in_(2), c.in_(3), state_in(c, 4), act, c.i32(int(o.time_major))]
-        c.emit(OperationType.UNIDIRECTIONAL_SEQUENCE_RNN, ins, [c.out(0)])
+        ins = [c.input_operand(0), c.input_operand(1), c.input_operand(2), c.input_operand(3), state_in(c, 4), act,
+               c.i32(int(o.time_major))]
+        c.emit(OperationType.UNIDIRECTIONAL_SEQUENCE_RNN, ins, [c.output_operand(0)])
 
 
 @lowering_rule(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_RNN)
@@ -128,7 +130,8 @@ class BidirectionalSequenceRnn(UnrolledSequence):
         o = c.options
         if c.api_level < 29:
             act = c.i32(activation_code(o.fused_activation_function))
-            fw_w, bw_w = [c.in_(1), c.in_(2), c.in_(3)], [c.in_(5), c.in_(6), c.in_(7)]
+            fw_w = [c.input_operand(1), c.input_operand(2), c.input_operand(3)]
+            bw_w = [c.input_operand(5), c.input_operand(6), c.input_operand(7)]
             if c.input(10) is not None:  # cross-linking: joined inputs and [W | W_aux] weights
                 xs = bw_xs = cross_linked_steps(c, o.time_major, 9)
                 fw_w[0], bw_w[0] = joined_weight(c, 1, 10), joined_weight(c, 5, 11)
@@ -139,9 +142,9 @@ class BidirectionalSequenceRnn(UnrolledSequence):
             bw = unrolled_rnn(c, bw_xs, bw_w, state_in(c, 8), act, reverse=True)
             emit_bidirectional_outputs(c, fw, bw, o.time_major, o.merge_outputs)
             return
-        ins = [c.in_(i) for i in range(4)] + [state_in(c, 4)] + [c.in_(i) for i in range(5, 8)]
+        ins = [c.input_operand(i) for i in range(4)] + [state_in(c, 4)] + [c.input_operand(i) for i in range(5, 8)]
         ins += [state_in(c, 8)] + [opt_in(c, i) for i in (9, 10, 11)]
         ins += [c.i32(activation_code(o.fused_activation_function)), c.boolean(o.time_major),
                 c.boolean(o.merge_outputs)]
-        outs = [c.out(0)] if o.merge_outputs else [c.out(0), c.out(1)]
+        outs = [c.output_operand(0)] if o.merge_outputs else [c.output_operand(0), c.output_operand(1)]
         c.emit(OperationType.BIDIRECTIONAL_SEQUENCE_RNN, ins, outs)

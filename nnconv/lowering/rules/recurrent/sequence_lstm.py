@@ -90,25 +90,25 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
             parts = quantized_lstm_operands(c)
             h, cell = state_in(c, 18), state_in(c, 19)
             shape = [int(d) for d in c.input(0).shape]
-            x = extended_input(c, parts, c.in_(0), shape)
+            x = extended_input(c, parts, c.input_operand(0), shape)
             shape[2] += len(parts.columns)
             outs = []
             for x_t in unroll_operand(c, x, shape, o.time_major):
                 h, cell, y_t = emit_quantized_lstm(c, parts, x_t, h, cell)
                 outs.append(y_t)
             if output_matches_state(c):
-                stack_outputs(c, outs, o.time_major, c.out(0))
+                stack_outputs(c, outs, o.time_major, c.output_operand(0))
             else:
-                write_output(c, stack_outputs(c, outs, o.time_major), c.out(0))
+                write_output(c, stack_outputs(c, outs, o.time_major), c.output_operand(0))
             return
         if c.api_level < 29:
             self._lower_unrolled(c)
             return
-        ins = [c.in_(0)] + [lstm_weight(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
+        ins = [c.input_operand(0)] + [lstm_weight(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
         ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip),
                 c.boolean(o.time_major)]
         ins += [opt_in(c, i) for i in range(20, 24)]
-        c.emit(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [c.out(0)])
+        c.emit(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [c.output_operand(0)])
 
     @staticmethod
     def _lower_unrolled(c: LowerContext) -> None:
@@ -117,7 +117,7 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
         params = [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip)]
         outs = unrolled_lstm(c, unroll_inputs(c, o.time_major), weights, state_in(c, 18), state_in(c, 19),
                              params, cifg=c.input(1) is None)
-        stack_outputs(c, outs, o.time_major, c.out(0))
+        stack_outputs(c, outs, o.time_major, c.output_operand(0))
 
 
 @lowering_rule(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM)
@@ -194,11 +194,11 @@ class BidirectionalSequenceLstm(UnrolledSequence):
                                cifg=c.input(18) is None, reverse=True)
             emit_bidirectional_outputs(c, fw, bw, o.time_major, o.merge_outputs)
             return
-        ins = [c.in_(0)] + [opt_in(c, i) for i in range(1, 35)]
+        ins = [c.input_operand(0)] + [opt_in(c, i) for i in range(1, 35)]
         ins += [state_in(c, i) for i in (35, 36, 37, 38)]
         ins += [opt_in(c, i) for i in range(39, 48)]
         ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip),
                 c.boolean(o.merge_outputs), c.boolean(o.time_major)]
         ins += [c.no_value(OperandType.TENSOR_FLOAT32) for _ in range(8)]
-        outs = [c.out(0)] if o.merge_outputs else [c.out(0), c.out(1)]
+        outs = [c.output_operand(0)] if o.merge_outputs else [c.output_operand(0), c.output_operand(1)]
         c.emit(OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, ins, outs)

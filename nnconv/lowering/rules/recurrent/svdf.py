@@ -40,8 +40,8 @@ class Svdf(Rule):
 
     def lower(self, c: LowerContext) -> None:
         o = c.options
-        out = c.out(0)
+        out = c.output_operand(0)
         state_t = c.input(4)
-        ins = [c.in_(0), c.in_(1), c.in_(2), opt_in(c, 3), state_in(c, 4), c.i32(o.rank),
+        ins = [c.input_operand(0), c.input_operand(1), c.input_operand(2), opt_in(c, 3), state_in(c, 4), c.i32(o.rank),
                c.i32(activation_code(o.fused_activation_function))]
         c.emit(OperationType.SVDF, ins, [unread(c, out, tuple(state_t.shape), "state_out"), out])

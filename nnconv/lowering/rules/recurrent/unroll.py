@@ -57,7 +57,7 @@ class UnrolledSequence(Rule):
 
 def unroll_inputs(c: LowerContext, time_major: bool, slot: int = 0) -> list[int]:
     """Each time step's [B, I] operand, sliced out of the sequence held by input `slot`."""
-    return unroll_operand(c, c.in_(slot), [int(d) for d in c.input(slot).shape], time_major)
+    return unroll_operand(c, c.input_operand(slot), [int(d) for d in c.input(slot).shape], time_major)
 
 
 def unroll_operand(c: LowerContext, x: int, shape: list[int], time_major: bool) -> list[int]:
@@ -81,8 +81,8 @@ def cross_linked_steps(c: LowerContext, time_major: bool, aux_slot: int) -> list
     joined as [W | W_aux], one cell input computes x W^T + aux W_aux^T (cross-linking without aux slots)."""
     shape = [int(d) for d in c.input(0).shape]
     shape[2] += int(c.input(aux_slot).shape[2])
-    joined = c.temp_like(c.in_(0), shape, name=f"op{c.op.index}_input_and_aux")
-    c.emit(OperationType.CONCATENATION, [c.in_(0), c.in_(aux_slot), c.i32(2)], [joined])
+    joined = c.temp_like(c.input_operand(0), shape, name=f"op{c.op.index}_input_and_aux")
+    c.emit(OperationType.CONCATENATION, [c.input_operand(0), c.input_operand(aux_slot), c.i32(2)], [joined])
     return unroll_operand(c, joined, shape, time_major)
 
 
@@ -118,11 +118,11 @@ def emit_bidirectional_outputs(c: LowerContext, fw: list[int], bw: list[int], ti
     """The op's outputs from the forward and backward per-step outputs (both in time order): two sequences,
     or one concatenated on the last axis when merging."""
     if not merge:
-        stack_outputs(c, fw, time_major, c.out(0))
-        stack_outputs(c, bw, time_major, c.out(1))
+        stack_outputs(c, fw, time_major, c.output_operand(0))
+        stack_outputs(c, bw, time_major, c.output_operand(1))
         return
     fw_seq, bw_seq = stack_outputs(c, fw, time_major), stack_outputs(c, bw, time_major)
-    c.emit(OperationType.CONCATENATION, [fw_seq, bw_seq, c.i32(2)], [c.out(0)])
+    c.emit(OperationType.CONCATENATION, [fw_seq, bw_seq, c.i32(2)], [c.output_operand(0)])
 
 
 def unrolled_lstm(c: LowerContext, xs: list[int], weights: list[int], h: int, cell: int, params: list[int],

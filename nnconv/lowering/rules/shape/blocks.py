@@ -48,23 +48,23 @@ def _as_4d(c: LowerContext) -> tuple[int, tuple[int, ...]]:
     """Input 0 as a 4-D NHWC operand: itself, or a 3-D [N, L, C] reshaped to [N, L, 1, C]."""
     x = c.input(0)
     if x.rank == 4:
-        return c.in_(0), x.shape
+        return c.input_operand(0), x.shape
     shape = (x.shape[0], x.shape[1], 1, x.shape[2])
-    wide = c.temp_like(c.in_(0), shape)
-    c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(shape)], [wide])
+    wide = c.temp_like(c.input_operand(0), shape)
+    c.emit(OperationType.RESHAPE, [c.input_operand(0), c.i32_vector(shape)], [wide])
     return wide, shape
 
 
 def _into_output(c: LowerContext, shape: list[int]) -> tuple[int, bool]:
     """Where a 4-D result of `shape` goes: the output itself, or (3-D output) a temporary to reshape."""
     if c.output(0).rank == 4:
-        return c.out(), False
-    return c.temp_like(c.out(), shape), True
+        return c.output_operand(), False
+    return c.temp_like(c.output_operand(), shape), True
 
 
 def _finish_3d(c: LowerContext, result: int, reshape: bool) -> None:
     if reshape:
-        c.emit(OperationType.RESHAPE, [result, c.i32_vector(c.output(0).shape)], [c.out()])
+        c.emit(OperationType.RESHAPE, [result, c.i32_vector(c.output(0).shape)], [c.output_operand()])
 
 
 @lowering_rule(BuiltinOperator.SPACE_TO_BATCH_ND)
@@ -155,7 +155,7 @@ class _BlockRearrange(Rule):
             c.refuse(Code.OPTION, f"block_size {b} must be at least 1")
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(self.nnapi_op, [c.in_(0), c.i32(c.options.block_size)], [c.out()])
+        c.emit(self.nnapi_op, [c.input_operand(0), c.i32(c.options.block_size)], [c.output_operand()])
 
 
 @lowering_rule(BuiltinOperator.SPACE_TO_DEPTH)

@@ -58,8 +58,8 @@ class Concatenation(Rule):
         out_t = c.output()
         axis = (c.options.axis if c.options is not None else 0) % out_t.rank
         act = c.options.fused_activation_function if c.options is not None else 0
-        ins = [c.in_(i) for i in range(len(c.op.inputs))]
-        out = c.out()
+        ins = [c.input_operand(i) for i in range(len(c.op.inputs))]
+        out = c.output_operand()
         dst = out if act == ActivationFunctionType.NONE else c.temp_like(out)
         c.emit(OperationType.CONCATENATION, [*ins, c.i32(axis)], [dst])
         if dst != out:
@@ -95,9 +95,9 @@ class Pack(Rule):
     def lower(self, c: LowerContext) -> None:
         out_t = c.output()
         axis = (c.options.axis if c.options is not None else 0) % out_t.rank
-        ins = [c.in_(i) for i in range(len(c.op.inputs))]
+        ins = [c.input_operand(i) for i in range(len(c.op.inputs))]
         if c.api_level >= 33:
-            c.emit(OperationType.PACK, [c.i32(axis), *ins], [c.out()])
+            c.emit(OperationType.PACK, [c.i32(axis), *ins], [c.output_operand()])
             return
         x = c.input(0)
         expanded = list(x.shape[:axis]) + [1] + list(x.shape[axis:])
@@ -106,7 +106,7 @@ class Pack(Rule):
             tmp = c.temp_like(src, expanded)
             c.emit(OperationType.RESHAPE, [src, c.i32_vector(expanded)], [tmp])
             parts.append(tmp)
-        c.emit(OperationType.CONCATENATION, [*parts, c.i32(axis)], [c.out()])
+        c.emit(OperationType.CONCATENATION, [*parts, c.i32(axis)], [c.output_operand()])
 
 
 @lowering_rule(BuiltinOperator.UNPACK)
@@ -137,7 +137,7 @@ class Unpack(Rule):
         x = c.input(0)
         axis = (c.options.axis if c.options is not None else 0) % x.rank
         n = len(c.op.outputs)
-        src = c.in_(0)
+        src = c.input_operand(0)
         if x.type != I32:
             full = (1 << x.rank) - 1 - (1 << axis)  # every other axis: whole range
             for k in range(n):
@@ -147,7 +147,7 @@ class Unpack(Rule):
                 end[axis] = k + 1
                 c.emit(OperationType.STRIDED_SLICE,
                        [src, c.i32_vector(begin), c.i32_vector(end), c.i32_vector([1] * x.rank), c.i32(full),
-                        c.i32(full), c.i32(1 << axis)], [c.out(k)])
+                        c.i32(full), c.i32(1 << axis)], [c.output_operand(k)])
             return
         part_shape = list(x.shape)
         part_shape[axis] = 1
@@ -156,4 +156,4 @@ class Unpack(Rule):
             parts = [c.temp_like(src, part_shape) for _ in range(n)]
             c.emit(OperationType.SPLIT, [src, c.i32(axis), c.i32(n)], parts)
         for k, part in enumerate(parts):
-            c.emit(OperationType.RESHAPE, [part, c.i32_vector(out_dims(c.output(k)))], [c.out(k)])
+            c.emit(OperationType.RESHAPE, [part, c.i32_vector(out_dims(c.output(k)))], [c.output_operand(k)])

@@ -39,7 +39,7 @@ def concat_pad(c: LowerContext, pads: list[int], fill: float | int) -> None:
     """Constant padding as one CONCATENATION per padded axis of [block before, x, block after] (API 27),
     the blocks being constants holding `fill` (a stored value) with the input's type and quantization, so
     that NNAPI's quantized CONCATENATION (which needs equal parameters before API 29) copies them as is."""
-    src = c.in_(0)
+    src = c.input_operand(0)
     od = c.info(src)
     dims = list(od.dimensions)
     axes = [k for k in range(len(dims)) if pads[2 * k] or pads[2 * k + 1]]
@@ -54,7 +54,7 @@ def concat_pad(c: LowerContext, pads: list[int], fill: float | int) -> None:
                 parts.append(c.constant(od.type, np.full(block, fill, dtype=od.dtype), scale=od.scale,
                                         zero_point=od.zero_point))
         dims[k] += pads[2 * k] + pads[2 * k + 1]
-        dst = c.out() if n == len(axes) - 1 else c.temp_like(src, dims)
+        dst = c.output_operand() if n == len(axes) - 1 else c.temp_like(src, dims)
         c.emit(OperationType.CONCATENATION, [*parts, c.i32(k)], [dst])
         src = dst
 
@@ -89,9 +89,9 @@ class Pad(Rule):
 
     def lower(self, c: LowerContext) -> None:
         if c.api_level >= 28:
-            c.emit(OperationType.PAD, [c.in_(0), _paddings_operand(c)], [c.out()])
+            c.emit(OperationType.PAD, [c.input_operand(0), _paddings_operand(c)], [c.output_operand()])
         else:
-            concat_pad(c, const_ints(c, c.input(1)), c.info(c.in_(0)).zero_point)
+            concat_pad(c, const_ints(c, c.input(1)), c.info(c.input_operand(0)).zero_point)
 
 
 @lowering_rule(BuiltinOperator.PADV2)
@@ -131,7 +131,7 @@ class PadV2(Rule):
             concat_pad(c, const_ints(c, c.input(1)), stored)
             return
         scalar = c.f32(stored) if v.type == F32 else c.i32(stored)
-        c.emit(OperationType.PAD_V2, [c.in_(0), _paddings_operand(c), scalar], [c.out()])
+        c.emit(OperationType.PAD_V2, [c.input_operand(0), _paddings_operand(c), scalar], [c.output_operand()])
 
 
 def mirror_indices(n: int, before: int, after: int, mode: int) -> np.ndarray:
@@ -146,9 +146,9 @@ def mirror_indices(n: int, before: int, after: int, mode: int) -> np.ndarray:
 def gather_chain(c: LowerContext, per_axis: list[tuple[int, np.ndarray]], dst: int | None = None) -> None:
     """GATHER(x, axis, constant indices) for each (axis, indices), the last one into `dst` (the output
     when not given)."""
-    src = c.in_(0)
+    src = c.input_operand(0)
     dims = list(c.info(src).dimensions)
-    last = c.out() if dst is None else dst
+    last = c.output_operand() if dst is None else dst
     for k, (axis, idx) in enumerate(per_axis):
         dims[axis] = len(idx)
         dst = last if k == len(per_axis) - 1 else c.temp_like(src, dims)
@@ -188,7 +188,8 @@ class MirrorPad(Rule):
     def lower(self, c: LowerContext) -> None:
         mode = c.options.mode if c.options is not None else 0
         if c.api_level >= 34:
-            c.emit(OperationType.MIRROR_PAD, [c.in_(0), _paddings_operand(c), c.i32(mode)], [c.out()])
+            c.emit(OperationType.MIRROR_PAD, [c.input_operand(0), _paddings_operand(c), c.i32(mode)],
+                   [c.output_operand()])
             return
         x = c.input(0)
         pads = const_ints(c, c.input(1))

@@ -40,7 +40,7 @@ class Transpose(Rule):
     def lower(self, c: LowerContext) -> None:
         rank = c.input(0).rank
         perm = [p % rank for p in const_ints(c, c.input(1))]
-        c.emit(OperationType.TRANSPOSE, [c.in_(0), c.i32_vector(perm)], [c.out()])
+        c.emit(OperationType.TRANSPOSE, [c.input_operand(0), c.i32_vector(perm)], [c.output_operand()])
 
 
 @lowering_rule(BuiltinOperator.REVERSE_V2)
@@ -71,8 +71,8 @@ class ReverseV2(Rule):
         if c.api_level < 34:
             gather_chain(c, [(a, np.arange(x.shape[a] - 1, -1, -1, dtype=np.int32)) for a in axes])
             return
-        src = c.in_(0)
+        src = c.input_operand(0)
         for k, a in enumerate(axes):
-            dst = c.out() if k == len(axes) - 1 else c.temp_like(src)
+            dst = c.output_operand() if k == len(axes) - 1 else c.temp_like(src)
             c.emit(OperationType.REVERSE, [src, c.i32_vector([a])], [dst])
             src = dst

@@ -66,7 +66,7 @@ class Reshape(Rule):
                      f"for input shape {list(x.shape)}")
 
     def lower(self, c: LowerContext) -> None:
-        c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(out_dims(c.output()))], [c.out()])
+        c.emit(OperationType.RESHAPE, [c.input_operand(0), c.i32_vector(out_dims(c.output()))], [c.output_operand()])
 
 
 @lowering_rule(BuiltinOperator.SQUEEZE)
@@ -96,9 +96,10 @@ class Squeeze(Rule):
         dims = list(c.options.squeeze_dims or ()) if c.options is not None else []
         axes = sorted({d % x.rank for d in dims}) if dims else [k for k, d in enumerate(x.shape) if d == 1]
         if axes and c.api_level >= 28:
-            c.emit(OperationType.SQUEEZE, [c.in_(0), c.i32_vector(axes)], [c.out()])
+            c.emit(OperationType.SQUEEZE, [c.input_operand(0), c.i32_vector(axes)], [c.output_operand()])
         else:
-            c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(out_dims(c.output()))], [c.out()])
+            c.emit(OperationType.RESHAPE, [c.input_operand(0), c.i32_vector(out_dims(c.output()))],
+                   [c.output_operand()])
 
 
 @lowering_rule(BuiltinOperator.EXPAND_DIMS)
@@ -126,10 +127,11 @@ class ExpandDims(Rule):
 
     def lower(self, c: LowerContext) -> None:
         if c.api_level < 29:
-            c.emit(OperationType.RESHAPE, [c.in_(0), c.i32_vector(out_dims(c.output()))], [c.out()])
+            c.emit(OperationType.RESHAPE, [c.input_operand(0), c.i32_vector(out_dims(c.output()))],
+                   [c.output_operand()])
             return
         axis = const_ints(c, c.input(1))[0] % (c.input(0).rank + 1)
-        c.emit(OperationType.EXPAND_DIMS, [c.in_(0), c.i32(axis)], [c.out()])
+        c.emit(OperationType.EXPAND_DIMS, [c.input_operand(0), c.i32(axis)], [c.output_operand()])
 
 
 @lowering_rule(BuiltinOperator.SHAPE)
@@ -167,7 +169,7 @@ def emit_known_int32(c: LowerContext, values: tuple[int, ...] | list[int]) -> No
     has no operation that writes a constant into a model output ([1] for an empty shape)."""
     known = c.constant(OperandType.TENSOR_INT32, np.asarray(values or (1,), dtype=np.int32))
     zero = c.constant(OperandType.TENSOR_INT32, np.zeros(1, np.int32))
-    c.emit(OperationType.ADD, [known, zero, c.i32(0)], [c.out()])
+    c.emit(OperationType.ADD, [known, zero, c.i32(0)], [c.output_operand()])
 
 
 @lowering_rule(BuiltinOperator.BROADCAST_ARGS)

@@ -22,7 +22,7 @@ def concat_tile(c: LowerContext, src: int, dims: list[int], reps: list[int]) -> 
     dims = list(dims)
     for n, k in enumerate(axes):
         dims[k] *= reps[k]
-        dst = c.out() if n == len(axes) - 1 else c.temp_like(src, dims)
+        dst = c.output_operand() if n == len(axes) - 1 else c.temp_like(src, dims)
         c.emit(OperationType.CONCATENATION, [src] * reps[k] + [c.i32(k)], [dst])
         src = dst
 
@@ -56,9 +56,9 @@ class Tile(Rule):
     def lower(self, c: LowerContext) -> None:
         reps = const_ints(c, c.input(1))
         if c.api_level >= 29:
-            c.emit(OperationType.TILE, [c.in_(0), c.i32_vector(reps)], [c.out()])
+            c.emit(OperationType.TILE, [c.input_operand(0), c.i32_vector(reps)], [c.output_operand()])
         else:
-            concat_tile(c, c.in_(0), list(c.input(0).shape), reps)
+            concat_tile(c, c.input_operand(0), list(c.input(0).shape), reps)
 
 
 @lowering_rule(BuiltinOperator.FILL)
@@ -88,7 +88,7 @@ class Fill(Rule):
     def lower(self, c: LowerContext) -> None:
         v = np.asarray(c.const_value(c.input(1))).reshape(-1)[0]
         scalar = c.f32(float(v)) if c.input(1).type == F32 else c.i32(int(v))
-        c.emit(OperationType.FILL, [c.i32_vector(out_dims(c.output())), scalar], [c.out()])
+        c.emit(OperationType.FILL, [c.i32_vector(out_dims(c.output())), scalar], [c.output_operand()])
 
 
 @lowering_rule(BuiltinOperator.BROADCAST_TO)
@@ -120,15 +120,15 @@ class BroadcastTo(Rule):
         x, out = c.input(0), c.output()
         padded = [1] * (out.rank - x.rank) + list(x.shape)
         reps = [o // d for o, d in zip(out.shape, padded)]
-        src = c.in_(0)
+        src = c.input_operand(0)
         if out.rank != x.rank:
             if all(m == 1 for m in reps):
-                c.emit(OperationType.RESHAPE, [src, c.i32_vector(padded)], [c.out()])
+                c.emit(OperationType.RESHAPE, [src, c.i32_vector(padded)], [c.output_operand()])
                 return
             tmp = c.temp_like(src, padded)
             c.emit(OperationType.RESHAPE, [src, c.i32_vector(padded)], [tmp])
             src = tmp
         if c.api_level >= 29:
-            c.emit(OperationType.TILE, [src, c.i32_vector(reps)], [c.out()])
+            c.emit(OperationType.TILE, [src, c.i32_vector(reps)], [c.output_operand()])
         else:
             concat_tile(c, src, padded, reps)
