@@ -50,13 +50,14 @@ def _average_model() -> bytes:
 def _diffs(model: bytes, api_level: int, options: ExecutionOptions, seed: int = 0) -> np.ndarray:
     """|ours - TFLite's reference kernel| on seeded int8 inputs of the one-op model."""
     converted = prepare(model, api_level).lower_ops()
-    spec = converted.inputs[0]
-    x = np.random.default_rng(seed).integers(-128, 128, spec.shape, dtype=np.int8)
-    ours = Executor(converted, options=options).run({spec.name: x})[converted.outputs[0].name]
+    rng = np.random.default_rng(seed)
+    xs = [rng.integers(-128, 128, spec.shape, dtype=np.int8) for spec in converted.inputs]
+    ours = Executor(converted, options=options).run({s.name: x for s, x in zip(converted.inputs, xs)})[
+        converted.outputs[0].name]
     if ours.dtype == np.uint8:  # int8 carried as uint8 below API 30
         ours = (ours.astype(np.int16) - 128).astype(np.int8)
     runner = TfliteRunner(model, kernels=REFERENCE_KERNELS)
-    tflite = runner.run({runner.input_details()[0]["index"]: x})
+    tflite = runner.run({d["index"]: x for d, x in zip(runner.input_details(), xs)})
     want = next(iter(tflite.values()))
     return np.abs(ours.astype(np.int32) - want.reshape(ours.shape).astype(np.int32))
 
@@ -106,3 +107,4 @@ def test_a_resize_fault_on_top_still_fails(amplified_path):
         "kernel_overrides": {OperationType.RESIZE_BILINEAR: faulty}})).parity.outputs[0]
     assert not out.passed
     assert "NNAPI's requantization arithmetic" not in out.detail
+
