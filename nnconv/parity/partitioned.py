@@ -129,7 +129,8 @@ def compare_with_reference_kernels(report: ParityReport, reference: TfliteRefere
     Differences remain between NNAPI's arithmetic and TFLite's reference kernels: convolution and matmul
     multipliers (`conv_multipliers`), FULLY_CONNECTED's rounding (once in TFLite, twice in NNAPI), quantized
     RESIZE_BILINEAR's weights (float32 in NNAPI, Q10 integers in TFLite) and requantization (NNAPI has no
-    such op: an ADD of zero, with its own multipliers).
+    such op: an ADD of zero, with its own multipliers), int8 AVERAGE_POOL_2D carried as uint8 and int8
+    SQUARED_DIFFERENCE (lowered through float: the exact square rounded once).
     An output still out of tolerance is computed once more TFLite's way; within tolerance then, the whole
     difference is NNAPI's own (ResNet50 int8: 9 LSB, and 0 LSB with TFLite's multipliers), and it passes
     with a detail saying so."""
@@ -159,7 +160,8 @@ def compare_with_reference_kernels(report: ParityReport, reference: TfliteRefere
                     f"FULLY_CONNECTED: rounded twice, TFLite's once; quantized RESIZE_BILINEAR: float32 "
                     f"weights, TFLite's Q10 integers; QUANTIZE between quantized types: NNAPI's ADD "
                     f"pipeline, TFLite's one multiplier; int8 AVERAGE_POOL_2D carried as uint8 below API 30: "
-                    f"rounded half up, TFLite's int8 half away from zero): with TFLite's, nnconv is within "
+                    f"rounded half up, TFLite's int8 half away from zero; int8 SQUARED_DIFFERENCE: the "
+                    f"exact square rounded once, TFLite's fixed point): with TFLite's, nnconv is within "
                     f"{t.max_lsb} LSB of its reference kernels; NNAPI's reference CPU differs the same way")
         else:
             note = f"also {r.max_lsb} LSB from TFLite's reference kernels"
@@ -179,16 +181,21 @@ def _with_tflite_multipliers(reference: TfliteReference, converted: ConvertedMod
     quantized tensor, which nnconv lowers as ADD(x, 0), as TFLite's single-multiplier Requantize
     (`tflite_requantize`; same model: 256 of 4096 values 1 LSB apart, 0 TFLite's way); and an AVERAGE_POOL_2D
     whose int8 tensors are carried as uint8 (API 29) with TFLite's signed rounding (`tflite_signed_average`;
-    a dilated Conv1D model: 13 of 64 values 1 LSB apart, 0 TFLite's way)."""
+    a dilated Conv1D model: 13 of 64 values 1 LSB apart, 0 TFLite's way); and an int8 SQUARED_DIFFERENCE's
+    composite as one step in TFLite's fixed point (`tflite_squared_difference`, `runtime/tflite_way.py`;
+    vit: 1-4 of 544 values per op, 0 TFLite's way)."""
     extra = dict(executor_options or {})
     sg = reference.model.subgraphs[converted.subgraph]
     fully_connected = frozenset(op.index for op in sg.operators
                                 if op.builtin is BuiltinOperator.FULLY_CONNECTED)
     requantize = frozenset(op.index for op in sg.operators if op.builtin is BuiltinOperator.QUANTIZE)
     signed_average = frozenset(op.index for op in sg.operators if op.builtin is BuiltinOperator.AVERAGE_POOL_2D)
+    squared_difference = frozenset(op.index for op in sg.operators
+                                   if op.builtin is BuiltinOperator.SQUARED_DIFFERENCE)
     extra["options"] = replace(extra.get("options") or ExecutionOptions(), tflite_multipliers=True,
                                tflite_single_rounding=fully_connected, tflite_resize_integer=True,
-                               tflite_requantize=requantize, tflite_signed_average=signed_average)
+                               tflite_requantize=requantize, tflite_signed_average=signed_average,
+                               tflite_squared_difference=squared_difference)
     try:
         report = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
                             executor_options=extra)

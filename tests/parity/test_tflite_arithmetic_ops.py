@@ -108,3 +108,20 @@ def test_a_resize_fault_on_top_still_fails(amplified_path):
     assert not out.passed
     assert "NNAPI's requantization arithmetic" not in out.detail
 
+
+
+def _squared_difference_model() -> bytes:
+    """vit's first LayerNorm variance term (x - mean)^2: its scales and zero points."""
+    return single_op_model(B.SQUARED_DIFFERENCE,
+                           [("x", (1, 17, 32), np.int8, QuantParams(0.05213, -4)),
+                            ("m", (1, 17, 1), np.int8, QuantParams(0.00711, 2))],
+                           [("y", (1, 17, 32), np.int8, QuantParams(0.04127, -128))])
+
+
+def test_squared_difference_tflite_way_is_bit_exact():
+    """Lowered through float, the exact square rounded once, within 1 LSB of TFLite's fixed point; as one
+    step TFLite's way (`runtime/tflite_way.py`), bit for bit."""
+    model = _squared_difference_model()
+    nnapi = _diffs(model, 30, ExecutionOptions())
+    assert nnapi.max() == 1 and np.count_nonzero(nnapi) > 0
+    assert _diffs(model, 30, ExecutionOptions(tflite_squared_difference=frozenset([0]))).max() == 0

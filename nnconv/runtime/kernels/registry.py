@@ -56,6 +56,10 @@ class ExecutionOptions:
     # carriers (+128, below API 30) average with TFLite's int8 rounding (half away from zero in the
     # signed domain) instead of NNAPI's uint8 one (half up). `verify` sets it with the others.
     tflite_signed_average: frozenset[int] = frozenset()
+    # Not an NNAPI setting: the TFLite int8 SQUARED_DIFFERENCE operators (by index) whose lowered composite
+    # runs as one step in TFLite's fixed-point arithmetic (`nnconv.runtime.tflite_way`), only in runs
+    # without a trace. `verify` sets it with the others.
+    tflite_squared_difference: frozenset[int] = frozenset()
 
 
 def kernel(op_type: OperationType) -> Callable[[KernelFn], KernelFn]:
