@@ -35,7 +35,7 @@ from nnconv.parity.verify import (
     run_parity,
 )
 from nnconv.pipeline import PreparedConversion, prepare
-from nnconv.tflite.schema_enums import BuiltinOperator
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 NNAPI_FILE_MAGIC = b"NNAP"  # flatbuffer file identifier, bytes 4..8 of a .nnapi file
 
@@ -189,7 +189,8 @@ def _with_tflite_multipliers(reference: TfliteReference, converted: ConvertedMod
     fully_connected = frozenset(op.index for op in sg.operators
                                 if op.builtin is BuiltinOperator.FULLY_CONNECTED)
     requantize = frozenset(op.index for op in sg.operators if op.builtin is BuiltinOperator.QUANTIZE)
-    signed_average = frozenset(op.index for op in sg.operators if op.builtin is BuiltinOperator.AVERAGE_POOL_2D)
+    signed_average = frozenset(op.index for op in sg.operators if op.builtin is BuiltinOperator.AVERAGE_POOL_2D
+                               and sg.tensors[op.inputs[0]].type is TensorType.INT8)  # a real uint8 rounds half up
     squared_difference = frozenset(op.index for op in sg.operators
                                    if op.builtin is BuiltinOperator.SQUARED_DIFFERENCE)
     extra["options"] = replace(extra.get("options") or ExecutionOptions(), tflite_multipliers=True,
