@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Operand, Subgraph
-from nnconv.nnapi.quantization import (multiply_by_quantized_multiplier_smaller_than_one_exp, qrange,
+from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multiplier_smaller_than_one_exp, qrange,
                                        quantize_multiplier_smaller_than_one_exp)
 from nnconv.runtime.fusion import Fusion
 from nnconv.runtime.kernels.registry import KernelCall
@@ -26,7 +26,10 @@ _COMPOSITE = (OperationType.DEQUANTIZE, OperationType.DEQUANTIZE, OperationType.
 
 
 def tflite_squared_difference(x: np.ndarray, y: np.ndarray, ox: Operand, oy: Operand, out: Operand) -> np.ndarray:
-    """TFLite's int8 SQUARED_DIFFERENCE of storage values x, y (broadcasting) into `out`'s quantization."""
+    """TFLite's int8 SQUARED_DIFFERENCE of storage values x, y (broadcasting) into `out`'s quantization. The
+    same arithmetic serves int8 carried as uint8 (+128 on values and zero points, below API 30): only
+    differences from the zero points enter it, and the carrier's range is int8's shifted (TFLite has no
+    uint8 SQUARED_DIFFERENCE)."""
     twice_max = 2.0 * float(max(np.float32(ox.scale), np.float32(oy.scale)))
     scaled = []
     for v, o in ((x, ox), (y, oy)):
@@ -59,7 +62,7 @@ def squared_difference_fusions(sg: Subgraph, source_ops: frozenset[int]) -> list
         dq_x, dq_y, sub, mul, quantize = group
         if sub.inputs[:2] != [dq_x.outputs[0], dq_y.outputs[0]] or mul.inputs[:2] != [sub.outputs[0]] * 2 \
                 or quantize.inputs[0] != mul.outputs[0] \
-                or sg.operands[quantize.outputs[0]].type is not OperandType.TENSOR_QUANT8_ASYMM_SIGNED:
+                or not is_quant8(sg.operands[quantize.outputs[0]].type):
             continue
         fusions.append(Fusion(absorbed=tuple(range(k, k + 4)), at=k + 4, inputs=(dq_x.inputs[0], dq_y.inputs[0]),
                               fn=_squared_difference_step, name="SQUARED_DIFFERENCE (TFLite's arithmetic)"))

@@ -118,10 +118,11 @@ def _squared_difference_model() -> bytes:
                            [("y", (1, 17, 32), np.int8, QuantParams(0.04127, -128))])
 
 
-def test_squared_difference_tflite_way_is_bit_exact():
+@pytest.mark.parametrize("api_level", [29, 30])  # 29: int8 carried as uint8
+def test_squared_difference_tflite_way_is_bit_exact(api_level):
     """Lowered through float, the exact square rounded once, within 1 LSB of TFLite's fixed point; as one
     step TFLite's way (`runtime/tflite_way.py`), bit for bit."""
     model = _squared_difference_model()
-    nnapi = _diffs(model, 30, ExecutionOptions())
+    nnapi = _diffs(model, api_level, ExecutionOptions())
     assert nnapi.max() == 1 and np.count_nonzero(nnapi) > 0
-    assert _diffs(model, 30, ExecutionOptions(tflite_squared_difference=frozenset([0]))).max() == 0
+    assert _diffs(model, api_level, ExecutionOptions(tflite_squared_difference=frozenset([0]))).max() == 0
