@@ -35,7 +35,7 @@ from nnconv.parity.verify import (
     run_parity,
 )
 from nnconv.pipeline import PreparedConversion, prepare
-from nnconv.tflite.schema_enums import BuiltinOperator
+from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 NNAPI_FILE_MAGIC = b"NNAP"  # flatbuffer file identifier, bytes 4..8 of a .nnapi file
 
@@ -126,8 +126,11 @@ def compare_with_reference_kernels(report: ParityReport, reference: TfliteRefere
     deep network such steps add up. An output within tolerance of the reference kernels passes, and its
     detail says which kernels it matched and by how much the optimized ones differ (tolerances.py).
 
-    Two differences remain between NNAPI's arithmetic and TFLite's reference kernels: convolution and
-    matmul multipliers (`conv_multipliers`) and FULLY_CONNECTED's rounding (once in TFLite, twice in NNAPI).
+    Differences remain between NNAPI's arithmetic and TFLite's reference kernels: convolution and matmul
+    multipliers (`conv_multipliers`), FULLY_CONNECTED's rounding (once in TFLite, twice in NNAPI), quantized
+    RESIZE_BILINEAR's weights (float32 in NNAPI, Q10 integers in TFLite) and requantization (NNAPI has no
+    such op: an ADD of zero, with its own multipliers), int8 AVERAGE_POOL_2D carried as uint8 and int8
+    SQUARED_DIFFERENCE (lowered through float: the exact square rounded once).
     An output still out of tolerance is computed once more TFLite's way; within tolerance then, the whole
     difference is NNAPI's own (ResNet50 int8: 9 LSB, and 0 LSB with TFLite's multipliers), and it passes
     with a detail saying so."""
@@ -154,7 +157,11 @@ def compare_with_reference_kernels(report: ParityReport, reference: TfliteRefere
             o.passed = True
             note = (f"{r.max_lsb} LSB from TFLite's reference kernels, all from NNAPI's requantization "
                     f"arithmetic (multipliers: input x filter scale rounded to float32, TFLite keeps double; "
-                    f"FULLY_CONNECTED: rounded twice, TFLite's once): with TFLite's, nnconv is within "
+                    f"FULLY_CONNECTED: rounded twice, TFLite's once; quantized RESIZE_BILINEAR: float32 "
+                    f"weights, TFLite's Q10 integers; QUANTIZE between quantized types: NNAPI's ADD "
+                    f"pipeline, TFLite's one multiplier; int8 AVERAGE_POOL_2D carried as uint8 below API 30: "
+                    f"rounded half up, TFLite's int8 half away from zero; int8 SQUARED_DIFFERENCE: the "
+                    f"exact square rounded once, TFLite's fixed point): with TFLite's, nnconv is within "
                     f"{t.max_lsb} LSB of its reference kernels; NNAPI's reference CPU differs the same way")
         else:
             note = f"also {r.max_lsb} LSB from TFLite's reference kernels"
@@ -168,12 +175,28 @@ def _with_tflite_multipliers(reference: TfliteReference, converted: ConvertedMod
     output name; empty when TFLite fails: its multipliers (`ExecutionOptions.tflite_multipliers`) and, for
     the operations lowered from a FULLY_CONNECTED, its single rounding (`tflite_single_rounding`; measured:
     TFLite's reference int8 FULLY_CONNECTED rounds (x * M + 2^(s-1)) >> s once, where NNAPI's reference and
-    TFLite's convolutions round twice, ~0.1% of outputs 1 LSB apart)."""
+    TFLite's convolutions round twice, ~0.1% of outputs 1 LSB apart); quantized RESIZE_BILINEAR in TFLite's
+    Q10 integer interpolation (`tflite_resize_integer`; measured on a 16x16 -> 64x64 half-pixel upsampling:
+    190 of 20480 int8 values 1 LSB apart with NNAPI's float32 weights, 0 with TFLite's); and a QUANTIZE of a
+    quantized tensor, which nnconv lowers as ADD(x, 0), as TFLite's single-multiplier Requantize
+    (`tflite_requantize`; same model: 256 of 4096 values 1 LSB apart, 0 TFLite's way); and an AVERAGE_POOL_2D
+    whose int8 tensors are carried as uint8 (API 29) with TFLite's signed rounding (`tflite_signed_average`;
+    a dilated Conv1D model: 13 of 64 values 1 LSB apart, 0 TFLite's way); and an int8 SQUARED_DIFFERENCE's
+    composite as one step in TFLite's fixed point (`tflite_squared_difference`, `runtime/tflite_way.py`;
+    vit: 1-4 of 544 values per op, 0 TFLite's way)."""
     extra = dict(executor_options or {})
-    fully_connected = frozenset(op.index for op in reference.model.subgraphs[converted.subgraph].operators
+    sg = reference.model.subgraphs[converted.subgraph]
+    fully_connected = frozenset(op.index for op in sg.operators
                                 if op.builtin is BuiltinOperator.FULLY_CONNECTED)
+    requantize = frozenset(op.index for op in sg.operators if op.builtin is BuiltinOperator.QUANTIZE)
+    signed_average = frozenset(op.index for op in sg.operators if op.builtin is BuiltinOperator.AVERAGE_POOL_2D
+                               and sg.tensors[op.inputs[0]].type is TensorType.INT8)  # a real uint8 rounds half up
+    squared_difference = frozenset(op.index for op in sg.operators
+                                   if op.builtin is BuiltinOperator.SQUARED_DIFFERENCE)
     extra["options"] = replace(extra.get("options") or ExecutionOptions(), tflite_multipliers=True,
-                               tflite_single_rounding=fully_connected)
+                               tflite_single_rounding=fully_connected, tflite_resize_integer=True,
+                               tflite_requantize=requantize, tflite_signed_average=signed_average,
+                               tflite_squared_difference=squared_difference)
     try:
         report = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
                             executor_options=extra)

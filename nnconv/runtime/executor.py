@@ -34,6 +34,7 @@ from nnconv.runtime.blas_threads import default_threads, limit_blas_threads
 from nnconv.errors import ExecutionError, InputDataError, InternalError
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.fusion import FUSED_TYPES, Fusion, plan_fusions
+from nnconv.runtime.tflite_way import squared_difference_fusions
 from nnconv.runtime.kernels.buffers import BufferPool
 from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.runtime.relaxed import fp16_storage
@@ -310,7 +311,12 @@ class SubgraphRunner:
             return []
         if self.batch is not None:
             return self.batch.fusions  # a single run's (`nnconv.runtime.batch`)
-        return plan_fusions(sg, lambda i: self._value(sg_index, sg, i, {}, "fusion"), self.kernels)
+        fusions = plan_fusions(sg, lambda i: self._value(sg_index, sg, i, {}, "fusion"), self.kernels)
+        if self.options.tflite_squared_difference:  # verify's TFLite-way rerun: these steps take precedence
+            tflite = squared_difference_fusions(sg, self.options.tflite_squared_difference)
+            taken = {k for f in tflite for k in (*f.absorbed, f.at)}
+            fusions = tflite + [f for f in fusions if not taken & {*f.absorbed, f.at}]
+        return fusions
 
     def _value(self, sg_index: int, sg: Subgraph, i: int, values: dict[int, np.ndarray],
                op_name: str) -> np.ndarray | None:

@@ -169,9 +169,22 @@ def _quantized_average(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndar
     for |q| <= 256 (3 * 2**-17) while count <= 2**14; larger windows use float64."""
     out = call.out_operands[0]
     dtype = np.float32 if g.filter_h * g.filter_w <= 2 ** 14 else np.float64
+    # verify's TFLite-arithmetic rerun (`ExecutionOptions.tflite_signed_average`): an int8 tensor carried
+    # as uint8 (+128, below API 30) is averaged as TFLite's int8 kernel does, in the signed domain, where
+    # rounding half away from zero differs from uint8's half up for negative averages
+    signed = out.dtype == np.uint8 and call.runner is not None and call.operation.source_op is not None \
+        and call.operation.source_op in call.runner.options.tflite_signed_average
+    if signed:
+        x = x.astype(np.int16) - 128
     q = _reduce_windows(call, x, g, 0, np.add, dtype)
     # a window wholly in the padding sums to 0 and averages to 0
     np.divide(q, np.maximum(_in_bounds_count(call, g, x.shape[1], x.shape[2]), 1), out=q)
+    if signed:
+        negative = np.signbit(q)
+        np.add(q, dtype(0.5), out=q)
+        np.subtract(q, negative, out=q)
+        lo, hi = quantized_activation_range(g.activation, out)
+        return (np.clip(np.trunc(q) + 128, lo, hi)).astype(np.uint8)
     negative = np.signbit(q) if out.dtype != np.uint8 else None  # uint8: q >= 0
     np.add(q, dtype(0.5), out=q)
     if negative is not None:

@@ -45,6 +45,21 @@ class ExecutionOptions:
     # TFLite's single rounding (x * M + 2^(s-1)) >> s, as TFLite's FULLY_CONNECTED kernels do, instead of
     # NNAPI's double rounding (SRDHM then RDBPOT). `verify` sets it with `tflite_multipliers`.
     tflite_single_rounding: frozenset[int] = frozenset()
+    # Not an NNAPI setting: quantized RESIZE_BILINEAR interpolates in TFLite's Q10 integer arithmetic
+    # (`_resize_tflite`) instead of NNAPI's float32 weights. `verify` sets it with `tflite_multipliers`.
+    tflite_resize_integer: bool = False
+    # Not an NNAPI setting: the TFLite QUANTIZE operators (by index) of a quantized input, lowered as
+    # ADD(x, 0) (NNAPI has no requantization), computed as TFLite's Requantize does instead: one
+    # MultiplyByQuantizedMultiplier by the double in_scale / out_scale. `verify` sets it with the others.
+    tflite_requantize: frozenset[int] = frozenset()
+    # Not an NNAPI setting: the TFLite AVERAGE_POOL_2D operators (by index) of int8 tensors whose uint8
+    # carriers (+128, below API 30) average with TFLite's int8 rounding (half away from zero in the
+    # signed domain) instead of NNAPI's uint8 one (half up). `verify` sets it with the others.
+    tflite_signed_average: frozenset[int] = frozenset()
+    # Not an NNAPI setting: the TFLite int8 SQUARED_DIFFERENCE operators (by index) whose lowered composite
+    # runs as one step in TFLite's fixed-point arithmetic (`nnconv.runtime.tflite_way`), only in runs
+    # without a trace. `verify` sets it with the others.
+    tflite_squared_difference: frozenset[int] = frozenset()
 
 
 def kernel(op_type: OperationType) -> Callable[[KernelFn], KernelFn]:
@@ -128,6 +143,13 @@ class KernelCall:
             return None
         x = self.tensor(0)
         return prepared.run(self, x) if prepared.accepts(x) else None
+
+    @property
+    def tflite_requantize(self) -> bool:
+        """This ADD stands for a TFLite requantizing QUANTIZE to be computed TFLite's way
+        (`ExecutionOptions.tflite_requantize`)."""
+        return (self.runner is not None and self.operation.source_op is not None
+                and self.operation.source_op in self.runner.options.tflite_requantize)
 
     def is_constant(self, i: int) -> bool:
         """Input `i` is a constant operand (its value is the same on every run)."""

@@ -25,6 +25,7 @@ import numpy as np
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.quantization import is_quant8, qrange
 from nnconv.runtime.kernels._resize import parse_resize, resize_scale
+from nnconv.runtime.kernels._resize_tflite import resize_bilinear_integer
 from nnconv.runtime.kernels._spatial import nhwc_to_nchw
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
@@ -148,7 +149,10 @@ def resize_bilinear(call: KernelCall) -> list[np.ndarray]:
     plan: _Plan = call.memo(("resize_bilinear", x.shape), range(1, call.num_inputs),
                             lambda: _plan(x.shape, p.out_h, p.out_w, p.align_corners, p.half_pixel))
     out = call.out_operands[0]
-    if is_quant8(call.type(0)):
+    if is_quant8(call.type(0)) and call.runner is not None and call.runner.options.tflite_resize_integer:
+        y = resize_bilinear_integer(x, p.out_h, p.out_w, p.align_corners, p.half_pixel,
+                                    *qrange(out.type)).astype(out.dtype)
+    elif is_quant8(call.type(0)):
         y = _quantized(call, x, plan, p.out_h, p.out_w)
     else:
         with np.errstate(invalid="ignore", over="ignore"):  # inf / NaN results are the defined float behaviour

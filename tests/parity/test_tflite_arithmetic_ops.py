@@ -1,0 +1,128 @@
+"""Ops whose NNAPI reference arithmetic rounds differently from TFLite's int8 kernels, found on AI Edge
+Quantizer models (issue 26): quantized RESIZE_BILINEAR (NNAPI: float32 weights, rounded float sum; TFLite:
+Q10 integer weights), QUANTIZE between quantized types (nnconv: NNAPI's ADD(x, 0) pipeline; TFLite: one
+multiplier) and AVERAGE_POOL_2D of int8 carried as uint8 below API 30 (NNAPI: uint8 rounding half up;
+TFLite: int8 rounding half away from zero). Each alone stays within 1 LSB of TFLite, and computed TFLite's
+way (verify's rerun, `ExecutionOptions`) equals TFLite's reference kernel bit for bit; verify explains an
+amplified difference that comes only from them, and still fails a fault on top."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness import QuantParams, TfliteBuilder, single_op_model
+from nnconv.nnapi.enums import OperationType
+from nnconv.parity.session import VerifyOptions, verify
+from nnconv.parity.tflite_runner import REFERENCE_KERNELS, TfliteRunner
+from nnconv.pipeline import prepare
+from nnconv.runtime.executor import Executor
+from nnconv.runtime.kernels import KERNELS
+from nnconv.runtime.kernels.registry import ExecutionOptions
+from nnconv.tflite.options import Pool2DOptions, ResizeBilinearOptions
+from nnconv.tflite.schema_enums import BuiltinOperator as B, Padding
+
+IN_Q = QuantParams(0.05, -3)
+TFLITE_WAY = ExecutionOptions(tflite_resize_integer=True, tflite_requantize=frozenset([0]),
+                              tflite_signed_average=frozenset([0]))
+
+
+def _resize_model() -> bytes:
+    """deeplab_mini's final upsampling: int8 16x16 -> 64x64, half-pixel centers."""
+    return single_op_model(B.RESIZE_BILINEAR, [("x", (1, 16, 16, 5), np.int8, IN_Q),
+                                               ("size", np.array([64, 64], np.int32))],
+                           [("y", (1, 64, 64, 5), np.int8, IN_Q)], ResizeBilinearOptions(half_pixel_centers=True))
+
+
+def _requantize_model() -> bytes:
+    """deeplab_mini's QUANTIZE after its first upsampling (its scales and zero points)."""
+    return single_op_model(B.QUANTIZE, [("x", (1, 16, 16, 16), np.int8, QuantParams(0.004732482600957155, -31))],
+                           [("y", (1, 16, 16, 16), np.int8, QuantParams(0.016313569620251656, -100))])
+
+
+def _average_model() -> bytes:
+    return single_op_model(B.AVERAGE_POOL_2D, [("x", (1, 8, 8, 16), np.int8, IN_Q)],
+                           [("y", (1, 4, 4, 16), np.int8, IN_Q)],
+                           Pool2DOptions(padding=Padding.VALID, stride_w=2, stride_h=2, filter_width=2,
+                                         filter_height=2))
+
+
+def _diffs(model: bytes, api_level: int, options: ExecutionOptions, seed: int = 0) -> np.ndarray:
+    """|ours - TFLite's reference kernel| on seeded int8 inputs of the one-op model."""
+    converted = prepare(model, api_level).lower_ops()
+    rng = np.random.default_rng(seed)
+    xs = [rng.integers(-128, 128, spec.shape, dtype=np.int8) for spec in converted.inputs]
+    ours = Executor(converted, options=options).run({s.name: x for s, x in zip(converted.inputs, xs)})[
+        converted.outputs[0].name]
+    if ours.dtype == np.uint8:  # int8 carried as uint8 below API 30
+        ours = (ours.astype(np.int16) - 128).astype(np.int8)
+    runner = TfliteRunner(model, kernels=REFERENCE_KERNELS)
+    tflite = runner.run({d["index"]: x for d, x in zip(runner.input_details(), xs)})
+    want = next(iter(tflite.values()))
+    return np.abs(ours.astype(np.int32) - want.reshape(ours.shape).astype(np.int32))
+
+
+@pytest.mark.parametrize("make, api_level", [(_resize_model, 30), (_requantize_model, 30), (_average_model, 29)],
+                         ids=["resize_bilinear", "requantize", "average_pool_api29"])
+def test_nnapi_arithmetic_within_1_lsb_and_tflite_way_bit_exact(make, api_level):
+    model = make()
+    nnapi = _diffs(model, api_level, ExecutionOptions())
+    assert nnapi.max() == 1 and np.count_nonzero(nnapi) > 0  # NNAPI's own rounding: some values one step apart
+    assert _diffs(model, api_level, TFLITE_WAY).max() == 0  # TFLite's arithmetic reproduces TFLite bit for bit
+
+
+def _amplified_resize_model() -> bytes:
+    """RESIZE_BILINEAR then a requantization to a scale 3x finer (clamped values aside): the resize's 1 LSB
+    differences become 3 LSB, beyond the tolerance, as a SOFTMAX amplified them in deeplab_mini."""
+    b = TfliteBuilder()
+    x = b.input("x", (1, 16, 16, 5), np.int8, quant=IN_Q)
+    size = b.const("size", np.array([64, 64], np.int32))
+    r = b.tensor("r", (1, 64, 64, 5), np.int8, quant=IN_Q)
+    b.op(B.RESIZE_BILINEAR, [x, size], [r], ResizeBilinearOptions(half_pixel_centers=True))
+    y = b.tensor("y", (1, 64, 64, 5), np.int8, quant=QuantParams(IN_Q.scale / 3, 0))
+    b.op(B.QUANTIZE, [r], [y])
+    b.output(y)
+    return b.finish()
+
+
+@pytest.fixture
+def amplified_path(tmp_path):
+    path = tmp_path / "resize_amplified.tflite"
+    path.write_bytes(_amplified_resize_model())
+    return str(path)
+
+
+def test_amplified_resize_difference_passes_explained(amplified_path):
+    out = verify(amplified_path, VerifyOptions()).parity.outputs[0]
+    assert out.max_lsb >= 2 and out.passed
+    assert "RESIZE_BILINEAR" in out.detail and "within 0 LSB" in out.detail
+
+
+def test_a_resize_fault_on_top_still_fails(amplified_path):
+    real = KERNELS[OperationType.RESIZE_BILINEAR]
+
+    def faulty(call):  # a test-only fault: every quantized result one step higher
+        return [np.clip(out.astype(np.int32) + 1, -128, 127).astype(out.dtype) for out in real(call)]
+    out = verify(amplified_path, VerifyOptions(executor_options={
+        "kernel_overrides": {OperationType.RESIZE_BILINEAR: faulty}})).parity.outputs[0]
+    assert not out.passed
+    assert "NNAPI's requantization arithmetic" not in out.detail
+
+
+
+def _squared_difference_model() -> bytes:
+    """vit's first LayerNorm variance term (x - mean)^2: its scales and zero points."""
+    return single_op_model(B.SQUARED_DIFFERENCE,
+                           [("x", (1, 17, 32), np.int8, QuantParams(0.05213, -4)),
+                            ("m", (1, 17, 1), np.int8, QuantParams(0.00711, 2))],
+                           [("y", (1, 17, 32), np.int8, QuantParams(0.04127, -128))])
+
+
+@pytest.mark.parametrize("api_level", [29, 30])  # 29: int8 carried as uint8
+def test_squared_difference_tflite_way_is_bit_exact(api_level):
+    """Lowered through float, the exact square rounded once, within 1 LSB of TFLite's fixed point; as one
+    step TFLite's way (`runtime/tflite_way.py`), bit for bit."""
+    model = _squared_difference_model()
+    nnapi = _diffs(model, api_level, ExecutionOptions())
+    assert nnapi.max() == 1 and np.count_nonzero(nnapi) > 0
+    assert _diffs(model, api_level, ExecutionOptions(tflite_squared_difference=frozenset([0]))).max() == 0
