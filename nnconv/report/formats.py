@@ -14,6 +14,7 @@ import csv
 import io
 import json
 import os
+from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
 from rich.console import Console
@@ -30,21 +31,24 @@ from nnconv.report.render import (LEGEND, MULTI_COLUMNS, STYLE, SYMBOLS, md_esca
 from nnconv.report.tables import Col, fitted_table
 
 
-class CheckFormat:
+class CheckFormat(ABC):
     """One --format of `nnconv check`."""
 
     name: str
 
+    @abstractmethod
     def one(self, check: ModelCheck, out: Console, err: Console, verbose: bool, quiet: bool) -> None:
-        raise NotImplementedError
+        """One model at one API level."""
 
+    @abstractmethod
     def several(self, checks: Sequence[ModelCheck], out: Console, err: Console, quiet: bool,
                 failures: Sequence[Failed] = ()) -> None:
-        """`failures`: the models that could not be checked, which machine-readable formats list."""
-        raise NotImplementedError
+        """Several models at one level; `failures`: the models that could not be checked, which
+        machine-readable formats list."""
 
+    @abstractmethod
     def matrix(self, mats: Sequence[LevelMatrix], out: Console, failures: Sequence[Failed] = ()) -> None:
-        raise NotImplementedError
+        """The op x API level matrix of `--api-level all`, one model or several."""
 
 
 def _several_title(checks: Sequence[ModelCheck]) -> str:
