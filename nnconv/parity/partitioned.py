@@ -161,7 +161,8 @@ def compare_with_reference_kernels(report: ParityReport, reference: TfliteRefere
                     f"weights, TFLite's Q10 integers; QUANTIZE between quantized types: NNAPI's ADD "
                     f"pipeline, TFLite's one multiplier; int8 AVERAGE_POOL_2D carried as uint8 below API 30: "
                     f"rounded half up, TFLite's int8 half away from zero; int8 SQUARED_DIFFERENCE: the "
-                    f"exact square rounded once, TFLite's fixed point): with TFLite's, nnconv is within "
+                    f"exact square rounded once, TFLite's fixed point; int8 MEAN over H and W as AVERAGE_POOL_2D: "
+                    f"rounded once, TFLite's twice): with TFLite's, nnconv is within "
                     f"{t.max_lsb} LSB of its reference kernels; NNAPI's reference CPU differs the same way")
         else:
             note = f"also {r.max_lsb} LSB from TFLite's reference kernels"
@@ -183,7 +184,10 @@ def _with_tflite_multipliers(reference: TfliteReference, converted: ConvertedMod
     whose int8 tensors are carried as uint8 (API 29) with TFLite's signed rounding (`tflite_signed_average`;
     a dilated Conv1D model: 13 of 64 values 1 LSB apart, 0 TFLite's way); and an int8 SQUARED_DIFFERENCE's
     composite as one step in TFLite's fixed point (`tflite_squared_difference`, `runtime/tflite_way.py`;
-    vit: 1-4 of 544 values per op, 0 TFLite's way)."""
+    vit: 1-4 of 544 values per op, 0 TFLite's way); and an int8 MEAN over H and W, which nnconv lowers as
+    AVERAGE_POOL_2D (one rounding), in TFLite's int8 mean arithmetic (`tflite_mean`: two roundings, ceil(acc / 4)
+    on a 2x2 window; resnet18 from litert-torch's PT2E int8 flow: 247 of 512 pooled features 1 LSB apart,
+    0 TFLite's way)."""
     extra = dict(executor_options or {})
     sg = reference.model.subgraphs[converted.subgraph]
     fully_connected = frozenset(op.index for op in sg.operators
@@ -193,10 +197,12 @@ def _with_tflite_multipliers(reference: TfliteReference, converted: ConvertedMod
                                and sg.tensors[op.inputs[0]].type is TensorType.INT8)  # a real uint8 rounds half up
     squared_difference = frozenset(op.index for op in sg.operators
                                    if op.builtin is BuiltinOperator.SQUARED_DIFFERENCE)
+    mean = frozenset(op.index for op in sg.operators if op.builtin is BuiltinOperator.MEAN
+                     and sg.tensors[op.inputs[0]].type is TensorType.INT8)
     extra["options"] = replace(extra.get("options") or ExecutionOptions(), tflite_multipliers=True,
                                tflite_single_rounding=fully_connected, tflite_resize_integer=True,
                                tflite_requantize=requantize, tflite_signed_average=signed_average,
-                               tflite_squared_difference=squared_difference)
+                               tflite_squared_difference=squared_difference, tflite_mean=mean)
     try:
         report = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
                             executor_options=extra)

@@ -2,7 +2,8 @@
 Quantizer models (issue 26): quantized RESIZE_BILINEAR (NNAPI: float32 weights, rounded float sum; TFLite:
 Q10 integer weights), QUANTIZE between quantized types (nnconv: NNAPI's ADD(x, 0) pipeline; TFLite: one
 multiplier) and AVERAGE_POOL_2D of int8 carried as uint8 below API 30 (NNAPI: uint8 rounding half up;
-TFLite: int8 rounding half away from zero). Each alone stays within 1 LSB of TFLite, and computed TFLite's
+TFLite: int8 rounding half away from zero); and, found on a litert-torch PT2E ResNet18, an int8 MEAN over
+H and W lowered as AVERAGE_POOL_2D (NNAPI: one rounding; TFLite: two). Each alone stays within 1 LSB of TFLite, and computed TFLite's
 way (verify's rerun, `ExecutionOptions`) equals TFLite's reference kernel bit for bit; verify explains an
 amplified difference that comes only from them, and still fails a fault on top."""
 
@@ -19,7 +20,7 @@ from nnconv.pipeline import prepare
 from nnconv.runtime.executor import Executor
 from nnconv.runtime.kernels import KERNELS
 from nnconv.runtime.kernels.registry import ExecutionOptions
-from nnconv.tflite.options import Pool2DOptions, ResizeBilinearOptions
+from nnconv.tflite.options import Pool2DOptions, ReducerOptions, ResizeBilinearOptions
 from nnconv.tflite.schema_enums import BuiltinOperator as B, Padding
 
 IN_Q = QuantParams(0.05, -3)
@@ -71,43 +72,58 @@ def test_nnapi_arithmetic_within_1_lsb_and_tflite_way_bit_exact(make, api_level)
     assert _diffs(model, api_level, TFLITE_WAY).max() == 0  # TFLite's arithmetic reproduces TFLite bit for bit
 
 
-def _amplified_resize_model() -> bytes:
-    """RESIZE_BILINEAR then a requantization to a scale 3x finer (clamped values aside): the resize's 1 LSB
-    differences become 3 LSB, beyond the tolerance, as a SOFTMAX amplified them in deeplab_mini."""
+def _amplified_model(op: B, x_shape: tuple[int, ...], const: tuple[str, np.ndarray], mid_shape: tuple[int, ...],
+                     options, q: QuantParams, out_zero_point: int) -> bytes:
+    """`op`(x, const) then a requantization to a scale 3x finer (clamped values aside): the op's 1 LSB
+    differences become 3 LSB, beyond the tolerance, as a SOFTMAX (deeplab_mini) or a FULLY_CONNECTED
+    (resnet18) amplified them."""
     b = TfliteBuilder()
-    x = b.input("x", (1, 16, 16, 5), np.int8, quant=IN_Q)
-    size = b.const("size", np.array([64, 64], np.int32))
-    r = b.tensor("r", (1, 64, 64, 5), np.int8, quant=IN_Q)
-    b.op(B.RESIZE_BILINEAR, [x, size], [r], ResizeBilinearOptions(half_pixel_centers=True))
-    y = b.tensor("y", (1, 64, 64, 5), np.int8, quant=QuantParams(IN_Q.scale / 3, 0))
+    x = b.input("x", x_shape, np.int8, quant=q)
+    c = b.const(*const)
+    r = b.tensor("r", mid_shape, np.int8, quant=q)
+    b.op(op, [x, c], [r], options)
+    y = b.tensor("y", mid_shape, np.int8, quant=QuantParams(q.scale / 3, out_zero_point))
     b.op(B.QUANTIZE, [r], [y])
     b.output(y)
     return b.finish()
 
 
-@pytest.fixture
-def amplified_path(tmp_path):
-    path = tmp_path / "resize_amplified.tflite"
-    path.write_bytes(_amplified_resize_model())
-    return str(path)
+AMPLIFIED = {  # name: (model, the NNAPI operation that differs, what the detail names)
+    "resize_bilinear": (lambda: _amplified_model(B.RESIZE_BILINEAR, (1, 16, 16, 5),
+                                                 ("size", np.array([64, 64], np.int32)), (1, 64, 64, 5),
+                                                 ResizeBilinearOptions(half_pixel_centers=True), IN_Q, 0),
+                        OperationType.RESIZE_BILINEAR, "RESIZE_BILINEAR"),
+    # resnet18's global average pooling (litert-torch PT2E int8): MEAN over a 2x2 map, zero point -128
+    "mean": (lambda: _amplified_model(B.MEAN, (1, 2, 2, 64), ("axis", np.array([1, 2], np.int32)), (1, 64),
+                                      ReducerOptions(keep_dims=False), QuantParams(0.015345677, -128), -128),
+             OperationType.AVERAGE_POOL_2D, "MEAN"),
+}
 
 
-def test_amplified_resize_difference_passes_explained(amplified_path):
-    out = verify(amplified_path, VerifyOptions()).parity.outputs[0]
+@pytest.fixture(params=sorted(AMPLIFIED))
+def amplified(request, tmp_path):
+    make, operation, named = AMPLIFIED[request.param]
+    path = tmp_path / f"{request.param}_amplified.tflite"
+    path.write_bytes(make())
+    return str(path), operation, named
+
+
+def test_amplified_difference_passes_explained(amplified):
+    path, _, named = amplified
+    out = verify(path, VerifyOptions()).parity.outputs[0]
     assert out.max_lsb >= 2 and out.passed
-    assert "RESIZE_BILINEAR" in out.detail and "within 0 LSB" in out.detail
+    assert named in out.detail and "within 0 LSB" in out.detail
 
 
-def test_a_resize_fault_on_top_still_fails(amplified_path):
-    real = KERNELS[OperationType.RESIZE_BILINEAR]
+def test_a_fault_on_top_still_fails(amplified):
+    path, operation, _ = amplified
+    real = KERNELS[operation]
 
     def faulty(call):  # a test-only fault: every quantized result one step higher
         return [np.clip(out.astype(np.int32) + 1, -128, 127).astype(out.dtype) for out in real(call)]
-    out = verify(amplified_path, VerifyOptions(executor_options={
-        "kernel_overrides": {OperationType.RESIZE_BILINEAR: faulty}})).parity.outputs[0]
+    out = verify(path, VerifyOptions(executor_options={"kernel_overrides": {operation: faulty}})).parity.outputs[0]
     assert not out.passed
     assert "NNAPI's requantization arithmetic" not in out.detail
-
 
 
 def _squared_difference_model() -> bytes:
@@ -126,3 +142,30 @@ def test_squared_difference_tflite_way_is_bit_exact(api_level):
     nnapi = _diffs(model, api_level, ExecutionOptions())
     assert nnapi.max() == 1 and np.count_nonzero(nnapi) > 0
     assert _diffs(model, api_level, ExecutionOptions(tflite_squared_difference=frozenset([0]))).max() == 0
+
+
+
+def _mean_model(shape: tuple[int, ...], keep_dims: bool, q: QuantParams = QuantParams(0.015345677, -128),
+                out_q: QuantParams | None = None) -> bytes:
+    """An int8 global average pooling as TFLite MEAN over H and W (resnet18's from litert-torch's PT2E
+    flow: 1x2x2x512, zero point -128, the output quantized as the input)."""
+    n, _h, _w, c = shape
+    return single_op_model(B.MEAN, [("x", shape, np.int8, q), ("axis", np.array([1, 2], np.int32))],
+                           [("y", (n, 1, 1, c) if keep_dims else (n, c), np.int8, out_q or q)],
+                           ReducerOptions(keep_dims=keep_dims))
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 2, 64), (2, 3, 5, 16)], ids=["2x2", "3x5"])
+@pytest.mark.parametrize("keep_dims", [False, True])
+@pytest.mark.parametrize("api_level", [29, 30])  # 29: int8 carried as uint8
+def test_int8_mean_as_average_pool_tflite_way_is_bit_exact(shape, keep_dims, api_level):
+    """NNAPI's AVERAGE_POOL_2D rounds the average once; TFLite's int8 MEAN requantizes the sum with
+    MultiplyByQuantizedMultiplier (two roundings: ceil(acc / 4) on 2x2), 1 LSB apart on some values; TFLite's
+    way (`tflite_mean`), bit for bit."""
+    model = _mean_model(shape, keep_dims)
+    converted = prepare(model, api_level).lower_ops()
+    assert [op.type for op in converted.model.main.operations][0] is OperationType.AVERAGE_POOL_2D
+    nnapi = _diffs(model, api_level, ExecutionOptions())
+    assert nnapi.max() == 1 and np.count_nonzero(nnapi) > 0
+    assert _diffs(model, api_level, ExecutionOptions(tflite_mean=frozenset([0]))).max() == 0
+

@@ -60,6 +60,10 @@ class ExecutionOptions:
     # runs as one step in TFLite's fixed-point arithmetic (`nnconv.runtime.tflite_way`), only in runs
     # without a trace. `verify` sets it with the others.
     tflite_squared_difference: frozenset[int] = frozenset()
+    # Not an NNAPI setting: the TFLite int8 MEAN operators (by index) over H and W, lowered as one
+    # whole-window AVERAGE_POOL_2D, computed with TFLite's int8 mean arithmetic (two roundings) instead of
+    # NNAPI's average (one rounding). `verify` sets it with the others.
+    tflite_mean: frozenset[int] = frozenset()
 
 
 def kernel(op_type: OperationType) -> Callable[[KernelFn], KernelFn]:
