@@ -16,7 +16,9 @@ No padding, im2col gather, bias, activation, requantization or Python dispatch i
 below any numpy executor's time. When it is already more than twice TFLite + XNNPACK's whole run (measured
 in the same process), no numpy executor gets within 2x of XNNPACK on that model: the gap is numpy's call
 cost and loop speed on small shapes, not the executor's overhead ("ours / floor" says how much of our time
-is above the floor). `--by-type` adds, per model, the operation types whose in-situ time (the executor's
+is above the floor). TFLite's builtin kernels (no delegate) are timed alike ("floor / blt"): for int8 models,
+whose GEMMs numpy can only run as float32 (or float64) BLAS, a floor at or above builtin's whole run means
+no numpy executor matches TFLite's builtin int8 kernels there. `--by-type` adds, per model, the operation types whose in-situ time (the executor's
 profile hook) lies furthest above their floor: where a numpy executor still has room. A fused step's time
 counts against the floors of every operation it computes.
 """
@@ -41,7 +43,7 @@ import nnconv  # noqa: E402
 from nnconv.errors import NnconvError  # noqa: E402
 from nnconv.nnapi.model import Model  # noqa: E402
 from nnconv.parity import random_inputs  # noqa: E402
-from nnconv.parity.tflite_runner import XNNPACK, TfliteRunner  # noqa: E402
+from nnconv.parity.tflite_runner import BUILTIN_KERNELS, XNNPACK, TfliteRunner  # noqa: E402
 from nnconv.tflite.reader import read_model  # noqa: E402
 
 VIEW_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS"}
@@ -200,7 +202,10 @@ def bench(path: str, api_level: int, by_type: bool = False) -> dict:
         spec = next(s for s in converted.inputs if s.tflite_tensor == d["index"] or s.name == d["name"])
         tfl_feed[d["index"]] = np.asarray(feed[spec.name])
     row["xnnpack_ms"] = median_ms(lambda: runner.run(tfl_feed))
+    builtin = TfliteRunner(path, kernels=BUILTIN_KERNELS, num_threads=1)
+    row["builtin_ms"] = median_ms(lambda: builtin.run(tfl_feed))
     row["floor_over_xnnpack"] = row["floor_ms"] / row["xnnpack_ms"]
+    row["floor_over_builtin"] = row["floor_ms"] / row["builtin_ms"]
     row["ours_over_floor"] = row["nnconv_ms"] / row["floor_ms"]
     if by_type:
         row["by_type"] = [{"step": n, "count": c, "ms": t, "floor_ms": f}
@@ -224,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     for a in args.models:
         p = pathlib.Path(a)
         paths.extend(sorted(str(q) for q in p.glob("*.tflite")) if p.is_dir() else [str(p)])
-    print(f"{'model':45} {'ops':>4} {'ours ms':>8} {'floor ms':>8} {'XNNPACK':>8} {'floor/XNN':>9} {'ours/floor':>10}")
+    print(f"{'model':45} {'ops':>4} {'ours ms':>8} {'floor ms':>8} {'XNNPACK':>8} {'floor/XNN':>9} {'builtin':>8} {'floor/blt':>9} {'ours/floor':>10}")
     rows = []
     for path in paths:
         row = bench(path, args.api_level, args.by_type)
@@ -233,15 +238,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{row['model']:45} {row['error']}")
             continue
         print(f"{row['model']:45} {row['operations']:4} {row['nnconv_ms']:8.2f} {row['floor_ms']:8.2f} "
-              f"{row['xnnpack_ms']:8.2f} {row['floor_over_xnnpack']:8.2f}x {row['ours_over_floor']:9.2f}x")
+              f"{row['xnnpack_ms']:8.2f} {row['floor_over_xnnpack']:8.2f}x {row['builtin_ms']:8.2f} "
+              f"{row['floor_over_builtin']:8.2f}x {row['ours_over_floor']:9.2f}x")
         for t in row.get("by_type", [])[:6]:
             print(f"    {t['step']:28} x{t['count']:<4} {t['ms']:7.3f} ms, floor {t['floor_ms']:7.3f} ms, "
                   f"above {(t['ms'] - t['floor_ms']) / t['count'] * 1e3:6.1f} us per step")
     ok = [r for r in rows if "error" not in r]
     if ok:
         geo = {k: math.exp(statistics.fmean(math.log(r[k]) for r in ok))
-               for k in ("floor_over_xnnpack", "ours_over_floor")}
+               for k in ("floor_over_xnnpack", "floor_over_builtin", "ours_over_floor")}
         print(f"geometric mean over {len(ok)} models: floor / XNNPACK {geo['floor_over_xnnpack']:.2f}x, "
+              f"floor / TFLite builtin {geo['floor_over_builtin']:.2f}x, "
               f"ours / floor {geo['ours_over_floor']:.2f}x")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))

@@ -37,6 +37,13 @@ ZOO = {
     "mobilenet_v3_large_224_int8": ("MobileNetV3Large", 224),
     "efficientnet_v2_b0_224_int8": ("EfficientNetV2B0", 224),
     "inception_v3_299_int8": ("InceptionV3", 299),
+    # issue 28's held-out table, at its input sides
+    "resnet50_160_int8": ("ResNet50", 160),
+    "densenet121_128_int8": ("DenseNet121", 128),
+    "mobilenet_v2_224_int8": ("MobileNetV2", 224),
+    "resnet50_160_float": ("ResNet50", 160),
+    "mobilenet_v2_224_float": ("MobileNetV2", 224),
+    "efficientnet_b0_224_float": ("EfficientNetB0", 224),
 }
 
 

@@ -22,11 +22,12 @@ import nnconv
 from harness import TfliteBuilder
 from nnconv.conformance import _inputs, build_model, cts_dir, iter_cases
 from nnconv.errors import InputDataError
+from nnconv.runtime.batch import PER_SAMPLE_LOOP_BYTES
 from nnconv.runtime.executor import Executor
 from nnconv.runtime.trace import Trace
-from nnconv.tflite.options import (ConcatenationOptions, FullyConnectedOptions, PadOptions, ReducerOptions,
-                                   ReshapeOptions, SoftmaxOptions, StridedSliceOptions)
-from nnconv.tflite.schema_enums import BuiltinOperator as B
+from nnconv.tflite.options import (ConcatenationOptions, Conv2DOptions, FullyConnectedOptions, PadOptions,
+                                   ReducerOptions, ReshapeOptions, SoftmaxOptions, StridedSliceOptions)
+from nnconv.tflite.schema_enums import BuiltinOperator as B, Padding
 
 MODELS = pathlib.Path(__file__).resolve().parents[1] / "examples" / "models"
 N = 5
@@ -120,6 +121,35 @@ def test_float_steps_outside_the_exact_set_run_per_sample():
     assert ex.batch_plan(4, exact_float=False).per_sample == ()
     int8 = Executor(nnconv.convert(MODELS / "mobilenet_v2_int8.tflite").converted)
     assert int8.batch_plan(4).per_sample == ()  # integer kernels are exact at any size
+
+
+def _float_conv_model(side: int) -> bytes:
+    """x [1, side, side, 8] -> 1x1 CONV_2D to 64 channels (float): its output is side * side * 256 bytes."""
+    rng = np.random.default_rng(3)
+    b = TfliteBuilder()
+    x = b.input("x", (1, side, side, 8), np.float32)
+    y = b.tensor("y", (1, side, side, 64), np.float32)
+    b.op(B.CONV_2D, [x, b.const("w", rng.standard_normal((64, 1, 1, 8)).astype(np.float32)),
+                     b.const("b", rng.standard_normal(64).astype(np.float32))], [y],
+         Conv2DOptions(padding=Padding.VALID, stride_w=1, stride_h=1))
+    b.output(y)
+    return b.finish()
+
+
+def test_large_per_sample_float_steps_loop_and_say_why():
+    """A float step that runs one sample at a time on a map of PER_SAMPLE_LOOP_BYTES or more per sample makes
+    the chunk a loop of single runs (faster there); just below, the plan batches. Both are the single runs'
+    bits."""
+    side = 64  # 64 * 64 * 64 * 4 bytes: exactly 1 MiB per sample
+    assert side * side * 64 * 4 == PER_SAMPLE_LOOP_BYTES
+    large = Executor(nnconv.convert(_float_conv_model(side)).converted)
+    plan = large.batch_plan(3)
+    assert not plan.batched and "CONV_2D runs one sample at a time on 1.0 MiB per sample" in plan.reason
+    inputs = _samples(large, 3, seed=4)
+    _assert_identical(large.run_batch(inputs), _looped(large, inputs))
+    small = Executor(nnconv.convert(_float_conv_model(side - 1)).converted)
+    assert small.batch_plan(3).batched and small.batch_plan(3).per_sample == ("CONV_2D",)
+    assert large.batch_plan(3, exact_float=False).batched  # every step batched: nothing runs per sample
 
 
 def _chain_model() -> bytes:

@@ -36,6 +36,12 @@ from nnconv.runtime.fusion import FUSED_TYPES, Fusion, plan_fusions
 from nnconv.runtime.sample_axis import FLOAT_BATCHED, batch_model, reads_or_writes_float
 
 DEFAULT_MAX_BATCH = 32
+# A plan whose per-sample float steps write this many bytes or more per sample runs as a loop of single runs
+# instead: a per-sample step writes each sample's output into the stacked array, and the next step reads
+# sample 0 back after all the others have passed through the cache. With maps of this size the copies and
+# the lost locality cost more than the batched steps save (EfficientNet-B0 float at 224: batched per sample
+# 1.12-1.45x a single run; the 64x64 fixtures' largest per-sample outputs, 384 KiB, still gain 1.2-1.7x).
+PER_SAMPLE_LOOP_BYTES = 1 << 20
 _L = OperandLifeTime
 
 
@@ -165,6 +171,11 @@ def prepare_batch(executor: Any, n: int, make: Callable[..., Any], exact_float: 
         if not batched_step:
             forced.add(f.at)
     split.fusions, split.forced = fusions, frozenset(forced)
+    largest = _largest_per_sample_output(split, sgn)
+    if largest is not None and largest[1] >= PER_SAMPLE_LOOP_BYTES:
+        name, size = largest
+        return BatchPlan(n, reason=f"float step {name} runs one sample at a time on {size / 2**20:.1f} MiB per "
+                                   f"sample: single runs keep such maps in cache")
     try:
         ex = make(batched, **executor.settings)
     except NnconvError as e:  # the batched model needs more memory than allowed, say
@@ -175,6 +186,22 @@ def prepare_batch(executor: Any, n: int, make: Callable[..., Any], exact_float: 
 
 def _per_sample_steps(split: SampleSplit, sg: Subgraph) -> tuple[str, ...]:
     """The names of the steps the batched plan runs one sample at a time, in order."""
+    return tuple(name for name, _k in _per_sample_step_sites(split, sg))
+
+
+def _largest_per_sample_output(split: SampleSplit, sg: Subgraph) -> tuple[str, int] | None:
+    """(name, bytes) of the per-sample step writing the most bytes per sample (outputs at the single run's
+    shapes), or None when every step runs batched."""
+    best = None
+    for name, k in _per_sample_step_sites(split, sg):
+        size = sum(split.single.operands[o].byte_size() for o in sg.operations[k].outputs)
+        if best is None or size > best[1]:
+            best = (name, size)
+    return best
+
+
+def _per_sample_step_sites(split: SampleSplit, sg: Subgraph) -> list[tuple[str, int]]:
+    """(name, operation index) of the steps the batched plan runs one sample at a time, in order."""
     by_at = {f.at: f for f in split.fusions}
     absorbed = {a for f in split.fusions for a in f.absorbed}
     names = []
@@ -185,8 +212,8 @@ def _per_sample_steps(split: SampleSplit, sg: Subgraph) -> tuple[str, ...]:
             continue
         ops = [op] if f is None else [sg.operations[r] for r in (*f.absorbed, k)]
         if split.runs_per_sample(k, ops, sg):
-            names.append(op.type.name if f is None else f.name)
-    return tuple(names)
+            names.append((op.type.name if f is None else f.name, k))
+    return names
 
 
 def run_batch(executor: Any, inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray],
