@@ -313,3 +313,15 @@ def test_a_memory_bound_too_small_for_the_batch_loops():
     assert not ex.batch_plan(32).batched and "at 32 samples" in ex.batch_plan(32).reason
     assert "over the 1 MiB allowed" in ex.batch_plan(32).reason
     assert ex.batch_plan(32).over_memory and ex.batch_plan(2).batched  # fewer samples fit: the dataset halves
+
+
+def test_a_memory_bound_keeps_one_batched_plan_alive():
+    """Under `max_memory` a plan for another chunk size replaces the batched one before it is built (a
+    dataset's last, smaller chunk); without a bound every plan is kept for the next call."""
+    converted = nnconv.convert(MODELS / "mobilenet_v2_int8.tflite").converted
+    bounded, free = Executor(converted, max_memory=1 << 30), Executor(converted)
+    for ex in (bounded, free):
+        inputs = _samples(ex, 5, seed=9)
+        _assert_identical(ex.run_batch(inputs, max_batch=3), _looped(ex, inputs))  # chunks of 3, then 2
+    assert [k for k, p in bounded._batch_plans.items() if p.batched] == [(2, True)]
+    assert sorted(k for k, p in free._batch_plans.items() if p.batched) == [(2, True), (3, True)]

@@ -339,6 +339,16 @@ def test_benchmark_scripts_run(capsys: pytest.CaptureFixture[str]) -> None:
     finally:
         out.unlink(missing_ok=True)
     assert 0 < floor["floor_ms"] and floor["xnnpack_ms"] > 0 and floor["by_type"][0]["count"] >= 1
+    assert floor["builtin_ms"] > 0 and floor["floor_over_builtin"] > 0
+    try:
+        assert load("paired").main([path("mobilenet_v2_int8"), path("custom_op_middle"), "--rounds", "1",
+                                    "--batch", "2", "--json", str(out)]) == 0
+        paired = json.loads(out.read_text())
+    finally:
+        out.unlink(missing_ok=True)
+    assert paired[0]["quantized"] and paired[0]["batched_ms"] > 0 and paired[0]["batch_reason"] == ""
+    assert all(paired[0][k] > 0 for k in ("ours_over_xnnpack", "ours_over_builtin", "batched_over_builtin"))
+    assert "error" in paired[1]
     capsys.readouterr()
     # the conversion guard's memory figures (not its timings: no timed tests) on a small model
     guard = load("convert_guard").run_guard(4.0)

@@ -444,6 +444,10 @@ class Executor:
         """How `n` samples run (prepared once per n and kept): `.batched`, `.reason`, `.per_sample`."""
         key = (n, exact_float)
         if key not in self._batch_plans:
+            if self.settings["max_memory"] is not None:
+                # Under a memory bound at most one batched plan is alive: `max_memory` is checked per plan,
+                # and a dataset's last, smaller chunk would otherwise keep two (up to twice the bound).
+                self._batch_plans = {k: p for k, p in self._batch_plans.items() if not p.batched}
             self._batch_plans[key] = prepare_batch(self, n, type(self), exact_float)
         return self._batch_plans[key]
 
