@@ -59,6 +59,10 @@ LAYERS = [
     ("conv", 56, 64, 256, 1, 1, FuseCode.NONE),  # ResNet50
     ("conv", 56, 64, 64, 3, 1, FuseCode.RELU),
     ("conv", 28, 128, 128, 3, 1, FuseCode.RELU),
+    ("conv", 40, 64, 256, 1, 1, FuseCode.NONE),  # ResNet50 at 160 (issue 28's table)
+    ("conv", 40, 256, 64, 1, 1, FuseCode.RELU),
+    ("conv", 20, 128, 512, 1, 1, FuseCode.NONE),
+    ("conv", 10, 256, 1024, 1, 1, FuseCode.NONE),
     ("dw", 112, 32, 0, 3, 1, FuseCode.RELU6),  # MobileNetV2 depthwise
     ("dw", 112, 96, 0, 3, 2, FuseCode.RELU6),
     ("dw", 56, 144, 0, 3, 1, FuseCode.RELU6),
