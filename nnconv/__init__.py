@@ -7,6 +7,7 @@
 
     prepared = nnconv.prepare("model.tflite", api_level=30)   # read and rewritten once
     prepared.report, prepared.plan(), prepared.whole()         # checked, planned, lowered on demand
+    on_device = nnconv.check_devices("model.tflite", ["armnn-hal1.3"], api_level=29)  # check --device
 
 The converter and the executor are imported on first use (module `__getattr__`), so that `import nnconv`
 stays instant: the command line's entry (`nnconv.__main__`) must be running its Ctrl-C handler before
@@ -30,9 +31,22 @@ def verify(model, api_level: int = DEFAULT_API_LEVEL, **options):
     return verify_one(model, VerifyOptions(api_level=api_level, **options))
 
 
+def check_devices(model, devices, api_level: int = DEFAULT_API_LEVEL, options=None):
+    """`nnconv check --device` as a function. `model`: a path or the .tflite bytes; `devices`: shipped profile
+    names (`nnconv devices`), profile files or folders of them. Returns a `DeviceModelCheck`: `.check` is
+    the spec report, and per profile `.devices[i].ops` gives each TFLite op's status on that device
+    ("taken", "refused by device" with `.reason`, "not lowered" at this level, "folded") and
+    `.devices[i].plan` the partitions TFLite's delegate would form there with NNAPI's CPU fallback
+    disallowed; `.to_json()` is the object `check --device --format json` prints. `options`: a
+    `ConversionOptions`."""
+    from nnconv.devices.device_check import check_with_devices
+    from nnconv.devices.profile import resolve_profiles
+    return check_with_devices(model, int(api_level), resolve_profiles(list(devices)), options)
+
+
 __all__ = ["ConversionError", "ConversionOptions", "ConversionResult", "Executor", "InputDataError",
-           "ModelFormatError", "NnconvError", "PreparedConversion", "Report", "check_model", "convert", "prepare",
-           "verify", "__version__"]
+           "ModelFormatError", "NnconvError", "PreparedConversion", "Report", "check_devices", "check_model",
+           "convert", "prepare", "verify", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

@@ -145,6 +145,22 @@ def test_armnn_refuses_log_and_the_delegate_splits_around_it(tmp_path):
     assert [p.ops for p in ref.plan.partitions] == [[0, 1, 2]] and ref.boundary_bytes == 2 * NBYTES
 
 
+def test_python_api_is_check_device(tmp_path):
+    """`nnconv.check_devices` takes a path or bytes and gives what `check --device --format json` prints."""
+    import pathlib
+
+    import nnconv
+    model = conv_log_conv(tmp_path)
+    d = nnconv.check_devices(pathlib.Path(model).read_bytes(), ["armnn-hal1.3"], api_level=30)
+    assert [o.status for o in d.devices[0].ops] == [TAKEN, REFUSED, TAKEN]
+    assert [p.ops for p in d.devices[0].plan.partitions] == [[0], [2]]
+    printed = json.loads(run("check", model, "--device", "armnn-hal1.3", "--api-level", "30", "--format",
+                             "json").output)
+    assert nnconv.check_devices(model, ["armnn-hal1.3"], api_level=30).to_json() == printed
+    with pytest.raises(ProfileError, match="neither a shipped profile"):
+        nnconv.check_devices(model, ["no-such-device"])
+
+
 def test_device_feature_level_bounds_what_it_takes(tmp_path):
     model = dilated_conv(tmp_path)
     d = check_with_devices(model, 30, resolve_profiles(["armnn-hal1.0", "armnn-hal1.2"]))

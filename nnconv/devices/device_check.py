@@ -29,7 +29,7 @@ from nnconv.nnapi.model import Model
 from nnconv.nnapi.operations import OperationRefused, OperationView, validate_operation
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.pipeline import PreparedConversion, prepare
-from nnconv.report.analysis import ModelCheck
+from nnconv.report.analysis import ModelCheck, report_json
 
 from nnconv.devices.profile import DeviceProfile
 
@@ -143,6 +143,10 @@ class DeviceModelCheck:
     check: ModelCheck
     devices: list[DeviceCheck]
 
+    def to_json(self) -> dict:
+        """The spec report of `check --format json` with a "devices" list, one entry per profile."""
+        return {**report_json(self.check), "devices": [dc.to_json() for dc in self.devices]}
+
 
 # -- asking a profile about NNAPI operations --------------------------------------------------------
 def operation_types(model: Model, subgraph: int, inputs: list[int], outputs: list[int]) \
@@ -244,7 +248,7 @@ def check_device(prepared: PreparedConversion, check: ModelCheck, profile: Devic
     return DeviceCheck(profile, ops, plan)
 
 
-def check_with_devices(path: str, level: int, profiles: list[DeviceProfile],
+def check_with_devices(path: "str | bytes", level: int, profiles: list[DeviceProfile],
                        options: ConversionOptions | None = None,
                        max_partitions: int = DEFAULT_MAX_PARTITIONS) -> DeviceModelCheck:
     """`check --device` on one model (picklable for `--jobs`)."""

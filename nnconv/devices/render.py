@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from nnconv.fmt import format_bytes, print_wrapped
 from nnconv.nnapi.levels import feature_level
-from nnconv.report.analysis import SCHEMA_VERSION, deprecation_warning, report_json
+from nnconv.report.analysis import SCHEMA_VERSION, deprecation_warning
 from nnconv.report.render import ops_range, print_raw, render_md, render_table, totals
 from nnconv.report.tables import Col, fitted_table
 
@@ -44,7 +44,7 @@ def _nnapi_cell(check: DeviceCheck, index: int, verbose: bool = False) -> str:
 # -- JSON -------------------------------------------------------------------------------------------
 def device_report_json(d: DeviceModelCheck) -> dict:
     """The spec report of `check --format json` with a "devices" list, one entry per profile."""
-    return {**report_json(d.check), "devices": [dc.to_json() for dc in d.devices]}
+    return d.to_json()
 
 
 def render_devices(results: Sequence[DeviceModelCheck], fmt: str, out: Console, err: Console,
