@@ -28,13 +28,11 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 import nnconv  # noqa: E402
-from nnconv.errors import NnconvError  # noqa: E402
 from nnconv.parity import random_inputs  # noqa: E402
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, XNNPACK, TfliteRunner  # noqa: E402
-from nnconv.tflite.reader import read_model  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from run import cpu_flags, model_paths, tflite_feed  # noqa: E402
+from run import converted_row, cpu_flags, model_paths, tflite_feed  # noqa: E402
 
 RATIOS = ("ours_over_xnnpack", "ours_over_builtin", "batched_over_xnnpack", "batched_over_builtin")
 
@@ -46,11 +44,8 @@ def cpu_seconds(fn) -> float:
 
 
 def bench(path: str, rounds: int, batch: int, api_level: int) -> dict:
-    row: dict = {"model": pathlib.Path(path).name}
-    try:
-        converted, _report = nnconv.convert(read_model(path), api_level=api_level)
-    except NnconvError as e:
-        row["error"] = str(e).splitlines()[0]
+    row, converted = converted_row(path, api_level)
+    if converted is None:
         return row
     row["quantized"] = bool(converted.inputs) and np.dtype(converted.inputs[0].np_dtype).kind in "iu"
     feed = random_inputs(converted.inputs, seed=0)

@@ -103,6 +103,17 @@ def convert_once(path: str, api_level: int, out_dir: str):
     return converted
 
 
+def converted_row(path: str, api_level: int):
+    """({"model": file name}, the converted model), or (the row with "error": the first line, None)."""
+    row: dict = {"model": pathlib.Path(path).name}
+    try:
+        converted, _report = nnconv.convert(read_model(path), api_level=api_level)
+        return row, converted
+    except NnconvError as e:
+        row["error"] = str(e).splitlines()[0]
+        return row, None
+
+
 def tflite_feed(runner: TfliteRunner, converted, feed_by_name: dict) -> dict:
     feed = {}
     for d in runner.input_details():
