@@ -18,8 +18,8 @@ from nnconv.cli import main
 from nnconv.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
 from nnconv.nnapi import serialize
 from nnconv.nnapi.memory import constant_bytes, peak_live_bytes, peak_memory
-from nnconv.tflite.options import AddOptions, MulOptions
-from nnconv.tflite.schema_enums import BuiltinOperator
+from nnconv.tflite.options import AddOptions, Conv2DOptions, MulOptions
+from nnconv.tflite.schema_enums import BuiltinOperator, Padding
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -150,13 +150,30 @@ def _has_mapped(pid: int, library: str) -> bool:
 # imports the package's modules (a signal during the interpreter's own start-up, before `site` is
 # imported, ends Python itself: no program can answer it); TFLite's interpreter library is mapped only
 # when verify, past its imports, starts the TFLite side of the comparison.
+def conv_chain_model(layers: int = 32, side: int = 192, channels: int = 32) -> bytes:
+    """A chain of 3x3 float convolutions: over a second of verify work (both engines) after TFLite's
+    library is mapped, so that a signal sent at that moment arrives before the command ends even when the
+    test's process waits for a CPU (with a 64x64 ADD the command often ended first under `-n 2`)."""
+    rng = np.random.default_rng(0)
+    b = TfliteBuilder()
+    x = b.input("x", (1, side, side, channels), np.float32)
+    for k in range(layers):
+        y = b.tensor(f"y{k}", (1, side, side, channels), np.float32)
+        w = b.const(f"w{k}", (rng.standard_normal((channels, 3, 3, channels)) * 0.05).astype(np.float32))
+        b.op(BuiltinOperator.CONV_2D, [x, w, b.const(f"b{k}", np.zeros(channels, np.float32))], [y],
+             Conv2DOptions(padding=Padding.SAME, stride_w=1, stride_h=1))
+        x = y
+    b.output(x)
+    return b.finish()
+
+
 @pytest.mark.parametrize("library", ["_multiarray_umath", "_pywrap_litert_interpreter_wrapper"],
                          ids=["during-imports", "during-work"])
 def test_sigint_to_the_process_is_one_line_exit_130(tmp_path, library):
     """A real Ctrl-C (SIGINT) at two moments: while nnconv's modules are being imported, and during the
     work (verify running TFLite)."""
     model = tmp_path / "m.tflite"
-    model.write_bytes(add_model((64, 64)))
+    model.write_bytes(conv_chain_model())
     env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
     proc = subprocess.Popen([sys.executable, "-m", "nnconv", "verify", str(model)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, cwd=tmp_path)
