@@ -145,11 +145,6 @@ def _has_mapped(pid: int, library: str) -> bool:
         return False
 
 
-# The moment of each signal, told by what the process has loaded rather than by a delay (which a fast
-# machine outruns and a loaded one never reaches): numpy's C core is mapped while nnconv's entry point
-# imports the package's modules (a signal during the interpreter's own start-up, before `site` is
-# imported, ends Python itself: no program can answer it); TFLite's interpreter library is mapped only
-# when verify, past its imports, starts the TFLite side of the comparison.
 def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
@@ -171,6 +166,11 @@ def conv_chain_model(layers: int = 32, side: int = 192, channels: int = 32) -> b
     return b.finish()
 
 
+# The moment of each signal, told by what the process has loaded rather than by a delay (which a fast
+# machine outruns and a loaded one never reaches): numpy's C core is mapped while nnconv's entry point
+# imports the package's modules (a signal during the interpreter's own start-up, before `site` is
+# imported, ends Python itself: no program can answer it); TFLite's interpreter library is mapped only
+# when verify, past its imports, starts the TFLite side of the comparison.
 @pytest.mark.parametrize("library", ["_multiarray_umath", "_pywrap_litert_interpreter_wrapper"],
                          ids=["during-imports", "during-work"])
 def test_sigint_to_the_process_is_one_line_exit_130(tmp_path, library):
@@ -184,7 +184,6 @@ def test_sigint_to_the_process_is_one_line_exit_130(tmp_path, library):
     proc = subprocess.Popen([sys.executable, "-m", "nnconv", "verify", str(model)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, cwd=tmp_path, preexec_fn=_default_sigint)
     deadline = time.monotonic() + 30
-    seen = False
     while not (seen := _has_mapped(proc.pid, library)) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.001)
     proc.send_signal(signal.SIGINT)

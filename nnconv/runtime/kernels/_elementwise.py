@@ -126,15 +126,15 @@ def quant_add(call: KernelCall, activation: int, subtract: bool = False) -> np.n
                      lambda: add_plan(od1, od2, out, activation, subtract))
     if plan is None or a.dtype != od1.dtype or b.dtype != od2.dtype:
         return _quant_add_reference(call, activation, subtract)
-    total = gather_sum(call, plan, a, b, shape)
+    total = _gather_sum(call, plan, a, b, shape)
     y = call.empty(shape, out.dtype)
     plan.requantizer(total.reshape(-1, 1), out=y.reshape(-1, 1))
     call.give_back(total)
     return y
 
 
-def gather_sum(call: KernelCall, plan: "_AddPlan", a: np.ndarray, b: np.ndarray,
-               shape: tuple[int, ...]) -> np.ndarray:
+def _gather_sum(call: KernelCall, plan: "_AddPlan", a: np.ndarray, b: np.ndarray,
+                shape: tuple[int, ...]) -> np.ndarray:
     """table1[a] + table2[b] in `shape`, a buffer of the runner's pool (give it back). The gathers write
     into pooled int32 buffers: fresh multi-megabyte arrays fault their pages in on every call, which cost
     more than the gathers on ResNet50's residual ADDs, and int32 halves float64's bytes."""
@@ -192,7 +192,7 @@ def requantize_flat(rq: Requantizer, acc: np.ndarray, out: Operand) -> np.ndarra
 
 @dataclass
 class _AddPlan:
-    table1: np.ndarray  # input 1's rescaled value by storage byte, int32 (float64 past int32's range)
+    table1: np.ndarray  # input 1's rescaled value by storage byte, int32
     table2: np.ndarray
     requantizer: Requantizer
 
@@ -222,9 +222,8 @@ def add_plan(od1: Operand, od2: Operand, out: Operand, activation: int, subtract
     rq = Requantizer.build(np.array([mo]), np.array([sho]), None, out, activation, np.array([bound]))
     if rq is None:
         return None
-    # int32 holds every sum (|sum| < 2^29: 8-bit offsets shifted left by 20, times multipliers below 1)
-    dtype = np.int32 if bound < 2**31 else np.float64
-    return _AddPlan(t1.astype(dtype), t2.astype(dtype), rq)
+    # int32 holds every sum: |sum| < 2^29 (8-bit offsets shifted left by 20, times multipliers below 1)
+    return _AddPlan(t1.astype(np.int32), t2.astype(np.int32), rq)
 
 
 def _quant_add_reference(call: KernelCall, activation: int, subtract: bool) -> np.ndarray:
