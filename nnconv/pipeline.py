@@ -20,35 +20,20 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence, SupportsInt
 
+from nnconv.delegate.conversion import DelegateConversion
 from nnconv.errors import ConversionError
-from nnconv.lowering.check_report import ConversionResult, Report, check_ops
+from nnconv.lowering.check_report import ConversionResult, Lowered, Report, check_ops
 from nnconv.lowering.context import ConversionState
 from nnconv.lowering.convert import ConversionOptions, io_spec, lower_ops, make_state, state_at_level
 from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, build_plan
 from nnconv.nnapi.levels import DEFAULT_API_LEVEL
 from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.targets import Target
 from nnconv.tflite.input_shapes import resize_inputs
 from nnconv.tflite.ir import TfliteModel
 from nnconv.tflite.reader import read_model
 
 ModelSource = TfliteModel | str | os.PathLike | bytes
-
-
-@dataclass
-class Lowered:
-    """What a conversion produced: the whole model, or the delegated partitions with their plan.
-
-    `refusal` says why the whole model was not converted when the partitions were taken instead."""
-
-    whole: ConversionResult | None = None
-    plan: PartitionPlan | None = None
-    refusal: str = ""
-
-    @property
-    def models(self) -> list[ConvertedModel]:
-        if self.whole is not None:
-            return [self.whole.converted]
-        return list(self.plan.converted) if self.plan is not None else []
 
 
 class PreparedConversion:
@@ -174,14 +159,19 @@ def _api_level_int(api_level: SupportsInt) -> int:
 
 
 def prepare(model: ModelSource, api_level: SupportsInt = DEFAULT_API_LEVEL,
-            options: ConversionOptions | None = None) -> PreparedConversion:
-    """Reads (a path, bytes, or an already read TfliteModel) and rewrites `model` for `api_level`; the
-    check, plan and lowering follow on demand (`PreparedConversion`)."""
+            options: ConversionOptions | None = None) -> "PreparedConversion | DelegateConversion":
+    """Reads `model` (a path, bytes, or an already read TfliteModel) for `api_level` and the target of
+    `options` (default: TFLite's NNAPI delegate, what phones run): a `DelegateConversion`, or for
+    `Target.NNCONV` a `PreparedConversion` (read and rewritten). Every later stage runs on demand."""
+    options = options or ConversionOptions()
     if isinstance(model, TfliteModel):
-        return PreparedConversion(model, _api_level_int(api_level), options or ConversionOptions())
-    source = bytes(model) if isinstance(model, (bytes, bytearray, memoryview)) else model
-    return PreparedConversion(read_model(source), _api_level_int(api_level), options or ConversionOptions(),
-                              source=source)
+        read, source = model, None
+    else:
+        source = bytes(model) if isinstance(model, (bytes, bytearray, memoryview)) else model
+        read = read_model(source)
+    if options.target is Target.DELEGATE:
+        return DelegateConversion(read, api_level, options, source=source)
+    return PreparedConversion(read, _api_level_int(api_level), options, source=source)
 
 
 # -- the Python API ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from nnconv.cli.common import (
     fold_weights_option,
     input_shape_option,
     handle_errors,
+    target_option,
     resolve_api_level,
     verbosity_options,
 )
@@ -75,13 +76,14 @@ Examples:
               help="Also report what this device takes and the delegate's partitions with it: a shipped "
                    "profile's name (`nnconv devices`), a profile file or a folder of them. Repeatable.")
 @scale_options
+@target_option
 @fold_weights_option
 @input_shape_option
 @verbosity_options
 @handle_errors
 def check(models: tuple[str, ...], api_level: str | None, feature_level: int | None, fmt: str,
           max_partitions: int, fail_on: str | None, min_coverage: float | None,
-          max_partitions_allowed: int | None, jobs: int, node_data: str | None, fold_weights: bool,
+          max_partitions_allowed: int | None, jobs: int, node_data: str | None, target: str, fold_weights: bool,
           input_shapes: tuple[str, ...], shard: tuple[int, int] | None, junit: str | None,
           scheduler: str | None, devices: tuple[str, ...]) -> None:
     """Report, per op, whether NNAPI takes MODEL at an API level, why not, and from which level.
@@ -90,7 +92,7 @@ def check(models: tuple[str, ...], api_level: str | None, feature_level: int | N
     -v lists every NNAPI op of long expansions and the inputs' quantization, -q prints only the verdict
     line of each model."""
     code = run_check(models, api_level, feature_level, fmt, max_partitions, fail_on, min_coverage,
-                     max_partitions_allowed, conversion_options(fold_weights, False, input_shapes), common.out,
+                     max_partitions_allowed, conversion_options(fold_weights, False, input_shapes, target), common.out,
                      common.err,
                      node_data, jobs, Batch(shard, junit, scheduler), devices)
     if code:

@@ -281,12 +281,27 @@ feature_level_option = click.option("--feature-level", type=click.IntRange(MIN_F
                                     help="Target NNAPI feature level 1..8 (alias of --api-level).")
 
 
-def conversion_options(fold_weights: bool, relax_fp16: bool, input_shapes: Sequence[str] = ()):
-    """The ConversionOptions of the common flags; `input_shapes`: the --input-shape texts (NAME=D0,D1,...)."""
+def conversion_options(fold_weights: bool, relax_fp16: bool, input_shapes: Sequence[str] = (),
+                       target: str = "delegate"):
+    """The ConversionOptions of the common flags; `input_shapes`: the --input-shape texts (NAME=D0,D1,...);
+    `target`: the --target value. --fold-weights is nnconv's own lowering: with the delegate target it is a
+    usage error (exit 2), never silently ignored."""
     from nnconv.lowering.convert import ConversionOptions
+    from nnconv.targets import Target
     from nnconv.tflite.input_shapes import parse_input_shape
+    chosen = Target.parse(target)
+    if fold_weights and chosen is Target.DELEGATE:
+        raise click.UsageError("--fold-weights folds weights in nnconv's own converter: add --target nnconv (TFLite's "
+                               "NNAPI delegate keeps int8 weights behind DEQUANTIZE from API 29)")
     return ConversionOptions(fold_dynamic_range_weights=fold_weights, relax_float32_to_float16=relax_fp16,
-                             input_shapes=tuple(parse_input_shape(t) for t in input_shapes))
+                             input_shapes=tuple(parse_input_shape(t) for t in input_shapes), target=chosen)
+
+
+target_option = click.option(
+    "--target", "target", type=click.Choice(["delegate", "nnconv"]), default="delegate", show_default=True,
+    help="Whose decisions: 'delegate' answers for TFLite's own NNAPI delegate, what phones run (its verdicts, "
+         "partitions and NNAPI graph); 'nnconv' for nnconv's own converter, which goes beyond the delegate "
+         "(rewrites, emulated ops, the NDK C path).")
 
 
 threads_option = click.option(

@@ -18,6 +18,7 @@ from nnconv.cli.common import (
     handle_errors,
     relax_option,
     resolve_api_level,
+    target_option,
     verbosity_options,
     warn_deprecated,
     warn_inapplicable,
@@ -39,6 +40,7 @@ Examples:
 @feature_level_option
 @click.option("--allow-partial", is_flag=True, help="Write the supported partitions and the partition plan "
                                                      "instead of failing on refused ops.")
+@target_option
 @fold_weights_option
 @input_shape_option
 @relax_option
@@ -54,7 +56,7 @@ Examples:
 @verbosity_options
 @handle_errors
 def convert(model: str, output: str, api_level: int | None, feature_level: int | None, allow_partial: bool,
-            fold_weights: bool, input_shapes: tuple[str, ...], relax_fp16: bool, emit_c_path: str | None,
+            target: str, fold_weights: bool, input_shapes: tuple[str, ...], relax_fp16: bool, emit_c_path: str | None,
             c_prefix: str | None, check_c: bool) -> None:
     """Convert MODEL (.tflite) into an NNAPI model file (.nnapi)."""
     from nnconv.nnapi import serialize
@@ -74,7 +76,7 @@ def convert(model: str, output: str, api_level: int | None, feature_level: int |
     level = resolve_api_level(api_level, feature_level)
     warn_deprecated(level)
     warn_inapplicable(level, relax_fp16=relax_fp16)
-    prepared = prepare(model, level, conversion_options(fold_weights, relax_fp16, input_shapes))
+    prepared = prepare(model, level, conversion_options(fold_weights, relax_fp16, input_shapes, target))
     try:
         with common.timed("convert"):
             lowered = prepared.lowered(allow_partial)

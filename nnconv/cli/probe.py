@@ -13,6 +13,7 @@ from nnconv.cli.common import (
     handle_errors,
     input_shape_option,
     resolve_api_level,
+    target_option,
     verbosity_options,
 )
 from nnconv.fmt import plural
@@ -30,10 +31,11 @@ Examples:
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(), help="Folder to write the probe into.")
 @api_level_option
 @feature_level_option
+@target_option
 @input_shape_option
 @verbosity_options
 @handle_errors
-def probe(model: str, out_dir: str, api_level: int | None, feature_level: int | None,
+def probe(model: str, out_dir: str, api_level: int | None, feature_level: int | None, target: str,
           input_shapes: tuple[str, ...]) -> None:
     """Convert MODEL and write, into a folder, a C program for the Android NDK that enumerates the phone's
     NNAPI devices, asks each which operations of the model it takes
@@ -45,7 +47,7 @@ def probe(model: str, out_dir: str, api_level: int | None, feature_level: int | 
     level = resolve_api_level(api_level, feature_level)
     common.warn_deprecated(level)
     with common.timed("probe"):
-        written = write_probe(model, out_dir, level, conversion_options(False, False, input_shapes))
+        written = write_probe(model, out_dir, level, conversion_options(False, False, input_shapes, target))
     n_ops = sum(len(p.model.main.operations) for p in written.nnapi.partitions)
     common.info(f"wrote {', '.join(written.files)} in {out_dir}: {plural(len(written.nnapi.partitions), 'partition')}, "
                 f"{n_ops} NNAPI operations to ask about at API {written.api_level}"

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from nnconv.cli import common
-from nnconv.cli.common import (api_level_option, conversion_options, feature_level_option,
+from nnconv.cli.common import (api_level_option, conversion_options, feature_level_option, target_option,
                                fold_weights_option, input_shape_option, handle_errors, max_memory_option,
                                resolve_api_level, resolve_max_memory, threads_option, verbosity_options,
                                warn_deprecated, warn_inapplicable)
@@ -87,6 +87,7 @@ Examples:
               help="With --per-op: write a Model Explorer node-data file colouring each op by its error.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @scale_options
+@target_option
 @fold_weights_option
 @input_shape_option
 @threads_option
@@ -97,7 +98,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
            seed: int | None, input_range: tuple[float, float] | None, image: str | None,
            reference_path: str | None, save_reference: str | None, kernels: str, per_op: bool, relax_fp16: bool,
            atol: float | None, rtol: float | None, max_lsb: int | None, allow_partial: bool, jobs: int,
-           node_data: str | None, fmt: str, fold_weights: bool, input_shapes: tuple[str, ...], threads: int,
+           node_data: str | None, fmt: str, target: str, fold_weights: bool, input_shapes: tuple[str, ...], threads: int,
            max_memory: str | None, shard: tuple[int, int] | None, junit: str | None, dataset: str | None,
            samples: int | None, save_repro: str | None, scheduler: str | None) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
@@ -125,7 +126,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
     overrides = ToleranceOverrides(atol, rtol, max_lsb) if (atol, rtol, max_lsb) != (None, None, None) else None
     limit = resolve_max_memory(max_memory)
     options = VerifyOptions(
-        api_level=level, conversion=conversion_options(fold_weights, relax_fp16, input_shapes), kernels=kernels,
+        api_level=level, conversion=conversion_options(fold_weights, relax_fp16, input_shapes, target), kernels=kernels,
         seed=seed,
         input_range=input_range, inputs=load_npz(inputs_path, limit) if inputs_path else None,
         inputs_source=inputs_path or "", image=image,

@@ -28,6 +28,7 @@ from nnconv.nnapi.levels import api_level_of_feature_level, feature_level
 from nnconv.nnapi.model import Model
 from nnconv.nnapi.operations import OperationRefused, OperationView, validate_operation
 from nnconv.nnapi.program import ConvertedModel
+from nnconv.delegate.conversion import DelegateConversion
 from nnconv.pipeline import PreparedConversion, prepare
 from nnconv.report.analysis import ModelCheck, report_json
 
@@ -235,9 +236,11 @@ def device_ops(profile: DeviceProfile, check: ModelCheck, spec_plan: PartitionPl
     return out
 
 
-def check_device(prepared: PreparedConversion, check: ModelCheck, profile: DeviceProfile,
+def check_device(prepared: "PreparedConversion | DelegateConversion", check: ModelCheck, profile: DeviceProfile,
                  max_partitions: int = DEFAULT_MAX_PARTITIONS) -> DeviceCheck:
     """The device's per-op verdicts and the delegate's partition plan with that device."""
+    if isinstance(prepared, DelegateConversion):
+        return _check_device_delegate(prepared, check, profile, max_partitions)
     spec_plan = prepared.plan(0, lower=True)  # every supported op lowered: what the delegate asks about
     ops = device_ops(profile, check, spec_plan)
     refused = [o.index for o in ops if o.status == REFUSED]
@@ -245,6 +248,32 @@ def check_device(prepared: PreparedConversion, check: ModelCheck, profile: Devic
     nnapi_count = {o.index: len(o.nnapi) for o in ops}
     for p in plan.partitions:
         p.nnapi_ops = sum(nnapi_count.get(k, 0) for k in p.ops)
+    return DeviceCheck(profile, ops, plan)
+
+
+def _check_device_delegate(prepared: DelegateConversion, check: ModelCheck, profile: DeviceProfile,
+                           max_partitions: int) -> DeviceCheck:
+    """The delegate target: the device answers about the NNAPI operations the delegate itself builds, per
+    partition it previews (`getSupportedOperationsForDevices`); a node stays only when the device takes all
+    of its operations, and the delegate partitions the rest again. Below API 29 the delegate cannot ask
+    (no device API): its plan is the spec's, and the runtime runs what the device refuses on NNAPI's CPU."""
+    level_fl = feature_level(check.api_level)
+    spec_plan = prepared.plan(0)  # every node the delegate takes, built uncapped: what it asks about
+    ops = device_ops(profile, check, spec_plan)
+
+    def takes(model: Model, op) -> bool:
+        ins, outs = operation_types(model, 0, list(op.inputs), list(op.outputs))
+        if profile.refusal(op.type, ins, outs):
+            return False
+        fl = profile.feature_level
+        if fl is not None and fl < level_fl:
+            try:
+                validate_operation(OperationView.of(model, 0, op), fl)
+            except OperationRefused:
+                return False
+        return True
+
+    plan = prepared.plan(max_partitions, device=takes) if check.api_level >= 29 else prepared.plan(max_partitions)
     return DeviceCheck(profile, ops, plan)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from nnconv.lowering.context import CheckContext, ConversionState, dtype_name
 from nnconv.lowering.convert import check_op, checked, constant_producers, is_folded, rule_for
@@ -13,6 +14,9 @@ from nnconv.lowering.diagnostics import Diagnostic, Verdict
 from nnconv.nnapi.levels import API_LEVELS, rule_level
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.tflite.ir import Operator, Subgraph
+
+if TYPE_CHECKING:
+    from nnconv.lowering.partition import PartitionPlan
 
 
 @dataclass
@@ -78,6 +82,24 @@ class ConversionResult:
 
     def __iter__(self):  # allows `model, report = nnconv.convert(...)`
         return iter((self.converted, self.report))
+
+
+
+@dataclass
+class Lowered:
+    """What a conversion produced: the whole model, or the delegated partitions with their plan.
+
+    `refusal` says why the whole model was not converted when the partitions were taken instead."""
+
+    whole: ConversionResult | None = None
+    plan: "PartitionPlan | None" = None
+    refusal: str = ""
+
+    @property
+    def models(self) -> list[ConvertedModel]:
+        if self.whole is not None:
+            return [self.whole.converted]
+        return list(self.plan.converted) if self.plan is not None else []
 
 
 

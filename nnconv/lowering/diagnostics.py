@@ -37,8 +37,16 @@ class Code(str, enum.Enum):
     MALFORMED = "NNC028"  # the operator's tensors or options do not have the shape its kind requires
     RUNTIME_REFUSED = "NNC030"  # the NNAPI runtime's validation refuses an operation the op lowers to
     GRAPH_INVARIANT = "NNC031"  # the operations the op lowers to break a graph invariant (nnapi/graph_invariants.py)
+    # The delegate target (`nnconv/delegate/`): what happens to the whole model on a phone.
+    DELEGATE_DYNAMIC_TENSORS = "NNC040"  # TFLite refuses the delegate: the graph has dynamic-sized tensors
+    DELEGATE_BUILD_FAILED = "NNC041"  # the delegate fails building a partition (e.g. a tensor type it cannot add)
+    DELEGATE_PREPARE_FAILED = "NNC042"  # a kernel's Prepare fails once the delegate is applied
+    DELEGATE_NULL_API = "NNC043"  # the delegate calls an NNAPI function the API level does not have (a crash)
+    TFLITE_PREPARE_FAILED = "NNC044"  # TFLite itself cannot prepare the model
+    DELEGATE_GRAPH_REFUSED = "NNC045"  # Android's NNAPI runtime refuses an operation the delegate builds
     DRIVER_SUPPORT = "NNW100"  # warning: commonly refused by drivers
     TFLITE_REFUSES = "NNW101"  # warning: NNAPI takes it, TFLite's own CPU kernel refuses the op
+    DELEGATE_TENSOR_REALLOC = "NNW110"  # warning: the delegate adds enough tensors to move TFLite's tensor array
 
     @property
     def verdict(self) -> Verdict:

@@ -92,15 +92,24 @@ class PartitionPlan:
     dropped: list[list[int]] = field(default_factory=list)  # supported ops left on the CPU by the limit
     partitions_formed: int = 0  # before the limit
     converted: list[ConvertedModel] = field(default_factory=list)
+    target: str = "nnconv"  # whose plan: "delegate" (TFLite's NNAPI delegate) or "nnconv" (`nnconv/targets.py`)
+    # How TFLite ends up running the model (the delegate target: `nnconv.delegate.plan.Outcome`), and why
+    # when nothing runs on NNAPI; model-level diagnostics (NNC040..NNC045, NNW110) say it with a code.
+    outcome: str = ""
+    outcome_reason: str = ""
+    diagnostics: list = field(default_factory=list)
 
     @property
     def ops_delegated(self) -> int:
-        """Ops NNAPI (or nnconv's constant folding) takes care of."""
+        """Ops that run on NNAPI: those of the partitions, and the ops folded into constants when some
+        partition runs (with none, everything runs on TFLite's CPU kernels, folded ops included)."""
+        if not self.partitions:
+            return 0
         return sum(len(p.ops) for p in self.partitions) + len(self.folded)
 
     @property
     def coverage(self) -> float:
-        """Percentage of ops delegated (100 for a model without ops)."""
+        """Percentage of ops that run on NNAPI (100 for a model without ops, 0 when no partition runs)."""
         return 100.0 * self.ops_delegated / self.ops_total if self.ops_total else 100.0
 
     def partition_of(self, op_index: int) -> int | None:
@@ -125,15 +134,20 @@ class PartitionPlan:
             out.append(f"{self.partitions_formed} partitions formed but only the largest {self.max_partitions} "
                        f"are delegated (--max-partitions): {plural(n, 'supported op')} "
                        f"{'stays' if n == 1 else 'stay'} on the CPU")
-        if not self.partitions and self.ops_total > self.ops_delegated:
+        if self.outcome_reason:
+            out.append(self.outcome_reason)
+        elif not self.partitions and self.ops_total:
             out.append("no op is delegated: the whole model runs on the TFLite CPU kernels")
+        out += [f"{d.code.value} {d.message}" for d in self.diagnostics if not d.is_error]
         out += [f"partition {p.index} failed to lower: {p.error}" for p in self.partitions if p.error]
         return out
 
     def to_json(self) -> dict:
         source = os.path.abspath(self.model) if os.path.isfile(self.model) else None
         return {"model": self.model, "model_abspath": source, "api_level": self.api_level,
-                "max_partitions": self.max_partitions,
+                "target": self.target, "outcome": self.outcome or ("delegated" if self.partitions else
+                                                                   "not_delegated"),
+                "outcome_reason": self.outcome_reason, "max_partitions": self.max_partitions,
                 "partitions_formed": self.partitions_formed, "ops_total": self.ops_total,
                 "ops_delegated": self.ops_delegated, "coverage": round(self.coverage, 2), "folded": self.folded,
                 "partitions": [p.to_json() for p in self.partitions], "dropped": self.dropped}

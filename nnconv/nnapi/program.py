@@ -26,6 +26,9 @@ class IoTensor:
     offset: int = 0  # NNAPI value = TFLite value + offset (128 for int8 carried as uint8)
     scale: float = 0.0  # TFLite quantization, for reports in LSB
     zero_point: int = 0
+    # A TFLite variable tensor (an RNN/LSTM's state, which TFLite's NNAPI delegate feeds as a model input):
+    # its value is the state TFLite holds, zeros before the first invocation, so it is not asked of users.
+    variable: bool = False
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -54,13 +57,15 @@ def bind_inputs(specs: Sequence[IoTensor], inputs: Mapping[str, np.ndarray]) -> 
     (`np.savez(f, x)`). Refused (InputDataError, one line naming the model's inputs): a missing input, an
     array that is no input (a misspelt name would otherwise be ignored and random data used in its place),
     and an array of another dtype (`input_dtype_error`)."""
-    takes = ", ".join(f"'{s.name}' {s.dtype}{list(s.shape)}" for s in specs)
+    takes = ", ".join(f"'{s.name}' {s.dtype}{list(s.shape)}" for s in specs if not s.variable)
     out = []
     for k, spec in enumerate(specs):
         if spec.name in inputs:
             a = np.asarray(inputs[spec.name])
         elif f"arr_{k}" in inputs:
             a = np.asarray(inputs[f"arr_{k}"])
+        elif spec.variable:
+            a = np.zeros(spec.shape, spec.np_dtype)  # a state starts at zero, as TFLite resets it
         else:
             raise InputDataError(f"missing input '{spec.name}' (or positional 'arr_{k}'); the model takes {takes}")
         if a.dtype != spec.np_dtype:

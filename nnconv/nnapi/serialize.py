@@ -220,6 +220,8 @@ class _Writer:
         FbIoTensor.AddOffset(b, int(t.offset))
         FbIoTensor.AddScale(b, float(t.scale))
         FbIoTensor.AddZeroPoint(b, int(t.zero_point))
+        if t.variable:
+            FbIoTensor.AddVariable(b, True)
         return FbIoTensor.End(b)
 
     def converted(self, cm: ConvertedModel, spans: list[tuple[int, int]]) -> int:
@@ -423,7 +425,7 @@ class _Decoder(GuardedDecoder):
             raise self.fail(f"{where} ('{name}') has scale {scale!r}, not a finite non-negative number")
         return IoTensor(name=name, tflite_tensor=self.guarded(where, t.TfliteTensor), dtype=dtype,
                         shape=tuple(int(d) for d in shape), offset=offset, scale=scale,
-                        zero_point=self.guarded(where, t.ZeroPoint))
+                        zero_point=self.guarded(where, t.ZeroPoint), variable=bool(self.guarded(where, t.Variable)))
 
     def model(self, m: Any, where: str) -> Model:
         main_fb = self.guarded(f"{where} main subgraph", m.Main)

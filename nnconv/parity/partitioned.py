@@ -232,7 +232,8 @@ def verify_partitions(prepared: PreparedConversion, partitions: Sequence[Convert
     runner.run({spec.tflite_tensor: np.asarray(feed[spec.name]) for spec in model_inputs})
     rows: list[PartitionParity] = []
     for k, cm in enumerate(partitions):
-        boundary = {spec.name: runner.tensor(spec.tflite_tensor) for spec in cm.inputs}
+        # a recurrent state enters as it was before the invocation (TFLite's tensor holds the new one)
+        boundary = {spec.name: runner.tensor(spec.tflite_tensor) for spec in cm.inputs if not spec.variable}
         ours = Executor(cm, **opts).run(boundary)
         outs = attach_operands([compare(f"p{k}/{spec.name}", ours[spec.name], runner.tensor(spec.tflite_tensor),
                                         hybrid, overrides) for spec in cm.outputs], cm)
@@ -263,7 +264,7 @@ def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[Io
         return
     for cm, row in failing:
         ours = Executor(cm, **dict(opts or {})).run({spec.name: ref.tensor(spec.tflite_tensor)
-                                                      for spec in cm.inputs})
+                                                      for spec in cm.inputs if not spec.variable})
         again = [compare(o.name, ours[spec.name], ref.tensor(spec.tflite_tensor), hybrid, overrides)
                  for o, spec in zip(row.outputs, cm.outputs)]
         if all(a.passed for a in again):
@@ -285,7 +286,7 @@ def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedM
     try:
         fresh = prepared.lower_ops(cm.tflite_ops, cm.subgraph)
         ours = Executor(fresh, **dict(opts or {})).run({spec.name: runner.tensor(spec.tflite_tensor)
-                                                         for spec in fresh.inputs})
+                                                         for spec in fresh.inputs if not spec.variable})
     except NnconvError:
         fresh = None  # the ops no longer convert or run together: the op-by-op diagnosis below says which
     if fresh is not None and all(compare(s.name, ours[s.name], runner.tensor(s.tflite_tensor), hybrid,
@@ -300,7 +301,7 @@ def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedM
         except Exception:  # noqa: BLE001 - e.g. an op whose outputs are all folded: nothing to compare
             continue
         ours = Executor(single, **dict(opts or {})).run({spec.name: runner.tensor(spec.tflite_tensor)
-                                                          for spec in single.inputs})
+                                                          for spec in single.inputs if not spec.variable})
         for spec in single.outputs:
             o = compare(spec.name, ours[spec.name], runner.tensor(spec.tflite_tensor), hybrid, overrides)
             if not o.passed:

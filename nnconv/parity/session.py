@@ -250,7 +250,9 @@ def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
     reference = TfliteReference.of(prepared.model, prepared.source)
     whole = lowered.whole is not None
     partitions = lowered.models
-    specs = partitions[0].inputs if whole else prepared.io_specs(prepared.model.subgraphs[0].inputs)
+    # (a recurrent state the delegate feeds as an input is no model input: it starts at zero, `bind_inputs`)
+    specs = [s for s in partitions[0].inputs if not s.variable] if whole else \
+        prepared.io_specs(prepared.model.subgraphs[0].inputs)
     feed = model_inputs(specs, opts)
     if opts.reference is not None:
         if not whole:

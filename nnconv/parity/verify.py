@@ -27,6 +27,8 @@ def random_inputs(specs: list[IoTensor], seed: int = 0) -> dict[str, np.ndarray]
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
     for spec in specs:
+        if spec.variable:
+            continue  # recurrent state: zeros, as TFLite starts it (`bind_inputs`)
         dt = spec.np_dtype
         shape = tuple(spec.shape)
         if dt.kind == "f":

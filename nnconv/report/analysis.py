@@ -124,7 +124,7 @@ def op_json(r: OpReport, plan: PartitionPlan) -> dict:
             "reason": r.reason, "hint": r.hint, "min_api_level": r.min_api_level,
             "input_dtypes": r.input_dtypes, "quantization": r.quantization,
             "partition": plan.partition_of(r.index),
-            "beyond_delegate": not refused and beyond_delegate(r.op),
+            "beyond_delegate": not refused and plan.target == "nnconv" and beyond_delegate(r.op),
             "notes": r.notes,
             "diagnostics": [d.to_json() for d in r.diagnostics]}
 
@@ -132,8 +132,11 @@ def op_json(r: OpReport, plan: PartitionPlan) -> dict:
 def report_json(check: ModelCheck) -> dict:
     level = check.api_level
     return {"schema_version": SCHEMA_VERSION, "model": check.path, "api_level": level,
-            "feature_level": feature_level(level), "max_partitions": check.plan.max_partitions,
+            "feature_level": feature_level(level), "target": check.plan.target,
+            "outcome": check.plan.to_json()["outcome"], "outcome_reason": check.plan.outcome_reason,
+            "max_partitions": check.plan.max_partitions,
             "warnings": check.warnings(),
+            "model_diagnostics": [d.to_json() for d in check.plan.diagnostics],
             "ops": [op_json(r, check.plan) for r in check.report.ops],
             "partitions": [p.to_json() for p in check.plan.partitions],
             "dropped_partitions": check.plan.dropped,

@@ -110,7 +110,11 @@ def _tensor_cell(t: Any) -> str:
 
 
 def _title(check: ModelCheck) -> str:
-    return f"{os.path.basename(check.path)} at API {check.api_level} (NNAPI feature level {feature_level(check.api_level)})"
+    return (f"{os.path.basename(check.path)} at API {check.api_level} (NNAPI feature level "
+            f"{feature_level(check.api_level)}), {_TARGET_WORDS.get(check.plan.target, check.plan.target)}")
+
+
+_TARGET_WORDS = {"delegate": "as TFLite's NNAPI delegate takes it", "nnconv": "as nnconv's own converter lowers it"}
 
 
 def render_table(check: ModelCheck, out: Console, err: Console, verbose: bool = False) -> None:

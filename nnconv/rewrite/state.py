@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nnconv.targets import DEFAULT_TARGET, Target
 from nnconv.tflite.ir import TfliteModel
 
 if TYPE_CHECKING:
@@ -26,6 +27,8 @@ class ConversionOptions:
     relax_float32_to_float16: bool = False  # set relaxComputationFloat32toFloat16 (API 28+)
     # (input name, shape) pairs: main-subgraph inputs resized before the rewrite stage (tflite/input_shapes.py)
     input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # whose decisions: TFLite's NNAPI delegate (what phones run) or nnconv's own converter (`nnconv/targets.py`)
+    target: Target = DEFAULT_TARGET
 
 
 @dataclass

@@ -98,7 +98,14 @@ class IoTensor(object):
             return self._tab.Get(flatbuffers.number_types.Int32Flags, o + self._tab.Pos)
         return 0
 
-def IoTensorStart(builder): builder.StartObject(7)
+    # IoTensor
+    def Variable(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
+        if o != 0:
+            return bool(self._tab.Get(flatbuffers.number_types.BoolFlags, o + self._tab.Pos))
+        return False
+
+def IoTensorStart(builder): builder.StartObject(8)
 def Start(builder):
     return IoTensorStart(builder)
 def IoTensorAddName(builder, name): builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(name), 0)
@@ -125,6 +132,9 @@ def AddScale(builder, scale):
 def IoTensorAddZeroPoint(builder, zeroPoint): builder.PrependInt32Slot(6, zeroPoint, 0)
 def AddZeroPoint(builder, zeroPoint):
     return IoTensorAddZeroPoint(builder, zeroPoint)
+def IoTensorAddVariable(builder, variable): builder.PrependBoolSlot(7, variable, 0)
+def AddVariable(builder, variable):
+    return IoTensorAddVariable(builder, variable)
 def IoTensorEnd(builder): return builder.EndObject()
 def End(builder):
     return IoTensorEnd(builder)
