@@ -5,8 +5,9 @@
     outputs = nnconv.Executor(model).run({"input": x})
     outputs = nnconv.Executor(model).run_batch({"input": xs})  # xs: (N, *input shape); == N runs, bit for bit
 
-    prepared = nnconv.prepare("model.tflite", api_level=30)   # read and rewritten once
+    prepared = nnconv.prepare("model.tflite", api_level=30)   # read once; TFLite's NNAPI delegate's decisions
     prepared.report, prepared.plan(), prepared.whole()         # checked, planned, lowered on demand
+    nnconv.prepare("model.tflite", 30, nnconv.ConversionOptions(target=nnconv.Target.NNCONV))  # nnconv's own
     on_device = nnconv.check_devices("model.tflite", ["armnn-hal1.3"], api_level=29)  # check --device
 
 The converter and the executor are imported on first use (module `__getattr__`), so that `import nnconv`
@@ -20,6 +21,7 @@ from typing import Any
 
 from nnconv.errors import ConversionError, InputDataError, ModelFormatError, NnconvError
 from nnconv.nnapi.levels import DEFAULT_API_LEVEL
+from nnconv.targets import Target
 from nnconv.version import __version__
 
 
@@ -45,7 +47,7 @@ def check_devices(model, devices, api_level: int = DEFAULT_API_LEVEL, options=No
 
 
 __all__ = ["ConversionError", "ConversionOptions", "ConversionResult", "Executor", "InputDataError",
-           "ModelFormatError", "NnconvError", "PreparedConversion", "Report", "check_devices", "check_model",
+           "ModelFormatError", "NnconvError", "PreparedConversion", "Report", "Target", "check_devices", "check_model",
            "convert", "prepare", "verify", "__version__"]
 
 

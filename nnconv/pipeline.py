@@ -40,6 +40,8 @@ class PreparedConversion:
     """One model at one API level with one set of options (see the module docstring). Build it with
     `prepare`; every stage after the rewrite runs on first use and is kept."""
 
+    target = Target.NNCONV
+
     def __init__(self, model: TfliteModel, api_level: int, options: ConversionOptions,
                  source: str | os.PathLike | bytes | None = None, rewritten: ConversionState | None = None) -> None:
         # inputs at the shapes the user chose (`--input-shape`), as TFLite's strict input resize allows them

@@ -3,6 +3,8 @@ TFLite interpreter on seeded inputs, and compare with the tolerance policy of nn
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from typing import Callable, Sequence
 
 import numpy as np
@@ -10,6 +12,7 @@ import numpy as np
 import nnconv
 from nnconv.errors import ConversionError
 from nnconv.lowering.convert import ConversionOptions, rule_for
+from nnconv.targets import Target
 from nnconv.lowering.diagnostics import Code
 from nnconv.nnapi.levels import feature_level
 from nnconv.nnapi.program import ConvertedModel
@@ -58,12 +61,19 @@ def single_op_model(opcode, inputs: Sequence[tuple], outputs: Sequence[tuple], o
     return b.finish()
 
 
+def nnconv_options(options: ConversionOptions | None = None) -> ConversionOptions:
+    """`options` for nnconv's own converter: the lowering rules this harness tests are that target's (the
+    default target is TFLite's NNAPI delegate, tested against its recordings in tests/delegate)."""
+    return replace(options or ConversionOptions(), target=Target.NNCONV)
+
+
 def assert_parity(model: bytes, api_level: int = 30, seed: int = 0, options: ConversionOptions | None = None,
                   inputs: dict | None = None, kernels: str = BUILTIN_KERNELS,
                   expect_ops: Sequence[str] | None = None,
                   input_fn: Callable[[dict], dict] | None = None) -> nnconv.ConversionResult:
     """Converts at `api_level`, runs both engines and fails on any output outside tolerance.
     `expect_ops` (optional) is the exact list of NNAPI operation names the lowering must emit."""
+    options = nnconv_options(options)
     result = nnconv.convert(model, api_level=api_level, options=options)
     converted = result.converted
     assert_emits_what_rules_declare(model, converted, api_level, options)
@@ -102,7 +112,7 @@ def undeclared_emissions(tflite: TfliteModel, converted: ConvertedModel, api_lev
 def assert_emits_what_rules_declare(model: bytes, converted: ConvertedModel, api_level: int,
                                     options: ConversionOptions | None = None) -> None:
     # the model the rules lowered: after the rewrite stage, whose rewritten operators keep their index
-    lowered = nnconv.prepare(model, api_level, options).state.model
+    lowered = nnconv.prepare(model, api_level, nnconv_options(options)).state.model
     problems = undeclared_emissions(lowered, converted, api_level)
     assert not problems, "; ".join(problems)
 
@@ -111,7 +121,7 @@ def assert_refused(model: bytes, api_level: int, code: Code, min_api_level: int 
                    options: ConversionOptions | None = None) -> list:
     """Asserts the conversion is refused with diagnostic `code` (and, if given, that lowest API level)."""
     try:
-        nnconv.convert(model, api_level=api_level, options=options)
+        nnconv.convert(model, api_level=api_level, options=nnconv_options(options))
     except ConversionError as e:
         codes = [d.code for d in e.diagnostics]
         assert code in codes, f"expected {code.value}, got {[c.value for c in codes]}: " + \
@@ -129,7 +139,7 @@ def assert_bit_exact(model: bytes, api_level: int, inputs: dict) -> None:
     tolerance of `assert_parity` could not tell from merely close)."""
     from nnconv.runtime.executor import Executor
     from nnconv.parity.tflite_runner import TfliteRunner
-    ours = Executor(nnconv.convert(model, api_level=api_level).converted).run(inputs)
+    ours = Executor(nnconv.convert(model, api_level=api_level, options=nnconv_options()).converted).run(inputs)
     runner = TfliteRunner(model)
     by_name = {d["name"]: d["index"] for d in runner.input_details()}
     theirs = runner.run({by_name[k]: v for k, v in inputs.items()})

@@ -3,14 +3,15 @@ every import, inside functions and under TYPE_CHECKING too), so stages cannot fo
 that can run (at import time or inside a function) form no cycle between modules. Read from the source (ast).
 
 The stages, earliest first (a module may import its own stage and earlier ones):
-  base     errors.py, guarded_decoder.py, version.py, parallel.py: what every stage uses (errors, bounded
-           flatbuffers access, the version, running a function over models in processes)
+  base     errors.py, guarded_decoder.py, version.py, parallel.py, targets.py: what every stage uses (errors,
+           bounded flatbuffers access, the version, running a function over models in processes, the targets)
   tflite   read: the .tflite reader, IR, options, our builder
   nnapi    the NNAPI IR the lowering writes (HAL Model, builder, validator, serializer, C emitter), the
            API levels, NNAPI's quantization arithmetic and what the runtime accepts per operation
            (operations/: each family's validate/prepare-time rules, which the kernels import)
   rewrite  TFLite IR -> TFLite IR before lowering
-  lowering check/lower: rules, diagnostics, the partition plan; pipeline.py, the prepared conversion
+  lowering check/lower, per target: nnconv's rules, diagnostics, the partition plan; the delegate target
+           (delegate/: TFLite's NNAPI delegate reproduced); pipeline.py, the prepared conversion
   runtime  the numpy executor and its kernels
   parity   TFLite interpreter vs executor
   report   the check report and the ops table
@@ -31,7 +32,8 @@ PACKAGE = ROOT / "nnconv"
 
 STAGES = ("base", "tflite", "nnapi", "rewrite", "lowering", "runtime", "parity", "report", "devices", "tools", "cli")
 TOP_LEVEL_STAGE = {"errors": "base", "guarded_decoder": "base", "version": "base", "parallel": "base", "fmt": "base",
-                   "limits": "base", "npz": "base", "safe_write": "base",
+                   "limits": "base", "npz": "base", "safe_write": "base", "targets": "base",
+                   "delegate": "lowering",
                    "pipeline": "lowering", "conformance": "tools", "inspection": "tools",
                    "__init__": "cli", "__main__": "cli"}
 

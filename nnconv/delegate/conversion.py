@@ -6,7 +6,7 @@ command works on either target unchanged."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import replace
 from functools import cached_property
 from typing import Sequence, SupportsInt
 
@@ -56,7 +56,8 @@ class DelegateConversion:
     target = Target.DELEGATE
 
     def __init__(self, model: TfliteModel, api_level: SupportsInt, options: ConversionOptions,
-                 source: str | os.PathLike | bytes | None = None, graph: DelegateGraph | None = None) -> None:
+                 source: str | os.PathLike | bytes | None = None, graph: DelegateGraph | None = None,
+                 shared: dict | None = None) -> None:
         if options.fold_dynamic_range_weights:
             raise NnconvError("folding dynamic-range weights (--fold-weights) is nnconv's own lowering: give "
                               "--target nnconv with it (the delegate keeps int8 weights behind DEQUANTIZE)")
@@ -66,10 +67,23 @@ class DelegateConversion:
         self.source = source if source is not None else (model.path or None)
         self.graph = graph if graph is not None else DelegateGraph(self.model)
         self._plans: dict[tuple[int, int], DelegatePlan] = {}
+        self._shared = shared if shared is not None else {}  # what every level of this model shares
 
     def at_level(self, api_level: SupportsInt) -> "DelegateConversion":
         """The same model at another level: TFLite's Prepare does not depend on it, so it is shared."""
-        return DelegateConversion(self.model, api_level, self.options, self.source, self.graph)
+        return DelegateConversion(self.model, api_level, self.options, self.source, self.graph, self._shared)
+
+    def _beyond(self) -> set[int]:
+        """The nodes the delegate refuses that nnconv's own converter lowers at this level: the report points
+        at `--target nnconv` for them. (nnconv's rewrite stage keeps operator indices.)"""
+        from nnconv.lowering.check_report import check_ops
+        from nnconv.lowering.convert import make_state, state_at_level
+        state = self._shared.get("nnconv_state")
+        if state is None:
+            options = replace(self.options, target=Target.NNCONV)
+            state = self._shared["nnconv_state"] = make_state(self.model, int(self.api_level), options)
+        report = check_ops(state_at_level(state, int(self.api_level)))
+        return {r.index for r in report.ops if r.supported}
 
     def setup(self, max_partitions: int = DEFAULT_MAX_PARTITIONS) -> DelegateSetup:
         return DelegateSetup(int(self.api_level), max_partitions, self.options.relax_float32_to_float16)
@@ -90,6 +104,8 @@ class DelegateConversion:
         """Per-node verdicts as the delegate decides them, in its words and ours."""
         plan = self.delegate_plan()
         emitted = _emitted_ops(plan)
+        refused = [v.index for v in plan.verdicts if not v.supported and not v.fp16_const_dequantize]
+        beyond = self._beyond() if refused else set()
         ops = []
         for v in plan.verdicts:
             node = self.graph.nodes[v.index]
@@ -104,7 +120,7 @@ class DelegateConversion:
                     Code.UNSUPPORTED_OPERATOR, "TFLite's NNAPI delegate refuses it without a reason (a DENSIFY "
                     "of weights that are not constant, or below API 30)").at(node.index, node.name)]
                 status = diags[0].verdict
-                notes = []
+                notes = ["lowerable with --target nnconv (beyond the delegate)"] if v.index in beyond else []
             t = [self.graph.tensor(i) for i in node.inputs if i >= 0]
             quant = ", ".join(dict.fromkeys(f"{dtype_name(x.type)} {'per-channel' if len(x.quant.scale) > 1 else 'per-tensor'}"
                                             for x in t if x.affine))

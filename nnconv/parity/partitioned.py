@@ -35,6 +35,7 @@ from nnconv.parity.verify import (
     run_parity,
 )
 from nnconv.pipeline import PreparedConversion, prepare
+from nnconv.targets import Target
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 NNAPI_FILE_MAGIC = b"NNAP"  # flatbuffer file identifier, bytes 4..8 of a .nnapi file
@@ -101,9 +102,14 @@ def verify_prepared(prepared: PreparedConversion, inputs: Mapping[str, np.ndarra
     reference = reference or TfliteReference.of(prepared.model, prepared.source)
     if lowered.whole is None:
         plan = lowered.plan
-        note = (f"full conversion refused ({lowered.refusal}); verified the "
-                f"{plural(len(plan.converted), 'delegated partition')} one by one on TFLite's own boundary tensors: "
-                f"{plan.summary_line()}")
+        if prepared.target is Target.DELEGATE:
+            note = (f"TFLite's NNAPI delegate does not take the model whole ({lowered.refusal}): its "
+                    f"{plural(len(plan.converted), 'partition')} verified one by one on TFLite's own boundary "
+                    f"tensors: {plan.summary_line()}")
+        else:
+            note = (f"full conversion refused ({lowered.refusal}); verified the "
+                    f"{plural(len(plan.converted), 'delegated partition')} one by one on TFLite's own boundary "
+                    f"tensors: {plan.summary_line()}")
         return verify_partitions(prepared, plan.converted, inputs=inputs, seed=seed, kernels=kernels, note=note,
                                  reference=reference, **extra)
     converted = lowered.whole.converted

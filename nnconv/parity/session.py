@@ -388,5 +388,7 @@ def _meta(opts: VerifyOptions, path: str) -> dict:
         inputs = {"image": opts.image, "range": list(opts.input_range) if opts.input_range else None}
     else:
         inputs = {"seed": opts.seed or 0, "range": list(opts.input_range) if opts.input_range else None}
-    return {"inputs": inputs, "interpreter": {"package": "ai-edge-litert", "version": interpreter_version()},
+    target = (opts.conversion or ConversionOptions()).target
+    return {"target": target.value, "inputs": inputs,
+            "interpreter": {"package": "ai-edge-litert", "version": interpreter_version()},
             "tolerance_overrides": opts.overrides.to_json() if opts.overrides else None}
