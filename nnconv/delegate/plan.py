@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 from nnconv.delegate.build import MAX_ALLOCATION, BuiltPartition, build_partition
 from nnconv.delegate.failures import Failure
 from nnconv.delegate.graph import DelegateGraph, Node
-from nnconv.delegate.operands import BuildError
+from nnconv.delegate.operands import BuildCrash, BuildError
 from nnconv.delegate.setup import DelegateSetup
 from nnconv.delegate.validation import Validation, validate
 from nnconv.fmt import format_bytes
@@ -37,6 +37,7 @@ class Outcome(str, enum.Enum):
     DELEGATE_FAILED = "delegate_failed"  # the delegate failed while building; TFLite restores the CPU plan
     FAILED_AFTER_DELEGATE_PREPARE = "failed_after_delegate_prepare"  # a kernel's Prepare failed afterwards
     DEVICE_CRASH_NULL_API = "device_crash_null_api"  # a call to an NNAPI function the level lacks: a crash
+    DELEGATE_CRASH = "delegate_crash"  # the delegate dereferences a null pointer while building: a crash
     CPU_PREPARE_FAILED = "cpu_prepare_failed"  # TFLite itself cannot prepare the model
 
     @property
@@ -116,6 +117,9 @@ def plan_delegation(graph: DelegateGraph, setup: DelegateSetup, device: DeviceQu
         return _allocate(graph, plan)
     try:
         to_delegate, subsets = _device_filter(graph, setup, nodes_seen, supported, device, plan)
+    except BuildCrash as e:
+        plan.outcome, plan.error = Outcome.DELEGATE_CRASH, f"the delegate crashes building a partition: {e}"
+        return plan
     except BuildError as e:
         plan.outcome, plan.error = Outcome.DELEGATE_FAILED, f"the delegate failed to build a partition: {e}"
         return plan
@@ -131,6 +135,10 @@ def plan_delegation(graph: DelegateGraph, setup: DelegateSetup, device: DeviceQu
     plan.partitions = [s for s in _partition(graph, nodes_seen, to_delegate) if s.delegated]
     try:
         plan.built = [_build(graph, nodes_seen, s, setup) for s in plan.partitions]
+    except BuildCrash as e:
+        plan.partitions, plan.built = [], []
+        plan.outcome, plan.error = Outcome.DELEGATE_CRASH, f"the delegate crashes building a partition: {e}"
+        return plan
     except BuildError as e:
         plan.partitions, plan.built = [], []
         if setup.has_device_api:
@@ -143,6 +151,7 @@ def plan_delegation(graph: DelegateGraph, setup: DelegateSetup, device: DeviceQu
     plan.conversion_tensors = sum(b.conversion_tensors for b in plan.built)
     crash = next((c for b in plan.built for c in b.null_api_calls), None)
     if crash is not None:
+        plan.partitions, plan.built = [], []  # the app crashes while the delegate builds: nothing runs
         plan.outcome = Outcome.DEVICE_CRASH_NULL_API
         plan.error = (f"the delegate calls {crash}, which Android {setup.android_sdk_version} does not have "
                       "(no null check upstream): the app crashes")

@@ -172,7 +172,8 @@ class LevelMatrix:
             ops.append({"index": r.index, "op": r.op, "version": r.version, "min_api_level": self.first_level(r.index),
                         "status_by_level": by_level})
         return {"schema_version": SCHEMA_VERSION, "model": self.path, "api_level": "all",
-                "levels": list(self.checks), "warnings": [w for w in [deprecation_warning(max(self.checks))] if w],
+                "target": any_check.plan.target, "levels": list(self.checks),
+                "warnings": [w for w in [deprecation_warning(max(self.checks))] if w],
                 "ops": ops,
                 "summary_by_level": {str(lv): c.summary() for lv, c in self.checks.items()}}
 
