@@ -216,10 +216,16 @@ def dequantize(q: np.ndarray, operand: Operand) -> np.ndarray:
 
 
 def quantize(x: np.ndarray, operand: Operand) -> np.ndarray:
-    """`clamp(zp + round(x / scale))` in float32 with halves away from zero, as the reference QUANTIZE."""
+    """`clamp(zp + round(x / scale))` in float32 with halves away from zero, as the reference QUANTIZE (and
+    quantized RSQRT, whose formula Elementwise.cpp shares with Quantize.cpp).
+
+    The clamp is the reference's std::max<float>(lo, std::min<float>(hi, v)): std::min returns its first
+    argument when the comparison with NaN is false, so a NaN input gives the type's maximum, as TFLite's
+    QUANTIZE does too. np.fmin(v, hi) is that (it returns the operand that is not NaN); np.clip would carry
+    the NaN into a cast whose result numpy leaves undefined (0 on x86)."""
     lo, hi = qrange(operand.type)
     q = round_half_away(np.asarray(x, dtype=np.float32) / np.float32(operand.scale)) + operand.zero_point
-    return np.clip(q, lo, hi).astype(operand.dtype)
+    return np.maximum(np.fmin(q, hi), lo).astype(operand.dtype)
 
 
 def max_abs_offset(t: OperandType, zero_point: int) -> int:

@@ -9,9 +9,11 @@ a later stage) import their slot names and the multipliers of `nnapi/quant_limit
 
 from __future__ import annotations
 
-from nnconv.nnapi.operations import activations, arithmetic, control_flow, conv, pooling, recurrent, tensors
+from nnconv.nnapi.operations import (activations, arithmetic, control_flow, conv, elementwise, pooling, recurrent,
+                                     tensors)
 from nnconv.nnapi.operations.validation import (VALIDATORS, OperationRefused, OperationView, default_feature_level,
                                                 validate_operation, validator)
 
 __all__ = ["VALIDATORS", "OperationRefused", "OperationView", "default_feature_level", "validate_operation",
-           "validator", "activations", "arithmetic", "control_flow", "conv", "pooling", "recurrent", "tensors"]
+           "validator", "activations", "arithmetic", "control_flow", "conv", "elementwise", "pooling", "recurrent",
+           "tensors"]

@@ -1,13 +1,17 @@
-"""Validate/prepare-time rules of the activations with a quantized fixed-point path: SOFTMAX, LOGISTIC,
-TANH, HARD_SWISH and L2_NORMALIZATION (Softmax.cpp, Activation.cpp, HardSwish.cpp, L2Normalization.cpp of
-the NNAPI reference operations). Their quantized outputs are fixed or bounded by the multipliers of
+"""Validate/prepare-time rules of the activations (Softmax.cpp, Activation.cpp, HardSwish.cpp,
+L2Normalization.cpp of the NNAPI reference operations): RELU / RELU1 / RELU6, whose quantized output keeps
+the input's quantization, and those with a quantized fixed-point path, SOFTMAX, LOGISTIC, TANH, HARD_SWISH
+and L2_NORMALIZATION, whose quantized outputs are fixed or bounded by the multipliers of
 `nnapi/quant_limits.py`, the same values the kernels quantize."""
 
 from __future__ import annotations
 
 from enum import IntEnum
 
-from nnconv.nnapi.enums import OperandType, OperationType
+import numpy as np
+
+from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
+from nnconv.nnapi.model import Operand
 from nnconv.nnapi.operations.validation import OperationView, check_fixed_output, validator
 from nnconv.nnapi.quantization import is_quant8, qrange
 from nnconv.nnapi.quant_limits import (hard_swish_output_multiplier, sigmoid_input_multiplier,
@@ -24,6 +28,17 @@ class SoftmaxSlot(IntEnum):
 class UnarySlot(IntEnum):
     """LOGISTIC, TANH, HARD_SWISH: one tensor input."""
     INPUT = 0
+
+
+class ReluSlot(IntEnum):
+    """RELU, RELU1, RELU6: one tensor input."""
+    INPUT = 0
+
+
+# RELU / RELU1 / RELU6 input types and the feature level each needs (Activation.cpp's validate)
+RELU_INPUT_LEVELS = {OperandType.TENSOR_FLOAT32: 1, OperandType.TENSOR_FLOAT16: 3,
+                     OperandType.TENSOR_QUANT8_ASYMM: 1, OperandType.TENSOR_QUANT8_ASYMM_SIGNED: 4}
+RELU_MAX_RANK = 4
 
 
 class L2NormalizationSlot(IntEnum):
@@ -81,6 +96,46 @@ def validate_q4_activation(view: OperationView, fixed_output: dict) -> int:
         raise view.refuse(f"{view.describe(UnarySlot.INPUT)} scale {x.scale:g} gives the fixed-point multiplier "
                           f"scale * 2^27 = {real:.3g}, which the reference's prepare needs greater than 1")
     return 1
+
+
+@validator(OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
+def validate_relu(view: OperationView, feature_level: int) -> int:
+    """Activation.cpp: float32 / quant8 from feature level 1, float16 from 3, quant8 signed from 4; rank <= 4.
+
+    A quantized output must have the input's scale and zero point: the spec says so at every feature level
+    (HAL 1.0 to 1.3 and the AIDL / NDK levels after it; HAL 1.3's "can be different" wording is ADD's, SUB's,
+    CONCATENATION's, not RELU's), and no level of the reference CPU requantizes: its prepare gives the output
+    the input's parameters. The runtime's validate does not check them, so a graph that breaks the rule is
+    built and compiled; what happens then depends on where the output goes:
+    - a model output: CpuExecutor's setInfoAndAllocateIfNeeded compares the prepared parameters with the
+      output's declared ones and fails the execution ("Invalid scale for model output", OP_FAILED). Refused
+      here, at every level, as the other output parameters the reference's prepare prescribes are (LOGISTIC,
+      TANH, SOFTMAX);
+    - a temporary: the reference overwrites its parameters with the input's and runs; the kernel carries the
+      clamped values into the declared parameters instead (runtime/kernels/_activation.py says why)."""
+    x, out = view.input(ReluSlot.INPUT), view.out_operands[0]
+    if x is None:
+        return 1
+    needed = RELU_INPUT_LEVELS.get(x.type)
+    if needed is None:
+        accepted = ", ".join(t.name for t in RELU_INPUT_LEVELS)
+        raise view.refuse(f"{view.describe(ReluSlot.INPUT)} is {x.type.name}; {view.name} takes {accepted}")
+    if x.dimensions and len(x.dimensions) > RELU_MAX_RANK:
+        raise view.refuse(f"{view.describe(ReluSlot.INPUT)} has rank {len(x.dimensions)}, NNAPI takes rank <= "
+                          f"{RELU_MAX_RANK}")
+    if is_quant8(x.type) and out.lifetime is OperandLifeTime.SUBGRAPH_OUTPUT and not same_quantization(x, out):
+        raise view.refuse(
+            f"output 0 is a model output with scale {out.scale:g} and zero point {out.zero_point}, "
+            f"{view.describe(ReluSlot.INPUT)} has {x.scale:g} and {x.zero_point}: the spec requires the input's at "
+            "every feature level, and the reference CPU, whose prepare gives the output the input's parameters, "
+            "fails the execution ('Invalid scale for model output')")
+    return needed
+
+
+def same_quantization(a: Operand, b: Operand) -> bool:
+    """Whether two quantized operands share their scale (compared as the float32 the runtime holds) and
+    zero point."""
+    return np.float32(a.scale) == np.float32(b.scale) and a.zero_point == b.zero_point
 
 
 @validator(OperationType.LOGISTIC)

@@ -32,7 +32,15 @@ def scale_relation_level(view: OperationView) -> int:
 
 
 _QUANT_INPUTS = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
-_QUANT_FILTERS = _QUANT_INPUTS + (OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,)
+
+
+def quant_filter_types(op: OperationType, input_type: OperandType) -> tuple[OperandType, ...]:
+    """The filter types a quantized input takes: the input's own, and for the convolutions (not
+    FULLY_CONNECTED, whose validate expects the input's type in every slot but the bias) per-channel
+    TENSOR_QUANT8_SYMM_PER_CHANNEL. A uint8 input never takes an int8 filter, nor the reverse."""
+    if op is OperationType.FULLY_CONNECTED:
+        return (input_type,)
+    return (input_type, OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL)
 
 
 # The operand signature of each windowed filter operation.
@@ -50,16 +58,18 @@ def validate_window_scalars(view: OperationView, feature_level: int) -> int:
 @validator(OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D, OperationType.FULLY_CONNECTED)
 def validate_filter_op(view: OperationView, feature_level: int) -> int:
     """The operand type combinations of the reference's validate: a float input with a filter and bias of its
-    type, a quantized input with an 8-bit filter and a TENSOR_INT32 bias; a rank-1 bias of one value per output
+    type, a quantized input with a filter of its type (or, for the convolutions, per-channel: FullyConnected.cpp
+    takes none) and a TENSOR_INT32 bias; a rank-1 bias of one value per output
     channel (prepare); an output of the input's type (a file whose filter or bias slot names another operand,
     or whose bias does not match the filter, is refused here, not in a kernel)."""
     x, w, b = view.input(FilterSlot.INPUT), view.input(FilterSlot.FILTER), view.input(FilterSlot.BIAS)
     out = view.out_operands[0] if view.out_operands else None
     if x is not None and w is not None and b is not None:
         quant = x.type in _QUANT_INPUTS
-        if quant and (w.type not in _QUANT_FILTERS or b.type is not OperandType.TENSOR_INT32):
-            raise view.refuse(f"a {x.type.name} input needs an 8-bit filter and a TENSOR_INT32 bias, got "
-                              f"{w.type.name} and {b.type.name}")
+        filters = quant_filter_types(view.operation.type, x.type) if quant else ()
+        if quant and (w.type not in filters or b.type is not OperandType.TENSOR_INT32):
+            raise view.refuse(f"a {x.type.name} input needs a {' or '.join(t.name for t in filters)} filter and a "
+                              f"TENSOR_INT32 bias, got {w.type.name} and {b.type.name}")
         if not quant and (w.type is not x.type or b.type is not x.type):
             raise view.refuse(f"a {x.type.name} input needs a filter and a bias of its type, got {w.type.name} "
                               f"and {b.type.name}")

@@ -1,6 +1,7 @@
 """Validate-time rules of QUANTIZED_LSTM (QLSTM.cpp of the NNAPI reference): 32 inputs and 3 outputs of
-fixed types. The reference checks every input slot's declared type, omitted optional operands' included, so
-an omitted peephole, projection or layer-norm operand must still be declared with its slot's type."""
+fixed types; and of UNIDIRECTIONAL_SEQUENCE_LSTM (UnidirectionalSequenceLSTM.cpp), a float operation. The
+reference checks every input slot's declared type, omitted optional operands' included, so an omitted
+peephole, projection or layer-norm operand must still be declared with its slot's type."""
 
 from __future__ import annotations
 
@@ -77,3 +78,36 @@ def _check_shapes(view: OperationView) -> None:
         got = list(od.dimensions)
         if len(got) != len(shape) or any(g and e and g != e for g, e in zip(got, shape)):
             raise view.refuse(f"input {slot} has dimensions {got}, expected {list(shape)} (0: unknown)")
+
+
+# UNIDIRECTIONAL_SEQUENCE_LSTM (UnidirectionalSequenceLSTM.cpp): 28 inputs, every tensor slot of the input's
+# float type (omitted optional ones included), the scalars activation (INT32), cell and projection clips (a
+# scalar of the input's float type), time_major (BOOL); 1 output, or 3 with the final states (level 4).
+SEQUENCE_LSTM_NUM_INPUTS = 28
+_SEQUENCE_LSTM_SCALARS = {20: lambda t: _T.INT32, 21: lambda t: _FLOAT_SCALAR[t], 22: lambda t: _FLOAT_SCALAR[t],
+                          23: lambda t: _T.BOOL}
+_FLOAT_SCALAR = {_T.TENSOR_FLOAT32: _T.FLOAT32, _T.TENSOR_FLOAT16: _T.FLOAT16}
+
+
+@validator(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM)
+def validate_unidirectional_sequence_lstm(view: OperationView, feature_level: int) -> int:
+    """A float operation only, at every feature level: an 8-bit LSTM is QUANTIZED_LSTM (one step) in NNAPI;
+    the reference's validate refuses any other input type (TFLite's NNAPI delegate hands it its int8
+    sequence LSTM as is, with float omitted operands)."""
+    types = list(view.in_types) or [od.type if od is not None else None for od in view.in_operands]
+    if len(types) != SEQUENCE_LSTM_NUM_INPUTS or len(view.out_operands) not in (1, 3):
+        raise view.refuse(f"takes {SEQUENCE_LSTM_NUM_INPUTS} inputs and 1 or 3 outputs, got {len(types)} and "
+                          f"{len(view.out_operands)}")
+    x = types[0]
+    if x not in _FLOAT_SCALAR:
+        raise view.refuse(f"input 0 is {x.name}; UNIDIRECTIONAL_SEQUENCE_LSTM takes TENSOR_FLOAT32 or "
+                          "TENSOR_FLOAT16 only")
+    for slot, got in enumerate(types):
+        want = _SEQUENCE_LSTM_SCALARS[slot](x) if slot in _SEQUENCE_LSTM_SCALARS else x
+        if got is not None and got is not want:
+            raise view.refuse(f"input {slot} is {got.name}, the slot takes {want.name} (omitted or not) with a "
+                              f"{x.name} input")
+    for slot, od in enumerate(view.out_operands):
+        if od.type is not x:
+            raise view.refuse(f"output {slot} is {od.type.name}, the operation's outputs are {x.name}")
+    return 3 if len(view.out_operands) == 1 else 4

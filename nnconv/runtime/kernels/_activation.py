@@ -11,7 +11,8 @@ import numpy as np
 
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multiplier_greater_than_one, qrange,
-                                       quantize_multiplier_greater_than_one, quantized_activation_range)
+                                       quantize_multiplier_greater_than_one, quantized_activation_range,
+                                       requantize_to)
 from nnconv.nnapi.quant_limits import SIGMOID_INPUT_INTEGER_BITS, calculate_input_radius, sigmoid_input_multiplier
 from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
 from nnconv.runtime.kernels._quant8_table import via_quant8_table
@@ -26,7 +27,16 @@ def check_rank(call: KernelCall, x: np.ndarray, max_rank: int = 4) -> None:
 
 def relu_family(call: KernelCall, code: FuseCode) -> list[np.ndarray]:
     """RELU / RELU1 / RELU6: a float clamp, or a clamp of the quantized storage values at the bounds
-    quantized with the input's scale and zero point (the output carries the input's quantization)."""
+    quantized with the input's scale and zero point (the reference's reluXQuant8).
+
+    The spec gives the quantized output the input's scale and zero point at every feature level, and the
+    reference CPU's prepare hands the output the input's parameters whatever it declares. A model output
+    declared otherwise fails the reference's execution, and the validator refuses it
+    (nnapi/operations/activations.py). A temporary declared otherwise runs there: the reference overwrites
+    the temporary's parameters with the input's, so its readers get the clamped values exactly. This
+    executor keeps each operand's declared parameters for its readers, so the clamped values are carried
+    into them (`requantize_to`: within half an output step of the reference's real values; the readers'
+    own arithmetic then uses the declared scale where the reference uses the input's)."""
     x = call.tensor(0)
     check_rank(call, x)
     t = call.type(0)
@@ -35,10 +45,13 @@ def relu_family(call: KernelCall, code: FuseCode) -> list[np.ndarray]:
         return [standalone_float_clamp(x, code, call.empty(x.shape, out.dtype))]
     if is_quant8(t):
         od = call.in_operands[0]
-        if out.type is not t or out.scale != od.scale or out.zero_point != od.zero_point:
-            raise call.fail("the quantized output must have the input's type, scale and zero point")
+        if out.type is not t:
+            raise call.fail(f"output 0 is {out.type.name}, input 0 is {t.name}")
         lo, hi = quantized_activation_range(code, od)
-        return [x.clip(lo, hi, out=call.empty(x.shape, out.dtype))]
+        clamped = x.clip(lo, hi, out=call.empty(x.shape, out.dtype))
+        if np.float32(out.scale) == np.float32(od.scale) and out.zero_point == od.zero_point:
+            return [clamped]
+        return [requantize_to(clamped, od, out)]
     raise call.fail(f"input 0 has unsupported type {t.name}")
 
 

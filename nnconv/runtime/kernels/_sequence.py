@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.runtime.kernels._elementwise import FLOAT_TYPES
 from nnconv.runtime.kernels.registry import KernelCall
 
 
@@ -17,6 +18,11 @@ def sequence_input(call: KernelCall, slot: int = 0, num_inputs: int | None = Non
     operation's fixed input count, checked first."""
     if num_inputs is not None and call.num_inputs != num_inputs:
         raise call.fail(f"takes {num_inputs} inputs, got {call.num_inputs}")
+    if call.type(slot) not in FLOAT_TYPES:
+        # NNAPI's sequence LSTMs and RNNs are float operations: widening 8-bit storage values to float
+        # would run the cell on them as if they were real values
+        raise call.fail(f"input {slot} is {call.type(slot).name}; the operation takes TENSOR_FLOAT32 or "
+                        "TENSOR_FLOAT16")
     x = call.tensor(slot).astype(np.float32)
     if x.ndim != 3:
         raise call.fail(f"input {slot} must be 3-D, got {list(x.shape)}")

@@ -37,6 +37,11 @@ def fully_connected(call: KernelCall) -> list[np.ndarray]:
     x2 = x.reshape(-1, input_size)
     in_od, w_od, out_od = call.in_operands[0], call.in_operands[1], call.out_operands[0]
     if is_quant8(in_od.type):
+        if w_od.type is not in_od.type:
+            # FullyConnected.cpp takes no per-channel weights (their operand scale is 0: the requantization
+            # would silently give the zero point everywhere); the validator refuses them first
+            raise call.fail(f"weights are {w_od.type.name}, input 0 is {in_od.type.name}: FULLY_CONNECTED takes "
+                            "weights of the input's type")
         qw: QuantWeights = call.memo(("fc", act), (1, 2), lambda: _quant_weights(call, w, b, act))
         if qw.chunks is not None:
             # float32 runs of the reduction, each exact, summed exactly in float64

@@ -1,8 +1,9 @@
 """RELU (NNAPI OperationType 19): rectified linear unit max(0, x).
 
 Slots: 0 input (rank <= 4). Types: TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_QUANT8_ASYMM,
-TENSOR_QUANT8_ASYMM_SIGNED; a quantized output keeps the input's scale and zero point, and the clamp
-bounds are quantized with them.
+TENSOR_QUANT8_ASYMM_SIGNED; the clamp bounds are quantized with the input's scale and zero point, which a
+quantized output must keep (a temporary declared otherwise is carried into its declared parameters:
+`_activation.relu_family`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Slots: 0 input (float32/float16/quant8 asymm/signed, rank <= 4), 1 begin, 2 end,
 the start / to the end" in the stride's direction; negative begin/end count from the end and are clamped
 into the extent; a shrink bit removes the axis (NNAPI has no
 ellipsis or new-axis masks). A zero stride fails, and so does a shrunk axis whose
-range is not exactly one element with a positive stride (as the reference checks).
+range is not exactly one element with a positive stride (as the reference's prepare checks; the validator
+refuses it where begin / end / strides are constants).
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ def axis_indices(call: KernelCall, dim: int, begin: int, end: int, stride: int, 
         stop = min(max(end + dim if end < 0 else end, lo), hi)
     idx = np.arange(start, stop, stride)
     if shrink and (stride < 0 or idx.size != 1):
-        # The reference requires a shrunk axis to select exactly one element with a positive stride.
-        raise call.fail(f"a shrunk axis must select one element with a positive stride, got {idx.size}")
+        # The spec and the reference's prepare require a shrunk axis to select exactly one element with a
+        # positive stride; end is not ignored there as in TFLite (nnapi/operations/tensors.py).
+        raise call.fail(f"a shrunk axis must be sliced to exactly one element with a positive stride (begin x, "
+                        f"end x + 1); begin {begin}, end {end}, stride {stride} select {idx.size} of its {dim}")
     return idx
 
 
