@@ -2,8 +2,9 @@
 
     python scripts/sweep_delegate_graphs.py [--levels 27,28,...] [--jobs 2] [--only SUBSTR] [--json OUT.json] [-v]
 
-For every `.tflite` model that a recording of `/work/shared/delegate/recordings/*/*.json` names (its `model`
-field: a path relative to the repository, or `../shared/...` for `/work/shared/delegate/models/ops/<name>`)
+For every `.tflite` model that a recording of `../shared/delegate/recordings/*/*.json` names (its `model`
+field: a path relative to the repository, or `../shared/...` for `../shared/delegate/models/ops/<name>`;
+`$NNCONV_SHARED_DIR` points at another copy of `shared/`)
 and every API level, `nnconv.prepare(path, level).plan()` gives the delegate's partitions. Each partition is
 put in one category:
 
@@ -37,8 +38,9 @@ import time
 import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RECORDINGS = "/work/shared/delegate/recordings"
-OPS_MODELS = "/work/shared/delegate/models/ops"
+SHARED = os.environ.get("NNCONV_SHARED_DIR", os.path.join(os.path.dirname(ROOT), "shared"))
+RECORDINGS = os.path.join(SHARED, "delegate", "recordings")
+OPS_MODELS = os.path.join(SHARED, "delegate", "models", "ops")
 LEVELS = (27, 28, 29, 30, 31, 33, 34, 35)
 ORDER = {"refused": 4, "kernel": 3, "FAIL": 2, "ran": 1, "none": 0, "error": 5}
 

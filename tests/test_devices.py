@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from harness import nnconv_options
 from nnconv.cli import main
 from nnconv.devices.device_check import NOT_LOWERED, REFUSED, TAKEN, check_with_devices
 from nnconv.devices.profile import (DeviceProfile, ProfileError, load_profile, resolve_profiles, shipped_names,
@@ -163,7 +164,7 @@ def test_python_api_is_check_device(tmp_path):
 
 def test_device_feature_level_bounds_what_it_takes(tmp_path):
     model = dilated_conv(tmp_path)
-    d = check_with_devices(model, 30, resolve_profiles(["armnn-hal1.0", "armnn-hal1.2"]))
+    d = check_with_devices(model, 30, resolve_profiles(["armnn-hal1.0", "armnn-hal1.2"]), nnconv_options())
     hal10, hal12 = d.devices
     assert hal12.ops[0].status == TAKEN
     assert hal10.ops[0].status == REFUSED
@@ -252,16 +253,29 @@ def test_int32_add_needs_a_feature_level_4_device(tmp_path):
     b.output(y)
     model = tmp_path / "int32_add.tflite"
     model.write_bytes(b.finish())
-    hal12, hal13 = check_with_devices(str(model), 30, resolve_profiles(["armnn-hal1.2", "armnn-hal1.3"])).devices
+    hal12, hal13 = check_with_devices(str(model), 30, resolve_profiles(["armnn-hal1.2", "armnn-hal1.3"]),
+                                      nnconv_options()).devices
     assert hal13.ops[0].status == TAKEN
     assert hal12.ops[0].status == REFUSED and "needs NNAPI feature level 4" in hal12.ops[0].reason
 
 
 def test_a_device_below_the_level_checked_is_pointed_to_its_level():
-    hal12, = check_with_devices(FIXTURE, 30, resolve_profiles(["armnn-hal1.2"])).devices
+    hal12, = check_with_devices(FIXTURE, 30, resolve_profiles(["armnn-hal1.2"]), nnconv_options()).devices
     assert len(hal12.refused) == 21  # int8 as TENSOR_QUANT8_ASYMM_SIGNED, which HAL 1.2 lacks
     assert hal12.warnings() == ["armnn-hal1.2 implements NNAPI feature level 3 (API 29), below the API 30 the model "
                                 "was converted for: --api-level 29 converts for it (int8 as TENSOR_QUANT8_ASYMM, "
                                 "no newer operations)"]
-    at29, = check_with_devices(FIXTURE, 29, resolve_profiles(["armnn-hal1.2"])).devices
+    at29, = check_with_devices(FIXTURE, 29, resolve_profiles(["armnn-hal1.2"]), nnconv_options()).devices
     assert at29.refused == [] and at29.warnings() == [] and len(at29.plan.partitions) == 1
+
+
+def test_the_delegate_targets_a_lower_device_feature_level():
+    """TFLite's NNAPI delegate lowers its target feature level to the device's (GetTargetFeatureLevel): at API 30
+    with a HAL 1.2 (feature level 3) driver it decides and builds as at API 29, int8 carried as uint8, which
+    that driver takes whole."""
+    hal12, = check_with_devices(FIXTURE, 30, resolve_profiles(["armnn-hal1.2"])).devices
+    assert hal12.refused == [] and len(hal12.plan.partitions) == 1
+    assert hal12.warnings() == ["TFLite's NNAPI delegate targets armnn-hal1.2's NNAPI feature level 3 "
+                                "(GetTargetFeatureLevel): its verdicts and graph for this device are those of API 29"]
+    types = {v.input_type.name for o in hal12.ops for v in o.nnapi if v.input_type is not None}
+    assert "TENSOR_QUANT8_ASYMM_SIGNED" not in types and "TENSOR_QUANT8_ASYMM" in types

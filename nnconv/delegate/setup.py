@@ -22,6 +22,8 @@ FL6, FL7, FL8 = 1000006, 1000007, 1000008
 DEFAULT_MAX_PARTITIONS = 3  # Options::max_number_delegated_partitions
 
 _TARGET_FEATURE_LEVEL = {27: 27, 28: 28, 29: 29, 30: 30, 31: 31, 32: 31, 33: FL6, 34: FL7, 35: FL8}
+# NNAPI feature levels 1..8 as the delegate numbers them (ANeuralNetworksDevice_getFeatureLevel's values)
+_DELEGATE_NUMBER_OF_FEATURE_LEVEL = {1: 27, 2: 28, 3: 29, 4: 30, 5: 31, 6: FL6, 7: FL7, 8: FL8}
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,9 @@ class DelegateSetup:
     api_level: int
     max_partitions: int = DEFAULT_MAX_PARTITIONS
     allow_fp16: bool = False  # Options::allow_fp16: relaxComputationFloat32toFloat16 (from API 28)
+    # The NNAPI feature level (1..8) of the device the delegate targets, when known (`check --device`):
+    # `GetTargetFeatureLevel` lowers the target to it when it is below the runtime's.
+    device_feature_level: int | None = None
 
     @property
     def android_sdk_version(self) -> int:
@@ -41,7 +46,11 @@ class DelegateSetup:
     def feature_level(self) -> int:
         """The target feature level `Validate` and `Map` receive (`GetTargetFeatureLevel`): the runtime's
         feature level, which Android 12L (API 32) reports as 31 and Android 13+ as 1000006...1000008."""
-        return _TARGET_FEATURE_LEVEL[int(self.api_level)]
+        runtime = _TARGET_FEATURE_LEVEL[int(self.api_level)]
+        if self.device_feature_level is not None and self.has_device_api:
+            device = _DELEGATE_NUMBER_OF_FEATURE_LEVEL.get(self.device_feature_level, runtime)
+            return min(device, runtime)
+        return runtime
 
     @property
     def accelerator_specified(self) -> bool:

@@ -113,6 +113,12 @@ class DeviceCheck:
     def warnings(self) -> list[str]:
         out = []
         fl, level = self.profile.feature_level, self.plan.api_level
+        if self.plan.target == "delegate":
+            if fl is not None and fl < feature_level(level) and level >= 29:
+                api = api_level_of_feature_level(fl)
+                out.append(f"TFLite's NNAPI delegate targets {self.profile.name}'s NNAPI feature level {fl} "
+                           f"(GetTargetFeatureLevel): its verdicts and graph for this device are those of API {api}")
+            return out
         if fl is not None and fl < feature_level(level) and self.refused:
             api = api_level_of_feature_level(fl)
             out.append(f"{self.profile.name} implements NNAPI feature level {fl} (API {api}), below the API {level} "
@@ -253,27 +259,20 @@ def check_device(prepared: "PreparedConversion | DelegateConversion", check: Mod
 
 def _check_device_delegate(prepared: DelegateConversion, check: ModelCheck, profile: DeviceProfile,
                            max_partitions: int) -> DeviceCheck:
-    """The delegate target: the device answers about the NNAPI operations the delegate itself builds, per
-    partition it previews (`getSupportedOperationsForDevices`); a node stays only when the device takes all
-    of its operations, and the delegate partitions the rest again. Below API 29 the delegate cannot ask
-    (no device API): its plan is the spec's, and the runtime runs what the device refuses on NNAPI's CPU."""
-    level_fl = feature_level(check.api_level)
-    spec_plan = prepared.plan(0)  # every node the delegate takes, built uncapped: what it asks about
-    ops = device_ops(profile, check, spec_plan)
-
-    def takes(model: Model, op) -> bool:
-        ins, outs = operation_types(model, 0, list(op.inputs), list(op.outputs))
-        if profile.refusal(op.type, ins, outs):
-            return False
-        fl = profile.feature_level
-        if fl is not None and fl < level_fl:
-            try:
-                validate_operation(OperationView.of(model, 0, op), fl)
-            except OperationRefused:
-                return False
-        return True
-
-    plan = prepared.plan(max_partitions, device=takes) if check.api_level >= 29 else prepared.plan(max_partitions)
+    """The delegate target: from API 29 the delegate targets the device's feature level when it is lower
+    (`GetTargetFeatureLevel`, which can change its verdicts and graph), builds each partition it previews and
+    asks the device about its NNAPI operations (`getSupportedOperationsForDevices`); a node stays only when
+    the device takes all of its operations, and the delegate partitions the rest again. Below API 29 it cannot
+    ask (no device API): its plan is the spec's, and the runtime runs what the device refuses on NNAPI's CPU."""
+    target = prepared.for_device(profile.feature_level)
+    spec_plan = target.plan(0)  # every node the delegate takes, built uncapped: what it asks about
+    device_view = ModelCheck(check.path, target.report, spec_plan) if target is not prepared else check
+    ops = device_ops(profile, device_view, spec_plan)
+    refused = {o.index for o in ops if o.status == REFUSED}
+    if check.api_level >= 29:
+        plan = target.plan(max_partitions, device=lambda model, op: op.source_op not in refused)
+    else:
+        plan = target.plan(max_partitions)
     return DeviceCheck(profile, ops, plan)
 
 

@@ -71,8 +71,8 @@ def _matrix_rows(mat: LevelMatrix) -> tuple[list[Any], list[str], list[str]]:
 
 def _matrix_title(mat: LevelMatrix) -> str:
     target = next(iter(mat.checks.values())).plan.target if mat.checks else "nnconv"
-    who = "TFLite's NNAPI delegate takes each op" if target == "delegate" else "each op becomes lowerable"
-    return f"{os.path.basename(mat.path)}: where {who} (API levels 27..35)"
+    title = f"{os.path.basename(mat.path)}: where each op becomes lowerable (API levels 27..35)"
+    return title + ("\ntarget: TFLite's NNAPI delegate (what phones run)" if target == "delegate" else "")
 
 
 def _matrix_multi_rows(mats: Sequence[LevelMatrix]) -> tuple[list[str], list[list[str]]]:

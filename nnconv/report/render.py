@@ -110,11 +110,16 @@ def _tensor_cell(t: Any) -> str:
 
 
 def _title(check: ModelCheck) -> str:
-    return (f"{os.path.basename(check.path)} at API {check.api_level} (NNAPI feature level "
-            f"{feature_level(check.api_level)}), {_TARGET_WORDS.get(check.plan.target, check.plan.target)}")
+    return f"{os.path.basename(check.path)} at API {check.api_level} (NNAPI feature level {feature_level(check.api_level)})"
 
 
-_TARGET_WORDS = {"delegate": "as TFLite's NNAPI delegate takes it", "nnconv": "as nnconv's own converter lowers it"}
+def _subtitle(check: ModelCheck) -> str:
+    """Which target the report answers for, under the title (nnconv's own reports keep their old look)."""
+    return "target: TFLite's NNAPI delegate (what phones run)" if check.plan.target == "delegate" else ""
+
+
+def _titles(check: ModelCheck) -> str:
+    return "\n".join(filter(None, [_title(check), _subtitle(check)]))
 
 
 def render_table(check: ModelCheck, out: Console, err: Console, verbose: bool = False) -> None:
@@ -146,7 +151,7 @@ def _render_wide(check: ModelCheck, out: Console, verbose: bool) -> bool:
         inputs = ", ".join(r.input_dtypes) + (f" ({r.quantization})" if r.quantization and verbose else "")
         rows.append([str(r.index), r.op, str(r.version), inputs, r.status.value, _nnapi_cell(r, verbose),
                      "-" if part is None else str(part), str(r.min_api_level or "-"), _reason_cell(r)])
-    table = fitted_table(_OP_COLUMNS, rows, out.width, title=_title(check))
+    table = fitted_table(_OP_COLUMNS, rows, out.width, title=_titles(check))
     prows = [[str(p.index), ops_range(p.ops), str(p.nnapi_ops), "\n".join(_tensor_cell(t) for t in p.inputs),
               "\n".join(_tensor_cell(t) for t in p.outputs), format_bytes(p.boundary_bytes)]
              for p in check.plan.partitions]
@@ -168,7 +173,7 @@ def _render_wide(check: ModelCheck, out: Console, verbose: bool) -> bool:
 def _render_compact(check: ModelCheck, out: Console, verbose: bool) -> None:
     """One op per line: `#3 MEAN v2 lowered -> 31 ops (...) [p0]`, then the reason, hint and (with -v) the
     inputs and every NNAPI op on indented lines wrapped at spaces."""
-    out.print(_title(check), markup=False)
+    out.print(_titles(check), markup=False)
     width = len(str(len(check.report.ops) - 1)) + 1
     indent = " " * (width + 2)
     # op names padded to a common width (up to a limit) so the verdicts line up
@@ -243,7 +248,7 @@ def md_escape(text: Any) -> str:
 
 
 def render_md(check: ModelCheck) -> str:
-    lines = [f"## {_title(check)}", ""]
+    lines = [f"## {_title(check)}", ""] + ([_subtitle(check), ""] if _subtitle(check) else [])
     lines += [f"> **warning:** {md_escape(w)}" for w in check.warnings()]
     if check.warnings():
         lines.append("")

@@ -223,6 +223,14 @@ def run_batch(executor: Any, inputs: Mapping[str, np.ndarray] | Sequence[np.ndar
         raise InputDataError(f"max_batch must be at least 1, got {max_batch}")
     arrays = executor._bind(inputs)
     specs = executor.input_specs
+    # a recurrent state nobody passed starts at zero in every sample (`bind_inputs` made one sample's zeros)
+    given = set(inputs) if isinstance(inputs, Mapping) else None
+    missing = [k for k, s in enumerate(specs)
+               if s.variable and given is not None and s.name not in given and f"arr_{k}" not in given]
+    samples = {a.shape[0] for k, a in enumerate(arrays) if k not in missing and a.ndim}
+    for k in missing:
+        arrays[k] = np.zeros((next(iter(samples), 0) if len(samples) == 1 else 0, *tuple(specs[k].shape)),
+                             specs[k].np_dtype)
     count = None
     for spec, a in zip(specs, arrays):
         shape = tuple(spec.shape)
