@@ -15,7 +15,7 @@ from nnconv.delegate.explain import explain
 from nnconv.delegate.graph import DelegateGraph
 from nnconv.delegate.operands import BuildError, Conversion
 from nnconv.delegate.plan import DelegatePlan, DeviceQuery, Outcome, plan_delegation
-from nnconv.delegate.setup import DEFAULT_MAX_PARTITIONS, DelegateSetup
+from nnconv.delegate.setup import DEFAULT_MAX_PARTITIONS, SDK_30, DelegateSetup
 from nnconv.delegate.validation import validate
 from nnconv.errors import ConversionError, NnconvError
 from nnconv.lowering.check_report import ConversionResult, Lowered, OpReport, Report
@@ -30,12 +30,15 @@ from nnconv.rewrite.state import ConversionOptions
 from nnconv.targets import Target
 from nnconv.tflite.input_shapes import resize_inputs
 from nnconv.tflite.ir import TfliteModel
+from nnconv.tflite.schema_enums import TensorType
 from nnconv.tflite.node_subsets import PlanNode, partition
 
 _OUTCOME_CODES = {
     Outcome.REFUSED_DYNAMIC_TENSORS: Code.DELEGATE_DYNAMIC_TENSORS, Outcome.DELEGATE_FAILED: Code.DELEGATE_BUILD_FAILED,
     Outcome.FAILED_AFTER_DELEGATE_PREPARE: Code.DELEGATE_PREPARE_FAILED,
     Outcome.DEVICE_CRASH_NULL_API: Code.DELEGATE_NULL_API, Outcome.CPU_PREPARE_FAILED: Code.TFLITE_PREPARE_FAILED,
+    # (no code of its own yet: NNC043 is the delegate's other crash)
+    Outcome.DELEGATE_CRASH: Code.DELEGATE_NULL_API,
 }
 _HINTS = {
     Outcome.REFUSED_DYNAMIC_TENSORS: "give the inputs static shapes (--input-shape), or `nnconv rewrite` the "
@@ -43,6 +46,8 @@ _HINTS = {
     Outcome.DELEGATE_FAILED: "TFLite restores the CPU plan: nothing runs on NNAPI",
     Outcome.FAILED_AFTER_DELEGATE_PREPARE: "TFLite restores the CPU plan: nothing runs on NNAPI",
     Outcome.DEVICE_CRASH_NULL_API: "target API 29 or later, or keep this op's weights per-tensor",
+    Outcome.DELEGATE_CRASH: "the app crashes while the delegate builds its model: keep the op the error names off "
+                            "the delegate (a TFLite build with the upstream fix, or a model it can read)",
 }
 # Subgraph::kTensorsCapacityHeadroom: the tensors a delegate may add while TFLite guarantees the tensor array
 # does not move (kernels' temporaries use up the rest of the reserved capacity unpredictably)
@@ -57,7 +62,7 @@ class DelegateConversion:
 
     def __init__(self, model: TfliteModel, api_level: SupportsInt, options: ConversionOptions,
                  source: str | os.PathLike | bytes | None = None, graph: DelegateGraph | None = None,
-                 shared: dict | None = None) -> None:
+                 shared: dict | None = None, device_feature_level: int | None = None) -> None:
         if options.fold_dynamic_range_weights:
             raise NnconvError("folding dynamic-range weights (--fold-weights) is nnconv's own lowering: give "
                               "--target nnconv with it (the delegate keeps int8 weights behind DEQUANTIZE)")
@@ -68,10 +73,20 @@ class DelegateConversion:
         self.graph = graph if graph is not None else DelegateGraph(self.model)
         self._plans: dict[tuple[int, int], DelegatePlan] = {}
         self._shared = shared if shared is not None else {}  # what every level of this model shares
+        self.device_feature_level = device_feature_level
 
     def at_level(self, api_level: SupportsInt) -> "DelegateConversion":
         """The same model at another level: TFLite's Prepare does not depend on it, so it is shared."""
         return DelegateConversion(self.model, api_level, self.options, self.source, self.graph, self._shared)
+
+    def for_device(self, feature_level: int | None) -> "DelegateConversion":
+        """The model as the delegate handles it for a device of this NNAPI feature level (1..8): from API 29
+        it targets the device's level when that is below the runtime's (`GetTargetFeatureLevel`)."""
+        if feature_level is None or DelegateSetup(int(self.api_level), device_feature_level=feature_level) \
+                .feature_level == self.setup().feature_level:
+            return self
+        return DelegateConversion(self.model, self.api_level, self.options, self.source, self.graph, self._shared,
+                                  feature_level)
 
     def _beyond(self) -> set[int]:
         """The nodes the delegate refuses that nnconv's own converter lowers at this level: the report points
@@ -86,7 +101,8 @@ class DelegateConversion:
         return {r.index for r in report.ops if r.supported}
 
     def setup(self, max_partitions: int = DEFAULT_MAX_PARTITIONS) -> DelegateSetup:
-        return DelegateSetup(int(self.api_level), max_partitions, self.options.relax_float32_to_float16)
+        return DelegateSetup(int(self.api_level), max_partitions, self.options.relax_float32_to_float16,
+                             self.device_feature_level)
 
     def delegate_plan(self, max_partitions: int = DEFAULT_MAX_PARTITIONS,
                       device: DeviceQuery | None = None) -> DelegatePlan:
@@ -230,9 +246,14 @@ class DelegateConversion:
         tensor = self.graph.tensor(t)
         src = self.model.subgraphs[0].tensors[t]
         name = src.name or f"tensor{t}"
+        shifted = conversion is Conversion.INT8_TO_UINT8 or (
+            # Invoke feeds an int8 tensor the delegate maps to an INT32 scalar (a computed PAD_V2 value) as
+            # value + 128 below feature level 4, where the tensor it pads is carried as uint8
+            conversion is Conversion.TO_INT32 and tensor.type == TensorType.INT8
+            and self.setup().feature_level < SDK_30)
         return IoTensor(name=f"{name} (new state)" if state else name, tflite_tensor=t,
                         dtype=src.dtype.name if src.dtype is not None else dtype_name(tensor.type),
-                        shape=tuple(tensor.dims), offset=INT8_SHIFT if conversion is Conversion.INT8_TO_UINT8 else 0,
+                        shape=tuple(tensor.dims), offset=INT8_SHIFT if shifted else 0,
                         scale=tensor.scale, zero_point=tensor.zero_point, variable=src.is_variable and not state)
 
     def partial(self, max_partitions: int = DEFAULT_MAX_PARTITIONS) -> PartitionPlan:
