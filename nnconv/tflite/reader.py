@@ -1,5 +1,9 @@
 """Reads a `.tflite` flatbuffer into the TFLite IR, through the `tflite` package over an mmap.
 
+A file TFLite's interpreter refuses before running anything is refused too, saying why: the flatbuffers
+Verifier's failures first, before anything is decoded, then InterpreterBuilder's refusals that the reader's own
+checks let through (`flatbuffer_verifier.py`).
+
 Every offset and index is range-checked, so a truncated or hostile file ends in `ModelFormatError` (never a
 hang, a huge allocation or a raw flatbuffers exception): vector lengths are checked against the file size
 and charged to a budget proportional to it (bounded work even when tables share one vector); buffer, tensor,
@@ -23,6 +27,7 @@ import tflite
 
 from nnconv.errors import ModelFormatError
 from nnconv.guarded_decoder import GuardedDecoder
+from nnconv.tflite.flatbuffer_verifier import find_builder_error, verify
 from nnconv.tflite.int4 import packed_size
 from nnconv.tflite.ir import (BLOCKWISE, NUMPY_DTYPE, DimensionMetadata, Operator, Quantization, SignatureDef,
                               Sparsity, Subgraph, Tensor, TfliteModel)
@@ -74,6 +79,9 @@ class _Decoder(GuardedDecoder):
             raise self.fail("is an .nnapi file written by nnconv, not a TFLite model (`nnconv run` takes it)")
         if ident != FILE_IDENTIFIER:
             raise self.fail(f"file identifier is {ident!r}, expected {FILE_IDENTIFIER!r}: not a TFLite model")
+        # Every model is read as TFLite reads it: what the flatbuffers Verifier makes TFLite's interpreter refuse
+        # is refused first (which also guarantees that every offset followed below lies inside the file).
+        verify(self.buf, self.name, builder=False)
         root = struct.unpack_from("<I", self.buf, 0)[0]
         if root + 4 > self.size:
             raise self.fail("root table offset points past the end of the file (truncated?)")
@@ -90,6 +98,11 @@ class _Decoder(GuardedDecoder):
         subgraphs = tuple(self.decode_subgraph(m, i, buffers, opcodes) for i in range(n_sub))
         self.check_subgraph_calls(subgraphs)
         sigs = self.decode_signatures(m, subgraphs)
+        # Then what TFLite's InterpreterBuilder refuses that the checks above let through (a variable tensor with
+        # data, a subgraph without tensors, a shape whose size TFLite cannot compute...); after them, so that where
+        # both refuse a file, the reader's more precise message stands.
+        if (problem := find_builder_error(self.buf)) is not None:
+            raise self.fail(f"TFLite refuses this file: {problem}")
         model = TfliteModel(version=version, description=desc, subgraphs=subgraphs, signature_defs=sigs,
                             path=self.name, metadata=self.decode_metadata(m, buffers))
         validate_model(model)  # the numbers and the graph, before any rule or command uses them
