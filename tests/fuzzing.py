@@ -261,7 +261,8 @@ class Harness:
         level = ["--api-level", str(seed.api_level)]
         fold = ["--fold-weights"] if seed.fold_weights else []
         partial = ["--allow-partial"] if seed.partial else []
-        check_code, _ = self.call(case, "check", [model, *level, *fold, "--format", "json",
+        # the seeds are made for nnconv's own converter (some need --fold-weights): the nnconv target
+        check_code, _ = self.call(case, "check", [model, "--target", "nnconv", *level, *fold, "--format", "json",
                                                   *([] if seed.partial else ["--fail-on", "refused"])], data)
         # For a partial seed, check (no --fail-on) promises `convert --allow-partial` a file only when it
         # reports a partition, or when there is no op at all (the model then lowers whole): with ops but no
@@ -270,7 +271,8 @@ class Harness:
         out = self.path("m.nnapi")
         if os.path.exists(out):
             os.unlink(out)
-        conv_code, conv_err = self.call(case, "convert", [model, "-o", out, *level, *fold, *partial], data)
+        conv_code, conv_err = self.call(case, "convert", [model, "--target", "nnconv", "-o", out, *level, *fold,
+                                                          *partial], data)
         if check_code == 0 and conv_code != 0 and not (nothing_delegated and conv_code == 3):
             self.finding(case, "check/convert disagree", f"check exit 0, convert exit {conv_code}: "
                                                          f"{last_line(conv_err)}", data)
@@ -366,7 +368,7 @@ def prepare(h: Harness, seeds: tuple[Seed, ...] = SEEDS) -> list[Prepared]:
         data = seed.build()
         model = h.write("seed.tflite", data)
         nnapi = h.path("seed.nnapi")
-        args = [model, "-o", nnapi, "--api-level", str(seed.api_level)]
+        args = [model, "--target", "nnconv", "-o", nnapi, "--api-level", str(seed.api_level)]
         args += ["--fold-weights"] if seed.fold_weights else []
         args += ["--allow-partial"] if seed.partial else []
         result = h.runner.invoke(main, ["convert", *args])

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import nnconv
-from harness import TfliteBuilder
+from harness import TfliteBuilder, nnconv_options
 from nnconv.conformance import _inputs, build_model, cts_dir, iter_cases
 from nnconv.errors import InputDataError
 from nnconv.runtime.batch import PER_SAMPLE_LOOP_BYTES
@@ -71,7 +71,7 @@ def _assert_identical(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_fixture_batched_equals_single_runs(name):
-    ex = Executor(nnconv.convert(MODELS / f"{name}.tflite").converted)
+    ex = Executor(nnconv.convert(MODELS / f"{name}.tflite", options=nnconv_options()).converted)
     inputs = _samples(ex, N)
     _assert_identical(ex.run_batch(inputs), _looped(ex, inputs))
     plan = ex.batch_plan(N)
@@ -102,7 +102,7 @@ def test_exact_float_off_stays_within_the_float_tolerance(name):
     """With `exact_float=False` the BLAS-backed float steps run on all samples at once: BLAS may then round
     a product differently from a single run's (another row count, another kernel), so float outputs are
     compared within the float parity tolerance (1e-5 + 1e-4 x range, README); integer models stay exact."""
-    ex = Executor(nnconv.convert(MODELS / f"{name}.tflite").converted)
+    ex = Executor(nnconv.convert(MODELS / f"{name}.tflite", options=nnconv_options()).converted)
     inputs = _samples(ex, N, seed=1)
     got, want = ex.run_batch(inputs, exact_float=False), _looped(ex, inputs)
     assert ex.batch_plan(N, exact_float=False).batched
@@ -297,7 +297,8 @@ def test_conformance_models(model, arrays):
     ("efficientnet_se_float", 27, {}),
 ])
 def test_levels_and_executor_settings_carry_over(name, api_level, settings):
-    ex = Executor(nnconv.convert(MODELS / f"{name}.tflite", api_level=api_level).converted, **settings)
+    converted = nnconv.convert(MODELS / f"{name}.tflite", api_level=api_level, options=nnconv_options()).converted
+    ex = Executor(converted, **settings)
     inputs = _samples(ex, 4, seed=6)
     _assert_identical(ex.run_batch(inputs), _looped(ex, inputs))
     assert ex.batch_plan(4).batched

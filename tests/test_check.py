@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from harness import single_op_model
+from harness import nnconv_options, single_op_model
 from nnconv.cli import main
 from nnconv.lowering.check_report import check_ops
 from nnconv.lowering.convert import make_state, rule_for
@@ -81,7 +81,7 @@ def check_json(*args: str) -> dict:
 
 # -- verdicts -------------------------------------------------------------------------------------
 def test_every_refusal_verdict_with_reason_hint_and_level(models):
-    data = check_json(models["verdicts"], "--api-level", "28")
+    data = check_json(models["verdicts"], "--target", "nnconv", "--api-level", "28")
     ops = {o["index"]: o for o in data["ops"]}
     assert [ops[k]["status"] for k in range(5)] == ["lowered", "refused_level", "custom", "unsupported",
                                                    "refused_operand"]
@@ -100,15 +100,16 @@ def test_every_refusal_verdict_with_reason_hint_and_level(models):
 def test_driver_warning_comes_from_the_check(models, monkeypatch):
     note = DriverNote(lambda c: c.api_level >= 30, "test row", "test source")
     monkeypatch.setattr(RULES[int(BuiltinOperator.CONV_2D)], "driver_notes", (note,))
-    data = check_json(models["clean"], "--api-level", "30")
+    data = check_json(models["clean"], "--target", "nnconv", "--api-level", "30")
     assert [o["status"] for o in data["ops"]] == ["driver_warning"] * 2
     d = data["ops"][0]["diagnostics"][0]
     assert d["code"] == Code.DRIVER_SUPPORT.value and d["severity"] == "warning" and "test row" in d["message"]
     assert data["ops"][0]["nnapi_ops"] == ["CONV_2D"] and data["summary"]["partitions"] == 1  # still delegated
-    assert [o["status"] for o in check_json(models["clean"], "--api-level", "29")["ops"]] == ["lowered"] * 2
-    res = run(models["clean"], "--api-level", "30", "--fail-on", "warning")
+    at_29 = check_json(models["clean"], "--target", "nnconv", "--api-level", "29")
+    assert [o["status"] for o in at_29["ops"]] == ["lowered"] * 2
+    res = run(models["clean"], "--target", "nnconv", "--api-level", "30", "--fail-on", "warning")
     assert res.exit_code == 1 and "--fail-on warning" in res.stderr
-    assert run(models["clean"], "--api-level", "30", "--fail-on", "refused").exit_code == 0
+    assert run(models["clean"], "--target", "nnconv", "--api-level", "30", "--fail-on", "refused").exit_code == 0
 
 
 def _table_warnings(model: bytes, level: int) -> list:
@@ -186,7 +187,7 @@ def test_bad_level_is_a_usage_error(models):
 
 # -- --api-level all ------------------------------------------------------------------------------
 def test_all_levels_json(models):
-    data = check_json(models["mid"], "--api-level", "all")
+    data = check_json(models["mid"], "--target", "nnconv", "--api-level", "all")
     assert data["api_level"] == "all" and data["levels"] == [27, 28, 29, 30, 31, 32, 33, 34, 35]
     dilated = data["ops"][1]
     assert dilated["min_api_level"] == 29
@@ -198,13 +199,14 @@ def test_all_levels_json(models):
 
 
 def test_all_levels_table_csv_md(models):
-    table = run(models["mid"], "--api-level", "all").stdout
+    table = run(models["mid"], "--target", "nnconv", "--api-level", "all").stdout
     assert "from API" in table and "coverage" in table and "partitions" in table and "L refused" in table
-    rows = list(csv.reader(io.StringIO(run(models["mid"], "--api-level", "all", "--format", "csv").stdout)))
+    csv_text = run(models["mid"], "--target", "nnconv", "--api-level", "all", "--format", "csv").stdout
+    rows = list(csv.reader(io.StringIO(csv_text)))
     assert rows[0] == ["index", "op", "27", "28", "29", "30", "31", "32", "33", "34", "35", "min_api_level"]
     assert rows[2][2:5] == ["refused_level", "refused_level", "lowered"] and rows[2][-1] == "29"
     assert rows[-1][:4] == ["partitions", "", "2", "2"]
-    md = run(models["mid"], "--api-level", "all", "--format", "md").stdout
+    md = run(models["mid"], "--target", "nnconv", "--api-level", "all", "--format", "md").stdout
     assert "| 1 | CONV_2D | L | L | ✓ |" in md
 
 
@@ -231,14 +233,15 @@ def test_json_schema_keys(models):
 
 
 def test_table_and_md_and_csv(models):
-    res = run(models["mid"], "--api-level", "28")
+    res = run(models["mid"], "--target", "nnconv", "--api-level", "28")
     table = res.stdout
     assert "refused_level" in table and "partitions (as TFLite's NNAPI delegate forms them)" in table
     assert "API 28: 2 partitions, 3/4 ops (75%)" in table and "warning" not in table
     assert res.stderr.startswith("warning: 2 partitions: every invocation copies 1.41 KiB across")
-    md = run(models["mid"], "--api-level", "28", "--format", "md").stdout
+    md = run(models["mid"], "--target", "nnconv", "--api-level", "28", "--format", "md").stdout
     assert md.startswith("## mid.tflite at API 28") and "| # | op | v |" in md and "**API 28: 2 partitions" in md
-    rows = list(csv.DictReader(io.StringIO(run(models["mid"], "--api-level", "28", "--format", "csv").stdout)))
+    csv_text = run(models["mid"], "--target", "nnconv", "--api-level", "28", "--format", "csv").stdout
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
     assert [r["status"] for r in rows] == ["lowered", "refused_level", "lowered", "lowered"]
     assert rows[1]["min_api_level"] == "29" and rows[2]["partition"] == "1" and rows[0]["nnapi_ops"] == "CONV_2D"
 
@@ -345,10 +348,10 @@ def test_int32_mul_driver_warning_from_the_real_table(tmp_path):
     p = tmp_path / "mul.tflite"
     p.write_bytes(single_op_model(BuiltinOperator.MUL, [("a", (2, 3), np.int32), ("b", (2, 3), np.int32)],
                                   [("y", (2, 3), np.int32)], MulOptions()))
-    op = check_json(str(p), "--api-level", "30")["ops"][0]
+    op = check_json(str(p), "--target", "nnconv", "--api-level", "30")["ops"][0]
     assert op["status"] == "driver_warning" and op["nnapi_ops"] == ["MUL"] and op["partition"] == 0
     assert op["diagnostics"][0]["code"] == "NNW100" and "Arm NN" in op["reason"]
-    levels = check_json(str(p), "--api-level", "all")["ops"][0]
+    levels = check_json(str(p), "--target", "nnconv", "--api-level", "all")["ops"][0]
     assert levels["status_by_level"]["29"] == "refused_level" and levels["status_by_level"]["30"] == "driver_warning"
     assert levels["min_api_level"] == 30
 
@@ -363,15 +366,15 @@ def test_a_rule_whose_lowering_raises_is_an_internal_error_not_a_diagnostic(mode
     def broken(c):
         raise RuntimeError("boom")
     monkeypatch.setattr(rule, "lower", broken)
-    res = run(models["clean"], "--api-level", "30", "--format", "json")
+    res = run(models["clean"], "--target", "nnconv", "--api-level", "30", "--format", "json")
     assert res.exit_code == EXIT_INTERNAL and res.stdout == ""
     assert "Conv2D lowering failed on op #0 CONV_2D (RuntimeError: boom)" in res.stderr
     assert "please report" in res.stderr and "Traceback" not in res.stderr
-    assert run(models["clean"], "--api-level", "all").exit_code == EXIT_INTERNAL
+    assert run(models["clean"], "--target", "nnconv", "--api-level", "all").exit_code == EXIT_INTERNAL
     with pytest.raises(InternalError, match="boom"):
-        check_model(models["clean"], 30)
+        check_model(models["clean"], 30, nnconv_options())
     with pytest.raises(InternalError, match="boom"):
-        convert_partial(models["clean"], 30)
+        convert_partial(models["clean"], 30, nnconv_options())
 
 
 def test_a_partition_that_fails_to_lower_is_reported_then_fails_like_convert(models, monkeypatch):
@@ -386,7 +389,7 @@ def test_a_partition_that_fails_to_lower_is_reported_then_fails_like_convert(mod
     # a failure that shows only when a whole partition is lowered.
     import nnconv.lowering.convert as convert_module
     monkeypatch.setattr(convert_module, "runtime_refusals", lambda state, sg, op: [])
-    res = run(models["clean"], "--api-level", "30", "--format", "json")
+    res = run(models["clean"], "--target", "nnconv", "--api-level", "30", "--format", "json")
     assert res.exit_code == 4
     data = json.loads(res.stdout)
     assert "RuntimeError: boom" in data["partitions"][0]["error"]
@@ -395,7 +398,7 @@ def test_a_partition_that_fails_to_lower_is_reported_then_fails_like_convert(mod
     assert len(errors) == 1 and "partition 0 failed to lower: RuntimeError: boom (a bug in nnconv" in errors[0]
     from nnconv.pipeline import convert_partial
     with pytest.raises(RuntimeError, match="boom"):
-        convert_partial(models["clean"], 30)
+        convert_partial(models["clean"], 30, nnconv_options())
 
 
 def test_a_refusal_found_only_by_the_lowering_is_reported_not_an_internal_error(models, monkeypatch):
@@ -408,7 +411,7 @@ def test_a_refusal_found_only_by_the_lowering_is_reported_not_an_internal_error(
     def refusing(c):
         raise ConversionError("these weights cannot be expressed")
     monkeypatch.setattr(rule, "lower", refusing)
-    res = run(models["clean"], "--api-level", "30", "--format", "json")
+    res = run(models["clean"], "--target", "nnconv", "--api-level", "30", "--format", "json")
     assert res.exit_code == EXIT_NOT_CONVERTIBLE, res.stderr
     data = json.loads(res.stdout)
     assert "these weights cannot be expressed" in data["partitions"][0]["error"]
@@ -435,10 +438,10 @@ def test_beyond_delegate_marked_in_the_table(tmp_path):
     p = tmp_path / "square.tflite"
     p.write_bytes(single_op_model(BuiltinOperator.SQUARE, [("x", (2, 3, 5), np.float32)],
                                   [("y", (2, 3, 5), np.float32)]))
-    assert check_json(str(p))["ops"][0]["beyond_delegate"] is True
-    table = run(str(p)).stdout
+    assert check_json(str(p), "--target", "nnconv")["ops"][0]["beyond_delegate"] is True
+    table = run(str(p), "--target", "nnconv").stdout
     assert "MUL *" in table and "TFLite's own NNAPI delegate leaves this op on the CPU" in table
-    assert "TFLite's own NNAPI delegate" not in run(chain_path(tmp_path)).stdout
+    assert "TFLite's own NNAPI delegate" not in run(chain_path(tmp_path), "--target", "nnconv").stdout
 
 
 def chain_path(tmp_path) -> str:

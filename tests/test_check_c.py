@@ -23,6 +23,7 @@ from nnconv.nnapi.emit_c import c_prefix_for, write_c
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.ndk.check import CheckError, GeneratedC, NoCompilerError, check_generated_c, find_compiler
 from nnconv.pipeline import convert_partial
+from nnconv.targets import Target
 
 MODELS = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models"
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None,
@@ -42,10 +43,10 @@ def generate(name: str, level: int, directory: pathlib.Path, prefix: str | None 
     model = MODELS / f"{name}.tflite"
     nnapi_path = directory / f"{name}_{level}.nnapi"
     if name in PARTIAL:
-        plan = convert_partial(str(model), level, ConversionOptions())
+        plan = convert_partial(str(model), level, ConversionOptions(target=Target.NNCONV))
         serialize.save(nnapi_path, plan.converted, plan=plan.to_json())
     else:
-        converted, _ = nnconv.convert(str(model), api_level=level)
+        converted, _ = nnconv.convert(str(model), api_level=level, options=ConversionOptions(target=Target.NNCONV))
         serialize.save(nnapi_path, [converted])
     loaded = serialize.load(nnapi_path)
     prefix = prefix or f"{c_prefix_for(model)}_{level}"
@@ -159,10 +160,11 @@ def test_no_compiler_is_a_clear_usage_error(monkeypatch):
 
 # -- the command line: convert --emit-c [--c-prefix P] --check-c -------------------------------------
 def run_cli(args: list[str]):
+    """`nnconv ARGS --target nnconv`: the generated C is nnconv's own converter's path to a phone."""
     from click.testing import CliRunner
 
     from nnconv.cli import main
-    return CliRunner().invoke(main, args)
+    return CliRunner().invoke(main, [*args, "--target", "nnconv"])
 
 
 def test_cli_check_c_passes_and_names_symbols_after_the_model(tmp_path):

@@ -105,7 +105,7 @@ def test_refused_model_exits_3_listing_every_refused_op(tmp_path, runner):
     model = tmp_path / "refused.tflite"
     model.write_bytes(refused_tflite())
     out = tmp_path / "refused.nnapi"
-    result = runner.invoke(main, ["convert", str(model), "-o", str(out)])
+    result = runner.invoke(main, ["convert", str(model), "--target", "nnconv", "-o", str(out)])
     assert result.exit_code == EXIT_NOT_CONVERTIBLE, result.stderr
     lines = result.stderr.splitlines()
     assert lines[-1].startswith("nnconv: error: 3 of 3 ops cannot be lowered at API 30; --allow-partial")

@@ -22,6 +22,7 @@ from nnconv.lowering.convert import ConversionOptions
 from nnconv.report.analysis import check_one, report_json
 from nnconv.fmt import describe_array, format_bytes, format_number, format_seconds, plural, wrap
 from nnconv.report.render import nnapi_summary
+from nnconv.targets import Target
 from nnconv.tflite.schema_enums import BuiltinOperator
 from test_cli import assert_one_line_error, conv_tflite
 
@@ -84,8 +85,8 @@ def test_check_quiet_prints_only_the_verdict_line():
 
 def test_check_verbose_lists_long_expansions_and_prints_timings():
     model = str(MODELS / "mobilenet_v3_int8.tflite")
-    normal = invoke("check", model, columns=160)
-    verbose = invoke("check", model, "-v", columns=160)
+    normal = invoke("check", model, "--target", "nnconv", columns=160)
+    verbose = invoke("check", model, "--target", "nnconv", "-v", columns=160)
     assert "19 ops (int8 mean, exact)" in normal.stdout
     assert "19 ops (int8" not in verbose.stdout and "FLOOR," in verbose.stdout.split()
     assert "int8 per-channel" in verbose.stdout  # the inputs' quantization is a detail
@@ -146,7 +147,7 @@ def test_check_never_splits_an_op_name(model, columns):
 
 
 def test_compact_below_100_columns_puts_one_op_per_line_with_details_indented():
-    result = invoke("check", str(MODELS / "custom_op_middle.tflite"), columns=80)
+    result = invoke("check", str(MODELS / "custom_op_middle.tflite"), "--target", "nnconv", columns=80)
     lines = result.stdout.splitlines()
     assert lines[1].split() == ["#0", "MUL", "v1", "lowered", "->", "MUL", "[partition", "0]"]
     custom = next(k for k, line in enumerate(lines) if "CUSTOM(AudioSpectrogram)" in line)
@@ -156,7 +157,7 @@ def test_compact_below_100_columns_puts_one_op_per_line_with_details_indented():
 
 
 def test_expansion_summary_comes_from_the_rule_and_json_keeps_every_op():
-    check = check_one(str(MODELS / "mobilenet_v3_int8.tflite"), 30, ConversionOptions(), 3)
+    check = check_one(str(MODELS / "mobilenet_v3_int8.tflite"), 30, ConversionOptions(target=Target.NNCONV), 3)
     mean = next(r for r in check.report.ops if r.op == "MEAN")
     assert mean.lowering_note == "int8 mean, exact"
     entry = report_json(check)["ops"][mean.index]
@@ -342,7 +343,7 @@ def test_a_folders_models_are_named_relative_to_it_and_never_truncated(model_fol
 
 
 def test_verify_quiet_prints_one_line_per_model(model_folder):
-    result = invoke("verify", str(model_folder), "-q")
+    result = invoke("verify", str(model_folder), "--target", "nnconv", "-q")
     assert result.exit_code == 3  # no parity failure; the custom op's model cannot be lowered whole (errors.md)
     lines = result.stdout.splitlines()
     assert len(lines) == 2, result.stdout

@@ -129,9 +129,9 @@ def test_keyboard_interrupt_in_a_command_is_one_line_exit_130(tmp_path, model, m
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(pipeline, "lower_ops", interrupted)
+    monkeypatch.setattr(pipeline, "lower_ops", interrupted)  # nnconv's own lowering: the nnconv target
     out = tmp_path / "o.nnapi"
-    result = CliRunner().invoke(main, ["convert", str(model), "-o", str(out)])
+    result = CliRunner().invoke(main, ["convert", str(model), "--target", "nnconv", "-o", str(out)])
     assert result.exit_code == EXIT_INTERRUPTED
     assert result.stderr == "nnconv: interrupted\n" and not out.exists()
 

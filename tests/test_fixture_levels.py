@@ -10,6 +10,8 @@ import pytest
 
 from nnconv.errors import ConversionError
 from nnconv.pipeline import convert_partial
+from nnconv.rewrite.state import ConversionOptions
+from nnconv.targets import Target
 from nnconv.nnapi import serialize
 from nnconv.nnapi.levels import API_LEVELS
 from nnconv.parity import random_inputs
@@ -29,7 +31,7 @@ def test_converted_partitions_run_at_every_level(path: pathlib.Path, tmp_path: p
     converted_levels = 0
     for level in API_LEVELS:
         try:
-            plan = convert_partial(str(path), level)
+            plan = convert_partial(str(path), level, ConversionOptions(target=Target.NNCONV))
         except ConversionError:
             continue  # `convert --allow-partial` exits 3: nothing is written
         out = tmp_path / f"{level}.nnapi"

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import nnconv
-from harness import assert_bit_exact
+from harness import assert_bit_exact, nnconv_options
 from nnconv.errors import ConversionError
 from nnconv.lowering.diagnostics import Code, Verdict
 from nnconv.nnapi.enums import OperandType, OperationType
@@ -120,7 +120,7 @@ def test_fp16_weights_become_float32_constants(api_level: int) -> None:
 @pytest.mark.parametrize("name", INT8_MODELS)
 def test_int8_api29_uint8_path(name: str) -> None:
     """Below API 30 the int8 activations travel as TENSOR_QUANT8_ASYMM with zero point +128."""
-    result = assert_model_parity(name, 29)
+    result = assert_model_parity(name, 29, nnconv_options())
     types = operand_types(result)
     assert OperandType.TENSOR_QUANT8_ASYMM in types
     assert OperandType.TENSOR_QUANT8_ASYMM_SIGNED not in types
@@ -142,7 +142,7 @@ def test_int8_api30_signed_path(name: str) -> None:
 def test_int8_refused_at_api27(name: str) -> None:
     """Per-channel int8 filters need API 29: every convolution is refused saying so, with API 29 as its lowest
     accepting level; no refused op needs more than API 29 (the model converts there)."""
-    err = refusal(name, 27)
+    err = refusal(name, 27, nnconv_options())
     ops = err.report.ops  # type: ignore[attr-defined]
     refused = [r for r in ops if not r.supported]
     convs = [r for r in refused if r.op in ("CONV_2D", "DEPTHWISE_CONV_2D")]
@@ -157,14 +157,14 @@ def test_int8_refused_at_api27(name: str) -> None:
 @pytest.mark.parametrize("name", INT8_MODELS)
 def test_int8_against_reference_kernels(name: str, api_level: int) -> None:
     """Also within 1 LSB of TFLite's reference kernels, the ones the NNAPI reference CPU follows."""
-    assert_model_parity(name, api_level, kernels=REFERENCE_KERNELS)
+    assert_model_parity(name, api_level, nnconv_options(), kernels=REFERENCE_KERNELS)
 
 
 def test_uint8_io_keeps_uint8_interface() -> None:
     """The uint8 model's QUANTIZE edges: users feed and read uint8 at both levels."""
     for name in ("mobilenet_v2_uint8io", "mobilenet_v3_uint8io"):
         for level in (29, 30):
-            converted = nnconv.convert(path(name), api_level=level).converted
+            converted = nnconv.convert(path(name), api_level=level, options=nnconv_options()).converted
             assert [s.dtype for s in converted.inputs] == ["uint8"]
             assert [s.dtype for s in converted.outputs] == ["uint8"]
 
@@ -202,7 +202,7 @@ def test_dynamic_range_api29() -> None:
 
 
 def test_dynamic_range_api27_with_folded_weights() -> None:
-    options = nnconv.ConversionOptions(fold_dynamic_range_weights=True)
+    options = nnconv.ConversionOptions(fold_dynamic_range_weights=True, target=nnconv.Target.NNCONV)
     result = assert_model_parity("mobilenet_v2_dynamic_range", 27, options,
                                  reference="mobilenet_v2_dynamic_range_dequantized")
     assert not [t for t in operand_types(result) if "QUANT" in t.name]  # weights folded to float32
@@ -222,17 +222,17 @@ def test_dynamic_range_api27_refused_without_folding() -> None:
 @pytest.mark.parametrize("name", ["efficientnet_se_float", "lstm_keras", "lstm_keras_int8", "gru_keras"])
 def test_single_partition_api30(name: str) -> None:
     from nnconv.pipeline import analyse
-    report, plan = analyse(path(name), 30)
+    report, plan = analyse(path(name), 30, nnconv_options())
     assert report.ok, "; ".join(f"#{r.index} {r.op}: {r.reason}" for r in report.ops if not r.supported)
     assert len(plan.partitions) == 1, plan.summary_line()
     assert not plan.partitions[0].error, plan.partitions[0].error
-    assert_model_parity(name, 30)
+    assert_model_parity(name, 30, nnconv_options())
 
 
 def test_efficientnet_dynamic_batch_reshape_is_folded() -> None:
     """SHAPE -> STRIDED_SLICE -> PACK computes the reshape target from the static batch-1 input shape:
     the chain folds to a constant and the RESHAPE keeps a constant shape operand."""
-    report = nnconv.check_model(path("efficientnet_se_float"), api_level=30)
+    report = nnconv.check_model(path("efficientnet_se_float"), api_level=30, options=nnconv_options())
     by_op: dict[str, set] = {}
     for r in report.ops:
         by_op.setdefault(r.op, set()).add(r.status)
@@ -248,15 +248,15 @@ def test_lstm_is_one_sequence_op() -> None:
 def test_int8_lstm_is_quantized_lstm_steps_bit_exact() -> None:
     """The full-integer LSTM (TFLite's 8x8_16 kernel without layer norm, no projection, a hidden zero point,
     the output quantized apart from the state) as QUANTIZED_LSTM steps: TFLite's bytes on several inputs."""
-    ops = operation_types(nnconv.convert(path("lstm_keras_int8"), api_level=30))
+    ops = operation_types(nnconv.convert(path("lstm_keras_int8"), api_level=30, options=nnconv_options()))
     assert ops.count(OperationType.QUANTIZED_LSTM) == 6 and OperationType.CONCATENATION in ops
-    converted = nnconv.convert(path("lstm_keras_int8"), api_level=30).converted
+    converted = nnconv.convert(path("lstm_keras_int8"), api_level=30, options=nnconv_options()).converted
     for seed in range(3):
         assert_bit_exact(path("lstm_keras_int8"), 30, random_inputs(converted.inputs, seed))
 
 
 def test_gru_keeps_its_while_loop() -> None:
-    result = nnconv.convert(path("gru_keras"), api_level=30)
+    result = nnconv.convert(path("gru_keras"), api_level=30, options=nnconv_options())
     assert OperationType.WHILE in [op.type for op in result.converted.model.main.operations]
     assert len(result.converted.model.referenced) == 2  # condition and body
 
@@ -289,10 +289,11 @@ REFERENCES = {"mobilenet_v2_dynamic_range": "mobilenet_v2_dynamic_range_dequanti
 def test_parity_at_every_accepted_level(name: str) -> None:
     """Wherever the checker accepts a fixture, the lowering at that level must match TFLite (the API gates
     switch lowerings: uint8+128 vs signed int8, composites below an op's level, operand forms...)."""
-    accepted = [lvl for lvl in SWEEP_LEVELS if nnconv.check_model(path(name), api_level=lvl).ok]
+    accepted = [lvl for lvl in SWEEP_LEVELS if nnconv.check_model(path(name), api_level=lvl,
+                                                                  options=nnconv_options()).ok]
     assert 30 in accepted, f"{name} is not accepted at API 30"
     for level in accepted:
-        assert_model_parity(name, level, reference=REFERENCES.get(name))
+        assert_model_parity(name, level, nnconv_options(), reference=REFERENCES.get(name))
 
 
 # -- the README's quick start -------------------------------------------------------------------------

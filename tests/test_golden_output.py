@@ -22,17 +22,19 @@ GOLDEN = ROOT / "tests" / "golden"
 MODELS = "examples/models"
 
 CASES = {
-    "check-mobilenet_v3_int8": ["check", f"{MODELS}/mobilenet_v3_int8.tflite"],
-    "check-mobilenet_v3_int8-api27": ["check", f"{MODELS}/mobilenet_v3_int8.tflite", "--api-level", "27"],
-    "check-custom_op_middle": ["check", f"{MODELS}/custom_op_middle.tflite"],
+    "check-mobilenet_v3_int8": ["check", f"{MODELS}/mobilenet_v3_int8.tflite", "--target", "nnconv"],
+    "check-mobilenet_v3_int8-api27": ["check", f"{MODELS}/mobilenet_v3_int8.tflite", "--api-level", "27",
+                                      "--target", "nnconv"],
+    "check-custom_op_middle": ["check", f"{MODELS}/custom_op_middle.tflite", "--target", "nnconv"],
     "convert-custom_op_middle-partial-relax27": ["convert", f"{MODELS}/custom_op_middle.tflite", "-o",
                                                  "cop.nnapi", "--allow-partial", "--relax-fp16",
                                                  "--api-level", "27"],
-    "convert-custom_op_middle-refused": ["convert", f"{MODELS}/custom_op_middle.tflite", "-o", "cop.nnapi"],
+    "convert-custom_op_middle-refused": ["convert", f"{MODELS}/custom_op_middle.tflite", "-o", "cop.nnapi",
+                                         "--target", "nnconv"],
     "convert-mobilenet_v2_float-verbose": ["convert", f"{MODELS}/mobilenet_v2_float.tflite", "-o",
                                            "m.nnapi", "--api-level", "29", "-v"],
     "verify-mobilenet_v2_float": ["verify", f"{MODELS}/mobilenet_v2_float.tflite", "--api-level", "29"],
-    "verify-mobilenet_v3_int8": ["verify", f"{MODELS}/mobilenet_v3_int8.tflite"],
+    "verify-mobilenet_v3_int8": ["verify", f"{MODELS}/mobilenet_v3_int8.tflite", "--target", "nnconv"],
 }
 
 

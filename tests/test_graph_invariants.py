@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import nnconv
-from harness import TfliteBuilder, assert_refused
+from harness import TfliteBuilder, assert_refused, nnconv_options
 from nnconv.cli import main
 from nnconv.errors import EXIT_INTERNAL, InternalError, ModelValidationError
 from nnconv.lowering.convert import lower_ops
@@ -211,7 +211,7 @@ def test_a_lowering_breaking_an_invariant_is_refused_at_its_op(monkeypatch):
 def test_a_lowered_partition_breaking_an_invariant_is_a_bug_naming_the_op(monkeypatch):
     """Lowered without the check (the ops' own graphs unchecked), the partition's broken graph is nnconv's
     bug, exit 4, in the words of the TFLite model."""
-    state = nnconv.prepare(relu_chain_model(), 30).state
+    state = nnconv.prepare(relu_chain_model(), 30, options=nnconv_options()).state
     monkeypatch.setattr(RULES[B.RELU], "lower", _emit_out_of_order)
     with pytest.raises(InternalError) as e:
         lower_ops(state)

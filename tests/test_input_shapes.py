@@ -16,6 +16,7 @@ from nnconv.cli import main
 from nnconv.errors import InputDataError
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.serialize import load
+from nnconv.targets import Target
 from nnconv.tflite.input_shapes import parse_input_shape
 from nnconv.tflite.options import (Conv2DOptions, FullyConnectedOptions, PackOptions, ReducerOptions, ShapeOptions,
                                    StridedSliceOptions, TransposeConvOptions)
@@ -138,9 +139,9 @@ def test_a_transpose_conv_takes_the_shape_it_computes(tmp_path):
     SHAPE folds): static-shapes computes it (it was left at the placeholder and the op refused), so the
     model converts, runs and matches TFLite at batch 3."""
     model = keras_transpose_conv_model()
-    options = ConversionOptions(input_shapes=(("img", (3, 8, 8, 4)),))
+    options = ConversionOptions(input_shapes=(("img", (3, 8, 8, 4)),), target=Target.NNCONV)
     assert nnconv.convert(model, options=options).converted.outputs[0].shape == (3, 16, 16, 6)
     path = tmp_path / "tconv.tflite"
     path.write_bytes(model)
-    result = CliRunner().invoke(main, ["verify", str(path), "--input-shape", "img=3,8,8,4"])
+    result = CliRunner().invoke(main, ["verify", str(path), "--target", "nnconv", "--input-shape", "img=3,8,8,4"])
     assert result.exit_code == 0, result.output

@@ -14,6 +14,7 @@ from nnconv.inspection import file_kind, load, op_rows, ops_table_text, summariz
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi import serialize
 from nnconv.pipeline import convert_partial
+from nnconv.targets import Target
 
 MODELS = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models"
 
@@ -21,11 +22,12 @@ MODELS = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models"
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, pathlib.Path]:
     d = tmp_path_factory.mktemp("inspect")
-    gru, _ = nnconv.convert(str(MODELS / "gru_keras.tflite"), api_level=30)
+    nnconv_target = ConversionOptions(target=Target.NNCONV)  # nnconv's converter lowers gru_keras whole
+    gru, _ = nnconv.convert(str(MODELS / "gru_keras.tflite"), api_level=30, options=nnconv_target)
     serialize.save(d / "gru.nnapi", [gru])
-    mnv2, _ = nnconv.convert(str(MODELS / "mobilenet_v2_int8.tflite"), api_level=30)
+    mnv2, _ = nnconv.convert(str(MODELS / "mobilenet_v2_int8.tflite"), api_level=30, options=nnconv_target)
     serialize.save(d / "mnv2.nnapi", [mnv2])
-    plan = convert_partial(str(MODELS / "custom_op_middle.tflite"), 30, ConversionOptions())
+    plan = convert_partial(str(MODELS / "custom_op_middle.tflite"), 30, nnconv_target)
     serialize.save(d / "partial.nnapi", plan.converted, plan=plan.to_json())
     return {"gru.tflite": MODELS / "gru_keras.tflite", "gru.nnapi": d / "gru.nnapi", "mnv2.nnapi": d / "mnv2.nnapi",
             "partial.nnapi": d / "partial.nnapi", "custom.tflite": MODELS / "custom_op_middle.tflite"}

@@ -22,6 +22,8 @@ from nnconv.nnapi import serialize
 from nnconv.parity.partitioned import PartitionedParityReport, verify_model
 from nnconv.lowering.partition import build_plan, group_nodes
 from nnconv.pipeline import PreparedConversion, analyse, convert_partial
+from nnconv.rewrite.state import ConversionOptions
+from nnconv.targets import Target
 from nnconv.tflite.builder import TfliteBuilder
 from nnconv.tflite.options import AddOptions, Conv2DOptions
 from nnconv.tflite.reader import read_model
@@ -76,7 +78,8 @@ def branchy(side: str = "custom") -> bytes:
 
 
 def plan_of(model: bytes, level: int = 30, max_partitions: int = 3):
-    return analyse(model, level, max_partitions=max_partitions)
+    """nnconv's own partition plan (the nnconv target)."""
+    return analyse(model, level, ConversionOptions(target=Target.NNCONV), max_partitions=max_partitions)
 
 
 # -- grouping -------------------------------------------------------------------------------------
@@ -196,14 +199,14 @@ def test_convert_partial_one_model_per_partition():
 
 def test_convert_partial_refuses_when_nothing_lowers():
     with pytest.raises(ConversionError, match="none of the 2 ops"):
-        convert_partial(chain(["custom", "custom"]), 30)
+        convert_partial(chain(["custom", "custom"]), 30, ConversionOptions(target=Target.NNCONV))
 
 
 # -- partition-by-partition verification -------------------------------------------------------------
 def test_verify_falls_back_to_partitions(tmp_path):
     path = tmp_path / "mid.tflite"
     path.write_bytes(chain(["conv", "dilated", "conv", "conv"], seed=3))
-    report = verify_model(str(path), 28)
+    report = verify_model(str(path), 28, ConversionOptions(target=Target.NNCONV))
     assert isinstance(report, PartitionedParityReport) and report.passed
     assert [p.ops for p in report.partitions] == [[0], [2, 3]]
     assert [o.name for o in report.outputs] == ["p0/t0", "p1/t3"]
@@ -211,7 +214,7 @@ def test_verify_falls_back_to_partitions(tmp_path):
     assert data["mode"] == "partitioned" and "full conversion refused" in data["note"]
     assert all(p["passed"] for p in data["partitions"])
     # At API 29 the whole model lowers: an ordinary whole-model report.
-    whole = verify_model(str(path), 29)
+    whole = verify_model(str(path), 29, ConversionOptions(target=Target.NNCONV))
     assert not isinstance(whole, PartitionedParityReport) and whole.passed
 
 
@@ -233,7 +236,7 @@ def test_partition_verification_catches_a_wrong_partition(tmp_path, monkeypatch)
         model.pools = flipped
         return plan
     monkeypatch.setattr(PreparedConversion, "partial", corrupted)
-    report = verify_model(str(path), 28)
+    report = verify_model(str(path), 28, ConversionOptions(target=Target.NNCONV))
     assert report.partitions[0].passed and not report.passed
     assert "fresh conversion of the same ops passes" in report.partitions[1].diagnosis
     assert report.partitions[0].diagnosis == ""
@@ -397,7 +400,7 @@ def test_verify_with_nothing_lowerable_is_a_conversion_error(tmp_path):
     path = tmp_path / "none.tflite"
     path.write_bytes(chain(["custom", "custom"]))
     with pytest.raises(ConversionError, match="none of the 2 ops can be lowered at API 30"):
-        verify_model(str(path), 30)
+        verify_model(str(path), 30, ConversionOptions(target=Target.NNCONV))
 
 
 def test_zeros_like_never_crosses_a_partition_boundary(tmp_path):

@@ -11,6 +11,7 @@ import nnconv.pipeline as pipeline
 import nnconv.parity.verify as parity_verify
 from nnconv.errors import ConversionError
 from nnconv.lowering.convert import ConversionOptions
+from nnconv.targets import Target
 
 MODELS = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models"
 
@@ -40,7 +41,7 @@ def counted(monkeypatch):
 
 def test_partition_wise_verify_reads_and_converts_once_with_the_users_options(counted):
     from nnconv.parity.partitioned import verify_model
-    options = ConversionOptions(fold_dynamic_range_weights=True)
+    options = ConversionOptions(fold_dynamic_range_weights=True, target=Target.NNCONV)
     report = verify_model(str(MODELS / "custom_op_middle.tflite"), 30, options)
     assert report.passed and len(report.partitions) == 2  # type: ignore[attr-defined]
     assert len(counted["read"]) == 1 and counted["state"] == [options] and len(counted["hybrid"]) == 1
@@ -48,19 +49,20 @@ def test_partition_wise_verify_reads_and_converts_once_with_the_users_options(co
 
 def test_whole_model_verify_reads_and_converts_once(counted):
     from nnconv.parity.partitioned import verify_model
-    assert verify_model(str(MODELS / "mobilenet_v2_dynamic_range.tflite"), 30).passed
+    options = ConversionOptions(target=Target.NNCONV)
+    assert verify_model(str(MODELS / "mobilenet_v2_dynamic_range.tflite"), 30, options).passed
     assert len(counted["read"]) == 1 and len(counted["state"]) == 1 and len(counted["hybrid"]) == 1
 
 
 def test_a_prepared_conversion_keeps_each_stage():
-    prepared = nnconv.prepare(str(MODELS / "custom_op_middle.tflite"), 30)
+    prepared = nnconv.prepare(str(MODELS / "custom_op_middle.tflite"), 30, ConversionOptions(target=Target.NNCONV))
     assert prepared.report is prepared.report
     assert prepared.plan() is prepared.plan() and prepared.partial() is prepared.plan()
     with pytest.raises(ConversionError, match="cannot be lowered at API 30"):
         prepared.whole()
     lowered = prepared.lowered(allow_partial=True, prefer_whole=True)
     assert lowered.whole is None and "cannot be lowered" in lowered.refusal and len(lowered.models) == 2
-    whole = nnconv.prepare(str(MODELS / "mobilenet_v2_float.tflite"), 29)
+    whole = nnconv.prepare(str(MODELS / "mobilenet_v2_float.tflite"), 29, ConversionOptions(target=Target.NNCONV))
     assert whole.whole() is whole.whole() and whole.lowered(allow_partial=False).models == [whole.whole().converted]
     assert whole.lowered(allow_partial=True).plan is not None  # convert --allow-partial always writes a plan
 
@@ -83,9 +85,10 @@ def test_a_conversion_moved_to_another_level_reports_what_a_fresh_one_does(path)
     # checks already made: it must report exactly what a conversion prepared at each level reports.
     from nnconv.nnapi.levels import ALL_API_LEVELS
     from nnconv.report.analysis import ModelCheck, report_json
-    moved = pipeline.prepare(str(path), ALL_API_LEVELS[-1])
+    options = ConversionOptions(target=Target.NNCONV)  # nnconv's rewrite state is what is shared
+    moved = pipeline.prepare(str(path), ALL_API_LEVELS[-1], options)
     for level in ALL_API_LEVELS:
-        fresh = pipeline.prepare(str(path), level)
+        fresh = pipeline.prepare(str(path), level, options)
         here = moved.at_level(level)
         assert here.state.model is moved.state.model and here.state.memo is moved.state.memo
         assert (report_json(ModelCheck(str(path), here.report, here.plan(lower=False)))

@@ -83,10 +83,10 @@ FIXTURES = sorted((ROOT / "examples" / "models").glob("*.tflite"))
 def test_fixture_models_emit_only_what_their_rules_declare(level):
     # Every partition nnconv lowers from the fixture models: each NNAPI operation is declared by the rule of
     # its TFLite op and exists at the target level. (tests/harness.py checks the same on every rule test.)
-    from harness import undeclared_emissions
+    from harness import nnconv_options, undeclared_emissions
     problems = []
     for path in FIXTURES:
-        prepared = prepare(str(path), level)
+        prepared = prepare(str(path), level, nnconv_options())
         for converted in prepared.plan(lower=True).converted:
             problems += [f"{path.stem}: {p}" for p in undeclared_emissions(prepared.state.model, converted, level)]
     assert not problems, "; ".join(problems)

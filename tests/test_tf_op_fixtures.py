@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from harness import assert_parity
+from harness import assert_parity, nnconv_options
 from nnconv.parity.tflite_runner import REFERENCE_KERNELS
 from nnconv.pipeline import check_model
 
@@ -38,10 +38,10 @@ AGAINST_REFERENCE_KERNELS = {"floor_mod.int8.tflite"}
 def test_tf_op_fixture_lowers_whole_and_matches_tflite(name):
     data = (ZOO / name).read_bytes()
     lowest, rewrite = FIXTURES[name]
-    below = check_model(data, lowest - 1)
+    below = check_model(data, lowest - 1, nnconv_options())
     assert not below.ok, f"{name} lowers whole at API {lowest - 1} already: update FIXTURES"
     for level in sorted({lowest, 30}):
-        report = check_model(data, level)
+        report = check_model(data, level, nnconv_options())
         assert report.ok, [(r.op, r.reason) for r in report.ops if not r.supported]
         if rewrite:
             assert any(rewrite in note for r in report.ops for note in r.notes)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import TfliteBuilder, assert_parity, step_names
+from harness import TfliteBuilder, assert_parity, nnconv_options, step_names
 from nnconv.parity import random_inputs
 from nnconv.runtime.executor import Executor
 from nnconv.runtime.trace import Trace
@@ -140,7 +140,7 @@ def test_the_plan_is_checked_when_it_is_made(monkeypatch):
                 first.setdefault(i, k)
         return first
 
-    converted = nnconv.convert(x_minus_mean_model(), api_level=30).converted
+    converted = nnconv.convert(x_minus_mean_model(), api_level=30, options=nnconv_options()).converted
     feed = random_inputs(converted.inputs, 0)
     Executor(converted).run(feed)
     monkeypatch.setattr(executor_module, "last_reads", first_reads)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import assert_parity, assert_refused, single_op_model
+from harness import assert_parity, assert_refused, nnconv_options, single_op_model
 from nnconv.lowering.diagnostics import Code
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 
@@ -44,7 +44,8 @@ def test_atan2_error_is_far_inside_the_policy():
     radius = np.geomspace(1e-3, 1e3, 4001)
     y, x = (radius * np.sin(angles)).astype(np.float32), (radius * np.cos(angles)).astype(np.float32)
     m = atan2_model((4001,), (4001,))
-    ours = list(Executor(nnconv.convert(m, api_level=29).converted).run({"y": y, "x": x}).values())[0]
+    converted = nnconv.convert(m, api_level=29, options=nnconv_options()).converted
+    ours = list(Executor(converted).run({"y": y, "x": x}).values())[0]
     runner = TfliteRunner(m)
     idx = {d["name"]: d["index"] for d in runner.input_details()}
     theirs = list(runner.run({idx["y"]: y, idx["x"]: x}).values())[0]

@@ -10,7 +10,7 @@ import pytest
 import nnconv
 from nnconv.runtime.executor import Executor
 
-from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused, single_op_model
+from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused, nnconv_options, single_op_model
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.parity.tflite_runner import TfliteRunner
@@ -78,12 +78,12 @@ def test_conv2d_without_bias_gets_zero_bias():
     zero_bias = single_op_model(BuiltinOperator.CONV_2D, [("x", (1, 5, 6, 3), np.float32), ("w", w),
                                                           ("b", np.zeros(2, np.float32))], out, opts)
     assert_parity(zero_bias, api_level=27)
-    conv = nnconv.convert(no_bias, api_level=27).converted
+    conv = nnconv.convert(no_bias, api_level=27, options=nnconv_options()).converted
     bias = conv.model.main.operands[conv.model.main.operations[0].inputs[2]]
     assert bias.is_constant and bias.type.name == "TENSOR_FLOAT32"
     x = {"x": RNG.uniform(-1, 1, (1, 5, 6, 3)).astype(np.float32)}
     got = Executor(conv).run(x)["y"]
-    ref = Executor(nnconv.convert(zero_bias, api_level=27).converted).run(x)["y"]
+    ref = Executor(nnconv.convert(zero_bias, api_level=27, options=nnconv_options()).converted).run(x)["y"]
     np.testing.assert_array_equal(got, ref)
 
 
@@ -282,12 +282,12 @@ def test_hybrid_dequantize_at_29_and_fold_at_27(op, in_shape, w_q, out_shape, op
     twin = _float_twin(op, in_shape, w, q, b, out_shape, options)
     assert_parity(twin, api_level=27)  # the float computation NNAPI runs, checked against TFLite
     x = {"x": RNG.uniform(-1, 1, in_shape).astype(np.float32)}
-    ref = Executor(nnconv.convert(twin, api_level=27).converted).run(x)["y"]
+    ref = Executor(nnconv.convert(twin, api_level=27, options=nnconv_options()).converted).run(x)["y"]
     name = op.name
-    at29 = nnconv.convert(m, api_level=29).converted
+    at29 = nnconv.convert(m, api_level=29, options=nnconv_options()).converted
     assert [o.type.name for o in at29.model.main.operations] == ["DEQUANTIZE", name]
     np.testing.assert_allclose(Executor(at29).run(x)["y"], ref, rtol=0, atol=1e-6)
-    folded = nnconv.convert(m, api_level=27, options=ConversionOptions(fold_dynamic_range_weights=True))
+    folded = nnconv.convert(m, api_level=27, options=nnconv_options(ConversionOptions(fold_dynamic_range_weights=True)))
     assert [o.type.name for o in folded.converted.model.main.operations] == [name]
     np.testing.assert_allclose(Executor(folded.converted).run(x)["y"], ref, rtol=0, atol=1e-6)
     # TFLite's own hybrid kernel quantizes the activations on the fly: agreement to within that error.
@@ -540,10 +540,10 @@ def test_mediapipe_transpose_conv_bias(padding, code, in_shape, out_shape):
                               TransposeConvOptions(padding=padding, stride_w=2, stride_h=2), version=3)
     assert_parity(builtin, api_level=29)
     custom = _mediapipe_model(w, b, in_shape, out_shape, code, (2, 2))
-    conv = nnconv.convert(custom, api_level=29).converted
+    conv = nnconv.convert(custom, api_level=29, options=nnconv_options()).converted
     assert [o.type.name for o in conv.model.main.operations] == ["TRANSPOSE_CONV_2D"]
     x = {"x": RNG.uniform(-1, 1, in_shape).astype(np.float32)}
-    ref = Executor(nnconv.convert(builtin, api_level=29).converted).run(x)["y"]
+    ref = Executor(nnconv.convert(builtin, api_level=29, options=nnconv_options()).converted).run(x)["y"]
     np.testing.assert_array_equal(Executor(conv).run(x)["y"], ref)
     assert_refused(custom, 28, Code.API_LEVEL, min_api_level=29)
 
@@ -560,8 +560,9 @@ def test_mediapipe_transpose_conv_odd_size():
     assert_parity(builtin, api_level=29)
     custom = _mediapipe_model(w, b, (1, 4, 3, 3), (1, 7, 5, 2), 1, (2, 2))
     x = {"x": RNG.uniform(-1, 1, (1, 4, 3, 3)).astype(np.float32)}
-    ref = Executor(nnconv.convert(builtin, api_level=29).converted).run(x)["y"]
-    np.testing.assert_array_equal(Executor(nnconv.convert(custom, api_level=29).converted).run(x)["y"], ref)
+    ref = Executor(nnconv.convert(builtin, api_level=29, options=nnconv_options()).converted).run(x)["y"]
+    conv = nnconv.convert(custom, api_level=29, options=nnconv_options()).converted
+    np.testing.assert_array_equal(Executor(conv).run(x)["y"], ref)
 
 
 def test_mediapipe_transpose_conv_refusals():
@@ -595,11 +596,12 @@ def test_transpose_conv_hybrid_weights():
                            [shape, ("w", wf), ("x", (1, 4, 3, 2), np.float32), ("b", b)], out, opts, version=3)
     assert_parity(twin, api_level=29)
     x = {"x": RNG.uniform(-1, 1, (1, 4, 3, 2)).astype(np.float32)}
-    ref = Executor(nnconv.convert(twin, api_level=29).converted).run(x)["y"]
-    at29 = nnconv.convert(m, api_level=29).converted
+    ref = Executor(nnconv.convert(twin, api_level=29, options=nnconv_options()).converted).run(x)["y"]
+    at29 = nnconv.convert(m, api_level=29, options=nnconv_options()).converted
     assert [o.type.name for o in at29.model.main.operations] == ["DEQUANTIZE", "TRANSPOSE_CONV_2D"]
     np.testing.assert_allclose(Executor(at29).run(x)["y"], ref, rtol=0, atol=1e-6)
-    folded = nnconv.convert(m, api_level=29, options=ConversionOptions(fold_dynamic_range_weights=True)).converted
+    folded = nnconv.convert(m, api_level=29,
+                            options=nnconv_options(ConversionOptions(fold_dynamic_range_weights=True))).converted
     assert [o.type.name for o in folded.model.main.operations] == ["TRANSPOSE_CONV_2D"]
     np.testing.assert_allclose(Executor(folded).run(x)["y"], ref, rtol=0, atol=1e-6)
 

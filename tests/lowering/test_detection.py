@@ -8,7 +8,7 @@ import pytest
 from flatbuffers import flexbuffers
 
 import nnconv
-from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
+from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused, nnconv_options
 from nnconv.runtime.executor import Executor
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.rules.detection import detection_options
@@ -108,7 +108,7 @@ def test_detection_postprocess_thresholds_match_tflite_at_the_boundary():
     feed = {"box_encodings": np.zeros((1, 3, 4), np.float32), "class_predictions": scores}
     model = _model(_options(False, nms_score_threshold=0.25, max_detections=3, num_classes=2), anchors=anchors,
                    classes=3, out_det=3)
-    out = Executor(nnconv.convert(model, api_level=29).converted).run(feed)
+    out = Executor(nnconv.convert(model, api_level=29, options=nnconv_options()).converted).run(feed)
     assert out["num_detections"].tolist() == [2]
     assert out["detection_scores"][0, :2].tolist() == [0.5, 0.25]
 

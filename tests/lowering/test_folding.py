@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
+from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused, nnconv_options
 from nnconv.lowering.convert import ConversionOptions, make_state
 from nnconv.pipeline import check_model
 from nnconv.lowering.diagnostics import Code
@@ -68,7 +68,7 @@ def test_no_folding_means_the_shape_chain_is_refused():
 def test_dynamic_batch_folds_at_the_stored_default_shape():
     # A -1 batch in the shape signature takes the stored extent, as TFLite allocates the model and as the
     # NNAPI delegate lowers it without dynamic dimensions: the SHAPE chain folds.
-    report = check_model(se_block_model(dynamic=True), api_level=30)
+    report = check_model(se_block_model(dynamic=True), api_level=30, options=nnconv_options())
     shape_op = report.ops[1]
     assert shape_op.op == "SHAPE" and shape_op.status.value == "folded"
     assert report.ok
@@ -127,7 +127,7 @@ def test_int_arithmetic_chain_folds_to_expected_values():
     for name, value in expected.items():
         np.testing.assert_array_equal(state.folded[(0, names[name])], value, err_msg=name)
     # The RESHAPE itself then sees an inconsistent target (4*6*3 != 24) and is refused with a reason.
-    report = check_model(model, api_level=30)
+    report = check_model(model, api_level=30, options=nnconv_options())
     assert report.ops[-1].status.value == "refused_operand"
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nnconv
-from harness import QuantParams, assert_parity, assert_refused, single_op_model
+from harness import QuantParams, assert_parity, assert_refused, nnconv_options, single_op_model
 from nnconv.runtime.executor import Executor
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.lowering.diagnostics import Code
@@ -133,11 +133,12 @@ def test_fc_hybrid_dequantize_and_fold():
     m, twin = _hybrid_fc((3, 10), 4)
     assert_parity(twin, api_level=27)
     x = {"x": RNG.uniform(-1, 1, (3, 10)).astype(np.float32)}
-    ref = Executor(nnconv.convert(twin, api_level=27).converted).run(x)["y"]
-    at29 = nnconv.convert(m, api_level=29).converted
+    ref = Executor(nnconv.convert(twin, api_level=27, options=nnconv_options()).converted).run(x)["y"]
+    at29 = nnconv.convert(m, api_level=29, options=nnconv_options()).converted
     assert [o.type.name for o in at29.model.main.operations] == ["DEQUANTIZE", "FULLY_CONNECTED"]
     np.testing.assert_allclose(Executor(at29).run(x)["y"], ref, atol=1e-6, rtol=0)
-    folded = nnconv.convert(m, api_level=27, options=ConversionOptions(fold_dynamic_range_weights=True)).converted
+    folded = nnconv.convert(m, api_level=27,
+                            options=nnconv_options(ConversionOptions(fold_dynamic_range_weights=True))).converted
     np.testing.assert_allclose(Executor(folded).run(x)["y"], ref, atol=1e-6, rtol=0)
     tfl = TfliteRunner(m)
     expected = next(iter(tfl.run({tfl.input_details()[0]["index"]: x["x"]}).values()))
@@ -173,7 +174,7 @@ def test_int8_fc_with_tflite_arithmetic_is_tflite_reference_bit_for_bit(per_chan
     x = rng.integers(-128, 128, (rows, n_in)).astype(np.int8)
     runner = TfliteRunner(m, kernels=REFERENCE_KERNELS)
     want = next(iter(runner.run({runner.input_details()[0]["index"]: x}).values()))
-    converted = nnconv.convert(m, api_level=30).converted
+    converted = nnconv.convert(m, api_level=30, options=nnconv_options()).converted
     nnapi = Executor(converted).run({"x": x})["y"]
     tflite = Executor(converted, options=ExecutionOptions(tflite_multipliers=True,
                                                           tflite_single_rounding=frozenset({0}))).run({"x": x})["y"]

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import nnconv
-from harness import QuantParams, TfliteBuilder, single_op_model
+from harness import QuantParams, TfliteBuilder, nnconv_options, single_op_model
 from nnconv.cli import main
 from nnconv.lowering.context import INT16_HINT
 from nnconv.lowering.diagnostics import Code
@@ -62,7 +62,7 @@ def model_16x8() -> bytes:
 
 
 def assert_refused_as_int16(model: bytes, level: int) -> list:
-    report = nnconv.check_model(model, api_level=level)
+    report = nnconv.check_model(model, api_level=level, options=nnconv_options())
     for op in report.ops:
         assert not op.supported, f"{op.op} accepted"
         assert op.min_api_level is None, f"{op.op}: no level takes int16, yet {op.min_api_level} would"
@@ -89,12 +89,13 @@ def test_16x8_model_every_op_refused_naming_int16():
 def test_16x8_model_on_the_command_line(tmp_path):
     path = tmp_path / "m16x8.tflite"
     path.write_bytes(model_16x8())
-    check = CliRunner().invoke(main, ["check", str(path), "--fail-on", "refused", "--format", "json"])
+    check = CliRunner().invoke(main, ["check", str(path), "--target", "nnconv", "--fail-on", "refused",
+                                      "--format", "json"])
     assert check.exit_code == 1
     ops = json.loads(check.stdout)["ops"]
     assert all(o["diagnostics"][0]["code"] == "NNC020" and "int16 (16x8 quantization)" in o["reason"]
                and "static_wi8_ai8" in o["hint"] for o in ops)
-    convert = CliRunner().invoke(main, ["convert", str(path), "-o", str(tmp_path / "m.nnapi")])
+    convert = CliRunner().invoke(main, ["convert", str(path), "--target", "nnconv", "-o", str(tmp_path / "m.nnapi")])
     assert convert.exit_code == 3 and "NNC020" in convert.stderr and "int16 (16x8 quantization)" in convert.stderr
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import nnconv
-from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused, single_op_model
+from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused, nnconv_options, single_op_model
 from nnconv.errors import ModelFormatError
 from nnconv.lowering.diagnostics import Code
 from nnconv.parity.tflite_runner import TfliteRunner
@@ -143,13 +143,13 @@ def test_int4_weights_shared_across_partitions(tmp_path):
     b.op(B.FULLY_CONNECTED, [s, wf, -1], [y], FullyConnectedOptions())
     b.output(y)
     model = b.finish()
-    plan = convert_partial(model, 30)
+    plan = convert_partial(model, 30, nnconv_options())
     assert [cm.tflite_ops for cm in plan.converted] == [[1], [3]]
     assert [[op.type.name for op in cm.model.main.operations] for cm in plan.converted] == \
         [["DEQUANTIZE", "FULLY_CONNECTED"]] * 2
     path = tmp_path / "int4_shared.tflite"
     path.write_bytes(model)
-    report = verify_model(str(path), 30)
+    report = verify_model(str(path), 30, nnconv_options())
     assert isinstance(report, PartitionedParityReport) and report.passed
 
 
@@ -221,9 +221,9 @@ def test_int8_convolution_with_int4_filter(op, filter_shape, axis, out_shape, op
 def test_hybrid_fully_connected_with_int4_weights(per_channel, tmp_path):
     m = fc_with_int4("float", per_channel)
     x = {"x": np.random.default_rng(2).uniform(-1, 1, (2, 6)).astype(np.float32)}
-    at29 = nnconv.convert(m, api_level=29).converted
+    at29 = nnconv.convert(m, api_level=29, options=nnconv_options()).converted
     assert [o.type.name for o in at29.model.main.operations] == ["DEQUANTIZE", "FULLY_CONNECTED"]
-    folded = nnconv.convert(m, api_level=27, options=FOLD).converted
+    folded = nnconv.convert(m, api_level=27, options=nnconv_options(FOLD)).converted
     assert [o.type.name for o in folded.model.main.operations] == ["FULLY_CONNECTED"]
     # What NNAPI computes is the float op on the dequantized weights: TFLite's weight-only form of it
     weight_only = TfliteRunner(fc_with_int4("weight-only", per_channel))
@@ -233,7 +233,8 @@ def test_hybrid_fully_connected_with_int4_weights(per_channel, tmp_path):
     assert_refused(m, 28, Code.API_LEVEL, min_api_level=29)
     path = tmp_path / "hybrid_int4.tflite"
     path.write_bytes(m)
-    assert nnconv.verify(str(path), api_level=29).passed  # against the float twin, int4 unpacked
+    # against the float twin, int4 unpacked
+    assert nnconv.verify(str(path), api_level=29, conversion=nnconv_options()).passed
 
 
 def test_transpose_conv_int4_filter_refused():
@@ -311,12 +312,13 @@ def test_blockwise_int4_fully_connected(tmp_path):
     runner = TfliteRunner(plain)
     expected = next(iter(runner.run({runner.input_details()[0]["index"]: x["x"]}).values()))
     for level in (27, 29, 30):  # a float32 constant at every level: NNAPI has no blockwise operand
-        converted = nnconv.convert(m, api_level=level).converted
+        converted = nnconv.convert(m, api_level=level, options=nnconv_options()).converted
         assert [o.type.name for o in converted.model.main.operations] == ["FULLY_CONNECTED"]
         np.testing.assert_allclose(Executor(converted).run(x)["y"], expected, rtol=1e-5, atol=1e-6)
     path = tmp_path / "blockwise.tflite"
     path.write_bytes(m)
-    assert nnconv.verify(str(path), api_level=30).passed  # TFLite's own blockwise kernel runs it too
+    # TFLite's own blockwise kernel runs it too
+    assert nnconv.verify(str(path), api_level=30, conversion=nnconv_options()).passed
 
 
 @pytest.mark.parametrize("kwargs,fragment", [
@@ -344,4 +346,4 @@ def test_single_int4_value_is_not_folded_as_its_byte():
     y = b.tensor("y", (1,), np.float32)
     b.op(B.ADD, [x, r], [y], AddOptions())
     b.output(y)
-    assert nnconv.prepare(b.finish(), 30).state.folded.get((0, r)) is None
+    assert nnconv.prepare(b.finish(), 30, nnconv_options()).state.folded.get((0, r)) is None

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from harness import assert_refused
+from harness import assert_refused, nnconv_options
 from nnconv.cli import main
 from nnconv.errors import EXIT_INTERNAL, InternalError
 from nnconv.pipeline import check_model
@@ -58,10 +58,10 @@ def test_a_bug_in_a_rule_check_is_an_internal_error_not_a_malformed_model(monkey
         raise bug
     monkeypatch.setattr(rule, "check", broken_check)
     with pytest.raises(InternalError, match="please report"):
-        check_model(_conv_model(), 30)
+        check_model(_conv_model(), 30, nnconv_options())
     path = tmp_path / "conv.tflite"
     path.write_bytes(_conv_model())
-    result = CliRunner().invoke(main, ["check", str(path)])
+    result = CliRunner().invoke(main, ["check", str(path), "--target", "nnconv"])
     assert result.exit_code == EXIT_INTERNAL
     assert "please report" in result.stderr and "re-export" not in result.stderr and "Traceback" not in result.stderr
 
@@ -73,6 +73,6 @@ def test_an_op_with_fewer_outputs_than_its_kind_is_malformed():
     b.op(BuiltinOperator.TANH, [x], [])  # no output: the rule's c.output(0) finds none
     b.op(BuiltinOperator.RELU, [x], [y])
     b.output(y)
-    report = check_model(b.finish(), 30)
+    report = check_model(b.finish(), 30, nnconv_options())
     assert report.ops[0].diagnostics[0].code == Code.MALFORMED
     assert "fewer tensors than its kind" in report.ops[0].diagnostics[0].message

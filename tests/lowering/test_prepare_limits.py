@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, assert_parity, assert_refused, single_op_model
+from harness import QuantParams, assert_parity, assert_refused, nnconv_options, single_op_model
 from nnconv.pipeline import check_model
 from nnconv.lowering.diagnostics import Code
 from nnconv.tflite.options import SoftmaxOptions
@@ -36,7 +36,7 @@ def test_tiny_input_scale_goes_through_float(opcode, dtype, api):
     m = tiny_scale_model(opcode, dtype)
     op = opcode.name
     assert_parity(m, api_level=api, expect_ops=["DEQUANTIZE", op, "QUANTIZE"])
-    (report,) = check_model(m, api).ops
+    (report,) = check_model(m, api, options=nnconv_options()).ops
     assert report.notes and "through float" in report.notes[0]
 
 
@@ -50,7 +50,7 @@ def test_tiny_input_scale_refused_below_29(opcode):
 def test_ordinary_scale_keeps_the_integer_kernel(opcode, scale):
     m = tiny_scale_model(opcode, np.int8, scale=scale, shape=(2, 128))
     assert_parity(m, api_level=30, expect_ops=[opcode.name], inputs=every_byte(np.int8, (2, 128)))
-    assert not check_model(m, 30).ops[0].notes
+    assert not check_model(m, 30, options=nnconv_options()).ops[0].notes
 
 
 def every_byte(dtype: type, shape: tuple[int, ...]) -> dict:
@@ -68,7 +68,7 @@ def test_large_input_scale_goes_through_float(opcode, scale, dtype):
     m = tiny_scale_model(opcode, dtype, scale=scale, shape=(2, 128))
     assert_parity(m, api_level=30, expect_ops=["DEQUANTIZE", opcode.name, "QUANTIZE"],
                   inputs=every_byte(dtype, (2, 128)))
-    (report,) = check_model(m, 30).ops
+    (report,) = check_model(m, 30, options=nnconv_options()).ops
     assert report.notes and "not yet extreme" in report.notes[0]
 
 

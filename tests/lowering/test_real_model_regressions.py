@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, assert_bit_exact, assert_parity, assert_refused, single_op_model
+from harness import QuantParams, assert_bit_exact, assert_parity, assert_refused, nnconv_options, single_op_model
 from nnconv import convert
 from nnconv.runtime.executor import Executor
 from nnconv.lowering.diagnostics import Code
@@ -50,16 +50,16 @@ def test_fp16_dequantized_weight_is_a_constant_in_every_partition(tmp_path):
     operation": the DEQUANTIZE of a constant lowers to a constant, which was made an output of the first
     partition and an input of the next. Each partition now makes that constant itself."""
     model = _fp16_weight_shared_across_partitions()
-    plan = convert_partial(model, 29)
+    plan = convert_partial(model, 29, nnconv_options())
     # the DEQUANTIZE (#0) is folded: in no partition, made again as a constant where it is read
     assert plan.folded == [0] and [cm.tflite_ops for cm in plan.converted] == [[1], [3]]
     assert [s.name for s in plan.converted[0].outputs] == ["a"]
     assert [s.name for s in plan.converted[1].inputs] == ["r"]  # not "w": a constant of that partition
     path = tmp_path / "fp16_shared.tflite"
     path.write_bytes(model)
-    report = verify_model(str(path), 29)
+    report = verify_model(str(path), 29, nnconv_options())
     assert isinstance(report, PartitionedParityReport) and report.passed
-    assert verify_model(str(path), 30).passed  # whole model: the DEQUANTIZE lowers once
+    assert verify_model(str(path), 30, nnconv_options()).passed  # whole model: the DEQUANTIZE lowers once
 
 
 def test_fp16_dequantize_lowers_only_where_read():
@@ -80,7 +80,7 @@ def test_fp16_dequantize_lowers_only_where_read():
     y = b.tensor("y", (1, 7, 9, 2), np.float32)
     b.op(B.ADD, [r, w], [y], AddOptions())
     b.output(y)
-    plan = convert_partial(b.finish(), 29)
+    plan = convert_partial(b.finish(), 29, nnconv_options())
     assert plan.folded == [0] and [cm.tflite_ops for cm in plan.converted] == [[1], [3]]
     names = [[o.name for o in cm.model.main.operands] for cm in plan.converted]
     assert "w16" not in names[0] and "w16" in names[1]
@@ -158,7 +158,7 @@ def test_partitioned_verify_of_a_dynamic_range_model(tmp_path):
     partitions are now checked against TFLite on the float twin, with the plain float tolerance."""
     path = tmp_path / "hybrid_split.tflite"
     path.write_bytes(_hybrid_fcs_around_a_resize())
-    report = verify_model(str(path), 29)
+    report = verify_model(str(path), 29, nnconv_options())
     assert isinstance(report, PartitionedParityReport) and [p.ops for p in report.partitions] == [[0], [2]]
     assert report.passed, [(o.name, o.max_rel) for o in report.outputs]
     assert all(o.tolerance.rtol == FLOAT_RTOL for o in report.outputs)
@@ -266,11 +266,11 @@ def test_quantized_verify_failure_names_the_reference_kernels_result(tmp_path, m
         return report
 
     monkeypatch.setattr(partitioned, "run_parity", builtin_off_by_two)
-    report = verify_model(str(path), 30)
+    report = verify_model(str(path), 30, nnconv_options())
     (out,) = report.outputs
     assert report.passed and out.detail.startswith("PASS against TFLite's reference kernels (max 0 LSB)")
     assert "differ by up to 2 LSB" in out.detail
-    assert verify_model(str(path), 30, kernels="reference").passed  # no second run, nothing added
+    assert verify_model(str(path), 30, nnconv_options(), kernels="reference").passed  # no second run, nothing added
 
     def both_off_by_two(source, converted, feed, kernels="builtin", runner=None, **options):
         report = real(source, converted, feed, kernels=kernels, **options)
@@ -279,7 +279,7 @@ def test_quantized_verify_failure_names_the_reference_kernels_result(tmp_path, m
         return report
 
     monkeypatch.setattr(partitioned, "run_parity", both_off_by_two)
-    report = verify_model(str(path), 30)
+    report = verify_model(str(path), 30, nnconv_options())
     assert not report.passed and report.outputs[0].detail == "also 2 LSB from TFLite's reference kernels"
 
 
@@ -322,7 +322,7 @@ def test_int8_mean_keep_dims_matches_the_reference_kernels(shape, axes, s_in, z_
     the NNAPI reference CPU follows; TFLite's optimized kernel has its own rounding (within 1 LSB of it)."""
     m = _int8_mean(shape, axes, True, s_in, z_in, s_out, z_out)
     x = np.random.default_rng(9).integers(-128, 128, shape).astype(np.int8)
-    ours = Executor(convert(m, api_level=30).converted).run({"x": x})["y"]
+    ours = Executor(convert(m, api_level=30, options=nnconv_options()).converted).run({"x": x})["y"]
     runner = TfliteRunner(m, kernels="reference")
     (theirs,) = runner.run({runner.input_details()[0]["index"]: x}).values()
     np.testing.assert_array_equal(ours, theirs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, TfliteBuilder, assert_bit_exact, assert_parity, assert_refused
+from harness import QuantParams, TfliteBuilder, assert_bit_exact, assert_parity, assert_refused, nnconv_options
 from nnconv.lowering.diagnostics import Code
 from nnconv.parity import random_inputs
 from nnconv.tflite.options import (BidirectionalSequenceLSTMOptions, BidirectionalSequenceRNNOptions,
@@ -266,7 +266,7 @@ def test_sequence_output_shape_as_tflite_computes_it(time_major):
     lstm = seq_lstm_model(time_major=time_major, out_shape=(), projection=True, n_out=3)
     for m, api in ((rnn, 28), (rnn, 29), (lstm, 29), (lstm, 30)):
         assert_parity(m, api_level=api)
-        notes = [n for r in check_model(m, api).ops for n in r.notes]
+        notes = [n for r in check_model(m, api, options=nnconv_options()).ops for n in r.notes]
         assert any("output-shapes" in n for n in notes), notes
 
 
@@ -639,11 +639,12 @@ def test_hybrid_lstm_dequantize_at_29_and_fold_at_28(dtype=np.int8):
     hybrid, twin = hybrid_lstm_models(dtype=dtype)
     assert_parity(twin, api_level=28)  # the float computation NNAPI runs, checked against TFLite
     x = {"x": RNG.uniform(-1, 1, (2, 5)).astype(F32)}
-    ref = Executor(nnconv.convert(twin, api_level=28).converted).run(x)["y"]
-    at29 = nnconv.convert(hybrid, api_level=29).converted
+    ref = Executor(nnconv.convert(twin, api_level=28, options=nnconv_options()).converted).run(x)["y"]
+    at29 = nnconv.convert(hybrid, api_level=29, options=nnconv_options()).converted
     assert [o.type.name for o in at29.model.main.operations] == ["DEQUANTIZE"] * 12 + ["LSTM"]
     np.testing.assert_allclose(Executor(at29).run(x)["y"], ref, rtol=0, atol=1e-6)
-    folded = nnconv.convert(hybrid, api_level=28, options=ConversionOptions(fold_dynamic_range_weights=True))
+    folded = nnconv.convert(hybrid, api_level=28,
+                            options=nnconv_options(ConversionOptions(fold_dynamic_range_weights=True)))
     assert [o.type.name for o in folded.converted.model.main.operations] == ["LSTM"]
     np.testing.assert_allclose(Executor(folded.converted).run(x)["y"], ref, rtol=0, atol=1e-6)
     # TFLite's own hybrid kernel quantizes the activations on the fly: agreement to within that error.
@@ -673,11 +674,12 @@ def test_hybrid_sequence_lstm_dequantized_at_29_and_folded_unrolled_at_28():
     hybrid, twin = hybrid_lstm_models(steps=3)
     assert_parity(twin, api_level=29)
     x = {"x": RNG.uniform(-1, 1, (2, 3, 5)).astype(F32)}
-    ref = Executor(nnconv.convert(twin, api_level=29).converted).run(x)["y"]
-    at29 = nnconv.convert(hybrid, api_level=29).converted
+    ref = Executor(nnconv.convert(twin, api_level=29, options=nnconv_options()).converted).run(x)["y"]
+    at29 = nnconv.convert(hybrid, api_level=29, options=nnconv_options()).converted
     assert [o.type.name for o in at29.model.main.operations] == ["DEQUANTIZE"] * 12 + ["UNIDIRECTIONAL_SEQUENCE_LSTM"]
     np.testing.assert_allclose(Executor(at29).run(x)["y"], ref, rtol=0, atol=1e-6)
-    folded = nnconv.convert(hybrid, api_level=28, options=ConversionOptions(fold_dynamic_range_weights=True))
+    folded = nnconv.convert(hybrid, api_level=28,
+                            options=nnconv_options(ConversionOptions(fold_dynamic_range_weights=True)))
     assert [o.type.name for o in folded.converted.model.main.operations].count("LSTM") == 3
     np.testing.assert_allclose(Executor(folded.converted).run(x)["y"], ref, rtol=0, atol=1e-6)
     tfl = TfliteRunner(hybrid)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, assert_parity, assert_refused, single_op_model
+from harness import QuantParams, assert_parity, assert_refused, nnconv_options, single_op_model
 from nnconv.lowering.diagnostics import Code
 from nnconv.tflite.options import (BatchToSpaceNDOptions, ConcatenationOptions, DepthToSpaceOptions,
                                    ExpandDimsOptions, MirrorPadOptions, PackOptions, PadOptions, ReshapeOptions,
@@ -129,7 +129,7 @@ def test_concat_fused_activation_as_extra_op(act, op, lo, hi):
     from nnconv.runtime.executor import Executor
     import nnconv
     m = concat_model("float32", [(2, 3), (2, 4)], (2, 7), 1, act=act)
-    converted, _ = nnconv.convert(m, api_level=27)
+    converted, _ = nnconv.convert(m, api_level=27, options=nnconv_options())
     assert [o.type.name for o in converted.model.main.operations] == ["CONCATENATION", op]
     a = np.linspace(-8, 8, 6, dtype=np.float32).reshape(2, 3)
     b = np.linspace(7, -9, 8, dtype=np.float32).reshape(2, 4)

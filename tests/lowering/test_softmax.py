@@ -108,9 +108,10 @@ def test_softmax_tiny_input_scale_is_known_at_check_time(dtype, api, tmp_path):
     tiny = softmax_model(dtype, (1, 10), 1.0, QuantParams(7.84e-9, 0), OUT_Q[dtype])
     path = tmp_path / "tiny_softmax.tflite"
     path.write_bytes(tiny)
-    result = CliRunner().invoke(main, ["convert", str(path), "-o", str(tmp_path / "m.nnapi"),
+    result = CliRunner().invoke(main, ["convert", str(path), "--target", "nnconv", "-o", str(tmp_path / "m.nnapi"),
                                        "--api-level", str(api)])
-    check = CliRunner().invoke(main, ["check", str(path), "--api-level", str(api), "--format", "json"])
+    check = CliRunner().invoke(main, ["check", str(path), "--target", "nnconv", "--api-level", str(api),
+                                      "--format", "json"])
     op = json.loads(check.output)["ops"][0]
     if api < 29:
         assert result.exit_code == 3, result.output

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import nnconv
-from harness import QuantParams, single_op_model
+from harness import QuantParams, nnconv_options, single_op_model
 from nnconv.cli import main
 from nnconv.errors import NnconvError
 from nnconv.lowering.diagnostics import Code, Verdict
@@ -56,14 +56,14 @@ def tflite_refuses(model: bytes, check: str = "no_integer_overflow_from_quantiza
 
 
 def warnings(model: bytes, level: int = 30) -> list:
-    report = nnconv.check_model(model, api_level=level)
+    report = nnconv.check_model(model, api_level=level, options=nnconv_options())
     return [d for d in report.diagnostics if d.code is Code.TFLITE_REFUSES]
 
 
 def test_depthwise_relu6_is_lowered_with_a_warning_and_runs():
     model = depthwise(Act.RELU6)
     assert tflite_refuses(model)
-    report = nnconv.check_model(model, api_level=30)
+    report = nnconv.check_model(model, api_level=30, options=nnconv_options())
     (op,) = report.ops
     assert op.status is Verdict.DRIVER_WARNING and op.supported
     (d,) = op.diagnostics
@@ -72,7 +72,7 @@ def test_depthwise_relu6_is_lowered_with_a_warning_and_runs():
     # NNAPI clamps RELU6 to [zero point, type max] = [-128, 127]: 6 / 1e-9 lies far beyond 127. TFLite runs
     # the same op without the fused activation, which it accepts: that is what NNAPI computes.
     x = np.random.default_rng(1).integers(-128, 128, (1, 5, 6, 4)).astype(np.int8)
-    ours = Executor(nnconv.convert(model, api_level=30).converted).run({"x": x})["y"]
+    ours = Executor(nnconv.convert(model, api_level=30, options=nnconv_options()).converted).run({"x": x})["y"]
     plain = depthwise(Act.NONE)
     runner = TfliteRunner(plain)
     theirs = runner.run({runner.input_details()[0]["index"]: x})
@@ -143,4 +143,4 @@ def test_bias_scale_warning_exactly_where_tflite_refuses(op, dtype, bias_factor)
     assert bool(found) is refused
     if refused:
         assert "input_scale * filter_scale" in found[0].message and "bias" in found[0].hint
-        assert nnconv.check_model(model, api_level=30).ops[0].supported
+        assert nnconv.check_model(model, api_level=30, options=nnconv_options()).ops[0].supported

@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from harness import TfliteBuilder
+from harness import TfliteBuilder, nnconv_options
 from nnconv.nnapi.enums import OperationType
 from nnconv.parity.builtin_twin import builtin_twin, custom_ops_substituted
 from nnconv.parity.session import VerifyOptions, save_reference_outputs, verify
@@ -47,7 +47,7 @@ def segmentation_head(padding_code: int, in_shape, out_shape) -> bytes:
 def test_verify_runs_tflite_on_the_builtin_twin(tmp_path, padding_code, in_shape, out_shape):
     path = tmp_path / "seg.tflite"
     path.write_bytes(segmentation_head(padding_code, in_shape, out_shape))
-    report = verify(str(path), VerifyOptions(per_op=True))
+    report = verify(str(path), VerifyOptions(per_op=True, conversion=nnconv_options()))
     assert report.passed
     out = report.parity.outputs[0]
     assert out.max_abs < 1e-5 and "as builtin TRANSPOSE_CONV" in out.detail
@@ -64,7 +64,7 @@ def test_a_wrong_transpose_conv_still_fails(tmp_path):
 
     def faulty(call):  # a test-only fault: the transpose convolution's results are off by 0.5
         return [out + np.float32(0.5) for out in real(call)]
-    report = verify(str(path), VerifyOptions(executor_options={
+    report = verify(str(path), VerifyOptions(conversion=nnconv_options(), executor_options={
         "kernel_overrides": {OperationType.TRANSPOSE_CONV_2D: faulty}}))
     assert not report.passed
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, TfliteBuilder, single_op_model
+from harness import QuantParams, TfliteBuilder, nnconv_options, single_op_model
 from nnconv.nnapi.enums import OperationType
 from nnconv.parity.session import VerifyOptions, verify
 from nnconv.parity.tflite_runner import REFERENCE_KERNELS, TfliteRunner
@@ -50,7 +50,7 @@ def _average_model() -> bytes:
 
 def _diffs(model: bytes, api_level: int, options: ExecutionOptions, seed: int = 0) -> np.ndarray:
     """|ours - TFLite's reference kernel| on seeded int8 inputs of the one-op model."""
-    converted = prepare(model, api_level).lower_ops()
+    converted = prepare(model, api_level, nnconv_options()).lower_ops()
     rng = np.random.default_rng(seed)
     xs = [rng.integers(-128, 128, spec.shape, dtype=np.int8) for spec in converted.inputs]
     ours = Executor(converted, options=options).run({s.name: x for s, x in zip(converted.inputs, xs)})[
@@ -110,7 +110,7 @@ def amplified(request, tmp_path):
 
 def test_amplified_difference_passes_explained(amplified):
     path, _, named = amplified
-    out = verify(path, VerifyOptions()).parity.outputs[0]
+    out = verify(path, VerifyOptions(conversion=nnconv_options())).parity.outputs[0]
     assert out.max_lsb >= 2 and out.passed
     assert named in out.detail and "within 0 LSB" in out.detail
 
@@ -121,7 +121,8 @@ def test_a_fault_on_top_still_fails(amplified):
 
     def faulty(call):  # a test-only fault: every quantized result one step higher
         return [np.clip(out.astype(np.int32) + 1, -128, 127).astype(out.dtype) for out in real(call)]
-    out = verify(path, VerifyOptions(executor_options={"kernel_overrides": {operation: faulty}})).parity.outputs[0]
+    out = verify(path, VerifyOptions(conversion=nnconv_options(),
+                                     executor_options={"kernel_overrides": {operation: faulty}})).parity.outputs[0]
     assert not out.passed
     assert "NNAPI's requantization arithmetic" not in out.detail
 
@@ -163,7 +164,7 @@ def test_int8_mean_as_average_pool_tflite_way_is_bit_exact(shape, keep_dims, api
     MultiplyByQuantizedMultiplier (two roundings: ceil(acc / 4) on 2x2), 1 LSB apart on some values; TFLite's
     way (`tflite_mean`), bit for bit."""
     model = _mean_model(shape, keep_dims)
-    converted = prepare(model, api_level).lower_ops()
+    converted = prepare(model, api_level, nnconv_options()).lower_ops()
     assert [op.type for op in converted.model.main.operations][0] is OperationType.AVERAGE_POOL_2D
     nnapi = _diffs(model, api_level, ExecutionOptions())
     assert nnapi.max() == 1 and np.count_nonzero(nnapi) > 0

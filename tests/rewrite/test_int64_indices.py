@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import TfliteBuilder, assert_parity, assert_refused
+from harness import TfliteBuilder, assert_parity, assert_refused, nnconv_options
 from nnconv.lowering.diagnostics import Code
 from nnconv.pipeline import check_model
 from nnconv.tflite.options import CastOptions, GatherOptions, MulOptions
@@ -56,7 +56,7 @@ def _valid_indices(feed: dict) -> dict:
 @pytest.mark.parametrize("model", [gather_of_input(), gather_of_cast()], ids=["input", "cast"])
 def test_int64_indices_lower_as_int32(model, api):
     assert_parity(model, api_level=api, input_fn=_valid_indices)
-    report = check_model(model, api)
+    report = check_model(model, api, nnconv_options())
     assert report.ok
     notes = [n for r in report.ops for n in r.notes if "int64-indices" in n]
     assert len(notes) == (2 if b"doubled" in model else 1), notes
@@ -67,5 +67,5 @@ def test_int64_read_otherwise_is_left_alone():
     refused (NNAPI has no 64-bit integer operand)."""
     m = gather_of_cast(also_output=True)
     assert_refused(m, 30, Code.DTYPE)
-    report = check_model(m, 30)
+    report = check_model(m, 30, nnconv_options())
     assert not any("int64-indices" in n for r in report.ops for n in r.notes)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
+from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused, nnconv_options
 from nnconv.pipeline import check_model
 from nnconv.lowering.diagnostics import Code, Verdict
 from nnconv.tflite.options import AddOptions, ConcatenationOptions, ReshapeOptions, SliceOptions
@@ -66,7 +66,7 @@ def test_list_write_is_a_row_select(dtype, step):
 
 
 def test_report_says_which_ops_the_rewrite_removed():
-    report = check_model(list_write_model(), 30)
+    report = check_model(list_write_model(), 30, nnconv_options())
     assert report.ok
     by_op = {r.index: r for r in report.ops}
     assert by_op[1].op == "RESHAPE" and "EQUAL" in by_op[1].notes[0]
@@ -78,5 +78,5 @@ def test_report_says_which_ops_the_rewrite_removed():
 def test_tail_not_after_the_written_row_is_left_alone():
     """With L[i+2:] as the tail the concatenation is not a row write: nothing is rewritten."""
     m = list_write_model(plus=2)
-    assert not any(r.notes for r in check_model(m, 30).ops)
+    assert not any(r.notes for r in check_model(m, 30, nnconv_options()).ops)
     assert_refused(m, 30, Code.NON_CONSTANT)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused
+from harness import QuantParams, TfliteBuilder, assert_parity, assert_refused, nnconv_options
 from nnconv.lowering.convert import ConversionOptions, make_state
 from nnconv.pipeline import check_model
 from nnconv.lowering.diagnostics import Code
@@ -118,7 +118,7 @@ def test_channel_shuffle_lowers_whole(dtype, squeeze):
 
 
 def test_report_names_the_rewrite_and_keeps_op_names():
-    report = check_model(repeat_model(expand=True), 30)
+    report = check_model(repeat_model(expand=True), 30, nnconv_options())
     assert report.ok
     assert [r.op for r in report.ops] == ["EXPAND_DIMS", "TILE", "RESHAPE"]
     assert all(any(w.startswith("rewritten by merge-axes") for w in r.notes) for r in report.ops)
@@ -137,7 +137,7 @@ def test_untouched_when_no_rank4_form_exists():
     b.output(y)
     m = b.finish()
     assert_refused(m, 30, Code.RANK)
-    assert not any(r.notes for r in check_model(m, 30).ops)
+    assert not any(r.notes for r in check_model(m, 30, nnconv_options()).ops)
 
 
 def test_model_output_inside_the_chain_is_left_alone():
@@ -220,7 +220,7 @@ def test_quantized_upsampling_sees_through_dequantize_quantize(before, after, en
     """AI Edge Quantizer's static int8 UpSampling2D: DEQUANTIZE / QUANTIZE inside the rank-5 chain commute
     with the data movement; every tensor on merged axes, one partition, the same values as TFLite."""
     m = quantized_repeat_model(before, after, end, expand=expand)
-    report = check_model(m, 30)
+    report = check_model(m, 30, nnconv_options())
     assert report.ok  # every op lowers: one partition
     assert all(any(w.startswith("rewritten by merge-axes") for w in r.notes) for r in report.ops
                if r.op != "QUANTIZE" or not end)
@@ -270,11 +270,11 @@ def test_dequantize_read_twice_inside_the_chain_is_left_alone():
     m = _dequantized_repeat(Q_IN, Q_IN, dequantized_is_output=True)
     assert_parity(_dequantized_repeat(Q_IN, Q_IN, dequantized_is_output=False), api_level=30)  # the control
     assert_refused(m, 30, Code.RANK)
-    assert not any(r.notes for r in check_model(m, 30).ops)
+    assert not any(r.notes for r in check_model(m, 30, nnconv_options()).ops)
 
 
 def test_per_channel_dequantize_inside_the_chain_is_left_alone():
     """Per-channel parameters name an axis of the rank-5 tensor, which merging would move: no rewrite."""
     scales, zeros = [0.05, 0.04, 0.03, 0.02, 0.01], [0] * 5
     m = _dequantized_repeat(QuantParams(scales, zeros, 3), QuantParams(scales, zeros, 4), False)
-    assert not any(r.notes for r in check_model(m, 30).ops)
+    assert not any(r.notes for r in check_model(m, 30, nnconv_options()).ops)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import TfliteBuilder, assert_parity, assert_refused
+from harness import TfliteBuilder, assert_parity, assert_refused, nnconv_options
 from nnconv.lowering.diagnostics import Code
 from nnconv.pipeline import analyse, check_model
 from nnconv.tflite.options import AddOptions, MulOptions, ReducerOptions, ReshapeOptions, SubOptions
@@ -76,9 +76,9 @@ def test_group_norm_runs_on_merged_axes_in_one_partition(groups, fp16_weights):
     result = assert_parity(model, api_level=30)
     # SELECT_V2 lowers with a driver note; the identity BROADCAST_TO is removed
     assert {r.status.value for r in result.report.ops} == {"lowered", "driver_warning", "folded"}
-    _report, plan = analyse(model, 30)
+    _report, plan = analyse(model, 30, nnconv_options())
     assert len(plan.partitions) == 1
-    report = check_model(model, 30)
+    report = check_model(model, 30, nnconv_options())
     notes = [n for r in report.ops for n in r.notes if "merge-regions" in n]
     assert any("axes 1 and 2 merged" in n for n in notes)
     assert any("removed: a BROADCAST_TO to its input's own shape" in n for n in notes)
@@ -87,7 +87,7 @@ def test_group_norm_runs_on_merged_axes_in_one_partition(groups, fp16_weights):
 def test_reductions_over_other_adjacent_axes_merge_them():
     """Moments over W, G and C/G but not H: H and W are not alike, G and C/G are (both reduced)."""
     assert_parity(group_norm_model(axes=(2, 3, 4)), api_level=30)
-    notes = [n for r in check_model(group_norm_model(axes=(2, 3, 4)), 30).ops for n in r.notes]
+    notes = [n for r in check_model(group_norm_model(axes=(2, 3, 4)), 30, nnconv_options()).ops for n in r.notes]
     assert any("axes 3 and 4 merged" in n for n in notes)
 
 
@@ -107,5 +107,5 @@ def test_a_rank5_model_input_keeps_its_shape():
     b.op(B.RESHAPE, [y5, b.const("s", np.array((1, 6, 4), I32))], [y], ReshapeOptions(new_shape=(1, 6, 4)))
     b.output(y)
     model = b.finish()
-    assert not [n for r in check_model(model, 30).ops for n in r.notes if "merge-regions" in n]
+    assert not [n for r in check_model(model, 30, nnconv_options()).ops for n in r.notes if "merge-regions" in n]
     assert_refused(model, 30, Code.RANK)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, TfliteBuilder, assert_parity
+from harness import QuantParams, TfliteBuilder, assert_parity, nnconv_options
 from nnconv.pipeline import check_model
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.tflite.options import PackOptions, ReshapeOptions, ShapeOptions, StridedSliceOptions
@@ -38,6 +38,6 @@ def flatten_model(dtype: str) -> bytes:
 @pytest.mark.parametrize("dtype", ["float32", "int8", "uint8"])
 @pytest.mark.parametrize("api", [29, 30])
 def test_flatten_of_quantized_tensor_folds(dtype, api):
-    report = check_model(flatten_model(dtype), api)
+    report = check_model(flatten_model(dtype), api, nnconv_options())
     assert [r.status for r in report.ops] == [Verdict.FOLDED] * 3 + [Verdict.LOWERED]
     assert_parity(flatten_model(dtype), api_level=api, expect_ops=["RESHAPE"])

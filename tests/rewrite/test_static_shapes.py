@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, TfliteBuilder, assert_parity
+from harness import QuantParams, TfliteBuilder, assert_parity, nnconv_options
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.pipeline import analyse, check_model
 from nnconv.tflite.options import (AddOptions, ConcatenationOptions, Conv2DOptions, ExpandDimsOptions, MulOptions,
@@ -86,7 +86,8 @@ def layer_norm_model() -> bytes:
 
 
 def _rewritten(model: bytes, api: int) -> list[int]:
-    return [r.index for r in check_model(model, api).ops if any("static-shapes" in n for n in r.notes)]
+    report = check_model(model, api, nnconv_options())
+    return [r.index for r in report.ops if any("static-shapes" in n for n in r.notes)]
 
 
 @pytest.mark.parametrize("api", [29, 30])
@@ -94,14 +95,14 @@ def _rewritten(model: bytes, api: int) -> list[int]:
 def test_dilated_conv1d_lowers_whole_with_true_shapes(api, paddings, crops):
     model = dilated_conv1d_model(paddings=paddings, crops=crops)
     assert _rewritten(model, api) == [0, 1, 2, 3]  # S2B, EXPAND_DIMS, CONV_2D, RESHAPE: batch 2, not 1
-    report, plan = analyse(model, api)
+    report, plan = analyse(model, api, nnconv_options())
     assert len(plan.partitions) == 1 and all(r.status is Verdict.LOWERED for r in report.ops)
     assert_parity(model, api_level=api)
 
 
 def test_layer_norm_reshape_gets_the_rows_tflite_computes():
     model = layer_norm_model()
-    report = check_model(model, 30)
+    report = check_model(model, 30, nnconv_options())
     assert [r.status for r in report.ops[:4]] == [Verdict.FOLDED] * 4
     assert all(r.status is Verdict.LOWERED for r in report.ops[4:])
     assert _rewritten(model, 30) == [4, 5, 6]  # the RESHAPE, MEAN and SUB: [1, 6, 4, 1], not [1, 1, 4, 1]
@@ -135,7 +136,7 @@ def test_a_wrong_static_claim_is_overruled_as_tflite_does(read_by_relu):
     says so."""
     model = _wrong_static_claim(read_by_relu)
     assert _rewritten(model, 30) == ([0, 1] if read_by_relu else [0])
-    notes = [n for r in check_model(model, 30).ops for n in r.notes if "static-shapes" in n]
+    notes = [n for r in check_model(model, 30, nnconv_options()).ops for n in r.notes if "static-shapes" in n]
     assert "declared [1, 4, 2], a static claim" in notes[0]
     assert list(assert_parity(model, api_level=30).converted.outputs[0].shape) == [2, 4, 2]
 
@@ -168,7 +169,7 @@ def test_a_right_placeholder_becomes_static_so_an_int8_fill_folds():
     b.op(B.MUL, [x, ones], [y], MulOptions())
     b.output(y)
     model = b.finish()
-    report = check_model(model, 30)
+    report = check_model(model, 30, nnconv_options())
     assert [r.status for r in report.ops] == [Verdict.FOLDED] * 3 + [Verdict.LOWERED]
     assert_parity(model, api_level=30)
 
