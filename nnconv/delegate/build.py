@@ -267,21 +267,29 @@ def _densified_weights(b: OperandBuilder, graph: DelegateGraph, t: int, densify_
 
 
 def _pad_value(b: OperandBuilder, graph: DelegateGraph, t: int, int8_conversion: bool) -> None:
-    """PAD_V2's value: a scalar (a computed one becomes a scalar model input)."""
+    """PAD_V2's value: a scalar (a computed one becomes a scalar model input). The delegate ignores what
+    AddSingleValueTensorAsScalarOperand returns here (unlike FILL's and ARG_MAX's callers), hence
+    `checked=False`."""
     v = graph.tensor(t)
     if v.type == T.FLOAT16:
         if v.constant:
+            # upstream passes `data.f16->data`, the half's raw bits as a uint16, to AddScalarFloat32Operand:
+            # the scalar is that integer (1.0 -> 15360.0), not the value (reachable on the float16-weights path,
+            # where a PADV2 reads the float16 constant behind a DEQUANTIZE)
+            b.scalar_float32(float(np.asarray(v.data).reshape(-1)[:1].view(np.uint16)[0]))
+        else:
+            b.single_value_as_scalar(t, O.TENSOR_FLOAT16, checked=False)
+    elif v.type == T.FLOAT32:
+        if v.constant:
             b.scalar_float32(float(v.values()[0]))
         else:
-            b.single_value_as_scalar(t, O.TENSOR_FLOAT16)
-    elif v.type == T.FLOAT32:
-        b.scalar_float32(float(v.values()[0])) if v.constant else b.single_value_as_scalar(t, O.FLOAT32)
+            b.single_value_as_scalar(t, O.FLOAT32, checked=False)
     elif v.type in (T.UINT8, T.INT8):
         if v.constant:
             value = int(v.values()[0])
             b.scalar_int32(value + 128 if v.type == T.INT8 and int8_conversion else value)
         else:
-            b.single_value_as_scalar(t, O.INT32)
+            b.single_value_as_scalar(t, O.INT32, checked=False)
     else:
         raise BuildError("Unsupported type of pad value for pad_v2")
 

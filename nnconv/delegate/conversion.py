@@ -126,7 +126,8 @@ class DelegateConversion:
         for v in plan.verdicts:
             node = self.graph.nodes[v.index]
             if v.fp16_const_dequantize:
-                status, diags, level = Verdict.FOLDED, [], self._lowest(v.index, accepted=True)
+                # the float16 weight path exists at every level the delegate runs at
+                status, diags, level = Verdict.FOLDED, [], API_LEVELS[0]
                 notes = ["float16 weights: its readers get them as a float32 constant (HALF_TO_FLOAT)"]
             elif v.supported:
                 status, diags, level, notes = Verdict.LOWERED, [], self._lowest(v.index, accepted=True), []

@@ -11,9 +11,9 @@ from typing import Callable
 
 import numpy as np
 
-from nnconv.delegate.graph import DelegateGraph, Node
+from nnconv.delegate.graph import DelegateGraph, Node, TensorInfo
 from nnconv.delegate.node_facts import is_hybrid, is_lstm_basic
-from nnconv.delegate.operands import BuildError, OperandBuilder
+from nnconv.delegate.operands import BuildCrash, BuildError, OperandBuilder
 from nnconv.delegate.setup import SDK_30
 from nnconv.nnapi.enums import OperandType as O
 from nnconv.nnapi.enums import OperationType as N
@@ -40,8 +40,14 @@ class MapArgs:
         o = self.node.options
         return getattr(o, name, default) if o is not None else default
 
-    def tensor(self, i: int):
-        return self.graph.tensor(self.node.inputs[i])
+    def tensor(self, i: int) -> TensorInfo:
+        t = self.node.inputs[i]
+        if t < 0:
+            # Map reads `context->tensors[node->inputs->data[i]]` unchecked: an omitted input is index -1
+            # (undefined behaviour upstream), never the last tensor Python would return
+            raise BuildCrash(f"the delegate's Map reads input {i} of {self.node.name}, which is omitted (-1): it "
+                             "indexes TFLite's tensor array at -1 (undefined behaviour)")
+        return self.graph.tensor(t)
 
     def activation(self) -> int:
         return int(self.option("fused_activation_function"))
@@ -142,6 +148,9 @@ def zero_bias(a: MapArgs, input_tensor: int, filter_tensor: int, count: int) -> 
     input_scale * filter_scale) in a tensor of its own."""
     b = a.b
     b.added_tensors += 1
+    if input_tensor < 0 or filter_tensor < 0:
+        raise BuildCrash(f"the delegate's zero bias reads an omitted (-1) input of {a.node.name}: it indexes "
+                         "TFLite's tensor array at -1 (undefined behaviour)")
     x, w = a.graph.tensor(input_tensor), a.graph.tensor(filter_tensor)
     if x.type == T.FLOAT32:
         b.vector(O.TENSOR_FLOAT32, np.zeros(count, np.float32))

@@ -39,6 +39,10 @@ class BuildError(Exception):
     """The delegate's graph building returned kTfLiteError; the message is what TFLite would log."""
 
 
+class BuildCrash(BuildError):
+    """The delegate's graph building dereferences a null pointer (no error is returned: the app crashes)."""
+
+
 class Flag(enum.IntFlag):
     """`NN_TENSOR_FLAG_*`."""
 
@@ -141,6 +145,12 @@ class OperandBuilder:
         return self._add_tensor(tensor, False, flags, self.outputs)
 
     def _add_tensor(self, tensor: int, hybrid: bool, flags: Flag, into: list[int]) -> int:
+        if tensor < 0:
+            # AddTensor of an omitted input (-1; e.g. a CONV_2D bias given as -1, which Validate's input count
+            # lets through): upstream resizes its index map with -1 + 1 and indexes the tensor array at -1,
+            # undefined behaviour where Python would quietly read the last tensor
+            raise BuildCrash("the delegate adds an omitted (-1) input as a tensor: it indexes TFLite's tensor "
+                             "array at -1 (undefined behaviour)")
         found = self.tensor_operand.get(tensor)
         if found is not None:
             into.append(found)
@@ -150,6 +160,10 @@ class OperandBuilder:
         scale, zp = t.scale, t.zero_point
         channel = None
         int8_conversion = bool(flags & Flag.INT8_CONVERSION)
+        if ttype in (T.FLOAT32, T.FLOAT16, T.BOOL):
+            # AddTensor reads `params` only for the quantized and integer types: a float or boolean tensor
+            # that carries quantization parameters in the file still gets scale 0 and zero point 0
+            scale, zp = 0.0, 0
         if ttype == T.FLOAT32:
             nn = O.TENSOR_FLOAT32
         elif ttype == T.FLOAT16:
@@ -222,11 +236,15 @@ class OperandBuilder:
         self.inputs.append(index)
         return index
 
-    def single_value_as_scalar(self, tensor: int, nn: OperandType) -> int:
+    def single_value_as_scalar(self, tensor: int, nn: OperandType, checked: bool = True) -> int | None:
         """`AddSingleValueTensorAsScalarOperand`: a computed one-element tensor fed as a scalar model input
-        (converted to int32 / float32 at each invocation)."""
+        (converted to int32 / float32 at each invocation). With `checked=False` its failures are the
+        caller's to ignore, as PAD_V2's value does upstream: the build goes on with what was added so far
+        (None when nothing was)."""
         t = self.graph.tensor(tensor)
         if t.num_elements != 1:
+            if not checked:
+                return None  # TF_LITE_ENSURE_EQ returned before anything was added
             raise BuildError(f"NumElements(tensor) == 1 was not true for tensor '{t.name}'")
         # upstream adds the operand before it looks the tensor up: a tensor that already has an operand
         # leaves this one unused and uncounted, and every later index of the delegate is one short of NNAPI's
@@ -238,13 +256,17 @@ class OperandBuilder:
         index = self.count
         self.count += 1
         self.tensor_operand[tensor] = index
+        # upstream pushes the operand before it asks for the type's TFLite equivalent, so an unchecked failure
+        # (TENSOR_FLOAT16) leaves the operand mapped and used, with no conversion
+        self.inputs.append(index)
         equivalent = T.INT32 if nn is O.INT32 else T.FLOAT32 if nn is O.FLOAT32 else None
         if equivalent is None:
+            if not checked:
+                return index
             raise BuildError(f"NN API Delegate: Can't get an equivalent TF Lite type for provided NN API type: "
                              f"{int(nn)}.")
         if t.type != equivalent:
             self.conversions[tensor] = Conversion.TO_INT32 if nn is O.INT32 else Conversion.TO_FLOAT32
-        self.inputs.append(index)
         return index
 
     def additional_output(self, nn: OperandType, dims: Sequence[int], scale: float = 0.0, zero_point: int = 0) -> int:

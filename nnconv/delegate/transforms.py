@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from nnconv.delegate.graph import DelegateGraph, Node
-from nnconv.delegate.operands import BuildError, Flag, OperandBuilder
+from nnconv.delegate.operands import BuildCrash, BuildError, Flag, OperandBuilder
 from nnconv.nnapi.enums import FuseCode
 from nnconv.nnapi.enums import OperandType as O
 from nnconv.nnapi.enums import OperationType as N
@@ -234,8 +234,14 @@ def quantized_lstm(b: OperandBuilder, graph: DelegateGraph, node: Node,
         raise BuildError("node->intermediates->size != 5")
     for k, t in enumerate(node.intermediates):
         q = graph.tensor(t).quant
-        if not q.scale or not q.zero_point:
-            raise BuildError(f"intermediate tensor {t} of the quantized LSTM has no quantization")
+        if not graph.tensor(t).affine or not q.zero_point:
+            # upstream casts `quantization.params` to TfLiteAffineQuantization* and reads scale->data[0]
+            # unchecked: an intermediate without quantization (the converter's int8 LSTMs without layer norm
+            # leave the four gate intermediates float32, which TFLite's own kernel ignores) is a null pointer
+            raise BuildCrash(f"the delegate reads the quantization of intermediate tensor #{t} "
+                             f"'{graph.tensor(t).name}' of the int8 LSTM (node #{node.index}), which has none: a null "
+                             "pointer dereference (quantize every intermediate of the LSTM, as the converter does "
+                             "for layer-normalized int8 LSTMs)")
         if k == 4:
             b.scalar_int32(int(q.zero_point[0]))
         b.scalar_float32(float(np.float32(q.scale[0])))
