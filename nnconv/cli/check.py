@@ -21,7 +21,7 @@ from nnconv.cli.common import (
     resolve_api_level,
     verbosity_options,
 )
-from nnconv.errors import EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE, folder_exit_code
+from nnconv.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_NOT_CONVERTIBLE, folder_exit_code
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.levels import ALL_API_LEVELS, ApiLevel, is_all
 from nnconv.parallel import Failed, guarded
@@ -172,6 +172,12 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
         err.print(f"nnconv: policy violated: {v}", markup=False)
     # `check` is the gate in front of `convert`: a partition that did not lower fails it with the exit code
     # `convert` would give (2 bad input, 3 not convertible, 4 our bug), after the report is printed.
+    unprepared = [c for c in checks if c.plan.outcome == "cpu_prepare_failed"]
+    if unprepared:  # TFLite itself cannot run the model: bad input for every command, after the report
+        line = " ".join(f"{unprepared[0].label}: TFLite cannot prepare this model: "
+                        f"{unprepared[0].plan.outcome_reason}".split())
+        err.print(f"nnconv: error: {line}", markup=False)
+        return EXIT_BAD_INPUT
     failed = [(c, p) for c in checks for p in c.plan.partitions if p.error]
     if failed:
         c, p = failed[0]

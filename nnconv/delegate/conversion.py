@@ -17,7 +17,7 @@ from nnconv.delegate.operands import BuildError, Conversion
 from nnconv.delegate.plan import DelegatePlan, DeviceQuery, Outcome, plan_delegation
 from nnconv.delegate.setup import DEFAULT_MAX_PARTITIONS, SDK_30, DelegateSetup
 from nnconv.delegate.validation import validate
-from nnconv.errors import ConversionError, NnconvError
+from nnconv.errors import ConversionError, InputDataError, NnconvError
 from nnconv.lowering.check_report import ConversionResult, Lowered, OpReport, Report
 from nnconv.lowering.context import dtype_name
 from nnconv.lowering.diagnostics import Code, Diagnostic, Verdict
@@ -37,8 +37,7 @@ _OUTCOME_CODES = {
     Outcome.REFUSED_DYNAMIC_TENSORS: Code.DELEGATE_DYNAMIC_TENSORS, Outcome.DELEGATE_FAILED: Code.DELEGATE_BUILD_FAILED,
     Outcome.FAILED_AFTER_DELEGATE_PREPARE: Code.DELEGATE_PREPARE_FAILED,
     Outcome.DEVICE_CRASH_NULL_API: Code.DELEGATE_NULL_API, Outcome.CPU_PREPARE_FAILED: Code.TFLITE_PREPARE_FAILED,
-    # (no code of its own yet: NNC043 is the delegate's other crash)
-    Outcome.DELEGATE_CRASH: Code.DELEGATE_NULL_API,
+    Outcome.DELEGATE_CRASH: Code.DELEGATE_CRASH,
 }
 _HINTS = {
     Outcome.REFUSED_DYNAMIC_TENSORS: "give the inputs static shapes (--input-shape), or `nnconv rewrite` the "
@@ -192,9 +191,12 @@ class DelegateConversion:
                              nnapi_ops=len(built.model.main.operations))
             problem = runtime_problem(built.model, self.api_level.feature_level)
             if problem:
+                # Android validates operands and operations as the delegate adds them (its build then fails and
+                # TFLite runs the model on the CPU); what only the reference CPU checks fails the invocation
                 part.error = (f"Android's NNAPI runtime refuses the delegate's graph: {problem} (on a phone the "
-                              "delegate's build fails and TFLite runs the whole model on the CPU)")
+                              "delegate's build, or its invocation on NNAPI's CPU implementation, fails)")
                 part.error_exit_code = ConversionError.exit_code
+                result.diagnostics.append(Diagnostic(Code.DELEGATE_GRAPH_REFUSED, f"partition {i}: {part.error}"))
             result.partitions.append(part)
             if not part.error:
                 result.converted.append(self._converted(built))
@@ -257,8 +259,19 @@ class DelegateConversion:
                         shape=tuple(tensor.dims), offset=INT8_SHIFT if shifted else 0,
                         scale=tensor.scale, zero_point=tensor.zero_point, variable=src.is_variable and not state)
 
+    def tflite_refusal(self) -> str:
+        """Why TFLite itself cannot prepare the model ("" when it can): nothing to delegate or compare, bad
+        input for every command (exit 2)."""
+        plan = self.delegate_plan()
+        if plan.outcome is not Outcome.CPU_PREPARE_FAILED:
+            return ""
+        # TFLite's error reporter joins its messages with newlines; an exit-2 message is one line.
+        return " ".join(line.strip() for line in plan.error.splitlines() if line.strip())
+
     def partial(self, max_partitions: int = DEFAULT_MAX_PARTITIONS) -> PartitionPlan:
         """Every partition the delegate forms, converted; ConversionError when none runs on NNAPI."""
+        if self.tflite_refusal():
+            raise InputDataError(f"TFLite cannot prepare this model: {self.tflite_refusal()}")
         found = self.plan(max_partitions)
         failed = next((p for p in found.partitions if p.error), None)
         if failed is not None:
@@ -284,6 +297,8 @@ class DelegateConversion:
     def whole(self) -> ConversionResult:
         """The delegate's single NNAPI model when it takes the model whole; ConversionError otherwise."""
         report = self.report
+        if self.tflite_refusal():
+            raise InputDataError(f"TFLite cannot prepare this model: {self.tflite_refusal()}")
         if not report.ok:
             refused = [r for r in report.ops if not r.supported]
             err = ConversionError(f"TFLite's NNAPI delegate refuses {len(refused)} of {len(report.ops)} ops at API "

@@ -44,6 +44,7 @@ class Code(str, enum.Enum):
     DELEGATE_NULL_API = "NNC043"  # the delegate calls an NNAPI function the API level does not have (a crash)
     TFLITE_PREPARE_FAILED = "NNC044"  # TFLite itself cannot prepare the model
     DELEGATE_GRAPH_REFUSED = "NNC045"  # Android's NNAPI runtime refuses an operation the delegate builds
+    DELEGATE_CRASH = "NNC046"  # the delegate dereferences a null pointer while it builds (a crash)
     DRIVER_SUPPORT = "NNW100"  # warning: commonly refused by drivers
     TFLITE_REFUSES = "NNW101"  # warning: NNAPI takes it, TFLite's own CPU kernel refuses the op
     DELEGATE_TENSOR_REALLOC = "NNW110"  # warning: the delegate adds enough tensors to move TFLite's tensor array
