@@ -23,7 +23,7 @@ from nnconv.lowering.registry import CUSTOM_RULES, RULES
 from nnconv.lowering.partition import build_plan
 from nnconv.report.analysis import ModelCheck, report_json
 from nnconv.tflite.builder import TfliteBuilder
-from nnconv.tflite.options import Conv2DOptions
+from nnconv.tflite.options import AddOptions, Conv2DOptions
 from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator, Padding
 from test_partition import SHAPE, add_op, chain
@@ -269,6 +269,26 @@ def test_policy_violations_exit_1_naming_the_rule(models, args, rule):
     res = run(models["mid"], "--api-level", "28", *args)
     assert res.exit_code == 1 and rule in res.stderr
     assert run(models["mid"], "--api-level", "29", *args).exit_code == 0  # all lowered at 29
+
+
+def test_min_coverage_fails_a_model_with_nothing_on_nnapi(tmp_path):
+    """Issue 35: folded ops alone are not coverage: a model whose ops are folded or refused has no partition,
+    runs wholly on TFLite's CPU, and fails `--min-coverage` (it passed at 50%)."""
+    b = TfliteBuilder()
+    x = b.input("x", SHAPE, np.float32)
+    c = b.tensor("c", SHAPE, np.float32)
+    b.op(BuiltinOperator.ADD, [b.const("a", np.ones(SHAPE, np.float32)), b.const("b", np.ones(SHAPE, np.float32))],
+         [c], AddOptions())
+    y = b.tensor("y", SHAPE, np.float32)
+    b.op(BuiltinOperator.CUSTOM, [x, c], [y], custom_code="MyOp")
+    b.output(y)
+    path = tmp_path / "folded_only.tflite"
+    path.write_bytes(b.finish())
+    res = run(str(path), "--min-coverage", "10")
+    assert res.exit_code == 1, res.output
+    assert "--min-coverage 10: folded_only.tflite has 0.0% of its ops delegated" in res.stderr
+    summary = check_json(str(path))["summary"]
+    assert (summary["ops_folded"], summary["ops_delegated"], summary["coverage"]) == (1, 0, 0.0)
 
 
 def test_policies_pass(models):

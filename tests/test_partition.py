@@ -183,6 +183,21 @@ def test_folded_ops_are_constants_not_nodes():
     assert plan.summary_line() == "1 partition, 3/3 ops (100%)"
 
 
+def test_no_partition_means_no_coverage_even_with_folded_ops():
+    """Issue 35: a model whose only lowerable ops are folded runs wholly on TFLite's CPU kernels: folded ops
+    count towards coverage only when some partition runs (an AI Edge Quantizer 16x8 model printed
+    `0 partitions, 48/319 ops (15%)` and passed `--min-coverage 10`)."""
+    m = read_model(chain(["custom", "custom", "custom"]))
+    state = make_state(m, 30)
+    state.folded[(0, m.subgraphs[0].operators[0].outputs[0])] = np.zeros(SHAPE, np.float32)
+    report = check_ops(state)
+    plan = build_plan(state, report)
+    assert plan.partitions == [] and plan.folded == [0]
+    assert (plan.ops_delegated, plan.coverage) == (0, 0.0)
+    assert plan.summary_line() == "0 partitions, 0/3 ops (0%)"
+    assert "no op is delegated: the whole model runs on the TFLite CPU kernels" in plan.warnings()
+
+
 # -- convert_partial ------------------------------------------------------------------------------
 def test_convert_partial_one_model_per_partition():
     plan = convert_partial(chain(["conv", "dilated", "conv", "conv"]), 28)

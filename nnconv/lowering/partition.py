@@ -95,12 +95,16 @@ class PartitionPlan:
 
     @property
     def ops_delegated(self) -> int:
-        """Ops NNAPI (or nnconv's constant folding) takes care of."""
+        """Ops NNAPI takes care of: those of the partitions, and the ops nnconv folds into constants, which count
+        only when some partition runs (a model with no partition runs wholly on TFLite's CPU kernels, folded
+        ops included: nothing of it is on NNAPI)."""
+        if not self.partitions:
+            return 0
         return sum(len(p.ops) for p in self.partitions) + len(self.folded)
 
     @property
     def coverage(self) -> float:
-        """Percentage of ops delegated (100 for a model without ops)."""
+        """Percentage of ops delegated: 0 when no partition runs, 100 for a model without ops."""
         return 100.0 * self.ops_delegated / self.ops_total if self.ops_total else 100.0
 
     def partition_of(self, op_index: int) -> int | None:
