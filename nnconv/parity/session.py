@@ -25,7 +25,7 @@ import numpy as np
 
 from nnconv.errors import ConversionError, InputDataError, NnconvError
 from nnconv.lowering.convert import ConversionOptions
-from nnconv.nnapi.levels import DEFAULT_API_LEVEL
+from nnconv.nnapi.levels import DEFAULT_API_LEVEL, RELAX_FP16_MIN_API
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.inputs import bind_reference, image_inputs, ranged_inputs
 from nnconv.parity.partitioned import bind_model_inputs, is_nnapi_file, verify_model, verify_prepared
@@ -78,6 +78,12 @@ class VerifyOptions:
     batch: int = DEFAULT_MAX_BATCH  # --dataset: samples per batched run of our executor (1: one at a time)
     max_bytes: int | None = None  # bound of each .npy/.npz sample read (`--max-memory`)
     save_repro: str | None = None  # with `per_op`: the folder of the first divergent op's repro (parity/repro.py)
+
+    @property
+    def simulates_relaxed(self) -> bool:
+        """`relax_fp16` at a level that has relaxComputationFloat32toFloat16 (API 28): below it the flag does
+        not exist, the model computes in float32, and no relaxed driver is simulated (the CLI warns)."""
+        return self.relax_fp16 and self.api_level >= RELAX_FP16_MIN_API
 
     def check(self) -> None:
         conflicts = option_conflicts(inputs=self.inputs is not None, seed=self.seed is not None,
@@ -261,7 +267,7 @@ def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
                              executor_options=opts.executor_options, allow_partial=opts.allow_partial,
                              reference=reference)
     report = VerifyReport(parity, _meta(opts, path))
-    if opts.per_op or opts.relax_fp16:
+    if opts.per_op or opts.simulates_relaxed:
         _deep_checks(report, prepared, reference, partitions, specs, feed, opts, whole)
     report.seconds = time.monotonic() - start
     return report
@@ -352,7 +358,7 @@ def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: 
             report.repro["command"] = (f"nnconv verify {os.path.join(opts.save_repro, 'repro.tflite')} --inputs "
                                        f"{os.path.join(opts.save_repro, 'inputs.npz')} --api-level "
                                        f"{opts.api_level} --kernels {report.per_op.kernels}")
-    if opts.relax_fp16:
+    if opts.simulates_relaxed:
         fp32 = {o.name: o for o in report.parity.outputs}
         rows = []
         for k, cm in enumerate(partitions):
