@@ -77,7 +77,7 @@ Examples:
                                                 "(simulated) and report the extra error per output.")
 @click.option("--atol", type=click.FloatRange(min=0), default=None, help="Absolute tolerance of float outputs.")
 @click.option("--rtol", type=click.FloatRange(min=0), default=None,
-              help="Tolerance of float outputs relative to the output's range.")
+              help="Tolerance of float outputs relative to the output's magnitude, max |expected|.")
 @click.option("--max-lsb", type=click.IntRange(min=0), default=None, help="Tolerance of quantized outputs in LSB.")
 @click.option("--allow-partial", is_flag=True,
               help="Verify a model that does not lower whole partition by partition (else exit 3).")

@@ -1,9 +1,9 @@
 """Float outputs of deep models: when TFLite's own kernel sets disagree by more than the float tolerance.
 
-The float tolerance (1e-5 + 1e-4 x range, tolerances.py) is a bound on summation-order and libm
+The float tolerance (1e-5 + 1e-4 x max |expected|, tolerances.py) is a bound on summation-order and libm
 differences for one op. Through a deep model those differences are amplified: on MediaPipe's
 pose_landmark_full, TFLite's optimized builtin kernels and its reference kernels differ by 0.29 on an
-output of range 1315 (2.2e-4 of the range), on the same inputs, with no conversion at all. An output out
+output of magnitude 1315 (2.2e-4 of it), on the same inputs, with no conversion at all. An output out
 of tolerance against the chosen kernels is then judged against that spread: it passes when its distance
 to the nearer of TFLite's two kernel sets is at most the tolerance plus the distance between the two, i.e.
 when nnconv is no further from TFLite than TFLite's kernels are from each other (three float

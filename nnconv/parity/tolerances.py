@@ -2,10 +2,17 @@
 
 | output dtype | passes when | why |
 | --- | --- | --- |
-| float32 / float16 | max |diff| <= atol + rtol * max|expected| over the output (rtol 1e-4 of the output range, atol 1e-5) | BLAS summation order and libm differ between TFLite's kernels and numpy; out of it, an output no further from TFLite than TFLite's builtin and reference kernels are from each other passes (parity/kernel_spread.py: deep models amplify rounding) |
-| float32 of a dynamic-range (hybrid) model | compared with TFLite on its float twin (hybrid weights dequantized, `parity/twin.py`): the float tolerance above; only without a twin (sparse weights), rtol 1e-2 of the output range against TFLite's hybrid kernels | TFLite's hybrid kernels quantize each activation to int8 on the fly; NNAPI (and nnconv) dequantize the weights and compute in float, so the two differ by the activation rounding, which grows with depth (measured: 3e-4 on the MobileNetV2 fixture, 3e-2 to 7e-2 on deeper random-weight MobileNets); `verify` reports that gap in each output's detail |
+| float32 / float16 | max |diff| <= atol + rtol * max |expected| over the output (rtol 1e-4 of the output's magnitude, atol 1e-5; `expected`: TFLite's value, or the `--reference` one) | BLAS summation order and libm differ between TFLite's kernels and numpy; out of it, an output no further from TFLite than TFLite's builtin and reference kernels are from each other passes (parity/kernel_spread.py: deep models amplify rounding) |
+| float32 of a dynamic-range (hybrid) model | compared with TFLite on its float twin (hybrid weights dequantized, `parity/twin.py`): the float tolerance above; only without a twin (sparse weights), rtol 1e-2 of the output's magnitude against TFLite's hybrid kernels | TFLite's hybrid kernels quantize each activation to int8 on the fly; NNAPI (and nnconv) dequantize the weights and compute in float, so the two differ by the activation rounding, which grows with depth (measured: 3e-4 on the MobileNetV2 fixture, 3e-2 to 7e-2 on deeper random-weight MobileNets); `verify` reports that gap in each output's detail |
 | uint8 / int8 / int16 | max |diff| <= 1 LSB against TFLite's builtin kernels, or else against TFLite's reference kernels (the report says which) | the NNAPI reference CPU follows TFLite's reference integer arithmetic; TFLite's optimized int8 kernels round ~0.05% of values one step differently, which a deep network can grow to several LSB; a difference that disappears with TFLite's requantization arithmetic (multipliers from the double input x filter scale instead of NNAPI's float32 one; FULLY_CONNECTED rounded once instead of twice; quantized RESIZE_BILINEAR in Q10 integers; a requantizing QUANTIZE with one multiplier; int8 AVERAGE_POOL_2D rounded in int8 below API 30; int8 SQUARED_DIFFERENCE in TFLite's fixed point instead of nnconv's float form) is NNAPI's own arithmetic and passes, explained |
 | int32 / int64 / bool | exact | integer results of index ops, comparisons, casts |
+
+Relative to the magnitude, max |expected|, not to the span max - min of the values: float rounding scales
+with the magnitude of what is computed (each float32 step is 2^-24 of it, float16's 2^-11), so an output
+with an offset (values in [-11.09, -11.08], a logit bias) rounds like any value near 11. A tolerance on the
+span would be smaller than one rounding step of such values and fail engines that compute them as well as
+float allows; whether the span is too small for the comparison to mean much is what `uninformative` says
+(metrics.is_uninformative).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ class Tolerance:
 
     def describe(self) -> str:
         if self.kind == "float":
-            return f"|diff| <= {self.atol:g} + {self.rtol:g} * range"
+            return f"|diff| <= {self.atol:g} + {self.rtol:g} * max |expected|"
         if self.kind == "quant":
             return f"<= {self.lsb} LSB"
         return "exact"
