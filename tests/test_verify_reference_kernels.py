@@ -50,10 +50,35 @@ def test_partition_outputs_fall_back_to_the_reference_kernels(tmp_path, monkeypa
     monkeypatch.setattr(partitioned, "_recheck_with_reference_kernels", recheck)
     report = partitioned.verify_partitions(prepared, [converted])
     assert report.passed
-    assert "PASS against TFLite's reference kernels" in report.outputs[0].detail
+    assert report.outputs[0].detail.startswith("within tolerance of TFLite's reference kernels")
     assert "differ by up to 3 LSB" in report.outputs[0].detail
 
     phase["reference"] = False
     monkeypatch.setattr(partitioned, "_recheck_with_reference_kernels", real_recheck)  # stays failing
     report = partitioned.verify_partitions(prepared, [converted])
     assert not report.passed
+
+
+def test_xnnpack_outputs_are_settled_and_say_so(tmp_path, monkeypatch):
+    """Issue 35: `--kernels xnnpack` failed a quantized output with no detail (only the builtin kernels were
+    re-judged against TFLite's reference kernels); XNNPACK's own rounding is settled the same way."""
+    import nnconv.parity.partitioned as whole
+    import nnconv.parity.settle as settle
+    from nnconv.parity.partitioned import verify_model
+    path = int8_model(tmp_path)
+    real = whole.run_parity
+
+    def xnnpack_off_by_three(source, converted, feed, kernels="builtin", runner=None, **options):
+        report = real(source, converted, feed, kernels=kernels, **options)
+        if kernels == "xnnpack":
+            for o in report.outputs:
+                o.passed, o.max_lsb = False, 3  # as if XNNPACK rounded 3 LSB away
+        return report
+
+    monkeypatch.setattr(whole, "run_parity", xnnpack_off_by_three)
+    monkeypatch.setattr(settle, "run_parity", xnnpack_off_by_three)
+    report = verify_model(path, 30, kernels="xnnpack")
+    (out,) = report.outputs
+    assert report.passed and out.settled_by == "reference kernels"
+    assert out.detail.startswith("within tolerance of TFLite's reference kernels (max 0 LSB)")
+    assert "TFLite's xnnpack kernels differ by up to 3 LSB" in out.detail

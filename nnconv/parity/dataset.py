@@ -36,8 +36,8 @@ from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity.metrics import abs_diff
 from nnconv.parity.samples import Feed, Sample
 from nnconv.parity.kernel_spread import settle_with_kernel_spread
-from nnconv.parity.partitioned import compare_with_reference_kernels
-from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
+from nnconv.parity.settle import compare_with_reference_kernels
+from nnconv.parity.tflite_runner import REFERENCE_KERNELS, TfliteRunner
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.verify import (
     OutputParity,
@@ -61,7 +61,7 @@ def settle(report: ParityReport, reference: TfliteReference, converted: Converte
     """A sample's failing outputs re-judged as one verify re-judges them: quantized ones against TFLite's
     reference kernels (and NNAPI's own requantization arithmetic), float ones against TFLite's kernel
     spread (parity/partitioned.py, parity/kernel_spread.py); rows are updated in place."""
-    if report.kernels == BUILTIN_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
+    if report.kernels != REFERENCE_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
         compare_with_reference_kernels(report, reference, converted, feed, overrides, executor_options)
     settle_with_kernel_spread(report, reference, converted, feed, overrides, executor_options)
 

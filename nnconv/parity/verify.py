@@ -64,6 +64,9 @@ class OutputParity:
     kernel_spread: float | None = None
     # TFLite's values are constant or nearly so (metrics.is_uninformative): a pass proves little
     uninformative: bool = False
+    # what let an output out of the plain tolerance pass: "reference kernels", "NNAPI arithmetic"
+    # (parity/settle.py) or "kernel spread" (parity/kernel_spread.py); "" when the plain tolerance did
+    settled_by: str = ""
 
     @property
     def verdict(self) -> str:
@@ -79,7 +82,8 @@ class OutputParity:
                 "top5": self.top5, "max_lsb": self.max_lsb,
                 "histogram": {str(k): v for k, v in self.histogram.items()},
                 "tolerance": self.tolerance.describe(), "kernel_spread": self.kernel_spread,
-                "passed": self.passed, "uninformative": self.uninformative, "detail": self.detail}
+                "passed": self.passed, "settled_by": self.settled_by or None, "uninformative": self.uninformative,
+                "detail": self.detail}
 
 
 def compare(name: str, actual: np.ndarray, expected: np.ndarray, hybrid: bool = False,

@@ -9,6 +9,8 @@ amplified difference that comes only from them, and still fails a fault on top."
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -123,7 +125,7 @@ def test_a_fault_on_top_still_fails(amplified):
         return [np.clip(out.astype(np.int32) + 1, -128, 127).astype(out.dtype) for out in real(call)]
     out = verify(path, VerifyOptions(executor_options={"kernel_overrides": {operation: faulty}})).parity.outputs[0]
     assert not out.passed
-    assert "NNAPI's requantization arithmetic" not in out.detail
+    assert "NNAPI's own arithmetic" not in out.detail
 
 
 def _squared_difference_model() -> bytes:
@@ -169,3 +171,14 @@ def test_int8_mean_as_average_pool_tflite_way_is_bit_exact(shape, keep_dims, api
     assert nnapi.max() == 1 and np.count_nonzero(nnapi) > 0
     assert _diffs(model, api_level, ExecutionOptions(tflite_mean=frozenset([0]))).max() == 0
 
+
+
+def test_the_explanation_names_only_the_ops_of_the_model(amplified):
+    """Issue 35: the detail listed every requantization cause nnconv knows (FULLY_CONNECTED, RESIZE,
+    AVERAGE_POOL, SQUARED_DIFFERENCE, MEAN...) whatever the model held; it names the ops present, by index."""
+    path, _, named = amplified
+    detail = verify(path, VerifyOptions()).parity.outputs[0].detail
+    assert f"#0 {named}:" in detail
+    assert set(re.findall(r"#\d+ ([A-Z_0-9]+)", detail)) == {named, "QUANTIZE"}, detail  # the model's two ops
+    assert "FULLY_CONNECTED" not in detail and "SQUARED_DIFFERENCE" not in detail
+    assert not detail.startswith("PASS")  # the verdict already says PASS: the table printed "PASS PASS against"
