@@ -24,7 +24,7 @@ from nnconv.nnapi.program import ConvertedModel, IoTensor, bind_inputs
 from nnconv.parity.kernel_spread import settle_with_kernel_spread
 from nnconv.parity.settle import compare_with_reference_kernels
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
-from nnconv.parity.tolerances import ToleranceOverrides
+from nnconv.parity.tolerances import ToleranceOverrides, tolerance_for
 from nnconv.parity.verify import (
     OutputParity,
     ParityReport,
@@ -137,10 +137,18 @@ def verify_partitions(prepared: PreparedConversion, partitions: Sequence[Convert
     runner.run({spec.tflite_tensor: np.asarray(feed[spec.name]) for spec in model_inputs})
     rows: list[PartitionParity] = []
     for k, cm in enumerate(partitions):
-        boundary = {spec.name: runner.tensor(spec.tflite_tensor) for spec in cm.inputs}
+        boundary, reshaped, unfit = _boundary_values(cm, runner)
+        if unfit:  # converted for a shape TFLite does not produce: nothing to run it on
+            rows.append(_unfit_partition(k, cm, unfit))
+            continue
         ours = Executor(cm, **opts).run(boundary)
-        outs = attach_operands([compare(f"p{k}/{spec.name}", ours[spec.name], runner.tensor(spec.tflite_tensor),
-                                        hybrid, overrides) for spec in cm.outputs], cm)
+        outs = []
+        for spec in cm.outputs:
+            expected, arranged = _as_converted(runner.tensor(spec.tflite_tensor), spec, "partition output")
+            o = compare(f"p{k}/{spec.name}", ours[spec.name], expected, hybrid, overrides)
+            o.detail = "; ".join(filter(None, [o.detail, *reshaped, arranged]))
+            outs.append(o)
+        attach_operands(outs, cm)
         row = PartitionParity(k, list(cm.tflite_ops), outs)
         rows.append(row)
     failing_quant = [(cm, row) for cm, row in zip(partitions, rows)
@@ -149,10 +157,50 @@ def verify_partitions(prepared: PreparedConversion, partitions: Sequence[Convert
         _recheck_with_reference_kernels(failing_quant, source, model_inputs, feed, hybrid, overrides, opts,
                                         kernels)
     for cm, row in zip(partitions, rows):
-        if not row.passed:
+        if not row.passed and not row.diagnosis:
             _localize(row, prepared, cm, runner, hybrid, overrides, opts)
     return PartitionedParityReport(model=reference.name, api_level=prepared.api_level, kernels=kernels,
                                    outputs=[o for r in rows for o in r.outputs], partitions=rows, note=note)
+
+
+def _same_elements(a: np.ndarray, shape: Sequence[int]) -> bool:
+    """`a` holds the elements of a tensor of `shape` in another arrangement of unit axes ([5] and [1, 5])."""
+    return [d for d in a.shape if d != 1] == [d for d in shape if d != 1]
+
+
+def _as_converted(a: np.ndarray, spec: IoTensor, role: str) -> tuple[np.ndarray, str]:
+    """TFLite's value of a partition's input or output in the shape the partition was converted for, with a
+    note when TFLite computes it in another arrangement of unit axes (its kernels resize their outputs at
+    Prepare: the declared shape may not be TFLite's; rewrite/static_shapes.py follows Prepare for the ops it
+    knows)."""
+    if tuple(a.shape) == tuple(spec.shape) or not _same_elements(a, spec.shape):
+        return a, ""
+    return a.reshape(spec.shape), (f"TFLite computes {role} '{spec.name}' as {list(a.shape)}; taken as the declared "
+                                   f"{list(spec.shape)} the partition was converted for (the same elements)")
+
+
+def _boundary_values(cm: ConvertedModel, runner: TfliteRunner) -> tuple[dict[str, np.ndarray], list[str], str]:
+    """TFLite's tensors at the partition's inputs, by input name, in the shapes the partition was converted
+    for (`_as_converted`); another size cannot be fed: returns (values, notes, why not)."""
+    values, notes = {}, []
+    for spec in cm.inputs:
+        a, note = _as_converted(runner.tensor(spec.tflite_tensor), spec, "boundary tensor")
+        if tuple(a.shape) != tuple(spec.shape):
+            return values, notes, (f"TFLite computes boundary tensor '{spec.name}' as {list(a.shape)}, but the "
+                                   f"partition was converted for its declared shape {list(spec.shape)}: nnconv's "
+                                   "shape inference does not follow TFLite here (please report it with the model)")
+        values[spec.name] = a
+        notes += [note] if note else []
+    return values, notes, ""
+
+
+def _unfit_partition(k: int, cm: ConvertedModel, why: str) -> PartitionParity:
+    """The row of a partition that cannot be run on TFLite's boundary tensors: every output failing, `why`
+    as its diagnosis."""
+    outs = [OutputParity(f"p{k}/{spec.name}", spec.dtype, tuple(spec.shape), tolerance_for(spec.np_dtype),
+                         float("inf"), float("inf"), None, passed=False, detail=f"not run: {why}")
+            for spec in cm.outputs]
+    return PartitionParity(k, list(cm.tflite_ops), attach_operands(outs, cm), diagnosis=why)
 
 
 def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[IoTensor],
@@ -191,12 +239,11 @@ def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedM
     only add up across several ops."""
     try:
         fresh = prepared.lower_ops(cm.tflite_ops, cm.subgraph)
-        ours = Executor(fresh, **dict(opts or {})).run({spec.name: runner.tensor(spec.tflite_tensor)
-                                                         for spec in fresh.inputs})
+        ours = Executor(fresh, **dict(opts or {})).run(_boundary_values(fresh, runner)[0])
     except NnconvError:
         fresh = None  # the ops no longer convert or run together: the op-by-op diagnosis below says which
-    if fresh is not None and all(compare(s.name, ours[s.name], runner.tensor(s.tflite_tensor), hybrid,
-                                         overrides).passed for s in fresh.outputs):
+    if fresh is not None and all(compare(s.name, ours[s.name], _as_converted(runner.tensor(s.tflite_tensor), s, "")[0],
+                                         hybrid, overrides).passed for s in fresh.outputs):
         row.diagnosis = ("a fresh conversion of the same ops passes: this partition differs from what nnconv "
                          "produces now (an outdated or modified .nnapi file?)")
         return
@@ -206,10 +253,13 @@ def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedM
             single = prepared.lower_ops([k], cm.subgraph)
         except Exception:  # noqa: BLE001 - e.g. an op whose outputs are all folded: nothing to compare
             continue
-        ours = Executor(single, **dict(opts or {})).run({spec.name: runner.tensor(spec.tflite_tensor)
-                                                          for spec in single.inputs})
+        try:
+            ours = Executor(single, **dict(opts or {})).run(_boundary_values(single, runner)[0])
+        except NnconvError:  # converted for a shape TFLite does not give its inputs: not run alone
+            continue
         for spec in single.outputs:
-            o = compare(spec.name, ours[spec.name], runner.tensor(spec.tflite_tensor), hybrid, overrides)
+            o = compare(spec.name, ours[spec.name], _as_converted(runner.tensor(spec.tflite_tensor), spec, "")[0],
+                        hybrid, overrides)
             if not o.passed:
                 row.ops_at_fault.append({"index": k, "op": op.name, "output": spec.name, "max_abs": o.max_abs,
                                          "max_lsb": o.max_lsb, "detail": o.detail})
