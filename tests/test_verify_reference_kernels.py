@@ -34,8 +34,8 @@ def test_partition_outputs_fall_back_to_the_reference_kernels(tmp_path, monkeypa
     real_compare = partitioned.compare
     phase = {"reference": False}
 
-    def compare(name, actual, expected, hybrid=False, overrides=None):
-        o = real_compare(name, actual, expected, hybrid, overrides)
+    def compare(name, actual, expected, hybrid=False, overrides=None, source=None):
+        o = real_compare(name, actual, expected, hybrid, overrides, source)
         if not phase["reference"]:
             o.passed, o.max_lsb = False, 3  # as if TFLite's optimized kernels rounded 3 LSB away
         return o

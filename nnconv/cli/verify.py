@@ -346,6 +346,11 @@ def _print_per_op(per_op: PerOpReport, title: str, first_label: str = "first div
     else:
         common.out.print(f"{first_label}: none", markup=False)
     start = per_op.first_large
+    difference = per_op.first_difference
+    if difference is not None and difference is not start and difference is not first:
+        common.out.print(f"differences start at: #{difference.op_index} {difference.op} -> {difference.tensor} "
+                         f"({difference.status}: max |diff| {difference.max_abs:.3g}"
+                         + ("" if difference.lsb is None else f", {difference.lsb} LSB") + ")", markup=False)
     if start is not None and start is not first:
         common.out.print(f"divergence starts at: #{start.op_index} {start.op} -> {start.tensor} ({start.status}: "
                          f"max |diff| {start.max_abs:.3g}" + ("" if start.lsb is None else f", {start.lsb} LSB")

@@ -243,7 +243,8 @@ def compare_dataset(path: str, converted: ConvertedModel, reference: TfliteRefer
     badness = []
     for feed, ours, theirs, hybrid in run_samples(converted, reference, (s.load() for s in samples), kernels,
                                                   executor_options, batching, started):
-        rows = [compare(s.name, ours[s.name], theirs[s.name], hybrid, overrides) for s in converted.outputs]
+        rows = [compare(s.name, ours[s.name], theirs[s.name], hybrid, overrides,
+                        reference.dequantized(converted.subgraph, s.tflite_tensor)) for s in converted.outputs]
         if not all(r.passed for r in rows):  # settled as one verify settles them (partitioned.verify_prepared)
             settle(ParityReport(path, converted.api_level, kernels, rows), reference, converted, feed, overrides,
                    executor_options)

@@ -27,7 +27,8 @@ from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity.metrics import abs_diff
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
 from nnconv.parity.tolerances import ToleranceOverrides
-from nnconv.parity.verify import ParityReport, TfliteReference, run_parity, tflite_feed, tflite_output
+from nnconv.parity.verify import (ParityReport, TfliteReference, run_parity, tflite_feed, tflite_output,
+                                  tolerance_span)
 
 
 def settle_with_kernel_spread(report: ParityReport, reference: TfliteReference, converted: ConvertedModel,
@@ -59,7 +60,7 @@ def settle_with_kernel_spread(report: ParityReport, reference: TfliteReference, 
             continue  # NaN or inf on one side only: not a rounding spread
         o.kernel_spread = spread
         finite = np.abs(a[np.isfinite(a)].astype(np.float64))
-        allowed = o.tolerance.atol + o.tolerance.rtol * (float(finite.max()) if finite.size else 0.0) + spread
+        allowed = tolerance_span(o.tolerance, float(finite.max()) if finite.size else 0.0) + spread
         distances = (f"{o.max_abs:.3g} from its {report.kernels} kernels, {r.max_abs:.3g} from its {other} "
                      f"kernels, which differ by {spread:.3g} from each other")
         if min(o.max_abs, r.max_abs) <= allowed:

@@ -145,7 +145,8 @@ def verify_partitions(prepared: PreparedConversion, partitions: Sequence[Convert
         outs = []
         for spec in cm.outputs:
             expected, arranged = _as_converted(runner.tensor(spec.tflite_tensor), spec, "partition output")
-            o = compare(f"p{k}/{spec.name}", ours[spec.name], expected, hybrid, overrides)
+            o = compare(f"p{k}/{spec.name}", ours[spec.name], expected, hybrid, overrides,
+                        reference.dequantized(cm.subgraph, spec.tflite_tensor))
             o.detail = "; ".join(filter(None, [o.detail, *reshaped, arranged]))
             outs.append(o)
         attach_operands(outs, cm)

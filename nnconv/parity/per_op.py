@@ -25,6 +25,7 @@ import numpy as np
 
 from nnconv.errors import NnconvError
 from nnconv.nnapi.program import ConvertedModel
+from nnconv.parity.dequantized import DequantizedFrom, dequantized_sources
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.verify import OutputParity, compare
 from nnconv.pipeline import PreparedConversion
@@ -78,6 +79,12 @@ class PerOpReport:
         return next((e for e in self.entries if e.status in (DIVERGENT, AMPLIFIED)), None)
 
     @property
+    def first_difference(self) -> OpParity | None:
+        """The first op whose output differs at all, within tolerance or not: where a difference that grows
+        downstream (or a dequantized output's 1 LSB) starts."""
+        return next((e for e in self.entries if e.max_abs > 0), None)
+
+    @property
     def out_of_tolerance(self) -> int:
         return sum(e.status != PASS for e in self.entries)
 
@@ -111,8 +118,9 @@ def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedMo
                 partition_of[tensor] = k
     report = PerOpReport()
     out_of_tolerance: set[int] = set()
+    sources = dequantized_sources(sg)
     for op in sg.operators:
-        rows = [_compare_tensor(sg, t, ours[t], tflite_tensor, hybrid, overrides)
+        rows = [_compare_tensor(sg, t, ours[t], tflite_tensor, hybrid, overrides, sources.get(t))
                 for t in op.outputs if t >= 0 and t in ours]
         rows = [r for r in rows if r is not None]
         if not rows:
@@ -121,8 +129,7 @@ def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedMo
         failing = [(t, r) for t, r in rows if not r.passed]
         out_of_tolerance.update(t for t, _ in failing)
         tensor, worst = failing[0] if failing else max(rows, key=lambda tr: tr[1].max_rel)
-        entry = OpParity(op.index, op.name, worst.name, worst.dtype, worst.max_abs, worst.max_rel,
-                         worst.max_lsb if worst.tolerance.kind != "float" else None, PASS,
+        entry = OpParity(op.index, op.name, worst.name, worst.dtype, worst.max_abs, worst.max_rel, worst.max_lsb, PASS,
                          worst.tolerance.describe(), partition_of[tensor] if len(partitions) > 1 else None)
         if failing:
             if any(t in out_of_tolerance for t in op.inputs if t >= 0):
@@ -138,14 +145,15 @@ def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedMo
 
 
 def _compare_tensor(sg: Subgraph, tensor: int, value: np.ndarray, tflite_tensor: TensorSource, hybrid: bool,
-                    overrides: ToleranceOverrides | None) -> tuple[int, OutputParity] | None:
+                    overrides: ToleranceOverrides | None,
+                    source: DequantizedFrom | None = None) -> tuple[int, OutputParity] | None:
     try:
         expected = tflite_tensor(tensor)
     except (ValueError, RuntimeError, KeyError):  # the interpreter did not keep it
         return None
     actual = as_tflite_value(value, expected)
     name = sg.tensors[tensor].name or f"tensor{tensor}"
-    return tensor, compare(name, actual, expected, hybrid, overrides)
+    return tensor, compare(name, actual, expected, hybrid, overrides, source)
 
 
 def as_tflite_value(value: np.ndarray, expected: np.ndarray) -> np.ndarray:
@@ -168,12 +176,13 @@ def _alone(prepared: PreparedConversion, subgraph: int, op_index: int, tflite_te
     try:
         single = prepared.lower_ops([op_index], subgraph)
         ours = Executor(single, **options).run({s.name: tflite_tensor(s.tflite_tensor) for s in single.inputs})
-        rows = [compare(s.name, ours[s.name], tflite_tensor(s.tflite_tensor), hybrid, overrides)
-                for s in single.outputs]
+        sources = dequantized_sources(prepared.model.subgraphs[subgraph])
+        rows = [compare(s.name, ours[s.name], tflite_tensor(s.tflite_tensor), hybrid, overrides,
+                        sources.get(s.tflite_tensor)) for s in single.outputs]
     except (NnconvError, ValueError, RuntimeError):
         return None
     if not rows:
         return None
     worst = next((r for r in rows if not r.passed), max(rows, key=lambda r: r.max_rel))
     return {"passed": all(r.passed for r in rows), "max_abs": worst.max_abs, "max_rel": worst.max_rel,
-            "lsb": worst.max_lsb if worst.tolerance.kind != "float" else None}
+            "lsb": worst.max_lsb}

@@ -177,6 +177,8 @@ class VerifyReport:
                 else None
             start = self.per_op.first_large
             data["divergence_starts_at"] = start.to_json() if start else None
+            difference = self.per_op.first_difference
+            data["first_difference"] = difference.to_json() if difference else None
         if self.relaxed is not None:
             relaxed: dict[str, Any] = {"tolerance": RELAXED_TOLERANCE_TEXT,
                                        "simulated": "fp16 storage of float32 operands, fp32 arithmetic rounded "
@@ -262,7 +264,7 @@ def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
     if opts.reference is not None:
         if not whole:
             raise InputDataError("--reference compares the model's outputs: the model must lower whole")
-        parity = _compare_with_reference(path, partitions[0], feed, opts, reference.hybrid)
+        parity = _compare_with_reference(path, partitions[0], feed, opts, reference)
         return VerifyReport(parity, _meta(opts, path), seconds=time.monotonic() - start)
     parity = verify_prepared(prepared, inputs=feed, kernels=opts.kernels, overrides=opts.overrides,
                              executor_options=opts.executor_options, allow_partial=opts.allow_partial,
@@ -310,11 +312,12 @@ def save_reference_outputs(path: str | os.PathLike, opts: VerifyOptions) -> dict
 
 
 def _compare_with_reference(path: str, converted: ConvertedModel, feed: Mapping[str, np.ndarray],
-                            opts: VerifyOptions, hybrid: bool) -> ParityReport:
+                            opts: VerifyOptions, reference: TfliteReference) -> ParityReport:
     """Our executor against saved outputs (`--reference`), with the tolerance policy of TFLite's."""
     expected = bind_reference(opts.reference or {}, converted.outputs)
     ours = Executor(converted, **dict(opts.executor_options)).run(feed)
-    outputs = attach_operands([compare(s.name, ours[s.name], expected[s.name], hybrid, opts.overrides)
+    outputs = attach_operands([compare(s.name, ours[s.name], expected[s.name], reference.hybrid, opts.overrides,
+                                       reference.dequantized(converted.subgraph, s.tflite_tensor))
                                for s in converted.outputs], converted)
     return ParityReport(model=path, api_level=converted.api_level,
                         kernels=f"reference outputs {opts.reference_source or '(given)'}", outputs=outputs)

@@ -213,8 +213,8 @@ def test_failing_samples_are_settled_as_one_verify_settles_them(tmp_path, monkey
     np.savez(tmp_path / "s.npz", x=np.random.default_rng(6).integers(-128, 128, (3, 2, 5, 3)).astype(np.int8))
     real_compare = dataset.compare
 
-    def builtin_off(name, actual, expected, hybrid=False, overrides=None):
-        row = real_compare(name, actual, expected, hybrid, overrides)
+    def builtin_off(name, actual, expected, hybrid=False, overrides=None, source=None):
+        row = real_compare(name, actual, expected, hybrid, overrides, source)
         row.passed, row.max_lsb = False, 3  # as if TFLite's optimized kernels rounded 3 LSB away
         return row
     monkeypatch.setattr(dataset, "compare", builtin_off)
