@@ -355,6 +355,13 @@ def _print_per_op(per_op: PerOpReport, title: str, first_label: str = "first div
         common.out.print(f"divergence starts at: #{start.op_index} {start.op} -> {start.tensor} ({start.status}: "
                          f"max |diff| {start.max_abs:.3g}" + ("" if start.lsb is None else f", {start.lsb} LSB")
                          + ")", markup=False)
+    arithmetic = (start.confirmed_alone or {}) if start is not None else {}
+    if arithmetic.get("tflite_arithmetic"):  # out of tolerance alone only through NNAPI's own arithmetic
+        way = arithmetic["tflite_arithmetic"]
+        print_wrapped(common.out, f"NNAPI's own arithmetic: {arithmetic['arithmetic']}; computed TFLite's way, "
+                                  f"alone on TFLite's inputs: max |diff| {way['max_abs']:.3g}"
+                                  + ("" if way["lsb"] is None else f", {way['lsb']} LSB"),
+                      indent="    ", first_indent="  ")
     # Where divergence starts (the first amplified or divergent op) leads the table, whatever its size: the
     # largest errors are usually far downstream, propagated.
     worst = per_op.worst(TOP_OPS)

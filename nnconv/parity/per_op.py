@@ -11,7 +11,10 @@ out of tolerance is
 - `propagated` when one of its inputs was already out of tolerance (the error came from upstream);
 - otherwise it is lowered alone and fed TFLite's own input values: `divergent` when it is still out of
   tolerance (this op computes something else: the one to look at), `amplified` when alone it passes
-  (in-tolerance differences of its inputs grew through it: rounding, not a conversion bug).
+  (in-tolerance differences of its inputs grew through it: rounding, not a conversion bug), `arithmetic`
+  when alone it is out of tolerance but within it computed TFLite's way (parity/settle.py: NNAPI's own
+  arithmetic, such as an int8 RESIZE_BILINEAR's float32 weights against TFLite's Q10 integers, which a
+  phone's reference CPU shares; not a conversion bug either).
 `first_divergent_op` is the first `divergent` op; ops after it are never blamed for its error, since their
 inputs are then out of tolerance.
 """
@@ -26,6 +29,7 @@ import numpy as np
 from nnconv.errors import NnconvError
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity.dequantized import DequantizedFrom, dequantized_sources
+from nnconv.parity.settle import ArithmeticDifferences
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.verify import OutputParity, compare
 from nnconv.pipeline import PreparedConversion
@@ -33,7 +37,7 @@ from nnconv.runtime.executor import Executor
 from nnconv.runtime.trace import Trace
 from nnconv.tflite.ir import Subgraph
 
-PASS, DIVERGENT, PROPAGATED, AMPLIFIED = "pass", "divergent", "propagated", "amplified"
+PASS, DIVERGENT, PROPAGATED, AMPLIFIED, ARITHMETIC = "pass", "divergent", "propagated", "amplified", "arithmetic"
 TOP_BY_ERROR = 5  # rows of the table besides the first divergent op
 
 
@@ -73,10 +77,10 @@ class PerOpReport:
 
     @property
     def first_large(self) -> OpParity | None:
-        """The first op out of tolerance with its inputs within it, confirmed alone (`divergent`) or not
-        (`amplified`): where an error source such as fp16 rounding first becomes large, whether the op does
-        it alone (overflow, cancellation) or grows what came in."""
-        return next((e for e in self.entries if e.status in (DIVERGENT, AMPLIFIED)), None)
+        """The first op out of tolerance with its inputs within it, confirmed alone (`divergent`), NNAPI's own
+        arithmetic (`arithmetic`) or not (`amplified`): where an error source such as fp16 rounding first
+        becomes large, whether the op does it alone (overflow, cancellation) or grows what came in."""
+        return next((e for e in self.entries if e.status in (DIVERGENT, AMPLIFIED, ARITHMETIC)), None)
 
     @property
     def first_difference(self) -> OpParity | None:
@@ -137,7 +141,8 @@ def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedMo
             else:
                 alone = _alone(prepared, subgraph, op.index, tflite_tensor, hybrid, overrides, options)
                 entry.confirmed_alone = alone
-                entry.status = DIVERGENT if alone is None or not alone["passed"] else AMPLIFIED
+                entry.status = AMPLIFIED if alone is not None and alone["passed"] else \
+                    ARITHMETIC if alone is not None and alone.get("tflite_arithmetic") else DIVERGENT
                 if entry.status == DIVERGENT and report.first_divergent is None:
                     report.first_divergent = entry
         report.entries.append(entry)
@@ -172,17 +177,32 @@ def as_tflite_value(value: np.ndarray, expected: np.ndarray) -> np.ndarray:
 def _alone(prepared: PreparedConversion, subgraph: int, op_index: int, tflite_tensor: TensorSource, hybrid: bool,
            overrides: ToleranceOverrides | None, options: Mapping[str, Any]) -> dict | None:
     """The op lowered alone and fed TFLite's own inputs: {"passed", "max_abs", "max_rel", "lsb"} of its
-    worst output, or None when it cannot run alone (then the in-graph result stands)."""
+    worst output, or None when it cannot run alone (then the in-graph result stands). Out of tolerance, and
+    within it computed TFLite's way where NNAPI's arithmetic differs (parity/settle.py), it adds
+    "tflite_arithmetic": {"max_abs", "lsb"} and "arithmetic": which op computes what differently."""
     try:
         single = prepared.lower_ops([op_index], subgraph)
-        ours = Executor(single, **options).run({s.name: tflite_tensor(s.tflite_tensor) for s in single.inputs})
-        sources = dequantized_sources(prepared.model.subgraphs[subgraph])
-        rows = [compare(s.name, ours[s.name], tflite_tensor(s.tflite_tensor), hybrid, overrides,
-                        sources.get(s.tflite_tensor)) for s in single.outputs]
+        feed = {s.name: tflite_tensor(s.tflite_tensor) for s in single.inputs}
+        sg = prepared.model.subgraphs[subgraph]
+        sources = dequantized_sources(sg)
+
+        def rows_of(run_options: Mapping[str, Any]) -> list[OutputParity]:
+            ours = Executor(single, **run_options).run(dict(feed))
+            return [compare(s.name, ours[s.name], tflite_tensor(s.tflite_tensor), hybrid, overrides,
+                            sources.get(s.tflite_tensor)) for s in single.outputs]
+        rows = rows_of(options)
+        if not rows:
+            return None
+        worst = next((r for r in rows if not r.passed), max(rows, key=lambda r: r.max_rel))
+        alone = {"passed": all(r.passed for r in rows), "max_abs": worst.max_abs, "max_rel": worst.max_rel,
+                 "lsb": worst.max_lsb}
+        differences = ArithmeticDifferences(sg, single)
+        if not alone["passed"] and differences.causes:
+            again = rows_of({**options, "options": differences.options(options.get("options"))})
+            if all(r.passed for r in again):
+                off = max(again, key=lambda r: r.max_rel)
+                alone["tflite_arithmetic"] = {"max_abs": off.max_abs, "lsb": off.max_lsb}
+                alone["arithmetic"] = differences.describe()
     except (NnconvError, ValueError, RuntimeError):
         return None
-    if not rows:
-        return None
-    worst = next((r for r in rows if not r.passed), max(rows, key=lambda r: r.max_rel))
-    return {"passed": all(r.passed for r in rows), "max_abs": worst.max_abs, "max_rel": worst.max_rel,
-            "lsb": worst.max_lsb}
+    return alone
