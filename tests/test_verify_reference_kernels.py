@@ -82,3 +82,19 @@ def test_xnnpack_outputs_are_settled_and_say_so(tmp_path, monkeypatch):
     assert report.passed and out.settled_by == "reference kernels"
     assert out.detail.startswith("within tolerance of TFLite's reference kernels (max 0 LSB)")
     assert "TFLite's xnnpack kernels differ by up to 3 LSB" in out.detail
+
+
+def test_per_op_says_which_kernels_it_compared_with_and_why(tmp_path):
+    """Issue 35: with `--kernels xnnpack`, `--per-op` compared with other kernels (XNNPACK hides the
+    intermediates; the reference kernels when they explain more) without saying why they are not XNNPACK."""
+    from click.testing import CliRunner
+    from nnconv.cli import main
+    from nnconv.parity.session import VerifyOptions, verify
+    path = int8_model(tmp_path)
+    report = verify(path, VerifyOptions(kernels="xnnpack", per_op=True))
+    assert report.per_op.kernels in ("builtin", "reference")
+    assert report.per_op.kernels_note.startswith("not --kernels xnnpack")
+    assert report.to_json()["per_op_kernels_note"] == report.per_op.kernels_note
+    res = CliRunner().invoke(main, ["verify", path, "--kernels", "xnnpack", "--per-op"])
+    assert f"per-op parity (against TFLite's {report.per_op.kernels} kernels, not --kernels xnnpack" in res.stdout
+    assert verify(path, VerifyOptions(per_op=True)).per_op.kernels_note == ""  # builtin kernels, as asked

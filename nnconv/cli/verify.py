@@ -333,7 +333,8 @@ def _print_per_op(per_op: PerOpReport, title: str, first_label: str = "first div
     first = per_op.first_large if relaxed else per_op.first_divergent
     compared = len(per_op.entries)
     bad = sum(e.status != "pass" for e in per_op.entries)
-    against = f" (against TFLite's {per_op.kernels} kernels)" if per_op.kernels else ""
+    against = f" (against TFLite's {per_op.kernels} kernels" + (f", {per_op.kernels_note}" if per_op.kernels_note
+                                                                else "") + ")" if per_op.kernels else ""
     common.out.print(f"{title}{against}: {compared} ops compared, {bad} out of tolerance, {per_op.not_compared} "
                      "without an NNAPI counterpart", markup=False)
     if first is not None:

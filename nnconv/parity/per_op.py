@@ -74,6 +74,7 @@ class PerOpReport:
     first_divergent: OpParity | None = None
     not_compared: int = 0  # TFLite ops with no NNAPI counterpart of any output (fused, folded, refused)
     kernels: str = ""  # TFLite's kernel set whose tensors were compared
+    kernels_note: str = ""  # why those are not the kernels of `--kernels` (XNNPACK, or the reference kernels)
 
     @property
     def first_large(self) -> OpParity | None:

@@ -172,6 +172,7 @@ class VerifyReport:
             data["repro"] = self.repro
         if self.per_op is not None:
             data["per_op_kernels"] = self.per_op.kernels
+            data["per_op_kernels_note"] = self.per_op.kernels_note or None
             data["per_op"] = [e.to_json() for e in self.per_op.entries]
             data["first_divergent_op"] = self.per_op.first_divergent.to_json() if self.per_op.first_divergent \
                 else None
@@ -340,6 +341,9 @@ def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: 
     if opts.per_op:
         report.per_op = per_op_parity(prepared, partitions, runner.tensor, loose, opts.overrides, base)
         report.per_op.kernels = kernels
+        if kernels != opts.kernels:
+            report.per_op.kernels_note = (f"not --kernels {opts.kernels}, which hides the intermediate tensors it "
+                                          f"computes")
         if kernels == BUILTIN_KERNELS and any(e.status != PASS and e.lsb is not None for e in report.per_op.entries):
             # As for outputs (partitioned.py): quantized tensors are judged against TFLite's reference kernels,
             # whose integer arithmetic the NNAPI reference follows, when they explain more of the differences.
@@ -352,6 +356,10 @@ def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: 
                 per_op_parity(prepared, partitions, ref_runner.tensor, loose, opts.overrides, base)
             if again is not None and again.out_of_tolerance < report.per_op.out_of_tolerance:
                 again.kernels = REFERENCE_KERNELS
+                again.kernels_note = (f"not --kernels {opts.kernels}: against TFLite's builtin kernels "
+                                      f"{report.per_op.out_of_tolerance} ops were out of tolerance, against its "
+                                      f"reference kernels, whose integer arithmetic NNAPI follows, "
+                                      f"{again.out_of_tolerance}")
                 report.per_op = again
                 per_op_runner = ref_runner
         first = report.per_op.first_divergent
