@@ -68,6 +68,7 @@ class OutputParity:
     # what let an output out of the plain tolerance pass: "reference kernels", "NNAPI arithmetic"
     # (parity/settle.py) or "kernel spread" (parity/kernel_spread.py); "" when the plain tolerance did
     settled_by: str = ""
+    mismatches: int | None = None  # boolean outputs: elements that differ (no LSB: a boolean has no steps)
 
     @property
     def verdict(self) -> str:
@@ -83,7 +84,7 @@ class OutputParity:
                 "top5": self.top5, "max_lsb": self.max_lsb,
                 "histogram": {str(k): v for k, v in self.histogram.items()},
                 "tolerance": self.tolerance.describe(), "kernel_spread": self.kernel_spread,
-                "passed": self.passed, "settled_by": self.settled_by or None, "uninformative": self.uninformative,
+                "passed": self.passed, "mismatches": self.mismatches, "settled_by": self.settled_by or None, "uninformative": self.uninformative,
                 "detail": self.detail}
 
 
@@ -107,6 +108,11 @@ def compare(name: str, actual: np.ndarray, expected: np.ndarray, hybrid: bool = 
                        m.max_lsb if tol.kind != "float" else None,
                        m.histogram if tol.kind != "float" else {}, passed, mean_abs=m.mean_abs, cosine=m.cosine,
                        top1=m.top1, top5=m.top5, value_range=value_range)
+    if expected.dtype == np.bool_:  # counted, not measured in steps
+        row.max_lsb, row.histogram = None, {}
+        row.mismatches = int(np.count_nonzero(np.asarray(actual) != expected))
+        if row.mismatches:
+            row.detail = f"{row.mismatches} of {expected.size} booleans differ"
     if tol.lsb_scale and source is not None and np.isfinite(m.max_abs):
         row.max_lsb = int(np.rint(m.max_abs / tol.lsb_scale))
         if row.max_lsb:
