@@ -346,6 +346,14 @@ def _print_per_op(per_op: PerOpReport, title: str, first_label: str = "first div
                          + ("" if first.lsb is None else f", {first.lsb} LSB") + confirm, markup=False)
     else:
         common.out.print(f"{first_label}: none", markup=False)
+    if per_op.first_non_finite is not None:
+        nf = per_op.first_non_finite
+        sides = "; ".join(f"{side}: " + ", ".join(f"{n} {'NaN' if kind == 'nan' else 'infinite'}"
+                                                   for kind, n in nf[key].items())
+                          for side, key in (("TFLite", "tflite"), ("ours", "ours")) if nf[key])
+        print_wrapped(common.out, f"NaN or infinity first appears at: #{nf['op_index']} {nf['op']} -> {nf['tensor']} "
+                                  f"({sides}), from finite inputs; ops reading it are not blamed",
+                      indent="    ", first_indent="")
     start = per_op.first_large
     difference = per_op.first_difference
     if difference is not None and difference is not start and difference is not first:

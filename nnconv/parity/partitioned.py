@@ -21,7 +21,7 @@ from nnconv.fmt import plural
 from nnconv.runtime.executor import Executor
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.program import ConvertedModel, IoTensor, bind_inputs
-from nnconv.parity.booleans import explain_boolean_mismatches
+from nnconv.parity.diagnose import diagnose_failures
 from nnconv.parity.kernel_spread import settle_with_kernel_spread
 from nnconv.parity.settle import compare_with_reference_kernels
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
@@ -111,10 +111,10 @@ def verify_prepared(prepared: PreparedConversion, inputs: Mapping[str, np.ndarra
     if inputs is not None:
         feed = _named(Executor(converted), feed)
     report = run_parity(reference, converted, feed, kernels=kernels, **extra)
-    explain_boolean_mismatches(report, reference, converted, feed, kernels, executor_options)
     if kernels != REFERENCE_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
         compare_with_reference_kernels(report, reference, converted, feed, **extra)
     settle_with_kernel_spread(report, reference, converted, feed, **extra)
+    diagnose_failures(report, reference, converted, feed, kernels, executor_options)
     return report
 
 

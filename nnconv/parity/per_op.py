@@ -29,6 +29,7 @@ import numpy as np
 from nnconv.errors import NnconvError
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity.dequantized import DequantizedFrom, dequantized_sources
+from nnconv.parity.diagnose import non_finite_counts, tflite_value
 from nnconv.parity.settle import ArithmeticDifferences
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.verify import OutputParity, compare
@@ -75,6 +76,9 @@ class PerOpReport:
     not_compared: int = 0  # TFLite ops with no NNAPI counterpart of any output (fused, folded, refused)
     kernels: str = ""  # TFLite's kernel set whose tensors were compared
     kernels_note: str = ""  # why those are not the kernels of `--kernels` (XNNPACK, or the reference kernels)
+    # the first op whose output holds a NaN or an infinity (on either side) while its inputs hold none:
+    # {"op_index", "op", "tensor", "tflite": {"nan": n, "inf": n}, "ours": {...}}
+    first_non_finite: dict | None = None
 
     @property
     def first_large(self) -> OpParity | None:
@@ -85,9 +89,10 @@ class PerOpReport:
 
     @property
     def first_difference(self) -> OpParity | None:
-        """The first op whose output differs at all, within tolerance or not: where a difference that grows
-        downstream (or a dequantized output's 1 LSB) starts."""
-        return next((e for e in self.entries if e.max_abs > 0), None)
+        """The first op whose output differs by whole steps (quantized, dequantized or boolean tensors), within
+        tolerance or not: where a difference that grows downstream (or a dequantized output's 1 LSB) starts.
+        Float tensors differ by rounding everywhere and are not counted."""
+        return next((e for e in self.entries if (e.lsb or 0) > 0 or (e.dtype == "bool" and e.max_abs > 0)), None)
 
     @property
     def out_of_tolerance(self) -> int:
@@ -123,11 +128,22 @@ def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedMo
                 partition_of[tensor] = k
     report = PerOpReport()
     out_of_tolerance: set[int] = set()
+    non_finite: set[int] = set()  # tensors holding a NaN or an infinity on either side
     sources = dequantized_sources(sg)
     for op in sg.operators:
         rows = [_compare_tensor(sg, t, ours[t], tflite_tensor, hybrid, overrides, sources.get(t))
                 for t in op.outputs if t >= 0 and t in ours]
         rows = [r for r in rows if r is not None]
+        read = [t for t in op.inputs if t >= 0]
+        poisoned = any(t in non_finite or non_finite_counts(tflite_value(tflite_tensor, t)) for t in read)
+        for t in op.outputs:
+            if t >= 0 and t in ours:
+                counts = (non_finite_counts(tflite_value(tflite_tensor, t)), non_finite_counts(ours[t]))
+                if counts != ({}, {}):
+                    non_finite.add(t)
+                    if not poisoned and report.first_non_finite is None:
+                        report.first_non_finite = {"op_index": op.index, "op": op.name, "tensor": sg.tensors[t].name,
+                                                   "tflite": counts[0], "ours": counts[1]}
         if not rows:
             report.not_compared += 1
             continue
@@ -137,7 +153,9 @@ def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedMo
         entry = OpParity(op.index, op.name, worst.name, worst.dtype, worst.max_abs, worst.max_rel, worst.max_lsb, PASS,
                          worst.tolerance.describe(), partition_of[tensor] if len(partitions) > 1 else None)
         if failing:
-            if any(t in out_of_tolerance for t in op.inputs if t >= 0):
+            # a NaN or infinity read is not a value two engines can agree downstream of (QUANTIZE of NaN is
+            # undefined): the op is not blamed, `first_non_finite` names where it appeared
+            if any(t in out_of_tolerance or t in non_finite for t in read):
                 entry.status = PROPAGATED
             else:
                 alone = _alone(prepared, subgraph, op.index, tflite_tensor, hybrid, overrides, options)

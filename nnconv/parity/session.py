@@ -180,6 +180,7 @@ class VerifyReport:
             data["divergence_starts_at"] = start.to_json() if start else None
             difference = self.per_op.first_difference
             data["first_difference"] = difference.to_json() if difference else None
+            data["first_non_finite"] = self.per_op.first_non_finite
         if self.relaxed is not None:
             relaxed: dict[str, Any] = {"tolerance": RELAXED_TOLERANCE_TEXT,
                                        "simulated": "fp16 storage of float32 operands, fp32 arithmetic rounded "
