@@ -98,6 +98,16 @@ class PerOpReport:
     def out_of_tolerance(self) -> int:
         return sum(e.status != PASS for e in self.entries)
 
+    def summary(self) -> str:
+        """What the intermediates show, in one clause: `per-op: 26 of 65 intermediates out of tolerance,
+        divergence starts at #3 CONV_2D (divergent)`, or `per-op: all 65 intermediates within tolerance`."""
+        n = len(self.entries)
+        if not self.out_of_tolerance:
+            return f"per-op: all {n} intermediates within tolerance" if n else "per-op: no intermediate compared"
+        start = self.first_large
+        where = f", divergence starts at #{start.op_index} {start.op} ({start.status})" if start else ""
+        return f"per-op: {self.out_of_tolerance} of {n} intermediates out of tolerance{where}"
+
     def worst(self, n: int = TOP_BY_ERROR) -> list[OpParity]:
         """The `n` out-of-tolerance ops with the largest relative error."""
         bad = [e for e in self.entries if e.status != PASS]

@@ -156,11 +156,12 @@ class VerifyReport:
         flat = self.uninformative
         if not flat:
             return "PASS"
-        from nnconv.parity.verify import UNINFORMATIVE_HINT
+        from nnconv.parity.verify import INPUTS_HINT, UNINFORMATIVE_HINT
         which = "every output is" if len(flat) == len(self.parity.outputs) else \
             f"{len(flat)} of {len(self.parity.outputs)} outputs are"
-        return (f"PASS (uninformative: {which} constant on these inputs ({', '.join(flat)}); "
-                f"{UNINFORMATIVE_HINT})")
+        # with --per-op, what the intermediates show instead of recommending them
+        hint = UNINFORMATIVE_HINT if self.per_op is None else f"{self.per_op.summary()}; {INPUTS_HINT}"
+        return f"PASS (uninformative: {which} constant on these inputs ({', '.join(flat)}); {hint})"
 
     def to_json(self) -> dict:
         data = {"schema_version": SCHEMA_VERSION, **self.parity.to_json(), **self.meta, "passed": self.passed,
@@ -274,6 +275,11 @@ def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
     report = VerifyReport(parity, _meta(opts, path))
     if opts.per_op or opts.simulates_relaxed:
         _deep_checks(report, prepared, reference, partitions, specs, feed, opts, whole)
+    if report.per_op is not None:  # the intermediates were compared: an uninformative output says what they show
+        from nnconv.parity.verify import INPUTS_HINT, UNINFORMATIVE_HINT
+        for row in report.parity.outputs:
+            if row.uninformative:
+                row.detail = row.detail.replace(UNINFORMATIVE_HINT, f"{INPUTS_HINT}; {report.per_op.summary()}")
     report.seconds = time.monotonic() - start
     return report
 

@@ -128,7 +128,8 @@ def tolerance_span(tol: Tolerance, magnitude: float) -> float:
     return float(tol.lsb) if tol.kind == "quant" else 0.0
 
 
-UNINFORMATIVE_HINT = ("compare on other inputs (--image, --inputs, --dataset) or every intermediate (--per-op)")
+INPUTS_HINT = "compare on other inputs (--image, --inputs, --dataset)"
+UNINFORMATIVE_HINT = f"{INPUTS_HINT} or every intermediate (--per-op)"
 
 
 def mark_uninformative(row: OutputParity, expected: np.ndarray, span: float) -> None:

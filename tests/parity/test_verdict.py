@@ -229,3 +229,28 @@ def test_float_tolerance_is_relative_to_the_magnitude_and_says_so(tmp_path, runn
     assert "max |expected|" in res.stdout and "range" not in res.stdout.replace("[min, max]", "")
     docs = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "verify.md").read_text()
     assert "1e-5 + 1e-4 x max \\|expected\\|" in docs and "1e-4 x range" not in docs
+
+
+def test_uninformative_with_per_op_says_what_the_intermediates_show(tmp_path, runner, monkeypatch):
+    """Issue 35: a constant output with `--per-op` given still recommended `--per-op`, while the per-op table
+    showed intermediates out of tolerance: the verdict and the detail now say what the intermediates show."""
+    b = TfliteBuilder()
+    x = b.input("x", (1, 20), np.float32)
+    a, m, y = (b.tensor(n, (1, 20), np.float32) for n in ("a", "m", "y"))
+    b.op(B.SUB, [x, b.const("c1", np.full((1, 20), 0.5, np.float32))], [a], SubOptions())
+    b.op(B.MUL, [a, b.const("zero", np.zeros((1, 20), np.float32))], [m], MulOptions())
+    b.op(B.ADD, [m, b.const("c", np.full((1, 20), 0.001, np.float32))], [y], AddOptions())
+    b.output(y)
+    path = tmp_path / "flat.tflite"
+    path.write_bytes(b.finish())
+    real = KERNELS[OperationType.SUB]
+    monkeypatch.setitem(KERNELS, OperationType.SUB, lambda call: [o + np.float32(1) for o in real(call)])
+    res = runner.invoke(main, ["verify", str(path), "--per-op", "--format", "json"])
+    data = json.loads(res.stdout)
+    assert data["verdict"] == ("PASS (uninformative: every output is constant on these inputs (y); per-op: 1 of 3 "
+                               "intermediates out of tolerance, divergence starts at #0 SUB (divergent); compare on "
+                               "other inputs (--image, --inputs, --dataset))")
+    assert "--per-op" not in data["outputs"][0]["detail"] and "per-op: 1 of 3" in data["outputs"][0]["detail"]
+    monkeypatch.setitem(KERNELS, OperationType.SUB, real)
+    clean = json.loads(runner.invoke(main, ["verify", str(path), "--per-op", "--format", "json"]).stdout)
+    assert "per-op: all 3 intermediates within tolerance" in clean["verdict"]
