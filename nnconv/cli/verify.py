@@ -122,6 +122,11 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
                                "take one model")
     warn_deprecated(level)
     warn_inapplicable(level, relax_fp16=relax_fp16)
+    if reference_path is not None and inputs_path is None and image is None:
+        common.warn(f"--reference without --inputs: our executor runs on seeded random inputs (seed {seed or 0}"
+                    f"{', --input-range' if input_range else ''}); the saved outputs must come from those very "
+                    "inputs (--save-reference writes such a pair), else give the inputs they were computed from "
+                    "with --inputs")
     overrides = ToleranceOverrides(atol, rtol, max_lsb) if (atol, rtol, max_lsb) != (None, None, None) else None
     limit = resolve_max_memory(max_memory)
     options = VerifyOptions(
@@ -256,8 +261,10 @@ def print_report(report: VerifyReport) -> None:
 
 
 def print_parity(report: ParityReport) -> None:
-    _print_outputs(report.outputs, f"{os.path.basename(report.model)} at API {report.api_level} "
-                                   f"(TFLite {report.kernels} kernels)")
+    # `--reference` compares with saved outputs, not with TFLite's kernels
+    against = f"TFLite {report.kernels} kernels" if report.kernels in ("builtin", "reference", "xnnpack") else \
+        f"against {report.kernels}"
+    _print_outputs(report.outputs, f"{os.path.basename(report.model)} at API {report.api_level} ({against})")
     if getattr(report, "note", ""):  # a PartitionedParityReport says why it verified partition by partition
         common.out.print(f"note: {report.note}", markup=False)
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from chain_models import add_mul_sub_chain
+from chain_models import SHAPE as CHAIN_SHAPE, add_mul_sub_chain
 from harness import TfliteBuilder, single_op_model
 from nnconv.cli import main
 from nnconv.errors import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NOT_CONVERTIBLE, EXIT_OK
@@ -254,3 +254,21 @@ def test_uninformative_with_per_op_says_what_the_intermediates_show(tmp_path, ru
     monkeypatch.setitem(KERNELS, OperationType.SUB, real)
     clean = json.loads(runner.invoke(main, ["verify", str(path), "--per-op", "--format", "json"]).stdout)
     assert "per-op: all 3 intermediates within tolerance" in clean["verdict"]
+
+
+def test_reference_runs_say_what_they_compare_with_and_warn_without_inputs(tmp_path, runner):
+    """Issue 35: `--reference` titled its table "(TFLite reference outputs out/ref.npz kernels)", and without
+    `--inputs` compared with seeded random inputs in silence (then failed)."""
+    path = tmp_path / "chain.tflite"
+    path.write_bytes(add_mul_sub_chain())
+    ref = tmp_path / "ref.npz"
+    assert runner.invoke(main, ["verify", str(path), "--save-reference", str(ref), "-q"]).exit_code == EXIT_OK
+    res = runner.invoke(main, ["verify", str(path), "--reference", str(ref)])
+    assert res.exit_code == EXIT_OK, res.output
+    assert f"(against reference outputs {ref})" in res.stdout and "kernels)" not in res.stdout
+    assert "warning: --reference without --inputs: our executor runs on seeded random inputs (seed 0)" in \
+        " ".join(res.stderr.split())
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.zeros(CHAIN_SHAPE, np.float32))
+    given = runner.invoke(main, ["verify", str(path), "--reference", str(ref), "--inputs", str(inputs)])
+    assert given.exit_code == EXIT_FAILURE and "--reference without --inputs" not in given.stderr
