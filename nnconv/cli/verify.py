@@ -344,6 +344,8 @@ def _print_per_op(per_op: PerOpReport, title: str, first_label: str = "first div
                                                                 else "") + ")" if per_op.kernels else ""
     common.out.print(f"{title}{against}: {compared} ops compared, {bad} out of tolerance, {per_op.not_compared} "
                      "without an NNAPI counterpart", markup=False)
+    for note in per_op.notes:
+        print_wrapped(common.out, f"note: {note}", indent="    ", first_indent="")
     if first is not None:
         alone = first.confirmed_alone
         confirm = (f"; alone on TFLite's inputs: max |diff| {alone['max_abs']:.3g}" if alone else

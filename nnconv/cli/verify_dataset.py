@@ -47,10 +47,16 @@ def _agreement(o: dict) -> str:
     return "/".join("tie" if v is None else f"{v:.1%}" for v in (o["top1_agreement"], o["top5_agreement"]))
 
 
+_SETTLED = {"reference kernels": "within TFLite's reference kernels", "NNAPI arithmetic": "NNAPI's own arithmetic",
+            "kernel spread": "within TFLite's kernel spread"}
+
+
 def _verdict(o: dict) -> str:
-    if not o["passed"]:
-        return "FAIL"
-    return "PASS (uninformative)" if o["uninformative"] else "PASS"
+    """FAIL / PASS, with how many samples passed only through a settlement (which per-op does not apply)."""
+    verdict = "FAIL" if not o["passed"] else "PASS (uninformative)" if o["uninformative"] else "PASS"
+    settled = ", ".join(f"{n} of {o['samples']} {_SETTLED.get(how, how)}" for how, n in
+                        (o.get("settled_samples") or {}).items())
+    return f"{verdict} ({settled})" if settled else verdict
 
 
 def print_dataset(data: dict) -> None:

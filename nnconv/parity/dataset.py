@@ -10,7 +10,11 @@ Per output (JSON `dataset.outputs`, docs/report-schema.md):
   every sample (quantized outputs in LSB); outputs over 2^16 elements contribute an even stride of 2^16
   elements per sample to the percentiles (the max is always exact);
 - `lsb_histogram` (quantized outputs): {LSB: count} over every element of every sample;
-- `worst_sample`: the sample with the largest relative error (failing ones first), by name;
+- `worst_sample`: the sample with the largest |diff| (failing ones first), by name: its max is the `max` of
+  `abs_error`, so the dataset table and that sample's report agree on this output;
+- `settled_samples`: {how: count} of samples that passed only through TFLite's reference kernels, NNAPI's own
+  arithmetic or TFLite's kernel spread (parity/settle.py, parity/kernel_spread.py), which per-op does not
+  apply;
 - `uninformative`: TFLite's values are constant on the whole dataset (metrics.is_uninformative).
 The worst sample over all outputs is what `--per-op` then examines (session.verify on that sample alone).
 
@@ -180,7 +184,13 @@ class OutputStats:
         # quantized outputs), the smallest with at least p% of the elements at or below it
         pct = {f"p{p}": float(np.percentile(diffs, p, method="inverted_cdf")) for p in PERCENTILES} \
             if diffs.size else {}
-        worst = max(range(len(self.rows)), key=lambda i: (not self.rows[i].passed, self.rows[i].max_rel))
+        # the sample with the largest |diff| (failing ones first): its max is the `max` column's, so the
+        # dataset table and that sample's own report give one figure for this output
+        worst = max(range(len(self.rows)), key=lambda i: (not self.rows[i].passed, self.rows[i].max_abs))
+        settled: dict[str, int] = {}
+        for r in self.rows:
+            if r.settled_by:
+                settled[r.settled_by] = settled.get(r.settled_by, 0) + 1
         summary = OutputParity(self.name, first.dtype, first.shape, first.tolerance, 0.0, 0.0, None,
                                value_range=(self.low, self.high) if self.low <= self.high else None)
         if self.low <= self.high and len(self.rows) * int(np.prod(first.shape)) >= 2:
@@ -197,6 +207,7 @@ class OutputStats:
                 "range": None if summary.value_range is None else list(summary.value_range),
                 "worst_sample": names[worst], "worst_max_abs": self.rows[worst].max_abs,
                 "worst_max_rel": self.rows[worst].max_rel, "worst_lsb": self.rows[worst].max_lsb,
+                "settled_samples": settled,
                 "uninformative": summary.uninformative, "detail": summary.detail}
 
 

@@ -79,6 +79,7 @@ class PerOpReport:
     # the first op whose output holds a NaN or an infinity (on either side) while its inputs hold none:
     # {"op_index", "op", "tensor", "tflite": {"nan": n, "inf": n}, "ours": {...}}
     first_non_finite: dict | None = None
+    notes: list[str] = field(default_factory=list)  # where the outputs' verdicts and these rows differ, and why
 
     @property
     def first_large(self) -> OpParity | None:

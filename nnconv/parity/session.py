@@ -174,6 +174,7 @@ class VerifyReport:
         if self.per_op is not None:
             data["per_op_kernels"] = self.per_op.kernels
             data["per_op_kernels_note"] = self.per_op.kernels_note or None
+            data["per_op_notes"] = self.per_op.notes
             data["per_op"] = [e.to_json() for e in self.per_op.entries]
             data["first_divergent_op"] = self.per_op.first_divergent.to_json() if self.per_op.first_divergent \
                 else None
@@ -280,8 +281,27 @@ def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
         for row in report.parity.outputs:
             if row.uninformative:
                 row.detail = row.detail.replace(UNINFORMATIVE_HINT, f"{INPUTS_HINT}; {report.per_op.summary()}")
+        report.per_op.notes += settlement_notes(report.parity.outputs, report.per_op)
     report.seconds = time.monotonic() - start
     return report
+
+
+_SETTLED = {"reference kernels": "within TFLite's reference kernels", "NNAPI arithmetic": "as NNAPI's own arithmetic",
+            "kernel spread": "within TFLite's kernel spread"}
+
+
+def settlement_notes(outputs: Sequence[OutputParity], per_op: PerOpReport) -> list[str]:
+    """One line per output that passes through a settlement (parity/settle.py, kernel_spread.py) while its op
+    is out of tolerance per op, where only the plain tolerance applies: the two figures then disagree, and
+    this says why."""
+    entries = {e.tensor: e for e in per_op.entries}
+    notes = []
+    for o in outputs:
+        e = entries.get(o.name.split("/", 1)[-1])  # partition rows are named p<k>/<tensor>
+        if o.settled_by and e is not None and e.status != PASS:
+            notes.append(f"output '{o.name}' passes {_SETTLED.get(o.settled_by, o.settled_by)} (its detail); per op "
+                         f"only the plain tolerance applies, so #{e.op_index} {e.op} shows out of tolerance here")
+    return notes
 
 
 def _partial_hint(prepared: PreparedConversion) -> str:
