@@ -180,3 +180,40 @@ def test_check_junit_records_a_single_model_in_error(models, tmp_path):
     result = CliRunner().invoke(main, ["check", str(models / "broken.tflite"), "--junit", str(report)])
     assert result.exit_code == EXIT_BAD_INPUT and len(result.stderr.strip().splitlines()) == 1
     assert _cases(report)[("broken.tflite", "nnconv.check.api30")][0] == "error"
+
+
+def _constant_model() -> bytes:
+    """y = x * 0 + 0.5: the same value whatever the input, a PASS that proves little."""
+    from harness import TfliteBuilder
+    from nnconv.tflite.options import MulOptions
+    b = TfliteBuilder()
+    x = b.input("x", (1, 12), np.float32)
+    m, y = b.tensor("m", (1, 12), np.float32), b.tensor("y", (1, 12), np.float32)
+    b.op(B.MUL, [x, b.const("zero", np.zeros((1, 12), np.float32))], [m], MulOptions())
+    b.op(B.ADD, [m, b.const("half", np.full((1, 12), 0.5, np.float32))], [y], AddOptions())
+    b.output(y)
+    return b.finish()
+
+
+def test_fail_on_uninformative_and_junit_marks_uninformative_passes(tmp_path):
+    """Issue 35: CI needs an option that fails on uninformative PASSes, and JUnit reports that mark them."""
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "flat.tflite").write_bytes(_constant_model())
+    (folder / "add.tflite").write_bytes(_add_model(1.0))
+    runner = CliRunner()
+    res = runner.invoke(main, ["verify", str(folder), "--junit", str(tmp_path / "a.xml")])
+    assert res.exit_code == EXIT_OK, res.output
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "a.xml").iter("testcase")}
+    flat = cases["flat.tflite"]
+    assert flat.find("failure") is None
+    assert flat.find("properties/property").attrib == {"name": "uninformative", "value": "y"}
+    assert flat.find("system-out").text.startswith("PASS (uninformative: every output is constant")
+    assert cases["add.tflite"].find("properties") is None
+    res = runner.invoke(main, ["verify", str(folder), "--fail-on", "uninformative", "--junit", str(tmp_path / "b.xml")])
+    assert res.exit_code == EXIT_FAILURE and "FAIL (uninformative)" in res.stdout
+    failure = {c.get("name"): c for c in ET.parse(tmp_path / "b.xml").iter("testcase")}["flat.tflite"].find("failure")
+    assert failure.get("message").startswith("--fail-on uninformative: every output is constant on these inputs (y)")
+    one = runner.invoke(main, ["verify", str(folder / "flat.tflite"), "--fail-on", "uninformative", "-q"])
+    assert one.exit_code == EXIT_FAILURE and one.stdout.startswith("FAIL (--fail-on uninformative: ")
+    assert runner.invoke(main, ["verify", str(folder / "add.tflite"), "--fail-on", "uninformative"]).exit_code == EXIT_OK

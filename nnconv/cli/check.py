@@ -137,7 +137,7 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
             mat.name = name_of.get(mat.path, "")
         if mats:
             CHECK_FORMATS[fmt].matrix(mats, out, failures)
-        batch.write_junit("nnconv.check", matrix_cases(mats, failures))
+        batch.write_junit("nnconv.check", matrix_cases(mats, failures, name_of))
         return _report_failures(failures, fmt, out, err, bool(mats)) or 0
     level = resolve_api_level(api_level, feature_level_, also=" or 'all'")
     if devices:
@@ -150,7 +150,7 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
                 scheduler=batch.scheduler))
     for c in checks:
         c.name = name_of.get(c.path, "")
-    batch.write_junit("nnconv.check", check_cases(checks, failures, policies.violations, level))
+    batch.write_junit("nnconv.check", check_cases(checks, failures, policies.violations, level, name_of))
     if not checks:
         return _report_failures(failures, fmt, out, err, False)
     if node_data is not None:

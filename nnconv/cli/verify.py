@@ -79,6 +79,8 @@ Examples:
 @click.option("--rtol", type=click.FloatRange(min=0), default=None,
               help="Tolerance of float outputs relative to the output's magnitude, max |expected|.")
 @click.option("--max-lsb", type=click.IntRange(min=0), default=None, help="Tolerance of quantized outputs in LSB.")
+@click.option("--fail-on", "fail_on", type=click.Choice(["uninformative"]), default=None,
+              help="Exit 1 on a PASS that proves little: outputs constant on the inputs used (CI).")
 @click.option("--allow-partial", is_flag=True,
               help="Verify a model that does not lower whole partition by partition (else exit 3).")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
@@ -99,7 +101,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
            atol: float | None, rtol: float | None, max_lsb: int | None, allow_partial: bool, jobs: int,
            node_data: str | None, fmt: str, fold_weights: bool, input_shapes: tuple[str, ...], threads: int,
            max_memory: str | None, shard: tuple[int, int] | None, junit: str | None, dataset: str | None,
-           samples: int | None, save_repro: str | None, scheduler: str | None) -> None:
+           samples: int | None, save_repro: str | None, scheduler: str | None, fail_on: str | None) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
     from nnconv.tflite.model_paths import named_models
     from nnconv.parity.session import VerifyOptions, option_conflicts
@@ -137,7 +139,7 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         reference=load_npz(reference_path, limit) if reference_path else None,
         reference_source=reference_path or "", per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial,
         overrides=overrides, threads=threads, executor_options={"max_memory": limit}, dataset=dataset,
-        samples=samples, max_bytes=limit, save_repro=save_repro)
+        samples=samples, max_bytes=limit, save_repro=save_repro, fail_on_uninformative=fail_on == "uninformative")
     batch = Batch(shard, junit, scheduler)
     if several:
         code = _verify_several(paths, [name for _, name in named], options, jobs, fmt, batch)
@@ -192,19 +194,22 @@ def _verify_several(paths: Sequence[str], names: Sequence[str], options: VerifyO
     from nnconv.report.render import progress
     results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying",
                        scheduler=batch.scheduler)
-    batch.write_junit("nnconv.verify", verify_cases(results, options.api_level))
+    batch.write_junit("nnconv.verify", verify_cases(results, options.api_level, dict(zip(paths, names))))
     if fmt == "json":
         common.emit(json.dumps(batch_json(results), indent=2))
         return exit_code(results)
     rows, styles = [], []
     for name, r in zip(names, results):
         worst = r.worst_output or {}
-        flat = r.status == "pass" and bool((r.report or {}).get("uninformative_outputs"))
-        rows.append([name, "PASS (uninformative)" if flat else r.status.upper(), worst.get("name", "-"),
+        flat = r.status != ERROR and bool((r.report or {}).get("uninformative_outputs"))
+        failed_flat = r.status == "fail" and (r.report or {}).get("verdict", "").startswith("FAIL (--fail-on")
+        status = "FAIL (uninformative)" if failed_flat else "PASS (uninformative)" if flat and r.status == "pass" \
+            else r.status.upper()
+        rows.append([name, status, worst.get("name", "-"),
                      f"{worst['max_abs']:.3g}" if worst else "-", f"{worst['max_rel']:.3g}" if worst else "-",
                      "-" if worst.get("max_lsb") is None else str(worst["max_lsb"]), f"{r.seconds:.1f}s",
                      r.error if r.status == ERROR else _first_divergent_note(r.report)])
-        styles.append("yellow" if flat else {"pass": "green", "fail": "red", "error": "red"}[r.status])
+        styles.append("red" if r.status != "pass" else "yellow" if flat else "green")
     out = common.out
     if common.verbosity == common.QUIET:  # verdicts and errors only: one line per model
         for row in rows:

@@ -40,6 +40,9 @@ class ModelResult:
         """One line: the failing output with its error and tolerance (`relaxed fp16` when only the simulated
         relaxed driver fails), "" when the model passed."""
         report = self.report or {}
+        verdict = report.get("verdict", "")
+        if verdict.startswith("FAIL (--fail-on uninformative"):
+            return verdict[len("FAIL ("):-1]
         bad = [o for o in (report.get("dataset") or {}).get("outputs", []) if not o["passed"]]
         if bad:
             o = max(bad, key=lambda o: o["failing_samples"])

@@ -79,6 +79,7 @@ class VerifyOptions:
     batch: int = DEFAULT_MAX_BATCH  # --dataset: samples per batched run of our executor (1: one at a time)
     max_bytes: int | None = None  # bound of each .npy/.npz sample read (`--max-memory`)
     save_repro: str | None = None  # with `per_op`: the folder of the first divergent op's repro (parity/repro.py)
+    fail_on_uninformative: bool = False  # `--fail-on uninformative`: a PASS on constant outputs fails (exit 1)
 
     @property
     def simulates_relaxed(self) -> bool:
@@ -130,11 +131,18 @@ class VerifyReport:
     tflite_outputs: dict[str, np.ndarray] = field(default_factory=dict)  # for --save-reference
     dataset: dict | None = None  # `--dataset`: parity/dataset.py's summary; the rest is its worst sample's
     repro: dict | None = None  # `--save-repro`: what was written (parity/repro.py)
+    fail_on_uninformative: bool = False  # VerifyOptions.fail_on_uninformative
+
+    @property
+    def parity_passed(self) -> bool:
+        """Every output (and relaxed output, and dataset sample) within tolerance."""
+        return self.parity.passed and all(o.passed for o in self.relaxed or []) and \
+            (self.dataset is None or self.dataset["passed"])
 
     @property
     def passed(self) -> bool:
-        return self.parity.passed and all(o.passed for o in self.relaxed or []) and \
-            (self.dataset is None or self.dataset["passed"])
+        """`parity_passed`, unless `--fail-on uninformative` fails a PASS on constant outputs."""
+        return self.parity_passed and not (self.fail_on_uninformative and self.uninformative)
 
     @property
     def model(self) -> str:
@@ -151,7 +159,7 @@ class VerifyReport:
     def verdict(self) -> str:
         """The one-line verdict: FAIL, PASS, or PASS flagged when every output compared is uninformative
         (a constant output passes on any engine) or some are."""
-        if not self.passed:
+        if not self.parity_passed:
             return "FAIL"
         flat = self.uninformative
         if not flat:
@@ -161,7 +169,8 @@ class VerifyReport:
             f"{len(flat)} of {len(self.parity.outputs)} outputs are"
         # with --per-op, what the intermediates show instead of recommending them
         hint = UNINFORMATIVE_HINT if self.per_op is None else f"{self.per_op.summary()}; {INPUTS_HINT}"
-        return f"PASS (uninformative: {which} constant on these inputs ({', '.join(flat)}); {hint})"
+        text = f"uninformative: {which} constant on these inputs ({', '.join(flat)}); {hint}"
+        return f"FAIL (--fail-on {text})" if self.fail_on_uninformative else f"PASS ({text})"
 
     def to_json(self) -> dict:
         data = {"schema_version": SCHEMA_VERSION, **self.parity.to_json(), **self.meta, "passed": self.passed,
@@ -202,9 +211,9 @@ def verify(model: str | os.PathLike, options: VerifyOptions | None = None,
     called with each `--dataset` sample's name and the count before it runs (a progress bar)."""
     opts = options or VerifyOptions()
     with use_threads(opts.threads):  # set here, in the process that runs: --jobs workers are spawned
-        if opts.dataset is not None:
-            return _verify_dataset(model, opts, advance)
-        return _verify(model, opts)
+        report = _verify_dataset(model, opts, advance) if opts.dataset is not None else _verify(model, opts)
+    report.fail_on_uninformative = opts.fail_on_uninformative
+    return report
 
 
 def _verify_dataset(model: str | os.PathLike, opts: VerifyOptions,
