@@ -18,9 +18,10 @@ from nnconv.cli.common import (api_level_option, conversion_options, feature_lev
                                fold_weights_option, input_shape_option, handle_errors, max_memory_option,
                                resolve_api_level, resolve_max_memory, threads_option, verbosity_options,
                                warn_deprecated, warn_inapplicable)
+from nnconv.cli.image_options import image_options, image_preprocessing
 from nnconv.cli.npz_io import load_npz, save_npz
 from nnconv.cli.scale import Batch, scale_options
-from nnconv.errors import EXIT_FAILURE, failure_line
+from nnconv.errors import EXIT_BAD_INPUT, EXIT_FAILURE, failure_line
 from nnconv.fmt import format_number, format_shape, print_wrapped
 from nnconv.report.junit import verify_cases
 from nnconv.report.render import COMPACT_BELOW
@@ -88,6 +89,7 @@ Examples:
 @click.option("--node-data", "node_data", type=click.Path(), default=None,
               help="With --per-op: write a Model Explorer node-data file colouring each op by its error.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@image_options
 @scale_options
 @fold_weights_option
 @input_shape_option
@@ -107,11 +109,12 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
     from nnconv.parity.session import VerifyOptions, option_conflicts
     from nnconv.parity.tolerances import ToleranceOverrides
     level = resolve_api_level(api_level, feature_level)
+    preprocessing = image_preprocessing()
     conflicts = option_conflicts(inputs=inputs_path is not None, seed=seed is not None, image=image is not None,
                                  input_range=input_range is not None, reference=reference_path is not None,
                                  per_op=per_op, relax_fp16=relax_fp16, node_data=node_data is not None,
                                  dataset=dataset is not None, samples=samples is not None,
-                                 save_repro=save_repro is not None)
+                                 save_repro=save_repro is not None, preprocessing=preprocessing is not None)
     if conflicts:
         raise click.UsageError(conflicts[0])
     named = named_models(models, shard)
@@ -124,11 +127,6 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
                                "take one model")
     warn_deprecated(level)
     warn_inapplicable(level, relax_fp16=relax_fp16)
-    if reference_path is not None and inputs_path is None and image is None:
-        common.warn(f"--reference without --inputs: our executor runs on seeded random inputs (seed {seed or 0}"
-                    f"{', --input-range' if input_range else ''}); the saved outputs must come from those very "
-                    "inputs (--save-reference writes such a pair), else give the inputs they were computed from "
-                    "with --inputs")
     overrides = ToleranceOverrides(atol, rtol, max_lsb) if (atol, rtol, max_lsb) != (None, None, None) else None
     limit = resolve_max_memory(max_memory)
     options = VerifyOptions(
@@ -139,7 +137,8 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         reference=load_npz(reference_path, limit) if reference_path else None,
         reference_source=reference_path or "", per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial,
         overrides=overrides, threads=threads, executor_options={"max_memory": limit}, dataset=dataset,
-        samples=samples, max_bytes=limit, save_repro=save_repro, fail_on_uninformative=fail_on == "uninformative")
+        samples=samples, max_bytes=limit, save_repro=save_repro, fail_on_uninformative=fail_on == "uninformative",
+        preprocessing=preprocessing)
     batch = Batch(shard, junit, scheduler)
     if several:
         code = _verify_several(paths, [name for _, name in named], options, jobs, fmt, batch)
@@ -162,6 +161,11 @@ def _verify_one(path: str, options: VerifyOptions, fmt: str, save_reference: str
         batch.write_junit("nnconv.verify", verify_cases([ModelResult(path, ERROR, 0.0, error=line, exit_code=code)],
                                                         options.api_level))
         raise
+    if options.reference is not None and options.inputs is None and options.image is None:
+        common.warn(f"--reference without --inputs: our executor ran on seeded random inputs (seed "
+                    f"{options.seed or 0}{', --input-range' if options.input_range else ''}); the saved outputs must "
+                    "come from those very inputs (--save-reference writes such a pair), else give the inputs they "
+                    "were computed from with --inputs")
     result = ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
     batch.write_junit("nnconv.verify", verify_cases([result], options.api_level))
     if save_reference is not None:
@@ -183,7 +187,12 @@ def _verify_one(path: str, options: VerifyOptions, fmt: str, save_reference: str
         common.info(f"wrote the repro of op #{report.repro['op_index']} {report.repro['op']} to {save_repro}; "
                     f"reproduce with: {report.repro['command']}" if report.repro else
                     "no divergent op: no repro written")
-    return 0 if report.passed else EXIT_FAILURE
+    if not report.passed:
+        return EXIT_FAILURE
+    if report.unreadable_line:  # the readable samples pass: the unreadable ones are bad input (exit 2)
+        common.err.print(f"nnconv: error: {report.unreadable_line}", markup=False)
+        return EXIT_BAD_INPUT
+    return 0
 
 
 def _verify_several(paths: Sequence[str], names: Sequence[str], options: VerifyOptions, jobs: int, fmt: str,

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from nnconv.errors import failure_line, folder_exit_code
+from nnconv.errors import EXIT_BAD_INPUT, failure_line, folder_exit_code
 from nnconv.parallel import map_in_processes
 from nnconv.parity.session import SCHEMA_VERSION, VerifyOptions, VerifyReport, verify
 
@@ -80,6 +80,9 @@ def verify_one(path: str, options: VerifyOptions) -> ModelResult:
     except Exception as e:  # noqa: BLE001 - one broken model must not stop a folder run; its row says why
         line, code = failure_line(e)
         return ModelResult(path, ERROR, time.monotonic() - start, error=line, exit_code=code)
+    if report.passed and report.unreadable_line:  # the samples read pass; the others are bad input (exit 2)
+        return ModelResult(path, ERROR, report.seconds, report.to_json(), error=report.unreadable_line,
+                           exit_code=EXIT_BAD_INPUT)
     return ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
 
 

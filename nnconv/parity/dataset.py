@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from nnconv.errors import NnconvError
+from nnconv.errors import InputDataError, NnconvError
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity.metrics import abs_diff
 from nnconv.parity.samples import Feed, Sample
@@ -221,7 +221,7 @@ def _weighted(top: Sequence[tuple[float | None, float | None, int]], k: int) -> 
 @dataclass
 class DatasetResult:
     path: str
-    names: list[str]
+    names: list[str]  # the samples compared
     outputs: list[OutputStats]
     worst: int  # index of the worst sample over every output
 
@@ -230,10 +230,12 @@ class DatasetResult:
         return all(r.passed for o in self.outputs for r in o.rows)
 
     batch: Batching = field(default_factory=Batching)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (sample, why): not compared
 
     def to_json(self) -> dict:
         outputs = [o.to_json(self.names) for o in self.outputs]
         return {"path": self.path, "samples": len(self.names), "passed": self.passed,
+                "unreadable": [{"sample": name, "error": why} for name, why in self.unreadable],
                 "failing_samples": sum(any(not o.rows[i].passed for o in self.outputs)
                                        for i in range(len(self.names))),
                 "worst_sample": self.names[self.worst], "outputs": outputs,
@@ -250,10 +252,23 @@ def compare_dataset(path: str, converted: ConvertedModel, reference: TfliteRefer
     by output. `advance(name, total)` is called as each sample's work begins (the CLI's progress bar)."""
     stats = [OutputStats(s.name) for s in converted.outputs]
     batching = Batching(max(1, min(max_batch, len(samples))))  # no chunk larger than the dataset
-    started = None if advance is None else (lambda i: advance(samples[i].name, len(samples)))
+    compared: list[Sample] = []
+    unreadable: list[tuple[str, str]] = []
+    started = None if advance is None else (lambda i: advance(compared[i].name, len(samples)))
+
+    def feeds() -> Iterator[Feed]:
+        """The samples' inputs, a sample that cannot be read (a corrupt image) recorded and skipped."""
+        for s in samples:
+            try:
+                feed = s.load()
+            except InputDataError as e:
+                unreadable.append((s.name, str(e)))
+                continue
+            compared.append(s)
+            yield feed
     badness = []
-    for feed, ours, theirs, hybrid in run_samples(converted, reference, (s.load() for s in samples), kernels,
-                                                  executor_options, batching, started):
+    for feed, ours, theirs, hybrid in run_samples(converted, reference, feeds(), kernels, executor_options,
+                                                  batching, started):
         rows = [compare(s.name, ours[s.name], theirs[s.name], hybrid, overrides,
                         reference.dequantized(converted.subgraph, s.tflite_tensor)) for s in converted.outputs]
         if not all(r.passed for r in rows):  # settled as one verify settles them (partitioned.verify_prepared)
@@ -262,5 +277,8 @@ def compare_dataset(path: str, converted: ConvertedModel, reference: TfliteRefer
         for st, spec, row in zip(stats, converted.outputs, rows):
             st.add(row, np.asarray(ours[spec.name]), np.asarray(theirs[spec.name]))
         badness.append(max((not r.passed, r.max_rel) for r in rows))
-    return DatasetResult(path, [s.name for s in samples], stats, max(range(len(badness)), key=badness.__getitem__),
-                         batching)
+    if not compared:
+        name, why = unreadable[0]
+        raise InputDataError(f"--dataset {path}: none of the {len(samples)} samples could be read ({name}: {why})")
+    return DatasetResult(path, [s.name for s in compared], stats, max(range(len(badness)), key=badness.__getitem__),
+                         batching, unreadable)

@@ -30,6 +30,7 @@ from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.inputs import bind_reference, image_inputs, ranged_inputs
 from nnconv.parity.partitioned import bind_model_inputs, is_nnapi_file, verify_model, verify_prepared
 from nnconv.parity.per_op import PASS, PerOpReport, per_op_parity
+from nnconv.parity.preprocess import ImagePreprocessing
 from nnconv.parity.tflite_runner import (
     BUILTIN_KERNELS,
     REFERENCE_KERNELS,
@@ -80,6 +81,12 @@ class VerifyOptions:
     max_bytes: int | None = None  # bound of each .npy/.npz sample read (`--max-memory`)
     save_repro: str | None = None  # with `per_op`: the folder of the first divergent op's repro (parity/repro.py)
     fail_on_uninformative: bool = False  # `--fail-on uninformative`: a PASS on constant outputs fails (exit 1)
+    # `--input-layout`, `--input-mean`, `--input-std`: how images (--image, --dataset) become inputs
+    preprocessing: ImagePreprocessing | None = None
+
+    def image_preprocessing(self) -> ImagePreprocessing:
+        """`preprocessing` with `--input-range` (parity/preprocess.py: either says how pixels become values)."""
+        return replace(self.preprocessing or ImagePreprocessing(), value_range=self.input_range)
 
     @property
     def simulates_relaxed(self) -> bool:
@@ -92,15 +99,18 @@ class VerifyOptions:
                                      image=self.image is not None, input_range=self.input_range is not None,
                                      reference=self.reference is not None, per_op=self.per_op,
                                      relax_fp16=self.relax_fp16, dataset=self.dataset is not None,
-                                     samples=self.samples is not None, save_repro=self.save_repro is not None)
+                                     samples=self.samples is not None, save_repro=self.save_repro is not None,
+                                     preprocessing=self.preprocessing is not None)
         if conflicts:
             raise InputDataError(conflicts[0])
+        if self.image is not None or self.dataset is not None:
+            self.image_preprocessing().check()
 
 
 def option_conflicts(*, inputs: bool = False, seed: bool = False, image: bool = False, input_range: bool = False,
                      reference: bool = False, per_op: bool = False, relax_fp16: bool = False,
                      node_data: bool = False, dataset: bool = False, samples: bool = False,
-                     save_repro: bool = False) -> list[str]:
+                     save_repro: bool = False, preprocessing: bool = False) -> list[str]:
     """Every pair of `verify` options that exclude each other, given which were set: the one list of them, asked
     by the command line (before it loads any file) and by `VerifyOptions.check` (library callers)."""
     rules = [
@@ -114,6 +124,8 @@ def option_conflicts(*, inputs: bool = False, seed: bool = False, image: bool = 
          "--dataset gives the inputs: it excludes --inputs, --image, --seed, --reference and --relax-fp16"),
         (samples and not dataset, "--samples needs --dataset"),
         (save_repro and not per_op, "--save-repro needs --per-op (the repro is the first divergent op)"),
+        (preprocessing and not (image or dataset), "--input-layout, --input-mean and --input-std say how images "
+                                                   "become inputs: they need --image or --dataset"),
     ]
     return [message for broken, message in rules if broken]
 
@@ -147,6 +159,16 @@ class VerifyReport:
     @property
     def model(self) -> str:
         return self.parity.model
+
+    @property
+    def unreadable_line(self) -> str:
+        """`--dataset`: one line on the samples that could not be read (not compared), "" when none."""
+        bad = (self.dataset or {}).get("unreadable") or []
+        if not bad:
+            return ""
+        total = self.dataset["samples"] + len(bad)
+        return (f"{len(bad)} of {total} samples of {self.dataset['path']} could not be read (not compared): "
+                f"{bad[0]['sample']}: {bad[0]['error']}" + (f"; and {len(bad) - 1} more" if len(bad) > 1 else ""))
 
     @property
     def uninformative(self) -> list[str]:
@@ -234,15 +256,16 @@ def _verify_dataset(model: str | os.PathLike, opts: VerifyOptions,
     except ConversionError as e:
         raise ConversionError(f"{e}; --dataset needs a model that lowers whole", e.diagnostics) from None
     converted = lowered.whole.converted
-    samples = dataset_samples(opts.dataset, converted.inputs, opts.input_range,
+    samples = dataset_samples(opts.dataset, converted.inputs, opts.image_preprocessing(),
                               opts.max_bytes or default_max_memory(), opts.samples)
     result = compare_dataset(os.fspath(opts.dataset), converted, TfliteReference.of(prepared.model, prepared.source),
                              samples, opts.kernels, opts.overrides, opts.executor_options, advance, opts.batch)
-    worst = samples[result.worst]
-    again = replace(opts, dataset=None, samples=None, input_range=None, inputs=worst.load(),
-                    inputs_source=f"{opts.dataset} sample {worst.name}")
+    again = replace(opts, dataset=None, samples=None, input_range=None, preprocessing=None,
+                    inputs=next(s for s in samples if s.name == result.names[result.worst]).load(),
+                    inputs_source=f"{opts.dataset} sample {result.names[result.worst]}")
     report = _verify(model, again)
-    report.meta["inputs"] = {"dataset": opts.dataset, "range": list(opts.input_range) if opts.input_range else None}
+    report.meta["inputs"] = {"dataset": opts.dataset, "range": list(opts.input_range) if opts.input_range else None,
+                             "preprocessing": opts.image_preprocessing().describe()}
     report.dataset = result.to_json()
     report.seconds = time.monotonic() - start
     return report
@@ -329,7 +352,7 @@ def model_inputs(specs: Sequence[IoTensor], opts: VerifyOptions) -> dict[str, np
     if opts.inputs is not None:
         return bind_model_inputs(specs, opts.inputs)
     if opts.image is not None:
-        return image_inputs(opts.image, specs, opts.input_range)
+        return image_inputs(opts.image, specs, opts.image_preprocessing())
     seed = opts.seed or 0
     if opts.input_range is not None:
         return ranged_inputs(specs, seed, *opts.input_range)
@@ -437,7 +460,8 @@ def _meta(opts: VerifyOptions, path: str) -> dict:
     if opts.inputs is not None:
         inputs: dict[str, Any] = {"file": opts.inputs_source or "(given arrays)"}
     elif opts.image is not None:
-        inputs = {"image": opts.image, "range": list(opts.input_range) if opts.input_range else None}
+        inputs = {"image": opts.image, "range": list(opts.input_range) if opts.input_range else None,
+                  "preprocessing": opts.image_preprocessing().describe()}
     else:
         inputs = {"seed": opts.seed or 0, "range": list(opts.input_range) if opts.input_range else None}
     return {"inputs": inputs, "interpreter": {"package": "ai-edge-litert", "version": interpreter_version()},

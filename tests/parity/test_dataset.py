@@ -62,7 +62,8 @@ def test_image_folder_float_classifier(images):
     assert out["abs_error"]["p50"] <= out["abs_error"]["p90"] <= out["abs_error"]["p99"] <= out["abs_error"]["max"]
     assert out["lsb_histogram"] is None and out["worst_sample"] in {"img0.ppm", "img2.ppm", "cats/img1.ppm",
                                                                     "cats/img3.ppm"}
-    assert data["inputs"] == {"dataset": str(images), "range": [0.0, 1.0]}
+    assert data["inputs"] == {"dataset": str(images), "range": [0.0, 1.0],
+                              "preprocessing": {"layout": None, "mean": None, "std": None, "range": [0.0, 1.0]}}
     table = CliRunner().invoke(main, ["verify", str(FIXTURES / "mobilenet_v2_float.tflite"), "--dataset",
                                       str(images)])
     assert table.exit_code == EXIT_OK and "4 samples, 0 failing" in table.stdout and "p99" in table.stdout

@@ -266,7 +266,7 @@ def test_reference_runs_say_what_they_compare_with_and_warn_without_inputs(tmp_p
     res = runner.invoke(main, ["verify", str(path), "--reference", str(ref)])
     assert res.exit_code == EXIT_OK, res.output
     assert f"(against reference outputs {ref})" in res.stdout and "kernels)" not in res.stdout
-    assert "warning: --reference without --inputs: our executor runs on seeded random inputs (seed 0)" in \
+    assert "warning: --reference without --inputs: our executor ran on seeded random inputs (seed 0)" in \
         " ".join(res.stderr.split())
     inputs = tmp_path / "in.npz"
     np.savez(inputs, x=np.zeros(CHAIN_SHAPE, np.float32))
