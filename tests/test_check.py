@@ -488,3 +488,37 @@ def test_constant_weights_dequantize_is_reported_folded_in_no_partition():
     (partition,) = data["partitions"]
     assert not {op["index"] for op in dequantize} & set(partition["ops"])
     assert data["summary"]["coverage"] == 100 and partition["nnapi_op_count"] == len(data["ops"]) - len(dequantize)
+
+
+# -- issue 35: what -q shows, and names in every format ---------------------------------------------
+def test_quiet_keeps_what_matters(tmp_path):
+    """`check -q` of a model TFLite's CPU kernels refuse (NNW101) showed `100%` and nothing else, then `verify`
+    exited 2; `check --api-level all -q` printed the whole matrix instead of one line per model and level."""
+    from lowering.test_tflite_refuses import depthwise
+    from nnconv.tflite.schema_enums import ActivationFunctionType
+    path = tmp_path / "dw.tflite"
+    path.write_bytes(depthwise(ActivationFunctionType.RELU6))
+    res = run(str(path), "-q")
+    assert res.stdout == (f"{path}: API 30: 1 partition, 1/1 ops (100%); TFLite's CPU kernels refuse 1 op (NNW101): "
+                          "verify has no TFLite result to compare with, and the model runs only where NNAPI takes it\n")
+    lines = run(str(path), "--api-level", "all", "-q").stdout.splitlines()
+    assert [line.split(":")[1].strip() for line in lines] == [f"API {lv}" for lv in range(27, 36)]
+    assert lines[0].startswith(f"{path}: API 27: 0 partitions, 0/1 ops (0%)")
+
+
+def test_names_are_relative_to_the_folder_in_every_format(tmp_path):
+    folder = tmp_path / "models"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "mid.tflite").write_bytes(chain(["conv", "dilated", "conv"]))
+    (folder / "clean.tflite").write_bytes(chain(["conv", "conv"]))
+    assert [r[0] for r in csv.reader(io.StringIO(run(str(folder), "--format", "csv").stdout))][1:3] == \
+        ["clean.tflite", "sub/mid.tflite"]
+    assert "| sub/mid.tflite |" in run(str(folder), "--format", "md").stdout
+    data = check_json(str(folder))
+    assert [m["name"] for m in data["models"]] == ["clean.tflite", "sub/mid.tflite"]
+    quiet = run(str(folder), "--device", "reference", "-q").stdout.splitlines()
+    assert {line.split(":")[0] for line in quiet} == {"clean.tflite", "sub/mid.tflite"}
+    table = run(str(folder), "--device", "reference", "--api-level", "28").stdout
+    assert "devices: sub/mid.tflite at API 28" in table and "sub/mid.tflite at API 28 (NNAPI" in table
+    devices_csv = run(str(folder), "--device", "reference", "--format", "csv").stdout
+    assert {r[0] for r in list(csv.reader(io.StringIO(devices_csv)))[1:]} == {"clean.tflite", "sub/mid.tflite"}

@@ -154,8 +154,14 @@ def test_check_over_a_folder_reports_the_readable_models(folder, runner):
     assert [e["model"].rsplit("/", 1)[-1] for e in data["errors"]] == ["b_broken.tflite"]
     assert data["errors"][0]["exit_code"] == EXIT_BAD_INPUT and "\n" not in data["errors"][0]["error"]
     table = runner.invoke(main, ["check", str(folder)])
-    assert "2 models at API 30" in table.stdout and "b_broken.tflite" in table.stderr
-    assert "1 model could not be checked" in table.stderr
+    assert "1 model could not be checked" in table.stderr and "b_broken.tflite" in table.stderr
+    # issue 35: the model that could not be checked is a row of the table too, as in `verify` (it was stderr only)
+    assert "3 models at API 30 (NNAPI feature level 4), 1 could not be checked" in table.stdout
+    assert "b_broken.tflite: ERROR " in table.stdout or "b_broken.tflite" in table.stdout.split("total")[0]
+    quiet = runner.invoke(main, ["check", str(folder), "-q"])
+    assert [line.split(":")[0] for line in quiet.stdout.splitlines()] == ["a_chain.tflite", "c_chain.tflite",
+                                                                          "b_broken.tflite"]
+    assert data["errors"][0]["name"] == "b_broken.tflite" and data["models"][0]["name"] == "a_chain.tflite"
     matrix = runner.invoke(main, ["check", str(folder), "--api-level", "all", "--format", "json"])
     assert matrix.exit_code == EXIT_BAD_INPUT and len(json.loads(matrix.stdout)["errors"]) == 1
 
