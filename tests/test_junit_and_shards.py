@@ -217,3 +217,20 @@ def test_fail_on_uninformative_and_junit_marks_uninformative_passes(tmp_path):
     one = runner.invoke(main, ["verify", str(folder / "flat.tflite"), "--fail-on", "uninformative", "-q"])
     assert one.exit_code == EXIT_FAILURE and one.stdout.startswith("FAIL (--fail-on uninformative: ")
     assert runner.invoke(main, ["verify", str(folder / "add.tflite"), "--fail-on", "uninformative"]).exit_code == EXIT_OK
+
+
+def test_folder_verify_prints_one_layout_whatever_the_content(tmp_path):
+    """Issue 35: a folder `verify` switched to one model per line when a message held a long word (an error
+    naming the model's full path): the layout now depends on the width alone, the note column folding such
+    words (model names are still never split)."""
+    folder = tmp_path / "a_folder_with_a_rather_long_name_as_ci_checkouts_have" / "models"
+    folder.mkdir(parents=True)
+    (folder / "add.tflite").write_bytes(_add_model(1.0))
+    runner = CliRunner()
+    good = runner.invoke(main, ["verify", str(folder)], env={"COLUMNS": "120"}).stdout
+    (folder / "broken.tflite").write_bytes(b"TFL3 not a model")
+    mixed = runner.invoke(main, ["verify", str(folder)], env={"COLUMNS": "120"}).stdout
+    assert good.splitlines()[1].startswith("┏") and mixed.splitlines()[1].startswith("┏")  # a table both times
+    assert max(len(line) for line in mixed.splitlines()) <= 120
+    narrow = runner.invoke(main, ["verify", str(folder)], env={"COLUMNS": "80"}).stdout
+    assert narrow.splitlines()[1].startswith("add.tflite: PASS")  # below 100 columns, one model per line

@@ -227,7 +227,7 @@ def _verify_several(paths: Sequence[str], names: Sequence[str], options: VerifyO
     title = f"verify at API {options.api_level} (TFLite {options.kernels} kernels)"
     cols = (Col("model"), Col("status"), Col("worst output"), Col("max |diff|", justify="right"),
             Col("max rel", justify="right"), Col("LSB", justify="right"), Col("time", justify="right"),
-            Col("note", wrap=True, grow=1))
+            Col("note", wrap=True, grow=1, fold=True))
     table = fitted_table(cols, rows, out.width, title=title) if out.width >= COMPACT_BELOW else None
     if table is not None:
         for row, style in zip(rows, styles):
