@@ -131,6 +131,11 @@ def timed(phase: str) -> Iterator[None]:
         _timings.append((phase, time.perf_counter() - start))
 
 
+def record_timing(phase: str, seconds: float) -> None:
+    """A phase measured elsewhere (a library call's own timings), printed with the others by -v."""
+    _timings.append((phase, seconds))
+
+
 def _print_timings() -> None:
     from nnconv.fmt import format_seconds
     if verbosity >= VERBOSE and _timings:

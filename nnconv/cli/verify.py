@@ -166,6 +166,7 @@ def _verify_one(path: str, options: VerifyOptions, fmt: str, save_reference: str
                     f"{options.seed or 0}{', --input-range' if options.input_range else ''}); the saved outputs must "
                     "come from those very inputs (--save-reference writes such a pair), else give the inputs they "
                     "were computed from with --inputs")
+    _print_details(report)
     result = ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
     batch.write_junit("nnconv.verify", verify_cases([result], options.api_level))
     if save_reference is not None:
@@ -193,6 +194,21 @@ def _verify_one(path: str, options: VerifyOptions, fmt: str, save_reference: str
         common.err.print(f"nnconv: error: {report.unreadable_line}", markup=False)
         return EXIT_BAD_INPUT
     return 0
+
+
+def _print_details(report: VerifyReport) -> None:
+    """-v: each model input with its quantization and where its values came from, and the run's phases
+    (common.timed: printed with the other timings after the output)."""
+    source = report.meta.get("inputs") or {}
+    came_from = (f"from {source['file']}" if "file" in source else f"image {source['image']}" if "image" in source
+                 else f"dataset {source['dataset']}" if "dataset" in source else
+                 f"seeded random values (seed {source.get('seed', 0)})")
+    for spec in report.meta.get("model_inputs") or []:
+        quant = "" if spec["scale"] is None else f", scale {spec['scale']:.6g}, zero point {spec['zero_point']}"
+        common.detail(f"input '{spec['name']}': {spec['dtype']} {format_shape(tuple(spec['shape']))}{quant}; "
+                      f"{came_from}")
+    for phase, seconds in report.timings:
+        common.record_timing(phase, seconds)
 
 
 def _verify_several(paths: Sequence[str], names: Sequence[str], options: VerifyOptions, jobs: int, fmt: str,

@@ -278,3 +278,18 @@ def test_reference_runs_say_what_they_compare_with_and_warn_without_inputs(tmp_p
     np.savez(inputs, x=np.zeros(CHAIN_SHAPE, np.float32))
     given = runner.invoke(main, ["verify", str(path), "--reference", str(ref), "--inputs", str(inputs)])
     assert given.exit_code == EXIT_FAILURE and "--reference without --inputs" not in given.stderr
+
+
+def test_verbose_verify_gives_timings_and_the_inputs_quantization(tmp_path, runner):
+    """Issue 35: the README says `-v` adds timings and the inputs' quantization; `verify -v` printed neither."""
+    from harness import QuantParams
+    path = tmp_path / "int8_add.tflite"
+    q = QuantParams(0.05, -3)
+    path.write_bytes(single_op_model(B.ADD, [("x", (1, 4, 3), np.int8, q), ("c", np.full((1, 4, 3), 5, np.int8), q)],
+                                     [("y", (1, 4, 3), np.int8, q)], AddOptions()))
+    res = runner.invoke(main, ["verify", str(path), "-v", "--seed", "3"])
+    assert res.exit_code == EXIT_OK, res.output
+    assert "input 'x': int8 1x4x3, scale 0.05, zero point -3; seeded random values (seed 3)" in res.stderr
+    timings = next(line for line in res.stderr.splitlines() if line.startswith("timings: "))
+    assert "convert " in timings and "compare " in timings
+    assert "timings" not in runner.invoke(main, ["verify", str(path)]).stderr
