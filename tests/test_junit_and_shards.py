@@ -234,3 +234,11 @@ def test_folder_verify_prints_one_layout_whatever_the_content(tmp_path):
     assert max(len(line) for line in mixed.splitlines()) <= 120
     narrow = runner.invoke(main, ["verify", str(folder)], env={"COLUMNS": "80"}).stdout
     assert narrow.splitlines()[1].startswith("add.tflite: PASS")  # below 100 columns, one model per line
+
+
+def test_verify_json_names_models_as_the_table_does(models):
+    """Issue 35: names relative to the folder in every format (verify's JSON carried only the path)."""
+    data = json.loads(CliRunner().invoke(main, ["verify", str(models), "--format", "json"]).stdout)
+    assert sorted(m["name"] for m in data["models"]) == ["add1.tflite", "broken.tflite", "custom.tflite",
+                                                         "sub/add2.tflite"]
+    assert all(m["model"].startswith(str(models)) for m in data["models"])

@@ -219,6 +219,8 @@ def _verify_several(paths: Sequence[str], names: Sequence[str], options: VerifyO
     from nnconv.report.render import progress
     results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying",
                        scheduler=batch.scheduler)
+    for r, name in zip(results, names):
+        r.name = name
     batch.write_junit("nnconv.verify", verify_cases(results, options.api_level, dict(zip(paths, names))))
     if fmt == "json":
         common.emit(json.dumps(batch_json(results), indent=2))

@@ -26,6 +26,7 @@ class ModelResult:
     report: dict | None = None  # the model's verify JSON (pass / fail)
     error: str = ""  # the one-line reason (error)
     exit_code: int = 0  # error: the exit code this model gives alone (2, 3 or 4)
+    name: str = ""  # what tables call it (relative to the folder given); else the path
 
     @property
     def worst_output(self) -> dict | None:
@@ -60,7 +61,8 @@ class ModelResult:
         return ""
 
     def to_json(self) -> dict:
-        data = {"model": self.model, "status": self.status, "seconds": round(self.seconds, 3)}
+        data = {"model": self.model, "name": self.name or self.model, "status": self.status,
+                "seconds": round(self.seconds, 3)}
         if self.error:
             data["error"] = self.error
             data["exit_code"] = self.exit_code
