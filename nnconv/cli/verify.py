@@ -56,8 +56,9 @@ Examples:
               help="Range of the random float inputs (quantized inputs: the integers whose values fall in it; "
                    "default [-1, 1]); with --image, the range pixels are mapped to.")
 @click.option("--image", "image", type=click.Path(), default=None,
-              help="Fill the model's one image input from this image (resized, normalized to --input-range, "
-                   "quantized with the input's scale; PNG/JPEG need Pillow, PPM/PGM always work).")
+              help="Fill the model's one image input, NHWC or NCHW, from this image (resized, mapped onto "
+                   "--input-range or by --input-mean/--input-std, quantized with the input's scale; PNG/JPEG "
+                   "need Pillow, PPM/PGM always work).")
 @click.option("--dataset", "dataset", type=click.Path(), default=None,
               help="Compare on every sample of a dataset: a folder of images (preprocessed as --image) or "
                    ".npy/.npz samples, or one .npz with a leading sample axis; --per-op examines the worst sample.")

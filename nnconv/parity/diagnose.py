@@ -24,7 +24,7 @@ import numpy as np
 
 from nnconv.errors import NnconvError
 from nnconv.nnapi.program import ConvertedModel
-from nnconv.parity.tflite_runner import TfliteRunner
+from nnconv.parity.tflite_runner import BUILTIN_KERNELS, XNNPACK, TfliteRunner
 from nnconv.parity.verify import OutputParity, ParityReport, TfliteReference, tflite_feed
 from nnconv.runtime.executor import Executor
 from nnconv.tflite.ir import Operator, Subgraph
@@ -44,6 +44,8 @@ def diagnose_failures(report: ParityReport, reference: TfliteReference, converte
     if not failing:
         return
     sg = reference.model.subgraphs[converted.subgraph]
+    if kernels == XNNPACK:  # a delegate hides the tensors it computes: read them from the builtin kernels
+        kernels = BUILTIN_KERNELS
     try:
         runner = TfliteRunner(reference.source, kernels=kernels, preserve_all_tensors=True)
         runner.run(tflite_feed(runner, converted, feed))
