@@ -394,7 +394,9 @@ def _print_per_op(per_op: PerOpReport, title: str, first_label: str = "first div
                                                    for kind, n in nf[key].items())
                           for side, key in (("TFLite", "tflite"), ("ours", "ours")) if nf[key])
         print_wrapped(common.out, f"NaN or infinity first appears at: #{nf['op_index']} {nf['op']} -> {nf['tensor']} "
-                                  f"({sides}), from finite inputs; ops reading it are not blamed",
+                                  f"({sides}), from finite inputs"
+                                  + ("; ops reading its NaN are not blamed" if "nan" in {**nf["tflite"], **nf["ours"]}
+                                     else ""),
                       indent="    ", first_indent="")
     start = per_op.first_large
     difference = per_op.first_difference

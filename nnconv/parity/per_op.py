@@ -139,22 +139,23 @@ def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedMo
                 partition_of[tensor] = k
     report = PerOpReport()
     out_of_tolerance: set[int] = set()
-    non_finite: set[int] = set()  # tensors holding a NaN or an infinity on either side
+    nan_read: set[int] = set()  # computed tensors holding a NaN on either side
     sources = dequantized_sources(sg)
     for op in sg.operators:
         rows = [_compare_tensor(sg, t, ours[t], tflite_tensor, hybrid, overrides, sources.get(t))
                 for t in op.outputs if t >= 0 and t in ours]
         rows = [r for r in rows if r is not None]
         read = [t for t in op.inputs if t >= 0]
-        poisoned = any(t in non_finite or non_finite_counts(tflite_value(tflite_tensor, t)) for t in read)
+        # an infinity read from a constant (an attention mask of -inf) is data; one that appears here is news
+        inputs_finite = not any(t in nan_read or non_finite_counts(tflite_value(tflite_tensor, t)) for t in read)
         for t in op.outputs:
             if t >= 0 and t in ours:
                 counts = (non_finite_counts(tflite_value(tflite_tensor, t)), non_finite_counts(ours[t]))
-                if counts != ({}, {}):
-                    non_finite.add(t)
-                    if not poisoned and report.first_non_finite is None:
-                        report.first_non_finite = {"op_index": op.index, "op": op.name, "tensor": sg.tensors[t].name,
-                                                   "tflite": counts[0], "ours": counts[1]}
+                if "nan" in counts[0] or "nan" in counts[1]:
+                    nan_read.add(t)
+                if counts != ({}, {}) and inputs_finite and report.first_non_finite is None:
+                    report.first_non_finite = {"op_index": op.index, "op": op.name, "tensor": sg.tensors[t].name,
+                                               "tflite": counts[0], "ours": counts[1]}
         if not rows:
             report.not_compared += 1
             continue
@@ -164,9 +165,9 @@ def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedMo
         entry = OpParity(op.index, op.name, worst.name, worst.dtype, worst.max_abs, worst.max_rel, worst.max_lsb, PASS,
                          worst.tolerance.describe(), partition_of[tensor] if len(partitions) > 1 else None)
         if failing:
-            # a NaN or infinity read is not a value two engines can agree downstream of (QUANTIZE of NaN is
-            # undefined): the op is not blamed, `first_non_finite` names where it appeared
-            if any(t in out_of_tolerance or t in non_finite for t in read):
+            # a NaN read is not a value two engines need agree downstream of (QUANTIZE of NaN is undefined):
+            # the op is not blamed, `first_non_finite` names where it appeared; infinities are defined values
+            if any(t in out_of_tolerance or t in nan_read for t in read):
                 entry.status = PROPAGATED
             else:
                 alone = _alone(prepared, subgraph, op.index, tflite_tensor, hybrid, overrides, options)

@@ -55,3 +55,31 @@ def test_finite_data_names_nothing(model):
     inputs["y"][0] = 20
     report = verify(model, VerifyOptions(inputs=inputs, per_op=True))
     assert report.passed and report.per_op.first_non_finite is None
+
+
+def test_an_infinite_constant_is_data_not_news(tmp_path):
+    """Scores padded with -inf (a constant, as attention masks are) are data: no NaN or infinity "appears"
+    there, and an op that reads them and is wrong is still blamed (divergent), not excused as reading a
+    non-finite value. (CONCATENATION copies the -inf as both engines do.)"""
+    from nnconv.nnapi.enums import OperationType
+    from nnconv.runtime.kernels import KERNELS
+    from nnconv.tflite.options import ConcatenationOptions, SoftmaxOptions
+    b = TfliteBuilder()
+    x = b.input("x", (1, 4), np.float32)
+    s, y = b.tensor("s", (1, 6), np.float32), b.tensor("y", (1, 6), np.float32)
+    b.op(B.CONCATENATION, [x, b.const("pad", np.full((1, 2), -np.inf, np.float32))], [s],
+         ConcatenationOptions(axis=1))
+    b.op(B.SOFTMAX, [s], [y], SoftmaxOptions(beta=1.0))
+    b.output(y)
+    path = tmp_path / "padded.tflite"
+    path.write_bytes(b.finish())
+    clean = verify(str(path), VerifyOptions(per_op=True))
+    assert clean.passed and clean.per_op.first_non_finite is None
+    real = KERNELS[OperationType.SOFTMAX]
+
+    def faulty(call):  # a test-only fault: every probability 0.1 higher
+        return [o + np.float32(0.1) for o in real(call)]
+    report = verify(str(path), VerifyOptions(per_op=True, executor_options={
+        "kernel_overrides": {OperationType.SOFTMAX: faulty}}))
+    assert not report.passed and report.per_op.entries[-1].status == "divergent"
+    assert report.per_op.first_non_finite is None
