@@ -61,7 +61,8 @@ Examples:
                    "need Pillow, PPM/PGM always work).")
 @click.option("--dataset", "dataset", type=click.Path(), default=None,
               help="Compare on every sample of a dataset: a folder of images (preprocessed as --image) or "
-                   ".npy/.npz samples, or one .npz with a leading sample axis; --per-op examines the worst sample.")
+                   ".npy/.npz samples, or one .npz or .npy with a leading sample axis; --per-op examines the worst "
+                   "sample.")
 @click.option("--samples", type=click.IntRange(min=1), default=None, help="With --dataset: at most N samples.")
 @click.option("--reference", "reference_path", type=click.Path(), default=None,
               help=".npz of outputs saved elsewhere (e.g. on a device) to compare with instead of TFLite.")
