@@ -75,9 +75,15 @@ class Failed:
     error: str
     exit_code: int
     level: int | None = None
+    name: str = ""  # what tables call it (relative to the folder given); else path
+
+    @property
+    def label(self) -> str:
+        return self.name or self.path
 
     def to_json(self) -> dict:
-        data = {"model": self.path, "status": "error", "error": self.error, "exit_code": self.exit_code}
+        data = {"model": self.path, "name": self.label, "status": "error", "error": self.error,
+                "exit_code": self.exit_code}
         if self.level is not None:
             data["api_level"] = self.level
         return data

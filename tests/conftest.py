@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import pathlib
 import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SHARED = pathlib.Path(os.environ.get("NNCONV_SHARED_DIR", ROOT.parent / "shared"))
 
 sys.path.insert(0, str(ROOT / "tests"))
-
-
-@pytest.fixture
-def shared_dir() -> pathlib.Path:
-    if not SHARED.is_dir():
-        pytest.skip(f"../shared is not beside the repository ({SHARED})")  # CI always has it
-    return SHARED
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,7 @@ from nnconv.lowering.registry import CUSTOM_RULES, RULES
 from nnconv.lowering.partition import build_plan
 from nnconv.report.analysis import ModelCheck, report_json
 from nnconv.tflite.builder import TfliteBuilder
-from nnconv.tflite.options import Conv2DOptions
+from nnconv.tflite.options import AddOptions, Conv2DOptions
 from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator, Padding
 from test_partition import SHAPE, add_op, chain
@@ -274,6 +274,26 @@ def test_policy_violations_exit_1_naming_the_rule(models, args, rule):
     assert run(models["mid"], "--api-level", "29", *args).exit_code == 0  # all lowered at 29
 
 
+def test_min_coverage_fails_a_model_with_nothing_on_nnapi(tmp_path):
+    """Issue 35: folded ops alone are not coverage: a model whose ops are folded or refused has no partition,
+    runs wholly on TFLite's CPU, and fails `--min-coverage` (it passed at 50%)."""
+    b = TfliteBuilder()
+    x = b.input("x", SHAPE, np.float32)
+    c = b.tensor("c", SHAPE, np.float32)
+    b.op(BuiltinOperator.ADD, [b.const("a", np.ones(SHAPE, np.float32)), b.const("b", np.ones(SHAPE, np.float32))],
+         [c], AddOptions())
+    y = b.tensor("y", SHAPE, np.float32)
+    b.op(BuiltinOperator.CUSTOM, [x, c], [y], custom_code="MyOp")
+    b.output(y)
+    path = tmp_path / "folded_only.tflite"
+    path.write_bytes(b.finish())
+    res = run(str(path), "--min-coverage", "10")
+    assert res.exit_code == 1, res.output
+    assert "--min-coverage 10: folded_only.tflite has 0.0% of its ops delegated" in res.stderr
+    summary = check_json(str(path))["summary"]
+    assert (summary["ops_folded"], summary["ops_delegated"], summary["coverage"]) == (1, 0, 0.0)
+
+
 def test_policies_pass(models):
     res = run(models["mid"], "--api-level", "28", "--min-coverage", "75", "--max-partitions-allowed", "2")
     assert res.exit_code == 0 and "policy" not in res.stderr
@@ -471,3 +491,37 @@ def test_constant_weights_dequantize_is_reported_folded_in_no_partition():
     (partition,) = data["partitions"]
     assert not {op["index"] for op in dequantize} & set(partition["ops"])
     assert data["summary"]["coverage"] == 100 and partition["nnapi_op_count"] == len(data["ops"]) - len(dequantize)
+
+
+# -- issue 35: what -q shows, and names in every format ---------------------------------------------
+def test_quiet_keeps_what_matters(tmp_path):
+    """`check -q` of a model TFLite's CPU kernels refuse (NNW101) showed `100%` and nothing else, then `verify`
+    exited 2; `check --api-level all -q` printed the whole matrix instead of one line per model and level."""
+    from lowering.test_tflite_refuses import depthwise
+    from nnconv.tflite.schema_enums import ActivationFunctionType
+    path = tmp_path / "dw.tflite"
+    path.write_bytes(depthwise(ActivationFunctionType.RELU6))
+    res = run(str(path), "-q")
+    assert res.stdout == (f"{path}: API 30: 1 partition, 1/1 ops (100%); TFLite's CPU kernels refuse 1 op (NNW101): "
+                          "verify has no TFLite result to compare with, and the model runs only where NNAPI takes it\n")
+    lines = run(str(path), "--api-level", "all", "-q").stdout.splitlines()
+    assert [line.split(":")[1].strip() for line in lines] == [f"API {lv}" for lv in range(27, 36)]
+    assert lines[0].startswith(f"{path}: API 27: 0 partitions, 0/1 ops (0%)")
+
+
+def test_names_are_relative_to_the_folder_in_every_format(tmp_path):
+    folder = tmp_path / "models"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "mid.tflite").write_bytes(chain(["conv", "dilated", "conv"]))
+    (folder / "clean.tflite").write_bytes(chain(["conv", "conv"]))
+    assert [r[0] for r in csv.reader(io.StringIO(run(str(folder), "--format", "csv").stdout))][1:3] == \
+        ["clean.tflite", "sub/mid.tflite"]
+    assert "| sub/mid.tflite |" in run(str(folder), "--format", "md").stdout
+    data = check_json(str(folder))
+    assert [m["name"] for m in data["models"]] == ["clean.tflite", "sub/mid.tflite"]
+    quiet = run(str(folder), "--device", "reference", "-q").stdout.splitlines()
+    assert {line.split(":")[0] for line in quiet} == {"clean.tflite", "sub/mid.tflite"}
+    table = run(str(folder), "--device", "reference", "--api-level", "28").stdout
+    assert "devices: sub/mid.tflite at API 28" in table and "sub/mid.tflite at API 28 (NNAPI" in table
+    devices_csv = run(str(folder), "--device", "reference", "--format", "csv").stdout
+    assert {r[0] for r in list(csv.reader(io.StringIO(devices_csv)))[1:]} == {"clean.tflite", "sub/mid.tflite"}

@@ -126,3 +126,20 @@ def test_other_files_are_refused_with_one_line(tmp_path, content, message):
 def test_a_directory_is_refused(tmp_path):
     with pytest.raises(NnconvError, match="is a directory"):
         summarize(tmp_path)
+
+
+def test_a_whole_conversion_records_its_source_model(tmp_path):
+    """Issue 35: a partial `.nnapi` named its source model in its provenance, a whole one did not (so `inspect`
+    could not say where it came from and `verify OUT.nnapi` could not find its model)."""
+    from click.testing import CliRunner
+    from nnconv.cli import main
+    from nnconv.nnapi import serialize
+    model = pathlib.Path(__file__).resolve().parent.parent / "examples" / "models" / "mobilenet_v2_float.tflite"
+    out = tmp_path / "whole.nnapi"
+    runner = CliRunner()
+    assert runner.invoke(main, ["convert", str(model), "-o", str(out)]).exit_code == 0
+    plan = serialize.load(out).plan
+    assert plan["whole"] is True and plan["model"] == str(model) and plan["ops_total"] == plan["ops_delegated"]
+    shown = runner.invoke(main, ["inspect", str(out)]).stdout
+    assert f"target API 30, from {model}" in shown and "partial conversion" not in shown
+    assert runner.invoke(main, ["verify", str(out), "-q"]).stdout == "PASS\n"

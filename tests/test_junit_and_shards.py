@@ -95,7 +95,7 @@ def test_verify_junit_failure_message_is_the_reason(models, tmp_path, monkeypatc
     cases = _cases(report)
     outcome, message = cases[("add1.tflite", "nnconv.verify.api30")]
     assert outcome == "failure"
-    assert message == "output 'y': max |diff| 0.5 over the tolerance |diff| <= 1e-05 + 0.0001 * range"
+    assert message == "output 'y': max |diff| 0.5 over the tolerance |diff| <= 1e-05 + 0.0001 * max |expected|"
     assert cases[("broken.tflite", "nnconv.verify.api30")][0] == "error"
     # one model: the same testcase, passing without the fault
     monkeypatch.setitem(KERNELS, OperationType.ADD, real)
@@ -180,3 +180,65 @@ def test_check_junit_records_a_single_model_in_error(models, tmp_path):
     result = CliRunner().invoke(main, ["check", str(models / "broken.tflite"), "--junit", str(report)])
     assert result.exit_code == EXIT_BAD_INPUT and len(result.stderr.strip().splitlines()) == 1
     assert _cases(report)[("broken.tflite", "nnconv.check.api30")][0] == "error"
+
+
+def _constant_model() -> bytes:
+    """y = x * 0 + 0.5: the same value whatever the input, a PASS that proves little."""
+    from harness import TfliteBuilder
+    from nnconv.tflite.options import MulOptions
+    b = TfliteBuilder()
+    x = b.input("x", (1, 12), np.float32)
+    m, y = b.tensor("m", (1, 12), np.float32), b.tensor("y", (1, 12), np.float32)
+    b.op(B.MUL, [x, b.const("zero", np.zeros((1, 12), np.float32))], [m], MulOptions())
+    b.op(B.ADD, [m, b.const("half", np.full((1, 12), 0.5, np.float32))], [y], AddOptions())
+    b.output(y)
+    return b.finish()
+
+
+def test_fail_on_uninformative_and_junit_marks_uninformative_passes(tmp_path):
+    """Issue 35: CI needs an option that fails on uninformative PASSes, and JUnit reports that mark them."""
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "flat.tflite").write_bytes(_constant_model())
+    (folder / "add.tflite").write_bytes(_add_model(1.0))
+    runner = CliRunner()
+    res = runner.invoke(main, ["verify", str(folder), "--junit", str(tmp_path / "a.xml")])
+    assert res.exit_code == EXIT_OK, res.output
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "a.xml").iter("testcase")}
+    flat = cases["flat.tflite"]
+    assert flat.find("failure") is None
+    assert flat.find("properties/property").attrib == {"name": "uninformative", "value": "y"}
+    assert flat.find("system-out").text.startswith("PASS (uninformative: every output is constant")
+    assert cases["add.tflite"].find("properties") is None
+    res = runner.invoke(main, ["verify", str(folder), "--fail-on", "uninformative", "--junit", str(tmp_path / "b.xml")])
+    assert res.exit_code == EXIT_FAILURE and "FAIL (uninformative)" in res.stdout
+    failure = {c.get("name"): c for c in ET.parse(tmp_path / "b.xml").iter("testcase")}["flat.tflite"].find("failure")
+    assert failure.get("message").startswith("--fail-on uninformative: every output is constant on these inputs (y)")
+    one = runner.invoke(main, ["verify", str(folder / "flat.tflite"), "--fail-on", "uninformative", "-q"])
+    assert one.exit_code == EXIT_FAILURE and one.stdout.startswith("FAIL (--fail-on uninformative: ")
+    assert runner.invoke(main, ["verify", str(folder / "add.tflite"), "--fail-on", "uninformative"]).exit_code == EXIT_OK
+
+
+def test_folder_verify_prints_one_layout_whatever_the_content(tmp_path):
+    """Issue 35: a folder `verify` switched to one model per line when a message held a long word (an error
+    naming the model's full path): the layout now depends on the width alone, the note column folding such
+    words (model names are still never split)."""
+    folder = tmp_path / "a_folder_with_a_rather_long_name_as_ci_checkouts_have" / "models"
+    folder.mkdir(parents=True)
+    (folder / "add.tflite").write_bytes(_add_model(1.0))
+    runner = CliRunner()
+    good = runner.invoke(main, ["verify", str(folder)], env={"COLUMNS": "120"}).stdout
+    (folder / "broken.tflite").write_bytes(b"TFL3 not a model")
+    mixed = runner.invoke(main, ["verify", str(folder)], env={"COLUMNS": "120"}).stdout
+    assert good.splitlines()[1].startswith("┏") and mixed.splitlines()[1].startswith("┏")  # a table both times
+    assert max(len(line) for line in mixed.splitlines()) <= 120
+    narrow = runner.invoke(main, ["verify", str(folder)], env={"COLUMNS": "80"}).stdout
+    assert narrow.splitlines()[1].startswith("add.tflite: PASS")  # below 100 columns, one model per line
+
+
+def test_verify_json_names_models_as_the_table_does(models):
+    """Issue 35: names relative to the folder in every format (verify's JSON carried only the path)."""
+    data = json.loads(CliRunner().invoke(main, ["verify", str(models), "--format", "json"]).stdout)
+    assert sorted(m["name"] for m in data["models"]) == ["add1.tflite", "broken.tflite", "custom.tflite",
+                                                         "sub/add2.tflite"]
+    assert all(m["model"].startswith(str(models)) for m in data["models"])

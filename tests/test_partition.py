@@ -186,6 +186,21 @@ def test_folded_ops_are_constants_not_nodes():
     assert plan.summary_line() == "1 partition, 3/3 ops (100%)"
 
 
+def test_no_partition_means_no_coverage_even_with_folded_ops():
+    """Issue 35: a model whose only lowerable ops are folded runs wholly on TFLite's CPU kernels: folded ops
+    count towards coverage only when some partition runs (an AI Edge Quantizer 16x8 model printed
+    `0 partitions, 48/319 ops (15%)` and passed `--min-coverage 10`)."""
+    m = read_model(chain(["custom", "custom", "custom"]))
+    state = make_state(m, 30)
+    state.folded[(0, m.subgraphs[0].operators[0].outputs[0])] = np.zeros(SHAPE, np.float32)
+    report = check_ops(state)
+    plan = build_plan(state, report)
+    assert plan.partitions == [] and plan.folded == [0]
+    assert (plan.ops_delegated, plan.coverage) == (0, 0.0)
+    assert plan.summary_line() == "0 partitions, 0/3 ops (0%)"
+    assert "no op is delegated: the whole model runs on the TFLite CPU kernels" in plan.warnings()
+
+
 # -- convert_partial ------------------------------------------------------------------------------
 def test_convert_partial_one_model_per_partition():
     plan = convert_partial(chain(["conv", "dilated", "conv", "conv"]), 28)
@@ -424,3 +439,52 @@ def test_zeros_like_never_crosses_a_partition_boundary(tmp_path):
     assert plan.partitions and not any(p.error for p in plan.partitions)
     report = verify_model(str(path), 27)
     assert report.passed
+
+
+# -- boundary tensors TFLite resizes (issue 35) ---------------------------------------------------
+def _nms_then_gather(declared: tuple[int, ...]) -> bytes:
+    """NON_MAX_SUPPRESSION_V4 (refused: the CPU) -> GATHER of the boxes (a partition), its selected indices
+    declared `declared`: TensorFlow's converter wrote [1, 5] where TFLite's Prepare makes [max_output_size]."""
+    from nnconv.tflite.options import GatherOptions, NonMaxSuppressionV4Options
+    b = TfliteBuilder()
+    boxes = b.input("boxes", (6, 4), np.float32)
+    scores = b.input("scores", (6,), np.float32)
+    idx, n = b.tensor("idx", declared, np.int32), b.tensor("n", (), np.int32)
+    b.op(BuiltinOperator.NON_MAX_SUPPRESSION_V4, [boxes, scores, b.const("max_out", np.array(5, np.int32)),
+                                                  b.const("iou", np.array(0.5, np.float32)),
+                                                  b.const("score", np.array(0.0, np.float32))], [idx, n],
+         NonMaxSuppressionV4Options())
+    g = b.tensor("g", (5, 4), np.float32)
+    b.op(BuiltinOperator.GATHER, [boxes, idx], [g], GatherOptions(axis=0))
+    b.output(g, n)
+    return b.finish()
+
+
+def test_nms_outputs_take_the_shape_tflite_gives_them(tmp_path):
+    """`verify non_max_suppression_v4.f32 --api-level 33 --allow-partial` exited 2 ("has shape [5], the model
+    takes [1, 5] (... --input-shape)"): the partition now takes the [5] TFLite computes."""
+    path = tmp_path / "nms.tflite"
+    path.write_bytes(_nms_then_gather((1, 5)))
+    plan = convert_partial(str(path), 33)
+    assert [s.shape for s in plan.converted[0].inputs if s.name == "idx"] == [(5,)]
+    report = verify_model(str(path), 33)
+    assert report.passed and isinstance(report, PartitionedParityReport)
+
+
+def test_a_boundary_shape_tflite_does_not_produce_is_named(tmp_path, monkeypatch):
+    """Without the shape rule (an op nnconv's shape inference does not know): the same elements are fed in the
+    declared arrangement with a note; another size fails the partition, saying why, instead of an exit 2
+    whose hint (--input-shape) cannot help."""
+    import nnconv.rewrite.static_shapes as static_shapes
+    monkeypatch.setattr(static_shapes, "_MULTI_SHAPE_FNS", {})
+    path = tmp_path / "nms.tflite"
+    path.write_bytes(_nms_then_gather((1, 5)))
+    report = verify_model(str(path), 33)
+    assert report.passed
+    assert "TFLite computes boundary tensor 'idx' as [5]; taken as the declared [1, 5]" in report.outputs[0].detail
+    path.write_bytes(_nms_then_gather((1, 4)))
+    report = verify_model(str(path), 33)
+    (row,) = report.partitions
+    assert not report.passed and not row.passed
+    assert row.diagnosis.startswith("TFLite computes boundary tensor 'idx' as [5], but the partition was converted "
+                                    "for its declared shape [1, 4]")

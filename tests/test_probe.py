@@ -121,10 +121,13 @@ def test_probe_command_writes_build_and_adb_scripts(tmp_path, monkeypatch):
     assert "-lneuralnetworks" in build
     run = (out / "run_on_device.sh").read_text()
     assert "adb push nnconv_probe model.nnapi" in run and "adb pull" in run
+    # issue 35: written without adb on PATH too (it runs on the machine the phone is attached to)
     monkeypatch.setenv("PATH", "")
     bare = tmp_path / "bare"
-    assert CliRunner().invoke(main, ["probe", MOBILENET, "-o", str(bare)]).exit_code == 0
-    assert not (bare / "run_on_device.sh").exists()
+    result = CliRunner().invoke(main, ["probe", MOBILENET, "-o", str(bare)])
+    assert result.exit_code == 0 and "run_on_device.sh" in " ".join(result.stderr.split())
+    assert (bare / "run_on_device.sh").read_text() == run and os.access(bare / "run_on_device.sh", os.X_OK)
+    assert 'command -v adb' in run
 
 
 def test_probe_output_must_be_a_folder(tmp_path):

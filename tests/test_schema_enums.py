@@ -1,9 +1,10 @@
 """Enum values every byte boundary depends on agree with their schemas: the `tflite` package and our generated
-`schema_enums` against TFLite's schema.fbs (the seed copy in ../shared), and the .nnapi schema against
+`schema_enums` against TFLite's schema.fbs (tests/data/seeds), and the .nnapi schema against
 nnconv.nnapi.enums."""
 
 from __future__ import annotations
 
+import pathlib
 import re
 
 import pytest
@@ -14,7 +15,7 @@ from nnconv.nnapi.fbs.OperandLifeTime import OperandLifeTime as FbLifeTime
 from nnconv.nnapi.fbs.OperandType import OperandType as FbOperandType
 from nnconv.tflite import schema_enums
 
-SCHEMA_SEED = "seeds/002_367c2654c1a0854d.txt"
+SCHEMA_SEED = pathlib.Path(__file__).resolve().parent / "data" / "seeds" / "tflite_schema.fbs.txt"
 
 
 def parse_enum(text: str, name: str) -> dict[str, int]:
@@ -41,8 +42,8 @@ def package_enum(cls: type) -> dict[str, int]:
 
 
 @pytest.fixture
-def schema_text(shared_dir) -> str:
-    return (shared_dir / SCHEMA_SEED).read_text(encoding="utf-8", errors="replace")
+def schema_text() -> str:
+    return SCHEMA_SEED.read_text(encoding="utf-8", errors="replace")
 
 
 def test_parser_reads_the_seed(schema_text):

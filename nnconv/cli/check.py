@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 import click
@@ -137,14 +138,22 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
                                                                           scheduler=batch.scheduler)))))
         for mat in mats:
             mat.name = name_of.get(mat.path, "")
-        if mats:
+        failures = [replace(f, name=name_of.get(f.path, "")) for f in failures]
+        if mats and fmt == "table" and common.verbosity == common.QUIET:  # verdicts only: a line per model and level
+            for mat in mats:
+                for lv, c in mat.checks.items():
+                    out.print(f"{mat.label}: API {lv}: {summary_line(c)}", markup=False)
+        elif mats:
             CHECK_FORMATS[fmt].matrix(mats, out, failures)
-        batch.write_junit("nnconv.check", matrix_cases(mats, failures))
+        if mats and fmt in ("table", "md"):  # a row of its own for each model that could not be checked
+            for f in failures:
+                out.print(f"{f.label}: ERROR {f.error}", markup=False)
+        batch.write_junit("nnconv.check", matrix_cases(mats, failures, name_of))
         return _report_failures(failures, fmt, out, err, bool(mats)) or 0
     level = resolve_api_level(api_level, feature_level_, also=" or 'all'")
     if devices:
-        checks, failures = _check_devices(paths, level, devices, fmt, max_partitions, options, out, err, jobs,
-                                          batch)
+        checks, failures = _check_devices(paths, name_of, level, devices, fmt, max_partitions, options, out, err,
+                                          jobs, batch)
     else:
         with common.timed("check"):
             checks, failures = _split(progress(paths, err, _each(paths, functools.partial(
@@ -152,7 +161,8 @@ def run_check(models: tuple[str, ...], api_level: str | None, feature_level_: in
                 scheduler=batch.scheduler))
     for c in checks:
         c.name = name_of.get(c.path, "")
-    batch.write_junit("nnconv.check", check_cases(checks, failures, policies.violations, level))
+    failures = [replace(f, name=name_of.get(f.path, "")) for f in failures]
+    batch.write_junit("nnconv.check", check_cases(checks, failures, policies.violations, level, name_of))
     if not checks:
         return _report_failures(failures, fmt, out, err, False)
     if node_data is not None:
@@ -214,15 +224,15 @@ def _report_failures(failures: Sequence[Failed], fmt: str, out: Console, err: Co
         print_raw(out, json.dumps({"schema_version": SCHEMA_VERSION, "models": [],
                                    "errors": [f.to_json() for f in failures]}, indent=2))
     for f in failures:
-        line = f.error if f.error.startswith(f.path) else f"{f.path}: {f.error}"
+        line = f.error if f.error.startswith((f.path, f.label)) else f"{f.label}: {f.error}"
         err.print(f"nnconv: error: {line}", markup=False)
     if len(failures) > 1 or rendered:  # one model alone: its error line says it all
         err.print(f"nnconv: {plural(len(failures), 'model')} could not be checked", markup=False)
     return failures[0].exit_code
 
 
-def _check_devices(paths: list[str], level: ApiLevel, devices: tuple[str, ...], fmt: str, max_partitions: int,
-                   options: ConversionOptions, out: Console, err: Console, jobs: int,
+def _check_devices(paths: list[str], name_of: dict[str, str], level: ApiLevel, devices: tuple[str, ...], fmt: str,
+                   max_partitions: int, options: ConversionOptions, out: Console, err: Console, jobs: int,
                    batch: Batch) -> tuple[list, list[Failed]]:
     """`check --device`: the spec report and every device's verdicts and plan, printed; returns the spec
     checks (for the policies, which stay those of the spec) and the models that could not be checked."""
@@ -234,11 +244,13 @@ def _check_devices(paths: list[str], level: ApiLevel, devices: tuple[str, ...], 
         results, failures = _split(progress(paths, err, _each(paths, functools.partial(
             check_with_devices, level=level, profiles=profiles, options=options, max_partitions=max_partitions),
             batch), jobs, scheduler=batch.scheduler))
+    for d in results:  # named as every table names them, relative to the folder given
+        d.check.name = name_of.get(d.check.path, "")
     if fmt == "table" and common.verbosity == common.QUIET:
         for d in results:
-            out.print(f"{d.check.path}: API {d.check.api_level}: {summary_line(d.check)}", markup=False)
+            out.print(f"{d.check.label}: API {d.check.api_level}: {summary_line(d.check)}", markup=False)
             for dc in d.devices:
-                out.print(f"{d.check.path}: API {d.check.api_level}: {dc.summary_line()}", markup=False)
+                out.print(f"{d.check.label}: API {d.check.api_level}: {dc.summary_line()}", markup=False)
     else:
         render_devices(results, fmt, out, err, verbose=common.verbosity == common.VERBOSE)
     return [d.check for d in results], failures

@@ -25,7 +25,7 @@ from nnconv.errors import (
     InternalError,
     NnconvError,
 )
-from nnconv.nnapi.levels import MAX_FEATURE_LEVEL, MIN_FEATURE_LEVEL, ApiLevel, LevelError
+from nnconv.nnapi.levels import MAX_FEATURE_LEVEL, MIN_FEATURE_LEVEL, RELAX_FP16_MIN_API, ApiLevel, LevelError
 
 
 # Width of the consoles when the stream is not a terminal and COLUMNS is not set: wide enough that piped
@@ -129,6 +129,11 @@ def timed(phase: str) -> Iterator[None]:
         yield
     finally:
         _timings.append((phase, time.perf_counter() - start))
+
+
+def record_timing(phase: str, seconds: float) -> None:
+    """A phase measured elsewhere (a library call's own timings), printed with the others by -v."""
+    _timings.append((phase, seconds))
 
 
 def _print_timings() -> None:
@@ -255,9 +260,6 @@ def warn_deprecated(level: int) -> None:
     warning = ApiLevel(level).deprecation_warning()
     if warning:
         warn(warning)
-
-
-RELAX_FP16_MIN_API = 28  # relaxComputationFloat32toFloat16 exists from NNAPI 1.1 (Android 9, API 28)
 
 
 def inapplicable_options(level: int, relax_fp16: bool = False) -> list[str]:

@@ -96,8 +96,11 @@ def convert(model: str, output: str, api_level: int | None, feature_level: int |
                           f"{_nnapi_histogram(converted)}")
     else:
         converted, report = lowered.whole
+        # the provenance a partial file records (source model, level, ops), marked whole: `inspect` names the
+        # source and `verify OUT.nnapi` finds it, as for a partial file
+        provenance = {**prepared.plan(lower=False).to_json(), "whole": True}
         with common.timed("write"):
-            serialize.save(output, [converted])
+            serialize.save(output, [converted], plan=provenance)
         n_ops = len(converted.model.main.operations)
         common.info(f"wrote {output}: {len(report.ops)} TFLite ops -> {n_ops} NNAPI operations at API {level}")
         common.detail(f"  NNAPI operations: {_nnapi_histogram(converted)}")

@@ -41,8 +41,8 @@ def probe(model: str, out_dir: str, api_level: int | None, feature_level: int | 
     NNAPI devices, asks each which operations of the model it takes
     (ANeuralNetworksModel_getSupportedOperationsForDevices), tries to compile the model for it, and writes
     one device profile per device (profile-<device>.json) for `nnconv check --device`. Below API 29 it
-    records whole-model compilation only. Also writes build.sh (the NDK's clang) and, when adb is on PATH,
-    run_on_device.sh (push, run, pull)."""
+    records whole-model compilation only. Also writes build.sh (the NDK's clang) and run_on_device.sh (adb:
+    push, run, pull; written whether or not adb is on this machine's PATH)."""
     from nnconv.devices.probe import write_probe
     level = resolve_api_level(api_level, feature_level)
     common.warn_deprecated(level)
@@ -52,5 +52,3 @@ def probe(model: str, out_dir: str, api_level: int | None, feature_level: int | 
     common.info(f"wrote {', '.join(written.files)} in {out_dir}: {plural(len(written.nnapi.partitions), 'partition')}, "
                 f"{n_ops} NNAPI operations to ask about at API {written.api_level}"
                 + ("" if written.api_level >= 29 else " (below API 29: whole-model compilation only)"))
-    if "run_on_device.sh" not in written.files:
-        common.info("adb is not on PATH: no run_on_device.sh; push nnconv_probe and model.nnapi yourself")

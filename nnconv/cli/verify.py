@@ -18,9 +18,10 @@ from nnconv.cli.common import (api_level_option, conversion_options, feature_lev
                                fold_weights_option, input_shape_option, handle_errors, max_memory_option,
                                resolve_api_level, resolve_max_memory, threads_option, verbosity_options,
                                warn_deprecated, warn_inapplicable)
+from nnconv.cli.image_options import image_options, image_preprocessing
 from nnconv.cli.npz_io import load_npz, save_npz
 from nnconv.cli.scale import Batch, scale_options
-from nnconv.errors import EXIT_FAILURE, failure_line
+from nnconv.errors import EXIT_BAD_INPUT, EXIT_FAILURE, failure_line
 from nnconv.fmt import format_number, format_shape, print_wrapped
 from nnconv.report.junit import verify_cases
 from nnconv.report.render import COMPACT_BELOW
@@ -55,11 +56,13 @@ Examples:
               help="Range of the random float inputs (quantized inputs: the integers whose values fall in it; "
                    "default [-1, 1]); with --image, the range pixels are mapped to.")
 @click.option("--image", "image", type=click.Path(), default=None,
-              help="Fill the model's one image input from this image (resized, normalized to --input-range, "
-                   "quantized with the input's scale; PNG/JPEG need Pillow, PPM/PGM always work).")
+              help="Fill the model's one image input, NHWC or NCHW, from this image (resized, mapped onto "
+                   "--input-range or by --input-mean/--input-std, quantized with the input's scale; PNG/JPEG "
+                   "need Pillow, PPM/PGM always work).")
 @click.option("--dataset", "dataset", type=click.Path(), default=None,
               help="Compare on every sample of a dataset: a folder of images (preprocessed as --image) or "
-                   ".npy/.npz samples, or one .npz with a leading sample axis; --per-op examines the worst sample.")
+                   ".npy/.npz samples, or one .npz or .npy with a leading sample axis; --per-op examines the worst "
+                   "sample.")
 @click.option("--samples", type=click.IntRange(min=1), default=None, help="With --dataset: at most N samples.")
 @click.option("--reference", "reference_path", type=click.Path(), default=None,
               help=".npz of outputs saved elsewhere (e.g. on a device) to compare with instead of TFLite.")
@@ -77,8 +80,10 @@ Examples:
                                                 "(simulated) and report the extra error per output.")
 @click.option("--atol", type=click.FloatRange(min=0), default=None, help="Absolute tolerance of float outputs.")
 @click.option("--rtol", type=click.FloatRange(min=0), default=None,
-              help="Tolerance of float outputs relative to the output's range.")
+              help="Tolerance of float outputs relative to the output's magnitude, max |expected|.")
 @click.option("--max-lsb", type=click.IntRange(min=0), default=None, help="Tolerance of quantized outputs in LSB.")
+@click.option("--fail-on", "fail_on", type=click.Choice(["uninformative"]), default=None,
+              help="Exit 1 on a PASS that proves little: outputs constant on the inputs used (CI).")
 @click.option("--allow-partial", is_flag=True,
               help="Verify a model that does not lower whole partition by partition (else exit 3).")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
@@ -86,6 +91,7 @@ Examples:
 @click.option("--node-data", "node_data", type=click.Path(), default=None,
               help="With --per-op: write a Model Explorer node-data file colouring each op by its error.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@image_options
 @scale_options
 @target_option
 @fold_weights_option
@@ -100,17 +106,18 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
            atol: float | None, rtol: float | None, max_lsb: int | None, allow_partial: bool, jobs: int,
            node_data: str | None, fmt: str, target: str, fold_weights: bool, input_shapes: tuple[str, ...], threads: int,
            max_memory: str | None, shard: tuple[int, int] | None, junit: str | None, dataset: str | None,
-           samples: int | None, save_repro: str | None, scheduler: str | None) -> None:
+           samples: int | None, save_repro: str | None, scheduler: str | None, fail_on: str | None) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
     from nnconv.tflite.model_paths import named_models
     from nnconv.parity.session import VerifyOptions, option_conflicts
     from nnconv.parity.tolerances import ToleranceOverrides
     level = resolve_api_level(api_level, feature_level)
+    preprocessing = image_preprocessing()
     conflicts = option_conflicts(inputs=inputs_path is not None, seed=seed is not None, image=image is not None,
                                  input_range=input_range is not None, reference=reference_path is not None,
                                  per_op=per_op, relax_fp16=relax_fp16, node_data=node_data is not None,
                                  dataset=dataset is not None, samples=samples is not None,
-                                 save_repro=save_repro is not None)
+                                 save_repro=save_repro is not None, preprocessing=preprocessing is not None)
     if conflicts:
         raise click.UsageError(conflicts[0])
     named = named_models(models, shard)
@@ -133,7 +140,8 @@ def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | 
         reference=load_npz(reference_path, limit) if reference_path else None,
         reference_source=reference_path or "", per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial,
         overrides=overrides, threads=threads, executor_options={"max_memory": limit}, dataset=dataset,
-        samples=samples, max_bytes=limit, save_repro=save_repro)
+        samples=samples, max_bytes=limit, save_repro=save_repro, fail_on_uninformative=fail_on == "uninformative",
+        preprocessing=preprocessing)
     batch = Batch(shard, junit, scheduler)
     if several:
         code = _verify_several(paths, [name for _, name in named], options, jobs, fmt, batch)
@@ -156,6 +164,12 @@ def _verify_one(path: str, options: VerifyOptions, fmt: str, save_reference: str
         batch.write_junit("nnconv.verify", verify_cases([ModelResult(path, ERROR, 0.0, error=line, exit_code=code)],
                                                         options.api_level))
         raise
+    if options.reference is not None and options.inputs is None and options.image is None:
+        common.warn(f"--reference without --inputs: our executor ran on seeded random inputs (seed "
+                    f"{options.seed or 0}{', --input-range' if options.input_range else ''}); the saved outputs must "
+                    "come from those very inputs (--save-reference writes such a pair), else give the inputs they "
+                    "were computed from with --inputs")
+    _print_details(report)
     result = ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
     batch.write_junit("nnconv.verify", verify_cases([result], options.api_level))
     if save_reference is not None:
@@ -177,7 +191,27 @@ def _verify_one(path: str, options: VerifyOptions, fmt: str, save_reference: str
         common.info(f"wrote the repro of op #{report.repro['op_index']} {report.repro['op']} to {save_repro}; "
                     f"reproduce with: {report.repro['command']}" if report.repro else
                     "no divergent op: no repro written")
-    return 0 if report.passed else EXIT_FAILURE
+    if not report.passed:
+        return EXIT_FAILURE
+    if report.unreadable_line:  # the readable samples pass: the unreadable ones are bad input (exit 2)
+        common.err.print(f"nnconv: error: {report.unreadable_line}", markup=False)
+        return EXIT_BAD_INPUT
+    return 0
+
+
+def _print_details(report: VerifyReport) -> None:
+    """-v: each model input with its quantization and where its values came from, and the run's phases
+    (common.timed: printed with the other timings after the output)."""
+    source = report.meta.get("inputs") or {}
+    came_from = (f"from {source['file']}" if "file" in source else f"image {source['image']}" if "image" in source
+                 else f"dataset {source['dataset']}" if "dataset" in source else
+                 f"seeded random values (seed {source.get('seed', 0)})")
+    for spec in report.meta.get("model_inputs") or []:
+        quant = "" if spec["scale"] is None else f", scale {spec['scale']:.6g}, zero point {spec['zero_point']}"
+        common.detail(f"input '{spec['name']}': {spec['dtype']} {format_shape(tuple(spec['shape']))}{quant}; "
+                      f"{came_from}")
+    for phase, seconds in report.timings:
+        common.record_timing(phase, seconds)
 
 
 def _verify_several(paths: Sequence[str], names: Sequence[str], options: VerifyOptions, jobs: int, fmt: str,
@@ -188,19 +222,24 @@ def _verify_several(paths: Sequence[str], names: Sequence[str], options: VerifyO
     from nnconv.report.render import progress
     results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying",
                        scheduler=batch.scheduler)
-    batch.write_junit("nnconv.verify", verify_cases(results, options.api_level))
+    for r, name in zip(results, names):
+        r.name = name
+    batch.write_junit("nnconv.verify", verify_cases(results, options.api_level, dict(zip(paths, names))))
     if fmt == "json":
         common.emit(json.dumps(batch_json(results), indent=2))
         return exit_code(results)
     rows, styles = [], []
     for name, r in zip(names, results):
         worst = r.worst_output or {}
-        flat = r.status == "pass" and bool((r.report or {}).get("uninformative_outputs"))
-        rows.append([name, "PASS (uninformative)" if flat else r.status.upper(), worst.get("name", "-"),
+        flat = r.status != ERROR and bool((r.report or {}).get("uninformative_outputs"))
+        failed_flat = r.status == "fail" and (r.report or {}).get("verdict", "").startswith("FAIL (--fail-on")
+        status = "FAIL (uninformative)" if failed_flat else "PASS (uninformative)" if flat and r.status == "pass" \
+            else r.status.upper()
+        rows.append([name, status, worst.get("name", "-"),
                      f"{worst['max_abs']:.3g}" if worst else "-", f"{worst['max_rel']:.3g}" if worst else "-",
                      "-" if worst.get("max_lsb") is None else str(worst["max_lsb"]), f"{r.seconds:.1f}s",
                      r.error if r.status == ERROR else _first_divergent_note(r.report)])
-        styles.append("yellow" if flat else {"pass": "green", "fail": "red", "error": "red"}[r.status])
+        styles.append("red" if r.status != "pass" else "yellow" if flat else "green")
     out = common.out
     if common.verbosity == common.QUIET:  # verdicts and errors only: one line per model
         for row in rows:
@@ -209,7 +248,7 @@ def _verify_several(paths: Sequence[str], names: Sequence[str], options: VerifyO
     title = f"verify at API {options.api_level} (TFLite {options.kernels} kernels)"
     cols = (Col("model"), Col("status"), Col("worst output"), Col("max |diff|", justify="right"),
             Col("max rel", justify="right"), Col("LSB", justify="right"), Col("time", justify="right"),
-            Col("note", wrap=True, grow=1))
+            Col("note", wrap=True, grow=1, fold=True))
     table = fitted_table(cols, rows, out.width, title=title) if out.width >= COMPACT_BELOW else None
     if table is not None:
         for row, style in zip(rows, styles):
@@ -257,8 +296,10 @@ def print_report(report: VerifyReport) -> None:
 
 
 def print_parity(report: ParityReport) -> None:
-    _print_outputs(report.outputs, f"{os.path.basename(report.model)} at API {report.api_level} "
-                                   f"(TFLite {report.kernels} kernels)")
+    # `--reference` compares with saved outputs, not with TFLite's kernels
+    against = f"TFLite {report.kernels} kernels" if report.kernels in ("builtin", "reference", "xnnpack") else \
+        f"against {report.kernels}"
+    _print_outputs(report.outputs, f"{os.path.basename(report.model)} at API {report.api_level} ({against})")
     if getattr(report, "note", ""):  # a PartitionedParityReport says why it verified partition by partition
         common.out.print(f"note: {report.note}", markup=False)
 
@@ -334,9 +375,12 @@ def _print_per_op(per_op: PerOpReport, title: str, first_label: str = "first div
     first = per_op.first_large if relaxed else per_op.first_divergent
     compared = len(per_op.entries)
     bad = sum(e.status != "pass" for e in per_op.entries)
-    against = f" (against TFLite's {per_op.kernels} kernels)" if per_op.kernels else ""
+    against = f" (against TFLite's {per_op.kernels} kernels" + (f", {per_op.kernels_note}" if per_op.kernels_note
+                                                                else "") + ")" if per_op.kernels else ""
     common.out.print(f"{title}{against}: {compared} ops compared, {bad} out of tolerance, {per_op.not_compared} "
                      "without an NNAPI counterpart", markup=False)
+    for note in per_op.notes:
+        print_wrapped(common.out, f"note: {note}", indent="    ", first_indent="")
     if first is not None:
         alone = first.confirmed_alone
         confirm = (f"; alone on TFLite's inputs: max |diff| {alone['max_abs']:.3g}" if alone else
@@ -346,11 +390,33 @@ def _print_per_op(per_op: PerOpReport, title: str, first_label: str = "first div
                          + ("" if first.lsb is None else f", {first.lsb} LSB") + confirm, markup=False)
     else:
         common.out.print(f"{first_label}: none", markup=False)
+    if per_op.first_non_finite is not None:
+        nf = per_op.first_non_finite
+        sides = "; ".join(f"{side}: " + ", ".join(f"{n} {'NaN' if kind == 'nan' else 'infinite'}"
+                                                   for kind, n in nf[key].items())
+                          for side, key in (("TFLite", "tflite"), ("ours", "ours")) if nf[key])
+        print_wrapped(common.out, f"NaN or infinity first appears at: #{nf['op_index']} {nf['op']} -> {nf['tensor']} "
+                                  f"({sides}), from finite inputs"
+                                  + ("; ops reading its NaN are not blamed" if "nan" in {**nf["tflite"], **nf["ours"]}
+                                     else ""),
+                      indent="    ", first_indent="")
     start = per_op.first_large
+    difference = per_op.first_difference
+    if difference is not None and difference is not start and difference is not first:
+        common.out.print(f"differences start at: #{difference.op_index} {difference.op} -> {difference.tensor} "
+                         f"({difference.status}: max |diff| {difference.max_abs:.3g}"
+                         + ("" if difference.lsb is None else f", {difference.lsb} LSB") + ")", markup=False)
     if start is not None and start is not first:
         common.out.print(f"divergence starts at: #{start.op_index} {start.op} -> {start.tensor} ({start.status}: "
                          f"max |diff| {start.max_abs:.3g}" + ("" if start.lsb is None else f", {start.lsb} LSB")
                          + ")", markup=False)
+    arithmetic = (start.confirmed_alone or {}) if start is not None else {}
+    if arithmetic.get("tflite_arithmetic"):  # out of tolerance alone only through NNAPI's own arithmetic
+        way = arithmetic["tflite_arithmetic"]
+        print_wrapped(common.out, f"NNAPI's own arithmetic: {arithmetic['arithmetic']}; computed TFLite's way, "
+                                  f"alone on TFLite's inputs: max |diff| {way['max_abs']:.3g}"
+                                  + ("" if way["lsb"] is None else f", {way['lsb']} LSB"),
+                      indent="    ", first_indent="  ")
     # Where divergence starts (the first amplified or divergent op) leads the table, whatever its size: the
     # largest errors are usually far downstream, propagated.
     worst = per_op.worst(TOP_OPS)

@@ -47,17 +47,24 @@ def _agreement(o: dict) -> str:
     return "/".join("tie" if v is None else f"{v:.1%}" for v in (o["top1_agreement"], o["top5_agreement"]))
 
 
+_SETTLED = {"reference kernels": "within TFLite's reference kernels", "NNAPI arithmetic": "NNAPI's own arithmetic",
+            "kernel spread": "within TFLite's kernel spread"}
+
+
 def _verdict(o: dict) -> str:
-    if not o["passed"]:
-        return "FAIL"
-    return "PASS (uninformative)" if o["uninformative"] else "PASS"
+    """FAIL / PASS, with how many samples passed only through a settlement (which per-op does not apply)."""
+    verdict = "FAIL" if not o["passed"] else "PASS (uninformative)" if o["uninformative"] else "PASS"
+    settled = ", ".join(f"{n} of {o['samples']} {_SETTLED.get(how, how)}" for how, n in
+                        (o.get("settled_samples") or {}).items())
+    return f"{verdict} ({settled})" if settled else verdict
 
 
 def print_dataset(data: dict) -> None:
     """The dataset table: one row per output (one output per line on narrow consoles)."""
     out = common.out
-    title = f"dataset {data['path']}: {data['samples']} samples, {data['failing_samples']} failing, worst " \
-            f"{data['worst_sample']}"
+    unreadable = len(data.get("unreadable") or [])
+    title = f"dataset {data['path']}: {data['samples']} samples, {data['failing_samples']} failing" + \
+        (f", {unreadable} unreadable" if unreadable else "") + f", worst {data['worst_sample']}"
     rows = []
     for o in data["outputs"]:
         err = o["abs_error"]
@@ -80,6 +87,8 @@ def print_dataset(data: dict) -> None:
             print_wrapped(out, f"failing {row[2]}, top-1/5 {row[3]}, |diff| p50 {row[4]}, p90 {row[5]}, "
                                f"p99 {row[6]}, max {row[7]}, worst sample {row[8]}", indent="      ",
                           first_indent="    ")
+    for bad in data.get("unreadable") or []:  # a sample of its own: its error, the others compared
+        print_wrapped(out, f"sample {bad['sample']}: ERROR {bad['error']}", indent="    ", first_indent="")
     reason = (data.get("batch") or {}).get("loop_reason")
     if reason:  # the batched plan looped: said once, whatever the number of chunks
         print_wrapped(out, f"note: our executor ran the samples one at a time: {reason}", indent="    ",

@@ -14,7 +14,8 @@ delegate's partition limit) and writes into `out_dir`:
   and writes `profile-nnapi-runtime.json`, whose operations are those of the partitions that compiled
   (NNAPI took them, on some driver or its CPU fallback);
 - `build.sh`: builds `nnconv_probe` with the NDK's clang for an ABI (`ANDROID_NDK=... ./build.sh arm64-v8a`);
-- `run_on_device.sh` when `adb` is on PATH: pushes the program and the model, runs it, pulls the profiles.
+- `run_on_device.sh`: pushes the program and the model with `adb`, runs it, pulls the profiles. Always written:
+  it runs where a phone is attached, which is seldom the machine that converts (the script checks for `adb`).
 
 A probe profile lists, per NNAPI operation, the input-0 / output-0 type pairs of the operations the device
 took (one entry per distinct pair); its `probe` field keeps the raw answers (every operation, each
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import shutil
 import subprocess
 from dataclasses import dataclass
 
@@ -90,6 +90,7 @@ def _adb_script() -> str:
 #   nnconv check MODEL.tflite --device phone/
 set -eu
 cd "$(dirname "$0")"
+command -v adb >/dev/null 2>&1 || {{ echo "run_on_device.sh: adb is not on PATH (Android SDK platform-tools)" >&2; exit 127; }}
 adb shell mkdir -p {DEVICE_DIR}
 adb push nnconv_probe {PREFIX}.nnapi {DEVICE_DIR}/
 adb shell "cd {DEVICE_DIR} && rm -f profile-*.json && chmod 755 nnconv_probe && ./nnconv_probe {PREFIX}.nnapi ."
@@ -116,13 +117,12 @@ def write_probe(model: str, out_dir: str | os.PathLike, api_level: int,
     write_c(out / f"{PREFIX}.c", loaded, str(nnapi_path), PREFIX)
     write_text(out / "probe.c", probe_source(loaded, PREFIX, os.path.basename(model), int(prepared.api_level),
                                              devices=prepared.api_level >= FIRST_DEVICE_API))
-    files = [f"{PREFIX}.nnapi", f"{PREFIX}.c", f"{PREFIX}.h", "probe.c", "build.sh"]
+    files = [f"{PREFIX}.nnapi", f"{PREFIX}.c", f"{PREFIX}.h", "probe.c", "build.sh", "run_on_device.sh"]
     write_text(out / "build.sh", _build_script(int(prepared.api_level)))
     (out / "build.sh").chmod(0o755)
-    if shutil.which("adb"):
-        write_text(out / "run_on_device.sh", _adb_script())
-        (out / "run_on_device.sh").chmod(0o755)
-        files.append("run_on_device.sh")
+    # written whatever this machine has: the phone is usually attached elsewhere (the script checks for adb)
+    write_text(out / "run_on_device.sh", _adb_script())
+    (out / "run_on_device.sh").chmod(0o755)
     return ProbeFiles(out, loaded, tuple(files), int(prepared.api_level))
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from typing import Sequence
 
 from rich.console import Console
@@ -16,7 +15,7 @@ from rich.markup import escape
 from nnconv.fmt import format_bytes, print_wrapped
 from nnconv.nnapi.levels import feature_level
 from nnconv.report.analysis import SCHEMA_VERSION, deprecation_warning
-from nnconv.report.render import ops_range, print_raw, render_md, render_table, totals
+from nnconv.report.render import display_name, ops_range, print_raw, render_md, render_table, totals
 from nnconv.report.tables import Col, fitted_table
 
 from nnconv.devices.device_check import FOLDED, NOT_LOWERED, REFUSED, TAKEN, DeviceCheck, DeviceModelCheck
@@ -60,7 +59,7 @@ def render_devices(results: Sequence[DeviceModelCheck], fmt: str, out: Console, 
         print_raw(out, render_devices_csv(results), end="")
         for d in results:
             for dc in d.devices:
-                err.print(f"{d.check.path}: {dc.summary_line()}", markup=False)
+                err.print(f"{d.check.label}: {dc.summary_line()}", markup=False)
     elif fmt == "md":
         print_raw(out, "\n".join(render_devices_md(d) for d in results))
     else:
@@ -83,7 +82,7 @@ def render_devices_csv(results: Sequence[DeviceModelCheck]) -> str:
         for dc in d.devices:
             for r, o in zip(d.check.report.ops, dc.ops):
                 part = dc.plan.partition_of(o.index)
-                w.writerow([d.check.path, d.check.api_level, dc.profile.name, o.index, o.op, r.status.value, o.status,
+                w.writerow([d.check.label, d.check.api_level, dc.profile.name, o.index, o.op, r.status.value, o.status,
                             "" if part is None else part, " ".join(v.label() for v in o.nnapi), o.reason])
     return buf.getvalue()
 
@@ -94,7 +93,7 @@ def _md(text: object) -> str:
 
 
 def render_devices_md(d: DeviceModelCheck) -> str:
-    lines = [render_md(d.check), f"### Devices: {os.path.basename(d.check.path)} at API {d.check.api_level}", "",
+    lines = [render_md(d.check), f"### Devices: {display_name(d.check)} at API {d.check.api_level}", "",
              "| # | op | NNAPI ops (input 0 -> output 0) | " + " | ".join(_md(dc.profile.name) for dc in d.devices)
              + " |", "| --- | --- | --- |" + " --- |" * len(d.devices)]
     first = d.devices[0]
@@ -126,7 +125,7 @@ def render_devices_table(d: DeviceModelCheck, out: Console, verbose: bool = Fals
     cols += [Col(dc.profile.name) for dc in d.devices]
     rows = [[str(o.index), o.op, _nnapi_cell(first, i, verbose), *(CELL[dc.ops[i].status] for dc in d.devices)]
             for i, o in enumerate(first.ops)]
-    title = f"devices: {os.path.basename(d.check.path)} at API {d.check.api_level}"
+    title = f"devices: {display_name(d.check)} at API {d.check.api_level}"
     table = fitted_table(cols, rows, out.width, title=title)
     if table is None:  # one op per line, each device's verdict after it
         out.print(title, markup=False)

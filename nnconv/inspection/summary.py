@@ -107,8 +107,8 @@ def summarize_nnapi(nnapi: NnapiFile, path: str) -> dict[str, Any]:
         "file": os.fspath(path), "format": "nnapi",
         "provenance": {"producer": nnapi.producer, "format_version": nnapi.format_version,
                        "api_level": nnapi.api_level, "source_model": plan.get("model"),
-                       "partial": nnapi.plan is not None,
-                       "coverage": (None if not plan else
+                       "partial": nnapi.plan is not None and not plan.get("whole"),
+                       "coverage": (None if not plan or plan.get("whole") else
                                     {"ops_delegated": plan.get("ops_delegated"), "ops_total": plan.get("ops_total"),
                                      "percent": plan.get("coverage")})},
         "operations": sum(ops.values()), "ops_by_type": dict(ops.most_common()),

@@ -18,6 +18,7 @@ MIN_API_LEVEL = 27
 MAX_API_LEVEL = 35
 DEFAULT_API_LEVEL = 30
 DEPRECATED_FROM_API = 35  # Android 15 deprecates NNAPI
+RELAX_FP16_MIN_API = 28  # relaxComputationFloat32toFloat16 exists from NNAPI 1.1 (Android 9, API 28)
 
 _API_TO_FEATURE_LEVEL = {27: 1, 28: 2, 29: 3, 30: 4, 31: 5, 32: 5, 33: 6, 34: 7, 35: 8}
 _FEATURE_LEVEL_TO_API = {1: 27, 2: 28, 3: 29, 4: 30, 5: 31, 6: 33, 7: 34, 8: 35}

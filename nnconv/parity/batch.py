@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from nnconv.errors import failure_line, folder_exit_code
+from nnconv.errors import EXIT_BAD_INPUT, failure_line, folder_exit_code
 from nnconv.parallel import map_in_processes
 from nnconv.parity.session import SCHEMA_VERSION, VerifyOptions, VerifyReport, verify
 
@@ -26,6 +26,7 @@ class ModelResult:
     report: dict | None = None  # the model's verify JSON (pass / fail)
     error: str = ""  # the one-line reason (error)
     exit_code: int = 0  # error: the exit code this model gives alone (2, 3 or 4)
+    name: str = ""  # what tables call it (relative to the folder given); else the path
 
     @property
     def worst_output(self) -> dict | None:
@@ -40,6 +41,9 @@ class ModelResult:
         """One line: the failing output with its error and tolerance (`relaxed fp16` when only the simulated
         relaxed driver fails), "" when the model passed."""
         report = self.report or {}
+        verdict = report.get("verdict", "")
+        if verdict.startswith("FAIL (--fail-on uninformative"):
+            return verdict[len("FAIL ("):-1]
         bad = [o for o in (report.get("dataset") or {}).get("outputs", []) if not o["passed"]]
         if bad:
             o = max(bad, key=lambda o: o["failing_samples"])
@@ -57,7 +61,8 @@ class ModelResult:
         return ""
 
     def to_json(self) -> dict:
-        data = {"model": self.model, "status": self.status, "seconds": round(self.seconds, 3)}
+        data = {"model": self.model, "name": self.name or self.model, "status": self.status,
+                "seconds": round(self.seconds, 3)}
         if self.error:
             data["error"] = self.error
             data["exit_code"] = self.exit_code
@@ -77,6 +82,9 @@ def verify_one(path: str, options: VerifyOptions) -> ModelResult:
     except Exception as e:  # noqa: BLE001 - one broken model must not stop a folder run; its row says why
         line, code = failure_line(e)
         return ModelResult(path, ERROR, time.monotonic() - start, error=line, exit_code=code)
+    if report.passed and report.unreadable_line:  # the samples read pass; the others are bad input (exit 2)
+        return ModelResult(path, ERROR, report.seconds, report.to_json(), error=report.unreadable_line,
+                           exit_code=EXIT_BAD_INPUT)
     return ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
 
 

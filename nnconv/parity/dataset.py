@@ -10,7 +10,11 @@ Per output (JSON `dataset.outputs`, docs/report-schema.md):
   every sample (quantized outputs in LSB); outputs over 2^16 elements contribute an even stride of 2^16
   elements per sample to the percentiles (the max is always exact);
 - `lsb_histogram` (quantized outputs): {LSB: count} over every element of every sample;
-- `worst_sample`: the sample with the largest relative error (failing ones first), by name;
+- `worst_sample`: the sample with the largest |diff| (failing ones first), by name: its max is the `max` of
+  `abs_error`, so the dataset table and that sample's report agree on this output;
+- `settled_samples`: {how: count} of samples that passed only through TFLite's reference kernels, NNAPI's own
+  arithmetic or TFLite's kernel spread (parity/settle.py, parity/kernel_spread.py), which per-op does not
+  apply;
 - `uninformative`: TFLite's values are constant on the whole dataset (metrics.is_uninformative).
 The worst sample over all outputs is what `--per-op` then examines (session.verify on that sample alone).
 
@@ -31,13 +35,13 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from nnconv.errors import NnconvError
+from nnconv.errors import InputDataError, NnconvError
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity.metrics import abs_diff
 from nnconv.parity.samples import Feed, Sample
 from nnconv.parity.kernel_spread import settle_with_kernel_spread
-from nnconv.parity.partitioned import compare_with_reference_kernels
-from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
+from nnconv.parity.settle import compare_with_reference_kernels
+from nnconv.parity.tflite_runner import REFERENCE_KERNELS, TfliteRunner
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.verify import (
     OutputParity,
@@ -61,7 +65,7 @@ def settle(report: ParityReport, reference: TfliteReference, converted: Converte
     """A sample's failing outputs re-judged as one verify re-judges them: quantized ones against TFLite's
     reference kernels (and NNAPI's own requantization arithmetic), float ones against TFLite's kernel
     spread (parity/partitioned.py, parity/kernel_spread.py); rows are updated in place."""
-    if report.kernels == BUILTIN_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
+    if report.kernels != REFERENCE_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
         compare_with_reference_kernels(report, reference, converted, feed, overrides, executor_options)
     settle_with_kernel_spread(report, reference, converted, feed, overrides, executor_options)
 
@@ -180,7 +184,13 @@ class OutputStats:
         # quantized outputs), the smallest with at least p% of the elements at or below it
         pct = {f"p{p}": float(np.percentile(diffs, p, method="inverted_cdf")) for p in PERCENTILES} \
             if diffs.size else {}
-        worst = max(range(len(self.rows)), key=lambda i: (not self.rows[i].passed, self.rows[i].max_rel))
+        # the sample with the largest |diff| (failing ones first): its max is the `max` column's, so the
+        # dataset table and that sample's own report give one figure for this output
+        worst = max(range(len(self.rows)), key=lambda i: (not self.rows[i].passed, self.rows[i].max_abs))
+        settled: dict[str, int] = {}
+        for r in self.rows:
+            if r.settled_by:
+                settled[r.settled_by] = settled.get(r.settled_by, 0) + 1
         summary = OutputParity(self.name, first.dtype, first.shape, first.tolerance, 0.0, 0.0, None,
                                value_range=(self.low, self.high) if self.low <= self.high else None)
         if self.low <= self.high and len(self.rows) * int(np.prod(first.shape)) >= 2:
@@ -197,6 +207,7 @@ class OutputStats:
                 "range": None if summary.value_range is None else list(summary.value_range),
                 "worst_sample": names[worst], "worst_max_abs": self.rows[worst].max_abs,
                 "worst_max_rel": self.rows[worst].max_rel, "worst_lsb": self.rows[worst].max_lsb,
+                "settled_samples": settled,
                 "uninformative": summary.uninformative, "detail": summary.detail}
 
 
@@ -210,7 +221,7 @@ def _weighted(top: Sequence[tuple[float | None, float | None, int]], k: int) -> 
 @dataclass
 class DatasetResult:
     path: str
-    names: list[str]
+    names: list[str]  # the samples compared
     outputs: list[OutputStats]
     worst: int  # index of the worst sample over every output
 
@@ -219,10 +230,12 @@ class DatasetResult:
         return all(r.passed for o in self.outputs for r in o.rows)
 
     batch: Batching = field(default_factory=Batching)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (sample, why): not compared
 
     def to_json(self) -> dict:
         outputs = [o.to_json(self.names) for o in self.outputs]
         return {"path": self.path, "samples": len(self.names), "passed": self.passed,
+                "unreadable": [{"sample": name, "error": why} for name, why in self.unreadable],
                 "failing_samples": sum(any(not o.rows[i].passed for o in self.outputs)
                                        for i in range(len(self.names))),
                 "worst_sample": self.names[self.worst], "outputs": outputs,
@@ -239,16 +252,33 @@ def compare_dataset(path: str, converted: ConvertedModel, reference: TfliteRefer
     by output. `advance(name, total)` is called as each sample's work begins (the CLI's progress bar)."""
     stats = [OutputStats(s.name) for s in converted.outputs]
     batching = Batching(max(1, min(max_batch, len(samples))))  # no chunk larger than the dataset
-    started = None if advance is None else (lambda i: advance(samples[i].name, len(samples)))
+    compared: list[Sample] = []
+    unreadable: list[tuple[str, str]] = []
+    started = None if advance is None else (lambda i: advance(compared[i].name, len(samples)))
+
+    def feeds() -> Iterator[Feed]:
+        """The samples' inputs, a sample that cannot be read (a corrupt image) recorded and skipped."""
+        for s in samples:
+            try:
+                feed = s.load()
+            except InputDataError as e:
+                unreadable.append((s.name, str(e)))
+                continue
+            compared.append(s)
+            yield feed
     badness = []
-    for feed, ours, theirs, hybrid in run_samples(converted, reference, (s.load() for s in samples), kernels,
-                                                  executor_options, batching, started):
-        rows = [compare(s.name, ours[s.name], theirs[s.name], hybrid, overrides) for s in converted.outputs]
+    for feed, ours, theirs, hybrid in run_samples(converted, reference, feeds(), kernels, executor_options,
+                                                  batching, started):
+        rows = [compare(s.name, ours[s.name], theirs[s.name], hybrid, overrides,
+                        reference.dequantized(converted.subgraph, s.tflite_tensor)) for s in converted.outputs]
         if not all(r.passed for r in rows):  # settled as one verify settles them (partitioned.verify_prepared)
             settle(ParityReport(path, converted.api_level, kernels, rows), reference, converted, feed, overrides,
                    executor_options)
         for st, spec, row in zip(stats, converted.outputs, rows):
             st.add(row, np.asarray(ours[spec.name]), np.asarray(theirs[spec.name]))
         badness.append(max((not r.passed, r.max_rel) for r in rows))
-    return DatasetResult(path, [s.name for s in samples], stats, max(range(len(badness)), key=badness.__getitem__),
-                         batching)
+    if not compared:
+        name, why = unreadable[0]
+        raise InputDataError(f"--dataset {path}: none of the {len(samples)} samples could be read ({name}: {why})")
+    return DatasetResult(path, [s.name for s in compared], stats, max(range(len(badness)), key=badness.__getitem__),
+                         batching, unreadable)

@@ -3,11 +3,12 @@
 
 Images: decoded with Pillow when it is installed (`pip install 'nnconv[image]'`: PNG, JPEG, BMP, ...);
 without it, binary PPM / PGM (P6 / P5, 8-bit) are read by `_read_pnm` below. The image is resized
-(bilinear) to the model's single image input [1, H, W, C] (C 1 or 3) and mapped to its value range:
-- float32 inputs: pixel / 255 mapped linearly onto `value_range` (default [-1, 1], the range
-  `random_inputs` uses; give `--input-range 0 1` for models trained on [0, 1]);
-- quantized inputs (uint8 / int8): the float value quantized with the input's own scale and zero point
-  (round half to even, clamped to the dtype): the range the model was calibrated for is honoured.
+(bilinear) to the model's single image input, [1, H, W, C] or [1, C, H, W] (C 1 or 3), and its pixels
+become values as parity/preprocess.py says (default: onto [-1, 1], the range `random_inputs` uses;
+`--input-range`, or per-channel `--input-mean` / `--input-std`):
+- float inputs take those values;
+- quantized inputs (uint8 / int8) take them quantized with the input's own scale and zero point (round half
+  to even, clamped to the dtype): the range the model was calibrated for is honoured.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ import numpy as np
 
 from nnconv.errors import InputDataError
 from nnconv.nnapi.program import IoTensor
-
-DEFAULT_IMAGE_RANGE = (-1.0, 1.0)
-
+from nnconv.parity.preprocess import ImagePreprocessing, image_layout
 
 def ranged_inputs(specs: Sequence[IoTensor], seed: int, low: float, high: float) -> dict[str, np.ndarray]:
     """Seeded uniform values in [low, high] for float inputs and, for quantized inputs, the integers whose
@@ -49,18 +48,28 @@ def quantize(real: np.ndarray, spec: IoTensor) -> np.ndarray:
 
 
 def image_inputs(path: str | os.PathLike, specs: Sequence[IoTensor],
-                 value_range: tuple[float, float] | None = None, option: str = "--image") -> dict[str, np.ndarray]:
-    """The model's one image input filled from an image file (see the module docstring); `option` names
-    where the image came from in errors (`--image`, or `--dataset` for its samples)."""
-    images = [s for s in specs if len(s.shape) == 4 and s.shape[3] in (1, 3)]
-    if len(specs) != 1 or len(images) != 1:
-        raise InputDataError(f"{option} needs a model with one image input [1, H, W, 1 or 3]; this one takes "
+                 preprocessing: ImagePreprocessing | tuple[float, float] | None = None,
+                 option: str = "--image") -> dict[str, np.ndarray]:
+    """The model's one image input filled from an image file (see the module docstring); `preprocessing`: how
+    pixels become values (a (LO, HI) pair is `--input-range`); `option` names where the image came from in
+    errors (`--image`, or `--dataset` for its samples)."""
+    if not isinstance(preprocessing, ImagePreprocessing):
+        preprocessing = ImagePreprocessing(value_range=preprocessing)
+    preprocessing.check()
+    layouts = [image_layout(tuple(s.shape), preprocessing.layout) for s in specs]
+    if len(specs) != 1 or layouts[0] is None:
+        wanted = f"[1, H, W, 1 or 3] or [1, 1 or 3, H, W]" if preprocessing.layout is None else \
+            {"nhwc": "[1, H, W, 1 or 3] (--input-layout nhwc)", "nchw": "[1, 1 or 3, H, W] (--input-layout nchw)"}[
+                preprocessing.layout]
+        raise InputDataError(f"{option} needs a model with one image input {wanted}; this one takes "
                              + ", ".join(f"{s.name} {list(s.shape)}" for s in specs))
-    spec = images[0]
-    _, height, width, channels = spec.shape
+    spec, nchw = specs[0], layouts[0] == "nchw"
+    _, height, width, channels = (spec.shape[0], *spec.shape[2:], spec.shape[1]) if nchw else spec.shape
     pixels = resize_bilinear(read_image(path, channels, option), height, width)
-    low, high = value_range or DEFAULT_IMAGE_RANGE
-    real = low + pixels / 255.0 * (high - low)
+    mean, std = preprocessing.per_channel(channels)
+    real = (pixels - mean) / std
+    if nchw:
+        real = real.transpose(2, 0, 1)
     dt = spec.np_dtype
     if dt.kind == "f":
         value = real.astype(dt)

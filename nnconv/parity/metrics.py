@@ -6,7 +6,7 @@ unit of difference is one LSB):
 | metric | definition |
 | --- | --- |
 | `max_abs`, `mean_abs` | max / mean of |ours - reference| (equal values, equal infinities and NaN on both sides count as 0; NaN on one side only as inf) |
-| `max_rel` | `max_abs / max|reference|` over the finite reference values: the error relative to the tensor's range |
+| `max_rel` | `max_abs / max|reference|` over the finite reference values: the error relative to the tensor's magnitude (the tolerances' scale too) |
 | `cosine` | cosine similarity of the flattened tensors (1.0 when both are all zero, 0.0 when only one is) |
 | `top1`, `top5` | for class-score-like outputs (`looks_like_class_scores`): the fraction of rows whose arg-max agrees, and the mean overlap of the 5 best classes, over the rows where that ranking is defined: a row whose best class (top-1) or whose 5th and 6th best (top-5) tie on either side is left out, since the winner of a tie is an accident of sorting; None when no row is left |
 | `constant` | the reference's values span no more than the tolerance, or than 1e-3 of their magnitude (`is_uninformative`): any engine that computes that one value passes, so the comparison proves little |
@@ -34,7 +34,7 @@ class TensorMetrics:
     top5: float | None = None  # mean |our top 5 & reference top 5| / 5 (class scores only)
     max_lsb: int | None = None  # quantized tensors
     histogram: dict[int, int] = field(default_factory=dict)  # |diff| in LSB -> count (quantized tensors)
-    range: float = 0.0  # max |reference| over finite values: what max_rel is relative to
+    range: float = 0.0  # max |reference| over finite values (the magnitude): what max_rel is relative to
 
     def to_json(self) -> dict:
         return {"max_abs": self.max_abs, "mean_abs": self.mean_abs, "max_rel": self.max_rel,

@@ -11,7 +11,7 @@ tensor. Errors therefore never accumulate across partitions, and a failing row n
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -19,12 +19,13 @@ import numpy as np
 from nnconv.errors import InputDataError, NnconvError
 from nnconv.fmt import plural
 from nnconv.runtime.executor import Executor
-from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.program import ConvertedModel, IoTensor, bind_inputs
+from nnconv.parity.diagnose import diagnose_failures
 from nnconv.parity.kernel_spread import settle_with_kernel_spread
+from nnconv.parity.settle import compare_with_reference_kernels
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
-from nnconv.parity.tolerances import ToleranceOverrides
+from nnconv.parity.tolerances import ToleranceOverrides, tolerance_for
 from nnconv.parity.verify import (
     OutputParity,
     ParityReport,
@@ -36,7 +37,6 @@ from nnconv.parity.verify import (
 )
 from nnconv.pipeline import PreparedConversion, prepare
 from nnconv.targets import Target
-from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 NNAPI_FILE_MAGIC = b"NNAP"  # flatbuffer file identifier, bytes 4..8 of a .nnapi file
 
@@ -117,104 +117,11 @@ def verify_prepared(prepared: PreparedConversion, inputs: Mapping[str, np.ndarra
     if inputs is not None:
         feed = _named(Executor(converted), feed)
     report = run_parity(reference, converted, feed, kernels=kernels, **extra)
-    if kernels == BUILTIN_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
+    if kernels != REFERENCE_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
         compare_with_reference_kernels(report, reference, converted, feed, **extra)
     settle_with_kernel_spread(report, reference, converted, feed, **extra)
+    diagnose_failures(report, reference, converted, feed, kernels, executor_options)
     return report
-
-
-def compare_with_reference_kernels(report: ParityReport, reference: TfliteReference, converted: ConvertedModel,
-                                    feed: Mapping[str, np.ndarray], overrides: ToleranceOverrides | None = None,
-                                    executor_options: Mapping[str, Any] | None = None) -> None:
-    """Settles a quantized output out of tolerance against TFLite's optimized kernels by comparing it with
-    TFLite's reference kernels too. The NNAPI reference CPU follows the reference kernels' integer
-    arithmetic; the optimized int8 kernels round a few values (~0.05%) one step differently, and through a
-    deep network such steps add up. An output within tolerance of the reference kernels passes, and its
-    detail says which kernels it matched and by how much the optimized ones differ (tolerances.py).
-
-    Differences remain between NNAPI's arithmetic and TFLite's reference kernels: convolution and matmul
-    multipliers (`conv_multipliers`), FULLY_CONNECTED's rounding (once in TFLite, twice in NNAPI), quantized
-    RESIZE_BILINEAR's weights (float32 in NNAPI, Q10 integers in TFLite) and requantization (NNAPI has no
-    such op: an ADD of zero, with its own multipliers), int8 AVERAGE_POOL_2D carried as uint8 and int8
-    SQUARED_DIFFERENCE (lowered through float: the exact square rounded once).
-    An output still out of tolerance is computed once more TFLite's way; within tolerance then, the whole
-    difference is NNAPI's own (ResNet50 int8: 9 LSB, and 0 LSB with TFLite's multipliers), and it passes
-    with a detail saying so."""
-    try:
-        ref = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
-                         executor_options=executor_options)
-    except NnconvError:
-        return
-    by_name = {o.name: o for o in ref.outputs}
-    unexplained = {o.name for o in report.outputs if not o.passed and o.max_lsb is not None
-                   and o.name in by_name and not by_name[o.name].passed}
-    tflite_arith = _with_tflite_multipliers(reference, converted, feed, overrides, executor_options) \
-        if unexplained else {}
-    for o in report.outputs:
-        r = by_name.get(o.name)
-        if o.passed or o.max_lsb is None or r is None:
-            continue
-        t = tflite_arith.get(o.name)
-        if r.passed:
-            o.passed = True
-            note = (f"PASS against TFLite's reference kernels (max {r.max_lsb} LSB), which the NNAPI reference "
-                    f"follows; the optimized builtin kernels differ by up to {o.max_lsb} LSB")
-        elif t is not None and t.passed:
-            o.passed = True
-            note = (f"{r.max_lsb} LSB from TFLite's reference kernels, all from NNAPI's requantization "
-                    f"arithmetic (multipliers: input x filter scale rounded to float32, TFLite keeps double; "
-                    f"FULLY_CONNECTED: rounded twice, TFLite's once; quantized RESIZE_BILINEAR: float32 "
-                    f"weights, TFLite's Q10 integers; QUANTIZE between quantized types: NNAPI's ADD "
-                    f"pipeline, TFLite's one multiplier; int8 AVERAGE_POOL_2D carried as uint8 below API 30: "
-                    f"rounded half up, TFLite's int8 half away from zero; int8 SQUARED_DIFFERENCE: the "
-                    f"exact square rounded once, TFLite's fixed point; int8 MEAN over H and W as AVERAGE_POOL_2D: "
-                    f"rounded once, TFLite's twice): with TFLite's, nnconv is within "
-                    f"{t.max_lsb} LSB of its reference kernels; NNAPI's reference CPU differs the same way")
-        else:
-            note = f"also {r.max_lsb} LSB from TFLite's reference kernels"
-        o.detail = "; ".join(filter(None, [o.detail, note]))
-
-
-def _with_tflite_multipliers(reference: TfliteReference, converted: ConvertedModel,
-                             feed: Mapping[str, np.ndarray], overrides: ToleranceOverrides | None,
-                             executor_options: Mapping[str, Any] | None) -> dict[str, OutputParity]:
-    """Our outputs computed with TFLite's requantization arithmetic against TFLite's reference kernels, by
-    output name; empty when TFLite fails: its multipliers (`ExecutionOptions.tflite_multipliers`) and, for
-    the operations lowered from a FULLY_CONNECTED, its single rounding (`tflite_single_rounding`; measured:
-    TFLite's reference int8 FULLY_CONNECTED rounds (x * M + 2^(s-1)) >> s once, where NNAPI's reference and
-    TFLite's convolutions round twice, ~0.1% of outputs 1 LSB apart); quantized RESIZE_BILINEAR in TFLite's
-    Q10 integer interpolation (`tflite_resize_integer`; measured on a 16x16 -> 64x64 half-pixel upsampling:
-    190 of 20480 int8 values 1 LSB apart with NNAPI's float32 weights, 0 with TFLite's); and a QUANTIZE of a
-    quantized tensor, which nnconv lowers as ADD(x, 0), as TFLite's single-multiplier Requantize
-    (`tflite_requantize`; same model: 256 of 4096 values 1 LSB apart, 0 TFLite's way); and an AVERAGE_POOL_2D
-    whose int8 tensors are carried as uint8 (API 29) with TFLite's signed rounding (`tflite_signed_average`;
-    a dilated Conv1D model: 13 of 64 values 1 LSB apart, 0 TFLite's way); and an int8 SQUARED_DIFFERENCE's
-    composite as one step in TFLite's fixed point (`tflite_squared_difference`, `runtime/tflite_way.py`;
-    vit: 1-4 of 544 values per op, 0 TFLite's way); and an int8 MEAN over H and W, which nnconv lowers as
-    AVERAGE_POOL_2D (one rounding), in TFLite's int8 mean arithmetic (`tflite_mean`: two roundings, ceil(acc / 4)
-    on a 2x2 window; resnet18 from litert-torch's PT2E int8 flow: 247 of 512 pooled features 1 LSB apart,
-    0 TFLite's way)."""
-    extra = dict(executor_options or {})
-    sg = reference.model.subgraphs[converted.subgraph]
-    fully_connected = frozenset(op.index for op in sg.operators
-                                if op.builtin is BuiltinOperator.FULLY_CONNECTED)
-    requantize = frozenset(op.index for op in sg.operators if op.builtin is BuiltinOperator.QUANTIZE)
-    signed_average = frozenset(op.index for op in sg.operators if op.builtin is BuiltinOperator.AVERAGE_POOL_2D
-                               and sg.tensors[op.inputs[0]].type is TensorType.INT8)  # a real uint8 rounds half up
-    squared_difference = frozenset(op.index for op in sg.operators
-                                   if op.builtin is BuiltinOperator.SQUARED_DIFFERENCE)
-    mean = frozenset(op.index for op in sg.operators if op.builtin is BuiltinOperator.MEAN
-                     and sg.tensors[op.inputs[0]].type is TensorType.INT8)
-    extra["options"] = replace(extra.get("options") or ExecutionOptions(), tflite_multipliers=True,
-                               tflite_single_rounding=fully_connected, tflite_resize_integer=True,
-                               tflite_requantize=requantize, tflite_signed_average=signed_average,
-                               tflite_squared_difference=squared_difference, tflite_mean=mean)
-    try:
-        report = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
-                            executor_options=extra)
-    except NnconvError:
-        return {}
-    return {o.name: o for o in report.outputs}
 
 
 def verify_partitions(prepared: PreparedConversion, partitions: Sequence[ConvertedModel],
@@ -238,29 +145,80 @@ def verify_partitions(prepared: PreparedConversion, partitions: Sequence[Convert
     runner.run({spec.tflite_tensor: np.asarray(feed[spec.name]) for spec in model_inputs})
     rows: list[PartitionParity] = []
     for k, cm in enumerate(partitions):
-        # a recurrent state enters as it was before the invocation (TFLite's tensor holds the new one)
-        boundary = {spec.name: runner.tensor(spec.tflite_tensor) for spec in cm.inputs if not spec.variable}
+        boundary, reshaped, unfit = _boundary_values(cm, runner)
+        if unfit:  # converted for a shape TFLite does not produce: nothing to run it on
+            rows.append(_unfit_partition(k, cm, unfit))
+            continue
         ours = Executor(cm, **opts).run(boundary)
-        outs = attach_operands([compare(f"p{k}/{spec.name}", ours[spec.name], runner.tensor(spec.tflite_tensor),
-                                        hybrid, overrides) for spec in cm.outputs], cm)
+        outs = []
+        for spec in cm.outputs:
+            expected, arranged = _as_converted(runner.tensor(spec.tflite_tensor), spec, "partition output")
+            o = compare(f"p{k}/{spec.name}", ours[spec.name], expected, hybrid, overrides,
+                        reference.dequantized(cm.subgraph, spec.tflite_tensor))
+            o.detail = "; ".join(filter(None, [o.detail, *reshaped, arranged]))
+            outs.append(o)
+        attach_operands(outs, cm)
         row = PartitionParity(k, list(cm.tflite_ops), outs)
         rows.append(row)
     failing_quant = [(cm, row) for cm, row in zip(partitions, rows)
                      if any(not o.passed and o.max_lsb is not None for o in row.outputs)]
-    if failing_quant and kernels == BUILTIN_KERNELS:
-        _recheck_with_reference_kernels(failing_quant, source, model_inputs, feed, hybrid, overrides, opts)
+    if failing_quant and kernels != REFERENCE_KERNELS:
+        _recheck_with_reference_kernels(failing_quant, source, model_inputs, feed, hybrid, overrides, opts,
+                                        kernels)
     for cm, row in zip(partitions, rows):
-        if not row.passed:
+        if not row.passed and not row.diagnosis:
             _localize(row, prepared, cm, runner, hybrid, overrides, opts)
     return PartitionedParityReport(model=reference.name, api_level=prepared.api_level, kernels=kernels,
                                    outputs=[o for r in rows for o in r.outputs], partitions=rows, note=note)
 
 
+def _same_elements(a: np.ndarray, shape: Sequence[int]) -> bool:
+    """`a` holds the elements of a tensor of `shape` in another arrangement of unit axes ([5] and [1, 5])."""
+    return [d for d in a.shape if d != 1] == [d for d in shape if d != 1]
+
+
+def _as_converted(a: np.ndarray, spec: IoTensor, role: str) -> tuple[np.ndarray, str]:
+    """TFLite's value of a partition's input or output in the shape the partition was converted for, with a
+    note when TFLite computes it in another arrangement of unit axes (its kernels resize their outputs at
+    Prepare: the declared shape may not be TFLite's; rewrite/static_shapes.py follows Prepare for the ops it
+    knows)."""
+    if tuple(a.shape) == tuple(spec.shape) or not _same_elements(a, spec.shape):
+        return a, ""
+    return a.reshape(spec.shape), (f"TFLite computes {role} '{spec.name}' as {list(a.shape)}; taken as the declared "
+                                   f"{list(spec.shape)} the partition was converted for (the same elements)")
+
+
+def _boundary_values(cm: ConvertedModel, runner: TfliteRunner) -> tuple[dict[str, np.ndarray], list[str], str]:
+    """TFLite's tensors at the partition's inputs, by input name, in the shapes the partition was converted
+    for (`_as_converted`); another size cannot be fed: returns (values, notes, why not)."""
+    values, notes = {}, []
+    for spec in cm.inputs:
+        if spec.variable:  # a recurrent state enters as it was before the invocation (TFLite's holds the new one)
+            continue
+        a, note = _as_converted(runner.tensor(spec.tflite_tensor), spec, "boundary tensor")
+        if tuple(a.shape) != tuple(spec.shape):
+            return values, notes, (f"TFLite computes boundary tensor '{spec.name}' as {list(a.shape)}, but the "
+                                   f"partition was converted for its declared shape {list(spec.shape)}: nnconv's "
+                                   "shape inference does not follow TFLite here (please report it with the model)")
+        values[spec.name] = a
+        notes += [note] if note else []
+    return values, notes, ""
+
+
+def _unfit_partition(k: int, cm: ConvertedModel, why: str) -> PartitionParity:
+    """The row of a partition that cannot be run on TFLite's boundary tensors: every output failing, `why`
+    as its diagnosis."""
+    outs = [OutputParity(f"p{k}/{spec.name}", spec.dtype, tuple(spec.shape), tolerance_for(spec.np_dtype),
+                         float("inf"), float("inf"), None, passed=False, detail=f"not run: {why}")
+            for spec in cm.outputs]
+    return PartitionParity(k, list(cm.tflite_ops), attach_operands(outs, cm), diagnosis=why)
+
+
 def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[IoTensor],
                                     feed: Mapping[str, np.ndarray], hybrid: bool,
                                     overrides: ToleranceOverrides | None = None,
-                                    opts: Mapping[str, Any] | None = None) -> None:
-    """The partition-wise twin of `compare_with_reference_kernels`: a partition whose quantized outputs
+                                    opts: Mapping[str, Any] | None = None, kernels: str = BUILTIN_KERNELS) -> None:
+    """The partition-wise twin of `settle.compare_with_reference_kernels`: a partition whose quantized outputs
     miss TFLite's optimized kernels passes when, fed and compared with TFLite's reference kernels' own
     tensors, it is within tolerance (the NNAPI reference arithmetic); its outputs' details say so."""
     try:
@@ -276,10 +234,11 @@ def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[Io
         if all(a.passed for a in again):
             for o, a in zip(row.outputs, again):
                 if not o.passed:
-                    o.passed = True
+                    o.passed, o.settled_by = True, "reference kernels"
                     o.detail = "; ".join(filter(None, [o.detail, (
-                        f"PASS against TFLite's reference kernels (max {a.max_lsb} LSB), which the NNAPI reference "
-                        f"follows; the optimized builtin kernels differ by up to {o.max_lsb} LSB")]))
+                        f"within tolerance of TFLite's reference kernels (max {a.max_lsb} LSB), whose integer "
+                        f"arithmetic the NNAPI reference CPU follows; TFLite's {kernels} kernels differ by up to "
+                        f"{o.max_lsb} LSB")]))
 
 
 def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedModel, runner: TfliteRunner,
@@ -291,12 +250,11 @@ def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedM
     only add up across several ops."""
     try:
         fresh = prepared.lower_ops(cm.tflite_ops, cm.subgraph)
-        ours = Executor(fresh, **dict(opts or {})).run({spec.name: runner.tensor(spec.tflite_tensor)
-                                                         for spec in fresh.inputs if not spec.variable})
+        ours = Executor(fresh, **dict(opts or {})).run(_boundary_values(fresh, runner)[0])
     except NnconvError:
         fresh = None  # the ops no longer convert or run together: the op-by-op diagnosis below says which
-    if fresh is not None and all(compare(s.name, ours[s.name], runner.tensor(s.tflite_tensor), hybrid,
-                                         overrides).passed for s in fresh.outputs):
+    if fresh is not None and all(compare(s.name, ours[s.name], _as_converted(runner.tensor(s.tflite_tensor), s, "")[0],
+                                         hybrid, overrides).passed for s in fresh.outputs):
         row.diagnosis = ("a fresh conversion of the same ops passes: this partition differs from what nnconv "
                          "produces now (an outdated or modified .nnapi file?)")
         return
@@ -306,10 +264,13 @@ def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedM
             single = prepared.lower_ops([k], cm.subgraph)
         except Exception:  # noqa: BLE001 - e.g. an op whose outputs are all folded: nothing to compare
             continue
-        ours = Executor(single, **dict(opts or {})).run({spec.name: runner.tensor(spec.tflite_tensor)
-                                                          for spec in single.inputs if not spec.variable})
+        try:
+            ours = Executor(single, **dict(opts or {})).run(_boundary_values(single, runner)[0])
+        except NnconvError:  # converted for a shape TFLite does not give its inputs: not run alone
+            continue
         for spec in single.outputs:
-            o = compare(spec.name, ours[spec.name], runner.tensor(spec.tflite_tensor), hybrid, overrides)
+            o = compare(spec.name, ours[spec.name], _as_converted(runner.tensor(spec.tflite_tensor), spec, "")[0],
+                        hybrid, overrides)
             if not o.passed:
                 row.ops_at_fault.append({"index": k, "op": op.name, "output": spec.name, "max_abs": o.max_abs,
                                          "max_lsb": o.max_lsb, "detail": o.detail})

@@ -11,7 +11,10 @@ out of tolerance is
 - `propagated` when one of its inputs was already out of tolerance (the error came from upstream);
 - otherwise it is lowered alone and fed TFLite's own input values: `divergent` when it is still out of
   tolerance (this op computes something else: the one to look at), `amplified` when alone it passes
-  (in-tolerance differences of its inputs grew through it: rounding, not a conversion bug).
+  (in-tolerance differences of its inputs grew through it: rounding, not a conversion bug), `arithmetic`
+  when alone it is out of tolerance but within it computed TFLite's way (parity/settle.py: NNAPI's own
+  arithmetic, such as an int8 RESIZE_BILINEAR's float32 weights against TFLite's Q10 integers, which a
+  phone's reference CPU shares; not a conversion bug either).
 `first_divergent_op` is the first `divergent` op; ops after it are never blamed for its error, since their
 inputs are then out of tolerance.
 """
@@ -25,6 +28,9 @@ import numpy as np
 
 from nnconv.errors import NnconvError
 from nnconv.nnapi.program import ConvertedModel
+from nnconv.parity.dequantized import DequantizedFrom, dequantized_sources
+from nnconv.parity.diagnose import non_finite_counts, tflite_value
+from nnconv.parity.settle import ArithmeticDifferences
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.verify import OutputParity, compare
 from nnconv.pipeline import PreparedConversion
@@ -32,7 +38,7 @@ from nnconv.runtime.executor import Executor
 from nnconv.runtime.trace import Trace
 from nnconv.tflite.ir import Subgraph
 
-PASS, DIVERGENT, PROPAGATED, AMPLIFIED = "pass", "divergent", "propagated", "amplified"
+PASS, DIVERGENT, PROPAGATED, AMPLIFIED, ARITHMETIC = "pass", "divergent", "propagated", "amplified", "arithmetic"
 TOP_BY_ERROR = 5  # rows of the table besides the first divergent op
 
 
@@ -69,17 +75,39 @@ class PerOpReport:
     first_divergent: OpParity | None = None
     not_compared: int = 0  # TFLite ops with no NNAPI counterpart of any output (fused, folded, refused)
     kernels: str = ""  # TFLite's kernel set whose tensors were compared
+    kernels_note: str = ""  # why those are not the kernels of `--kernels` (XNNPACK, or the reference kernels)
+    # the first op whose output holds a NaN or an infinity (on either side) while its inputs hold none:
+    # {"op_index", "op", "tensor", "tflite": {"nan": n, "inf": n}, "ours": {...}}
+    first_non_finite: dict | None = None
+    notes: list[str] = field(default_factory=list)  # where the outputs' verdicts and these rows differ, and why
 
     @property
     def first_large(self) -> OpParity | None:
-        """The first op out of tolerance with its inputs within it, confirmed alone (`divergent`) or not
-        (`amplified`): where an error source such as fp16 rounding first becomes large, whether the op does
-        it alone (overflow, cancellation) or grows what came in."""
-        return next((e for e in self.entries if e.status in (DIVERGENT, AMPLIFIED)), None)
+        """The first op out of tolerance with its inputs within it, confirmed alone (`divergent`), NNAPI's own
+        arithmetic (`arithmetic`) or not (`amplified`): where an error source such as fp16 rounding first
+        becomes large, whether the op does it alone (overflow, cancellation) or grows what came in."""
+        return next((e for e in self.entries if e.status in (DIVERGENT, AMPLIFIED, ARITHMETIC)), None)
+
+    @property
+    def first_difference(self) -> OpParity | None:
+        """The first op whose output differs by whole steps (quantized, dequantized or boolean tensors), within
+        tolerance or not: where a difference that grows downstream (or a dequantized output's 1 LSB) starts.
+        Float tensors differ by rounding everywhere and are not counted."""
+        return next((e for e in self.entries if (e.lsb or 0) > 0 or (e.dtype == "bool" and e.max_abs > 0)), None)
 
     @property
     def out_of_tolerance(self) -> int:
         return sum(e.status != PASS for e in self.entries)
+
+    def summary(self) -> str:
+        """What the intermediates show, in one clause: `per-op: 26 of 65 intermediates out of tolerance,
+        divergence starts at #3 CONV_2D (divergent)`, or `per-op: all 65 intermediates within tolerance`."""
+        n = len(self.entries)
+        if not self.out_of_tolerance:
+            return f"per-op: all {n} intermediates within tolerance" if n else "per-op: no intermediate compared"
+        start = self.first_large
+        where = f", divergence starts at #{start.op_index} {start.op} ({start.status})" if start else ""
+        return f"per-op: {self.out_of_tolerance} of {n} intermediates out of tolerance{where}"
 
     def worst(self, n: int = TOP_BY_ERROR) -> list[OpParity]:
         """The `n` out-of-tolerance ops with the largest relative error."""
@@ -111,26 +139,41 @@ def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedMo
                 partition_of[tensor] = k
     report = PerOpReport()
     out_of_tolerance: set[int] = set()
+    nan_read: set[int] = set()  # computed tensors holding a NaN on either side
+    sources = dequantized_sources(sg)
     for op in sg.operators:
-        rows = [_compare_tensor(sg, t, ours[t], tflite_tensor, hybrid, overrides)
+        rows = [_compare_tensor(sg, t, ours[t], tflite_tensor, hybrid, overrides, sources.get(t))
                 for t in op.outputs if t >= 0 and t in ours]
         rows = [r for r in rows if r is not None]
+        read = [t for t in op.inputs if t >= 0]
+        # an infinity read from a constant (an attention mask of -inf) is data; one that appears here is news
+        inputs_finite = not any(t in nan_read or non_finite_counts(tflite_value(tflite_tensor, t)) for t in read)
+        for t in op.outputs:
+            if t >= 0 and t in ours:
+                counts = (non_finite_counts(tflite_value(tflite_tensor, t)), non_finite_counts(ours[t]))
+                if "nan" in counts[0] or "nan" in counts[1]:
+                    nan_read.add(t)
+                if counts != ({}, {}) and inputs_finite and report.first_non_finite is None:
+                    report.first_non_finite = {"op_index": op.index, "op": op.name, "tensor": sg.tensors[t].name,
+                                               "tflite": counts[0], "ours": counts[1]}
         if not rows:
             report.not_compared += 1
             continue
         failing = [(t, r) for t, r in rows if not r.passed]
         out_of_tolerance.update(t for t, _ in failing)
         tensor, worst = failing[0] if failing else max(rows, key=lambda tr: tr[1].max_rel)
-        entry = OpParity(op.index, op.name, worst.name, worst.dtype, worst.max_abs, worst.max_rel,
-                         worst.max_lsb if worst.tolerance.kind != "float" else None, PASS,
+        entry = OpParity(op.index, op.name, worst.name, worst.dtype, worst.max_abs, worst.max_rel, worst.max_lsb, PASS,
                          worst.tolerance.describe(), partition_of[tensor] if len(partitions) > 1 else None)
         if failing:
-            if any(t in out_of_tolerance for t in op.inputs if t >= 0):
+            # a NaN read is not a value two engines need agree downstream of (QUANTIZE of NaN is undefined):
+            # the op is not blamed, `first_non_finite` names where it appeared; infinities are defined values
+            if any(t in out_of_tolerance or t in nan_read for t in read):
                 entry.status = PROPAGATED
             else:
                 alone = _alone(prepared, subgraph, op.index, tflite_tensor, hybrid, overrides, options)
                 entry.confirmed_alone = alone
-                entry.status = DIVERGENT if alone is None or not alone["passed"] else AMPLIFIED
+                entry.status = AMPLIFIED if alone is not None and alone["passed"] else \
+                    ARITHMETIC if alone is not None and alone.get("tflite_arithmetic") else DIVERGENT
                 if entry.status == DIVERGENT and report.first_divergent is None:
                     report.first_divergent = entry
         report.entries.append(entry)
@@ -138,14 +181,15 @@ def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedMo
 
 
 def _compare_tensor(sg: Subgraph, tensor: int, value: np.ndarray, tflite_tensor: TensorSource, hybrid: bool,
-                    overrides: ToleranceOverrides | None) -> tuple[int, OutputParity] | None:
+                    overrides: ToleranceOverrides | None,
+                    source: DequantizedFrom | None = None) -> tuple[int, OutputParity] | None:
     try:
         expected = tflite_tensor(tensor)
     except (ValueError, RuntimeError, KeyError):  # the interpreter did not keep it
         return None
     actual = as_tflite_value(value, expected)
     name = sg.tensors[tensor].name or f"tensor{tensor}"
-    return tensor, compare(name, actual, expected, hybrid, overrides)
+    return tensor, compare(name, actual, expected, hybrid, overrides, source)
 
 
 def as_tflite_value(value: np.ndarray, expected: np.ndarray) -> np.ndarray:
@@ -164,16 +208,32 @@ def as_tflite_value(value: np.ndarray, expected: np.ndarray) -> np.ndarray:
 def _alone(prepared: PreparedConversion, subgraph: int, op_index: int, tflite_tensor: TensorSource, hybrid: bool,
            overrides: ToleranceOverrides | None, options: Mapping[str, Any]) -> dict | None:
     """The op lowered alone and fed TFLite's own inputs: {"passed", "max_abs", "max_rel", "lsb"} of its
-    worst output, or None when it cannot run alone (then the in-graph result stands)."""
+    worst output, or None when it cannot run alone (then the in-graph result stands). Out of tolerance, and
+    within it computed TFLite's way where NNAPI's arithmetic differs (parity/settle.py), it adds
+    "tflite_arithmetic": {"max_abs", "lsb"} and "arithmetic": which op computes what differently."""
     try:
         single = prepared.lower_ops([op_index], subgraph)
-        ours = Executor(single, **options).run({s.name: tflite_tensor(s.tflite_tensor) for s in single.inputs})
-        rows = [compare(s.name, ours[s.name], tflite_tensor(s.tflite_tensor), hybrid, overrides)
-                for s in single.outputs]
+        feed = {s.name: tflite_tensor(s.tflite_tensor) for s in single.inputs}
+        sg = prepared.model.subgraphs[subgraph]
+        sources = dequantized_sources(sg)
+
+        def rows_of(run_options: Mapping[str, Any]) -> list[OutputParity]:
+            ours = Executor(single, **run_options).run(dict(feed))
+            return [compare(s.name, ours[s.name], tflite_tensor(s.tflite_tensor), hybrid, overrides,
+                            sources.get(s.tflite_tensor)) for s in single.outputs]
+        rows = rows_of(options)
+        if not rows:
+            return None
+        worst = next((r for r in rows if not r.passed), max(rows, key=lambda r: r.max_rel))
+        alone = {"passed": all(r.passed for r in rows), "max_abs": worst.max_abs, "max_rel": worst.max_rel,
+                 "lsb": worst.max_lsb}
+        differences = ArithmeticDifferences(sg, single)
+        if not alone["passed"] and differences.causes:
+            again = rows_of({**options, "options": differences.options(options.get("options"))})
+            if all(r.passed for r in again):
+                off = max(again, key=lambda r: r.max_rel)
+                alone["tflite_arithmetic"] = {"max_abs": off.max_abs, "lsb": off.max_lsb}
+                alone["arithmetic"] = differences.describe()
     except (NnconvError, ValueError, RuntimeError):
         return None
-    if not rows:
-        return None
-    worst = next((r for r in rows if not r.passed), max(rows, key=lambda r: r.max_rel))
-    return {"passed": all(r.passed for r in rows), "max_abs": worst.max_abs, "max_rel": worst.max_rel,
-            "lsb": worst.max_lsb if worst.tolerance.kind != "float" else None}
+    return alone

@@ -10,7 +10,7 @@ rule as per-op parity (parity/per_op.py).
 
 | relaxed check | passes when | why |
 | --- | --- | --- |
-| float outputs | max |diff| <= 2^-14 + 1e-2 x the output range | float16 keeps 11 significant bits (relative step 2^-11 ~ 4.9e-4 per rounding), so its error scales with the values' magnitude, as the CTS relaxed tolerances (atol + rtol x |expected|) do: 1e-2 of the range allows ~20 roundings to add up in the same direction, while overflow (inf) and catastrophic cancellation exceed it. The absolute part is float16's smallest normal, 2^-14 ~ 6.1e-5: below it float16 keeps a fixed absolute step and a driver may flush to zero. (It was 1e-3, which on a 0.015-range output allowed 7.6% of the range; now 1.4%) |
+| float outputs | max |diff| <= 2^-14 + 1e-2 x max |expected| (the output's magnitude) | float16 keeps 11 significant bits (relative step 2^-11 ~ 4.9e-4 per rounding), so its error scales with the values' magnitude, as the CTS relaxed tolerances (atol + rtol x |expected|) do: 1e-2 of the magnitude allows ~20 roundings to add up in the same direction, while overflow (inf) and catastrophic cancellation exceed it. The absolute part is float16's smallest normal, 2^-14 ~ 6.1e-5: below it float16 keeps a fixed absolute step and a driver may flush to zero. (It was 1e-3, which on an output of magnitude 0.015 allowed 7.6% of it; now 1.4%) |
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ import numpy as np
 
 from nnconv.errors import ConversionError, InputDataError, NnconvError
 from nnconv.lowering.convert import ConversionOptions
-from nnconv.nnapi.levels import DEFAULT_API_LEVEL
+from nnconv.nnapi.levels import DEFAULT_API_LEVEL, RELAX_FP16_MIN_API
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.inputs import bind_reference, image_inputs, ranged_inputs
 from nnconv.parity.partitioned import bind_model_inputs, is_nnapi_file, verify_model, verify_prepared
 from nnconv.parity.per_op import PASS, PerOpReport, per_op_parity
+from nnconv.parity.preprocess import ImagePreprocessing
 from nnconv.parity.tflite_runner import (
     BUILTIN_KERNELS,
     REFERENCE_KERNELS,
@@ -38,18 +39,14 @@ from nnconv.parity.tflite_runner import (
     interpreter_version,
 )
 from nnconv.parity.tolerances import ToleranceOverrides
-from nnconv.parity.verify import (OutputParity, ParityReport, TfliteReference, attach_operands, compare,
+from nnconv.parity.verify import (ParityReport, TfliteReference, attach_operands, compare,
                                   random_inputs)
+from nnconv.parity.report import (RELAXED_TOLERANCE, SCHEMA_VERSION, VerifyReport,  # re-exported: batch.py, tests
+                                  settlement_notes)
 from nnconv.pipeline import PreparedConversion, prepare
 from nnconv.runtime.batch import DEFAULT_MAX_BATCH
 from nnconv.runtime.blas_threads import use_threads
 from nnconv.runtime.executor import Executor
-
-SCHEMA_VERSION = 1
-RELAXED_ATOL = 2.0 ** -14  # float16's smallest normal; the tolerance is otherwise relative to the range
-RELAXED_RTOL = 1e-2
-RELAXED_TOLERANCE = ToleranceOverrides(atol=RELAXED_ATOL, rtol=RELAXED_RTOL)
-
 
 @dataclass
 class VerifyOptions:
@@ -78,21 +75,37 @@ class VerifyOptions:
     batch: int = DEFAULT_MAX_BATCH  # --dataset: samples per batched run of our executor (1: one at a time)
     max_bytes: int | None = None  # bound of each .npy/.npz sample read (`--max-memory`)
     save_repro: str | None = None  # with `per_op`: the folder of the first divergent op's repro (parity/repro.py)
+    fail_on_uninformative: bool = False  # `--fail-on uninformative`: a PASS on constant outputs fails (exit 1)
+    # `--input-layout`, `--input-mean`, `--input-std`: how images (--image, --dataset) become inputs
+    preprocessing: ImagePreprocessing | None = None
+
+    def image_preprocessing(self) -> ImagePreprocessing:
+        """`preprocessing` with `--input-range` (parity/preprocess.py: either says how pixels become values)."""
+        return replace(self.preprocessing or ImagePreprocessing(), value_range=self.input_range)
+
+    @property
+    def simulates_relaxed(self) -> bool:
+        """`relax_fp16` at a level that has relaxComputationFloat32toFloat16 (API 28): below it the flag does
+        not exist, the model computes in float32, and no relaxed driver is simulated (the CLI warns)."""
+        return self.relax_fp16 and self.api_level >= RELAX_FP16_MIN_API
 
     def check(self) -> None:
         conflicts = option_conflicts(inputs=self.inputs is not None, seed=self.seed is not None,
                                      image=self.image is not None, input_range=self.input_range is not None,
                                      reference=self.reference is not None, per_op=self.per_op,
                                      relax_fp16=self.relax_fp16, dataset=self.dataset is not None,
-                                     samples=self.samples is not None, save_repro=self.save_repro is not None)
+                                     samples=self.samples is not None, save_repro=self.save_repro is not None,
+                                     preprocessing=self.preprocessing is not None)
         if conflicts:
             raise InputDataError(conflicts[0])
+        if self.image is not None or self.dataset is not None:
+            self.image_preprocessing().check()
 
 
 def option_conflicts(*, inputs: bool = False, seed: bool = False, image: bool = False, input_range: bool = False,
                      reference: bool = False, per_op: bool = False, relax_fp16: bool = False,
                      node_data: bool = False, dataset: bool = False, samples: bool = False,
-                     save_repro: bool = False) -> list[str]:
+                     save_repro: bool = False, preprocessing: bool = False) -> list[str]:
     """Every pair of `verify` options that exclude each other, given which were set: the one list of them, asked
     by the command line (before it loads any file) and by `VerifyOptions.check` (library callers)."""
     rules = [
@@ -106,81 +119,10 @@ def option_conflicts(*, inputs: bool = False, seed: bool = False, image: bool = 
          "--dataset gives the inputs: it excludes --inputs, --image, --seed, --reference and --relax-fp16"),
         (samples and not dataset, "--samples needs --dataset"),
         (save_repro and not per_op, "--save-repro needs --per-op (the repro is the first divergent op)"),
+        (preprocessing and not (image or dataset), "--input-layout, --input-mean and --input-std say how images "
+                                                   "become inputs: they need --image or --dataset"),
     ]
     return [message for broken, message in rules if broken]
-
-
-@dataclass
-class VerifyReport:
-    """A parity report plus what the options added: per-op rows, relaxed-fp16 outputs, metadata."""
-
-    parity: ParityReport
-    meta: dict
-    per_op: PerOpReport | None = None
-    relaxed: list[OutputParity] | None = None
-    relaxed_per_op: PerOpReport | None = None
-    seconds: float = 0.0
-    tflite_outputs: dict[str, np.ndarray] = field(default_factory=dict)  # for --save-reference
-    dataset: dict | None = None  # `--dataset`: parity/dataset.py's summary; the rest is its worst sample's
-    repro: dict | None = None  # `--save-repro`: what was written (parity/repro.py)
-
-    @property
-    def passed(self) -> bool:
-        return self.parity.passed and all(o.passed for o in self.relaxed or []) and \
-            (self.dataset is None or self.dataset["passed"])
-
-    @property
-    def model(self) -> str:
-        return self.parity.model
-
-    @property
-    def uninformative(self) -> list[str]:
-        """Outputs whose TFLite values are constant (or nearly so) on the inputs used (the whole dataset's)."""
-        if self.dataset is not None:
-            return list(self.dataset["uninformative_outputs"])
-        return [o.name for o in self.parity.outputs if o.uninformative]
-
-    @property
-    def verdict(self) -> str:
-        """The one-line verdict: FAIL, PASS, or PASS flagged when every output compared is uninformative
-        (a constant output passes on any engine) or some are."""
-        if not self.passed:
-            return "FAIL"
-        flat = self.uninformative
-        if not flat:
-            return "PASS"
-        from nnconv.parity.verify import UNINFORMATIVE_HINT
-        which = "every output is" if len(flat) == len(self.parity.outputs) else \
-            f"{len(flat)} of {len(self.parity.outputs)} outputs are"
-        return (f"PASS (uninformative: {which} constant on these inputs ({', '.join(flat)}); "
-                f"{UNINFORMATIVE_HINT})")
-
-    def to_json(self) -> dict:
-        data = {"schema_version": SCHEMA_VERSION, **self.parity.to_json(), **self.meta, "passed": self.passed,
-                "uninformative_outputs": self.uninformative, "verdict": self.verdict,
-                "seconds": round(self.seconds, 3)}
-        if self.dataset is not None:
-            data["dataset"] = self.dataset
-        if self.per_op is not None and self.repro is not None:
-            data["repro"] = self.repro
-        if self.per_op is not None:
-            data["per_op_kernels"] = self.per_op.kernels
-            data["per_op"] = [e.to_json() for e in self.per_op.entries]
-            data["first_divergent_op"] = self.per_op.first_divergent.to_json() if self.per_op.first_divergent \
-                else None
-            start = self.per_op.first_large
-            data["divergence_starts_at"] = start.to_json() if start else None
-        if self.relaxed is not None:
-            relaxed: dict[str, Any] = {"tolerance": f"|diff| <= {RELAXED_ATOL:g} + {RELAXED_RTOL:g} * range",
-                                       "simulated": "fp16 storage of float32 operands, fp32 arithmetic rounded "
-                                                    "to fp16 per operation (nnconv/runtime/relaxed.py)",
-                                       "outputs": [o.to_json() for o in self.relaxed]}
-            if self.relaxed_per_op is not None:
-                first = self.relaxed_per_op.first_large
-                relaxed["first_large_error_op"] = first.to_json() if first else None
-                relaxed["per_op"] = [e.to_json() for e in self.relaxed_per_op.entries]
-            data["relaxed"] = relaxed
-        return data
 
 
 def verify(model: str | os.PathLike, options: VerifyOptions | None = None,
@@ -189,9 +131,9 @@ def verify(model: str | os.PathLike, options: VerifyOptions | None = None,
     called with each `--dataset` sample's name and the count before it runs (a progress bar)."""
     opts = options or VerifyOptions()
     with use_threads(opts.threads):  # set here, in the process that runs: --jobs workers are spawned
-        if opts.dataset is not None:
-            return _verify_dataset(model, opts, advance)
-        return _verify(model, opts)
+        report = _verify_dataset(model, opts, advance) if opts.dataset is not None else _verify(model, opts)
+    report.fail_on_uninformative = opts.fail_on_uninformative
+    return report
 
 
 def _verify_dataset(model: str | os.PathLike, opts: VerifyOptions,
@@ -212,16 +154,20 @@ def _verify_dataset(model: str | os.PathLike, opts: VerifyOptions,
     except ConversionError as e:
         raise ConversionError(f"{e}; --dataset needs a model that lowers whole", e.diagnostics) from None
     converted = lowered.whole.converted
-    samples = dataset_samples(opts.dataset, converted.inputs, opts.input_range,
+    samples = dataset_samples(opts.dataset, converted.inputs, opts.image_preprocessing(),
                               opts.max_bytes or default_max_memory(), opts.samples)
+    prepared_at = time.monotonic()
     result = compare_dataset(os.fspath(opts.dataset), converted, TfliteReference.of(prepared.model, prepared.source),
                              samples, opts.kernels, opts.overrides, opts.executor_options, advance, opts.batch)
-    worst = samples[result.worst]
-    again = replace(opts, dataset=None, samples=None, input_range=None, inputs=worst.load(),
-                    inputs_source=f"{opts.dataset} sample {worst.name}")
+    dataset_seconds = time.monotonic() - prepared_at
+    again = replace(opts, dataset=None, samples=None, input_range=None, preprocessing=None,
+                    inputs=next(s for s in samples if s.name == result.names[result.worst]).load(),
+                    inputs_source=f"{opts.dataset} sample {result.names[result.worst]}")
     report = _verify(model, again)
-    report.meta["inputs"] = {"dataset": opts.dataset, "range": list(opts.input_range) if opts.input_range else None}
+    report.meta["inputs"] = {"dataset": opts.dataset, "range": list(opts.input_range) if opts.input_range else None,
+                             "preprocessing": opts.image_preprocessing().describe()}
     report.dataset = result.to_json()
+    report.timings[1:1] = [("dataset", dataset_seconds)]
     report.seconds = time.monotonic() - start
     return report
 
@@ -254,17 +200,30 @@ def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
     specs = [s for s in partitions[0].inputs if not s.variable] if whole else \
         prepared.io_specs(prepared.model.subgraphs[0].inputs)
     feed = model_inputs(specs, opts)
+    meta = {**_meta(opts, path), "model_inputs": [_input_json(s) for s in specs]}
+    timings = [("convert", time.monotonic() - start)]
     if opts.reference is not None:
         if not whole:
             raise InputDataError("--reference compares the model's outputs: the model must lower whole")
-        parity = _compare_with_reference(path, partitions[0], feed, opts, reference.hybrid)
-        return VerifyReport(parity, _meta(opts, path), seconds=time.monotonic() - start)
+        parity = _compare_with_reference(path, partitions[0], feed, opts, reference)
+        timings.append(("compare", time.monotonic() - start - timings[0][1]))
+        return VerifyReport(parity, meta, seconds=time.monotonic() - start, timings=timings)
     parity = verify_prepared(prepared, inputs=feed, kernels=opts.kernels, overrides=opts.overrides,
                              executor_options=opts.executor_options, allow_partial=opts.allow_partial,
                              reference=reference)
-    report = VerifyReport(parity, _meta(opts, path))
-    if opts.per_op or opts.relax_fp16:
+    report = VerifyReport(parity, meta, timings=timings)
+    timings.append(("compare", time.monotonic() - start - timings[0][1]))
+    if opts.per_op or opts.simulates_relaxed:
+        deep = time.monotonic()
         _deep_checks(report, prepared, reference, partitions, specs, feed, opts, whole)
+        timings.append(("per-op and relaxed fp16" if opts.per_op and opts.simulates_relaxed else
+                        "per-op" if opts.per_op else "relaxed fp16", time.monotonic() - deep))
+    if report.per_op is not None:  # the intermediates were compared: an uninformative output says what they show
+        from nnconv.parity.verify import INPUTS_HINT, UNINFORMATIVE_HINT
+        for row in report.parity.outputs:
+            if row.uninformative:
+                row.detail = row.detail.replace(UNINFORMATIVE_HINT, f"{INPUTS_HINT}; {report.per_op.summary()}")
+        report.per_op.notes += settlement_notes(report.parity.outputs, report.per_op)
     report.seconds = time.monotonic() - start
     return report
 
@@ -285,7 +244,7 @@ def model_inputs(specs: Sequence[IoTensor], opts: VerifyOptions) -> dict[str, np
     if opts.inputs is not None:
         return bind_model_inputs(specs, opts.inputs)
     if opts.image is not None:
-        return image_inputs(opts.image, specs, opts.input_range)
+        return image_inputs(opts.image, specs, opts.image_preprocessing())
     seed = opts.seed or 0
     if opts.input_range is not None:
         return ranged_inputs(specs, seed, *opts.input_range)
@@ -305,11 +264,12 @@ def save_reference_outputs(path: str | os.PathLike, opts: VerifyOptions) -> dict
 
 
 def _compare_with_reference(path: str, converted: ConvertedModel, feed: Mapping[str, np.ndarray],
-                            opts: VerifyOptions, hybrid: bool) -> ParityReport:
+                            opts: VerifyOptions, reference: TfliteReference) -> ParityReport:
     """Our executor against saved outputs (`--reference`), with the tolerance policy of TFLite's."""
     expected = bind_reference(opts.reference or {}, converted.outputs)
     ours = Executor(converted, **dict(opts.executor_options)).run(feed)
-    outputs = attach_operands([compare(s.name, ours[s.name], expected[s.name], hybrid, opts.overrides)
+    outputs = attach_operands([compare(s.name, ours[s.name], expected[s.name], reference.hybrid, opts.overrides,
+                                       reference.dequantized(converted.subgraph, s.tflite_tensor))
                                for s in converted.outputs], converted)
     return ParityReport(model=path, api_level=converted.api_level,
                         kernels=f"reference outputs {opts.reference_source or '(given)'}", outputs=outputs)
@@ -332,6 +292,9 @@ def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: 
     if opts.per_op:
         report.per_op = per_op_parity(prepared, partitions, runner.tensor, loose, opts.overrides, base)
         report.per_op.kernels = kernels
+        if kernels != opts.kernels:
+            report.per_op.kernels_note = (f"not --kernels {opts.kernels}, which hides the intermediate tensors it "
+                                          f"computes")
         if kernels == BUILTIN_KERNELS and any(e.status != PASS and e.lsb is not None for e in report.per_op.entries):
             # As for outputs (partitioned.py): quantized tensors are judged against TFLite's reference kernels,
             # whose integer arithmetic the NNAPI reference follows, when they explain more of the differences.
@@ -344,6 +307,10 @@ def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: 
                 per_op_parity(prepared, partitions, ref_runner.tensor, loose, opts.overrides, base)
             if again is not None and again.out_of_tolerance < report.per_op.out_of_tolerance:
                 again.kernels = REFERENCE_KERNELS
+                again.kernels_note = (f"not --kernels {opts.kernels}: against TFLite's builtin kernels "
+                                      f"{report.per_op.out_of_tolerance} ops were out of tolerance, against its "
+                                      f"reference kernels, whose integer arithmetic NNAPI follows, "
+                                      f"{again.out_of_tolerance}")
                 report.per_op = again
                 per_op_runner = ref_runner
         first = report.per_op.first_divergent
@@ -354,7 +321,7 @@ def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: 
             report.repro["command"] = (f"nnconv verify {os.path.join(opts.save_repro, 'repro.tflite')} --inputs "
                                        f"{os.path.join(opts.save_repro, 'inputs.npz')} --api-level "
                                        f"{opts.api_level} --kernels {report.per_op.kernels}")
-    if opts.relax_fp16:
+    if opts.simulates_relaxed:
         fp32 = {o.name: o for o in report.parity.outputs}
         rows = []
         for k, cm in enumerate(partitions):
@@ -381,11 +348,18 @@ def _run_repro(data: bytes, inputs: Mapping[str, np.ndarray], opts: VerifyOption
     return Executor(whole.converted, **dict(opts.executor_options)).run(dict(inputs))
 
 
+def _input_json(spec: IoTensor) -> dict:
+    """A model input as `-v` and JSON `model_inputs` show it: name, dtype, shape and quantization."""
+    return {"name": spec.name, "dtype": spec.dtype, "shape": list(spec.shape),
+            "scale": spec.scale or None, "zero_point": spec.zero_point if spec.scale else None}
+
+
 def _meta(opts: VerifyOptions, path: str) -> dict:
     if opts.inputs is not None:
         inputs: dict[str, Any] = {"file": opts.inputs_source or "(given arrays)"}
     elif opts.image is not None:
-        inputs = {"image": opts.image, "range": list(opts.input_range) if opts.input_range else None}
+        inputs = {"image": opts.image, "range": list(opts.input_range) if opts.input_range else None,
+                  "preprocessing": opts.image_preprocessing().describe()}
     else:
         inputs = {"seed": opts.seed or 0, "range": list(opts.input_range) if opts.input_range else None}
     target = (opts.conversion or ConversionOptions()).target

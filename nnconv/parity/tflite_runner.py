@@ -68,6 +68,13 @@ def _caused_by_interrupt(e: BaseException) -> bool:
     return False
 
 
+def interpreter_message(e: BaseException) -> str:
+    """TFLite's error as one readable line: its kernel's message and the failing node are run together
+    ("Division by 0Node number 2 (DIV) failed to invoke.", "...was not true.Node number 3"): separated."""
+    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return re.sub(r"(?<=[^\s.])\.?(?=Node number)", ". ", first).rstrip(".")
+
+
 def interpreter_version() -> str | None:
     """The installed ai-edge-litert version (for reports), or None when it is not installed."""
     from importlib.metadata import PackageNotFoundError, version
@@ -104,8 +111,7 @@ class TfliteRunner:
                     self.interp = Interpreter(model_path=os.fspath(model_path_or_bytes), **kw)
                 self.interp.allocate_tensors()
         except (ValueError, RuntimeError) as e:
-            # TFLite runs its kernel's failed check and the failing node together ("...was not true.Node number")
-            reason = re.sub(r"(?<=[^\s.])\.?(?=Node number)", ". ", str(e).splitlines()[0]).rstrip(".")
+            reason = interpreter_message(e)
             raise NnconvError(f"the TFLite interpreter rejected the model: {reason}; there is no TFLite result "
                               "to compare with (`nnconv check` warns NNW101 where it knows the cause)") from None
         self.kernels = kernels
@@ -139,7 +145,7 @@ class TfliteRunner:
         except RuntimeError as e:
             # TFLite prepares some kernels only at the first invoke (a BROADCAST_TO whose shape is computed):
             # a model TFLite itself cannot run is the user's input, not our failure
-            raise NnconvError(f"the TFLite interpreter failed to run the model: {str(e).splitlines()[0]}") from None
+            raise NnconvError(f"the TFLite interpreter failed to run the model: {interpreter_message(e)}") from None
         return {d["index"]: self.interp.get_tensor(d["index"]).copy() for d in self.output_details()}
 
     def tensor(self, index: int) -> np.ndarray:

@@ -15,6 +15,7 @@ from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
 from nnconv.parity.metrics import is_uninformative, tensor_metrics
 from nnconv.parity.tolerances import Tolerance, ToleranceOverrides, tolerance_for
+from nnconv.parity.dequantized import DequantizedFrom, dequantized_sources
 from nnconv.parity.builtin_twin import TRANSPOSE_CONV_BIAS, builtin_twin, custom_ops_substituted
 from nnconv.parity.twin import float_twin, hybrid_weights
 from nnconv.tflite.ir import TfliteModel
@@ -66,6 +67,10 @@ class OutputParity:
     kernel_spread: float | None = None
     # TFLite's values are constant or nearly so (metrics.is_uninformative): a pass proves little
     uninformative: bool = False
+    # what let an output out of the plain tolerance pass: "reference kernels", "NNAPI arithmetic"
+    # (parity/settle.py) or "kernel spread" (parity/kernel_spread.py); "" when the plain tolerance did
+    settled_by: str = ""
+    mismatches: int | None = None  # boolean outputs: elements that differ (no LSB: a boolean has no steps)
 
     @property
     def verdict(self) -> str:
@@ -81,14 +86,16 @@ class OutputParity:
                 "top5": self.top5, "max_lsb": self.max_lsb,
                 "histogram": {str(k): v for k, v in self.histogram.items()},
                 "tolerance": self.tolerance.describe(), "kernel_spread": self.kernel_spread,
-                "passed": self.passed, "uninformative": self.uninformative, "detail": self.detail}
+                "passed": self.passed, "mismatches": self.mismatches, "settled_by": self.settled_by or None, "uninformative": self.uninformative,
+                "detail": self.detail}
 
 
 def compare(name: str, actual: np.ndarray, expected: np.ndarray, hybrid: bool = False,
-            overrides: ToleranceOverrides | None = None) -> OutputParity:
+            overrides: ToleranceOverrides | None = None, source: DequantizedFrom | None = None) -> OutputParity:
     """Metrics (parity/metrics.py) of one output against TFLite's and the verdict of the tolerance policy
-    (parity/tolerances.py, with the user's `--atol/--rtol/--max-lsb` overrides)."""
-    tol = tolerance_for(expected.dtype, hybrid, overrides)
+    (parity/tolerances.py, with the user's `--atol/--rtol/--max-lsb` overrides). `source`: the quantized
+    tensor a float output dequantizes, whose LSB judges it (parity/dequantized.py)."""
+    tol = tolerance_for(expected.dtype, hybrid, overrides, *((source.scale, source.dtype) if source else ()))
     shape = tuple(expected.shape)
     value_range = ((float(expected.min()), float(expected.max()))
                    if expected.size and expected.dtype != np.bool_ else None)
@@ -103,6 +110,15 @@ def compare(name: str, actual: np.ndarray, expected: np.ndarray, hybrid: bool = 
                        m.max_lsb if tol.kind != "float" else None,
                        m.histogram if tol.kind != "float" else {}, passed, mean_abs=m.mean_abs, cosine=m.cosine,
                        top1=m.top1, top5=m.top5, value_range=value_range)
+    if expected.dtype == np.bool_:  # counted, not measured in steps
+        row.max_lsb, row.histogram = None, {}
+        row.mismatches = int(np.count_nonzero(np.asarray(actual) != expected))
+        if row.mismatches:
+            row.detail = f"{row.mismatches} of {expected.size} booleans differ"
+    if tol.lsb_scale and source is not None and np.isfinite(m.max_abs):
+        row.max_lsb = int(np.rint(m.max_abs / tol.lsb_scale))
+        if row.max_lsb:
+            row.detail = f"{row.max_lsb} LSB of {source.describe()}, dequantized here"
     mark_uninformative(row, expected, span)
     return row
 
@@ -110,11 +126,12 @@ def compare(name: str, actual: np.ndarray, expected: np.ndarray, hybrid: bool = 
 def tolerance_span(tol: Tolerance, magnitude: float) -> float:
     """The largest |diff| `tol` allows on a tensor of `magnitude` (max |value|), in the tensor's units."""
     if tol.kind == "float":
-        return tol.atol + tol.rtol * magnitude
+        return tol.atol + tol.rtol * magnitude + tol.lsb * tol.lsb_scale
     return float(tol.lsb) if tol.kind == "quant" else 0.0
 
 
-UNINFORMATIVE_HINT = ("compare on other inputs (--image, --inputs, --dataset) or every intermediate (--per-op)")
+INPUTS_HINT = "compare on other inputs (--image, --inputs, --dataset)"
+UNINFORMATIVE_HINT = f"{INPUTS_HINT} or every intermediate (--per-op)"
 
 
 def mark_uninformative(row: OutputParity, expected: np.ndarray, span: float) -> None:
@@ -169,6 +186,10 @@ class TfliteReference:
     twin: bytes | None
     label: str | None = None  # the model's own name when `source` is its builtin twin
     substituted: int = 0  # custom ops the builtin twin runs as builtins (parity/builtin_twin.py)
+
+    def dequantized(self, subgraph: int, tensor: int) -> DequantizedFrom | None:
+        """What the float tensor dequantizes, when it is a DEQUANTIZE of a quantized activation."""
+        return dequantized_sources(self.model.subgraphs[subgraph]).get(tensor)
 
     @classmethod
     def of(cls, model: TfliteModel, source: str | os.PathLike | bytes | None) -> "TfliteReference":
@@ -245,7 +266,8 @@ def run_parity(reference: TfliteReference | str | os.PathLike | bytes, converted
     for spec in converted.outputs:
         expected = tflite_output(runner, theirs, spec.tflite_tensor)
         if twin_runner is None:
-            results.append(compare(spec.name, ours[spec.name], expected, hybrid, overrides))
+            results.append(compare(spec.name, ours[spec.name], expected, hybrid, overrides,
+                                   reference.dequantized(converted.subgraph, spec.tflite_tensor)))
             continue
         reference_out = tflite_output(twin_runner, twin_outputs, spec.tflite_tensor)
         row = compare(spec.name, ours[spec.name], reference_out, overrides=overrides)

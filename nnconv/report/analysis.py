@@ -14,7 +14,7 @@ from nnconv.errors import NnconvError
 from nnconv.fmt import plural
 from nnconv.lowering.check_report import OpReport, Report
 from nnconv.lowering.convert import ConversionOptions
-from nnconv.lowering.diagnostics import Verdict
+from nnconv.lowering.diagnostics import Code, Verdict
 from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan
 from nnconv.nnapi.levels import ALL_API_LEVELS, ApiLevel, feature_level
 from nnconv.pipeline import prepare
@@ -57,6 +57,11 @@ class ModelCheck:
     @property
     def ops_refused(self) -> int:
         return self.count(*REFUSED)
+
+    @property
+    def tflite_refuses(self) -> int:
+        """Ops NNAPI takes and TFLite's own CPU kernels refuse (warning NNW101)."""
+        return sum(any(d.code is Code.TFLITE_REFUSES for d in r.diagnostics) for r in self.report.ops)
 
     def warnings(self) -> list[str]:
         out = [w for w in [deprecation_warning(self.api_level)] if w]
@@ -131,7 +136,7 @@ def op_json(r: OpReport, plan: PartitionPlan) -> dict:
 
 def report_json(check: ModelCheck) -> dict:
     level = check.api_level
-    return {"schema_version": SCHEMA_VERSION, "model": check.path, "api_level": level,
+    return {"schema_version": SCHEMA_VERSION, "model": check.path, "name": check.label, "api_level": level,
             "feature_level": feature_level(level), "target": check.plan.target,
             "outcome": check.plan.to_json()["outcome"], "outcome_reason": check.plan.outcome_reason,
             "max_partitions": check.plan.max_partitions,
@@ -144,7 +149,14 @@ def report_json(check: ModelCheck) -> dict:
 
 
 def summary_line(check: ModelCheck) -> str:
-    return check.plan.summary_line()
+    """The plan's line (`1 partition, 3/3 ops (100%)`), with what `-q` must not hide: ops TFLite's own CPU
+    kernels refuse (NNW101), which make the model run only on NNAPI and leave `verify` nothing to compare."""
+    line = check.plan.summary_line()
+    refused_by_tflite = check.tflite_refuses
+    if refused_by_tflite:
+        line += (f"; TFLite's CPU kernels refuse {plural(refused_by_tflite, 'op')} (NNW101): verify has no TFLite "
+                 f"result to compare with, and the model runs only where NNAPI takes it")
+    return line
 
 
 # -- every level ------------------------------------------------------------------------------------
@@ -171,7 +183,7 @@ class LevelMatrix:
             by_level = {str(lv): c.report.ops[r.index].status.value for lv, c in self.checks.items()}
             ops.append({"index": r.index, "op": r.op, "version": r.version, "min_api_level": self.first_level(r.index),
                         "status_by_level": by_level})
-        return {"schema_version": SCHEMA_VERSION, "model": self.path, "api_level": "all",
+        return {"schema_version": SCHEMA_VERSION, "model": self.path, "name": self.label, "api_level": "all",
                 "target": any_check.plan.target, "levels": list(self.checks),
                 "warnings": [w for w in [deprecation_warning(max(self.checks))] if w],
                 "ops": ops,

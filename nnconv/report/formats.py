@@ -51,9 +51,20 @@ class CheckFormat(ABC):
         """The op x API level matrix of `--api-level all`, one model or several."""
 
 
-def _several_title(checks: Sequence[ModelCheck]) -> str:
+def _several_title(checks: Sequence[ModelCheck], failures: Sequence[Failed] = ()) -> str:
     level = checks[0].api_level
-    return f"{len(checks)} models at API {level} (NNAPI feature level {feature_level(level)})"
+    unread = f", {len(failures)} could not be checked" if failures else ""
+    return f"{len(checks) + len(failures)} models at API {level} (NNAPI feature level {feature_level(level)}){unread}"
+
+
+def _with_errors(rows: list[list[str]], failures: Sequence[Failed]) -> tuple[list[str], list[list[str]]]:
+    """The several-model rows with a row per model that could not be checked (before the total), and an
+    `error` column holding its one-line reason, when there is one (`verify` gives such models a row too)."""
+    if not failures:
+        return list(MULTI_COLUMNS), rows
+    blank = ["-"] * (len(MULTI_COLUMNS) - 1)
+    return [*MULTI_COLUMNS, "error"], [r + [""] for r in rows[:-1]] + \
+        [[f.label, *blank, f.error] for f in failures] + [rows[-1] + [""]]
 
 
 def _matrix_rows(mat: LevelMatrix) -> tuple[list[Any], list[str], list[str]]:
@@ -120,15 +131,22 @@ class TableFormat(CheckFormat):
     def several(self, checks: Sequence[ModelCheck], out: Console, err: Console, quiet: bool,
                 failures: Sequence[Failed] = ()) -> None:
         if quiet:
-            for c in checks:  # verdicts only
+            for c in checks:  # verdicts and errors only
                 out.print(f"{c.label}: API {c.api_level}: {summary_line(c)}", markup=False)
+            for f in failures:
+                out.print(f"{f.label}: ERROR {f.error}", markup=False)
             return
-        rows, title = multi_rows(checks), _several_title(checks)
-        cols = [Col(MULTI_COLUMNS[0])] + [Col(c, wrap=True, justify="right") for c in MULTI_COLUMNS[1:]]
+        header, rows = _with_errors(multi_rows(checks), failures)
+        title = _several_title(checks, failures)
+        cols = [Col(header[0])] + [Col(c, wrap=True, justify="right") for c in MULTI_COLUMNS[1:]]
+        cols += [Col("error", wrap=True, grow=1)] if failures else []
         table = fitted_table(cols, rows, out.width, title=title)
         if table is None:  # one model per line: paths are never split
             out.print(title, markup=False)
             for row in rows:
+                if row[1] == "-":
+                    print_wrapped(out, f"{row[0]}: ERROR {row[-1]}", indent="    ", first_indent="")
+                    continue
                 print_wrapped(out, f"{row[0]}: {plural(int(row[1]), 'op')}, {row[2]} lowered, {row[3]} refused, "
                                    f"{row[4]} delegated ({row[5]}%), {plural(int(row[6]), 'partition')}",
                               indent="    ", first_indent="")
@@ -245,8 +263,10 @@ class CsvFormat(CheckFormat):
                 failures: Sequence[Failed] = ()) -> None:
         level = checks[0].api_level
         header = ["model", "api_level", "ops_total", "ops_lowered", "ops_refused", "ops_delegated", "coverage",
-                  "partitions"]
-        print_raw(out, _csv([header, *([row[0], level, *row[1:]] for row in multi_rows(checks))]), end="")
+                  "partitions", "error"]
+        rows = [r if failures else r + [""] for r in _with_errors(multi_rows(checks), failures)[1]]
+        print_raw(out, _csv([header, *([row[0], level, *(c if c != "-" else "" for c in row[1:])] for row in rows)]),
+                  end="")
         if deprecation_warning(level):
             err.print(f"warning: {deprecation_warning(level)}", markup=False)
 
@@ -274,7 +294,7 @@ class MarkdownFormat(CheckFormat):
 
     def several(self, checks: Sequence[ModelCheck], out: Console, err: Console, quiet: bool,
                 failures: Sequence[Failed] = ()) -> None:
-        lines = [f"## {_several_title(checks)}", "", *_md_table(MULTI_COLUMNS, multi_rows(checks))]
+        lines = [f"## {_several_title(checks, failures)}", "", *_md_table(*_with_errors(multi_rows(checks), failures))]
         print_raw(out, "\n".join(lines) + "\n")
         _print_deprecation(err, checks[0].api_level)
 

@@ -9,8 +9,8 @@ dependency: we only write its JSON.
 
 - `check`: value = the op's partition (1, 2, ...) when NNAPI takes it, 0 when it stays on TFLite's CPU
   (refused, or dropped by the partition limit), -1 when folded at conversion; colour by verdict.
-- `verify --per-op`: value = the op's max relative error (|diff| / tensor range); colour by status
-  (pass green, amplified yellow, propagated orange, divergent red).
+- `verify --per-op`: value = the op's max relative error (|diff| / max |TFLite value|); colour by status
+  (pass green, amplified and arithmetic yellow, propagated orange, divergent red).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from nnconv.tflite.ir import Subgraph
 
 GREEN, YELLOW, ORANGE, RED, GREY = "#a5d6a7", "#fff59d", "#ffcc80", "#ef9a9a", "#e0e0e0"
 _VERDICT_COLOR = {Verdict.LOWERED: GREEN, Verdict.FOLDED: GREY, Verdict.DRIVER_WARNING: YELLOW}
-_STATUS_COLOR = {"pass": GREEN, "amplified": YELLOW, "propagated": ORANGE, "divergent": RED}
+_STATUS_COLOR = {"pass": GREEN, "amplified": YELLOW, "arithmetic": YELLOW, "propagated": ORANGE, "divergent": RED}
 
 
 def _key(sg: Subgraph, op_index: int) -> str | None:

@@ -109,8 +109,13 @@ def _tensor_cell(t: Any) -> str:
             f"({'; '.join(t.peers)})")
 
 
+def display_name(check: ModelCheck) -> str:
+    """A model in titles: a folder's model by its name relative to that folder, a file by its base name."""
+    return check.name if check.name and check.name != check.path else os.path.basename(check.path)
+
+
 def _title(check: ModelCheck) -> str:
-    return f"{os.path.basename(check.path)} at API {check.api_level} (NNAPI feature level {feature_level(check.api_level)})"
+    return f"{display_name(check)} at API {check.api_level} (NNAPI feature level {feature_level(check.api_level)})"
 
 
 def _subtitle(check: ModelCheck) -> str:

@@ -22,7 +22,12 @@ class Col:
     wrap: bool = False  # False: the cell is never wrapped (identifiers, numbers)
     justify: str = "left"
     grow: int = 0  # wrapping columns receive spare width in increasing `grow` order
+    # a wrapping column of free text (notes, error messages) whose long words (paths) may be folded: its
+    # least width is FOLD_MIN, so the table's layout does not depend on the longest word of a message
+    fold: bool = False
 
+
+FOLD_MIN = 16
 
 def _lines(cell: str) -> list[str]:
     return cell.split("\n")
@@ -43,6 +48,8 @@ def fitted_table(cols: Sequence[Col], rows: Sequence[Sequence[str]], width: int,
         else:
             words = col.header.split() + [w for cell in cells for w in cell.split()]
             low[i] = max([len(w) for w in words] + [1])
+            if col.fold:
+                low[i] = min(low[i], max(FOLD_MIN, len(col.header)))
             high[i] = longest_line
     available = width - TABLE_FRAME - TABLE_FRAME_PER_COLUMN * len(cols) - sum(fixed.values())
     if available < sum(low.values()):
@@ -55,5 +62,6 @@ def fitted_table(cols: Sequence[Col], rows: Sequence[Sequence[str]], width: int,
         spare -= give
     table = Table(title=title)
     for i, col in enumerate(cols):
-        table.add_column(escape(col.header), width=widths[i], no_wrap=not col.wrap, justify=col.justify)  # type: ignore[arg-type]
+        table.add_column(escape(col.header), width=widths[i], no_wrap=not col.wrap, justify=col.justify,  # type: ignore[arg-type]
+                         overflow="fold" if col.fold else "ellipsis")
     return table

@@ -240,6 +240,22 @@ _SHAPE_FNS: dict[B, Callable[[_Op], Shape]] = {
 }
 
 
+def _non_max_suppression(c: _Op) -> list[Shape]:
+    """NON_MAX_SUPPRESSION_V4 / V5 with a constant max_output_size (slot 2): Prepare resizes
+    selected_indices (and V5's selected_scores) to [max_output_size] and valid_outputs to a scalar,
+    whatever the file declares (TensorFlow's converter may write [1, N]). A computed size is dynamic."""
+    (size,) = c.ints(2)
+    if size < 0:
+        raise ValueError("negative max_output_size")
+    return [(size,)] * (len(c.op.outputs) - 1) + [()]
+
+
+# ops with several outputs: every output's shape at once
+_MULTI_SHAPE_FNS: dict[B, Callable[[_Op], list[Shape]]] = {
+    B.NON_MAX_SUPPRESSION_V4: _non_max_suppression, B.NON_MAX_SUPPRESSION_V5: _non_max_suppression,
+}
+
+
 # Slicing ops whose shape rules (masks, negative and clamped bounds, shrink and new axes) their folds already
 # follow: evaluated on a zero-stride view of the data input (the data input's slot), costing no copy of it.
 _VIEW_FOLDS = {B.STRIDED_SLICE: 0, B.SLICE: 0, B.SPLIT: 1, B.UNPACK: 0}
@@ -255,6 +271,8 @@ def output_shapes(op: Operator, shapes: list[Shape | None], value: Callable[[int
     try:
         if fn is not None and len(op.outputs) == 1:
             found = [fn(_Op(op, shapes, value))]
+        elif op.builtin_code in _MULTI_SHAPE_FNS:
+            found = _MULTI_SHAPE_FNS[op.builtin_code](_Op(op, shapes, value))
         elif op.builtin_code in _VIEW_FOLDS:
             found = _by_fold(op, shapes, value, tensors, _VIEW_FOLDS[op.builtin_code])
         else:

@@ -31,23 +31,37 @@ def _axis(out_size, in_size, align, half):
 
 
 def reference_sum(x, out_h, out_w, align, half):
-    """The reference's per-output float32 expression, (A*wy0)*wx0 + (B*wy1)*wx0 + (C*wy0)*wx1 + (D*wy1)*wx1,
-    with the two halves summed as the executor always has: one full-size array per corner."""
+    """The reference's per-output float32 expression as C++ evaluates it (TFLite's
+    `reference_ops::ResizeBilinear<T>`, which NNAPI's ResizeImageOps.cpp calls for every type): the four
+    products (A*wy0)*wx0, (B*wy1)*wx0, (C*wy0)*wx1, (D*wy1)*wx1 summed left to right."""
     y0, y1, fy = _axis(out_h, x.shape[1], align, half)
     x0, x1, fx = _axis(out_w, x.shape[2], align, half)
     xf = x.astype(np.float32)
     fy, fx = fy[None, :, None, None], fx[None, None, :, None]
     one = np.float32(1)
     with np.errstate(invalid="ignore", over="ignore"):
-        top = xf[:, y0][:, :, x0] * (one - fy) * (one - fx) + xf[:, y1][:, :, x0] * fy * (one - fx)
-        bottom = xf[:, y0][:, :, x1] * (one - fy) * fx + xf[:, y1][:, :, x1] * fy * fx
-        return (top + bottom).astype(np.float32)
+        total = xf[:, y0][:, :, x0] * (one - fy) * (one - fx) + xf[:, y1][:, :, x0] * fy * (one - fx)
+        total = total + xf[:, y0][:, :, x1] * (one - fy) * fx
+        return (total + xf[:, y1][:, :, x1] * fy * fx).astype(np.float32)
 
 
 def reference_quantized(x, out_h, out_w, align, half):
+    """static_cast<T>(sum + 0.5f): the rounding offset added in float32, then a conversion toward zero (an
+    int8 sum of -2.7 gives -2, an exact -3 gives -2; uint8 sums are never negative: half up)."""
     lo, hi = (0, 255) if x.dtype == np.uint8 else (-128, 127)
     y = reference_sum(x, out_h, out_w, align, half)
-    return np.clip(np.floor(y + np.float32(0.5)), lo, hi).astype(x.dtype)
+    return np.clip(np.trunc(y + np.float32(0.5)), lo, hi).astype(x.dtype)
+
+
+def test_int8_rounds_as_static_cast_of_the_offset_sum():
+    """Issue 35 (item 6): a constant int8 region of -3 resizes to -2 on NNAPI's reference CPU (-3 + 0.5
+    converted toward zero); TFLite's int8 kernel keeps -3, nnconv's kernel used to round to nearest."""
+    x = np.full((1, 2, 2, 1), -3, np.int8)
+    x[0, 0, 0, 0] = 4
+    got = run_kernel(x, 4, 4)
+    assert got[0, 3, 3, 0] == -2 and got[0, 0, 0, 0] == 4
+    # 4 at (0, 0) weighs 0.5 into (0, 1): (4 - 3) / 2 = 0.5 -> 1.0 -> 1; (1, 1): 0.25 * 4 - 0.75 * 3 = -1.25 -> -0
+    assert got[0, 0, 1, 0] == 1 and got[0, 1, 1, 0] == 0
 
 
 def run_kernel(x, out_h, out_w, align=False, half=False, nchw=False, zero_point=0, pool=None, cache=None):

@@ -62,7 +62,8 @@ def test_image_folder_float_classifier(images):
     assert out["abs_error"]["p50"] <= out["abs_error"]["p90"] <= out["abs_error"]["p99"] <= out["abs_error"]["max"]
     assert out["lsb_histogram"] is None and out["worst_sample"] in {"img0.ppm", "img2.ppm", "cats/img1.ppm",
                                                                     "cats/img3.ppm"}
-    assert data["inputs"] == {"dataset": str(images), "range": [0.0, 1.0]}
+    assert data["inputs"] == {"dataset": str(images), "range": [0.0, 1.0],
+                              "preprocessing": {"layout": None, "mean": None, "std": None, "range": [0.0, 1.0]}}
     table = CliRunner().invoke(main, ["verify", str(FIXTURES / "mobilenet_v2_float.tflite"), "--dataset",
                                       str(images)])
     assert table.exit_code == EXIT_OK and "4 samples, 0 failing" in table.stdout and "p99" in table.stdout
@@ -213,8 +214,8 @@ def test_failing_samples_are_settled_as_one_verify_settles_them(tmp_path, monkey
     np.savez(tmp_path / "s.npz", x=np.random.default_rng(6).integers(-128, 128, (3, 2, 5, 3)).astype(np.int8))
     real_compare = dataset.compare
 
-    def builtin_off(name, actual, expected, hybrid=False, overrides=None):
-        row = real_compare(name, actual, expected, hybrid, overrides)
+    def builtin_off(name, actual, expected, hybrid=False, overrides=None, source=None):
+        row = real_compare(name, actual, expected, hybrid, overrides, source)
         row.passed, row.max_lsb = False, 3  # as if TFLite's optimized kernels rounded 3 LSB away
         return row
     monkeypatch.setattr(dataset, "compare", builtin_off)

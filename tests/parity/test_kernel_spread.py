@@ -105,3 +105,25 @@ def test_cli_json_reports_the_spread(cancelling):
     assert out["passed"] and out["kernel_spread"] > 0 and "kernel spread" in out["detail"]
     strict = CliRunner().invoke(main, ["verify", cancelling, "--rtol", "1e-4"])
     assert strict.exit_code == EXIT_FAILURE
+
+
+def test_figures_agree_and_a_spread_that_per_op_does_not_apply_is_said(cancelling, tmp_path):
+    """Issue 35: a dataset's figures for the same tensor agree between the dataset table, the worst sample's
+    table and --per-op, and where one passes through the kernel-spread allowance and another does not, the
+    report says so."""
+    rng = np.random.default_rng(1)
+    np.savez(tmp_path / "s.npz", x=rng.uniform(-1, 1, (3, 1, 512)).astype(np.float32))
+    report = verify(cancelling, VerifyOptions(dataset=str(tmp_path / "s.npz"), per_op=True))
+    (ds,) = report.dataset["outputs"]
+    (out,) = report.parity.outputs
+    assert report.dataset["worst_sample"] == ds["worst_sample"]
+    assert ds["abs_error"]["max"] == pytest.approx(out.max_abs, rel=1e-6)  # the table's max is the worst's
+    assert ds["settled_samples"] == {"kernel spread": 3} and out.settled_by == "kernel spread"
+    last = report.per_op.entries[-1]
+    assert last.tensor == "y" and last.status != "pass"  # per op, the plain tolerance
+    assert report.per_op.notes == ["output 'y' passes within TFLite's kernel spread (its detail); per op only the "
+                                   "plain tolerance applies, so #1 FULLY_CONNECTED shows out of tolerance here"]
+    res = CliRunner().invoke(main, ["verify", cancelling, "--dataset", str(tmp_path / "s.npz"), "--per-op"],
+                             env={"COLUMNS": "300"})
+    assert "PASS (3 of 3 within TFLite's kernel spread)" in res.stdout
+    assert "note: output 'y' passes within TFLite's kernel spread" in res.stdout

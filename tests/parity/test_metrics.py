@@ -12,7 +12,7 @@ from nnconv.parity.verify import compare
 
 def test_abs_rel_and_mean():
     m = tensor_metrics(np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.5, 2.0]), quantized=False)
-    # diffs 0, 0.5, 1; range max|expected| = 2.5
+    # diffs 0, 0.5, 1; range max |expected| = 2.5
     assert (m.max_abs, m.mean_abs, m.max_rel, m.range) == (1.0, 0.5, 0.4, 2.5)
     assert m.max_lsb is None and m.histogram == {}
 

@@ -94,3 +94,19 @@ def test_catastrophic_cancellation_is_blamed_on_the_subtraction(tmp_path):
     first = report.relaxed_per_op.first_large
     assert (first.op_index, first.op, first.status) == (1, "SUB", "divergent")
     assert report.to_json()["relaxed"]["first_large_error_op"]["op"] == "SUB"
+
+
+def test_relax_fp16_below_api_28_warns_and_simulates_nothing(tmp_path):
+    """Issue 35: at API 27 the model has no relaxComputationFloat32toFloat16: verify warned that the option
+    has no effect and then printed a "relaxed fp16 (simulated)" table anyway."""
+    path = tmp_path / "mul.tflite"
+    path.write_bytes(_mul_model(np.full(SHAPE, 3.0, np.float32)))
+    res = CliRunner().invoke(main, ["verify", str(path), "--api-level", "27", "--relax-fp16"])
+    assert res.exit_code == EXIT_OK, res.output
+    assert "--relax-fp16 has no effect at API 27" in res.stderr
+    assert "relaxed" not in res.stdout
+    data = json.loads(CliRunner().invoke(main, ["verify", str(path), "--api-level", "27", "--relax-fp16",
+                                                "--format", "json"]).stdout)
+    assert "relaxed" not in data
+    assert verify(str(path), VerifyOptions(api_level=27, relax_fp16=True)).relaxed is None
+    assert verify(str(path), VerifyOptions(api_level=28, relax_fp16=True)).relaxed is not None

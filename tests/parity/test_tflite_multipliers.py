@@ -63,7 +63,7 @@ def test_a_difference_from_the_multipliers_alone_passes_and_is_explained(model_p
     out = verify(model_path, VerifyOptions()).parity.outputs[0]
     assert out.max_lsb == 3  # NNAPI's arithmetic, 3 LSB from TFLite's kernels: out of the 1 LSB tolerance
     assert out.passed
-    assert "NNAPI's requantization arithmetic" in out.detail and "within 0 LSB" in out.detail
+    assert "NNAPI's own arithmetic" in out.detail and "within 0 LSB" in out.detail
 
 
 def test_a_fault_on_top_still_fails(model_path):
@@ -74,4 +74,4 @@ def test_a_fault_on_top_still_fails(model_path):
     out = verify(model_path, VerifyOptions(executor_options={
         "kernel_overrides": {OperationType.FULLY_CONNECTED: faulty}})).parity.outputs[0]
     assert not out.passed
-    assert "NNAPI's requantization arithmetic" not in out.detail
+    assert "NNAPI's own arithmetic" not in out.detail

@@ -12,8 +12,8 @@ from nnconv.cli import main
 from nnconv.errors import NnconvError
 from nnconv.parity.reference_probe import ReferenceKernelsAbort, reference_kernels_survive
 from nnconv.parity.tflite_runner import REFERENCE_KERNELS, TfliteRunner
-from nnconv.tflite.builder import QuantParams
-from nnconv.tflite.options import AddOptions, SoftmaxOptions
+from nnconv.tflite.builder import QuantParams, TfliteBuilder
+from nnconv.tflite.options import AddOptions, DivOptions, SoftmaxOptions
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 
@@ -58,3 +58,19 @@ def test_reference_kernels_that_abort_are_found_in_a_child_process(tmp_path):
     assert result.exit_code == 2 and len(errors) == 1 and "reference kernels abort" in errors[0], result.stderr
     # the other kernels run it, and the per-op pass (which would consult the reference kernels) completes
     assert CliRunner().invoke(main, ["verify", str(path), "--target", "nnconv", "--per-op"]).exit_code == 0
+
+
+def test_tflite_run_errors_are_formatted():
+    """Issue 35: TFLite runs its kernel's message and the failing node together ("Division by 0Node number 2
+    (DIV) failed to invoke."); verify passed that on unformatted when the run failed."""
+    from nnconv.parity.tflite_runner import interpreter_message
+    assert interpreter_message(RuntimeError("Division by 0Node number 2 (FLOOR_DIV) failed to invoke.")) == \
+        "Division by 0. Node number 2 (FLOOR_DIV) failed to invoke"
+    b = TfliteBuilder()
+    y = b.input("y", (2, 3), np.int32)
+    d = b.tensor("d", (2, 3), np.int32)
+    b.op(BuiltinOperator.DIV, [y, y], [d], DivOptions())
+    b.output(d)
+    runner = TfliteRunner(b.finish())
+    with pytest.raises(NnconvError, match=r"was not true\. Node number 0 \(DIV\) failed to invoke$"):
+        runner.run({runner.input_details()[0]["index"]: np.zeros((2, 3), np.int32)})

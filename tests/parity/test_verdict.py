@@ -6,6 +6,7 @@ somewhere, and a closed pipe does not turn into a failure."""
 from __future__ import annotations
 
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from chain_models import add_mul_sub_chain
+from chain_models import SHAPE as CHAIN_SHAPE, add_mul_sub_chain
 from harness import TfliteBuilder, single_op_model
 from nnconv.cli import main
 from nnconv.errors import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NOT_CONVERTIBLE, EXIT_OK
@@ -153,8 +154,14 @@ def test_check_over_a_folder_reports_the_readable_models(folder, runner):
     assert [e["model"].rsplit("/", 1)[-1] for e in data["errors"]] == ["b_broken.tflite"]
     assert data["errors"][0]["exit_code"] == EXIT_BAD_INPUT and "\n" not in data["errors"][0]["error"]
     table = runner.invoke(main, ["check", str(folder)])
-    assert "2 models at API 30" in table.stdout and "b_broken.tflite" in table.stderr
-    assert "1 model could not be checked" in table.stderr
+    assert "1 model could not be checked" in table.stderr and "b_broken.tflite" in table.stderr
+    # issue 35: the model that could not be checked is a row of the table too, as in `verify` (it was stderr only)
+    assert "3 models at API 30 (NNAPI feature level 4), 1 could not be checked" in table.stdout
+    assert "b_broken.tflite: ERROR " in table.stdout or "b_broken.tflite" in table.stdout.split("total")[0]
+    quiet = runner.invoke(main, ["check", str(folder), "-q"])
+    assert [line.split(":")[0] for line in quiet.stdout.splitlines()] == ["a_chain.tflite", "c_chain.tflite",
+                                                                          "b_broken.tflite"]
+    assert data["errors"][0]["name"] == "b_broken.tflite" and data["models"][0]["name"] == "a_chain.tflite"
     matrix = runner.invoke(main, ["check", str(folder), "--api-level", "all", "--format", "json"])
     assert matrix.exit_code == EXIT_BAD_INPUT and len(json.loads(matrix.stdout)["errors"]) == 1
 
@@ -212,3 +219,77 @@ def test_a_closed_pipe_keeps_the_verdict(tmp_path, args, code):
     stderr = proc.stderr.read().decode()
     assert proc.wait() == code, stderr
     assert "Traceback" not in stderr and "internal error" not in stderr
+
+
+def test_float_tolerance_is_relative_to_the_magnitude_and_says_so(tmp_path, runner):
+    """Issue 35: the code judged against max|value| while the table and the docs said "range". An output with
+    an offset ([-11.1, -11.0]) rounds as values near 11 do: 5e-4 is within 1e-5 + 1e-4 x 11.1 (it would
+    fail a tolerance on the span, 1e-5 + 1e-4 x 0.1); the table, JSON and docs name the magnitude."""
+    expected = np.linspace(-11.1, -11.0, 16, dtype=np.float32).reshape(1, 16)
+    row = compare("y", expected + np.float32(5e-4), expected)
+    assert row.passed and row.tolerance.describe() == "|diff| <= 1e-05 + 0.0001 * max |expected|"
+    assert not compare("y", expected + np.float32(2e-3), expected).passed  # 1.12e-3 is the bound
+    path = tmp_path / "add.tflite"
+    path.write_bytes(add_mul_sub_chain())
+    res = runner.invoke(main, ["verify", str(path)])
+    assert "max |expected|" in res.stdout and "range" not in res.stdout.replace("[min, max]", "")
+    docs = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "verify.md").read_text()
+    assert "1e-5 + 1e-4 x max \\|expected\\|" in docs and "1e-4 x range" not in docs
+
+
+def test_uninformative_with_per_op_says_what_the_intermediates_show(tmp_path, runner, monkeypatch):
+    """Issue 35: a constant output with `--per-op` given still recommended `--per-op`, while the per-op table
+    showed intermediates out of tolerance: the verdict and the detail now say what the intermediates show."""
+    b = TfliteBuilder()
+    x = b.input("x", (1, 20), np.float32)
+    a, m, y = (b.tensor(n, (1, 20), np.float32) for n in ("a", "m", "y"))
+    b.op(B.SUB, [x, b.const("c1", np.full((1, 20), 0.5, np.float32))], [a], SubOptions())
+    b.op(B.MUL, [a, b.const("zero", np.zeros((1, 20), np.float32))], [m], MulOptions())
+    b.op(B.ADD, [m, b.const("c", np.full((1, 20), 0.001, np.float32))], [y], AddOptions())
+    b.output(y)
+    path = tmp_path / "flat.tflite"
+    path.write_bytes(b.finish())
+    real = KERNELS[OperationType.SUB]
+    monkeypatch.setitem(KERNELS, OperationType.SUB, lambda call: [o + np.float32(1) for o in real(call)])
+    res = runner.invoke(main, ["verify", str(path), "--per-op", "--format", "json"])
+    data = json.loads(res.stdout)
+    assert data["verdict"] == ("PASS (uninformative: every output is constant on these inputs (y); per-op: 1 of 3 "
+                               "intermediates out of tolerance, divergence starts at #0 SUB (divergent); compare on "
+                               "other inputs (--image, --inputs, --dataset))")
+    assert "--per-op" not in data["outputs"][0]["detail"] and "per-op: 1 of 3" in data["outputs"][0]["detail"]
+    monkeypatch.setitem(KERNELS, OperationType.SUB, real)
+    clean = json.loads(runner.invoke(main, ["verify", str(path), "--per-op", "--format", "json"]).stdout)
+    assert "per-op: all 3 intermediates within tolerance" in clean["verdict"]
+
+
+def test_reference_runs_say_what_they_compare_with_and_warn_without_inputs(tmp_path, runner):
+    """Issue 35: `--reference` titled its table "(TFLite reference outputs out/ref.npz kernels)", and without
+    `--inputs` compared with seeded random inputs in silence (then failed)."""
+    path = tmp_path / "chain.tflite"
+    path.write_bytes(add_mul_sub_chain())
+    ref = tmp_path / "ref.npz"
+    assert runner.invoke(main, ["verify", str(path), "--save-reference", str(ref), "-q"]).exit_code == EXIT_OK
+    res = runner.invoke(main, ["verify", str(path), "--reference", str(ref)])
+    assert res.exit_code == EXIT_OK, res.output
+    assert f"(against reference outputs {ref})" in res.stdout and "kernels)" not in res.stdout
+    assert "warning: --reference without --inputs: our executor ran on seeded random inputs (seed 0)" in \
+        " ".join(res.stderr.split())
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.zeros(CHAIN_SHAPE, np.float32))
+    given = runner.invoke(main, ["verify", str(path), "--reference", str(ref), "--inputs", str(inputs)])
+    assert given.exit_code == EXIT_FAILURE and "--reference without --inputs" not in given.stderr
+
+
+def test_verbose_verify_gives_timings_and_the_inputs_quantization(tmp_path, runner):
+    """Issue 35: the README says `-v` adds timings and the inputs' quantization; `verify -v` printed neither."""
+    from harness import QuantParams
+    path = tmp_path / "int8_add.tflite"
+    q = QuantParams(0.05, -3)
+    path.write_bytes(single_op_model(B.ADD, [("x", (1, 4, 3), np.int8, q), ("c", np.full((1, 4, 3), 5, np.int8), q)],
+                                     [("y", (1, 4, 3), np.int8, q)], AddOptions()))
+    res = runner.invoke(main, ["verify", str(path), "-v", "--seed", "3"])
+    assert res.exit_code == EXIT_OK, res.output
+    assert "input 'x': int8 1x4x3, scale 0.05, zero point -3; seeded random values (seed 3)" in res.stderr
+    timings = next(line for line in res.stderr.splitlines() if line.startswith("timings: "))
+    assert "convert " in timings and "compare " in timings
+    assert "timings" not in runner.invoke(main, ["verify", str(path)]).stderr

@@ -47,7 +47,7 @@ def float32_swish(call: KernelCall) -> list[np.ndarray]:
 
     x / (1 + exp(-x)), in place in one pooled buffer: one rounding where the pair rounds the logistic and
     then the product, so within an ulp or so of the unfused pair (far inside the float parity tolerance,
-    1e-5 + 1e-4 x range); at the extremes it agrees with it: -0.0 below -88.7 (x / inf, x * 0), NaN at
+    1e-5 + 1e-4 x max |expected|); at the extremes it agrees with it: -0.0 below -88.7 (x / inf, x * 0), NaN at
     -inf (-inf / inf, -inf * 0), inf at inf."""
     x = call.tensor(0)
     y = call.empty(x.shape, np.float32)

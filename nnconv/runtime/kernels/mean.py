@@ -54,7 +54,7 @@ def _float32_mean_over_run(x: np.ndarray, axes: tuple[int, ...], ones: np.ndarra
     per element, after a float32 copy); the product reads it once at memory speed (2-7x faster on
     EfficientNet's squeeze-excite pools). Its float32 sum is blocked, so it is at least as close to the
     exact mean as the plain running sum of TFLite's kernel (measured: 1e-8..5e-8 from the float64 mean where
-    numpy's is 4e-8..1e-7), well inside the float parity tolerance (1e-5 + 1e-4 x range)."""
+    numpy's is 4e-8..1e-7), well inside the float parity tolerance (1e-5 + 1e-4 x max |expected|)."""
     count = ones.size
     before = math.prod(x.shape[:axes[0]])
     after = math.prod(x.shape[axes[-1] + 1:])

@@ -1,11 +1,21 @@
 """RESIZE_BILINEAR (NNAPI OperationType 23). Slots: see `_resize` (input, width, height[, NCHW]
 [, align_corners, half_pixel_centers]).
 
-Types: float32, float16 (computed in float32), quant8 asymm / signed (API 29 / 30). As TFLite's reference
-kernel: source position src = (x + 0.5) * scale - 0.5 with half_pixel_centers, else x * scale;
+Types: float32, float16 (computed in float32), quant8 asymm / signed (API 29 / 30). NNAPI's reference CPU
+(AOSP `packages/modules/NeuralNetworks` `common/cpu_operations/ResizeImageOps.cpp`, `frameworks/ml`
+`nn/common/operations/ResizeImageOps.cpp` before it) calls TFLite's float template
+`tflite::reference_ops::ResizeBilinear<T>` for every type, int8 and uint8 included, never TFLite's integer
+`ResizeBilinearInteger` (which TFLite's own int8 kernels, builtin and reference, use). That template:
+source position src = (x + 0.5) * scale - 0.5 with half_pixel_centers, else x * scale;
 x0 = max(floor(src), 0), x1 = min(ceil(src), in - 1); the four neighbours are weighted with (src - x0) in
-float32 (negative at a half-pixel border, where x0 == x1 and the two weights still sum to 1). Quantized
-results are rounded to nearest (+0.5 then floor), keeping the input's quantization.
+float32 (negative at a half-pixel border, where x0 == x1 and the two weights still sum to 1) and summed left
+to right; for integer T it adds a rounding offset of 0.5 and converts with static_cast<T>, which truncates
+toward zero (TensorFlow's `reference/resize_bilinear.h`, the version the NNAPI module builds against since
+it includes `runtime_shape.h`). So quantized results keep the input's quantization, uint8 ones round half
+up, and int8 ones below -0.5 come out one step above the nearest integer. TFLite's int8 kernels differ from
+that by their Q10 positions too, which drift by up to one position step per 2048 output steps (docs/verify.md:
+a 33x33 -> 257x257 resize of random int8 values, 44 LSB apart); `verify` proves such a difference is this
+arithmetic alone by computing the op TFLite's way (`_resize_tflite.py`, parity/settle.py).
 
 Speed: the per-axis indices and weights depend only on the geometry and are kept per operation. Float is
 computed separably (interpolate along one axis, then the other, the smaller intermediate first): two
@@ -111,9 +121,9 @@ def _float(call: KernelCall, x: np.ndarray, plan: _Plan, out_h: int, out_w: int)
 
 
 def _quantized(call: KernelCall, x: np.ndarray, plan: _Plan, out_h: int, out_w: int) -> np.ndarray:
-    """The reference's float32 sum ((A*wy0)*wx0 + (B*wy1)*wx0) + ((C*wy0)*wx1 + (D*wy1)*wx1), every product
-    and sum in the order the kernel always used, so the rounded results do not move; rows are gathered and
-    scaled once ([N, OH, W, C]) and each column product is one gather and one multiply."""
+    """The reference's float32 expression, in C++'s order: (((A*wy0)*wx0 + (B*wy1)*wx0) + (C*wy0)*wx1) +
+    (D*wy1)*wx1, then + 0.5 and a conversion toward zero (module docstring); rows are gathered and scaled once
+    ([N, OH, W, C]) and each column product is one gather and one multiply."""
     n, _h, w, c = x.shape
     rows, cols = plan.rows, plan.cols
     xf = x.astype(np.float32)
@@ -129,13 +139,15 @@ def _quantized(call: KernelCall, x: np.ndarray, plan: _Plan, out_h: int, out_w: 
         flat = term.reshape(n * out_h, out_w * c)
         np.multiply(flat, weight, out=flat)
     y = terms[0]
-    np.add(y, terms[1], out=y)
-    np.add(terms[2], terms[3], out=terms[2])
-    np.add(y, terms[2], out=y)
+    for term in terms[1:]:  # left to right, as C++ sums a + b + c + d
+        np.add(y, term, out=y)
     for scratch in (top, bottom, *terms[1:]):
         call.give_back(scratch)
     lo, hi = qrange(call.out_operands[0].type)
-    np.floor(np.add(y, np.float32(0.5), out=y), out=y)
+    # static_cast<T>(sum + 0.5f): the float32 sum with the rounding offset, converted toward zero. For uint8
+    # (sums >= 0) that rounds half up; an int8 sum below -0.5 comes out one step above its nearest integer
+    # (-2.7 -> -2, an exact -3 -> -2), where TFLite's own int8 kernel rounds to nearest in Q10 integers.
+    np.trunc(np.add(y, np.float32(0.5), out=y), out=y)
     np.clip(y, lo, hi, out=y)
     result = y.astype(call.out_operands[0].dtype)
     call.give_back(y)
