@@ -479,11 +479,11 @@ def test_a_boundary_shape_tflite_does_not_produce_is_named(tmp_path, monkeypatch
     monkeypatch.setattr(static_shapes, "_MULTI_SHAPE_FNS", {})
     path = tmp_path / "nms.tflite"
     path.write_bytes(_nms_then_gather((1, 5)))
-    report = verify_model(str(path), 33)
+    report = verify_model(str(path), 33, ConversionOptions(target=Target.NNCONV))
     assert report.passed
     assert "TFLite computes boundary tensor 'idx' as [5]; taken as the declared [1, 5]" in report.outputs[0].detail
     path.write_bytes(_nms_then_gather((1, 4)))
-    report = verify_model(str(path), 33)
+    report = verify_model(str(path), 33, ConversionOptions(target=Target.NNCONV))
     (row,) = report.partitions
     assert not report.passed and not row.passed
     assert row.diagnosis.startswith("TFLite computes boundary tensor 'idx' as [5], but the partition was converted "

@@ -45,6 +45,9 @@ _HINTS = {
     Outcome.DELEGATE_FAILED: "TFLite restores the CPU plan: nothing runs on NNAPI",
     Outcome.FAILED_AFTER_DELEGATE_PREPARE: "TFLite restores the CPU plan: nothing runs on NNAPI",
     Outcome.DEVICE_CRASH_NULL_API: "target API 29 or later, or keep this op's weights per-tensor",
+    Outcome.CPU_PREPARE_FAILED: "TFLite prepares every node on its CPU kernels before it applies the delegate, so "
+                                "the model loads neither with nor without it; `--target nnconv` says whether "
+                                "nnconv's own NNAPI model runs it",
     Outcome.DELEGATE_CRASH: "the app crashes while the delegate builds its model: keep the op the error names off "
                             "the delegate (a TFLite build with the upstream fix, or a model it can read)",
 }
@@ -207,6 +210,12 @@ class DelegateConversion:
         code = _OUTCOME_CODES.get(plan.outcome)
         if code is not None:
             out.append(Diagnostic(code, _reason(plan), hint=_HINTS.get(plan.outcome, "")))
+        for node, stock_error in self.graph.prepared.unresolved_custom_ops:
+            name = self.graph.nodes[node].name if node < len(self.graph.nodes) else "custom op"
+            out.append(Diagnostic(Code.APP_CUSTOM_OP, (
+                f"stock TFLite cannot prepare {name} ({stock_error.rstrip('.')}): this plan assumes the app "
+                "registers it, as it must to run the model, and the delegate leaves it to the CPU"),
+                hint="verify has no TFLite result to compare with unless TFLite knows the op").at(node, name))
         headroom = _TENSOR_HEADROOM
         if plan.conversion_tensors and plan.added_tensors > headroom:
             out.append(Diagnostic(Code.DELEGATE_TENSOR_REALLOC, (

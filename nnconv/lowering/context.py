@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 import numpy as np
 
 from nnconv.lowering.diagnostics import Code, Diagnostic
-from nnconv.lowering.tflite_refusals import clamp_overflow
+from nnconv.tflite.kernel_refusals import clamp_overflow
 from nnconv.nnapi.builder import SubgraphBuilder
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.nnapi.levels import feature_level, rule_level
@@ -326,7 +326,7 @@ class CheckContext:
     def check_fused_activation(self, act: int) -> None:
         """Refuses fused activations with no meaning (SIGN_BIT, unknown codes). TANH and SIGMOID are
         accepted: they lower as NONE (see `LowerContext.fused_output`). A quantized bound TFLite's kernel
-        cannot compute is warned about (NNW101, `lowering/tflite_refusals.py`)."""
+        cannot compute is warned about (NNW101, `tflite/kernel_refusals.py`)."""
         if act == ActivationFunctionType.SIGN_BIT:
             self.refuse(Code.OPTION, "fused activation SIGN_BIT has no NNAPI equivalent")
         elif act not in (0, 1, 2, 3, 4, 6):

@@ -47,6 +47,7 @@ class Code(str, enum.Enum):
     DELEGATE_CRASH = "NNC046"  # the delegate dereferences a null pointer while it builds (a crash)
     DRIVER_SUPPORT = "NNW100"  # warning: commonly refused by drivers
     TFLITE_REFUSES = "NNW101"  # warning: NNAPI takes it, TFLite's own CPU kernel refuses the op
+    APP_CUSTOM_OP = "NNW111"  # warning: a custom op stock TFLite lacks; the plan assumes the app registers it
     DELEGATE_TENSOR_REALLOC = "NNW110"  # warning: the delegate adds enough tensors to move TFLite's tensor array
 
     @property

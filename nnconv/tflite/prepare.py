@@ -22,13 +22,14 @@ no outputs. Ops without a modelled Prepare (listed in `prepare_kernels.py`) keep
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from nnconv.tflite import prepare_dynamic, prepare_misc, prepare_nn, prepare_values  # noqa: F401  (fill KERNELS)
 from nnconv.tflite.ir import Operator, TfliteModel
+from nnconv.tflite.kernel_refusals import prepare_refusal
 from nnconv.tflite.prepare_kernels import REGISTERED_CUSTOM, load_failure
 from nnconv.tflite.prepare_node import (CUSTOM_KERNELS, KERNELS, OUTPUT_SHAPE_NOT_KNOWN, Allocation, Node,
                                         PrepareFailure, Shape, State, Unmodelled, kernel)
@@ -57,6 +58,9 @@ class PreparedSubgraph:
     dynamic_node: int | None
     prepared_nodes: int
     failure: str | None
+    # Custom ops TFLite's stock op resolver lacks, as (node, the error stock TFLite gives): the app that runs
+    # the model must register them, so preparation goes on as if it had (their outputs keep their shapes)
+    unresolved_custom_ops: tuple[tuple[int, str], ...] = ()
 
     @property
     def has_dynamic_tensors(self) -> bool:
@@ -73,6 +77,7 @@ class _Run:
     dynamic_node: int | None = None
     prepared: int = 0
     failure: str | None = None
+    unresolved_custom_ops: list[tuple[int, str]] = field(default_factory=list)
 
 
 def prepare_subgraph(model: TfliteModel, subgraph: int = 0) -> PreparedSubgraph:
@@ -90,7 +95,7 @@ def prepare_subgraph(model: TfliteModel, subgraph: int = 0) -> PreparedSubgraph:
     return PreparedSubgraph(
         shapes=tuple(st.shapes), allocation=tuple(st.alloc), values=types.MappingProxyType(dict(st.values)),
         dynamic_tensor=dynamic, dynamic_node=run.dynamic_node if dynamic is not None else None,
-        prepared_nodes=run.prepared, failure=run.failure)
+        prepared_nodes=run.prepared, failure=run.failure, unresolved_custom_ops=tuple(run.unresolved_custom_ops))
 
 
 def _simulate(model: TfliteModel, si: int, inputs: Sequence[tuple[Shape, TensorType] | None] | None,
@@ -118,6 +123,9 @@ def _simulate(model: TfliteModel, si: int, inputs: Sequence[tuple[Shape, TensorT
         node = Node(state, op, i)
         try:
             status = _prepare_node(node)
+        except UnresolvedCustomOp as e:
+            run.unresolved_custom_ops.append((i, str(e)))
+            status = None
         except PrepareFailure as e:
             run.failure = f"{e}\nNode number {i} ({_op_name(op)}) failed to prepare."
             return run
@@ -136,22 +144,39 @@ def _simulate(model: TfliteModel, si: int, inputs: Sequence[tuple[Shape, TensorT
     return run
 
 
+class UnresolvedCustomOp(Exception):
+    """A custom op TFLite's stock op resolver lacks (stock TFLite fails to prepare it with this message). A
+    model that has one runs only in an app that registers it (or links the Flex delegate), so the app's
+    interpreter is what is simulated: the op is not modelled, its outputs keep their declared shapes."""
+
+
 def _prepare_node(node: Node) -> object:
     op = node.op
     if op.builtin_code == B.CUSTOM:
         name = op.custom_code or ""
         if name not in REGISTERED_CUSTOM:
             if name.startswith("Flex"):
-                raise PrepareFailure("Select TensorFlow op(s), included in the given model, is(are) not supported "
+                raise UnresolvedCustomOp("Select TensorFlow op(s), included in the given model, is(are) not supported "
                                      "by this interpreter. Make sure you apply/link the Flex delegate before "
                                      "inference.")
-            raise PrepareFailure(f"Encountered unresolved custom op: {name}.")
+            raise UnresolvedCustomOp(f"Encountered unresolved custom op: {name}.")
         fn = CUSTOM_KERNELS.get(name)
     else:
         fn = KERNELS.get(op.builtin_code)
+        refusal = _quantization_refusal(node)
+        if refusal:
+            raise PrepareFailure(refusal)
     if fn is None:
         return None  # not modelled: the outputs keep their declared shapes
     return fn(node)
+
+
+def _quantization_refusal(node: Node) -> str | None:
+    op = node.op
+    act = node.param("fused_activation_function")
+    tensors = node.state.tensors
+    pick = (lambda ts: [tensors[t] if 0 <= t < len(tensors) else None for t in ts])
+    return prepare_refusal(op.builtin_code, act, pick(op.inputs), pick(op.outputs))
 
 
 def _op_name(op: Operator) -> str:

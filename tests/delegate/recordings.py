@@ -1,13 +1,15 @@
-"""The recordings of TFLite's own NNAPI delegate in `../shared/delegate/` (its README says how they were made),
-and the comparison of `--target delegate` with them: node verdicts, partitions, outcome and graph.
+"""The recordings of TFLite's own NNAPI delegate (`tests/data/delegate/`: a copy of `shared/delegate/` beside
+the repository, whose README says how they were made), and the comparison of `--target delegate` with them:
+node verdicts, partitions, outcome and graph.
 
 Used by the tests of this folder and by `scripts/delegate_agreement.py`; never by the library."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import os
+import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -15,10 +17,10 @@ from typing import Iterator
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("NNCONV_SHARED_DIR", REPO.parent / "shared")) / "delegate"
+DATA = REPO / "tests" / "data" / "delegate"
+ARCHIVE = DATA / "recordings.tar.xz"
+OPS_MODELS = DATA / "ops"  # the models a recording names by a path outside the repository
 SETS = ("examples", "tests", "ops")
-SKIP_REASON = ("../shared/delegate (the recordings of TFLite's NNAPI delegate) is not beside the repository; "
-               "the rest of the suite does not need it")
 
 
 def fnv64(data: bytes) -> str:
@@ -49,8 +51,8 @@ class Recording:
     @property
     def model(self) -> Path:
         m = self.data["model"]
-        if m.startswith("../shared/"):
-            return SHARED / "models" / "ops" / Path(m).name
+        if m.startswith("../"):  # a model of the recordings' own set, outside the repository
+            return OPS_MODELS / Path(m).name
         return REPO / m
 
     @property
@@ -65,11 +67,21 @@ class Recording:
         yield from self.data["levels"]
 
 
+@functools.lru_cache(maxsize=1)
+def _archive() -> tuple[tuple[str, bytes], ...]:
+    with tarfile.open(ARCHIVE, "r:xz") as tar:
+        return tuple((m.name, tar.extractfile(m).read()) for m in tar.getmembers()  # type: ignore[union-attr]
+                     if m.isfile() and m.name.endswith(".json"))
+
+
 def recordings(sets: tuple[str, ...] = SETS) -> list[Recording]:
+    """The recordings of `sets`, by set then file name (a `path` is the member's name in the archive)."""
     out = []
     for s in sets:
-        for p in sorted((SHARED / "recordings" / s).glob("*.json")):
-            out.append(Recording(s, p, json.loads(p.read_text())))
+        for name, data in sorted(_archive()):
+            p = Path(name)
+            if p.parent.name == s:
+                out.append(Recording(s, p, json.loads(data)))
     return out
 
 

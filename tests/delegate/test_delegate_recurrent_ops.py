@@ -182,7 +182,7 @@ def test_int8_lstm_without_layer_norm_crashes_the_delegate():
     assert "intermediate tensor #" in plan.error and "'inter_i'" in plan.error
     partitions = p.plan()
     assert partitions.outcome == "delegate_crash" and not partitions.converted
-    assert [d.code.value for d in partitions.diagnostics] == ["NNC043"]
+    assert [d.code.value for d in partitions.diagnostics] == ["NNC046"]
 
 
 @pytest.mark.parametrize("api,kw", [(30, dict()), (30, dict(cifg=True, hidden_zp=3)), (33, dict(projection=False)),

@@ -1,8 +1,8 @@
-"""Every recording of TFLite's own NNAPI delegate (`../shared/delegate/`) reproduced by `--target delegate`:
-at each of the 8 recorded API levels, every node verdict and the delegate's own failure messages, the
-delegated partitions, the outcome, and each partition's NNAPI model operand for operand (types, dims, scales,
-zero points, per-channel scales, constant bytes by FNV-1a 64), operation for operation, with its inputs,
-outputs and relaxComputationFloat32toFloat16.
+"""Every recording of TFLite's own NNAPI delegate (`tests/data/delegate/`, a copy of `shared/delegate/` beside
+the repository) reproduced by `--target delegate`: at each of the 8 recorded API levels, every node verdict
+and the delegate's own failure messages, the delegated partitions, the outcome, and each partition's NNAPI
+model operand for operand (types, dims, scales, zero points, per-channel scales, constant bytes by FNV-1a 64),
+operation for operation, with its inputs, outputs and relaxComputationFloat32toFloat16.
 
 A model TFLite itself refuses to load (`model_load_failed`) must be refused by our reader too (exit 2); one it
 loads but cannot prepare (`cpu_prepare_failed`) may be refused by the reader or reported as such."""
@@ -17,11 +17,13 @@ from nnconv.delegate.setup import DelegateSetup
 from nnconv.errors import ModelFormatError
 from nnconv.tflite.reader import read_model
 
-from recordings import SHARED, SKIP_REASON, compare_level, recordings
+from recordings import compare_level, recordings
 
-RECORDINGS = recordings() if SHARED.exists() else []
+RECORDINGS = recordings()
 
-pytestmark = pytest.mark.skipif(not SHARED.exists(), reason=SKIP_REASON)
+
+def test_every_recording_is_here() -> None:
+    assert len(RECORDINGS) == 340 and {r.set for r in RECORDINGS} == {"examples", "tests", "ops"}
 
 
 @pytest.mark.parametrize("rec", RECORDINGS, ids=[r.name for r in RECORDINGS])

@@ -91,15 +91,23 @@ def test_warning_exactly_where_tflite_refuses(act, scale, refused):
     assert bool(warnings(model)) is refused
 
 
-def test_verify_says_in_one_line_that_tflite_refuses(tmp_path):
+@pytest.mark.parametrize("target", ["nnconv", "delegate"])
+def test_verify_says_in_one_line_that_tflite_refuses(tmp_path, target):
+    """nnconv's own model runs, and TFLite's interpreter rejects the file; the delegate target knows before
+    converting that TFLite prepares the node on its CPU kernels first and cannot (cpu_prepare_failed)."""
     path = tmp_path / "dw.tflite"
     path.write_bytes(depthwise(Act.RELU6))
-    result = CliRunner().invoke(main, ["verify", str(path)])
+    result = CliRunner().invoke(main, ["verify", str(path), "--target", target])
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.output
-    assert lines[0].startswith("nnconv: error: the TFLite interpreter rejected the model: ")
-    assert "no_integer_overflow_from_quantization was not true. Node number 0 (DEPTHWISE_CONV_2D)" in lines[0]
+    if target == "nnconv":
+        assert lines[0].startswith("nnconv: error: the TFLite interpreter rejected the model: ")
+        assert "no_integer_overflow_from_quantization was not true. Node number 0 (DEPTHWISE_CONV_2D)" in lines[0]
+    else:
+        assert lines[0].startswith("nnconv: error: TFLite cannot prepare this model: fused RELU6 on output 'y'")
+        assert "no_integer_overflow_from_quantization" in lines[0]
+        assert lines[0].endswith("Node number 0 (DEPTHWISE_CONV_2D) failed to prepare.")
 
 
 def per_tensor_op(op: str, dtype, bias_factor: float | None) -> bytes:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, TfliteBuilder
+from harness import QuantParams, TfliteBuilder, nnconv_options
 from nnconv.nnapi.enums import OperationType
 from nnconv.parity.session import VerifyOptions, verify
 from nnconv.parity.tolerances import ToleranceOverrides
@@ -42,7 +42,7 @@ def model(tmp_path) -> str:
 
 def test_a_dequantized_output_is_judged_in_the_lsb_of_its_source(model):
     # API 29 carries int8 as uint8, rounding the pool's averages half up (TFLite: half away from zero)
-    report = verify(model, VerifyOptions(api_level=29, per_op=True))
+    report = verify(model, VerifyOptions(conversion=nnconv_options(), api_level=29, per_op=True))
     (out,) = report.parity.outputs
     assert out.max_lsb == 1 and out.max_abs == pytest.approx(Q.scale) and out.passed and report.passed
     assert out.tolerance.describe() == "|diff| <= 1 LSB of int8 (0.0156) + 1e-05 + 0.0001 * max |expected|"
@@ -59,10 +59,10 @@ def test_two_lsb_still_fail(model):
 
     def faulty(call):  # a test-only fault: every pooled value 2 steps higher
         return [np.clip(o.astype(np.int32) + 2, 0, 255).astype(o.dtype) for o in real(call)]
-    (out,) = verify(model, VerifyOptions(api_level=29, executor_options={
+    (out,) = verify(model, VerifyOptions(conversion=nnconv_options(), api_level=29, executor_options={
         "kernel_overrides": {OperationType.AVERAGE_POOL_2D: faulty}})).parity.outputs
     assert not out.passed and out.max_lsb >= 2
     # --max-lsb applies to the source's LSB: bit-exactness against the reference kernels fails the step
-    (strict,) = verify(model, VerifyOptions(api_level=29, kernels="reference",
+    (strict,) = verify(model, VerifyOptions(conversion=nnconv_options(), api_level=29, kernels="reference",
                                             overrides=ToleranceOverrides(max_lsb=0))).parity.outputs
     assert not strict.passed and strict.tolerance.lsb == 0 and strict.max_lsb == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, TfliteBuilder
+from harness import QuantParams, TfliteBuilder, nnconv_options
 from nnconv.parity.session import VerifyOptions, verify
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 
@@ -37,9 +37,23 @@ def _zero_divisors() -> dict[str, np.ndarray]:
 
 
 def test_the_op_where_nan_first_appears_is_named(model):
-    report = verify(model, VerifyOptions(inputs=_zero_divisors(), per_op=True))
+    """QUANTIZE of NaN gives the type's maximum in both engines (std::min keeps its first argument when the
+    comparison with NaN is false); a QUANTIZE that read it otherwise (numpy's cast of NaN, 0 on x86) disagrees,
+    and the report says where the NaN came from instead of blaming the QUANTIZE."""
+    from nnconv.nnapi.enums import OperationType
+    from nnconv.runtime.kernels import KERNELS
+    agreed = verify(model, VerifyOptions(conversion=nnconv_options(), inputs=_zero_divisors(), per_op=True))
+    assert agreed.passed and agreed.per_op.first_non_finite["op"] == "FLOOR_MOD"
+    real = KERNELS[OperationType.QUANTIZE]
+
+    def nan_to_zero_point(call):  # a test-only fault: NaN quantizes to the zero point
+        (q,) = real(call)
+        return [np.where(np.isnan(call.tensor(0)), np.int8(call.out_operands[0].zero_point), q).astype(q.dtype)]
+    report = verify(model, VerifyOptions(conversion=nnconv_options(), inputs=_zero_divisors(), per_op=True,
+                                         executor_options={"kernel_overrides": {OperationType.QUANTIZE:
+                                                                                nan_to_zero_point}}))
     (out,) = report.parity.outputs
-    assert not out.passed  # QUANTIZE of NaN: the engines disagree, and the report says why
+    assert not out.passed
     assert "a NaN or infinity first appears in TFLite's values at #2 FLOOR_MOD -> m (8 NaN)" in out.detail
     first = report.per_op.first_non_finite
     assert (first["op_index"], first["op"], first["tflite"], first["ours"]) == (2, "FLOOR_MOD", {"nan": 8},
@@ -53,7 +67,7 @@ def test_the_op_where_nan_first_appears_is_named(model):
 def test_finite_data_names_nothing(model):
     inputs = _zero_divisors()
     inputs["y"][0] = 20
-    report = verify(model, VerifyOptions(inputs=inputs, per_op=True))
+    report = verify(model, VerifyOptions(conversion=nnconv_options(), inputs=inputs, per_op=True))
     assert report.passed and report.per_op.first_non_finite is None
 
 
@@ -73,13 +87,13 @@ def test_an_infinite_constant_is_data_not_news(tmp_path):
     b.output(y)
     path = tmp_path / "padded.tflite"
     path.write_bytes(b.finish())
-    clean = verify(str(path), VerifyOptions(per_op=True))
+    clean = verify(str(path), VerifyOptions(conversion=nnconv_options(), per_op=True))
     assert clean.passed and clean.per_op.first_non_finite is None
     real = KERNELS[OperationType.SOFTMAX]
 
     def faulty(call):  # a test-only fault: every probability 0.1 higher
         return [o + np.float32(0.1) for o in real(call)]
-    report = verify(str(path), VerifyOptions(per_op=True, executor_options={
+    report = verify(str(path), VerifyOptions(conversion=nnconv_options(), per_op=True, executor_options={
         "kernel_overrides": {OperationType.SOFTMAX: faulty}}))
     assert not report.passed and report.per_op.entries[-1].status == "divergent"
     assert report.per_op.first_non_finite is None

@@ -178,7 +178,7 @@ def test_the_explanation_names_only_the_ops_of_the_model(amplified):
     """Issue 35: the detail listed every requantization cause nnconv knows (FULLY_CONNECTED, RESIZE,
     AVERAGE_POOL, SQUARED_DIFFERENCE, MEAN...) whatever the model held; it names the ops present, by index."""
     path, _, named = amplified
-    detail = verify(path, VerifyOptions()).parity.outputs[0].detail
+    detail = verify(path, VerifyOptions(conversion=nnconv_options())).parity.outputs[0].detail
     assert f"#0 {named}:" in detail
     assert set(re.findall(r"#\d+ ([A-Z_0-9]+)", detail)) == {named, "QUANTIZE"}, detail  # the model's two ops
     assert "FULLY_CONNECTED" not in detail and "SQUARED_DIFFERENCE" not in detail
@@ -210,7 +210,7 @@ def test_int8_resize_alone_is_nnapi_arithmetic_not_divergent(tmp_path):
     bit-exact, so it is NNAPI's own arithmetic, named as such; the output passes, explained."""
     path = tmp_path / "resize_conv.tflite"
     path.write_bytes(_resize_then_conv())
-    report = verify(str(path), VerifyOptions(per_op=True))
+    report = verify(str(path), VerifyOptions(conversion=nnconv_options(), per_op=True))
     assert report.passed and report.parity.outputs[0].settled_by == "NNAPI arithmetic"
     resize = report.per_op.entries[0]
     assert (resize.op, resize.status) == ("RESIZE_BILINEAR", "arithmetic") and resize.lsb >= 2
@@ -226,6 +226,6 @@ def test_a_faulty_resize_is_still_divergent(tmp_path):
 
     def faulty(call):  # a test-only fault: every resized value 3 steps higher
         return [np.clip(o.astype(np.int32) + 3, -128, 127).astype(o.dtype) for o in real(call)]
-    report = verify(str(path), VerifyOptions(per_op=True, executor_options={
+    report = verify(str(path), VerifyOptions(conversion=nnconv_options(), per_op=True, executor_options={
         "kernel_overrides": {OperationType.RESIZE_BILINEAR: faulty}}))
     assert not report.passed and report.per_op.entries[0].status == "divergent"

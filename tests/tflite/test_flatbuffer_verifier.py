@@ -40,7 +40,6 @@ from nnconv.tflite.schema_enums import BuiltinOperator
 pytest.importorskip("ai_edge_litert.interpreter", reason="the ground truth is TFLite's interpreter (ai-edge-litert)")
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-SHARED_OPS = pathlib.Path(os.environ.get("NNCONV_SHARED_DIR", REPO.parent / "shared")) / "delegate" / "models" / "ops"
 FUZZ_CASES = int(os.environ.get("NNCONV_VERIFIER_FUZZ_CASES", "1500"))
 FUZZ_SEED = int(os.environ.get("NNCONV_VERIFIER_FUZZ_SEED", "20260"))
 
@@ -147,8 +146,8 @@ def ours(buf: bytes) -> str:
     return "builder" if find_builder_error(buf) is not None else "ok"
 
 
-FOLDERS = {"tests/data": REPO / "tests" / "data", "examples/models": REPO / "examples" / "models",
-           "../shared/delegate/models/ops": SHARED_OPS}
+# tests/data holds the delegate recordings' single-op models too (tests/data/delegate/ops)
+FOLDERS = {"tests/data": REPO / "tests" / "data", "examples/models": REPO / "examples" / "models"}
 
 
 def model_files() -> list[pathlib.Path]:
@@ -174,9 +173,6 @@ def small_model() -> bytes:
 # -- every model file -------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("folder", list(FOLDERS))
 def test_every_model_file_is_refused_exactly_when_tflite_refuses_it(tflite_worker, folder):
-    if not FOLDERS[folder].is_dir():
-        pytest.skip(f"{folder} is missing ({FOLDERS[folder]}): the delegate engineers' op models are in ../shared, "
-                    "beside the repository, which this checkout does not have")
     verdicts: Counter[str] = Counter()
     for path in sorted(FOLDERS[folder].rglob("*.tflite")):
         buf = path.read_bytes()
@@ -400,7 +396,7 @@ def fuzz_case(rng: np.random.Generator, seeds: list[tuple[bytes, np.ndarray]]) -
 
 
 def fuzz_seeds() -> list[tuple[bytes, np.ndarray]]:
-    """The valid models of the repository (and ../shared) under 64 KiB, each with the positions of its bytes that
+    """The valid models of the repository under 64 KiB, each with the positions of its bytes that
     are not in a buffer's data (tables, vtables, vectors of indices, strings): what the Verifier checks."""
     seeds = []
     for buf in [small_model()] + [p.read_bytes() for p in model_files()]:

@@ -31,7 +31,7 @@ from nnconv.lowering.common import bias_operand
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.rules._blockwise import BLOCKWISE_HINT, blockwise_values, check_blockwise, is_blockwise
-from nnconv.lowering.tflite_refusals import bias_scale_mismatch
+from nnconv.tflite.kernel_refusals import bias_scale_mismatch
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.ir import QUANTIZATION_DETAILS, Tensor
 from nnconv.tflite.schema_enums import TensorType
@@ -80,7 +80,7 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
     """Records every dtype / quantization refusal of a weighted op. `per_channel`: whether the NNAPI op
     takes per-channel quantized weights at all (FULLY_CONNECTED does not). `bias_scale_checked`: the input
     types for which TFLite's kernel compares a per-tensor op's bias scale with input_scale * filter_scale
-    (`lowering/tflite_refusals.py`). `blockwise_activation`: the op's fused activation where TFLite reads blockwise
+    (`tflite/kernel_refusals.py`). `blockwise_activation`: the op's fused activation where TFLite reads blockwise
     weights (FULLY_CONNECTED; `_blockwise`), None where it does not."""
     if x is None or w is None:
         return

@@ -1,7 +1,10 @@
-"""Quantized ops NNAPI takes but TFLite's own CPU kernels refuse when the interpreter prepares them (warning
-NNW101, `Code.TFLITE_REFUSES`). The op is lowered: NNAPI runs it, and TFLite delegates it without preparing
-its own kernel. The warning says that the model fails wherever the op is left to TFLite's CPU kernels (no
-NNAPI, a driver that refuses it) and that `verify` has no TFLite result to compare with.
+"""Quantized ops NNAPI takes but TFLite's own CPU kernels refuse when the interpreter prepares them.
+
+TFLite prepares every node on its CPU kernels before it applies a delegate (ModifyGraphWithDelegate does so to
+find dynamic tensors), so such a model fails to load with TFLite's NNAPI delegate too: the Prepare simulation
+(`tflite/prepare.py`) fails there, and the delegate target reports `cpu_prepare_failed`. nnconv's own converter
+lowers the op (warning NNW101, `Code.TFLITE_REFUSES`): its NNAPI model runs, and `verify` has no TFLite result
+to compare it with.
 
 Each function returns the diagnostic's (message, hint) or None, computed as TFLite's kernel_util.cc does:
 - `clamp_overflow`: CalculateActivationRangeQuantized (in the Prepare of CONV_2D, DEPTHWISE_CONV_2D,
@@ -22,11 +25,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconv.nnapi.quantization import round_half_away
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import ActivationFunctionType, TensorType
+from nnconv.tflite.schema_enums import BuiltinOperator as B
 
-_RUNS_ONLY_ON_NNAPI = "the model runs only where NNAPI takes this op, and verify cannot compare it with TFLite"
+_RUNS_ONLY_ON_NNAPI = ("the model runs only as an NNAPI model of its own (TFLite cannot load it, with or without its "
+                       "NNAPI delegate), and verify cannot compare it with TFLite")
 _BOUNDS = {ActivationFunctionType.RELU6: ("RELU6", 6.0), ActivationFunctionType.RELU_N1_TO_1: ("RELU_N1_TO_1", 1.0)}
 
 
@@ -38,7 +42,9 @@ def clamp_overflow(act: int, out: Tensor | None) -> tuple[str, str] | None:
     name, bound = _BOUNDS[act]
     scale = out.quantization.scale[0]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        quantized = np.abs(round_half_away(np.float32(bound) / np.float32(scale)))
+        # TFLite rounds the quotient first; a float32 that can exceed 2^31 is an integer already (every
+        # float32 from 2^24 on is), so the rounding cannot change the comparison
+        quantized = np.abs(np.float32(bound) / np.float32(scale))
     if quantized <= np.float32(2**31 - 1):  # the float32 comparison TFLite makes (2^31 - 1 reads as 2^31)
         return None
     return (f"fused {name} on output '{out.name}' with scale {scale:.3g}: TFLite's CPU kernel refuses this op "
@@ -59,3 +65,36 @@ def bias_scale_mismatch(x: Tensor, w: Tensor, bias: Tensor, out: Tensor) -> tupl
             f"differ by {relative:.3g} x the output scale): TFLite's kernel refuses this op (kernel_util.cc "
             "scale_diff / output_scale <= 0.02); NNAPI takes the bias at the product's scale, as nnconv writes it",
             f"{_RUNS_ONLY_ON_NNAPI}; quantize the bias with scale input_scale * filter_scale")
+
+
+# Ops whose Prepare computes the quantized activation range (CalculateActivationRangeQuantized), and those
+# whose Prepare checks the bias scale (GetQuantizedConvolutionMultipler) for these input types. Pools compute
+# the range at Eval, not Prepare: a model with one loads and fails at its first invocation instead.
+_RANGE_AT_PREPARE = (B.CONV_2D, B.DEPTHWISE_CONV_2D, B.FULLY_CONNECTED, B.ADD, B.SUB, B.MUL)
+_BIAS_AT_PREPARE = {B.CONV_2D: (TensorType.UINT8,), B.DEPTHWISE_CONV_2D: (TensorType.UINT8,),
+                    B.TRANSPOSE_CONV: (TensorType.UINT8,), B.FULLY_CONNECTED: (TensorType.UINT8, TensorType.INT8)}
+_BIAS_SLOT = {B.CONV_2D: 2, B.DEPTHWISE_CONV_2D: 2, B.FULLY_CONNECTED: 2, B.TRANSPOSE_CONV: 3}
+_WEIGHTS_SLOT = {B.CONV_2D: 1, B.DEPTHWISE_CONV_2D: 1, B.FULLY_CONNECTED: 1, B.TRANSPOSE_CONV: 1}
+_INPUT_SLOT = {B.TRANSPOSE_CONV: 2}
+
+
+def prepare_refusal(code: int, activation: int | None, inputs: list[Tensor | None],
+                    outputs: list[Tensor | None]) -> str | None:
+    """Why TFLite's CPU kernel fails this op's Prepare on its quantization (the checks above), or None."""
+    x = inputs[_INPUT_SLOT.get(code, 0)] if len(inputs) > _INPUT_SLOT.get(code, 0) else None
+    out = outputs[0] if outputs else None
+    if x is None or out is None or not x.quantization.scale:
+        return None  # float and hybrid ops compute no quantized range
+    if code in _RANGE_AT_PREPARE and activation is not None:
+        found = clamp_overflow(activation, out)
+        if found:
+            return found[0]
+    if x.type in _BIAS_AT_PREPARE.get(code, ()):
+        slot, w_slot = _BIAS_SLOT[code], _WEIGHTS_SLOT[code]
+        w = inputs[w_slot] if len(inputs) > w_slot else None
+        bias = inputs[slot] if len(inputs) > slot else None
+        if w is not None and bias is not None and len(w.quantization.scale) == 1 and out.quantization.scale:
+            found = bias_scale_mismatch(x, w, bias, out)
+            if found:
+                return found[0]
+    return None
