@@ -266,7 +266,7 @@ class DelegateConversion:
         return IoTensor(name=f"{name} (new state)" if state else name, tflite_tensor=t,
                         dtype=src.dtype.name if src.dtype is not None else dtype_name(tensor.type),
                         shape=tuple(tensor.dims), offset=INT8_SHIFT if shifted else 0,
-                        scale=tensor.scale, zero_point=tensor.zero_point, variable=src.is_variable and not state)
+                        scale=tensor.scale, zero_point=tensor.zero_point, variable=src.is_variable)
 
     def tflite_refusal(self) -> str:
         """Why TFLite itself cannot prepare the model ("" when it can): nothing to delegate or compare, bad

@@ -26,8 +26,10 @@ class IoTensor:
     offset: int = 0  # NNAPI value = TFLite value + offset (128 for int8 carried as uint8)
     scale: float = 0.0  # TFLite quantization, for reports in LSB
     zero_point: int = 0
-    # A TFLite variable tensor (an RNN/LSTM's state, which TFLite's NNAPI delegate feeds as a model input):
-    # its value is the state TFLite holds, zeros before the first invocation, so it is not asked of users.
+    # A TFLite variable tensor (an RNN/LSTM's state), which TFLite's NNAPI delegate feeds as a model input and
+    # reads back from an extra model output. As an input its value is the state TFLite holds, zeros before the
+    # first invocation, so it is not asked of users; as an output it is the delegate's own carry between
+    # invocations, in NNAPI's layout (SVDF's differs from TFLite's kernel), so it is not compared with TFLite.
     variable: bool = False
 
     @property
@@ -50,6 +52,16 @@ class ConvertedModel:
     tensor_operands: dict[int, int] = field(default_factory=dict)
     # TFLite op index -> what its many-operation lowering computes (reports only; not saved in .nnapi files)
     notes: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def model_outputs(self) -> list[IoTensor]:
+        """The outputs the TFLite model has (and parity compares): all but the recurrent states carried back."""
+        return [spec for spec in self.outputs if not spec.variable]
+
+    @property
+    def model_output_operands(self) -> list[int]:
+        """The NNAPI operands of `model_outputs`, in the same order."""
+        return [op for spec, op in zip(self.outputs, self.model.main.output_indexes) if not spec.variable]
 
 
 def bind_inputs(specs: Sequence[IoTensor], inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:

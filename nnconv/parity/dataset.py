@@ -112,7 +112,7 @@ def run_samples(converted: ConvertedModel, reference: TfliteReference, feeds: It
             if k and started is not None:
                 started(index + k)
             raw = runner.run(tflite_feed(runner, converted, feed))
-            theirs = {s.name: tflite_output(runner, raw, s.tflite_tensor) for s in converted.outputs}
+            theirs = {s.name: tflite_output(runner, raw, s.tflite_tensor) for s in converted.model_outputs}
             yield feed, ours, theirs, hybrid
         index += len(chunk)
 
@@ -250,7 +250,7 @@ def compare_dataset(path: str, converted: ConvertedModel, reference: TfliteRefer
                     max_batch: int = DEFAULT_MAX_BATCH) -> DatasetResult:
     """Every sample through both engines (`run_samples`, our executor in chunks of `max_batch`), compared output
     by output. `advance(name, total)` is called as each sample's work begins (the CLI's progress bar)."""
-    stats = [OutputStats(s.name) for s in converted.outputs]
+    stats = [OutputStats(s.name) for s in converted.model_outputs]
     batching = Batching(max(1, min(max_batch, len(samples))))  # no chunk larger than the dataset
     compared: list[Sample] = []
     unreadable: list[tuple[str, str]] = []
@@ -270,11 +270,11 @@ def compare_dataset(path: str, converted: ConvertedModel, reference: TfliteRefer
     for feed, ours, theirs, hybrid in run_samples(converted, reference, feeds(), kernels, executor_options,
                                                   batching, started):
         rows = [compare(s.name, ours[s.name], theirs[s.name], hybrid, overrides,
-                        reference.dequantized(converted.subgraph, s.tflite_tensor)) for s in converted.outputs]
+                        reference.dequantized(converted.subgraph, s.tflite_tensor)) for s in converted.model_outputs]
         if not all(r.passed for r in rows):  # settled as one verify settles them (partitioned.verify_prepared)
             settle(ParityReport(path, converted.api_level, kernels, rows), reference, converted, feed, overrides,
                    executor_options)
-        for st, spec, row in zip(stats, converted.outputs, rows):
+        for st, spec, row in zip(stats, converted.model_outputs, rows):
             st.add(row, np.asarray(ours[spec.name]), np.asarray(theirs[spec.name]))
         badness.append(max((not r.passed, r.max_rel) for r in rows))
     if not compared:

@@ -57,7 +57,7 @@ def diagnose_failures(report: ParityReport, reference: TfliteReference, converte
         for row in failing.values():
             row.detail = "; ".join(filter(None, [row.detail, appears]))
     producer = {t: op for op in sg.operators for t in op.outputs if t >= 0}
-    for spec in converted.outputs:
+    for spec in converted.model_outputs:
         row, op = failing.get(spec.name), producer.get(spec.tflite_tensor)
         if row is not None and op is not None and row.dtype == "bool" and op.builtin in COMPARISONS:
             _explain_comparison(row, op, sg, runner, ours[spec.name], spec.tflite_tensor)

@@ -78,4 +78,4 @@ def _tflite_outputs(reference: TfliteReference, converted: ConvertedModel, feed:
     """TFLite's outputs on `feed` (keyed by input name) with `kernels`, keyed by the converted output names."""
     runner = TfliteRunner(reference.source, kernels=kernels)
     theirs = runner.run(tflite_feed(runner, converted, feed))
-    return {spec.name: tflite_output(runner, theirs, spec.tflite_tensor) for spec in converted.outputs}
+    return {spec.name: tflite_output(runner, theirs, spec.tflite_tensor) for spec in converted.model_outputs}

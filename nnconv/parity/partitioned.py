@@ -151,7 +151,7 @@ def verify_partitions(prepared: PreparedConversion, partitions: Sequence[Convert
             continue
         ours = Executor(cm, **opts).run(boundary)
         outs = []
-        for spec in cm.outputs:
+        for spec in cm.model_outputs:
             expected, arranged = _as_converted(runner.tensor(spec.tflite_tensor), spec, "partition output")
             o = compare(f"p{k}/{spec.name}", ours[spec.name], expected, hybrid, overrides,
                         reference.dequantized(cm.subgraph, spec.tflite_tensor))
@@ -210,7 +210,7 @@ def _unfit_partition(k: int, cm: ConvertedModel, why: str) -> PartitionParity:
     as its diagnosis."""
     outs = [OutputParity(f"p{k}/{spec.name}", spec.dtype, tuple(spec.shape), tolerance_for(spec.np_dtype),
                          float("inf"), float("inf"), None, passed=False, detail=f"not run: {why}")
-            for spec in cm.outputs]
+            for spec in cm.model_outputs]
     return PartitionParity(k, list(cm.tflite_ops), attach_operands(outs, cm), diagnosis=why)
 
 
@@ -230,7 +230,7 @@ def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[Io
         ours = Executor(cm, **dict(opts or {})).run({spec.name: ref.tensor(spec.tflite_tensor)
                                                       for spec in cm.inputs if not spec.variable})
         again = [compare(o.name, ours[spec.name], ref.tensor(spec.tflite_tensor), hybrid, overrides)
-                 for o, spec in zip(row.outputs, cm.outputs)]
+                 for o, spec in zip(row.outputs, cm.model_outputs)]
         if all(a.passed for a in again):
             for o, a in zip(row.outputs, again):
                 if not o.passed:
@@ -254,7 +254,7 @@ def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedM
     except NnconvError:
         fresh = None  # the ops no longer convert or run together: the op-by-op diagnosis below says which
     if fresh is not None and all(compare(s.name, ours[s.name], _as_converted(runner.tensor(s.tflite_tensor), s, "")[0],
-                                         hybrid, overrides).passed for s in fresh.outputs):
+                                         hybrid, overrides).passed for s in fresh.model_outputs):
         row.diagnosis = ("a fresh conversion of the same ops passes: this partition differs from what nnconv "
                          "produces now (an outdated or modified .nnapi file?)")
         return
@@ -268,7 +268,7 @@ def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedM
             ours = Executor(single, **dict(opts or {})).run(_boundary_values(single, runner)[0])
         except NnconvError:  # converted for a shape TFLite does not give its inputs: not run alone
             continue
-        for spec in single.outputs:
+        for spec in single.model_outputs:
             o = compare(spec.name, ours[spec.name], _as_converted(runner.tensor(spec.tflite_tensor), spec, "")[0],
                         hybrid, overrides)
             if not o.passed:
@@ -314,7 +314,11 @@ def _source_of(path: str | os.PathLike, plan: dict | None) -> str:
     raise NnconvError(f"{os.fspath(path)}: its source model {model} is not found")
 
 
-def is_nnapi_file(path: str | os.PathLike) -> bool:
+def is_nnapi_file(path: str | os.PathLike | bytes | bytearray) -> bool:
+    """Whether `path` names a .nnapi file (False for a model given as its bytes: the API reads .nnapi files
+    from a path only)."""
+    if isinstance(path, (bytes, bytearray, memoryview)):
+        return False
     try:
         with open(path, "rb") as f:
             head = f.read(8)

@@ -132,7 +132,8 @@ def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedMo
     sg = prepared.model.subgraphs[subgraph]
     for k, cm in enumerate(partitions):
         trace = Trace(keep=True)
-        Executor(cm, trace=trace, **options).run({s.name: tflite_tensor(s.tflite_tensor) for s in cm.inputs})
+        Executor(cm, trace=trace, **options).run({s.name: tflite_tensor(s.tflite_tensor) for s in cm.inputs
+                                                          if not s.variable})
         for tensor, operand in cm.tensor_operands.items():
             if operand in trace.values:  # computed by an operation (not a constant, not an input)
                 ours[tensor] = trace.values[operand]
@@ -213,14 +214,14 @@ def _alone(prepared: PreparedConversion, subgraph: int, op_index: int, tflite_te
     "tflite_arithmetic": {"max_abs", "lsb"} and "arithmetic": which op computes what differently."""
     try:
         single = prepared.lower_ops([op_index], subgraph)
-        feed = {s.name: tflite_tensor(s.tflite_tensor) for s in single.inputs}
+        feed = {s.name: tflite_tensor(s.tflite_tensor) for s in single.inputs if not s.variable}
         sg = prepared.model.subgraphs[subgraph]
         sources = dequantized_sources(sg)
 
         def rows_of(run_options: Mapping[str, Any]) -> list[OutputParity]:
             ours = Executor(single, **run_options).run(dict(feed))
             return [compare(s.name, ours[s.name], tflite_tensor(s.tflite_tensor), hybrid, overrides,
-                            sources.get(s.tflite_tensor)) for s in single.outputs]
+                            sources.get(s.tflite_tensor)) for s in single.model_outputs]
         rows = rows_of(options)
         if not rows:
             return None

@@ -266,11 +266,11 @@ def save_reference_outputs(path: str | os.PathLike, opts: VerifyOptions) -> dict
 def _compare_with_reference(path: str, converted: ConvertedModel, feed: Mapping[str, np.ndarray],
                             opts: VerifyOptions, reference: TfliteReference) -> ParityReport:
     """Our executor against saved outputs (`--reference`), with the tolerance policy of TFLite's."""
-    expected = bind_reference(opts.reference or {}, converted.outputs)
+    expected = bind_reference(opts.reference or {}, converted.model_outputs)
     ours = Executor(converted, **dict(opts.executor_options)).run(feed)
     outputs = attach_operands([compare(s.name, ours[s.name], expected[s.name], reference.hybrid, opts.overrides,
                                        reference.dequantized(converted.subgraph, s.tflite_tensor))
-                               for s in converted.outputs], converted)
+                               for s in converted.model_outputs], converted)
     return ParityReport(model=path, api_level=converted.api_level,
                         kernels=f"reference outputs {opts.reference_source or '(given)'}", outputs=outputs)
 
@@ -326,8 +326,8 @@ def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: 
         rows = []
         for k, cm in enumerate(partitions):
             ours = Executor(cm, relaxed_fp16=True, **base).run({s.name: runner.tensor(s.tflite_tensor)
-                                                                 for s in cm.inputs})
-            for s in cm.outputs:
+                                                                 for s in cm.inputs if not s.variable})
+            for s in cm.model_outputs:
                 name = s.name if whole else f"p{k}/{s.name}"
                 row = compare(name, ours[s.name], runner.tensor(s.tflite_tensor), loose, RELAXED_TOLERANCE)
                 before = fp32.get(name)

@@ -146,9 +146,9 @@ def mark_uninformative(row: OutputParity, expected: np.ndarray, span: float) -> 
 
 
 def attach_operands(rows: Sequence[OutputParity], converted: ConvertedModel) -> list[OutputParity]:
-    """Sets each output row's NNAPI operand (rows in `converted.outputs` order), so reports can name the
+    """Sets each output row's NNAPI operand (rows in `converted.model_outputs` order), so reports can name the
     tensor as TFLite does with the operand in brackets."""
-    for row, operand in zip(rows, converted.model.main.output_indexes):
+    for row, operand in zip(rows, converted.model_output_operands):
         row.operand = operand
     return list(rows)
 
@@ -263,7 +263,7 @@ def run_parity(reference: TfliteReference | str | os.PathLike | bytes, converted
         except (NnconvError, ValueError, RuntimeError):  # TFLite refuses the twin: compare with the hybrid kernels
             twin_runner, twin_outputs = None, {}
     results = []
-    for spec in converted.outputs:
+    for spec in converted.model_outputs:
         expected = tflite_output(runner, theirs, spec.tflite_tensor)
         if twin_runner is None:
             results.append(compare(spec.name, ours[spec.name], expected, hybrid, overrides,

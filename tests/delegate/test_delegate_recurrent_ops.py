@@ -10,6 +10,9 @@ invocation). Expected values are read off `nnapi_delegate.cc` and `quant_lstm_su
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 import pytest
 
@@ -440,8 +443,6 @@ def test_lsh_projection_graph():
     assert g.ops() == [("LSH_PROJECTION", [f(4, 3), f(5, 2), f(5), ("INT32", 2)], [(I32, (12,), 0.0, 0)])]
 
 
-@pytest.mark.xfail(strict=True, reason="validator gap (nnconv/nnapi/operations): LSH_PROJECTION takes 3 inputs; "
-                   "Android's runtime needs 4 (hash, input, weight, type)")
 def test_lsh_projection_dense_without_weight_is_refused_by_the_runtime():
     """A dense projection without weight: the delegate adds the two tensors and the type, three inputs where
     NNAPI's LSH_PROJECTION takes four, which the runtime refuses."""
@@ -454,3 +455,21 @@ def test_lsh_projection_dense_without_weight_is_refused_by_the_runtime():
                                             (33, 1, np.int32)])
 def test_lsh_projection_parity(api, kind, dtype):
     assert_verified(lsh_model(kind, weight=kind == 2, in_dtype=dtype), api)
+
+
+@pytest.mark.parametrize("make", [svdf_model, rnn_model])
+def test_verify_compares_the_model_outputs_not_the_carried_state(make):
+    """The delegate reads each new state back from an extra NNAPI output, in NNAPI's layout (SVDF's is shifted
+    against TFLite's tensor, above): verify compares the model's own outputs and leaves that carry alone, and
+    `--per-op` feeds the state as TFLite starts it (zeros), not the new state TFLite's tensor holds after the run."""
+    from nnconv.parity.session import VerifyOptions, verify as verify_one
+    m = make()
+    g = graph(m, 30)
+    assert [o.name.endswith(" (new state)") for o in g.converted.outputs if o.variable] == [True]
+    assert [o.name for o in g.converted.model_outputs] == ["y"]
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.tflite")
+        with open(path, "wb") as f:
+            f.write(m)
+        report = verify_one(path, VerifyOptions(api_level=30, per_op=True, seed=5))
+    assert report.passed and [o.name for o in report.parity.outputs] == ["y"]

@@ -78,8 +78,6 @@ def test_squeeze_int8_below_30_is_quant8_symm():
     assert "zero point -3" in g.error and "TENSOR_QUANT8_SYMM" in g.error
 
 
-@pytest.mark.xfail(strict=True, reason="validator gap (nnconv/nnapi/operations): SQUEEZE takes a TENSOR_QUANT8_SYMM "
-                   "input; Android's runtime takes FLOAT32/FLOAT16/QUANT8_ASYMM(_SIGNED) only (squeeze::validate)")
 def test_squeeze_int8_zero_point_0_below_30_refused_by_runtime():
     g = graph(squeeze_model(np.int8, q(0.5, 0)), 29)
     assert g.ops()[0][1][0] == (SYMM, (2, 1, 3, 1), 0.5, 0)

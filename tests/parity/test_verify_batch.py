@@ -129,6 +129,15 @@ def test_python_api_returns_the_same_report(chain):
         assert json.loads(json.dumps(mine[key])) == cli[key]
 
 
+def test_python_api_takes_the_model_bytes(chain):
+    """nnconv.verify(bytes) failed with "embedded null byte": the model's bytes were opened as a path."""
+    import nnconv
+    by_path = nnconv.verify(chain, seed=3)
+    by_bytes = nnconv.verify(pathlib.Path(chain).read_bytes(), seed=3)
+    assert by_bytes.passed and by_bytes.to_json()["model"] == "<bytes>"
+    assert [o["max_abs"] for o in by_bytes.to_json()["outputs"]] == [o["max_abs"] for o in by_path.to_json()["outputs"]]
+
+
 def test_empty_folder_is_a_one_line_error(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -1,5 +1,6 @@
-"""Validate/prepare-time rules of CONCATENATION, RESIZE_BILINEAR and STRIDED_SLICE (Concatenation.cpp,
-ResizeImageOps.cpp, StridedSlice.cpp of the NNAPI reference operations)."""
+"""Validate/prepare-time rules of CONCATENATION, RESIZE_BILINEAR, SQUEEZE, STRIDED_SLICE and LSH_PROJECTION
+(Concatenation.cpp, ResizeImageOps.cpp, Squeeze.cpp, StridedSlice.cpp, LSHProjection.cpp of the NNAPI
+reference operations)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,38 @@ def validate_resize_bilinear(view: OperationView, feature_level: int) -> int:
         raise view.refuse(f"{view.describe(ResizeSlot.ALIGN_CORNERS)} and {view.describe(ResizeSlot.HALF_PIXEL_CENTERS)}"
                           " cannot both be true")
     return needed
+
+
+# SQUEEZE input types and the feature level each needs (Squeeze.cpp's validate): no TENSOR_QUANT8_SYMM, which
+# TFLite's NNAPI delegate gives an int8 tensor of zero point 0 below API 30
+SQUEEZE_INPUT_LEVELS = {OperandType.TENSOR_FLOAT32: 2, OperandType.TENSOR_QUANT8_ASYMM: 2,
+                        OperandType.TENSOR_FLOAT16: 3, OperandType.TENSOR_QUANT8_ASYMM_SIGNED: 4}
+
+
+@validator(OperationType.SQUEEZE)
+def validate_squeeze(view: OperationView, feature_level: int) -> int:
+    x = view.input(0)
+    if x is None or x.type not in SQUEEZE_INPUT_LEVELS:
+        shown = x.type.name if x is not None else "omitted"
+        raise view.refuse(f"{view.describe(0)} is {shown}; SQUEEZE takes "
+                          f"{', '.join(t.name for t in SQUEEZE_INPUT_LEVELS)}")
+    return SQUEEZE_INPUT_LEVELS[x.type]
+
+
+class LshProjectionSlot(IntEnum):
+    HASH = 0
+    INPUT = 1
+    WEIGHT = 2  # may be omitted (NO_VALUE), but the slot is there
+    TYPE = 3
+
+
+@validator(OperationType.LSH_PROJECTION)
+def validate_lsh_projection(view: OperationView, feature_level: int) -> int:
+    """LSHProjection.cpp: exactly four inputs, the weight slot present even when omitted."""
+    if len(view.in_operands) != len(LshProjectionSlot):
+        raise view.refuse(f"{len(view.in_operands)} inputs; LSH_PROJECTION takes {len(LshProjectionSlot)} (hash, "
+                          "input, weight (which may be omitted), type)")
+    return 1
 
 
 class StridedSliceSlot(IntEnum):
