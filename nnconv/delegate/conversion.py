@@ -141,8 +141,9 @@ class DelegateConversion:
                 status = diags[0].verdict
                 notes = ["lowerable with --target nnconv (beyond the delegate)"] if v.index in beyond else []
             t = [self.graph.tensor(i) for i in node.inputs if i >= 0]
-            quant = ", ".join(dict.fromkeys(f"{dtype_name(x.type)} {'per-channel' if len(x.quant.scale) > 1 else 'per-tensor'}"
-                                            for x in t if x.affine))
+            kinds = (f"{dtype_name(x.type)} {'per-channel' if len(x.quant.scale) > 1 else 'per-tensor'}"
+                     for x in t if x.affine)
+            quant = ", ".join(dict.fromkeys(kinds))
             ops.append(OpReport(index=v.index, op=node.name, version=node.version, status=status,
                                 nnapi_ops=emitted.get(v.index, []), diagnostics=diags, min_api_level=level,
                                 input_dtypes=[dtype_name(self.graph.tensor(i).type) if i >= 0 else "-"
@@ -221,8 +222,8 @@ class DelegateConversion:
             out.append(Diagnostic(Code.DELEGATE_TENSOR_REALLOC, (
                 f"the delegate adds {plan.added_tensors} tensors while building (converted float16 / int8 "
                 f"constants, generated biases) where TFLite guarantees room for {headroom}: the tensor array can "
-                "move while the delegate still reads a constant through an old pointer (an upstream use-after-free: crashes "
-                "or corrupt weights on a phone)"), hint="fewer float16 or int8-converted constants per model, "
+                "move while the delegate still reads a constant through an old pointer (an upstream use-after-free: "
+                "crashes or corrupt weights on a phone)"), hint="fewer float16 or int8-converted constants per model, "
                 "or a TFLite build with the fix"))
         return out
 

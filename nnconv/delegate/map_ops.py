@@ -72,7 +72,8 @@ def _plain(nn: N) -> Mapper:
 for _op, _nn in ((B.ARG_MAX, N.ARGMAX), (B.ARG_MIN, N.ARGMIN), (B.HARD_SWISH, N.HARD_SWISH),
                  (B.L2_NORMALIZATION, N.L2_NORMALIZATION), (B.DEQUANTIZE, N.DEQUANTIZE), (B.FLOOR, N.FLOOR),
                  (B.RELU, N.RELU), (B.RELU_N1_TO_1, N.RELU1), (B.RELU6, N.RELU6), (B.LOGISTIC, N.LOGISTIC),
-                 (B.TANH, N.TANH), (B.SPACE_TO_BATCH_ND, N.SPACE_TO_BATCH_ND), (B.BATCH_TO_SPACE_ND, N.BATCH_TO_SPACE_ND),
+                 (B.TANH, N.TANH), (B.SPACE_TO_BATCH_ND, N.SPACE_TO_BATCH_ND),
+                 (B.BATCH_TO_SPACE_ND, N.BATCH_TO_SPACE_ND),
                  (B.TRANSPOSE, N.TRANSPOSE), (B.ABS, N.ABS), (B.EXP, N.EXP), (B.LOG, N.LOG), (B.RSQRT, N.RSQRT),
                  (B.POW, N.POW), (B.SLICE, N.SLICE), (B.COS, N.SIN), (B.SIN, N.SIN), (B.SQRT, N.SQRT),
                  (B.EMBEDDING_LOOKUP, N.EMBEDDING_LOOKUP), (B.HASHTABLE_LOOKUP, N.HASHTABLE_LOOKUP),
@@ -104,7 +105,8 @@ def _pool_params(a: MapArgs) -> None:
 @mapper(B.AVERAGE_POOL_2D, B.MAX_POOL_2D, B.L2_POOL_2D)
 def _pool(a: MapArgs) -> N:
     _pool_params(a)
-    return {B.AVERAGE_POOL_2D: N.AVERAGE_POOL_2D, B.MAX_POOL_2D: N.MAX_POOL_2D, B.L2_POOL_2D: N.L2_POOL_2D}[B(a.node.op)]
+    pools = {B.AVERAGE_POOL_2D: N.AVERAGE_POOL_2D, B.MAX_POOL_2D: N.MAX_POOL_2D, B.L2_POOL_2D: N.L2_POOL_2D}
+    return pools[B(a.node.op)]
 
 
 def _dilation(a: MapArgs) -> None:

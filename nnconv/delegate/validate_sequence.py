@@ -104,4 +104,6 @@ def _lsh_projection(c: NodeCheck) -> None:
     if c.option("type") == _LSH_SPARSE:
         # NNAPI's sparse projection is wrong before Android 10 (upstream b/111751836)
         c.expect(c.sdk >= SDK_29, F.UNSUPPORTED_INPUT_TYPE, "NNAPI does not support sparse projection correctly pre-Q")
-        c.expect(c.n_inputs == 2, F.UNSUPPORTED_OPERATOR_VARIANT, " NNAPI does not support weights for sparse projects.")
+        # (the delegate's message, leading space included)
+        c.expect(c.n_inputs == 2, F.UNSUPPORTED_OPERATOR_VARIANT,
+                 " NNAPI does not support weights for sparse projects.")

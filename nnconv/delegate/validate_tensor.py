@@ -394,7 +394,8 @@ def _split_v(c: NodeCheck) -> None:
     c.expect(sizes_ok, F.UNSUPPORTED_INPUT_TYPE, "NNAPI only supports constant int32 size_splits vector.")
     c.expect(axis_ok, F.UNSUPPORTED_INPUT_TYPE, "NNAPI only supports constant int32 axis tensor.")
     if sizes_ok and axis_ok:
-        c.expect(bool(np.all(sizes.values() != 0)), F.UNSUPPORTED_INPUT_TYPE, "NNAPI only supports non-zero split sizes.")
+        c.expect(bool(np.all(sizes.values() != 0)), F.UNSUPPORTED_INPUT_TYPE,
+                 "NNAPI only supports non-zero split sizes.")
         c.expect(split_v_unknown_size(c) != 0, F.UNSUPPORTED_INPUT_TYPE, "NNAPI only supports non-zero split sizes.")
 
 
