@@ -21,6 +21,7 @@ import flatbuffers
 import numpy as np
 import tflite
 
+from nnconv.tflite.fb_tables import int_vector, offsets_vector, write_blockwise, write_signature, write_sparsity
 from nnconv.tflite.int4 import pack_int4
 from nnconv.tflite.ir import TENSOR_TYPE_OF_DTYPE, Sparsity
 from nnconv.tflite.options_codec import encode_options
@@ -242,10 +243,7 @@ class TfliteBuilder(SubgraphBuilder):
         vectors = {}
         for name, offs in (("Buffers", buf_offs), ("OperatorCodes", oc_offs), ("Subgraphs", sg_offs),
                            ("SignatureDefs", sig_offs)):
-            b.StartVector(4, len(offs), 4)
-            for o in reversed(offs):
-                b.PrependUOffsetTRelative(o)
-            vectors[name] = b.EndVector()
+            vectors[name] = offsets_vector(b, offs)
         tflite.ModelStart(b)
         tflite.ModelAddVersion(b, 3)
         tflite.ModelAddOperatorCodes(b, vectors["OperatorCodes"])
@@ -259,80 +257,16 @@ class TfliteBuilder(SubgraphBuilder):
 
     def _write_signature(self, b: flatbuffers.Builder, key: str, si: int) -> int:
         sg = self.subgraphs[si]
-        def maps(indices: list[int]) -> int:
-            offs = []
-            for t in indices:
-                name = b.CreateString(sg.tensors[t].name)
-                tflite.TensorMapStart(b)
-                tflite.TensorMapAddName(b, name)
-                tflite.TensorMapAddTensorIndex(b, t)
-                offs.append(tflite.TensorMapEnd(b))
-            b.StartVector(4, len(offs), 4)
-            for o in reversed(offs):
-                b.PrependUOffsetTRelative(o)
-            return b.EndVector()
-        ins, outs = maps(sg.inputs), maps(sg.outputs)
-        k = b.CreateString(key)
-        tflite.SignatureDefStart(b)
-        tflite.SignatureDefAddInputs(b, ins)
-        tflite.SignatureDefAddOutputs(b, outs)
-        tflite.SignatureDefAddSignatureKey(b, k)
-        tflite.SignatureDefAddSubgraphIndex(b, si)
-        return tflite.SignatureDefEnd(b)
-
-    @staticmethod
-    def _int_vector(b: flatbuffers.Builder, values: Sequence[int]) -> int:
-        return b.CreateNumpyVector(np.asarray(list(values), dtype=np.int32))
-
-    @staticmethod
-    def _write_blockwise(b: flatbuffers.Builder, blockwise: tuple[int, int, int]) -> int:
-        """The schema's BlockwiseQuantization table (scales, zero_points, block_size: three int fields); the
-        `tflite` package predates it, so it is written field by field."""
-        b.StartObject(3)
-        for slot, value in enumerate(blockwise):
-            b.PrependInt32Slot(slot, int(value), 0)
-        return b.EndObject()
-
-    @staticmethod
-    def _write_sparsity(b: flatbuffers.Builder, sp: Sparsity) -> int:
-        dims = []
-        for d in sp.dim_metadata:
-            vecs = []
-            for values in (d.array_segments, d.array_indices):
-                if d.format == 1:  # SPARSE_CSR: Int32Vector tables
-                    v = b.CreateNumpyVector(np.asarray(values, dtype=np.int32))
-                    tflite.Int32VectorStart(b)
-                    tflite.Int32VectorAddValues(b, v)
-                    vecs.append(tflite.Int32VectorEnd(b))
-            tflite.DimensionMetadataStart(b)
-            tflite.DimensionMetadataAddFormat(b, d.format)
-            tflite.DimensionMetadataAddDenseSize(b, d.dense_size)
-            if vecs:
-                tflite.DimensionMetadataAddArraySegmentsType(b, 1)
-                tflite.DimensionMetadataAddArraySegments(b, vecs[0])
-                tflite.DimensionMetadataAddArrayIndicesType(b, 1)
-                tflite.DimensionMetadataAddArrayIndices(b, vecs[1])
-            dims.append(tflite.DimensionMetadataEnd(b))
-        order = b.CreateNumpyVector(np.asarray(sp.traversal_order, dtype=np.int32))
-        block = b.CreateNumpyVector(np.asarray(sp.block_map, dtype=np.int32)) if sp.block_map else None
-        b.StartVector(4, len(dims), 4)
-        for o in reversed(dims):
-            b.PrependUOffsetTRelative(o)
-        dim_vec = b.EndVector()
-        tflite.SparsityParametersStart(b)
-        tflite.SparsityParametersAddTraversalOrder(b, order)
-        if block is not None:
-            tflite.SparsityParametersAddBlockMap(b, block)
-        tflite.SparsityParametersAddDimMetadata(b, dim_vec)
-        return tflite.SparsityParametersEnd(b)
+        return write_signature(b, key, si, [(sg.tensors[t].name, t) for t in sg.inputs],
+                               [(sg.tensors[t].name, t) for t in sg.outputs])
 
     def _write_subgraph(self, b: flatbuffers.Builder, sg: SubgraphBuilder,
                         external: Iterator[tuple[int, int]] | None) -> int:
         t_offs = []
         for t in sg.tensors:
             name = b.CreateString(t.name)
-            shape = self._int_vector(b, t.shape)
-            sig = self._int_vector(b, t.shape_signature) if t.shape_signature is not None else None
+            shape = int_vector(b, t.shape)
+            sig = int_vector(b, t.shape_signature) if t.shape_signature is not None else None
             q = None
             if t.quant is not None:
                 scales = np.atleast_1d(np.asarray(t.quant.scale, dtype=np.float32))
@@ -341,7 +275,7 @@ class TfliteBuilder(SubgraphBuilder):
                     zps = np.repeat(zps, scales.size)
                 sv = b.CreateNumpyVector(scales)
                 zv = b.CreateNumpyVector(zps)
-                details = self._write_blockwise(b, t.quant.blockwise) if t.quant.blockwise else None
+                details = write_blockwise(b, t.quant.blockwise) if t.quant.blockwise else None
                 tflite.QuantizationParametersStart(b)
                 if details is not None:
                     tflite.QuantizationParametersAddDetailsType(b, 2)  # QuantizationDetails.BlockwiseQuantization
@@ -350,7 +284,7 @@ class TfliteBuilder(SubgraphBuilder):
                 tflite.QuantizationParametersAddZeroPoint(b, zv)
                 tflite.QuantizationParametersAddQuantizedDimension(b, t.quant.quantized_dimension)
                 q = tflite.QuantizationParametersEnd(b)
-            sp = self._write_sparsity(b, t.sparsity) if t.sparsity is not None else None
+            sp = write_sparsity(b, t.sparsity) if t.sparsity is not None else None
             tflite.TensorStart(b)
             tflite.TensorAddShape(b, shape)
             if sp is not None:
@@ -367,9 +301,9 @@ class TfliteBuilder(SubgraphBuilder):
             t_offs.append(tflite.TensorEnd(b))
         op_offs = []
         for op in sg.ops:
-            ins = self._int_vector(b, op.inputs)
-            outs = self._int_vector(b, op.outputs)
-            inter = self._int_vector(b, op.intermediates) if op.intermediates else None
+            ins = int_vector(b, op.inputs)
+            outs = int_vector(b, op.outputs)
+            inter = int_vector(b, op.intermediates) if op.intermediates else None
             large = next(external) if op.custom_options and external is not None else None
             copts = (b.CreateNumpyVector(np.frombuffer(op.custom_options, np.uint8))
                      if op.custom_options and large is None else None)
@@ -395,12 +329,9 @@ class TfliteBuilder(SubgraphBuilder):
             op_offs.append(tflite.OperatorEnd(b))
         vecs = []
         for offs in (t_offs, op_offs):
-            b.StartVector(4, len(offs), 4)
-            for o in reversed(offs):
-                b.PrependUOffsetTRelative(o)
-            vecs.append(b.EndVector())
-        ins = self._int_vector(b, sg.inputs)
-        outs = self._int_vector(b, sg.outputs)
+            vecs.append(offsets_vector(b, offs))
+        ins = int_vector(b, sg.inputs)
+        outs = int_vector(b, sg.outputs)
         name = b.CreateString(sg.name)
         tflite.SubGraphStart(b)
         tflite.SubGraphAddTensors(b, vecs[0])
