@@ -24,7 +24,7 @@ import flatbuffers
 import numpy as np
 import tflite
 
-from nnconv.errors import NnconvError
+from nnconv.errors import EXIT_NOT_CONVERTIBLE, NnconvError
 from nnconv.tflite.fb_tables import int_vector as _ints, offsets_vector as _offsets, write_blockwise, write_signature, write_sparsity
 from nnconv.tflite.ir import Operator, Quantization, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.options_codec import encode_options
@@ -38,7 +38,9 @@ OpCode = tuple[int, int, str | None, int]
 
 
 class WriteError(NnconvError):
-    """The model cannot be written back (a field this writer cannot carry over)."""
+    """The model cannot be written back (a field this writer cannot carry over): not rewritable (exit 3)."""
+
+    exit_code = EXIT_NOT_CONVERTIBLE
 
 
 def write_model(model: TfliteModel, original: bytes | bytearray | memoryview | Any,
