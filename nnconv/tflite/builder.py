@@ -21,7 +21,8 @@ import flatbuffers
 import numpy as np
 import tflite
 
-from nnconv.tflite.fb_tables import int_vector, offsets_vector, write_blockwise, write_signature, write_sparsity
+from nnconv.tflite.fb_tables import (int_vector, offsets_vector, write_blockwise, write_metadata, write_signature,
+                                     write_sparsity)
 from nnconv.tflite.int4 import pack_int4
 from nnconv.tflite.ir import TENSOR_TYPE_OF_DTYPE, Sparsity
 from nnconv.tflite.options_codec import encode_options
@@ -145,6 +146,7 @@ class TfliteBuilder(SubgraphBuilder):
         self.opcodes: list[tuple[int, int, str | None]] = []
         self.subgraphs: list[SubgraphBuilder] = [self]
         self.signatures: list[tuple[str, int]] = []
+        self.metadata: list[tuple[str, int]] = []  # (name, buffer): TFLite's and MediaPipe's metadata entries
 
     def subgraph(self, name: str = "") -> SubgraphBuilder:
         sb = SubgraphBuilder(self, name)
@@ -168,6 +170,11 @@ class TfliteBuilder(SubgraphBuilder):
 
     def add_signature(self, key: str = "serving_default", subgraph_index: int = 0) -> None:
         self.signatures.append((key, subgraph_index))
+
+    def add_metadata(self, name: str, data: bytes) -> None:
+        """A Model.metadata entry naming a buffer that holds `data` (TFLite Support's "TFLITE_METADATA",
+        "min_runtime_version", ...)."""
+        self.metadata.append((name, self.add_buffer(data)))
 
     # -- serialization ----------------------------------------------------------------------------
     def finish(self, *, opcode_fields: str = "both", buffers_after: bool = False) -> bytes:
@@ -239,10 +246,11 @@ class TfliteBuilder(SubgraphBuilder):
             oc_offs.append(tflite.OperatorCodeEnd(b))
         sg_offs = [self._write_subgraph(b, sg, external) for sg in self.subgraphs]
         sig_offs = [self._write_signature(b, key, si) for key, si in self.signatures]
+        meta_offs = [write_metadata(b, name, buffer) for name, buffer in self.metadata]
         desc = b.CreateString(self.description)
         vectors = {}
         for name, offs in (("Buffers", buf_offs), ("OperatorCodes", oc_offs), ("Subgraphs", sg_offs),
-                           ("SignatureDefs", sig_offs)):
+                           ("SignatureDefs", sig_offs), ("Metadata", meta_offs)):
             vectors[name] = offsets_vector(b, offs)
         tflite.ModelStart(b)
         tflite.ModelAddVersion(b, 3)
@@ -252,6 +260,8 @@ class TfliteBuilder(SubgraphBuilder):
         tflite.ModelAddBuffers(b, vectors["Buffers"])
         if sig_offs:
             tflite.ModelAddSignatureDefs(b, vectors["SignatureDefs"])
+        if meta_offs:
+            tflite.ModelAddMetadata(b, vectors["Metadata"])
         b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
         return bytes(b.Output())
 

@@ -46,6 +46,15 @@ def write_signature(b: flatbuffers.Builder, key: str, subgraph: int, inputs: Seq
     return tflite.SignatureDefEnd(b)
 
 
+def write_metadata(b: flatbuffers.Builder, name: str, buffer: int) -> int:
+    """A Model.metadata entry: a name and the buffer holding its bytes."""
+    n = b.CreateString(name)
+    tflite.MetadataStart(b)
+    tflite.MetadataAddName(b, n)
+    tflite.MetadataAddBuffer(b, buffer)
+    return tflite.MetadataEnd(b)
+
+
 def write_blockwise(b: flatbuffers.Builder, blockwise: tuple[int, int, int]) -> int:
     """The schema's BlockwiseQuantization table (scales, zero_points, block_size: three int fields); the
     `tflite` package predates it, so it is written field by field."""

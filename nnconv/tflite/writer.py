@@ -25,7 +25,9 @@ import numpy as np
 import tflite
 
 from nnconv.errors import EXIT_NOT_CONVERTIBLE, NnconvError
-from nnconv.tflite.fb_tables import int_vector as _ints, offsets_vector as _offsets, write_blockwise, write_signature, write_sparsity
+from nnconv.tflite.fb_tables import int_vector as _ints
+from nnconv.tflite.fb_tables import offsets_vector as _offsets
+from nnconv.tflite.fb_tables import write_blockwise, write_metadata, write_signature, write_sparsity
 from nnconv.tflite.ir import Operator, Quantization, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.options_codec import encode_options
 from nnconv.tflite.schema_enums import BuiltinOperator
@@ -71,13 +73,7 @@ def write_model(model: TfliteModel, original: bytes | bytearray | memoryview | A
                for k, sg in enumerate(model.subgraphs)]
     sig_offs = [write_signature(b, s.signature_key, s.subgraph_index, s.inputs, s.outputs)
                 for s in model.signature_defs]
-    meta_offs = []
-    for name, buffer in metadata:
-        n = b.CreateString(name)
-        tflite.MetadataStart(b)
-        tflite.MetadataAddName(b, n)
-        tflite.MetadataAddBuffer(b, buffer)
-        meta_offs.append(tflite.MetadataEnd(b))
+    meta_offs = [write_metadata(b, name, buffer) for name, buffer in metadata]
     desc = b.CreateString(model.description)
     vectors = {name: _offsets(b, offs) for name, offs in (("buffers", buf_offs), ("codes", oc_offs),
                                                           ("subgraphs", sg_offs), ("signatures", sig_offs),
