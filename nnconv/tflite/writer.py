@@ -291,14 +291,14 @@ def _variants(b: flatbuffers.Builder, src: Any) -> int:
 
 
 def _operator(b: flatbuffers.Builder, op: Operator, opcode: int, src: Any) -> int:
-    if op.options is None and src is not None and _same_kind(op, src) and (
+    if op.options is None and src is not None and _same_kind(opcode, src) and (
             src.BuiltinOptionsType() or src.BuiltinOptions2Type()):
         raise WriteError(f"operator {op.index} ({op.name}) has builtin options of a kind this writer does not know")
     ins, outs = _ints(b, op.inputs), _ints(b, op.outputs)
     inter = _ints(b, op.intermediates) if op.intermediates else None
     copts = b.CreateNumpyVector(np.frombuffer(op.custom_options, np.uint8)) if op.custom_options else None
     mutating = None
-    if src is not None and _same_kind(op, src) and src.MutatingVariableInputsLength():
+    if src is not None and _same_kind(opcode, src) and src.MutatingVariableInputsLength():
         mutating = b.CreateNumpyVector(np.asarray(src.MutatingVariableInputsAsNumpy(), dtype=np.bool_))
     opts = encode_options(b, op.options) if op.options is not None else None
     tflite.OperatorStart(b)
@@ -321,6 +321,6 @@ def _operator(b: flatbuffers.Builder, op: Operator, opcode: int, src: Any) -> in
     return tflite.OperatorEnd(b)
 
 
-def _same_kind(op: Operator, src: Any) -> bool:
-    """The IR operator is still the kind the file's operator was (same inputs count is not required)."""
-    return src.OpcodeIndex() == op.opcode_index
+def _same_kind(opcode: int, src: Any) -> bool:
+    """The operator still has the file's operator code: a rewrite did not change its kind."""
+    return src.OpcodeIndex() == opcode
