@@ -83,8 +83,13 @@ class _Applied:
 def rewrite_model(source: str | os.PathLike | bytes, api_level: int, input_shapes: tuple = (), seed: int = 0,
                   inputs: Mapping[str, np.ndarray] | None = None) -> RewriteResult:
     """Rewrites one model for TFLite's NNAPI delegate at `api_level` (see the module docstring)."""
-    raw = bytes(source) if isinstance(source, (bytes, bytearray, memoryview)) else open(os.fspath(source), "rb").read()
-    name = "<bytes>" if isinstance(source, (bytes, bytearray, memoryview)) else os.fspath(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        raw, name = bytes(source), "<bytes>"
+    else:
+        name = os.fspath(source)
+        read_model(name)  # an unreadable or invalid file: one line, exit 2, before anything else
+        with open(name, "rb") as f:
+            raw = f.read()
     options = ConversionOptions(input_shapes=tuple(input_shapes), target=Target.DELEGATE)
     original = read_model(raw)
     before = delegate_view(DelegateConversion(original, api_level, options, source=raw))
