@@ -35,7 +35,7 @@ Examples:
   nnconv verify m.tflite --api-level 29   parity with TFLite, per output
   nnconv run m.nnapi --inputs in.npz -o out.npz --trace
   nnconv ops --api-level 27 --format csv  what lowers on Android 8.1
-  nnconv rewrite m.tflite -o r.tflite     what the stock delegate takes more of
+  nnconv rewrite m.tflite -o r.tflite     for the stock NNAPI delegate
 
 Exit codes: 0 ok, 1 parity or policy failure, 2 bad input or usage, 3 not convertible at the level,
 4 internal error. `nnconv COMMAND --help` shows each command's options and an example."""
