@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from nnconv.rewrite.delegate_forms import reverse_as_gather
 from nnconv.rewrite.pipeline import rewrite
 from nnconv.rewrite.registry import REWRITES, RewriteKind
 from nnconv.rewrite.standalone import Change, Standalone, narrow_int64, pin_shapes, standalone_model
@@ -66,6 +67,18 @@ def _int64_indices(model: TfliteModel, api_level: int) -> Standalone | None:
     return Standalone(narrowed, {k: k for k in range(len(model.subgraphs[0].operators))}, changes)
 
 
+def _delegate_ops(model: TfliteModel, api_level: int) -> Standalone | None:
+    if api_level >= REVERSE_FROM_API:
+        return None
+    rewritten, changes = reverse_as_gather(model)
+    if not changes:
+        return None
+    return Standalone(rewritten, {k: k for k in range(len(model.subgraphs[0].operators))}, changes)
+
+
+REVERSE_FROM_API = 34  # the delegate maps REVERSE_V2 from feature level 7
+
+
 STEPS: tuple[Step, ...] = (
     Step("static-shapes", f"{REWRITES[RewriteKind.STATIC_SHAPES].identity}; {_FOLD_IDENTITY}; at fixed input "
          "shapes a -1 in a shape signature changes no extent", _static_shapes,
@@ -75,6 +88,8 @@ STEPS: tuple[Step, ...] = (
          _rank_merges, "NNAPI takes no rank-5 tensor: the delegate leaves rank-5 operators on the CPU"),
     Step("int64-indices", REWRITES[RewriteKind.INT64_INDICES].identity, _int64_indices,
          "the delegate cannot add an INT64 operand: its build fails and TFLite runs the model on the CPU"),
+    Step("delegate-ops", "reverse(x, a) == gather(x, [n-1, ..., 0], axis=a) for an axis of static extent n",
+         _delegate_ops, "the delegate maps REVERSE_V2 only from API 34 and leaves it on the CPU below"),
 )
 
 

@@ -73,6 +73,19 @@ def argmax_gather_model() -> bytes:
     return b.finish()
 
 
+def reverse_model(dtype: str = "float32") -> bytes:
+    """tf.reverse over time, as a Keras Bidirectional RNN's backward direction writes it, then a TANH."""
+    np_dtype, q = TYPES[dtype]
+    b = TfliteBuilder()
+    x = b.input("x", (1, 5, 3), np_dtype, quant=q)
+    r = b.tensor("reversed", (1, 5, 3), np_dtype, quant=q)
+    b.op(B.REVERSE_V2, [x, b.const("axis", np.array([1], I32))], [r])
+    y = b.tensor("y", (1, 5, 3), np_dtype, quant=q)
+    b.op(B.RELU, [r], [y])
+    b.output(y)
+    return b.finish()
+
+
 def _tflite(data: bytes, feed: dict[str, np.ndarray] | None = None, seed: int = 3) -> list[np.ndarray]:
     from ai_edge_litert.interpreter import Interpreter
     it = Interpreter(model_content=data)
@@ -147,6 +160,17 @@ def test_int64_indices_become_int32() -> None:
     out = read_model(result.data)
     assert out.main.tensors[1].type == TensorType.INT32 and out.main.operators[0].options.output_type == TensorType.INT32
     _check_output(data, result.data, 30)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_reverse_becomes_gather_below_api_34(dtype: str) -> None:
+    data = reverse_model(dtype)
+    result = nnconv.rewrite_model(data, 30)
+    assert result.before.on_nnapi == 1 and result.after.whole and [s.name for s in result.steps] == ["delegate-ops"]
+    gather = read_model(result.data).main.operators[0]
+    assert gather.builtin_code == B.GATHER and gather.options.axis == 1
+    _check_output(data, result.data, 30)
+    assert not nnconv.rewrite_model(data, 34).rewritten  # the delegate takes REVERSE_V2 itself there
 
 
 def test_nothing_to_rewrite_leaves_the_model_byte_identical(tmp_path: pathlib.Path) -> None:
