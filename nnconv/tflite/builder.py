@@ -21,11 +21,10 @@ import flatbuffers
 import numpy as np
 import tflite
 
-from nnconv.tflite.fb_tables import (int_vector, offsets_vector, write_blockwise, write_metadata, write_signature,
-                                     write_sparsity)
+from nnconv.tflite.fb_tables import (int_vector, offsets_vector, write_blockwise, write_metadata, write_operator,
+                                     write_operator_code, write_signature, write_sparsity)
 from nnconv.tflite.int4 import pack_int4
 from nnconv.tflite.ir import TENSOR_TYPE_OF_DTYPE, Sparsity
-from nnconv.tflite.options_codec import encode_options
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
@@ -233,17 +232,10 @@ class TfliteBuilder(SubgraphBuilder):
             buf_offs.append(tflite.BufferEnd(b))
         oc_offs = []
         for code, version, custom in self.opcodes:
-            cc = b.CreateString(custom) if custom is not None else None
-            tflite.OperatorCodeStart(b)
-            if opcode_fields != "builtin_only":
-                # Opcode quirk: the int8 deprecated field saturates at 127 (PLACEHOLDER_FOR_GREATER_OP_CODES).
-                tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
-            if opcode_fields != "deprecated_only":
-                tflite.OperatorCodeAddBuiltinCode(b, code)
-            tflite.OperatorCodeAddVersion(b, version)
-            if cc is not None:
-                tflite.OperatorCodeAddCustomCode(b, cc)
-            oc_offs.append(tflite.OperatorCodeEnd(b))
+            # Opcode quirk: the int8 deprecated field saturates at 127 (PLACEHOLDER_FOR_GREATER_OP_CODES).
+            oc_offs.append(write_operator_code(b, code if opcode_fields != "deprecated_only" else None,
+                                               min(code, 127) if opcode_fields != "builtin_only" else None,
+                                               version, custom))
         sg_offs = [self._write_subgraph(b, sg, external) for sg in self.subgraphs]
         sig_offs = [self._write_signature(b, key, si) for key, si in self.signatures]
         meta_offs = [write_metadata(b, name, buffer) for name, buffer in self.metadata]
@@ -311,32 +303,9 @@ class TfliteBuilder(SubgraphBuilder):
             t_offs.append(tflite.TensorEnd(b))
         op_offs = []
         for op in sg.ops:
-            ins = int_vector(b, op.inputs)
-            outs = int_vector(b, op.outputs)
-            inter = int_vector(b, op.intermediates) if op.intermediates else None
             large = next(external) if op.custom_options and external is not None else None
-            copts = (b.CreateNumpyVector(np.frombuffer(op.custom_options, np.uint8))
-                     if op.custom_options and large is None else None)
-            opts = encode_options(b, op.options) if op.options is not None else None
-            tflite.OperatorStart(b)
-            tflite.OperatorAddOpcodeIndex(b, op.opcode)
-            tflite.OperatorAddInputs(b, ins)
-            tflite.OperatorAddOutputs(b, outs)
-            if inter is not None:
-                tflite.OperatorAddIntermediates(b, inter)
-            if copts is not None:
-                tflite.OperatorAddCustomOptions(b, copts)
-            if large is not None:
-                tflite.OperatorAddLargeCustomOptionsOffset(b, large[0])
-                tflite.OperatorAddLargeCustomOptionsSize(b, large[1])
-            if opts is not None:
-                if op.options.UNION == "BuiltinOptions":
-                    tflite.OperatorAddBuiltinOptionsType(b, op.options.UNION_TYPE)
-                    tflite.OperatorAddBuiltinOptions(b, opts)
-                else:
-                    tflite.OperatorAddBuiltinOptions2Type(b, op.options.UNION_TYPE)
-                    tflite.OperatorAddBuiltinOptions2(b, opts)
-            op_offs.append(tflite.OperatorEnd(b))
+            op_offs.append(write_operator(b, op.opcode, op.inputs, op.outputs, op.intermediates, op.options,
+                                          op.custom_options, large))
         vecs = []
         for offs in (t_offs, op_offs):
             vecs.append(offsets_vector(b, offs))

@@ -3,13 +3,14 @@ rewrite's writer (`writer.py`). Each function writes one table or vector and ret
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import flatbuffers
 import numpy as np
 import tflite
 
 from nnconv.tflite.ir import Sparsity
+from nnconv.tflite.options_codec import encode_options
 
 
 def offsets_vector(b: flatbuffers.Builder, offs: Sequence[int]) -> int:
@@ -92,3 +93,54 @@ def write_sparsity(b: flatbuffers.Builder, sp: Sparsity) -> int:
         tflite.SparsityParametersAddBlockMap(b, block)
     tflite.SparsityParametersAddDimMetadata(b, dim_vec)
     return tflite.SparsityParametersEnd(b)
+
+
+def write_operator_code(b: flatbuffers.Builder, builtin: int | None, deprecated: int | None, version: int,
+                        custom: str | None) -> int:
+    """An OperatorCode with the fields given (None: the field left out, as some writers leave it)."""
+    cc = b.CreateString(custom) if custom is not None else None
+    tflite.OperatorCodeStart(b)
+    if deprecated is not None:
+        tflite.OperatorCodeAddDeprecatedBuiltinCode(b, deprecated)
+    if builtin is not None:
+        tflite.OperatorCodeAddBuiltinCode(b, builtin)
+    tflite.OperatorCodeAddVersion(b, version)
+    if cc is not None:
+        tflite.OperatorCodeAddCustomCode(b, cc)
+    return tflite.OperatorCodeEnd(b)
+
+
+def write_operator(b: flatbuffers.Builder, opcode: int, inputs: Sequence[int], outputs: Sequence[int],
+                   intermediates: Sequence[int], options: Any, custom_options: bytes | None,
+                   large_custom_options: tuple[int, int] | None = None,
+                   mutating_variable_inputs: Sequence[bool] | None = None) -> int:
+    """An Operator: its tensors, builtin options (a dataclass of `options.py`, in whichever union holds
+    it), custom options inline or stored after the flatbuffer (`large_custom_options`: offset, size)."""
+    ins, outs = int_vector(b, inputs), int_vector(b, outputs)
+    inter = int_vector(b, intermediates) if intermediates else None
+    copts = (b.CreateNumpyVector(np.frombuffer(custom_options, np.uint8))
+             if custom_options and large_custom_options is None else None)
+    mutating = (b.CreateNumpyVector(np.asarray(mutating_variable_inputs, dtype=np.bool_))
+                if mutating_variable_inputs is not None else None)
+    opts = encode_options(b, options) if options is not None else None
+    tflite.OperatorStart(b)
+    tflite.OperatorAddOpcodeIndex(b, opcode)
+    tflite.OperatorAddInputs(b, ins)
+    tflite.OperatorAddOutputs(b, outs)
+    if inter is not None:
+        tflite.OperatorAddIntermediates(b, inter)
+    if copts is not None:
+        tflite.OperatorAddCustomOptions(b, copts)
+    if large_custom_options is not None:
+        tflite.OperatorAddLargeCustomOptionsOffset(b, large_custom_options[0])
+        tflite.OperatorAddLargeCustomOptionsSize(b, large_custom_options[1])
+    if mutating is not None:
+        tflite.OperatorAddMutatingVariableInputs(b, mutating)
+    if opts is not None:
+        if options.UNION == "BuiltinOptions":
+            tflite.OperatorAddBuiltinOptionsType(b, options.UNION_TYPE)
+            tflite.OperatorAddBuiltinOptions(b, opts)
+        else:
+            tflite.OperatorAddBuiltinOptions2Type(b, options.UNION_TYPE)
+            tflite.OperatorAddBuiltinOptions2(b, opts)
+    return tflite.OperatorEnd(b)

@@ -27,9 +27,9 @@ import tflite
 from nnconv.errors import EXIT_NOT_CONVERTIBLE, NnconvError
 from nnconv.tflite.fb_tables import int_vector as _ints
 from nnconv.tflite.fb_tables import offsets_vector as _offsets
-from nnconv.tflite.fb_tables import write_blockwise, write_metadata, write_signature, write_sparsity
+from nnconv.tflite.fb_tables import (write_blockwise, write_metadata, write_operator, write_operator_code,
+                                     write_signature, write_sparsity)
 from nnconv.tflite.ir import Operator, Quantization, Subgraph, Tensor, TfliteModel
-from nnconv.tflite.options_codec import encode_options
 from nnconv.tflite.schema_enums import BuiltinOperator
 
 MAX_INLINE_BYTES = 2**31 - 1  # a flatbuffer addresses 2 GB; larger models store buffers after it
@@ -67,7 +67,8 @@ def write_model(model: TfliteModel, original: bytes | bytearray | memoryview | A
     operator_codes = _operator_codes(model, opcodes)
     b = flatbuffers.Builder(sum(len(d) for d in data if d is not None) + 1024 * 1024)
     buf_offs = [_buffer(b, d) for d in data]
-    oc_offs = [_operator_code(b, oc) for oc in operator_codes.codes]
+    oc_offs = [write_operator_code(b, builtin, deprecated, version, custom)
+               for deprecated, builtin, custom, version in operator_codes.codes]
     sg_offs = [_subgraph(b, m.Subgraphs(sg.index), sg, tensor_buffers[k], operator_codes.index[k],
                          {i: (op_origin or {}).get((sg.index, i), i) for i in range(len(sg.operators))})
                for k, sg in enumerate(model.subgraphs)]
@@ -193,18 +194,6 @@ def _operator_codes(model: TfliteModel, codes: list[OpCode]) -> _OperatorCodes:
     return found
 
 
-def _operator_code(b: flatbuffers.Builder, oc: OpCode) -> int:
-    deprecated, builtin, custom, version = oc
-    cc = b.CreateString(custom) if custom is not None else None
-    tflite.OperatorCodeStart(b)
-    tflite.OperatorCodeAddDeprecatedBuiltinCode(b, deprecated)
-    tflite.OperatorCodeAddBuiltinCode(b, builtin)
-    tflite.OperatorCodeAddVersion(b, version)
-    if cc is not None:
-        tflite.OperatorCodeAddCustomCode(b, cc)
-    return tflite.OperatorCodeEnd(b)
-
-
 # -- subgraphs ----------------------------------------------------------------------------------------
 def _subgraph(b: flatbuffers.Builder, src: Any, sg: Subgraph, buffers: list[int], opcodes: list[int],
               origin: dict[int, int]) -> int:
@@ -294,31 +283,11 @@ def _operator(b: flatbuffers.Builder, op: Operator, opcode: int, src: Any) -> in
     if op.options is None and src is not None and _same_kind(opcode, src) and (
             src.BuiltinOptionsType() or src.BuiltinOptions2Type()):
         raise WriteError(f"operator {op.index} ({op.name}) has builtin options of a kind this writer does not know")
-    ins, outs = _ints(b, op.inputs), _ints(b, op.outputs)
-    inter = _ints(b, op.intermediates) if op.intermediates else None
-    copts = b.CreateNumpyVector(np.frombuffer(op.custom_options, np.uint8)) if op.custom_options else None
     mutating = None
     if src is not None and _same_kind(opcode, src) and src.MutatingVariableInputsLength():
-        mutating = b.CreateNumpyVector(np.asarray(src.MutatingVariableInputsAsNumpy(), dtype=np.bool_))
-    opts = encode_options(b, op.options) if op.options is not None else None
-    tflite.OperatorStart(b)
-    tflite.OperatorAddOpcodeIndex(b, opcode)
-    tflite.OperatorAddInputs(b, ins)
-    tflite.OperatorAddOutputs(b, outs)
-    if inter is not None:
-        tflite.OperatorAddIntermediates(b, inter)
-    if copts is not None:
-        tflite.OperatorAddCustomOptions(b, copts)
-    if mutating is not None:
-        tflite.OperatorAddMutatingVariableInputs(b, mutating)
-    if opts is not None:
-        if op.options.UNION == "BuiltinOptions":
-            tflite.OperatorAddBuiltinOptionsType(b, op.options.UNION_TYPE)
-            tflite.OperatorAddBuiltinOptions(b, opts)
-        else:
-            tflite.OperatorAddBuiltinOptions2Type(b, op.options.UNION_TYPE)
-            tflite.OperatorAddBuiltinOptions2(b, opts)
-    return tflite.OperatorEnd(b)
+        mutating = [bool(v) for v in src.MutatingVariableInputsAsNumpy()]
+    return write_operator(b, opcode, op.inputs, op.outputs, op.intermediates, op.options, op.custom_options,
+                          mutating_variable_inputs=mutating)
 
 
 def _same_kind(opcode: int, src: Any) -> bool:

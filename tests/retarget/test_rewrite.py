@@ -20,13 +20,13 @@ from nnconv.retarget.steps import Step
 from nnconv.rewrite.standalone import Standalone
 from nnconv.tflite.builder import QuantParams, TfliteBuilder
 from nnconv.tflite.ir import TfliteModel
-from nnconv.tflite.options import (ArgMaxOptions, GatherOptions, PackOptions, ReshapeOptions, ShapeOptions,
-                                   StridedSliceOptions)
+from nnconv.tflite.options import ArgMaxOptions, GatherOptions
 from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 from nnconv.tflite.schema_enums import TensorType
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "rewrite"))
+from harness import keras_flatten  # noqa: E402
 from test_merge_axes import repeat_model, shuffle_model  # noqa: E402
 
 pytest.importorskip("ai_edge_litert")
@@ -40,15 +40,7 @@ def shape_chain_model(dtype: str = "float32", metadata: bool = True) -> bytes:
     np_dtype, q = TYPES[dtype]
     b = TfliteBuilder()
     x = b.input("x", (1, 3, 4, 5), np_dtype, quant=q, shape_signature=(-1, 3, 4, 5))
-    s = b.tensor("s", (4,), I32)
-    b.op(B.SHAPE, [x], [s], ShapeOptions(out_type=2))
-    n = b.tensor("n", (), I32)
-    b.op(B.STRIDED_SLICE, [s, b.const("b0", np.array([0], I32)), b.const("e0", np.array([1], I32)),
-                           b.const("s0", np.array([1], I32))], [n], StridedSliceOptions(shrink_axis_mask=1))
-    packed = b.tensor("packed", (2,), I32)
-    b.op(B.PACK, [n, b.const("minus1", np.array(-1, I32))], [packed], PackOptions(values_count=2, axis=0))
-    y = b.tensor("flat", (1, 60), np_dtype, quant=q, shape_signature=(-1, 60))
-    b.op(B.RESHAPE, [x, packed], [y], ReshapeOptions())
+    y = keras_flatten(b, x, (1, 3, 4, 5), np_dtype, q, batch_signature=True)
     z = b.tensor("z", (1, 60), np_dtype, quant=q, shape_signature=(-1, 60))
     b.op(B.RELU, [y], [z])
     b.output(z)
