@@ -21,8 +21,8 @@ import flatbuffers
 import numpy as np
 import tflite
 
-from nnconv.tflite.fb_tables import (int_vector, offsets_vector, write_blockwise, write_metadata, write_operator,
-                                     write_operator_code, write_signature, write_sparsity)
+from nnconv.tflite.fb_tables import (finish_model, int_vector, offsets_vector, write_blockwise, write_metadata,
+                                     write_operator, write_operator_code, write_signature, write_sparsity)
 from nnconv.tflite.int4 import pack_int4
 from nnconv.tflite.ir import TENSOR_TYPE_OF_DTYPE, Sparsity
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
@@ -239,23 +239,7 @@ class TfliteBuilder(SubgraphBuilder):
         sg_offs = [self._write_subgraph(b, sg, external) for sg in self.subgraphs]
         sig_offs = [self._write_signature(b, key, si) for key, si in self.signatures]
         meta_offs = [write_metadata(b, name, buffer) for name, buffer in self.metadata]
-        desc = b.CreateString(self.description)
-        vectors = {}
-        for name, offs in (("Buffers", buf_offs), ("OperatorCodes", oc_offs), ("Subgraphs", sg_offs),
-                           ("SignatureDefs", sig_offs), ("Metadata", meta_offs)):
-            vectors[name] = offsets_vector(b, offs)
-        tflite.ModelStart(b)
-        tflite.ModelAddVersion(b, 3)
-        tflite.ModelAddOperatorCodes(b, vectors["OperatorCodes"])
-        tflite.ModelAddSubgraphs(b, vectors["Subgraphs"])
-        tflite.ModelAddDescription(b, desc)
-        tflite.ModelAddBuffers(b, vectors["Buffers"])
-        if sig_offs:
-            tflite.ModelAddSignatureDefs(b, vectors["SignatureDefs"])
-        if meta_offs:
-            tflite.ModelAddMetadata(b, vectors["Metadata"])
-        b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-        return bytes(b.Output())
+        return finish_model(b, 3, self.description, buf_offs, oc_offs, sg_offs, sig_offs, meta_offs)
 
     def _write_signature(self, b: flatbuffers.Builder, key: str, si: int) -> int:
         sg = self.subgraphs[si]

@@ -144,3 +144,26 @@ def write_operator(b: flatbuffers.Builder, opcode: int, inputs: Sequence[int], o
             tflite.OperatorAddBuiltinOptions2Type(b, options.UNION_TYPE)
             tflite.OperatorAddBuiltinOptions2(b, opts)
     return tflite.OperatorEnd(b)
+
+
+def finish_model(b: flatbuffers.Builder, version: int, description: str, buffers: Sequence[int],
+                 codes: Sequence[int], subgraphs: Sequence[int], signatures: Sequence[int],
+                 metadata: Sequence[int], metadata_buffer: Sequence[int] = ()) -> bytes:
+    """The Model table over the tables written before (offsets), finished with TFLite's file identifier."""
+    desc = b.CreateString(description)
+    vectors = [offsets_vector(b, offs) for offs in (buffers, codes, subgraphs, signatures, metadata)]
+    meta_buf = int_vector(b, metadata_buffer) if metadata_buffer else None
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, version)
+    tflite.ModelAddOperatorCodes(b, vectors[1])
+    tflite.ModelAddSubgraphs(b, vectors[2])
+    tflite.ModelAddDescription(b, desc)
+    tflite.ModelAddBuffers(b, vectors[0])
+    if meta_buf is not None:
+        tflite.ModelAddMetadataBuffer(b, meta_buf)
+    if signatures:
+        tflite.ModelAddSignatureDefs(b, vectors[3])
+    if metadata:
+        tflite.ModelAddMetadata(b, vectors[4])
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())

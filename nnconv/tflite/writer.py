@@ -27,7 +27,7 @@ import tflite
 from nnconv.errors import EXIT_NOT_CONVERTIBLE, NnconvError
 from nnconv.tflite.fb_tables import int_vector as _ints
 from nnconv.tflite.fb_tables import offsets_vector as _offsets
-from nnconv.tflite.fb_tables import (write_blockwise, write_metadata, write_operator, write_operator_code,
+from nnconv.tflite.fb_tables import (finish_model, write_blockwise, write_metadata, write_operator, write_operator_code,
                                      write_signature, write_sparsity)
 from nnconv.tflite.ir import Operator, Quantization, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.schema_enums import BuiltinOperator
@@ -75,25 +75,8 @@ def write_model(model: TfliteModel, original: bytes | bytearray | memoryview | A
     sig_offs = [write_signature(b, s.signature_key, s.subgraph_index, s.inputs, s.outputs)
                 for s in model.signature_defs]
     meta_offs = [write_metadata(b, name, buffer) for name, buffer in metadata]
-    desc = b.CreateString(model.description)
-    vectors = {name: _offsets(b, offs) for name, offs in (("buffers", buf_offs), ("codes", oc_offs),
-                                                          ("subgraphs", sg_offs), ("signatures", sig_offs),
-                                                          ("metadata", meta_offs))}
-    meta_buf = _ints(b, metadata_buffer, np.int32) if metadata_buffer else None
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, model.version)
-    tflite.ModelAddOperatorCodes(b, vectors["codes"])
-    tflite.ModelAddSubgraphs(b, vectors["subgraphs"])
-    tflite.ModelAddDescription(b, desc)
-    tflite.ModelAddBuffers(b, vectors["buffers"])
-    if meta_buf is not None:
-        tflite.ModelAddMetadataBuffer(b, meta_buf)
-    if meta_offs:
-        tflite.ModelAddMetadata(b, vectors["metadata"])
-    if sig_offs:
-        tflite.ModelAddSignatureDefs(b, vectors["signatures"])
-    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    return finish_model(b, model.version, model.description, buf_offs, oc_offs, sg_offs, sig_offs, meta_offs,
+                        metadata_buffer)
 
 
 # -- buffers ------------------------------------------------------------------------------------------
