@@ -78,6 +78,7 @@ class _Applied:
     origin: dict[int, int]  # output operator -> operator of the input model
     changes: list[OpChange]
     data: bytes
+    used: list[Step]  # the steps that changed the model
 
 
 def rewrite_model(source: str | os.PathLike | bytes, api_level: int, input_shapes: tuple = (), seed: int = 0,
@@ -96,8 +97,8 @@ def rewrite_model(source: str | os.PathLike | bytes, api_level: int, input_shape
     if before.whole:  # the delegate takes it all in one partition: nothing can be better
         return RewriteResult(name, api_level, before, before)
     base = resize_inputs(original, options.input_shapes)
-    chosen = list(STEPS)
-    applied = _apply(base, raw, chosen, api_level)
+    applied = _apply(base, raw, list(STEPS), api_level)
+    chosen = applied.used if applied is not None else []  # the steps that changed something
     best = _view(applied, api_level) if applied is not None else before
     for step in reversed(list(chosen)):
         without = [s for s in chosen if s is not step]
@@ -116,13 +117,13 @@ def rewrite_model(source: str | os.PathLike | bytes, api_level: int, input_shape
 def _apply(base: TfliteModel, raw: bytes, steps: list[Step], api_level: int) -> _Applied | None:
     """`steps` applied one after the other (each on the previous one's output); None when none changes
     anything."""
-    model, origin, changes, changed = base, {k: k for k in range(len(base.subgraphs[0].operators))}, [], False
+    model, origin, changes, used = base, {k: k for k in range(len(base.subgraphs[0].operators))}, [], []
     names = [op.name for op in base.subgraphs[0].operators]
     for step in steps:
         found = step.apply(model, api_level)
         if found is None:
             continue
-        changed = True
+        used.append(step)
         kept = {k for k in found.origin.values()}
         for c in found.changes:
             op = change_op(c, origin)
@@ -134,10 +135,10 @@ def _apply(base: TfliteModel, raw: bytes, steps: list[Step], api_level: int) -> 
                    else c for c in changes]
         origin = {k: origin[old] for k, old in found.origin.items()}
         model = found.model
-    if not changed:
+    if not used:
         return None
     data = write_model(model, raw, {(0, k): origin[k] for k in origin})
-    return _Applied(read_model(data), origin, changes, data)
+    return _Applied(read_model(data), origin, changes, data, used)
 
 
 def _renumber(index: int | None, step_origin: dict[int, int]) -> int | None:

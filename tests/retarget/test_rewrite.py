@@ -128,6 +128,7 @@ def test_shape_chain_folds_and_the_delegate_takes_the_model(dtype: str) -> None:
     _check_output(data, result.data, 30)
     out = read_model(result.data)
     assert out.main.tensors[out.main.inputs[0]].shape_signature is None  # the baked-in shape, said so
+    assert b"TFLM model metadata" in result.data and b"1.14.0\x00" in result.data  # the metadata buffers
     by_name = {t.name: t for t in out.main.tensors}
     assert by_name["packed"].data.tolist() == [1, -1] and by_name["s"].data.tolist() == [1, 3, 4, 5]  # readable
 
