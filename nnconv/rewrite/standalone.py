@@ -5,9 +5,11 @@ operators marked removed, int64 tensors carried as int32 by the lowering. A `.tf
 that in TFLite's own terms, which this module does for the primary subgraph (the one TFLite's NNAPI delegate
 sees; the others are kept as they were):
 
-- a folded tensor becomes a constant holding its value, and an operator all of whose outputs are folded (or
+- a folded tensor that comes from a static shape (a SHAPE of a tensor computed at run time, and what is
+  folded from it) becomes a constant holding its value, and an operator all of whose outputs are such (or
   that a graph rewrite made dead) is dropped: TFLite then reads the value from the file instead of computing
-  it, and the tensor keeps its index and name, so whoever reads it still can;
+  it, and the tensor keeps its index and name, so whoever reads it still can. Folds of constants alone are
+  left to TFLite: the converter left them on purpose (float16 weights behind a DEQUANTIZE);
 - an operator a rewrite turned into another kind (a rank-5 TILE into a RESHAPE) takes the version the model
   already uses for that kind, or 1;
 - `pin_shapes`: every shape becomes static at the model's input shapes. Identity: at fixed input shapes,
@@ -26,6 +28,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from nnconv.rewrite.folds import FOLDS
 from nnconv.rewrite.state import ConversionState
 from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
 from nnconv.tflite.options import ArgMaxOptions, ArgMinOptions, CastOptions
@@ -60,7 +65,7 @@ def standalone_model(state: ConversionState, base: TfliteModel) -> Standalone:
     """`state`'s rewritten primary subgraph (folded values as constants, dead operators dropped) over `base`,
     the model the state was made from."""
     sg, base_sg = state.model.subgraphs[0], base.subgraphs[0]
-    folded = {t: v for (s, t), v in state.folded.items() if s == 0}
+    folded = _shape_derived(sg, {t: v for (s, t), v in state.folded.items() if s == 0})
     removed = {k for s, k in state.removed if s == 0}
     removed |= {op.index for op in sg.operators if op.outputs and all(o in folded for o in op.outputs if o >= 0)}
     tensors = list(sg.tensors)
@@ -95,6 +100,22 @@ def standalone_model(state: ConversionState, base: TfliteModel) -> Standalone:
     main = dataclasses.replace(sg, tensors=tuple(tensors), operators=tuple(kept))
     model = dataclasses.replace(base, subgraphs=(main, *base.subgraphs[1:]))
     return Standalone(model, origin, sorted(changes, key=lambda c: (c.op is None, c.op or 0)))
+
+
+def _shape_derived(sg: Subgraph, folded: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """The folded values that come from a static shape: a SHAPE / RANK of a tensor computed at run time, and
+    what is folded from them. The rest folds constants TensorFlow's converter left unfolded on purpose (float16
+    weights behind a DEQUANTIZE keep the file small; the delegate reads them itself): left as they are."""
+    derived: set[int] = set()
+    for op in sg.operators:
+        if not op.outputs or not all(o in folded for o in op.outputs if o >= 0):
+            continue
+        fold = FOLDS.get(op.builtin_code)
+        rooted = fold is not None and fold.shape_only and op.inputs and op.inputs[0] >= 0 \
+            and sg.tensors[op.inputs[0]].data is None
+        if rooted or any(t in derived for t in op.inputs):
+            derived.update(o for o in op.outputs if o >= 0)
+    return {t: v for t, v in folded.items() if t in derived}
 
 
 def pin_shapes(model: TfliteModel) -> tuple[TfliteModel, list[Change]]:

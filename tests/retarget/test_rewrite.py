@@ -20,7 +20,7 @@ from nnconv.retarget.steps import Step
 from nnconv.rewrite.standalone import Standalone
 from nnconv.tflite.builder import QuantParams, TfliteBuilder
 from nnconv.tflite.ir import TfliteModel
-from nnconv.tflite.options import ArgMaxOptions, GatherOptions
+from nnconv.tflite.options import ArgMaxOptions, FullyConnectedOptions, GatherOptions
 from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 from nnconv.tflite.schema_enums import TensorType
@@ -131,6 +131,26 @@ def test_shape_chain_folds_and_the_delegate_takes_the_model(dtype: str) -> None:
     assert b"TFLM model metadata" in result.data and b"1.14.0\x00" in result.data  # the metadata buffers
     by_name = {t.name: t for t in out.main.tensors}
     assert by_name["packed"].data.tolist() == [1, -1] and by_name["s"].data.tolist() == [1, 3, 4, 5]  # readable
+
+
+def test_float16_weights_stay_behind_their_dequantize() -> None:
+    """Only what comes from a shape is folded: the converter's float16 weights behind a DEQUANTIZE stay so."""
+    b = TfliteBuilder()
+    x = b.input("x", (1, 3, 4, 5), np.float32, shape_signature=(-1, 3, 4, 5))
+    flat = keras_flatten(b, x, (1, 3, 4, 5), np.float32, batch_signature=True)
+    w16 = b.const("w16", np.random.default_rng(0).uniform(-1, 1, (6, 60)).astype(np.float16))
+    w = b.tensor("w", (6, 60), np.float32)
+    b.op(B.DEQUANTIZE, [w16], [w])
+    y = b.tensor("y", (1, 6), np.float32, shape_signature=(-1, 6))
+    b.op(B.FULLY_CONNECTED, [flat, w, -1], [y], FullyConnectedOptions())
+    b.output(y)
+    data = b.finish()
+    result = nnconv.rewrite_model(data, 30)
+    assert result.after.whole
+    out = read_model(result.data)
+    assert [op.name for op in out.main.operators] == ["RESHAPE", "DEQUANTIZE", "FULLY_CONNECTED"]
+    assert out.main.tensors[w16].type == TensorType.FLOAT16 and out.main.tensors[w16].data is not None
+    _check_output(data, result.data, 30)
 
 
 @pytest.mark.parametrize("build", [lambda: repeat_model(), lambda: repeat_model("int8"), lambda: shuffle_model()],
