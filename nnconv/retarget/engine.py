@@ -118,6 +118,7 @@ def _apply(base: TfliteModel, raw: bytes, steps: list[Step], api_level: int) -> 
     """`steps` applied one after the other (each on the previous one's output); None when none changes
     anything."""
     model, origin, changes, used = base, {k: k for k in range(len(base.subgraphs[0].operators))}, [], []
+    bodies: dict[int, dict[int, int]] = {}  # other subgraphs: output operator -> operator of the input model
     names = [op.name for op in base.subgraphs[0].operators]
     for step in steps:
         found = step.apply(model, api_level)
@@ -134,10 +135,14 @@ def _apply(base: TfliteModel, raw: bytes, steps: list[Step], api_level: int) -> 
         changes = [dataclasses.replace(c, new_index=_renumber(c.new_index, found.origin)) if c.step != step.name
                    else c for c in changes]
         origin = {k: origin[old] for k, old in found.origin.items()}
+        for s, step_origin in found.body_origins.items():
+            before = bodies.get(s, {})
+            bodies[s] = {k: before.get(old, old) for k, old in step_origin.items()}
         model = found.model
     if not used:
         return None
-    data = write_model(model, raw, {(0, k): origin[k] for k in origin})
+    data = write_model(model, raw, {**{(0, k): origin[k] for k in origin},
+                                    **{(s, k): old for s, m in bodies.items() for k, old in m.items()}})
     return _Applied(read_model(data), origin, changes, data, used)
 
 

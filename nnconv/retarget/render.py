@@ -28,9 +28,11 @@ def render_text(result: RewriteResult) -> str:
     for step in result.steps:
         lines += [f"{step.name}: {step.why}", f"  identity: {step.identity}"]
         for c in (c for c in result.changes if c.step == step.name):
-            where = f"#{c.op} {c.op_name}" if c.op is not None else "model"
-            moved = "" if c.op is None else (" (removed)" if c.new_index is None else f" (now #{c.new_index})")
-            lines.append(f"  {where}{moved}: {c.note}")
+            if c.op is None:  # the model's inputs, or another subgraph's operators (the note says which)
+                lines.append(f"  {c.note}")
+                continue
+            moved = " (removed)" if c.new_index is None else f" (now #{c.new_index})"
+            lines.append(f"  #{c.op} {c.op_name}{moved}: {c.note}")
     if result.proof is not None:
         lines.append(f"proof: TFLite's interpreter on the original and the rewritten model, {result.proof.inputs} "
                      "inputs")

@@ -3,9 +3,8 @@ rewrite stage (`nnconv/rewrite/`: its folds, its static shapes, its rank merges)
 (`rewrite/standalone.py`). Each step states the identity it relies on; `engine.py` keeps a step only when
 TFLite's NNAPI delegate takes more with it.
 
-What is not a step: the parts of the rewrite stage that only nnconv's converter can read. The list writes of
-loop bodies (`list_set_item`) are inside WHILE bodies, which the delegate never takes; folding hybrid weights
-to float32 (`--fold-weights`) changes what TFLite computes.
+What is not a step: the parts of the rewrite stage that only nnconv's converter can read (folding hybrid
+weights to float32, `--fold-weights`, changes what TFLite computes).
 """
 
 from __future__ import annotations
@@ -58,6 +57,14 @@ def _rank_merges(model: TfliteModel, api_level: int) -> Standalone | None:
     return standalone_model(state, model)
 
 
+def _loop_list_writes(model: TfliteModel, api_level: int) -> Standalone | None:
+    state = _state(model, api_level)
+    rewrite(state, (RewriteKind.LIST_SET_ITEM,))
+    if not any(r.kind is RewriteKind.LIST_SET_ITEM for r in state.rewrites):
+        return None
+    return standalone_model(state, model, bodies=True)
+
+
 def _int64_indices(model: TfliteModel, api_level: int) -> Standalone | None:
     state = _state(model, api_level, fold=False)
     rewrite(state, (RewriteKind.INT64_INDICES,))
@@ -86,6 +93,9 @@ STEPS: tuple[Step, ...] = (
          "and TFLite refuses the delegate for the whole model"),
     Step("rank-merges", f"{REWRITES[RewriteKind.MERGE_AXES].identity}; {REWRITES[RewriteKind.MERGE_REGIONS].identity}",
          _rank_merges, "NNAPI takes no rank-5 tensor: the delegate leaves rank-5 operators on the CPU"),
+    Step("loop-list-writes", REWRITES[RewriteKind.LIST_SET_ITEM].identity, _loop_list_writes,
+         "a loop body's list write slices at a data-dependent index: the loop's outputs are dynamic-sized and "
+         "TFLite refuses the delegate for the whole model (the loop itself stays on the CPU)"),
     Step("int64-indices", REWRITES[RewriteKind.INT64_INDICES].identity, _int64_indices,
          "the delegate cannot add an INT64 operand: its build fails and TFLite runs the model on the CPU"),
     Step("delegate-ops", "reverse(x, a) == gather(x, [n-1, ..., 0], axis=a) for an axis of static extent n",

@@ -10,6 +10,8 @@ sees; the others are kept as they were):
   that a graph rewrite made dead) is dropped: TFLite then reads the value from the file instead of computing
   it, and the tensor keeps its index and name, so whoever reads it still can. Folds of constants alone are
   left to TFLite: the converter left them on purpose (float16 weights behind a DEQUANTIZE);
+- the other subgraphs (WHILE / IF bodies) as the graph rewrites left them, when a step asks for them: only the
+  loop list writes of `rewrite/list_set_item.py` change them;
 - an operator a rewrite turned into another kind (a rank-5 TILE into a RESHAPE) takes the version the model
   already uses for that kind, or 1;
 - `pin_shapes`: every shape becomes static at the model's input shapes. Identity: at fixed input shapes,
@@ -59,11 +61,13 @@ class Standalone:
     model: TfliteModel
     origin: dict[int, int]
     changes: list[Change] = field(default_factory=list)
+    body_origins: dict[int, dict[int, int]] = field(default_factory=dict)  # subgraph -> {new op: old op}
 
 
-def standalone_model(state: ConversionState, base: TfliteModel) -> Standalone:
+def standalone_model(state: ConversionState, base: TfliteModel, bodies: bool = False) -> Standalone:
     """`state`'s rewritten primary subgraph (folded values as constants, dead operators dropped) over `base`,
-    the model the state was made from."""
+    the model the state was made from; with `bodies`, the other subgraphs as the graph rewrites left them too
+    (their dead operators dropped; nothing folded into them)."""
     sg, base_sg = state.model.subgraphs[0], base.subgraphs[0]
     folded = _shape_derived(sg, {t: v for (s, t), v in state.folded.items() if s == 0})
     removed = {k for s, k in state.removed if s == 0}
@@ -98,8 +102,19 @@ def standalone_model(state: ConversionState, base: TfliteModel) -> Standalone:
         origin[len(kept)] = op.index
         kept.append(dataclasses.replace(op, index=len(kept)))
     main = dataclasses.replace(sg, tensors=tuple(tensors), operators=tuple(kept))
-    model = dataclasses.replace(base, subgraphs=(main, *base.subgraphs[1:]))
-    return Standalone(model, origin, sorted(changes, key=lambda c: (c.op is None, c.op or 0)))
+    others, body_origins = list(base.subgraphs[1:]), {}
+    if bodies:
+        others = []
+        for body in state.model.subgraphs[1:]:
+            dead = {k for s, k in state.removed if s == body.index}
+            ops = [op for op in body.operators if op.index not in dead]
+            body_origins[body.index] = {k: op.index for k, op in enumerate(ops)}
+            others.append(dataclasses.replace(body, operators=tuple(dataclasses.replace(op, index=k)
+                                                                     for k, op in enumerate(ops))))
+        changes += [Change(None, r.kind.value, f"subgraph {r.subgraph} '{state.model.subgraphs[r.subgraph].name}' "
+                                               f"op #{r.op_index}: {r.note}") for r in state.rewrites if r.subgraph]
+    model = dataclasses.replace(base, subgraphs=(main, *others))
+    return Standalone(model, origin, sorted(changes, key=lambda c: (c.op is None, c.op or 0)), body_origins)
 
 
 def _shape_derived(sg: Subgraph, folded: dict[int, np.ndarray]) -> dict[int, np.ndarray]:

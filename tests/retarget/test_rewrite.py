@@ -27,6 +27,7 @@ from nnconv.tflite.schema_enums import TensorType
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "rewrite"))
 from harness import keras_flatten  # noqa: E402
+from test_list_set_item import list_write_model  # noqa: E402
 from test_merge_axes import repeat_model, shuffle_model  # noqa: E402
 
 pytest.importorskip("ai_edge_litert")
@@ -163,6 +164,30 @@ def test_rank5_chains_merge(build, api_level: int) -> None:
     assert [s.name for s in result.steps] == ["rank-merges"]
     assert max(t.rank for t in read_model(result.data).main.tensors) <= 4
     _check_output(data, result.data, api_level)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_list_write_becomes_a_row_select(dtype: str) -> None:
+    """A loop's lowered list write (here in the main subgraph, its step an input) slices at a data-dependent
+    index: dynamic-sized tensors. As a row select the delegate runs the model; TFLite's outputs are the same for
+    every step index the identity covers (0 <= i < N)."""
+    data = list_write_model(dtype)
+    np_dtype = np.dtype(TYPES[dtype][0])
+    rng = np.random.default_rng(5)
+
+    def feed(i: int) -> dict[str, np.ndarray]:
+        values = rng.uniform(-100, 100, (6, 1, 4)).astype(np_dtype)
+        return {"list": values[:5], "item": values[5:], "i": np.array(i, I32)}
+
+    result = nnconv.rewrite_model(data, 30, inputs=feed(2))
+    assert result.before.outcome == "refused_dynamic_tensors" and result.after.runs
+    assert [s.name for s in result.steps] == ["loop-list-writes"] and result.proof.passed
+    ops = [op.name for op in read_model(result.data).main.operators]
+    assert ops == ["ADD", "EQUAL", "SELECT_V2"]
+    for i in range(5):
+        values = feed(i)
+        for got, want in zip(_tflite(result.data, values), _tflite(data, values), strict=True):
+            assert np.array_equal(got, want)
 
 
 def test_int64_indices_become_int32() -> None:
