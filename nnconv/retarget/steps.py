@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from nnconv.rewrite.delegate_forms import reverse_as_gather
+from nnconv.rewrite.delegate_forms import reverse_as_gather, space_batch_as_rank4
 from nnconv.rewrite.pipeline import rewrite
 from nnconv.rewrite.registry import REWRITES, RewriteKind
 from nnconv.rewrite.standalone import Change, Standalone, narrow_int64, pin_shapes, standalone_model
@@ -75,12 +75,11 @@ def _int64_indices(model: TfliteModel, api_level: int) -> Standalone | None:
 
 
 def _delegate_ops(model: TfliteModel, api_level: int) -> Standalone | None:
-    if api_level >= REVERSE_FROM_API:
+    rewritten, changes = reverse_as_gather(model) if api_level < REVERSE_FROM_API else (model, [])
+    rewritten, origin, more = space_batch_as_rank4(rewritten)
+    if not changes and not more:
         return None
-    rewritten, changes = reverse_as_gather(model)
-    if not changes:
-        return None
-    return Standalone(rewritten, {k: k for k in range(len(model.subgraphs[0].operators))}, changes)
+    return Standalone(rewritten, origin, changes + more)
 
 
 REVERSE_FROM_API = 34  # the delegate maps REVERSE_V2 from feature level 7
@@ -98,8 +97,10 @@ STEPS: tuple[Step, ...] = (
          "TFLite refuses the delegate for the whole model (the loop itself stays on the CPU)"),
     Step("int64-indices", REWRITES[RewriteKind.INT64_INDICES].identity, _int64_indices,
          "the delegate cannot add an INT64 operand: its build fails and TFLite runs the model on the CPU"),
-    Step("delegate-ops", "reverse(x, a) == gather(x, [n-1, ..., 0], axis=a) for an axis of static extent n",
-         _delegate_ops, "the delegate maps REVERSE_V2 only from API 34 and leaves it on the CPU below"),
+    Step("delegate-ops", "reverse(x, a) == gather(x, [n-1, ..., 0], axis=a) for an axis of static extent n; a "
+         "rank-3 SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND (block [b]) is the rank-4 one (block [1, b]) on [N, 1, W, C]",
+         _delegate_ops, "the delegate maps REVERSE_V2 only from API 34, and refuses the rank-3 (version 3) "
+         "SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND of dilated Conv1D: it leaves them on the CPU"),
 )
 
 

@@ -7,6 +7,12 @@ itself, so its pipeline does not run these).
   for an axis a of static extent n: reverse(x, a)[..., i, ...] = x[..., n-1-i, ...] = gather(x, [n-1, ..., 0],
   axis=a)[..., i, ...]. Both only move values, so the result is the same tensor for every type and
   quantization (input and output keep their parameters).
+- SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND of rank 3 (a dilated Conv1D: TFLite writes them version 3, which
+  the delegate refuses; NNAPI's take rank 4). Identity: with x viewed as [N, 1, W, C] (a RESHAPE, which moves
+  no value), the rank-3 op with block [b] and paddings (crops) [[p0, p1]] is the rank-4 op with block [1, b]
+  and paddings [[0, 0], [p0, p1]], its [N', 1, W', C] result viewed back as [N', W', C]: the added axis of
+  extent 1 is never split (block 1, no padding). The delegate takes BATCH_TO_SPACE_ND only without crops:
+  batch_to_space(x, b, crops) == slice(batch_to_space(x, b, 0), crops), so non-zero crops become a SLICE.
 """
 
 from __future__ import annotations
@@ -17,13 +23,14 @@ import numpy as np
 
 from nnconv.rewrite.graph_edit import SubgraphEdit
 from nnconv.rewrite.standalone import Change
-from nnconv.tflite.ir import TfliteModel
-from nnconv.tflite.options import GatherOptions
+from nnconv.tflite.ir import Operator, TfliteModel
+from nnconv.tflite.op_versions import data_movement_version
+from nnconv.tflite.options import GatherOptions, ReshapeOptions, SliceOptions
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 from nnconv.tflite.schema_enums import TensorType
 
-# the types the delegate's GATHER takes (its Validate), with the operator version TFLite gives each
-_GATHER_VERSION = {TensorType.FLOAT32: 1, TensorType.INT32: 1, TensorType.UINT8: 1, TensorType.INT8: 2}
+_GATHER_TYPES = (TensorType.FLOAT32, TensorType.INT32, TensorType.UINT8, TensorType.INT8)  # the delegate's GATHER
+_SPACE_BATCH_TYPES = (TensorType.FLOAT32, TensorType.UINT8, TensorType.INT8)  # its SPACE_TO_BATCH_ND
 
 
 def reverse_as_gather(model: TfliteModel) -> tuple[TfliteModel, list[Change]]:
@@ -34,8 +41,7 @@ def reverse_as_gather(model: TfliteModel) -> tuple[TfliteModel, list[Change]]:
         if op.builtin_code != B.REVERSE_V2 or len(op.inputs) != 2 or len(op.outputs) != 1 or min(op.inputs) < 0:
             continue
         x, axis_t = edit.tensors[op.inputs[0]], edit.tensors[op.inputs[1]]
-        version = _GATHER_VERSION.get(x.type)
-        if version is None or axis_t.data is None or axis_t.data.size != 1 or x.has_dynamic_shape \
+        if x.type not in _GATHER_TYPES or axis_t.data is None or axis_t.data.size != 1 or x.has_dynamic_shape \
                 or x.has_dynamic_signature:
             continue
         axis = int(axis_t.data.reshape(-1)[0])
@@ -46,9 +52,79 @@ def reverse_as_gather(model: TfliteModel) -> tuple[TfliteModel, list[Change]]:
         indices = edit.add_constant(f"{edit.tensors[op.outputs[0]].name}/reversed_indices",
                                     np.arange(n - 1, -1, -1, dtype=np.int32))
         edit.replace_op(op.index, builtin_code=int(B.GATHER), inputs=(op.inputs[0], indices),
-                        options=GatherOptions(axis=axis, batch_dims=0), version=version)
+                        options=GatherOptions(axis=axis, batch_dims=0),
+                        version=data_movement_version(B.GATHER, x.type, x.rank))
         changes.append(Change(op.index, "reverse-as-gather", f"GATHER of indices [{n - 1}..0] along axis {axis}: "
                                                              "the delegate takes GATHER from API 29"))
     if not changes:
         return model, []
     return dataclasses.replace(model, subgraphs=(edit.finish(), *model.subgraphs[1:])), changes
+
+
+def space_batch_as_rank4(model: TfliteModel) -> tuple[TfliteModel, dict[int, int], list[Change]]:
+    """Every rank-3 SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND of the primary subgraph with constant block and
+    paddings (crops) on rank 4, between two RESHAPEs (see the module docstring). Returns the model, the origin
+    of each operator (new index -> old index; the RESHAPEs added have none) and the changes."""
+    sg = model.subgraphs[0]
+    edit = SubgraphEdit(sg)
+    ops: list[Operator] = []
+    origin: dict[int, int] = {}
+    changes = []
+    for op in sg.operators:
+        found = _space_batch_rank4(edit, op) if op.builtin_code in (B.SPACE_TO_BATCH_ND, B.BATCH_TO_SPACE_ND) else None
+        if found is None:
+            origin[len(ops)] = op.index
+            ops.append(dataclasses.replace(op, index=len(ops)))
+            continue
+        origin[len(ops) + 1] = op.index  # the op itself, after the RESHAPE to rank 4
+        ops += [dataclasses.replace(o, index=len(ops) + k) for k, o in enumerate(found)]
+        changes.append(Change(op.index, "space-batch-rank4", f"on rank 4 ([N, 1, W, C], block [1, b]) between two "
+                                                             "RESHAPEs: the delegate takes only its rank-4 form"))
+    if not changes:
+        return model, {k: k for k in range(len(sg.operators))}, []
+    main = dataclasses.replace(edit.finish(), operators=tuple(ops))
+    return dataclasses.replace(model, subgraphs=(main, *model.subgraphs[1:])), origin, changes
+
+
+def _space_batch_rank4(edit: SubgraphEdit, op: Operator) -> list[Operator] | None:
+    """[RESHAPE to rank 4, the op on rank 4 (and a SLICE for BATCH_TO_SPACE_ND's crops), RESHAPE back] for a
+    rank-3 op with constant block and paddings (crops)."""
+    if len(op.inputs) != 3 or len(op.outputs) != 1 or min(op.inputs) < 0 or op.outputs[0] < 0:
+        return None
+    x, out = edit.tensors[op.inputs[0]], edit.tensors[op.outputs[0]]
+    block, pads = edit.tensors[op.inputs[1]].data, edit.tensors[op.inputs[2]].data
+    if (x.type not in _SPACE_BATCH_TYPES or block is None or pads is None or x.rank != 3 or out.rank != 3 or block.size != 1
+            or pads.size != 2 or x.has_dynamic_shape or out.has_dynamic_shape or x.has_dynamic_signature
+            or out.has_dynamic_signature):
+        return None
+    name = out.name
+    n, w, c = x.shape
+    x4 = edit.add_tensor(f"{name}/rank4_input", (n, 1, w, c), x)
+    y4 = edit.add_tensor(f"{name}/rank4_output", (out.shape[0], 1, out.shape[1], out.shape[2]), out)
+    block4 = edit.add_constant(f"{name}/rank4_block", np.array([1, int(block.reshape(-1)[0])], np.int32))
+    pads4 = edit.add_constant(f"{name}/rank4_paddings",
+                              np.array([[0, 0], [int(v) for v in pads.reshape(-1)]], np.int32))
+    to4 = edit.add_constant(f"{name}/rank4_shape", [n, 1, w, c])
+    back = edit.add_constant(f"{name}/rank3_shape", list(out.shape))
+    # the added operators borrow the op's fields, then become RESHAPEs (or a SLICE)
+    before = dataclasses.replace(op, builtin_code=int(B.RESHAPE), inputs=(op.inputs[0], to4), outputs=(x4,),
+                                 options=ReshapeOptions(new_shape=(n, 1, w, c)), version=1, custom_code=None,
+                                 opcode_index=-1, intermediates=())
+    middle = dataclasses.replace(op, inputs=(x4, block4, pads4), outputs=(y4,),
+                                 version=data_movement_version(op.builtin_code, x.type, 4))
+    after = dataclasses.replace(before, inputs=(y4, back), outputs=(op.outputs[0],),
+                                options=ReshapeOptions(new_shape=tuple(out.shape)))
+    crops = [int(v) for v in pads.reshape(-1)]
+    if op.builtin_code != B.BATCH_TO_SPACE_ND or crops == [0, 0]:
+        return [before, middle, after]
+    # The delegate takes BATCH_TO_SPACE_ND without crops only: crop with a SLICE after it, which is what the
+    # crops do (batch_to_space(x, b, crops) == slice(batch_to_space(x, b, 0), crops)).
+    whole = out.shape[1] + crops[0] + crops[1]
+    full = edit.add_tensor(f"{name}/rank4_uncropped", (out.shape[0], 1, whole, out.shape[2]), out)
+    zero = edit.add_constant(f"{name}/rank4_no_crops", np.zeros((2, 2), np.int32))
+    begin = edit.add_constant(f"{name}/crop_begin", [0, 0, crops[0], 0])
+    size = edit.add_constant(f"{name}/crop_size", [out.shape[0], 1, out.shape[1], out.shape[2]])
+    middle = dataclasses.replace(middle, inputs=(x4, block4, zero), outputs=(full,))
+    crop = dataclasses.replace(before, builtin_code=int(B.SLICE), inputs=(full, begin, size), outputs=(y4,),
+                               options=SliceOptions(), version=data_movement_version(B.SLICE, x.type, 4))
+    return [before, middle, crop, after]

@@ -13,7 +13,8 @@ sees; the others are kept as they were):
 - the other subgraphs (WHILE / IF bodies) as the graph rewrites left them, when a step asks for them: only the
   loop list writes of `rewrite/list_set_item.py` change them;
 - an operator a rewrite turned into another kind (a rank-5 TILE into a RESHAPE) takes the version the model
-  already uses for that kind, or 1;
+  already uses for that kind, or 1; a data-movement operator a merge took to rank 4 takes the version TFLite
+  gives it there (`tflite/op_versions.py`: a rank-5 TRANSPOSE is version 4, the delegate takes up to 2);
 - `pin_shapes`: every shape becomes static at the model's input shapes. Identity: at fixed input shapes,
   TFLite's Prepare sizes every tensor from them; a -1 in a `shape_signature` only tells TFLite an extent may
   change on a resize, and makes some kernels (SLICE, TOPK_V2, ...) defer sizing to Invoke, where they compute
@@ -35,6 +36,7 @@ import numpy as np
 from nnconv.rewrite.folds import FOLDS
 from nnconv.rewrite.state import ConversionState
 from nnconv.tflite.ir import Operator, Subgraph, Tensor, TfliteModel
+from nnconv.tflite.op_versions import data_movement_version
 from nnconv.tflite.options import ArgMaxOptions, ArgMinOptions, CastOptions
 from nnconv.tflite.prepare import prepare_subgraph
 from nnconv.tflite.schema_enums import BuiltinOperator as B
@@ -91,6 +93,7 @@ def standalone_model(state: ConversionState, base: TfliteModel, bodies: bool = F
             names = ", ".join(f"'{tensors[t].name}'" for t in now_constant)
             changes.append(Change(op.index, "fold", f"reads {names} as a constant"))
     versions = {op.builtin_code: op.version for op in base_sg.operators}
+    rewritten = {r.op_index for r in state.rewrites if r.subgraph == 0}
     kept: list[Operator] = []
     origin: dict[int, int] = {}
     for op in sg.operators:
@@ -99,6 +102,9 @@ def standalone_model(state: ConversionState, base: TfliteModel, bodies: bool = F
         before = base_sg.operators[op.index] if op.index < len(base_sg.operators) else None
         if before is not None and before.builtin_code != op.builtin_code:
             op = dataclasses.replace(op, version=versions.get(op.builtin_code, 1))
+        elif op.index in rewritten and op.inputs and op.inputs[0] >= 0:
+            x = tensors[op.inputs[0]]  # a merge changed its rank: the version that says so changes with it
+            op = dataclasses.replace(op, version=data_movement_version(op.builtin_code, x.type, x.rank) or op.version)
         origin[len(kept)] = op.index
         kept.append(dataclasses.replace(op, index=len(kept)))
     main = dataclasses.replace(sg, tensors=tuple(tensors), operators=tuple(kept))

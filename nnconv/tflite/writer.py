@@ -49,7 +49,8 @@ def write_model(model: TfliteModel, original: bytes | bytearray | memoryview | A
                 op_origin: Mapping[tuple[int, int], int] | None = None) -> bytes:
     """The bytes of `model` written over `original`, the file it was read from (see the module docstring).
     `op_origin` maps (subgraph, operator index in `model`) to the operator's index in `original`, for the
-    fields only the file carries; without it an operator's index is its original index."""
+    fields only the file carries (an operator it does not name is new); without it an operator's index is its
+    original index."""
     m = tflite.Model.GetRootAs(original, 0)
     view = memoryview(original)
     buffers = _original_buffers(m, view)
@@ -70,7 +71,7 @@ def write_model(model: TfliteModel, original: bytes | bytearray | memoryview | A
     oc_offs = [write_operator_code(b, builtin, deprecated, version, custom)
                for deprecated, builtin, custom, version in operator_codes.codes]
     sg_offs = [_subgraph(b, m.Subgraphs(sg.index), sg, tensor_buffers[k], operator_codes.index[k],
-                         {i: (op_origin or {}).get((sg.index, i), i) for i in range(len(sg.operators))})
+                         {i: i if op_origin is None else op_origin.get((sg.index, i)) for i in range(len(sg.operators))})
                for k, sg in enumerate(model.subgraphs)]
     sig_offs = [write_signature(b, s.signature_key, s.subgraph_index, s.inputs, s.outputs)
                 for s in model.signature_defs]
@@ -148,15 +149,16 @@ def _opcode(oc: Any) -> OpCode:
 
 
 class _OperatorCodes:
-    """The original operator codes, plus one per (kind, version) a rewrite introduced."""
+    """The original operator codes, plus one per (kind, version) a rewrite introduced (a new kind, or the same
+    kind at another version: a rank-5 TRANSPOSE merged to rank 4 is version 1 again)."""
 
     def __init__(self, codes: list[OpCode]) -> None:
         self.codes = list(codes)
         self.index: list[list[int]] = []
 
     def resolve(self, op: Operator) -> int:
-        if 0 <= op.opcode_index < len(self.codes) and _kind(self.codes[op.opcode_index]) == (op.builtin_code,
-                                                                                            op.custom_code):
+        if 0 <= op.opcode_index < len(self.codes) and self.codes[op.opcode_index][3] == op.version and \
+                _kind(self.codes[op.opcode_index]) == (op.builtin_code, op.custom_code):
             return op.opcode_index
         for i, oc in enumerate(self.codes):
             if _kind(oc) == (op.builtin_code, op.custom_code) and oc[3] == op.version:
@@ -179,10 +181,11 @@ def _operator_codes(model: TfliteModel, codes: list[OpCode]) -> _OperatorCodes:
 
 # -- subgraphs ----------------------------------------------------------------------------------------
 def _subgraph(b: flatbuffers.Builder, src: Any, sg: Subgraph, buffers: list[int], opcodes: list[int],
-              origin: dict[int, int]) -> int:
+              origin: dict[int, int | None]) -> int:
     t_offs = [_tensor(b, t, buffers[t.index], src.Tensors(t.index) if t.index < src.TensorsLength() else None)
               for t in sg.tensors]
-    op_offs = [_operator(b, op, opcodes[k], src.Operators(origin[k]) if origin[k] < src.OperatorsLength() else None)
+    op_offs = [_operator(b, op, opcodes[k], src.Operators(origin[k])
+                         if origin[k] is not None and origin[k] < src.OperatorsLength() else None)
                for k, op in enumerate(sg.operators)]
     tensors, operators = _offsets(b, t_offs), _offsets(b, op_offs)
     ins, outs = _ints(b, sg.inputs), _ints(b, sg.outputs)

@@ -20,7 +20,7 @@ from nnconv.retarget.steps import Step
 from nnconv.rewrite.standalone import Standalone
 from nnconv.tflite.builder import QuantParams, TfliteBuilder
 from nnconv.tflite.ir import TfliteModel
-from nnconv.tflite.options import ArgMaxOptions, FullyConnectedOptions, GatherOptions
+from nnconv.tflite.options import ArgMaxOptions, FullyConnectedOptions, GatherOptions, ReshapeOptions
 from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 from nnconv.tflite.schema_enums import TensorType
@@ -209,6 +209,55 @@ def test_reverse_becomes_gather_below_api_34(dtype: str) -> None:
     assert gather.builtin_code == B.GATHER and gather.options.axis == 1
     _check_output(data, result.data, 30)
     assert not nnconv.rewrite_model(data, 34).rewritten  # the delegate takes REVERSE_V2 itself there
+
+
+def dilated_conv1d_model(dtype: str = "float32") -> bytes:
+    """A dilated Conv1D's data movement as TensorFlow writes it on rank 3 (operator version 3): SPACE_TO_BATCH_ND
+    with paddings, an op per batch, BATCH_TO_SPACE_ND with crops."""
+    np_dtype, q = TYPES[dtype]
+    b = TfliteBuilder()
+    x = b.input("x", (1, 12, 3), np_dtype, quant=q)
+    s2b = b.tensor("s2b", (2, 8, 3), np_dtype, quant=q)
+    b.op(B.SPACE_TO_BATCH_ND, [x, b.const("block", np.array([2], I32)), b.const("pads", np.array([[2, 2]], I32))],
+         [s2b], version=3)
+    r = b.tensor("relu", (2, 8, 3), np_dtype, quant=q)
+    b.op(B.RELU, [s2b], [r])
+    y = b.tensor("y", (1, 15, 3), np_dtype, quant=q)
+    b.op(B.BATCH_TO_SPACE_ND, [r, b.const("block2", np.array([2], I32)), b.const("crops", np.array([[0, 1]], I32))],
+         [y], version=3)
+    b.output(y)
+    return b.finish()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8"])
+def test_rank3_space_batch_on_rank4(dtype: str) -> None:
+    data = dilated_conv1d_model(dtype)
+    result = nnconv.rewrite_model(data, 30)
+    assert result.before.on_nnapi == 1 and result.after.whole and [s.name for s in result.steps] == ["delegate-ops"]
+    ops = [(op.name, op.version) for op in read_model(result.data).main.operators]
+    v = 2 if dtype == "int8" else 1
+    assert ops == [("RESHAPE", 1), ("SPACE_TO_BATCH_ND", v), ("RESHAPE", 1), ("RELU", 1), ("RESHAPE", 1),
+                   ("BATCH_TO_SPACE_ND", v), ("SLICE", v), ("RESHAPE", 1)]
+    _check_output(data, result.data, 30)
+
+
+def test_merged_transpose_takes_its_rank4_version() -> None:
+    """A rank-5 TRANSPOSE is version 4, above the delegate's 2: merged to rank 4 it is version 1 again."""
+    b = TfliteBuilder()
+    x = b.input("x", (1, 3, 4, 6), np.float32)
+    a = b.tensor("a", (1, 3, 4, 2, 3), np.float32)
+    b.op(B.RESHAPE, [x, b.const("s", np.array([1, 3, 4, 2, 3], I32))], [a], ReshapeOptions(new_shape=(1, 3, 4, 2, 3)))
+    t = b.tensor("t", (1, 3, 4, 3, 2), np.float32)
+    b.op(B.TRANSPOSE, [a, b.const("perm", np.array([0, 1, 2, 4, 3], I32))], [t], version=4)
+    y = b.tensor("y", (1, 3, 4, 6), np.float32)
+    b.op(B.RESHAPE, [t, b.const("o", np.array([1, 3, 4, 6], I32))], [y], ReshapeOptions(new_shape=(1, 3, 4, 6)))
+    b.output(y)
+    data = b.finish()
+    result = nnconv.rewrite_model(data, 30)
+    assert result.after.whole
+    transpose = next(op for op in read_model(result.data).main.operators if op.builtin_code == B.TRANSPOSE)
+    assert transpose.version == 1
+    _check_output(data, result.data, 30)
 
 
 def test_nothing_to_rewrite_leaves_the_model_byte_identical(tmp_path: pathlib.Path) -> None:
