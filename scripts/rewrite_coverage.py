@@ -1,6 +1,7 @@
 """Measures `nnconv rewrite` on folders of models: what TFLite's NNAPI delegate takes before and after.
 
-For every `.tflite` of each folder: `nnconv check MODEL --target delegate --format json` (before),
+For every `.tflite` of each folder: `nnconv check MODEL --target delegate --format json` (before; and
+`--target nnconv`, to count the models nnconv's own converter takes whole and the delegate does not),
 `nnconv rewrite MODEL -o OUT --format json`, and `nnconv check OUT --target delegate --format json` (after),
 at one API level, one `python -m nnconv` process per command. Prints Markdown: one row per writer (models,
 taken whole before and after, rewritten, proof passed) and one row per model that the rewrite changed or
@@ -45,11 +46,14 @@ def _view(check: dict[str, Any]) -> dict[str, Any]:
 def measure(model: pathlib.Path, out_dir: pathlib.Path, level: int) -> dict[str, Any]:
     out = out_dir / model.name
     _, before = _nnconv("check", str(model), "--target", "delegate", "--api-level", str(level), "--format", "json")
+    _, ours = _nnconv("check", str(model), "--target", "nnconv", "--api-level", str(level), "--format", "json")
     code, report = _nnconv("rewrite", str(model), "-o", str(out), "--api-level", str(level), "--format", "json")
     after = before
     if code == 0 and out.exists():
         _, after = _nnconv("check", str(out), "--target", "delegate", "--api-level", str(level), "--format", "json")
+    nnconv_whole = ours.get("summary", {}).get("coverage") == 100.0 and ours["summary"].get("partitions") == 1
     return {"model": model.name, "before": _view(before), "after": _view(after), "exit_code": code,
+            "nnconv_whole": bool(nnconv_whole),
             "rewritten": bool(report.get("rewritten")), "steps": [s["name"] for s in report.get("steps", [])],
             "proof": (report.get("proof") or {}).get("passed"), "error": report.get("error", "")}
 
@@ -73,12 +77,16 @@ def main(argv: list[str] | None = None) -> int:
             rows[writer] = list(pool.map(lambda m: measure(m, out_dir, args.api_level), models))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
-    print(f"| writer | models | whole before | whole after | rewritten | proof passed | exit != 0 |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| writer | models | delegate whole before | after | runs on NNAPI before | after | rewritten (proof "
+          "passed) | nnconv whole, delegate not: whole after | exit != 0 |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for writer, found in rows.items():
+        gap = [r for r in found if r["nnconv_whole"] and not r["before"]["whole"]]
         print(f"| {writer} | {len(found)} | {sum(r['before']['whole'] for r in found)} | "
-              f"{sum(r['after']['whole'] for r in found)} | {sum(r['rewritten'] for r in found)} | "
-              f"{sum(bool(r['proof']) for r in found)} | {sum(r['exit_code'] != 0 for r in found)} |")
+              f"{sum(r['after']['whole'] for r in found)} | {sum(r['before']['on_nnapi'] > 0 for r in found)} | "
+              f"{sum(r['after']['on_nnapi'] > 0 for r in found)} | {sum(r['rewritten'] for r in found)} "
+              f"({sum(bool(r['proof']) for r in found)}) | {sum(r['after']['whole'] for r in gap)}/{len(gap)} | "
+              f"{sum(r['exit_code'] != 0 for r in found)} |")
     print("\n| writer | model | before | after | rewrites |")
     print("| --- | --- | --- | --- | --- |")
     for writer, found in rows.items():

@@ -9,10 +9,11 @@ weights to float32, `--fold-weights`, changes what TFLite computes).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from nnconv.rewrite.delegate_forms import reverse_as_gather, space_batch_as_rank4
+from nnconv.rewrite.delegate_forms import batch_matmul_as_mul_sum, reverse_as_gather, space_batch_as_rank4
 from nnconv.rewrite.pipeline import rewrite
 from nnconv.rewrite.registry import REWRITES, RewriteKind
 from nnconv.rewrite.standalone import Change, Standalone, narrow_int64, pin_shapes, standalone_model
@@ -77,12 +78,17 @@ def _int64_indices(model: TfliteModel, api_level: int) -> Standalone | None:
 def _delegate_ops(model: TfliteModel, api_level: int) -> Standalone | None:
     rewritten, changes = reverse_as_gather(model) if api_level < REVERSE_FROM_API else (model, [])
     rewritten, origin, more = space_batch_as_rank4(rewritten)
+    if api_level < BATCH_MATMUL_FROM_API:
+        rewritten, second, matmuls = batch_matmul_as_mul_sum(rewritten)
+        more += [dataclasses.replace(c, op=origin.get(c.op, c.op)) for c in matmuls]  # as the step's input
+        origin = {k: origin[old] for k, old in second.items() if old in origin}
     if not changes and not more:
         return None
     return Standalone(rewritten, origin, changes + more)
 
 
 REVERSE_FROM_API = 34  # the delegate maps REVERSE_V2 from feature level 7
+BATCH_MATMUL_FROM_API = 33  # and BATCH_MATMUL from feature level 6
 
 
 STEPS: tuple[Step, ...] = (
@@ -98,9 +104,11 @@ STEPS: tuple[Step, ...] = (
     Step("int64-indices", REWRITES[RewriteKind.INT64_INDICES].identity, _int64_indices,
          "the delegate cannot add an INT64 operand: its build fails and TFLite runs the model on the CPU"),
     Step("delegate-ops", "reverse(x, a) == gather(x, [n-1, ..., 0], axis=a) for an axis of static extent n; a "
-         "rank-3 SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND (block [b]) is the rank-4 one (block [1, b]) on [N, 1, W, C]",
-         _delegate_ops, "the delegate maps REVERSE_V2 only from API 34, and refuses the rank-3 (version 3) "
-         "SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND of dilated Conv1D: it leaves them on the CPU"),
+         "rank-3 SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND (block [b]) is the rank-4 one (block [1, b]) on [N, 1, W, C], "
+         "and crops are a SLICE after it; A @ B == SUM over k of A[h, m, k, 1] * B[h, 1, k, n] (float32)",
+         _delegate_ops, "the delegate maps REVERSE_V2 only from API 34 and BATCH_MATMUL only from API 33, and "
+         "refuses the rank-3 (version 3) SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND of dilated Conv1D: it leaves them "
+         "on the CPU"),
 )
 
 

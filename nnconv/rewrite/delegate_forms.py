@@ -13,11 +13,20 @@ itself, so its pipeline does not run these).
   and paddings [[0, 0], [p0, p1]], its [N', 1, W', C] result viewed back as [N', W', C]: the added axis of
   extent 1 is never split (block 1, no padding). The delegate takes BATCH_TO_SPACE_ND only without crops:
   batch_to_space(x, b, crops) == slice(batch_to_space(x, b, 0), crops), so non-zero crops become a SLICE.
+- BATCH_MATMUL (float32) -> RESHAPE, RESHAPE, MUL, SUM, RESHAPE. The delegate maps BATCH_MATMUL only from
+  API 33 (feature level 6); attention layers write two per head. Identity, with the batch dimensions
+  flattened to h: C[h, m, n] = sum_k A[h, m, k] B[h, k, n] = SUM over axis 2 of A[h, m, k, 1] * B[h, 1, k, n]
+  (a broadcast MUL, rank 4). Exact in real arithmetic; in float32 the SUM adds the k products in its own
+  order, as TFLite's matrix kernel does in another, so the proof's float tolerance applies (on the models
+  measured the difference is a few units in the last place). Quantized BATCH_MATMUL is left alone (its
+  products would be requantized).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+from typing import Callable
 
 import numpy as np
 
@@ -25,7 +34,7 @@ from nnconv.rewrite.graph_edit import SubgraphEdit
 from nnconv.rewrite.standalone import Change
 from nnconv.tflite.ir import Operator, TfliteModel
 from nnconv.tflite.op_versions import data_movement_version
-from nnconv.tflite.options import GatherOptions, ReshapeOptions, SliceOptions
+from nnconv.tflite.options import GatherOptions, MulOptions, ReducerOptions, ReshapeOptions, SliceOptions
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 from nnconv.tflite.schema_enums import TensorType
 
@@ -61,29 +70,44 @@ def reverse_as_gather(model: TfliteModel) -> tuple[TfliteModel, list[Change]]:
     return dataclasses.replace(model, subgraphs=(edit.finish(), *model.subgraphs[1:])), changes
 
 
-def space_batch_as_rank4(model: TfliteModel) -> tuple[TfliteModel, dict[int, int], list[Change]]:
-    """Every rank-3 SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND of the primary subgraph with constant block and
-    paddings (crops) on rank 4, between two RESHAPEs (see the module docstring). Returns the model, the origin
-    of each operator (new index -> old index; the RESHAPEs added have none) and the changes."""
+# An expansion of one operator: the operators replacing it, which of them is the operator itself (its report
+# line and origin), and the note of the change; None leaves the operator as it is.
+Expansion = tuple[list[Operator], int, str]
+
+
+def expand_ops(model: TfliteModel, expand: Callable[[SubgraphEdit, Operator], Expansion | None], kind: str
+               ) -> tuple[TfliteModel, dict[int, int], list[Change]]:
+    """Every operator of the primary subgraph that `expand` replaces by several. Returns the model, the origin
+    of each operator (new index -> old index; the operators added have none) and the changes."""
     sg = model.subgraphs[0]
     edit = SubgraphEdit(sg)
     ops: list[Operator] = []
     origin: dict[int, int] = {}
     changes = []
     for op in sg.operators:
-        found = _space_batch_rank4(edit, op) if op.builtin_code in (B.SPACE_TO_BATCH_ND, B.BATCH_TO_SPACE_ND) else None
+        found = expand(edit, op)
         if found is None:
             origin[len(ops)] = op.index
             ops.append(dataclasses.replace(op, index=len(ops)))
             continue
-        origin[len(ops) + 1] = op.index  # the op itself, after the RESHAPE to rank 4
-        ops += [dataclasses.replace(o, index=len(ops) + k) for k, o in enumerate(found)]
-        changes.append(Change(op.index, "space-batch-rank4", f"on rank 4 ([N, 1, W, C], block [1, b]) between two "
-                                                             "RESHAPEs: the delegate takes only its rank-4 form"))
+        replacement, itself, note = found
+        origin[len(ops) + itself] = op.index
+        ops += [dataclasses.replace(o, index=len(ops) + k) for k, o in enumerate(replacement)]
+        changes.append(Change(op.index, kind, note))
     if not changes:
         return model, {k: k for k in range(len(sg.operators))}, []
     main = dataclasses.replace(edit.finish(), operators=tuple(ops))
     return dataclasses.replace(model, subgraphs=(main, *model.subgraphs[1:])), origin, changes
+
+
+def space_batch_as_rank4(model: TfliteModel) -> tuple[TfliteModel, dict[int, int], list[Change]]:
+    """Every rank-3 SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND of the primary subgraph with constant block and
+    paddings (crops) on rank 4, between two RESHAPEs (see the module docstring)."""
+    def expand(edit: SubgraphEdit, op: Operator) -> Expansion | None:
+        found = _space_batch_rank4(edit, op) if op.builtin_code in (B.SPACE_TO_BATCH_ND, B.BATCH_TO_SPACE_ND) else None
+        return None if found is None else (found, 1, "on rank 4 ([N, 1, W, C], block [1, b]) between two RESHAPEs: "
+                                                     "the delegate takes only its rank-4 form")
+    return expand_ops(model, expand, "space-batch-rank4")
 
 
 def _space_batch_rank4(edit: SubgraphEdit, op: Operator) -> list[Operator] | None:
@@ -128,3 +152,49 @@ def _space_batch_rank4(edit: SubgraphEdit, op: Operator) -> list[Operator] | Non
     crop = dataclasses.replace(before, builtin_code=int(B.SLICE), inputs=(full, begin, size), outputs=(y4,),
                                options=SliceOptions(), version=data_movement_version(B.SLICE, x.type, 4))
     return [before, middle, crop, after]
+
+
+def batch_matmul_as_mul_sum(model: TfliteModel) -> tuple[TfliteModel, dict[int, int], list[Change]]:
+    """Every float32 BATCH_MATMUL of the primary subgraph (no adjoint, the same batch dimensions on both sides,
+    static shapes) as a broadcast MUL and a SUM over the shared axis (see the module docstring)."""
+    return expand_ops(model, _batch_matmul, "batch-matmul-mul-sum")
+
+
+def _batch_matmul(edit: SubgraphEdit, op: Operator) -> Expansion | None:
+    if op.builtin_code != B.BATCH_MATMUL or len(op.inputs) != 2 or len(op.outputs) != 1 or min(op.inputs) < 0:
+        return None
+    a, b, out = (edit.tensors[t] for t in (*op.inputs, op.outputs[0]))
+    o = op.options
+    if (any(t.type != TensorType.FLOAT32 or t.rank < 2 or t.has_dynamic_shape or t.has_dynamic_signature
+            or t.quantization.is_quantized for t in (a, b, out))
+            or o is None or o.adj_x or o.adj_y or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]):
+        return None
+    h, (m, k), n = math.prod(a.shape[:-2]), a.shape[-2:], b.shape[-1]
+    if h * m * k * n > _MAX_PRODUCTS or out.shape != (*a.shape[:-2], m, n):
+        return None
+    name = out.name
+    a4 = edit.add_tensor(f"{name}/lhs_hmk1", (h, m, k, 1), a)
+    b4 = edit.add_tensor(f"{name}/rhs_h1kn", (h, 1, k, n), b)
+    products = edit.add_tensor(f"{name}/products_hmkn", (h, m, k, n), out)
+    sums = edit.add_tensor(f"{name}/sums_hmn", (h, m, n), out)
+    base = dataclasses.replace(op, custom_code=None, opcode_index=-1, intermediates=(), version=1)
+    ops = [dataclasses.replace(base, builtin_code=int(B.RESHAPE), inputs=(op.inputs[0], _shape(edit, a4)),
+                               outputs=(a4,), options=ReshapeOptions(new_shape=(h, m, k, 1))),
+           dataclasses.replace(base, builtin_code=int(B.RESHAPE), inputs=(op.inputs[1], _shape(edit, b4)),
+                               outputs=(b4,), options=ReshapeOptions(new_shape=(h, 1, k, n))),
+           dataclasses.replace(base, builtin_code=int(B.MUL), inputs=(a4, b4), outputs=(products,),
+                               options=MulOptions()),
+           dataclasses.replace(base, builtin_code=int(B.SUM), outputs=(sums,), options=ReducerOptions(keep_dims=False),
+                               inputs=(products, edit.add_constant(f"{name}/shared_axis", [2]))),
+           dataclasses.replace(base, builtin_code=int(B.RESHAPE), inputs=(sums, _shape(edit, op.outputs[0])),
+                               outputs=(op.outputs[0],), options=ReshapeOptions(new_shape=tuple(out.shape)))]
+    return ops, 2, (f"MUL of [{h}, {m}, {k}, 1] by [{h}, 1, {k}, {n}] and SUM over the {k} shared values: the "
+                    "delegate maps BATCH_MATMUL only from API 33")
+
+
+def _shape(edit: SubgraphEdit, tensor: int) -> int:
+    """A constant holding `tensor`'s shape (a RESHAPE's target)."""
+    return edit.add_constant(f"{edit.tensors[tensor].name}/shape", list(edit.tensors[tensor].shape))
+
+
+_MAX_PRODUCTS = 1 << 22  # the MUL's products a BATCH_MATMUL may expand into (16 MiB of float32)

@@ -20,7 +20,8 @@ from nnconv.retarget.steps import Step
 from nnconv.rewrite.standalone import Standalone
 from nnconv.tflite.builder import QuantParams, TfliteBuilder
 from nnconv.tflite.ir import TfliteModel
-from nnconv.tflite.options import ArgMaxOptions, FullyConnectedOptions, GatherOptions, ReshapeOptions
+from nnconv.tflite.options import (ArgMaxOptions, BatchMatMulOptions, FullyConnectedOptions, GatherOptions,
+                                   ReshapeOptions)
 from nnconv.tflite.reader import read_model
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 from nnconv.tflite.schema_enums import TensorType
@@ -258,6 +259,29 @@ def test_merged_transpose_takes_its_rank4_version() -> None:
     transpose = next(op for op in read_model(result.data).main.operators if op.builtin_code == B.TRANSPOSE)
     assert transpose.version == 1
     _check_output(data, result.data, 30)
+
+
+def test_float_batch_matmul_becomes_mul_and_sum_below_api_33() -> None:
+    """Attention's BATCH_MATMUL of two activations: a broadcast MUL and a SUM over the shared axis on rank 4;
+    TFLite's outputs within the float tolerance (the sums are added in another order)."""
+    b = TfliteBuilder()
+    q = b.input("q", (1, 2, 3, 4), np.float32)
+    k = b.input("k", (1, 2, 4, 5), np.float32)
+    s = b.tensor("scores", (1, 2, 3, 5), np.float32)
+    b.op(B.BATCH_MATMUL, [q, k], [s], BatchMatMulOptions())
+    y = b.tensor("y", (1, 2, 3, 5), np.float32)
+    b.op(B.RELU, [s], [y])
+    b.output(y)
+    data = b.finish()
+    result = nnconv.rewrite_model(data, 30)
+    assert result.before.on_nnapi == 1 and result.after.whole and result.proof.passed
+    assert [op.name for op in read_model(result.data).main.operators] == ["RESHAPE", "RESHAPE", "MUL", "SUM",
+                                                                          "RESHAPE", "RELU"]
+    assert next(c for c in result.changes if c.op == 0).new_index == 2  # the MUL stands for it
+    for seed in (3, 4):
+        got, want = _tflite(result.data, seed=seed)[0], _tflite(data, seed=seed)[0]
+        assert np.abs(got - want).max() <= 1e-5 + 1e-4 * np.abs(want).max()
+    assert not nnconv.rewrite_model(data, 33).rewritten  # the delegate takes BATCH_MATMUL itself there
 
 
 def test_nothing_to_rewrite_leaves_the_model_byte_identical(tmp_path: pathlib.Path) -> None:
