@@ -125,7 +125,7 @@ def _apply(base: TfliteModel, raw: bytes, steps: list[Step], api_level: int) -> 
         if found is None:
             continue
         used.append(step)
-        kept = {k for k in found.origin.values()}
+        kept = set(found.origin.values())
         for c in found.changes:
             op = change_op(c, origin)
             new = next((k for k, old in found.origin.items() if old == c.op), None) if c.op in kept else None
@@ -134,7 +134,7 @@ def _apply(base: TfliteModel, raw: bytes, steps: list[Step], api_level: int) -> 
         # an op the step kept keeps its changes' new index up to date through later steps
         changes = [dataclasses.replace(c, new_index=_renumber(c.new_index, found.origin)) if c.step != step.name
                    else c for c in changes]
-        origin = {k: origin[old] for k, old in found.origin.items()}
+        origin = {k: origin[old] for k, old in found.origin.items() if old in origin}  # (added ops: none)
         for s, step_origin in found.body_origins.items():
             before = bodies.get(s, {})
             bodies[s] = {k: before.get(old, old) for k, old in step_origin.items()}
