@@ -84,7 +84,7 @@ def standalone_model(state: ConversionState, base: TfliteModel, bodies: bool = F
                 value = folded[o]
                 tensors[o] = dataclasses.replace(tensors[o], data=value, buffer=NEW_BUFFER,
                                                  shape=tuple(value.shape), shape_signature=None)
-        if not any(c.op == op.index and c.kind != "fold" for c in changes):
+        if not any(c.op == op.index and c.note.startswith("removed") for c in changes):
             outs = ", ".join(f"'{tensors[o].name}'" for o in op.outputs if o >= 0)
             changes.append(Change(op.index, "fold", f"removed: {outs} folded into a constant"))
     for op in sg.operators:
