@@ -9,6 +9,7 @@
     prepared.report, prepared.plan(), prepared.whole()         # checked, planned, lowered on demand
     nnconv.prepare("model.tflite", 30, nnconv.ConversionOptions(target=nnconv.Target.NNCONV))  # nnconv's own
     on_device = nnconv.check_devices("model.tflite", ["armnn-hal1.3"], api_level=29)  # check --device
+    result = nnconv.rewrite_model("model.tflite", api_level=30)  # nnconv rewrite: result.data, result.after
 
 The converter and the executor are imported on first use (module `__getattr__`), so that `import nnconv`
 stays instant: the command line's entry (`nnconv.__main__`) must be running its Ctrl-C handler before
@@ -46,9 +47,19 @@ def check_devices(model, devices, api_level: int = DEFAULT_API_LEVEL, options=No
     return check_with_devices(model, int(api_level), resolve_profiles(list(devices)), options)
 
 
+def rewrite_model(model, api_level: int = DEFAULT_API_LEVEL, input_shapes=(), seed: int = 0, inputs=None):
+    """`nnconv rewrite` as a function: the model (a path or the .tflite bytes) rewritten so TFLite's NNAPI
+    delegate takes more of it at `api_level`. Returns a `RewriteResult`: `.before` / `.after` (the delegate's
+    view), `.steps`, `.changes` (op by op), `.proof` (TFLite's outputs compared) and `.data`, the rewritten
+    model's bytes (None when nothing helps); write `.data` only when `.passed`. `input_shapes`: (name, shape)
+    pairs as `--input-shape`; `inputs`: arrays by input name for the proof instead of seeded ones."""
+    from nnconv.retarget.engine import rewrite_model as run
+    return run(model, int(api_level), tuple(input_shapes), seed, inputs)
+
+
 __all__ = ["ConversionError", "ConversionOptions", "ConversionResult", "Executor", "InputDataError",
            "ModelFormatError", "NnconvError", "PreparedConversion", "Report", "Target", "check_devices", "check_model",
-           "convert", "prepare", "verify", "__version__"]
+           "convert", "prepare", "rewrite_model", "verify", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

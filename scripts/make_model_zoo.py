@@ -15,7 +15,7 @@ A variant the converter refuses is skipped and listed, with the converter's mess
 `scripts/run_model_zoo.py DIR` then checks and verifies the zoo and prints the tables of `docs/model-zoo.md`.
 
     python scripts/make_model_zoo.py ZOO_DIR [--only NAME ...] [--variants int8 ...]
-                                                        [--skip-existing]
+                                                        [--skip-existing] [--open-batch]
 
 The whole zoo (21 architectures x 5 variants) takes ~10 minutes of one idle core; keras.applications'
 models take most of it (TensorFlow's converter needs 10-60 s for each of their variants).
@@ -43,6 +43,10 @@ SEED = 1234
 CLASSES = 10
 VARIANTS = ("float32", "fp16", "dynamic", "int8", "uint8io")
 REPRESENTATIVE_SAMPLES = 16
+# The inputs' batch: 1, as mobile deployments fix it, or None with --open-batch (Keras' default, -1 in the
+# inputs' shape_signature: TensorFlow's converter then writes SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE
+# chains where a layer needs the batch, which `nnconv rewrite` folds). A one-element list: set once by main.
+BATCH: list[int | None] = [1]
 
 
 # -- inputs -------------------------------------------------------------------------------------------
@@ -100,7 +104,7 @@ VOCAB = 50
 
 
 def _image(shape: tuple[int, ...] = IMAGE) -> keras.layers.Layer:
-    return layers.Input(shape, batch_size=1, name="image")
+    return layers.Input(shape, batch_size=BATCH[0], name="image")
 
 
 def mobilenet_v2() -> keras.Model:
@@ -182,7 +186,7 @@ def deeplab_mini() -> keras.Model:
 
 def audio_conv1d() -> keras.Model:
     """Keyword spotting over 40 MFCC-like features per frame: Conv1D stack, max pool, global max pool."""
-    inp = layers.Input((98, 40), batch_size=1, name="features")
+    inp = layers.Input((98, 40), batch_size=BATCH[0], name="features")
     x = layers.Conv1D(32, 5, activation="relu")(inp)
     x = layers.MaxPooling1D(2)(x)
     x = layers.Conv1D(32, 3, padding="same", activation="relu", dilation_rate=2)(x)
@@ -191,7 +195,7 @@ def audio_conv1d() -> keras.Model:
 
 
 def _sequence() -> keras.layers.Layer:
-    return layers.Input((8, 6), batch_size=1, name="sequence")
+    return layers.Input((8, 6), batch_size=BATCH[0], name="sequence")
 
 
 def lstm() -> keras.Model:
@@ -220,14 +224,14 @@ def simple_rnn() -> keras.Model:
 def keras3_lstm() -> object:
     """Keras 3's LSTM (tf.keras in TF >= 2.16): not fused, a WHILE loop over the time steps."""
     k3 = tf.keras
-    inp = k3.Input((8, 6), batch_size=1, name="sequence")
+    inp = k3.Input((8, 6), batch_size=BATCH[0], name="sequence")
     x = k3.layers.LSTM(12)(inp)
     return k3.Model(inp, k3.layers.Dense(3)(x), name="keras3_lstm")
 
 
 def transformer_block() -> keras.Model:
     """A post-norm transformer encoder block: multi-head self-attention, residual, layer norm, GELU MLP."""
-    inp = layers.Input((16, 32), batch_size=1, name="tokens")
+    inp = layers.Input((16, 32), batch_size=BATCH[0], name="tokens")
     att = layers.MultiHeadAttention(num_heads=4, key_dim=8)(inp, inp)
     x = layers.LayerNormalization()(layers.Add()([inp, att]))
     h = layers.Dense(32)(layers.Dense(64, activation="gelu")(x))
@@ -238,7 +242,7 @@ def transformer_block() -> keras.Model:
 
 def text_embedding() -> keras.Model:
     """Token ids -> Embedding -> average over the sequence -> dense classifier."""
-    inp = layers.Input((20,), batch_size=1, dtype="int32", name="tokens")
+    inp = layers.Input((20,), batch_size=BATCH[0], dtype="int32", name="tokens")
     x = layers.Embedding(VOCAB, 16)(inp)
     x = layers.GlobalAveragePooling1D()(x)
     x = layers.Dense(16, activation="relu")(x)
@@ -394,7 +398,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", default=None, choices=[a.name for a in ARCHITECTURES])
     ap.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS)
     ap.add_argument("--skip-existing", action="store_true", help="keep models already in OUT")
+    ap.add_argument("--open-batch", action="store_true",
+                    help="leave the inputs' batch open (Keras' default) instead of fixing it at 1")
     args = ap.parse_args(argv)
+    BATCH[0] = None if args.open_batch else 1
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     by_name = {a.name: a for a in ARCHITECTURES}

@@ -22,7 +22,7 @@ from nnconv.tflite.builder import QuantParams, TfliteBuilder
 from nnconv.tflite.ir import TfliteModel
 
 __all__ = ["QuantParams", "StepClock", "TfliteBuilder", "assert_bit_exact", "assert_parity", "assert_refused",
-           "assert_same_bits", "single_op_model", "step_names"]
+           "assert_same_bits", "keras_flatten", "single_op_model", "step_names"]
 
 
 class StepClock:
@@ -39,6 +39,26 @@ class StepClock:
         self.readings += 1
         self.now += self.step
         return self.now
+
+
+def keras_flatten(b, x: int, shape: Sequence[int], dtype, quant: QuantParams | None = None,
+                  batch_signature: bool = False) -> int:
+    """Keras' Flatten as TensorFlow writes it: RESHAPE(x, PACK(SHAPE(x)[0], -1)); returns the [batch, rest]
+    output. `batch_signature`: the batch left open (-1 in the output's shape_signature), as Keras exports it."""
+    from nnconv.tflite.options import PackOptions, ReshapeOptions, ShapeOptions, StridedSliceOptions
+    from nnconv.tflite.schema_enums import BuiltinOperator as B
+    i32 = np.int32
+    s = b.tensor("s", (len(shape),), i32)
+    b.op(B.SHAPE, [x], [s], ShapeOptions(out_type=2))
+    n = b.tensor("n", (), i32)
+    b.op(B.STRIDED_SLICE, [s, b.const("b0", np.array([0], i32)), b.const("e0", np.array([1], i32)),
+                           b.const("s0", np.array([1], i32))], [n], StridedSliceOptions(shrink_axis_mask=1))
+    packed = b.tensor("packed", (2,), i32)
+    b.op(B.PACK, [n, b.const("minus1", np.array(-1, i32))], [packed], PackOptions(values_count=2, axis=0))
+    flat = (shape[0], int(np.prod(shape[1:])))
+    y = b.tensor("flat", flat, dtype, quant=quant, shape_signature=(-1, flat[1]) if batch_signature else None)
+    b.op(B.RESHAPE, [x, packed], [y], ReshapeOptions())
+    return y
 
 
 def single_op_model(opcode, inputs: Sequence[tuple], outputs: Sequence[tuple], options=None, version: int = 1,

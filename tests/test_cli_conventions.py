@@ -28,7 +28,7 @@ from test_cli import assert_one_line_error, conv_tflite
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODELS = ROOT / "examples" / "models"
-COMMANDS = ("check", "convert", "verify", "run", "ops", "inspect", "devices", "probe")
+COMMANDS = ("check", "convert", "verify", "run", "ops", "inspect", "devices", "probe", "rewrite")
 
 
 def invoke(*args: str, columns: int | None = None):

@@ -16,7 +16,8 @@ The stages, earliest first (a module may import its own stage and earlier ones):
   parity   TFLite interpreter vs executor
   report   the check report and the ops table
   devices  device profiles, `check --device` (a device's verdicts and partition plan) and the phone probe
-  tools    conformance.py (the CTS vectors through the executor), inspection.py
+  tools    conformance.py (the CTS vectors through the executor), inspection.py, retarget/ (`nnconv rewrite`: the
+           rewrite stage's steps kept when the delegate target takes more, proven on TFLite's interpreter)
   cli      the command line; the package root (`nnconv/__init__`, the Python API) and `__main__`
 The NNAPI IR precedes the lowering because the lowering emits it; its validator and serializer run after
 the lowering in time but import nothing of it.
@@ -34,7 +35,7 @@ STAGES = ("base", "tflite", "nnapi", "rewrite", "lowering", "runtime", "parity",
 TOP_LEVEL_STAGE = {"errors": "base", "guarded_decoder": "base", "version": "base", "parallel": "base", "fmt": "base",
                    "limits": "base", "npz": "base", "safe_write": "base", "targets": "base",
                    "delegate": "lowering",
-                   "pipeline": "lowering", "conformance": "tools", "inspection": "tools",
+                   "pipeline": "lowering", "conformance": "tools", "inspection": "tools", "retarget": "tools",
                    "__init__": "cli", "__main__": "cli"}
 
 def module_name(path: pathlib.Path) -> str:

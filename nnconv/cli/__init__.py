@@ -1,4 +1,5 @@
-"""The `nnconv` command line: convert, run, verify, check, ops, inspect, devices, probe (one module per command).
+"""The `nnconv` command line: convert, run, verify, check, ops, inspect, devices, probe, rewrite (one module per
+command).
 
 Data goes to stdout, logs and errors to stderr. Colour is off when stdout is not a terminal or NO_COLOR is
 set. Exit codes: 0 ok; 1 parity failure or policy violation; 2 usage error or unreadable/invalid input;
@@ -17,6 +18,7 @@ from nnconv.cli.devices import devices
 from nnconv.cli.inspect import inspect
 from nnconv.cli.ops import ops
 from nnconv.cli.probe import probe
+from nnconv.cli.rewrite import rewrite
 from nnconv.cli.run import run
 from nnconv.cli.verify import verify
 
@@ -33,6 +35,7 @@ Examples:
   nnconv verify m.tflite --api-level 29   parity with TFLite, per output
   nnconv run m.nnapi --inputs in.npz -o out.npz --trace
   nnconv ops --api-level 27 --format csv  what lowers on Android 8.1
+  nnconv rewrite m.tflite -o r.tflite     for the stock NNAPI delegate
 
 Exit codes: 0 ok, 1 parity or policy failure, 2 bad input or usage, 3 not convertible at the level,
 4 internal error. `nnconv COMMAND --help` shows each command's options and an example."""
@@ -47,7 +50,7 @@ def main() -> None:
     common.reset_consoles()
 
 
-for _command in (convert, run, verify, check, ops, inspect, devices, probe):
+for _command in (convert, run, verify, check, ops, inspect, devices, probe, rewrite):
     main.add_command(_command)
 
 

@@ -5,6 +5,8 @@ The graph rewrites are registered by importing their modules here, explicitly (o
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from nnconv.rewrite.state import ConversionState
 from nnconv.rewrite import int64_indices  # noqa: F401  (registers RewriteKind.INT64_INDICES)
 from nnconv.rewrite import list_set_item  # noqa: F401  (registers RewriteKind.LIST_SET_ITEM)
@@ -18,15 +20,17 @@ from nnconv.rewrite.registry import REWRITES, RewriteKind
 MAX_SHAPE_ROUNDS = 16
 
 
-def rewrite(state: ConversionState) -> None:
-    """Folds constants (unless `ConversionOptions.fold_constants` is off), applies every graph rewrite in
-    `RewriteKind` order (recording what each changed in `state.rewrites`), and folds again what the rewrites
-    made constant."""
+def rewrite(state: ConversionState, kinds: Iterable[RewriteKind] = tuple(RewriteKind)) -> None:
+    """Folds constants (unless `ConversionOptions.fold_constants` is off), applies the graph rewrites of
+    `kinds` (every one by default) in `RewriteKind` order (recording what each changed in `state.rewrites`),
+    and folds again what the rewrites made constant. `nnconv rewrite` asks for some kinds at a time, to keep
+    only those that help TFLite's NNAPI delegate."""
     fold = state.options.fold_constants
     if fold:
         fold_constants(state)
     changed = False
-    for kind in RewriteKind:
+    chosen = set(kinds)
+    for kind in (k for k in RewriteKind if k in chosen):
         # corrected shapes can make SHAPE ops foldable, whose results fix shapes further on: alternate
         # with folding until nothing changes (each round corrects at least one tensor, so it ends)
         for _round in range(MAX_SHAPE_ROUNDS if kind is RewriteKind.STATIC_SHAPES else 1):

@@ -21,9 +21,10 @@ import flatbuffers
 import numpy as np
 import tflite
 
+from nnconv.tflite.fb_tables import (finish_model, int_vector, offsets_vector, write_blockwise, write_metadata,
+                                     write_operator, write_operator_code, write_signature, write_sparsity)
 from nnconv.tflite.int4 import pack_int4
 from nnconv.tflite.ir import TENSOR_TYPE_OF_DTYPE, Sparsity
-from nnconv.tflite.options_codec import encode_options
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
@@ -144,6 +145,7 @@ class TfliteBuilder(SubgraphBuilder):
         self.opcodes: list[tuple[int, int, str | None]] = []
         self.subgraphs: list[SubgraphBuilder] = [self]
         self.signatures: list[tuple[str, int]] = []
+        self.metadata: list[tuple[str, int]] = []  # (name, buffer): TFLite's and MediaPipe's metadata entries
 
     def subgraph(self, name: str = "") -> SubgraphBuilder:
         sb = SubgraphBuilder(self, name)
@@ -167,6 +169,11 @@ class TfliteBuilder(SubgraphBuilder):
 
     def add_signature(self, key: str = "serving_default", subgraph_index: int = 0) -> None:
         self.signatures.append((key, subgraph_index))
+
+    def add_metadata(self, name: str, data: bytes) -> None:
+        """A Model.metadata entry naming a buffer that holds `data` (TFLite Support's "TFLITE_METADATA",
+        "min_runtime_version", ...)."""
+        self.metadata.append((name, self.add_buffer(data)))
 
     # -- serialization ----------------------------------------------------------------------------
     def finish(self, *, opcode_fields: str = "both", buffers_after: bool = False) -> bytes:
@@ -225,114 +232,27 @@ class TfliteBuilder(SubgraphBuilder):
             buf_offs.append(tflite.BufferEnd(b))
         oc_offs = []
         for code, version, custom in self.opcodes:
-            cc = b.CreateString(custom) if custom is not None else None
-            tflite.OperatorCodeStart(b)
-            if opcode_fields != "builtin_only":
-                # Opcode quirk: the int8 deprecated field saturates at 127 (PLACEHOLDER_FOR_GREATER_OP_CODES).
-                tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
-            if opcode_fields != "deprecated_only":
-                tflite.OperatorCodeAddBuiltinCode(b, code)
-            tflite.OperatorCodeAddVersion(b, version)
-            if cc is not None:
-                tflite.OperatorCodeAddCustomCode(b, cc)
-            oc_offs.append(tflite.OperatorCodeEnd(b))
+            # Opcode quirk: the int8 deprecated field saturates at 127 (PLACEHOLDER_FOR_GREATER_OP_CODES).
+            oc_offs.append(write_operator_code(b, code if opcode_fields != "deprecated_only" else None,
+                                               min(code, 127) if opcode_fields != "builtin_only" else None,
+                                               version, custom))
         sg_offs = [self._write_subgraph(b, sg, external) for sg in self.subgraphs]
         sig_offs = [self._write_signature(b, key, si) for key, si in self.signatures]
-        desc = b.CreateString(self.description)
-        vectors = {}
-        for name, offs in (("Buffers", buf_offs), ("OperatorCodes", oc_offs), ("Subgraphs", sg_offs),
-                           ("SignatureDefs", sig_offs)):
-            b.StartVector(4, len(offs), 4)
-            for o in reversed(offs):
-                b.PrependUOffsetTRelative(o)
-            vectors[name] = b.EndVector()
-        tflite.ModelStart(b)
-        tflite.ModelAddVersion(b, 3)
-        tflite.ModelAddOperatorCodes(b, vectors["OperatorCodes"])
-        tflite.ModelAddSubgraphs(b, vectors["Subgraphs"])
-        tflite.ModelAddDescription(b, desc)
-        tflite.ModelAddBuffers(b, vectors["Buffers"])
-        if sig_offs:
-            tflite.ModelAddSignatureDefs(b, vectors["SignatureDefs"])
-        b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-        return bytes(b.Output())
+        meta_offs = [write_metadata(b, name, buffer) for name, buffer in self.metadata]
+        return finish_model(b, 3, self.description, buf_offs, oc_offs, sg_offs, sig_offs, meta_offs)
 
     def _write_signature(self, b: flatbuffers.Builder, key: str, si: int) -> int:
         sg = self.subgraphs[si]
-        def maps(indices: list[int]) -> int:
-            offs = []
-            for t in indices:
-                name = b.CreateString(sg.tensors[t].name)
-                tflite.TensorMapStart(b)
-                tflite.TensorMapAddName(b, name)
-                tflite.TensorMapAddTensorIndex(b, t)
-                offs.append(tflite.TensorMapEnd(b))
-            b.StartVector(4, len(offs), 4)
-            for o in reversed(offs):
-                b.PrependUOffsetTRelative(o)
-            return b.EndVector()
-        ins, outs = maps(sg.inputs), maps(sg.outputs)
-        k = b.CreateString(key)
-        tflite.SignatureDefStart(b)
-        tflite.SignatureDefAddInputs(b, ins)
-        tflite.SignatureDefAddOutputs(b, outs)
-        tflite.SignatureDefAddSignatureKey(b, k)
-        tflite.SignatureDefAddSubgraphIndex(b, si)
-        return tflite.SignatureDefEnd(b)
-
-    @staticmethod
-    def _int_vector(b: flatbuffers.Builder, values: Sequence[int]) -> int:
-        return b.CreateNumpyVector(np.asarray(list(values), dtype=np.int32))
-
-    @staticmethod
-    def _write_blockwise(b: flatbuffers.Builder, blockwise: tuple[int, int, int]) -> int:
-        """The schema's BlockwiseQuantization table (scales, zero_points, block_size: three int fields); the
-        `tflite` package predates it, so it is written field by field."""
-        b.StartObject(3)
-        for slot, value in enumerate(blockwise):
-            b.PrependInt32Slot(slot, int(value), 0)
-        return b.EndObject()
-
-    @staticmethod
-    def _write_sparsity(b: flatbuffers.Builder, sp: Sparsity) -> int:
-        dims = []
-        for d in sp.dim_metadata:
-            vecs = []
-            for values in (d.array_segments, d.array_indices):
-                if d.format == 1:  # SPARSE_CSR: Int32Vector tables
-                    v = b.CreateNumpyVector(np.asarray(values, dtype=np.int32))
-                    tflite.Int32VectorStart(b)
-                    tflite.Int32VectorAddValues(b, v)
-                    vecs.append(tflite.Int32VectorEnd(b))
-            tflite.DimensionMetadataStart(b)
-            tflite.DimensionMetadataAddFormat(b, d.format)
-            tflite.DimensionMetadataAddDenseSize(b, d.dense_size)
-            if vecs:
-                tflite.DimensionMetadataAddArraySegmentsType(b, 1)
-                tflite.DimensionMetadataAddArraySegments(b, vecs[0])
-                tflite.DimensionMetadataAddArrayIndicesType(b, 1)
-                tflite.DimensionMetadataAddArrayIndices(b, vecs[1])
-            dims.append(tflite.DimensionMetadataEnd(b))
-        order = b.CreateNumpyVector(np.asarray(sp.traversal_order, dtype=np.int32))
-        block = b.CreateNumpyVector(np.asarray(sp.block_map, dtype=np.int32)) if sp.block_map else None
-        b.StartVector(4, len(dims), 4)
-        for o in reversed(dims):
-            b.PrependUOffsetTRelative(o)
-        dim_vec = b.EndVector()
-        tflite.SparsityParametersStart(b)
-        tflite.SparsityParametersAddTraversalOrder(b, order)
-        if block is not None:
-            tflite.SparsityParametersAddBlockMap(b, block)
-        tflite.SparsityParametersAddDimMetadata(b, dim_vec)
-        return tflite.SparsityParametersEnd(b)
+        return write_signature(b, key, si, [(sg.tensors[t].name, t) for t in sg.inputs],
+                               [(sg.tensors[t].name, t) for t in sg.outputs])
 
     def _write_subgraph(self, b: flatbuffers.Builder, sg: SubgraphBuilder,
                         external: Iterator[tuple[int, int]] | None) -> int:
         t_offs = []
         for t in sg.tensors:
             name = b.CreateString(t.name)
-            shape = self._int_vector(b, t.shape)
-            sig = self._int_vector(b, t.shape_signature) if t.shape_signature is not None else None
+            shape = int_vector(b, t.shape)
+            sig = int_vector(b, t.shape_signature) if t.shape_signature is not None else None
             q = None
             if t.quant is not None:
                 scales = np.atleast_1d(np.asarray(t.quant.scale, dtype=np.float32))
@@ -341,7 +261,7 @@ class TfliteBuilder(SubgraphBuilder):
                     zps = np.repeat(zps, scales.size)
                 sv = b.CreateNumpyVector(scales)
                 zv = b.CreateNumpyVector(zps)
-                details = self._write_blockwise(b, t.quant.blockwise) if t.quant.blockwise else None
+                details = write_blockwise(b, t.quant.blockwise) if t.quant.blockwise else None
                 tflite.QuantizationParametersStart(b)
                 if details is not None:
                     tflite.QuantizationParametersAddDetailsType(b, 2)  # QuantizationDetails.BlockwiseQuantization
@@ -350,7 +270,7 @@ class TfliteBuilder(SubgraphBuilder):
                 tflite.QuantizationParametersAddZeroPoint(b, zv)
                 tflite.QuantizationParametersAddQuantizedDimension(b, t.quant.quantized_dimension)
                 q = tflite.QuantizationParametersEnd(b)
-            sp = self._write_sparsity(b, t.sparsity) if t.sparsity is not None else None
+            sp = write_sparsity(b, t.sparsity) if t.sparsity is not None else None
             tflite.TensorStart(b)
             tflite.TensorAddShape(b, shape)
             if sp is not None:
@@ -367,40 +287,14 @@ class TfliteBuilder(SubgraphBuilder):
             t_offs.append(tflite.TensorEnd(b))
         op_offs = []
         for op in sg.ops:
-            ins = self._int_vector(b, op.inputs)
-            outs = self._int_vector(b, op.outputs)
-            inter = self._int_vector(b, op.intermediates) if op.intermediates else None
             large = next(external) if op.custom_options and external is not None else None
-            copts = (b.CreateNumpyVector(np.frombuffer(op.custom_options, np.uint8))
-                     if op.custom_options and large is None else None)
-            opts = encode_options(b, op.options) if op.options is not None else None
-            tflite.OperatorStart(b)
-            tflite.OperatorAddOpcodeIndex(b, op.opcode)
-            tflite.OperatorAddInputs(b, ins)
-            tflite.OperatorAddOutputs(b, outs)
-            if inter is not None:
-                tflite.OperatorAddIntermediates(b, inter)
-            if copts is not None:
-                tflite.OperatorAddCustomOptions(b, copts)
-            if large is not None:
-                tflite.OperatorAddLargeCustomOptionsOffset(b, large[0])
-                tflite.OperatorAddLargeCustomOptionsSize(b, large[1])
-            if opts is not None:
-                if op.options.UNION == "BuiltinOptions":
-                    tflite.OperatorAddBuiltinOptionsType(b, op.options.UNION_TYPE)
-                    tflite.OperatorAddBuiltinOptions(b, opts)
-                else:
-                    tflite.OperatorAddBuiltinOptions2Type(b, op.options.UNION_TYPE)
-                    tflite.OperatorAddBuiltinOptions2(b, opts)
-            op_offs.append(tflite.OperatorEnd(b))
+            op_offs.append(write_operator(b, op.opcode, op.inputs, op.outputs, op.intermediates, op.options,
+                                          op.custom_options, large))
         vecs = []
         for offs in (t_offs, op_offs):
-            b.StartVector(4, len(offs), 4)
-            for o in reversed(offs):
-                b.PrependUOffsetTRelative(o)
-            vecs.append(b.EndVector())
-        ins = self._int_vector(b, sg.inputs)
-        outs = self._int_vector(b, sg.outputs)
+            vecs.append(offsets_vector(b, offs))
+        ins = int_vector(b, sg.inputs)
+        outs = int_vector(b, sg.outputs)
         name = b.CreateString(sg.name)
         tflite.SubGraphStart(b)
         tflite.SubGraphAddTensors(b, vecs[0])

@@ -6,13 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import QuantParams, TfliteBuilder, assert_parity, nnconv_options
+from harness import QuantParams, TfliteBuilder, assert_parity, keras_flatten, nnconv_options
 from nnconv.pipeline import check_model
 from nnconv.lowering.diagnostics import Verdict
-from nnconv.tflite.options import PackOptions, ReshapeOptions, ShapeOptions, StridedSliceOptions
-from nnconv.tflite.schema_enums import BuiltinOperator as B
 
-I32 = np.int32
 TYPES = {"float32": (np.float32, None), "int8": (np.int8, QuantParams(0.05, -3)),
          "uint8": (np.uint8, QuantParams(0.05, 120))}
 
@@ -22,15 +19,7 @@ def flatten_model(dtype: str) -> bytes:
     np_dtype, q = TYPES[dtype]
     b = TfliteBuilder()
     x = b.input("x", (1, 3, 4, 5), np_dtype, quant=q)
-    s = b.tensor("s", (4,), I32)
-    b.op(B.SHAPE, [x], [s], ShapeOptions(out_type=2))
-    n = b.tensor("n", (), I32)
-    b.op(B.STRIDED_SLICE, [s, b.const("b0", np.array([0], I32)), b.const("e0", np.array([1], I32)),
-                           b.const("s0", np.array([1], I32))], [n], StridedSliceOptions(shrink_axis_mask=1))
-    packed = b.tensor("packed", (2,), I32)
-    b.op(B.PACK, [n, b.const("minus1", np.array(-1, I32))], [packed], PackOptions(values_count=2, axis=0))
-    y = b.tensor("y", (1, 60), np_dtype, quant=q)
-    b.op(B.RESHAPE, [x, packed], [y], ReshapeOptions())
+    y = keras_flatten(b, x, (1, 3, 4, 5), np_dtype, q)
     b.output(y)
     return b.finish()
 
