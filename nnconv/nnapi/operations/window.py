@@ -21,7 +21,7 @@ from enum import IntEnum
 from typing import Any, Callable, Mapping
 
 from nnconv.nnapi.enums import OperandType
-from nnconv.nnapi.operations.validation import OperationView
+from nnconv.nnapi.operations.view import OperationView
 
 
 # The parts every form is made of, in slot order: the tensors, the padding (a scheme, or four pads), the

@@ -1,0 +1,91 @@
+"""The operations that rearrange or resample a tensor's spatial layout: PAD, PAD_V2, MIRROR_PAD,
+DEPTH_TO_SPACE, SPACE_TO_DEPTH, BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, RESIZE_BILINEAR and
+RESIZE_NEAREST_NEIGHBOR, with the validate/prepare-time rules of ResizeImageOps.cpp of the NNAPI reference
+operations."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.spec import SampleAxis, declare, operation
+from nnconv.nnapi.operations.view import OperationView
+
+_T = OperationType
+
+
+class PadSlot(IntEnum):
+    INPUT = 0
+    PADDINGS = 1
+
+
+class PadV2Slot(IntEnum):
+    INPUT = 0
+    PADDINGS = 1
+    PAD_VALUE = 2
+
+
+class MirrorPadSlot(IntEnum):
+    INPUT = 0
+    PADDINGS = 1
+    MODE = 2  # 0 REFLECT, 1 SYMMETRIC
+
+
+class BlockSlot(IntEnum):
+    """DEPTH_TO_SPACE, SPACE_TO_DEPTH: the block size, then the optional layout flag (feature level 3)."""
+    INPUT = 0
+    BLOCK_SIZE = 1
+    NCHW = 2
+
+
+class BatchToSpaceSlot(IntEnum):
+    INPUT = 0
+    BLOCK_SHAPE = 1
+    NCHW = 2
+
+
+class SpaceToBatchSlot(IntEnum):
+    INPUT = 0
+    BLOCK_SHAPE = 1
+    PADDINGS = 2
+    NCHW = 3
+
+
+class ResizeSlot(IntEnum):
+    """RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR by output size (the by-scale form has FLOAT32 or FLOAT16
+    scales in slots 1, 2)."""
+    INPUT = 0
+    OUTPUT_WIDTH = 1
+    OUTPUT_HEIGHT = 2
+    NCHW = 3
+    ALIGN_CORNERS = 4
+    HALF_PIXEL_CENTERS = 5
+
+
+@operation(_T.RESIZE_BILINEAR, level=1, inputs=ResizeSlot, same_type_output=True, sample_axis=SampleAxis.FIRST_ONLY)
+def validate_resize_bilinear(view: OperationView, feature_level: int) -> int:
+    """ResizeImageOps.cpp: quantized input from feature level 3, the align_corners / half_pixel_centers flags
+    from 4, and prepare refuses both flags set."""
+    x = view.input(ResizeSlot.INPUT)
+    needed = 3 if x is not None and x.type.is_quantized else 1
+    align, half = view.scalar(ResizeSlot.ALIGN_CORNERS, False), view.scalar(ResizeSlot.HALF_PIXEL_CENTERS, False)
+    if view.input(ResizeSlot.ALIGN_CORNERS) is not None or view.input(ResizeSlot.HALF_PIXEL_CENTERS) is not None:
+        needed = 4
+    if align and half:
+        raise view.refuse(f"{view.describe(ResizeSlot.ALIGN_CORNERS)} and {view.describe(ResizeSlot.HALF_PIXEL_CENTERS)}"
+                          " cannot both be true")
+    return needed
+
+
+declare(_T.RESIZE_NEAREST_NEIGHBOR, level=3, inputs=ResizeSlot, same_type_output=True,
+        sample_axis=SampleAxis.FIRST_ONLY)
+# Copies: batched at any size
+declare(_T.PAD, level=2, inputs=PadSlot, same_type_output=True, sample_axis=SampleAxis.PAD, float_batched=True)
+declare(_T.PAD_V2, level=3, inputs=PadV2Slot, same_type_output=True, sample_axis=SampleAxis.PAD, float_batched=True)
+declare(_T.MIRROR_PAD, level=7, inputs=MirrorPadSlot, sample_axis=SampleAxis.PAD, float_batched=True)
+declare(_T.DEPTH_TO_SPACE, level=1, inputs=BlockSlot, same_type_output=True, sample_axis=SampleAxis.FIRST_ONLY,
+        float_batched=True)
+declare(_T.SPACE_TO_DEPTH, level=1, inputs=BlockSlot, same_type_output=True, sample_axis=SampleAxis.FIRST_ONLY,
+        float_batched=True)
+declare(_T.BATCH_TO_SPACE_ND, level=2, inputs=BatchToSpaceSlot, same_type_output=True)
+declare(_T.SPACE_TO_BATCH_ND, level=2, inputs=SpaceToBatchSlot, same_type_output=True)
