@@ -264,11 +264,12 @@ class SubgraphRunner:
     def _fold(self, step: _Step, sg: Subgraph, keep: set[int]) -> list[np.ndarray] | None:
         """The outputs of an operation whose inputs are all constants (or outputs of such operations),
         computed now, once, instead of on every run; None when it must run every time: a nondeterministic
-        operation (`OperationSpec.deterministic`: RANDOM_MULTINOMIAL), control flow (its subgraph inputs are not constants), an output of
-        the subgraph (the caller gets its own array each run), outputs much larger than the inputs (kept
-        for the runner's life instead of released after their last reader), or a kernel that fails (the run
-        then reports the failure in its place, after the operations before it). A subgraph is planned when
-        it first runs, so an operation in an IF branch never taken is never computed.
+        operation (`OperationSpec.deterministic`: RANDOM_MULTINOMIAL), control flow (its subgraph inputs are
+        not constants), an output of the subgraph (the caller gets its own array each run), outputs much
+        larger than the inputs (kept for the runner's life instead of released after their last reader), or
+        a kernel that fails (the run then reports the failure in its place, after the operations before it).
+        A subgraph is planned when it first runs, so an operation in an IF branch never taken is never
+        computed.
 
         The values live outside the buffer pool (computed with it off) and are read-only: no run can reuse
         or overwrite them."""

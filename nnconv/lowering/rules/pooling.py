@@ -7,7 +7,8 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.nnapi.enums import OperationType
-from nnconv.nnapi.operations.window import PoolImplicitSlot, WindowSignature
+from nnconv.nnapi.operations.slots import slot_operands
+from nnconv.nnapi.operations.window import PoolImplicitSlot
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
@@ -52,7 +53,7 @@ class _Pool(Rule):
                 s.STRIDE_WIDTH: c.i32(o.stride_w),
                 s.STRIDE_HEIGHT: c.i32(o.stride_h), s.FILTER_WIDTH: c.i32(o.filter_width),
                 s.FILTER_HEIGHT: c.i32(o.filter_height), s.ACTIVATION: c.i32(fused.code)}
-        c.emit(self.nnapi_op, WindowSignature.operands(args), [fused.operand])
+        c.emit(self.nnapi_op, slot_operands(args), [fused.operand])
         fused.finish()
 
 

@@ -32,6 +32,12 @@ _LAYER_NORM = tuple(f"{g}_LAYER_NORM_WEIGHTS" for g in _GATES)
 _STATES_IN = ("OUTPUT_STATE_IN", "CELL_STATE_IN")
 
 
+def per_gate(slots: type[IntEnum], pattern: str) -> tuple[IntEnum | None, ...]:
+    """The slots `pattern` names for the gates input, forget, cell and output, in that order ("INPUT_TO_{}_WEIGHTS"
+    gives INPUT_TO_INPUT_WEIGHTS, ...); None for a gate without one (the cell gate has no peephole)."""
+    return tuple(slots.__members__.get(pattern.format(gate)) for gate in _GATES)
+
+
 def _slots(name: str, doc: str, *names: str) -> type[IntEnum]:
     """The slot enum of an operation whose slots are `names`, numbered from 0 in order."""
     slots = IntEnum(name, list(names), start=0, module=__name__)  # type: ignore[misc]

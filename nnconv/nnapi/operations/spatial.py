@@ -72,8 +72,8 @@ def validate_resize_bilinear(view: OperationView, feature_level: int) -> int:
     if view.input(ResizeSlot.ALIGN_CORNERS) is not None or view.input(ResizeSlot.HALF_PIXEL_CENTERS) is not None:
         needed = 4
     if align and half:
-        raise view.refuse(f"{view.describe(ResizeSlot.ALIGN_CORNERS)} and {view.describe(ResizeSlot.HALF_PIXEL_CENTERS)}"
-                          " cannot both be true")
+        raise view.refuse(f"{view.describe(ResizeSlot.ALIGN_CORNERS)} and "
+                          f"{view.describe(ResizeSlot.HALF_PIXEL_CENTERS)} cannot both be true")
     return needed
 
 

@@ -159,13 +159,14 @@ def strided_slice_extent(dim: int, begin: int, end: int, stride: int, begin_full
            same_type_output=True, sample_axis=SampleAxis.STRIDED_SLICE, **_MOVES)
 def validate_strided_slice(view: OperationView, feature_level: int) -> int:
     """StridedSlice.cpp: float32 / quant8 from feature level 2, float16 from 3, quant8 signed from 4
-    (`input_levels`); rank <= 4. With constant begin / end / strides / masks and a known input shape, the checks of its prepare:
-    non-zero strides, and each shrunk axis (shrink_axis_mask) sliced with a positive stride to exactly one
-    element. The spec says so ("the ith specification must define a slice of size 1, e.g. begin[i] = x,
-    end[i] = x + 1") and the reference's prepare fails the execution otherwise, before the TFLite routine it
-    runs (which would read begin's element and ignore end) is reached. TFLite's own STRIDED_SLICE ignores
-    end on a shrunk axis, so a TFLite model may well hold begin -1, end 0 there (Keras' GRU does); nnconv's
-    lowering writes end = begin + 1, TFLite's NNAPI delegate passes the model's values through."""
+    (`input_levels`); rank <= 4. With constant begin / end / strides / masks and a known input shape, the
+    checks of its prepare: non-zero strides, and each shrunk axis (shrink_axis_mask) sliced with a positive
+    stride to exactly one element. The spec says so ("the ith specification must define a slice of size 1,
+    e.g. begin[i] = x, end[i] = x + 1") and the reference's prepare fails the execution otherwise, before the
+    TFLite routine it runs (which would read begin's element and ignore end) is reached. TFLite's own
+    STRIDED_SLICE ignores end on a shrunk axis, so a TFLite model may well hold begin -1, end 0 there (Keras'
+    GRU does); nnconv's lowering writes end = begin + 1, TFLite's NNAPI delegate passes the model's values
+    through."""
     x = view.input(StridedSliceSlot.INPUT)
     needed = 2
     if x is None or not x.dimensions:
