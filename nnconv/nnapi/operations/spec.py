@@ -41,28 +41,30 @@ ValidateFn = Callable[[OperationView, int], int]
 
 class SampleAxis(enum.Enum):
     """How batched execution (`nnconv/runtime/sample_axis.py`, one rule per member) carries the sample axis,
-    axis 0, through an operation that keeps samples apart. An operation without one never runs batched."""
+    axis 0, through an operation that keeps samples apart. An operation without one never runs batched. The
+    values say it in a few words (docs/ops.md)."""
 
-    FIRST_ONLY = "first_only"  # elementwise or per sample by construction: only input 0 may carry samples
+    # elementwise or per sample by construction: only input 0 may carry samples
+    FIRST_ONLY = "samples in input 0 only"
     BROADCAST = "broadcast"  # broadcasting binary operations (NNAPI aligns trailing dimensions)
-    REDUCE = "reduce"  # a reduction over the axes of input 1, none of which may be axis 0
-    PAD = "pad"  # paddings (input 1) that leave axis 0 alone
-    RESHAPE = "reshape"  # a target shape (input 1) keeping a leading 1 (adapted to N) or inferring it
-    SQUEEZE = "squeeze"  # explicit axes (input 1) other than axis 0
-    EXPAND_DIMS = "expand_dims"  # a new axis after axis 0
-    TRANSPOSE = "transpose"  # a permutation (input 1) keeping axis 0 first
-    TILE = "tile"  # multiples (input 1) of 1 along axis 0
-    SLICE = "slice"  # the whole of axis 0 (a size of 1 adapted to N)
-    STRIDED_SLICE = "strided_slice"  # the whole of axis 0, unit stride, not shrunk (an end of 1 adapted)
-    CONCATENATION = "concatenation"  # along another axis (constants joined with samples repeated N times)
-    PACK = "pack"  # stacking sample-carrying inputs along a new axis after axis 0
-    GATHER = "gather"  # along another axis of a sampled input, or a lookup by sampled indices along 0
-    EMBEDDING_LOOKUP = "embedding_lookup"  # sampled lookups into a shared table
-    ALL_SAMPLED = "all_sampled"  # no broadcasting: every tensor input carries the samples (SELECT)
-    BATCHES = "batches"  # leading axes are independent batches: every tensor input sampled, rank >= 3
-    TRANSPOSE_CONV = "transpose_conv"  # input 0 only; the implicit form's output shape adapted to N
-    TOPK = "topk"  # ranks along the last axis, which must not be axis 0
-    REVERSE = "reverse"  # reverses an axis (input 1) other than axis 0
+    REDUCE = "reduced axes other than 0"  # the axes of input 1
+    PAD = "no padding on axis 0"
+    RESHAPE = "leading 1 kept"  # a target shape keeping a leading 1 (adapted to N) or inferring it
+    SQUEEZE = "squeezed axes other than 0"  # explicit axes
+    EXPAND_DIMS = "new axis after axis 0"
+    TRANSPOSE = "axis 0 stays first"
+    TILE = "axis 0 not tiled"
+    SLICE = "axis 0 whole"  # a size of 1 adapted to N
+    STRIDED_SLICE = "axis 0 whole, unit stride"  # not shrunk; an end of 1 adapted to N
+    CONCATENATION = "joined on another axis"  # constants joined with samples are repeated N times
+    PACK = "stacked after axis 0"  # every input carries the samples
+    GATHER = "gathered on another axis, or by sampled indices"  # or a lookup by sampled indices along 0
+    EMBEDDING_LOOKUP = "sampled lookups"  # into a shared table
+    ALL_SAMPLED = "every input sampled"  # no broadcasting (SELECT)
+    BATCHES = "every input sampled, rank >= 3"  # leading axes are independent batches (BATCH_MATMUL)
+    TRANSPOSE_CONV = "samples in input 0 only, output shape adapted"  # the implicit form's output shape
+    TOPK = "ranked on another axis"  # the last axis, which must not be axis 0
+    REVERSE = "reversed axis other than 0"
 
 
 @dataclass(frozen=True)
