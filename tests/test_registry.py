@@ -54,6 +54,16 @@ def test_every_sample_axis_kind_has_a_batch_rule():
     assert set(BATCH_RULES) == set(SampleAxis)
 
 
+def test_int8_shiftable_ops_are_declared_by_their_rules():
+    # TFLite's NNAPI delegate carries these ops' int8 tensors as uint8 + 128 below API 30 (NeedInt8Conversion);
+    # each rule says so itself (`Rule.int8_shiftable`), not a list beside the rules.
+    from nnconv.tflite.schema_enums import BuiltinOperator as B
+    shiftable = {B(k).name for k, rule in RULES.items() if rule.int8_shiftable}
+    assert {"ADD", "CONV_2D", "SQUARED_DIFFERENCE", "REVERSE_V2", "RELU_N1_TO_1", "SELECT"} <= shiftable
+    assert not {"DIV", "L2_POOL_2D", "REDUCE_ANY", "SELECT_V2", "LOG_SOFTMAX"} & shiftable
+    assert not any(rule.int8_shiftable for rule in CUSTOM_RULES.values())
+
+
 def test_every_emitted_nnapi_op_has_a_kernel():
     missing = sorted({f"{type(rule).__name__} -> {op.name}" for rule in [*RULES.values(), *CUSTOM_RULES.values()]
                       for op in rule.nnapi_ops if op not in KERNELS})

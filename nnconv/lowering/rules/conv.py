@@ -66,6 +66,7 @@ class _Convolution(Rule):
     """CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV: the weighted-op dtypes and driver notes; the checks and
     the lowered operands of CONV_2D's and DEPTHWISE_CONV_2D's three operands."""
 
+    int8_shiftable = True
     dtypes = CONV_DTYPES
     driver_notes = (NO_FLOAT16_ARMNN,)
 

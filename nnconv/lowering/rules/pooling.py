@@ -59,6 +59,7 @@ class _Pool(Rule):
 
 @lowering_rule(BuiltinOperator.AVERAGE_POOL_2D)
 class AveragePool2D(_Pool):
+    int8_shiftable = True
     doc_more = """
     Quantized averages are the integer sum divided with rounding; TFLite's delegate refuses quantized
     windows over 256 elements (the reference's 16-bit accumulators), so this rule does too."""
@@ -73,6 +74,7 @@ class AveragePool2D(_Pool):
 
 @lowering_rule(BuiltinOperator.MAX_POOL_2D)
 class MaxPool2D(_Pool):
+    int8_shiftable = True
     nnapi_op = OperationType.MAX_POOL_2D
     constraints = "rank-4 input; output quantization equals the input's"
 

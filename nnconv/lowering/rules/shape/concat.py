@@ -28,6 +28,7 @@ class Concatenation(Rule):
     point differ from the output's are requantized by NNAPI from API 29 (before, all must match).
     """
 
+    int8_shiftable = True
     fold = shape_folds.concatenation
     nnapi_ops = (OperationType.CONCATENATION, OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
     dtypes = FS
@@ -72,6 +73,7 @@ class Pack(Rule):
     below, each input is RESHAPEd to insert the new size-1 axis and the results are CONCATENATED along it
     (API 27, so earlier than the delegate's 30; any axis, including the last; no int32)."""
 
+    int8_shiftable = True
     fold = shape_folds.pack
     nnapi_ops = (OperationType.PACK, OperationType.RESHAPE, OperationType.CONCATENATION)
     dtypes = FSI
@@ -116,6 +118,7 @@ class Unpack(Rule):
     30; any axis). int32 data, which STRIDED_SLICE lacks, uses SPLIT + RESHAPE per output (API 33, where
     RESHAPE takes TENSOR_INT32)."""
 
+    int8_shiftable = True
     fold = shape_folds.unpack
     nnapi_ops = (OperationType.STRIDED_SLICE, OperationType.SPLIT, OperationType.RESHAPE)
     min_api_level = 28

@@ -35,6 +35,7 @@ class Reshape(Rule):
     result becomes [1], NNAPI's smallest tensor). TENSOR_INT32 data needs feature level 6 (API 33).
     """
 
+    int8_shiftable = True
     fold = shape_folds.reshape
     nnapi_ops = (OperationType.RESHAPE, OperationType.CAST)
     stored_values_from = 0
@@ -77,6 +78,7 @@ class Squeeze(Rule):
     empty), since an empty dims operand is not accepted at API 28. At API 27, and for a squeeze that removes
     nothing, it is a RESHAPE to the output shape: removing size-1 dimensions only relabels the data."""
 
+    int8_shiftable = True
     fold = shape_folds.squeeze
     nnapi_ops = (OperationType.SQUEEZE, OperationType.RESHAPE, OperationType.CAST)
     stored_values_from = 0
@@ -110,6 +112,7 @@ class ExpandDims(Rule):
     float or quantized tensor gets a RESHAPE to the output shape instead (inserting a size-1 dimension only
     relabels the data); int32 data needs EXPAND_DIMS (RESHAPE takes TENSOR_INT32 only from API 33)."""
 
+    int8_shiftable = True
     fold = shape_folds.expand_dims
     nnapi_ops = (OperationType.EXPAND_DIMS, OperationType.RESHAPE)
     dtypes = FSI

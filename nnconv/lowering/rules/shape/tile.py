@@ -34,6 +34,7 @@ class Tile(Rule):
     Below API 29 (float and quantized): one CONCATENATION of m copies per axis tiled m > 1 times
     (`concat_tile`), which is the definition of tiling. int32 needs TILE."""
 
+    int8_shiftable = True
     fold = shape_folds.tile
     nnapi_ops = (OperationType.TILE, OperationType.CONCATENATION, OperationType.CAST)
     stored_values_from = 0
@@ -99,6 +100,7 @@ class BroadcastTo(Rule):
     Identity: broadcasting [d_0..d_k] to [D_0..D_n] equals reshaping to [1]*(n-k) + [d_0..d_k] (a pure
     relabelling) and tiling each axis by D_i / d_i, which is D_i where d_i = 1 and 1 where d_i = D_i."""
 
+    int8_shiftable = True
     fold = shape_folds.broadcast_to
     nnapi_ops = (OperationType.RESHAPE, OperationType.TILE, OperationType.CONCATENATION)
     dtypes = FS
