@@ -1,8 +1,10 @@
 """The README's project-layout table matches the tree: every path it names exists, and every package and
-top-level module of nnconv/ is named by a row."""
+top-level module of nnconv/ is named by a row. No machine paths; no table of NNAPI operations outside the
+operation specs; docs/adding_an_op.md names the files a new operation touches and the pattern tables."""
 
 from __future__ import annotations
 
+import itertools
 import pathlib
 import re
 
@@ -93,6 +95,20 @@ def test_no_table_of_operations_lives_outside_the_specs():
     outside = sorted(f"{name} ({where})" for name, where in tables.items() if name not in PATTERN_TABLES)
     assert not outside, ("tables of NNAPI operations outside the specs (make them a field of OperationSpec, or a "
                          f"view derived from SPECS): {outside}")
+
+
+def test_adding_an_op_says_which_files_a_new_nnapi_operation_touches():
+    # Issue 36: an NNAPI operation with a kernel, a validator and a rule, documented, touches at most five
+    # files, which docs/adding_an_op.md lists: the spec's family module, the kernel and its import line, the
+    # rule, docs/ops.md. (That nothing else names operations is `test_no_table_of_operations_lives_outside_
+    # the_specs`; that the registries are complete, tests/test_registry.py.)
+    doc = (ROOT / "docs" / "adding_an_op.md").read_text()
+    table = doc.split("### The files a new NNAPI operation touches", 1)[1].split("\n| file |", 1)[1]
+    rows = itertools.takewhile(lambda line: line.startswith("|"), table.splitlines()[2:])  # after the header
+    files = [re.findall(r"`([^`]+)`", row.split("|")[1])[0] for row in rows]
+    assert files == ["nnconv/nnapi/operations/<family>.py", "nnconv/runtime/kernels/<operation>.py",
+                     "nnconv/runtime/kernels/__init__.py", "nnconv/lowering/rules/<family>.py", "docs/ops.md"]
+    assert all((ROOT / f.split("<")[0]).exists() for f in files)
 
 
 def test_adding_an_op_names_every_pattern_table():
