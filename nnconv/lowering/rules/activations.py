@@ -325,11 +325,11 @@ class Prelu(Rule):
     Below API 29, float32 PRELU with a constant alpha uses the exact composite
     ADD(RELU(x), MUL(RELU(-x), -alpha)) (see `_prelu_float_composite`), -alpha computed at conversion."""
 
-    int8_shiftable = True
     nnapi_ops = (OperationType.PRELU, OperationType.RELU, OperationType.MUL, OperationType.NEG,
                  OperationType.ADD)
     dtypes = ("float32", "uint8", "int8")
     constraints = "quantized needs API 29; float below API 29 needs a constant alpha and rank <= 4"
+    int8_shiftable = True
 
     def check(self, c: CheckContext) -> None:
         if not check_common(c, 2, (F32, U8, I8), max_rank=None):

@@ -53,30 +53,6 @@ class L2NormalizationSlot(IntEnum):
     AXIS = 1
 
 
-class AlphaSlot(IntEnum):
-    """ELU (a scalar alpha) and PRELU (an alpha tensor broadcast against the input)."""
-    INPUT = 0
-    ALPHA = 1
-
-
-class LocalResponseNormalizationSlot(IntEnum):
-    """LOCAL_RESPONSE_NORMALIZATION's inputs; AXIS from feature level 3."""
-    INPUT = 0
-    RADIUS = 1
-    BIAS = 2
-    ALPHA = 3
-    BETA = 4
-    AXIS = 5
-
-
-class InstanceNormalizationSlot(IntEnum):
-    INPUT = 0
-    GAMMA = 1
-    BETA = 2
-    EPSILON = 3
-    NCHW = 4
-
-
 @operation(_T.SOFTMAX, level=1, inputs=SoftmaxSlot, same_type_output=True,
            sample_axis=AxisParam(SoftmaxSlot.AXIS, -1))
 def validate_softmax(view: OperationView, feature_level: int) -> int:
@@ -223,11 +199,13 @@ def validate_l2_normalization(view: OperationView, feature_level: int) -> int:
     return needed
 
 
-declare(_T.ELU, level=4, inputs=AlphaSlot, same_type_output=True, sample_axis=SampleAxis.FIRST_ONLY)
-declare(_T.PRELU, level=3, inputs=AlphaSlot, same_type_output=True, sample_axis=SampleAxis.BROADCAST,
+# ELU's alpha is a scalar, PRELU's a tensor broadcast against the input
+declare(_T.ELU, level=4, inputs="INPUT ALPHA", same_type_output=True, sample_axis=SampleAxis.FIRST_ONLY)
+declare(_T.PRELU, level=3, inputs="INPUT ALPHA", same_type_output=True, sample_axis=SampleAxis.BROADCAST,
         float_batched=True)
 declare(_T.LOG_SOFTMAX, level=3, inputs=SoftmaxSlot, same_type_output=True,
         sample_axis=AxisParam(SoftmaxSlot.AXIS, -1))
-declare(_T.LOCAL_RESPONSE_NORMALIZATION, level=1, inputs=LocalResponseNormalizationSlot, same_type_output=True,
-        sample_axis=AxisParam(LocalResponseNormalizationSlot.AXIS, -1))
-declare(_T.INSTANCE_NORMALIZATION, level=3, inputs=InstanceNormalizationSlot, sample_axis=SampleAxis.FIRST_ONLY)
+# the axis from feature level 3
+declare(_T.LOCAL_RESPONSE_NORMALIZATION, level=1, inputs="INPUT RADIUS BIAS ALPHA BETA AXIS", same_type_output=True,
+        sample_axis=AxisParam("AXIS", -1))
+declare(_T.INSTANCE_NORMALIZATION, level=3, inputs="INPUT GAMMA BETA EPSILON NCHW", sample_axis=SampleAxis.FIRST_ONLY)

@@ -24,28 +24,6 @@ class BinarySlot(IntEnum):
     ACTIVATION = 2
 
 
-class PairSlot(IntEnum):
-    """MAXIMUM, MINIMUM, the comparisons, LOGICAL_AND / LOGICAL_OR: two broadcastable tensors."""
-    INPUT1 = 0
-    INPUT2 = 1
-
-
-class PowSlot(IntEnum):
-    BASE = 0
-    EXPONENT = 1
-
-
-class SelectSlot(IntEnum):
-    """SELECT: a TENSOR_BOOL8 condition and two tensors of its shape (no broadcasting)."""
-    CONDITION = 0
-    INPUT1 = 1
-    INPUT2 = 2
-
-
-class LogicalNotSlot(IntEnum):
-    INPUT = 0
-
-
 def validate_quant_binary(view: OperationView, multiply: bool) -> int:
     """Broadcast.cpp's validate and prepare for quantized ADD / SUB / MUL: both inputs and the output of one
     quantized type, and an output multiplier in (0, 1) (QuantizeMultiplierSmallerThanOneExp)."""
@@ -94,13 +72,16 @@ def validate_mul(view: OperationView, feature_level: int) -> int:
 
 
 declare(_T.DIV, level=2, inputs=BinarySlot, sample_axis=SampleAxis.BROADCAST, float_batched=True)
-declare(_T.POW, level=3, inputs=PowSlot, sample_axis=SampleAxis.BROADCAST)
+declare(_T.POW, level=3, inputs="BASE EXPONENT", sample_axis=SampleAxis.BROADCAST)
+# MAXIMUM, MINIMUM, the comparisons, LOGICAL_AND / LOGICAL_OR: two broadcastable tensors
+_PAIR = "INPUT1 INPUT2"
 for _op in (_T.MAXIMUM, _T.MINIMUM):
-    declare(_op, level=3, inputs=PairSlot, same_type_output=True, byte_op=True, sample_axis=SampleAxis.BROADCAST,
+    declare(_op, level=3, inputs=_PAIR, same_type_output=True, byte_op=True, sample_axis=SampleAxis.BROADCAST,
             float_batched=True)
 for _op in (_T.EQUAL, _T.NOT_EQUAL, _T.GREATER, _T.GREATER_EQUAL, _T.LESS, _T.LESS_EQUAL):
-    declare(_op, level=3, inputs=PairSlot, sample_axis=SampleAxis.BROADCAST, float_batched=True)
+    declare(_op, level=3, inputs=_PAIR, sample_axis=SampleAxis.BROADCAST, float_batched=True)
 for _op in (_T.LOGICAL_AND, _T.LOGICAL_OR):
-    declare(_op, level=3, inputs=PairSlot, sample_axis=SampleAxis.BROADCAST)
-declare(_T.LOGICAL_NOT, level=3, inputs=LogicalNotSlot, sample_axis=SampleAxis.FIRST_ONLY)
-declare(_T.SELECT, level=3, inputs=SelectSlot, sample_axis=SampleAxis.ALL_SAMPLED, float_batched=True)
+    declare(_op, level=3, inputs=_PAIR, sample_axis=SampleAxis.BROADCAST)
+declare(_T.LOGICAL_NOT, level=3, inputs="INPUT", sample_axis=SampleAxis.FIRST_ONLY)
+# a TENSOR_BOOL8 condition and two tensors of its shape (no broadcasting)
+declare(_T.SELECT, level=3, inputs="CONDITION INPUT1 INPUT2", sample_axis=SampleAxis.ALL_SAMPLED, float_batched=True)

@@ -24,20 +24,6 @@ class FilterSlot(IntEnum):
     BIAS = 2
 
 
-class FullyConnectedSlot(IntEnum):
-    INPUT = 0
-    WEIGHTS = 1
-    BIAS = 2
-    ACTIVATION = 3
-
-
-class BatchMatmulSlot(IntEnum):
-    LHS = 0
-    RHS = 1
-    ADJ_X = 2
-    ADJ_Y = 3
-
-
 def scale_relation_level(view: OperationView) -> int:
     """Feature level 3 for a TENSOR_QUANT8_ASYMM operation whose output_scale is not above input_scale *
     filter_scale: NeuralNetworks.h requires that relation before API 29, and the validators raise the
@@ -72,7 +58,7 @@ def validate_window_scalars(view: OperationView, feature_level: int) -> int:
 @operation(_T.DEPTHWISE_CONV_2D, level=1, window=window.DEPTHWISE_CONV_2D, sample_axis=SampleAxis.FIRST_ONLY)
 # FULLY_CONNECTED flattens its input to [rows, input_size]: per sample only when a sample is one row, which
 # batched execution's leading-1 check of its output [rows, units] enforces
-@operation(_T.FULLY_CONNECTED, level=1, inputs=FullyConnectedSlot, sample_axis=SampleAxis.FIRST_ONLY)
+@operation(_T.FULLY_CONNECTED, level=1, inputs="INPUT WEIGHTS BIAS ACTIVATION", sample_axis=SampleAxis.FIRST_ONLY)
 def validate_filter_op(view: OperationView, feature_level: int) -> int:
     """The operand type combinations of the reference's validate: a float input with a filter and bias of its
     type, a quantized input with a filter of its type (or, for the convolutions, per-channel: FullyConnected.cpp
@@ -105,4 +91,4 @@ def validate_filter_op(view: OperationView, feature_level: int) -> int:
     return max(needed, scale_relation_level(view))
 
 
-declare(_T.BATCH_MATMUL, level=6, inputs=BatchMatmulSlot, sample_axis=SampleAxis.BATCHES)
+declare(_T.BATCH_MATMUL, level=6, inputs="LHS RHS ADJ_X ADJ_Y", sample_axis=SampleAxis.BATCHES)

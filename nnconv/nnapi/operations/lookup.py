@@ -12,22 +12,6 @@ from nnconv.nnapi.operations.view import OperationView
 _T = OperationType
 
 
-class EmbeddingLookupSlot(IntEnum):
-    LOOKUPS = 0
-    VALUES = 1
-
-
-class HashtableLookupSlot(IntEnum):
-    LOOKUPS = 0
-    KEYS = 1
-    VALUES = 2
-
-
-class HashtableLookupOutput(IntEnum):
-    OUTPUT = 0
-    HITS = 1
-
-
 class LshProjectionSlot(IntEnum):
     HASH = 0
     INPUT = 1
@@ -44,6 +28,6 @@ def validate_lsh_projection(view: OperationView, feature_level: int) -> int:
     return 1
 
 
-declare(_T.EMBEDDING_LOOKUP, level=1, inputs=EmbeddingLookupSlot, sample_axis=SampleAxis.EMBEDDING_LOOKUP,
+declare(_T.EMBEDDING_LOOKUP, level=1, inputs="LOOKUPS VALUES", sample_axis=SampleAxis.EMBEDDING_LOOKUP,
         float_batched=True)
-declare(_T.HASHTABLE_LOOKUP, level=1, inputs=HashtableLookupSlot, outputs=HashtableLookupOutput)
+declare(_T.HASHTABLE_LOOKUP, level=1, inputs="LOOKUPS KEYS VALUES", outputs="OUTPUT HITS")

@@ -14,43 +14,6 @@ from nnconv.nnapi.operations.view import OperationView
 _T = OperationType
 
 
-class PadSlot(IntEnum):
-    INPUT = 0
-    PADDINGS = 1
-
-
-class PadV2Slot(IntEnum):
-    INPUT = 0
-    PADDINGS = 1
-    PAD_VALUE = 2
-
-
-class MirrorPadSlot(IntEnum):
-    INPUT = 0
-    PADDINGS = 1
-    MODE = 2  # 0 REFLECT, 1 SYMMETRIC
-
-
-class BlockSlot(IntEnum):
-    """DEPTH_TO_SPACE, SPACE_TO_DEPTH: the block size, then the optional layout flag (feature level 3)."""
-    INPUT = 0
-    BLOCK_SIZE = 1
-    NCHW = 2
-
-
-class BatchToSpaceSlot(IntEnum):
-    INPUT = 0
-    BLOCK_SHAPE = 1
-    NCHW = 2
-
-
-class SpaceToBatchSlot(IntEnum):
-    INPUT = 0
-    BLOCK_SHAPE = 1
-    PADDINGS = 2
-    NCHW = 3
-
-
 class ResizeSlot(IntEnum):
     """RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR by output size (the by-scale form has FLOAT32 or FLOAT16
     scales in slots 1, 2)."""
@@ -80,12 +43,15 @@ def validate_resize_bilinear(view: OperationView, feature_level: int) -> int:
 declare(_T.RESIZE_NEAREST_NEIGHBOR, level=3, inputs=ResizeSlot, same_type_output=True,
         sample_axis=SampleAxis.FIRST_ONLY)
 # Copies: batched at any size
-declare(_T.PAD, level=2, inputs=PadSlot, same_type_output=True, sample_axis=SampleAxis.PAD, float_batched=True)
-declare(_T.PAD_V2, level=3, inputs=PadV2Slot, same_type_output=True, sample_axis=SampleAxis.PAD, float_batched=True)
-declare(_T.MIRROR_PAD, level=7, inputs=MirrorPadSlot, sample_axis=SampleAxis.PAD, float_batched=True)
-declare(_T.DEPTH_TO_SPACE, level=1, inputs=BlockSlot, same_type_output=True, sample_axis=SampleAxis.FIRST_ONLY,
+declare(_T.PAD, level=2, inputs="INPUT PADDINGS", same_type_output=True, sample_axis=SampleAxis.PAD,
         float_batched=True)
-declare(_T.SPACE_TO_DEPTH, level=1, inputs=BlockSlot, same_type_output=True, sample_axis=SampleAxis.FIRST_ONLY,
+declare(_T.PAD_V2, level=3, inputs="INPUT PADDINGS PAD_VALUE", same_type_output=True, sample_axis=SampleAxis.PAD,
         float_batched=True)
-declare(_T.BATCH_TO_SPACE_ND, level=2, inputs=BatchToSpaceSlot, same_type_output=True)
-declare(_T.SPACE_TO_BATCH_ND, level=2, inputs=SpaceToBatchSlot, same_type_output=True)
+# MODE: 0 REFLECT (the edge excluded), 1 SYMMETRIC (repeated)
+declare(_T.MIRROR_PAD, level=7, inputs="INPUT PADDINGS MODE", sample_axis=SampleAxis.PAD, float_batched=True)
+# the layout flag (NCHW) from feature level 3
+for _op in (_T.DEPTH_TO_SPACE, _T.SPACE_TO_DEPTH):
+    declare(_op, level=1, inputs="INPUT BLOCK_SIZE NCHW", same_type_output=True, sample_axis=SampleAxis.FIRST_ONLY,
+            float_batched=True)
+declare(_T.BATCH_TO_SPACE_ND, level=2, inputs="INPUT BLOCK_SHAPE NCHW", same_type_output=True)
+declare(_T.SPACE_TO_BATCH_ND, level=2, inputs="INPUT BLOCK_SHAPE PADDINGS NCHW", same_type_output=True)

@@ -70,9 +70,10 @@ class SampleAxis(enum.Enum):
 @dataclass(frozen=True)
 class AxisParam:
     """The sample-axis rule of an operation with one axis parameter (at `slot`, `default` when omitted; None:
-    required) that must not be axis 0, the sample axis; only input 0 may carry samples."""
+    required) that must not be axis 0, the sample axis; only input 0 may carry samples. `slot` may be given
+    by its name among the spec's inputs ("AXIS"), which `declare` resolves."""
 
-    slot: int
+    slot: int | str
     default: int | None
 
 
@@ -85,10 +86,11 @@ class OperationSpec:
     level: int
     # Named input slots (an IntEnum, which kernels and rules index operands with, and which refusals name:
     # "input 1 (beta)"); for a variadic operation the slots before and at its first repeated input. None
-    # for the windowed operations, whose two forms `window` holds.
+    # for the windowed operations, whose two forms `window` holds. `declare` also takes the names alone
+    # ("INPUT MULTIPLES"), making the enum (TileSlot; a kernel reads it as `spec_of(op).inputs`).
     inputs: type[IntEnum] | None = None
     window: WindowSignature | None = None
-    outputs: type[IntEnum] | None = None  # named output slots, where there are several
+    outputs: type[IntEnum] | None = None  # named output slots, where there are several (TopkV2Output)
     # The feature level each type of input 0 needs (Android's validate per signature); any other type is
     # refused at every level. None: the operand types' own levels apply (and the validator's rules).
     input_levels: Mapping[OperandType, int] | None = None
@@ -122,11 +124,26 @@ SPECS: dict[OperationType, OperationSpec] = {}
 
 
 def declare(op: OperationType, **facts: object) -> OperationSpec:
-    """Registers the spec of `op` (`facts`: its fields but `op`); one spec per operation type."""
+    """Registers the spec of `op` (`facts`: its fields but `op`; slots may be given by their names, a
+    string); one spec per operation type."""
     if op in SPECS:
         raise RuntimeError(f"two specs declared for {op.name}")
+    for field, kind in (("inputs", "Slot"), ("outputs", "Output")):
+        names = facts.get(field)
+        if isinstance(names, str):
+            facts[field] = _named_slots(op, kind, names)
+    axis = facts.get("sample_axis")
+    if isinstance(axis, AxisParam) and isinstance(axis.slot, str):
+        facts["sample_axis"] = AxisParam(facts["inputs"][axis.slot], axis.default)  # type: ignore[index]
     spec = SPECS[op] = OperationSpec(op=op, **facts)  # type: ignore[arg-type]
     return spec
+
+
+def _named_slots(op: OperationType, kind: str, names: str) -> type[IntEnum]:
+    """The slot enum of `names` ("INPUT MULTIPLES"), numbered from 0 in order, named after the operation and
+    `kind` (TileSlot)."""
+    camel = "".join(part.capitalize() for part in op.name.split("_"))
+    return IntEnum(f"{camel}{kind}", names.split(), start=0, module=__name__)  # type: ignore[misc]
 
 
 def operation(op: OperationType, **facts: object) -> Callable[[ValidateFn], ValidateFn]:

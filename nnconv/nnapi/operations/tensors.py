@@ -17,82 +17,18 @@ _T = OperationType
 _O = OperandType
 
 
-class ConcatenationSlot(IntEnum):
-    """CONCATENATION: the n tensors from slot 0 on, then the axis (slot n)."""
-    FIRST_INPUT = 0
-
-
-class PackSlot(IntEnum):
-    """PACK: the axis, then the n tensors from slot 1 on."""
-    AXIS = 0
-    FIRST_INPUT = 1
-
-
-class ShapeSlot(IntEnum):
-    """RESHAPE: the input and the target shape."""
-    INPUT = 0
-    SHAPE = 1
-
-
 class SqueezeSlot(IntEnum):
+    """SQUEEZE_DIMS is optional: omitted or empty, every size-1 dimension is squeezed."""
     INPUT = 0
-    SQUEEZE_DIMS = 1  # optional: omitted or empty squeezes every size-1 dimension
-
-
-class AxisSlot(IntEnum):
-    """EXPAND_DIMS, REVERSE (an axis tensor of one value): the input and an axis."""
-    INPUT = 0
-    AXIS = 1
-
-
-class TransposeSlot(IntEnum):
-    INPUT = 0
-    PERM = 1  # optional: omitted or empty reverses the dimensions
-
-
-class SplitSlot(IntEnum):
-    INPUT = 0
-    AXIS = 1
-    NUM_SPLITS = 2
-
-
-class TileSlot(IntEnum):
-    INPUT = 0
-    MULTIPLES = 1
-
-
-class SliceSlot(IntEnum):
-    INPUT = 0
-    BEGIN = 1
-    SIZE = 2
-
-
-class GatherSlot(IntEnum):
-    INPUT = 0
-    AXIS = 1
-    INDICES = 2
-
-
-class ChannelShuffleSlot(IntEnum):
-    INPUT = 0
-    NUM_GROUPS = 1
-    AXIS = 2
-
-
-class FillSlot(IntEnum):
-    DIMS = 0
-    VALUE = 1
-
-
-class RankSlot(IntEnum):
-    INPUT = 0
+    SQUEEZE_DIMS = 1
 
 
 # Data movement: the values of input 0, whatever their float type, batched at any size
 _MOVES = dict(float_batched=True)
 
 
-@operation(_T.CONCATENATION, level=1, inputs=ConcatenationSlot, same_type_output=True,
+# the n tensors from slot 0 on, then the axis (slot n)
+@operation(_T.CONCATENATION, level=1, inputs="FIRST_INPUT", same_type_output=True,
            sample_axis=SampleAxis.CONCATENATION, **_MOVES)
 def validate_concatenation(view: OperationView, feature_level: int) -> int:
     """Concatenation.cpp: quantized inputs whose (scale, zero point) differ from the output's need feature
@@ -201,17 +137,20 @@ def validate_strided_slice(view: OperationView, feature_level: int) -> int:
     return needed
 
 
-declare(_T.RESHAPE, level=1, inputs=ShapeSlot, same_type_output=True, sample_axis=SampleAxis.RESHAPE, **_MOVES)
-declare(_T.EXPAND_DIMS, level=3, inputs=AxisSlot, sample_axis=SampleAxis.EXPAND_DIMS, **_MOVES)
-declare(_T.TRANSPOSE, level=2, inputs=TransposeSlot, same_type_output=True, sample_axis=SampleAxis.TRANSPOSE,
+declare(_T.RESHAPE, level=1, inputs="INPUT SHAPE", same_type_output=True, sample_axis=SampleAxis.RESHAPE, **_MOVES)
+declare(_T.EXPAND_DIMS, level=3, inputs="INPUT AXIS", sample_axis=SampleAxis.EXPAND_DIMS, **_MOVES)
+# PERM is optional: omitted or empty, the dimensions are reversed
+declare(_T.TRANSPOSE, level=2, inputs="INPUT PERM", same_type_output=True, sample_axis=SampleAxis.TRANSPOSE,
         **_MOVES)
-declare(_T.SPLIT, level=3, inputs=SplitSlot, sample_axis=AxisParam(SplitSlot.AXIS, None), **_MOVES)
-declare(_T.PACK, level=6, inputs=PackSlot, sample_axis=SampleAxis.PACK, **_MOVES)
-declare(_T.TILE, level=3, inputs=TileSlot, same_type_output=True, sample_axis=SampleAxis.TILE, **_MOVES)
-declare(_T.SLICE, level=3, inputs=SliceSlot, same_type_output=True, sample_axis=SampleAxis.SLICE, **_MOVES)
-declare(_T.GATHER, level=3, inputs=GatherSlot, sample_axis=SampleAxis.GATHER, **_MOVES)
-declare(_T.REVERSE, level=7, inputs=AxisSlot, sample_axis=SampleAxis.REVERSE, **_MOVES)
-declare(_T.CHANNEL_SHUFFLE, level=3, inputs=ChannelShuffleSlot, same_type_output=True,
-        sample_axis=AxisParam(ChannelShuffleSlot.AXIS, None))
-declare(_T.FILL, level=4, inputs=FillSlot)
-declare(_T.RANK, level=4, inputs=RankSlot)
+declare(_T.SPLIT, level=3, inputs="INPUT AXIS NUM_SPLITS", sample_axis=AxisParam("AXIS", None), **_MOVES)
+# the axis, then the n tensors from slot 1 on
+declare(_T.PACK, level=6, inputs="AXIS FIRST_INPUT", sample_axis=SampleAxis.PACK, **_MOVES)
+declare(_T.TILE, level=3, inputs="INPUT MULTIPLES", same_type_output=True, sample_axis=SampleAxis.TILE, **_MOVES)
+declare(_T.SLICE, level=3, inputs="INPUT BEGIN SIZE", same_type_output=True, sample_axis=SampleAxis.SLICE, **_MOVES)
+declare(_T.GATHER, level=3, inputs="INPUT AXIS INDICES", sample_axis=SampleAxis.GATHER, **_MOVES)
+# an axis tensor of one value
+declare(_T.REVERSE, level=7, inputs="INPUT AXIS", sample_axis=SampleAxis.REVERSE, **_MOVES)
+declare(_T.CHANNEL_SHUFFLE, level=3, inputs="INPUT NUM_GROUPS AXIS", same_type_output=True,
+        sample_axis=AxisParam("AXIS", None))
+declare(_T.FILL, level=4, inputs="DIMS VALUE")
+declare(_T.RANK, level=4, inputs="INPUT")

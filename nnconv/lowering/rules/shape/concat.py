@@ -118,13 +118,13 @@ class Unpack(Rule):
     30; any axis). int32 data, which STRIDED_SLICE lacks, uses SPLIT + RESHAPE per output (API 33, where
     RESHAPE takes TENSOR_INT32)."""
 
-    int8_shiftable = True
     fold = shape_folds.unpack
     nnapi_ops = (OperationType.STRIDED_SLICE, OperationType.SPLIT, OperationType.RESHAPE)
     min_api_level = 28
     dtypes = FSI
     constraints = "input rank 1..4; int32 needs API 33"
     driver_notes = (MISSING_FROM_ARMNN,)
+    int8_shiftable = True
 
     def check(self, c: CheckContext) -> None:
         x = check_data_movement(c, BASIC_I32)

@@ -78,12 +78,12 @@ class Squeeze(Rule):
     empty), since an empty dims operand is not accepted at API 28. At API 27, and for a squeeze that removes
     nothing, it is a RESHAPE to the output shape: removing size-1 dimensions only relabels the data."""
 
-    int8_shiftable = True
     fold = shape_folds.squeeze
     nnapi_ops = (OperationType.SQUEEZE, OperationType.RESHAPE, OperationType.CAST)
     stored_values_from = 0
     dtypes = FS
     constraints = "rank <= 4; squeezed dimensions must be 1; RESHAPE at API 27"
+    int8_shiftable = True
 
     def check(self, c: CheckContext) -> None:
         x = check_data_movement(c, BASIC, bitcast=True)

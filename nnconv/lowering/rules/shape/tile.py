@@ -34,13 +34,13 @@ class Tile(Rule):
     Below API 29 (float and quantized): one CONCATENATION of m copies per axis tiled m > 1 times
     (`concat_tile`), which is the definition of tiling. int32 needs TILE."""
 
-    int8_shiftable = True
     fold = shape_folds.tile
     nnapi_ops = (OperationType.TILE, OperationType.CONCATENATION, OperationType.CAST)
     stored_values_from = 0
     dtypes = FSI
     constraints = "constant multiples; rank <= 4; int32 needs API 29"
     driver_notes = (MISSING_FROM_ARMNN,)
+    int8_shiftable = True
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2):
