@@ -1,8 +1,7 @@
 """The operations that move a tensor's values without computing new ones: RESHAPE, SQUEEZE, EXPAND_DIMS,
 TRANSPOSE, CONCATENATION, SPLIT, PACK, TILE, SLICE, STRIDED_SLICE, GATHER, REVERSE, CHANNEL_SHUFFLE, and
 FILL and RANK, with the validate/prepare-time rules of Concatenation.cpp, Squeeze.cpp and StridedSlice.cpp
-of the NNAPI reference operations. Their float steps run batched (`float_batched`): a copy is exact at any
-size."""
+of the NNAPI reference operations."""
 
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ class SqueezeSlot(IntEnum):
     SQUEEZE_DIMS = 1
 
 
-# Data movement: the values of input 0, whatever their float type, batched at any size
+# A copy is exact at any size: the data movement's float steps run batched
 _MOVES = dict(float_batched=True)
 
 
