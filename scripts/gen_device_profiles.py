@@ -23,6 +23,7 @@ import re
 
 from nnconv.devices.profile import FORMAT, FORMAT_VERSION
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.operations import operation_level
 
 HAL_FEATURE_LEVELS = {"1.0": 1, "1.1": 2, "1.2": 3, "1.3": 4}
 REPO = "https://github.com/ARM-software/android-nn-driver"
@@ -59,7 +60,7 @@ def armnn_profile(rows: dict, hal: str, commit: str) -> dict:
     ops = []
     for name, (inputs, outputs) in sorted(rows.items()):
         op = OperationType[name]
-        if op.min_feature_level > level:
+        if operation_level(op) > level:
             continue
         ins = sorted(t.name for t in inputs if t.min_feature_level <= level)
         outs = None if outputs is None else sorted(t.name for t in outputs if t.min_feature_level <= level)

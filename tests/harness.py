@@ -15,6 +15,7 @@ from nnconv.lowering.convert import ConversionOptions, rule_for
 from nnconv.targets import Target
 from nnconv.lowering.diagnostics import Code
 from nnconv.nnapi.levels import feature_level
+from nnconv.nnapi.operations import operation_level
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity import random_inputs, run_parity
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS
@@ -123,9 +124,9 @@ def undeclared_emissions(tflite: TfliteModel, converted: ConvertedModel, api_lev
         if rule is None or op.type not in rule.nnapi_ops:
             problems.append(f"{source.name} (op #{source.index}) emitted {op.type.name}, which "
                             f"{type(rule).__name__ if rule else 'no rule'}.nnapi_ops does not declare")
-        if op.type.min_feature_level > feature_level(api_level):
+        if operation_level(op.type) > feature_level(api_level):
             problems.append(f"{source.name} (op #{source.index}) emitted {op.type.name} (feature level "
-                            f"{op.type.min_feature_level}) at API {api_level}")
+                            f"{operation_level(op.type)}) at API {api_level}")
     return problems
 
 

@@ -188,7 +188,7 @@ def test_billions_of_time_steps_are_not_unrolled(tmp_path):
 def test_operand_types_the_reference_validates_are_checked_on_load(tmp_path, name, inputs, fragment):
     """Seeds 15 and 16: outputs retyped FLOAT32 (a quantized AVERAGE_POOL_2D, a quantized SOFTMAX), a CONV_2D whose
     filter and bias slots name its input: exit 4 in the kernels, now the loader's refusal (exit 2), from
-    the reference's type rules (`operations/validation.SAME_TYPE_OUTPUT`, `operations/conv.py`)."""
+    the reference's type rules (`OperationSpec.same_type_output`, `operations/conv.py`)."""
     np.savez(tmp_path / "in.npz", **inputs)
     result = CliRunner().invoke(main, ["run", str(DATA / name), "--inputs", str(tmp_path / "in.npz"), "-o",
                                        str(tmp_path / "o.npz")])

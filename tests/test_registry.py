@@ -1,5 +1,5 @@
-"""Consistency of the registries: every NNAPI op a rule can emit has a kernel, and docs/ops.md is what the
-registry says."""
+"""Consistency of the registries: every NNAPI operation has one spec and one kernel, every NNAPI op a rule can
+emit has a kernel, and docs/ops.md is what the registries say."""
 
 from __future__ import annotations
 
@@ -11,12 +11,57 @@ import pytest
 
 from nnconv.lowering import rules as _rules  # noqa: F401  (registers every rule)
 from nnconv.lowering.registry import CUSTOM_RULES, RULES
+from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.levels import API_LEVELS, feature_level
+from nnconv.nnapi.operations import SPECS, SampleAxis, operation_level
 from nnconv.pipeline import prepare
 from nnconv.report.ops_doc import ops_markdown
 from nnconv.runtime.kernels import KERNELS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def test_every_nnapi_operation_has_one_spec_and_one_kernel():
+    # The spec (nnapi/operations/) holds an operation's facts; its kernel (runtime/kernels/, a later stage)
+    # registers against the spec's operation type.
+    assert [op.name for op in OperationType if op not in SPECS] == []
+    assert all(op is spec.op for op, spec in SPECS.items())
+    assert sorted(op.name for op in set(SPECS) ^ set(KERNELS)) == []
+
+
+def test_spec_levels_follow_the_ndk_codes():
+    # The NDK numbers operations in the order NNAPI introduced them: the feature level never decreases with
+    # the code (what the code ranges of `OperationType.min_feature_level` used to say).
+    levels = [SPECS[op].level for op in sorted(OperationType)]
+    assert levels == sorted(levels) and set(levels) <= set(range(1, 9))
+    assert {op: SPECS[op].level for op in (OperationType.TRANSPOSE, OperationType.ABS, OperationType.QUANTIZED_LSTM,
+                                           OperationType.PACK, OperationType.REVERSE)} == {
+        OperationType.TRANSPOSE: 2, OperationType.ABS: 3, OperationType.QUANTIZED_LSTM: 4, OperationType.PACK: 6,
+        OperationType.REVERSE: 7}
+
+
+def test_every_spec_names_its_operand_slots():
+    # Named slots for every operand: an IntEnum of the inputs, or a windowed operation's two forms.
+    unnamed = sorted(op.name for op, spec in SPECS.items() if (spec.inputs is None) == (spec.window is None))
+    assert not unnamed, f"specs without named input slots (or with both forms): {unnamed}"
+    for spec in SPECS.values():
+        for slots in (spec.inputs, spec.outputs):
+            assert slots is None or [int(s) for s in slots] == list(range(len(slots))), (spec.op.name, slots)
+
+
+def test_every_sample_axis_kind_has_a_batch_rule():
+    from nnconv.runtime.sample_axis import RULES as BATCH_RULES
+    assert set(BATCH_RULES) == set(SampleAxis)
+
+
+def test_int8_shiftable_ops_are_declared_by_their_rules():
+    # TFLite's NNAPI delegate carries these ops' int8 tensors as uint8 + 128 below API 30 (NeedInt8Conversion);
+    # each rule says so itself (`Rule.int8_shiftable`), not a list beside the rules.
+    from nnconv.tflite.schema_enums import BuiltinOperator as B
+    shiftable = {B(k).name for k, rule in RULES.items() if rule.int8_shiftable}
+    assert {"ADD", "CONV_2D", "SQUARED_DIFFERENCE", "REVERSE_V2", "RELU_N1_TO_1", "SELECT"} <= shiftable
+    assert not {"DIV", "L2_POOL_2D", "REDUCE_ANY", "SELECT_V2", "LOG_SOFTMAX"} & shiftable
+    assert not any(rule.int8_shiftable for rule in CUSTOM_RULES.values())
 
 
 def test_every_emitted_nnapi_op_has_a_kernel():
@@ -39,11 +84,12 @@ def test_ops_doc_matches_registry():
 
 
 def _modules_below(package: str) -> set[str]:
-    """Every module below a package's folder that registers something (a rule, kernel, validator or fold decorator)."""
+    """Every module below a package's folder that registers something (a rule, kernel, operation spec or fold)."""
     root = ROOT / pathlib.Path(*package.split("."))
     found = set()
     for path in root.rglob("*.py"):
-        if not any(mark in path.read_text() for mark in ("@kernel(", "@lowering_rule(", "@custom_rule(", "@validator(", "@fold(")):
+        if not any(mark in path.read_text() for mark in ("@kernel(", "@lowering_rule(", "@custom_rule(", "@operation(",
+                                                         "\ndeclare(", "@fold(")):
             continue
         parts = path.relative_to(ROOT).with_suffix("").parts
         if parts[-1] == "__init__":
@@ -66,13 +112,13 @@ def test_every_module_of_a_registry_folder_is_imported_by_its_package(package):
 
 def test_a_rule_declares_no_lowest_level_before_any_of_its_nnapi_ops_exists():
     # At its `min_api_level` a rule must be able to emit at least one of its declared NNAPI ops: the spec
-    # introduced each at OperationType.min_feature_level. (What a lowering emits at a given level is checked
-    # op by op on every rule test, tests/harness.py, and on the fixtures below.)
+    # introduced each at its spec's level (`OperationSpec.level`). (What a lowering emits at a given level is
+    # checked op by op on every rule test, tests/harness.py, and on the fixtures below.)
     too_early = sorted(f"{type(rule).__name__}: min API {rule.min_api_level}, but none of "
                        f"{[op.name for op in rule.nnapi_ops]} exists before feature level "
-                       f"{min(op.min_feature_level for op in rule.nnapi_ops)}"
+                       f"{min(operation_level(op) for op in rule.nnapi_ops)}"
                        for rule in [*RULES.values(), *CUSTOM_RULES.values()] if rule.nnapi_ops
-                       and min(op.min_feature_level for op in rule.nnapi_ops) > feature_level(rule.min_api_level))
+                       and min(operation_level(op) for op in rule.nnapi_ops) > feature_level(rule.min_api_level))
     assert not too_early, "; ".join(too_early)
 
 

@@ -9,6 +9,7 @@ import pytest
 from nnconv.nnapi.builder import ModelBuilder
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.operations import OperationRefused, OperationView, validate_operation
+from nnconv.nnapi.operations.slots import slot_operands
 from nnconv.nnapi.operations.window import (CONV_2D, DEPTHWISE_CONV_2D, POOL_2D, ConvExplicitSlot, PoolImplicitSlot,
                                             WindowSignature)
 
@@ -46,10 +47,10 @@ def test_operands_are_ordered_by_slot_and_refuse_gaps() -> None:
     s = PoolImplicitSlot
     by_slot = {s.ACTIVATION: 16, s.INPUT: 10, s.PADDING_SCHEME: 11, s.STRIDE_WIDTH: 12, s.STRIDE_HEIGHT: 13,
                s.FILTER_WIDTH: 14, s.FILTER_HEIGHT: 15}
-    assert WindowSignature.operands(by_slot) == [10, 11, 12, 13, 14, 15, 16]
+    assert slot_operands(by_slot) == [10, 11, 12, 13, 14, 15, 16]
     del by_slot[s.STRIDE_HEIGHT]
     with pytest.raises(ValueError, match=r"\[3\]"):
-        WindowSignature.operands(by_slot)
+        slot_operands(by_slot)
 
 
 def _conv(scalars: list[tuple[object, OperandType]]):

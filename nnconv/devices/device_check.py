@@ -26,7 +26,7 @@ from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, bui
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.levels import api_level_of_feature_level, feature_level
 from nnconv.nnapi.model import Model
-from nnconv.nnapi.operations import OperationRefused, OperationView, validate_operation
+from nnconv.nnapi.operations import OperationRefused, OperationView, spec_of, validate_operation
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.delegate.conversion import DelegateConversion
 from nnconv.pipeline import PreparedConversion, prepare
@@ -36,7 +36,6 @@ from nnconv.devices.profile import DeviceProfile
 
 # Device verdicts of one TFLite op.
 TAKEN, REFUSED, NOT_LOWERED, FOLDED = "taken", "refused by device", "not lowered", "folded"
-_CONTROL_FLOW = (OperationType.IF, OperationType.WHILE)
 
 
 @dataclass(frozen=True)
@@ -227,7 +226,7 @@ def device_ops(profile: DeviceProfile, check: ModelCheck, spec_plan: PartitionPl
     for n, (p, converted) in enumerate(zip(lowered, spec_plan.converted)):
         ops, nested = _verdicts(profile, converted, p.index, level_fl, answers[n] if answers else None)
         for k, verdicts in ops.items():
-            if any(v.type in _CONTROL_FLOW for v in verdicts):
+            if any(spec_of(v.type).calls_subgraphs for v in verdicts):
                 verdicts = verdicts + nested  # an IF/WHILE runs its bodies: the device must take them too
             by_op.setdefault(k, []).extend(verdicts)
     out = []

@@ -6,6 +6,7 @@ import numpy as np
 
 from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.lowering.registry import RULES
 from nnconv.nnapi.enums import OperandType, PaddingCode
 from nnconv.tflite.schema_enums import Padding, TensorType
 
@@ -44,27 +45,15 @@ def bias_operand(c: LowerContext, input_slot: int, num_units: int, input_operand
     return c.constant(ftype, np.zeros(num_units, np.float32))
 
 
-# TFLite ops whose int8 tensors TFLite's NNAPI delegate carries as uint8 (+128) below API 30
-# (`NeedInt8Conversion`). Other ops with int8 activations need TENSOR_QUANT8_ASYMM_SIGNED (API 30).
-INT8_SHIFTABLE_OPS = frozenset({
-    "ADD", "ARG_MAX", "ARG_MIN", "AVERAGE_POOL_2D", "BATCH_TO_SPACE_ND", "CONCATENATION", "EQUAL", "NOT_EQUAL",
-    "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EXPAND_DIMS", "GATHER", "HARD_SWISH", "L2_NORMALIZATION",
-    "LEAKY_RELU", "LOGISTIC", "MAXIMUM", "MAX_POOL_2D", "MEAN", "MINIMUM", "MUL", "PAD", "PADV2", "PRELU",
-    "REDUCE_MAX", "REDUCE_MIN", "RELU", "RELU_N1_TO_1", "RELU6", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR",
-    "RESHAPE", "SLICE", "SOFTMAX", "SPACE_TO_BATCH_ND", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE", "STRIDED_SLICE",
-    "SUB", "TANH", "TILE", "TOPK_V2", "TRANSPOSE", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED",
-    "TRANSPOSE_CONV", "SELECT", "QUANTIZE", "DEQUANTIZE", "SQUEEZE", "SPLIT", "SPLIT_V", "PACK", "UNPACK",
-    "SQUARED_DIFFERENCE", "REDUCE_PROD", "SUM", "GATHER_ND", "BROADCAST_TO", "MIRROR_PAD", "REVERSE_V2",
-})
-
-
 def check_int8(c: CheckContext, shiftable: bool | None = None) -> None:
     """int8 activations: from API 30 NNAPI takes them as TENSOR_QUANT8_ASYMM_SIGNED; below, the op must be
-    one whose int8 tensors can be carried as uint8 with zero point +128 (per-tensor quantization only)."""
+    one whose int8 tensors can be carried as uint8 with zero point +128 (per-tensor quantization only): its
+    rule's `int8_shiftable`, unless `shiftable` says otherwise."""
     if c.api_level >= 30:
         return
     if shiftable is None:
-        shiftable = c.op.name in INT8_SHIFTABLE_OPS
+        rule = RULES.get(c.op.builtin_code)  # custom ops: None (TFLite's delegate shifts no custom op)
+        shiftable = rule is not None and rule.int8_shiftable
     has_int8 = any(t is not None and t.type == TensorType.INT8 and not t.quantization.is_per_channel
                    and not c.is_const(t) for t in [*c.inputs, *c.outputs])
     if has_int8 and not shiftable:

@@ -56,6 +56,10 @@ class Rule:
     # input's parameters) through a same-type CAST, which copies stored values too (`LowerContext`; the
     # check must let the mismatch through: `check_data_movement(..., bitcast=True)`). None: not such an op.
     stored_values_from: ClassVar[int | None] = None
+    # TFLite's NNAPI delegate carries the op's int8 tensors as uint8 (+128) below API 30 (its
+    # `NeedInt8Conversion` list): `common.check_int8` lets int8 through there. Other ops with int8 activations
+    # need TENSOR_QUANT8_ASYMM_SIGNED (API 30).
+    int8_shiftable: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         """A family's members: `nnapi_ops` from a member's own `nnapi_op` (unless it lists more), and, for a

@@ -66,7 +66,9 @@ _TYPE_MIN_FL = {
 
 
 class OperationType(enum.IntEnum):
-    """HAL `OperationType` / NDK `OperationCode`."""
+    """HAL `OperationType` / NDK `OperationCode`: the code of every NNAPI operation (NNAPI's list is complete:
+    0..105). What nnconv knows of each, the feature level that introduced it included, is its
+    `OperationSpec` (`nnconv/nnapi/operations/`)."""
 
     ADD = 0
     AVERAGE_POOL_2D = 1
@@ -174,22 +176,6 @@ class OperationType(enum.IntEnum):
     PACK = 103
     MIRROR_PAD = 104
     REVERSE = 105
-
-    @property
-    def min_feature_level(self) -> int:
-        """Feature level (1..8) at which the NNAPI spec introduced the operation."""
-        v = int(self)
-        if v <= 28:
-            return 1
-        if v <= 37:
-            return 2
-        if v <= 94:
-            return 3
-        if v <= 101:
-            return 4
-        if v <= 103:
-            return 6  # BATCH_MATMUL, PACK (the delegate emits native PACK from FL6)
-        return 7  # MIRROR_PAD, REVERSE
 
 
 class FuseCode(enum.IntEnum):

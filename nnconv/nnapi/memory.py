@@ -20,11 +20,11 @@ from typing import Iterable, Sequence
 
 from nnconv.errors import ResourceLimitError
 from nnconv.fmt import format_bytes
-from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
+from nnconv.nnapi.enums import OperandLifeTime, OperandType
 from nnconv.nnapi.model import Model, Operand, Subgraph
+from nnconv.nnapi.operations import spec_of
 
 _L = OperandLifeTime
-_CONTROL_FLOW = frozenset({OperationType.IF, OperationType.WHILE})
 
 
 def operand_bytes(od: Operand) -> int:
@@ -57,7 +57,7 @@ def peak_live_bytes(model: Model, sg_index: int = 0, _memo: dict[int, int] | Non
                 live[o] = operand_bytes(sg.operands[o])
                 current += live[o]
         inner = 0
-        if op.type in _CONTROL_FLOW:
+        if spec_of(op.type).calls_subgraphs:
             inner = max((peak_live_bytes(model, ref, memo) for ref in _called(sg, op)), default=0)
         peak = max(peak, current + inner)
         for i in dict.fromkeys(op.inputs):

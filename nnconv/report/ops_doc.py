@@ -1,4 +1,5 @@
-"""`nnconv ops` and docs/ops.md, derived from the lowering registry (never written by hand)."""
+"""`nnconv ops` and docs/ops.md, derived from the lowering registry and the NNAPI operation specs (never
+written by hand)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from rich.table import Table
 from nnconv.lowering import rules as _rules  # noqa: F401
 from nnconv.lowering.registry import CUSTOM_RULES, RULES, Rule
 from nnconv.fmt import print_wrapped
+from nnconv.nnapi.levels import api_level_of_feature_level
+from nnconv.nnapi.operations import SPECS, AxisParam, OperationSpec
 
 CSV_COLUMNS = ("op", "builtin_code", "nnapi_ops", "min_api_level", "becomes_constant", "dtypes", "constraints",
                "beyond_delegate")
@@ -68,15 +71,54 @@ def ops_csv(data: dict) -> str:
 
 def ops_markdown() -> str:
     lines = ["# Supported TFLite ops", "",
-             "Generated from the lowering registry by `nnconv ops --format md`; a test fails when this file "
-             "and the registry disagree.", "",
+             "Generated from the lowering registry and the NNAPI operation specs by `nnconv ops --format md`; a "
+             "test fails when this file and the registries disagree.", "",
              "| TFLite op | NNAPI ops | min API | dtypes | constraints |", "| --- | --- | --- | --- | --- |"]
     for e in ops_json()["ops"]:
         extra = " (beyond the delegate)" if e["beyond_delegate"] else ""
         emitted = _emitted(e)
         lines.append(f"| {e['op']}{extra} | {emitted} | {e['min_api_level']} | "
                      f"{', '.join(e['dtypes'])} | {e['constraints']} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", *nnapi_operations_markdown()]) + "\n"
+
+
+def _spec_notes(spec: OperationSpec) -> str:
+    """What an operation's spec declares beyond its level and input types, in a few words."""
+    notes = []
+    if spec.validator is not None:
+        notes.append("operand rules")
+    if spec.same_type_output:
+        notes.append("output of the input's type")
+    if spec.fused_as is not None:
+        notes.append(f"fused as activation {spec.fused_as.name}")
+    if spec.byte_op:
+        notes.append("byte table")
+    if not spec.deterministic:
+        notes.append("nondeterministic")
+    if spec.calls_subgraphs:
+        notes.append("runs subgraphs")
+    if isinstance(spec.sample_axis, AxisParam):
+        notes.append(f"batched (axis, input {spec.sample_axis.slot}, other than 0)")
+    elif spec.sample_axis is not None:
+        notes.append(f"batched ({spec.sample_axis.value})")
+    if spec.float_batched:
+        notes.append("float steps batched")
+    return "; ".join(notes)
+
+
+def nnapi_operations_markdown() -> list[str]:
+    """The NNAPI half of docs/ops.md: one row per `OperationSpec`, by code."""
+    lines = ["# NNAPI operations", "",
+             "What nnconv knows of each NNAPI operation, from its `OperationSpec` (`nnconv/nnapi/operations/`): the "
+             "feature level that introduced it (and the first API level shipping it), the level each input type "
+             "needs where the operation lists them, whether it has operand rules of its own (a validator), and "
+             "what the executor and batched execution read.", "",
+             "| NNAPI operation | code | since | input types | notes |", "| --- | --- | --- | --- | --- |"]
+    for op, spec in sorted(SPECS.items()):
+        types = ", ".join(f"{t.name} ({level})" for t, level in (spec.input_levels or {}).items())
+        lines.append(f"| {op.name} | {int(op)} | {spec.level} (API {api_level_of_feature_level(spec.level)}) | "
+                     f"{types} | {_spec_notes(spec)} |")
+    return lines
 
 
 def _emitted(e: dict) -> str:

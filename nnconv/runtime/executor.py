@@ -43,6 +43,7 @@ from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.levels import MAX_FEATURE_LEVEL, feature_level
 from nnconv.nnapi.memory import ensure_fits, last_reads
 from nnconv.nnapi.model import Model, Operand, Operation, Subgraph
+from nnconv.nnapi.operations import spec_of
 from nnconv.nnapi.program import ConvertedModel, IoTensor, bind_inputs, input_dtype_error
 from nnconv.nnapi.validate import validate_model
 
@@ -263,16 +264,17 @@ class SubgraphRunner:
     def _fold(self, step: _Step, sg: Subgraph, keep: set[int]) -> list[np.ndarray] | None:
         """The outputs of an operation whose inputs are all constants (or outputs of such operations),
         computed now, once, instead of on every run; None when it must run every time: a nondeterministic
-        operation (RANDOM_MULTINOMIAL), control flow (its subgraph inputs are not constants), an output of
-        the subgraph (the caller gets its own array each run), outputs much larger than the inputs (kept
-        for the runner's life instead of released after their last reader), or a kernel that fails (the run
-        then reports the failure in its place, after the operations before it). A subgraph is planned when
-        it first runs, so an operation in an IF branch never taken is never computed.
+        operation (`OperationSpec.deterministic`: RANDOM_MULTINOMIAL), control flow (its subgraph inputs are
+        not constants), an output of the subgraph (the caller gets its own array each run), outputs much
+        larger than the inputs (kept for the runner's life instead of released after their last reader), or
+        a kernel that fails (the run then reports the failure in its place, after the operations before it).
+        A subgraph is planned when it first runs, so an operation in an IF branch never taken is never
+        computed.
 
         The values live outside the buffer pool (computed with it off) and are read-only: no run can reuse
         or overwrite them."""
         op = step.op
-        if op.type is OperationType.RANDOM_MULTINOMIAL or step.fn is None or any(o in keep for o in op.outputs):
+        if not spec_of(op.type).deterministic or step.fn is None or any(o in keep for o in op.outputs):
             return None
         if any(v is not None and sg.operands[i].lifetime is _L.SUBGRAPH for v, i in zip(step.fixed, op.inputs)):
             return None

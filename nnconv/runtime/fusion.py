@@ -50,7 +50,7 @@ import numpy as np
 
 from nnconv.nnapi.enums import FuseCode, OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Operation, Subgraph
-from nnconv.nnapi.operations import window
+from nnconv.nnapi.operations import SPECS, operations_where, window
 from nnconv.nnapi.operations.arithmetic import BinarySlot
 from nnconv.nnapi.operations.window import ConvImplicitSlot as ConvSlot
 from nnconv.runtime.fused_kernels import (Kernel, affine, clamp_epilogue, gated_mul, prelu_epilogue,
@@ -63,13 +63,15 @@ _FUSE_CODES = (FuseCode.NONE, FuseCode.RELU, FuseCode.RELU1, FuseCode.RELU6)
 _ACTIVATION = BinarySlot.ACTIVATION  # ADD / MUL's fused activation slot
 _QUANT8 = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
 _O = OperationType
-# the standalone clamps and their FuseCode; the producers whose output an activation may finish in place
-_CLAMPS = {_O.RELU: FuseCode.RELU, _O.RELU1: FuseCode.RELU1, _O.RELU6: FuseCode.RELU6}
+# the standalone clamps and their FuseCode (`OperationSpec.fused_as`)
+_CLAMPS = {op: spec.fused_as for op, spec in SPECS.items() if spec.fused_as is not None}
+# The producers whose output a standalone activation may finish in place (the fused kernels' epilogues).
 EPILOGUE_PRODUCERS = frozenset({_O.ADD, _O.CONV_2D, _O.DEPTHWISE_CONV_2D})
 # Elementwise operations whose output element depends on the same element of their inputs only (and on
-# one-value constants), with the input's shape: a chain of them from one quant8 tensor is a byte function.
-BYTE_OPS = frozenset({_O.DEQUANTIZE, _O.QUANTIZE, _O.LOGISTIC, _O.TANH, _O.HARD_SWISH, _O.MUL, _O.ADD, _O.SUB,
-                      _O.MAXIMUM, _O.MINIMUM, _O.FLOOR, _O.ABS, _O.NEG, _O.EXP, *_CLAMPS})
+# one-value constants), with the input's shape (`OperationSpec.byte_op`): a chain of them from one quant8
+# tensor is a byte function.
+BYTE_OPS = operations_where(lambda spec: spec.byte_op)
+# Every operation some fused step absorbs: the patterns' members (swish, squeeze-excite, affine, epilogues).
 FUSED_TYPES = frozenset({_O.LOGISTIC, _O.MUL, _O.CONV_2D, _O.ADD, _O.DEPTHWISE_CONV_2D, _O.PRELU, *_CLAMPS, *BYTE_OPS})
 
 # The scaled filter (O*KH*KW*C values) costs a pass like the MUL's over the map (N*H*W*C values) but also

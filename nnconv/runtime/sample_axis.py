@@ -8,8 +8,9 @@ pooling, a reduction or concatenation over other axes, a RESHAPE that keeps the 
 walks the main subgraph in order, marking the operands that carry the sample axis (the inputs, then every
 output of an operation that reads one), and asks each such operation's rule whether it keeps the samples
 apart; the first that cannot (a reduction or transpose involving axis 0, control flow, a recurrent op and
-its state, an operation not on the list) is named in the refusal and the caller loops over samples.
-Unsure means refused: an operation type without a rule never batches.
+its state, an operation without a rule) is named in the refusal and the caller loops over samples.
+Unsure means refused: an operation's rule is the one its spec names (`OperationSpec.sample_axis`, one rule
+below per `SampleAxis`), and an operation whose spec names none never batches.
 
 The batched model is the same graph with every sample-carrying operand's leading extent set to N and the
 constants that encode the batch adapted: a RESHAPE target, SLICE size or STRIDED_SLICE end with a leading
@@ -27,42 +28,19 @@ import numpy as np
 
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import DataLocation, Model, Operand, Operation, Subgraph
+from nnconv.nnapi.operations import AxisParam, SampleAxis, operations_where, spec_of
 
 T = OperationType
 _L = OperandLifeTime
 
-# Elementwise, or per sample along axis 0 by construction (convolutions, pooling, resizing, per-row
-# products): only input 0 may carry samples, every other input is a parameter shared by all samples.
-_FIRST_ONLY = frozenset({
-    T.ABS, T.CAST, T.DEQUANTIZE, T.ELU, T.EXP, T.FLOOR, T.HARD_SWISH, T.LOG, T.LOGICAL_NOT, T.LOGISTIC, T.NEG,
-    T.QUANTIZE, T.RELU, T.RELU1, T.RELU6, T.RSQRT, T.SIN, T.SQRT, T.TANH,
-    T.CONV_2D, T.DEPTHWISE_CONV_2D, T.GROUPED_CONV_2D, T.AVERAGE_POOL_2D, T.MAX_POOL_2D, T.L2_POOL_2D,
-    T.RESIZE_BILINEAR, T.RESIZE_NEAREST_NEIGHBOR, T.SPACE_TO_DEPTH, T.DEPTH_TO_SPACE, T.INSTANCE_NORMALIZATION,
-    # FULLY_CONNECTED flattens its input to [rows, input_size]: per sample only when a sample is one row,
-    # which the leading-1 check of its output [rows, units] enforces
-    T.FULLY_CONNECTED})
-# Broadcasting binary operations (NNAPI aligns trailing dimensions).
-_BROADCAST = frozenset({
-    T.ADD, T.SUB, T.MUL, T.DIV, T.MAXIMUM, T.MINIMUM, T.POW, T.PRELU, T.EQUAL, T.NOT_EQUAL, T.GREATER,
-    T.GREATER_EQUAL, T.LESS, T.LESS_EQUAL, T.LOGICAL_AND, T.LOGICAL_OR})
-# Operations with one axis parameter that must not be the sample axis: (slot, default when omitted).
-_AXIS_PARAM = {
-    T.SOFTMAX: (2, -1), T.LOG_SOFTMAX: (2, -1), T.L2_NORMALIZATION: (1, -1), T.LOCAL_RESPONSE_NORMALIZATION: (5, -1),
-    T.CHANNEL_SHUFFLE: (2, None), T.ARGMAX: (1, None), T.ARGMIN: (1, None), T.SPLIT: (1, None)}
-_REDUCERS = frozenset({T.MEAN, T.REDUCE_ALL, T.REDUCE_ANY, T.REDUCE_MAX, T.REDUCE_MIN, T.REDUCE_PROD, T.REDUCE_SUM})
-_PADS = frozenset({T.PAD, T.PAD_V2, T.MIRROR_PAD})
-# Float operations the batched plan runs on all samples at once: each output element is the same IEEE
-# operation on the same operands whatever the tensor's size (data movement, correctly rounded arithmetic,
-# comparisons, max / min). Every other float operation (products through BLAS or einsum, whose rounding
-# may depend on the rows one call sees; reductions, softmax and pools whose kernels pick their path by the
-# tensor's size; transcendental functions; fused steps) runs one sample at a time on exactly the shapes
-# of a single run (`nnconv.runtime.batch`), which is what makes float results bit-identical.
-FLOAT_BATCHED = frozenset({
-    T.RESHAPE, T.SQUEEZE, T.EXPAND_DIMS, T.TRANSPOSE, T.PAD, T.PAD_V2, T.MIRROR_PAD, T.SLICE, T.STRIDED_SLICE,
-    T.CONCATENATION, T.SPLIT, T.GATHER, T.TILE, T.PACK, T.REVERSE, T.DEPTH_TO_SPACE, T.SPACE_TO_DEPTH,
-    T.EMBEDDING_LOOKUP, T.CAST, T.QUANTIZE, T.DEQUANTIZE, T.ADD, T.SUB, T.MUL, T.DIV, T.MAXIMUM, T.MINIMUM,
-    T.RELU, T.RELU1, T.RELU6, T.ABS, T.NEG, T.FLOOR, T.SQRT, T.PRELU, T.EQUAL, T.NOT_EQUAL, T.GREATER,
-    T.GREATER_EQUAL, T.LESS, T.LESS_EQUAL, T.SELECT, T.MAX_POOL_2D, T.ARGMAX, T.ARGMIN})
+# Float operations the batched plan runs on all samples at once (`OperationSpec.float_batched`): each output
+# element is the same IEEE operation on the same operands whatever the tensor's size (data movement,
+# correctly rounded arithmetic, comparisons, max / min). Every other float operation (products through BLAS
+# or einsum, whose rounding may depend on the rows one call sees; reductions, softmax and pools whose
+# kernels pick their path by the tensor's size; transcendental functions; fused steps) runs one sample at a
+# time on exactly the shapes of a single run (`nnconv.runtime.batch`), which is what makes float results
+# bit-identical.
+FLOAT_BATCHED = operations_where(lambda spec: spec.float_batched)
 
 @dataclass
 class BatchedModel:
@@ -148,9 +126,8 @@ def _broadcast(w: _Walk, op: Operation) -> str | None:
     return None
 
 
-def _axis_param(w: _Walk, op: Operation) -> str | None:
-    slot, default = _AXIS_PARAM[op.type]
-    axis = _scalar(w, op, slot, default)
+def _axis_param(w: _Walk, op: Operation, param: AxisParam) -> str | None:
+    axis = _scalar(w, op, param.slot, param.default)
     if axis is None:
         return "its axis is not a constant"
     if _normalize(axis, w.rank(op.inputs[0])) == 0:
@@ -284,14 +261,19 @@ def _embedding_lookup(w: _Walk, op: Operation) -> str | None:
 
 
 def _all_sampled(w: _Walk, op: Operation) -> str | None:
-    """Operations without broadcasting (SELECT) or whose leading axes are independent batches
-    (BATCH_MATMUL, rank 3 or more): every tensor input must carry the samples."""
-    tensors = [i for i in op.inputs if w.is_tensor(i)]
-    if any(i not in w.sampled for i in tensors):
+    """Operations without broadcasting (SELECT): every tensor input must carry the samples."""
+    if any(i not in w.sampled for i in op.inputs if w.is_tensor(i)):
         return "it combines samples with a value shared by all of them"
-    if op.type is T.BATCH_MATMUL and any(w.rank(i) < 3 for i in tensors):
-        return "its rows are the sample axis"
     return None
+
+
+def _batches(w: _Walk, op: Operation) -> str | None:
+    """Operations whose leading axes are independent batches (BATCH_MATMUL, rank 3 or more): every tensor
+    input must carry the samples."""
+    why = _all_sampled(w, op)
+    if why is None and any(w.rank(i) < 3 for i in op.inputs if w.is_tensor(i)):
+        return "its rows are the sample axis"
+    return why
 
 
 def _transpose_conv(w: _Walk, op: Operation) -> str | None:
@@ -309,16 +291,24 @@ def _topk(w: _Walk, op: Operation) -> str | None:
 
 
 Rule = Callable[[_Walk, Operation], "str | None"]
-RULES: dict[OperationType, Rule] = {
-    **{t: _only_first for t in _FIRST_ONLY}, **{t: _broadcast for t in _BROADCAST},
-    **{t: _axis_param for t in _AXIS_PARAM}, **{t: _reduce for t in _REDUCERS}, **{t: _pad for t in _PADS},
-    T.RESHAPE: _reshape, T.SQUEEZE: _squeeze, T.EXPAND_DIMS: _expand_dims, T.TRANSPOSE: _transpose, T.TILE: _tile,
-    T.SLICE: _slice, T.STRIDED_SLICE: _strided_slice, T.CONCATENATION: _concatenation, T.PACK: _pack,
-    T.GATHER: _gather, T.EMBEDDING_LOOKUP: _embedding_lookup, T.SELECT: _all_sampled, T.BATCH_MATMUL: _all_sampled,
-    T.TRANSPOSE_CONV_2D: _transpose_conv, T.TOPK_V2: _topk, T.REVERSE: _reverse,
+# One rule per kind of `OperationSpec.sample_axis` (an `AxisParam` is `_axis_param`'s).
+RULES: dict[SampleAxis, Rule] = {
+    SampleAxis.FIRST_ONLY: _only_first, SampleAxis.BROADCAST: _broadcast, SampleAxis.REDUCE: _reduce,
+    SampleAxis.PAD: _pad, SampleAxis.RESHAPE: _reshape, SampleAxis.SQUEEZE: _squeeze,
+    SampleAxis.EXPAND_DIMS: _expand_dims, SampleAxis.TRANSPOSE: _transpose, SampleAxis.TILE: _tile,
+    SampleAxis.SLICE: _slice, SampleAxis.STRIDED_SLICE: _strided_slice, SampleAxis.CONCATENATION: _concatenation,
+    SampleAxis.PACK: _pack, SampleAxis.GATHER: _gather, SampleAxis.EMBEDDING_LOOKUP: _embedding_lookup,
+    SampleAxis.ALL_SAMPLED: _all_sampled, SampleAxis.BATCHES: _batches, SampleAxis.TRANSPOSE_CONV: _transpose_conv,
+    SampleAxis.TOPK: _topk, SampleAxis.REVERSE: _reverse,
 }
-# Operations that are never run batched whatever they read, with the reason.
-_NEVER = {T.RANDOM_MULTINOMIAL: "it draws random numbers (N single runs draw N times)"}
+
+
+def rule_of(op_type: OperationType) -> Rule | None:
+    """How batched execution carries the sample axis through an operation of `op_type`; None: it does not."""
+    kind = spec_of(op_type).sample_axis
+    if isinstance(kind, AxisParam):
+        return lambda w, op: _axis_param(w, op, kind)
+    return None if kind is None else RULES[kind]
 
 
 def batch_model(model: Model, n: int) -> BatchedModel | str:
@@ -336,11 +326,11 @@ def batch_model(model: Model, n: int) -> BatchedModel | str:
         w.sampled.add(i)
     for k, op in enumerate(sg.operations):
         label = f"operation #{k} {op.type.name}"
-        if op.type in _NEVER:
-            return f"{label}: {_NEVER[op.type]}"
+        if not spec_of(op.type).deterministic:
+            return f"{label}: it draws random numbers (N single runs draw N times)"
         if not any(i in w.sampled for i in op.inputs):
             continue  # computed from constants only: the same value for every sample
-        rule = RULES.get(op.type)
+        rule = rule_of(op.type)
         if rule is None:
             return f"{label} is not known to keep samples apart"
         for o in op.outputs:

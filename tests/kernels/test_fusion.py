@@ -356,3 +356,55 @@ def test_quant8_affine_every_byte_every_channel_against_the_kernels():
     apart = Executor(converted, trace=Trace()).run(feed)
     for name in together:
         np.testing.assert_array_equal(together[name], apart[name])
+
+
+# -- the byte operations' kernels (`OperationSpec.byte_op`) -------------------------------------------------
+def _byte_op_call(op: OperationType, in_type, out_type):
+    """A call of `op` on the 256 byte values of a quant8 type (or their dequantized float32 values) as the
+    byte table makes it: a 1-D input whatever the operands declare ([2, 3] here), one-value constants for
+    a second input, no activation."""
+    from nnconv.nnapi.enums import OperandType as T
+    from nnconv.nnapi.model import Operand, Operation
+    from nnconv.runtime.kernels import KernelCall
+    q = {"scale": 0.05, "zero_point": 3 if in_type is T.TENSOR_QUANT8_ASYMM_SIGNED else 131}
+    x_od = Operand(in_type, (2, 3), **(q if in_type is not T.TENSOR_FLOAT32 else {}))
+    out_od = Operand(out_type, (2, 3), **({"scale": 0.1, "zero_point": x_od.zero_point}
+                                          if out_type is not T.TENSOR_FLOAT32 else {}))
+    if op in (OperationType.LOGISTIC, OperationType.TANH) and out_type is not T.TENSOR_FLOAT32:
+        # the prescribed outputs
+        fixed = {OperationType.LOGISTIC: (1 / 256, 0 if out_type is T.TENSOR_QUANT8_ASYMM else -128),
+                 OperationType.TANH: (1 / 128, 128 if out_type is T.TENSOR_QUANT8_ASYMM else 0)}[op]
+        out_od = Operand(out_type, (2, 3), scale=fixed[0], zero_point=fixed[1])
+    x = np.arange(256, dtype=np.uint8).view(x_od.dtype)
+    if in_type is T.TENSOR_FLOAT32:
+        x = np.linspace(-8, 8, 256, dtype=np.float32)
+    inputs, ods = [x], [x_od]
+    if op in (OperationType.ADD, OperationType.SUB, OperationType.MUL, OperationType.MAXIMUM,
+              OperationType.MINIMUM):
+        inputs.append(x[:1].copy())
+        ods.append(x_od)
+    if op in (OperationType.ADD, OperationType.SUB, OperationType.MUL):
+        inputs.append(np.array(0, np.int32))
+        ods.append(Operand(T.INT32))
+    return KernelCall(operation=Operation(op, list(range(len(inputs))), [len(inputs)]), inputs=inputs,
+                      in_operands=ods, out_operands=[out_od])
+
+
+def test_every_byte_op_kernel_runs_on_the_256_bytes_whatever_its_declared_dimensions():
+    # A chain of byte operations fills its table by calling their kernels on the 256 byte values as a 1-D
+    # array (`fused_kernels.byte_function`), whatever the operands declare: a kernel that checked its input
+    # against its declared dimensions would break the fused step. Declaring `byte_op` in an operation's spec
+    # promises this.
+    from nnconv.nnapi.enums import OperandType as T
+    from nnconv.nnapi.operations import operations_where
+    from nnconv.runtime.kernels import KERNELS
+    byte_ops = operations_where(lambda spec: spec.byte_op)
+    assert {OperationType.LOGISTIC, OperationType.MUL, OperationType.QUANTIZE} <= byte_ops
+    for op in sorted(byte_ops):
+        for t in (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED):
+            in_type, out_type = {OperationType.DEQUANTIZE: (t, T.TENSOR_FLOAT32),
+                                 OperationType.QUANTIZE: (T.TENSOR_FLOAT32, t)}.get(op, (t, t))
+            if op in (OperationType.FLOOR, OperationType.EXP, OperationType.ABS, OperationType.NEG):
+                in_type = out_type = T.TENSOR_FLOAT32  # float only (they sit between DEQUANTIZE and QUANTIZE)
+            out = KERNELS[op](_byte_op_call(op, in_type, out_type))
+            assert np.asarray(out[0]).size == 256, op.name

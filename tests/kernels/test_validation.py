@@ -14,7 +14,7 @@ from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.model import Model
 from nnconv.nnapi.validate import operation_refusals, validate_model
 from nnconv.runtime.executor import Executor
-from nnconv.nnapi.operations import (VALIDATORS, OperationRefused, OperationView, default_feature_level,
+from nnconv.nnapi.operations import (SPECS, OperationRefused, OperationView, default_feature_level, operation_level,
                                      validate_operation)
 
 F32 = OperandType.TENSOR_FLOAT32
@@ -87,14 +87,15 @@ def test_default_level_is_that_of_the_operation_and_its_operand_types():
 
 
 def test_pack_is_a_feature_level_6_operation():
-    assert OperationType.PACK.min_feature_level == 6 and OperationType.BATCH_MATMUL.min_feature_level == 6
-    assert OperationType.MIRROR_PAD.min_feature_level == 7 and OperationType.REVERSE.min_feature_level == 7
+    assert operation_level(OperationType.PACK) == 6 and operation_level(OperationType.BATCH_MATMUL) == 6
+    assert operation_level(OperationType.MIRROR_PAD) == 7 and operation_level(OperationType.REVERSE) == 7
 
 
-def test_validators_are_registered_apart_from_kernels():
+def test_validators_are_declared_apart_from_kernels():
     from nnconv.runtime.kernels import KERNELS
-    assert {OperationType.SOFTMAX, OperationType.LOGISTIC, OperationType.ADD} <= set(VALIDATORS)
-    assert all(op in KERNELS for op in VALIDATORS)  # every validated operation has a kernel
+    validated = {op for op, spec in SPECS.items() if spec.validator is not None}
+    assert {OperationType.SOFTMAX, OperationType.LOGISTIC, OperationType.ADD} <= validated
+    assert all(op in KERNELS for op in validated)  # every validated operation has a kernel
 
 
 # -- SOFTMAX: the multiplier its prepare quantizes must exceed 1 ----------------------------------------------
@@ -134,7 +135,7 @@ def test_hard_swish_output_multiplier_must_not_exceed_one():
 # -- ADD / SUB / MUL ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("op", [OperationType.ADD, OperationType.SUB])
 def test_add_sub_output_multiplier_below_one(op):
-    assert needed(binary(op, U8, 0.1, 0.2, 0.3)) == op.min_feature_level  # ADD: 1, SUB: 2
+    assert needed(binary(op, U8, 0.1, 0.2, 0.3)) == operation_level(op)  # ADD: 1, SUB: 2
     reason = refusal(binary(op, U8, 0.1, 0.2, 1e-7))  # 2 * 0.2 / (2^20 * 1e-7) = 3.8
     assert "output 0 scale 1e-07 is too small" in reason
 

@@ -32,6 +32,7 @@ class _Relu(Rule):
     """TFLite <OP>(x) -> NNAPI <OP>(x) (API 27, float32 / uint8 / int8). Quantized with an output quantization
     different from the input's: ADD(x, real 0, fuse code <OP>), since NNAPI's <OP> output keeps the input's."""
 
+    int8_shiftable = True
     fuse: ClassVar[FuseCode]
     dtypes = ("float32", "uint8", "int8")
     constraints = "rank <= 4"
@@ -97,6 +98,7 @@ class _Sigmoidal(Rule):
     too small for its Q4.27 rescaling (refused by its prepare), or one so large that it returns the extreme
     output from a radius where f is not yet extreme (`_saturates_early`)."""
 
+    int8_shiftable = True
     nnapi_op: ClassVar[OperationType]
     quant_api: ClassVar[int] = 27
     # NNAPI quant8 type -> the (scale, zero point) the operation prescribes for its output (nnapi/operations,
@@ -260,6 +262,7 @@ class HardSwish(Rule):
     and NNAPI's kernels refuse it at prepare time. The delegate's all-8-bit composite would lose more than
     the 1 LSB the parity policy allows."""
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.HARD_SWISH, OperationType.MUL, OperationType.ADD, OperationType.CAST,
                  OperationType.GATHER)
     dtypes = ("float32", "uint8", "int8")
@@ -326,6 +329,7 @@ class Prelu(Rule):
                  OperationType.ADD)
     dtypes = ("float32", "uint8", "int8")
     constraints = "quantized needs API 29; float below API 29 needs a constant alpha and rank <= 4"
+    int8_shiftable = True
 
     def check(self, c: CheckContext) -> None:
         if not check_common(c, 2, (F32, U8, I8), max_rank=None):
@@ -358,6 +362,7 @@ class LeakyRelu(Rule):
 
     Below API 29, float32 uses the exact PRELU composite with the constant -alpha."""
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.PRELU, OperationType.RELU, OperationType.MUL, OperationType.ADD)
     dtypes = ("float32", "uint8", "int8")
     constraints = "quantized needs API 29; rank <= 4 below API 29"

@@ -35,6 +35,7 @@ INT32_MIN = -(1 << 31)
 class _Compare(Rule):
     """TFLite <OP>(x, y) -> NNAPI <OP>(x, y), output TENSOR_BOOL8 (API 29)."""
 
+    int8_shiftable = True
     nnapi_op: ClassVar[OperationType]
     min_api_level = 29
     dtypes = ("float32", "uint8", "int8", "int32", "bool")
@@ -149,6 +150,7 @@ class Select(_Select):
     """TFLite SELECT(condition, x, y) -> NNAPI SELECT(condition, x, y) (API 29). The condition must have
     x's shape: TFLite's rank-1 condition selecting whole rows has no NNAPI form."""
 
+    int8_shiftable = True
     fold = arithmetic_folds.select
     nnapi_ops = (OperationType.SELECT,)
     constraints = "condition with the values' shape"

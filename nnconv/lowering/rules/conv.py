@@ -19,8 +19,9 @@ from nnconv.lowering.driver_support import NO_FLOAT16_ARMNN
 from nnconv.lowering.registry import Rule, custom_rule, lowering_rule
 from nnconv.lowering.rules._weights import bias_for, check_weighted_op, weights_operand
 from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.slots import slot_operands
 from nnconv.nnapi.operations.window import (ConvImplicitSlot, DepthwiseImplicitSlot, GroupedImplicitSlot,
-                                            TransposeExplicitSlot, WindowSignature)
+                                            TransposeExplicitSlot)
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator, Padding, TensorType
 
@@ -65,6 +66,7 @@ class _Convolution(Rule):
     """CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV: the weighted-op dtypes and driver notes; the checks and
     the lowered operands of CONV_2D's and DEPTHWISE_CONV_2D's three operands."""
 
+    int8_shiftable = True
     dtypes = CONV_DTYPES
     driver_notes = (NO_FLOAT16_ARMNN,)
 
@@ -132,7 +134,7 @@ class Conv2D(_Convolution):
             args = {g.INPUT: x, g.FILTER: w, g.BIAS: bias, g.PADDING_SCHEME: c.i32(padding_code(o.padding)),
                     g.STRIDE_WIDTH: c.i32(o.stride_w), g.STRIDE_HEIGHT: c.i32(o.stride_h), g.NUM_GROUPS: c.i32(groups),
                     g.ACTIVATION: c.i32(fused.code), g.NCHW: c.boolean(False)}
-            c.emit(OperationType.GROUPED_CONV_2D, WindowSignature.operands(args), [fused.operand])
+            c.emit(OperationType.GROUPED_CONV_2D, slot_operands(args), [fused.operand])
         else:
             s = ConvImplicitSlot
             args = {s.INPUT: x, s.FILTER: w, s.BIAS: bias, s.PADDING_SCHEME: c.i32(padding_code(o.padding)),
@@ -141,7 +143,7 @@ class Conv2D(_Convolution):
             if dilated:
                 args.update({s.NCHW: c.boolean(False), s.DILATION_WIDTH: c.i32(o.dilation_w_factor),
                              s.DILATION_HEIGHT: c.i32(o.dilation_h_factor)})
-            c.emit(OperationType.CONV_2D, WindowSignature.operands(args), [fused.operand])
+            c.emit(OperationType.CONV_2D, slot_operands(args), [fused.operand])
         fused.finish()
 
 
@@ -184,7 +186,7 @@ class DepthwiseConv2D(_Convolution):
         if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
             args.update({s.NCHW: c.boolean(False), s.DILATION_WIDTH: c.i32(o.dilation_w_factor),
                          s.DILATION_HEIGHT: c.i32(o.dilation_h_factor)})
-        c.emit(OperationType.DEPTHWISE_CONV_2D, WindowSignature.operands(args), [fused.operand])
+        c.emit(OperationType.DEPTHWISE_CONV_2D, slot_operands(args), [fused.operand])
         fused.finish()
 
 
@@ -217,7 +219,7 @@ def _emit_transpose_conv(c: LowerContext, x_slot: int, w_slot: int, bias_slot: i
     args = {s.INPUT: x, s.FILTER: w, s.BIAS: bias, s.PADDING_LEFT: c.i32(pl), s.PADDING_RIGHT: c.i32(pr),
             s.PADDING_TOP: c.i32(pt), s.PADDING_BOTTOM: c.i32(pb), s.STRIDE_WIDTH: c.i32(stride_w),
             s.STRIDE_HEIGHT: c.i32(stride_h), s.ACTIVATION: c.i32(fused.code), s.NCHW: c.boolean(False)}
-    c.emit(OperationType.TRANSPOSE_CONV_2D, WindowSignature.operands(args), [fused.operand])
+    c.emit(OperationType.TRANSPOSE_CONV_2D, slot_operands(args), [fused.operand])
     fused.finish()
 
 

@@ -43,6 +43,7 @@ class FullyConnected(Rule):
     kernel, with no NNAPI form).
     """
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.FULLY_CONNECTED, OperationType.RESHAPE, OperationType.DEQUANTIZE,
                  OperationType.CONV_2D)
     dtypes = ("float32", "uint8", "int8", "int8+int4 weights", "float32+int8/int4 weights (hybrid)")

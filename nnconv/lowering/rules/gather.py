@@ -63,6 +63,7 @@ class Gather(Rule):
     arithmetic run of indices (e.g. [2, 1, 0] is one slice with stride -1; a scalar index is a shrunk
     slice), CONCATENATED along the axis: the same elements in the same order (at most 8 runs)."""
 
+    int8_shiftable = True
     fold = shape_folds.gather
     nnapi_ops = (OperationType.GATHER, OperationType.RESHAPE, OperationType.STRIDED_SLICE,
                  OperationType.CONCATENATION, OperationType.CAST)
@@ -147,6 +148,7 @@ class GatherNd(Rule):
     axes) + GATHER(axis 0, constant flat indices) (API 29; module docstring for the identity). With k = 1
     the RESHAPE is skipped. Beyond the delegate."""
 
+    int8_shiftable = True
     fold = shape_folds.gather_nd
     nnapi_ops = (OperationType.RESHAPE, OperationType.GATHER)
     min_api_level = 29

@@ -24,6 +24,7 @@ class L2Normalization(Rule):
     must be NONE (TFLite's kernel accepts no other either).
     """
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.L2_NORMALIZATION, OperationType.RESHAPE)
     dtypes = ("float32", "uint8", "int8")
     constraints = "fused activation NONE; quantized needs API 29, output scale 1/128; rank 1..4"

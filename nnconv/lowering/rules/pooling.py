@@ -7,7 +7,8 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.nnapi.enums import OperationType
-from nnconv.nnapi.operations.window import PoolImplicitSlot, WindowSignature
+from nnconv.nnapi.operations.slots import slot_operands
+from nnconv.nnapi.operations.window import PoolImplicitSlot
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
@@ -52,12 +53,13 @@ class _Pool(Rule):
                 s.STRIDE_WIDTH: c.i32(o.stride_w),
                 s.STRIDE_HEIGHT: c.i32(o.stride_h), s.FILTER_WIDTH: c.i32(o.filter_width),
                 s.FILTER_HEIGHT: c.i32(o.filter_height), s.ACTIVATION: c.i32(fused.code)}
-        c.emit(self.nnapi_op, WindowSignature.operands(args), [fused.operand])
+        c.emit(self.nnapi_op, slot_operands(args), [fused.operand])
         fused.finish()
 
 
 @lowering_rule(BuiltinOperator.AVERAGE_POOL_2D)
 class AveragePool2D(_Pool):
+    int8_shiftable = True
     doc_more = """
     Quantized averages are the integer sum divided with rounding; TFLite's delegate refuses quantized
     windows over 256 elements (the reference's 16-bit accumulators), so this rule does too."""
@@ -72,6 +74,7 @@ class AveragePool2D(_Pool):
 
 @lowering_rule(BuiltinOperator.MAX_POOL_2D)
 class MaxPool2D(_Pool):
+    int8_shiftable = True
     nnapi_op = OperationType.MAX_POOL_2D
     constraints = "rank-4 input; output quantization equals the input's"
 

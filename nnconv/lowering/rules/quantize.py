@@ -43,6 +43,7 @@ class Quantize(Rule):
     """TFLite QUANTIZE(x) -> NNAPI QUANTIZE(x) for a float32 / float16 input (API 29; int8 output below
     API 30 as uint8 + 128), or a requantizing ADD(x, real 0) for a uint8 / int8 input (module docstring)."""
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.QUANTIZE, OperationType.ADD, OperationType.DEQUANTIZE)
     dtypes = ("float32", "float16", "uint8", "int8")
     constraints = "per-tensor uint8/int8 output; a float input needs API 29"
@@ -84,6 +85,7 @@ class Dequantize(Rule):
     input -> no operation, a float32 constant, except constant int4 weights, which from API 29 become
     DEQUANTIZE(TENSOR_QUANT8_SYMM[_PER_CHANNEL] constant) (module docstring)."""
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.DEQUANTIZE, OperationType.CAST)
     dtypes = ("uint8", "int8", "float16", "int4")
     constraints = ("a constant input folds into a float32 constant (constant int4: an 8-bit constant + "

@@ -100,6 +100,7 @@ class Mean(Rule):
     mean (`_lower_int8_mean`), which double-rounds: it differed from the single float rounding by 1 LSB on
     ~5% of a Keras classifier's pooled features."""
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.MEAN, OperationType.DEQUANTIZE, OperationType.QUANTIZE,
                  OperationType.AVERAGE_POOL_2D, OperationType.RESHAPE, OperationType.MUL, OperationType.ADD,
                  OperationType.SUB, OperationType.FLOOR, OperationType.MINIMUM)
@@ -238,6 +239,7 @@ class Sum(_Reduce):
     QUANTIZE into the output's parameters (all API 29): the float sum of the dequantized values is
     requantized once, as TFLite's int32-accumulating kernel does (within one output step)."""
 
+    int8_shiftable = True
     fold = arithmetic_folds.sum_
     nnapi_ops = (OperationType.REDUCE_SUM, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     nnapi_op = OperationType.REDUCE_SUM
@@ -282,6 +284,7 @@ class ReduceProd(_Reduce):
     to 255 (wrapped), both refused by it. One value per output (n = 1) is refused too: TFLite's optimized
     kernel then copies the stored values and its reference kernel requantizes them."""
 
+    int8_shiftable = True
     fold = arithmetic_folds.reduce_prod
     nnapi_ops = (OperationType.REDUCE_PROD, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     nnapi_op = OperationType.REDUCE_PROD
@@ -331,6 +334,7 @@ class ReduceMax(_Reduce):
     H and W of a 4-D NHWC tensor is MAX_POOL_2D with a H x W VALID window (+ RESHAPE without keep_dims),
     exact for every type since a maximum only selects a stored value."""
 
+    int8_shiftable = True
     fold = arithmetic_folds.reduce_max
     nnapi_ops = (OperationType.REDUCE_MAX, OperationType.MAX_POOL_2D, OperationType.RESHAPE)
     nnapi_op = OperationType.REDUCE_MAX
@@ -366,6 +370,7 @@ class ReduceMax(_Reduce):
 
 @lowering_rule(BuiltinOperator.REDUCE_MIN)
 class ReduceMin(_Reduce):
+    int8_shiftable = True
     fold = arithmetic_folds.reduce_min
     __doc__ = _Reduce.__doc__ + " Quantized inputs and outputs must share their parameters."
     nnapi_op = OperationType.REDUCE_MIN
@@ -402,6 +407,7 @@ class _ArgReduce(Rule):
     TENSOR_INT32 too (indices always fit; the delegate refuses it), converted back to int64 at the model
     boundary."""
 
+    int8_shiftable = True
     min_api_level = 29
     dtypes = ("float32", "uint8", "int8", "int32")
     constraints = "constant axis; rank <= 4"
@@ -434,6 +440,7 @@ class TopKV2(Rule):
     """TFLite TOPK_V2(input, k) -> NNAPI TOPK_V2(input, k INT32 scalar) -> (values, indices TENSOR_INT32)
     (API 29). Both search the last axis; equal values keep the lower index first."""
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.TOPK_V2,)
     min_api_level = 29
     dtypes = ("float32", "uint8", "int8", "int32")

@@ -20,6 +20,7 @@ class _Resize(Rule):
     height, as INT32 scalars, so the size tensor must be constant. align_corners / half_pixel_centers exist
     in NNAPI from API 30. Quantized output keeps the input's scale and zero point."""
 
+    int8_shiftable = True
     nnapi_op: OperationType
     dtypes = ("float32", "uint8", "int8")
     quant_api = 29  # NNAPI's first level with a quantized variant

@@ -133,6 +133,7 @@ class StridedSlice(Rule):
       SELECT(input, 1, 0) widens it to uint8 (TENSOR_QUANT8_ASYMM, scale 1), the STRIDED_SLICE (+ RESHAPE)
       above slices that, and NOT_EQUAL(., 0) gives bool8 back (API 29)."""
 
+    int8_shiftable = True
     fold = shape_folds.strided_slice
     nnapi_ops = (OperationType.STRIDED_SLICE, OperationType.RESHAPE, OperationType.CAST, OperationType.SLICE,
                  OperationType.GATHER, OperationType.SELECT, OperationType.NOT_EQUAL)
@@ -247,6 +248,7 @@ class Slice(Rule):
     of -1 ("to the end") is resolved from the static shape. At API 28, float and quantized tensors use
     STRIDED_SLICE(begin, begin + size, strides 1), the same box."""
 
+    int8_shiftable = True
     fold = shape_folds.slice_
     nnapi_ops = (OperationType.SLICE, OperationType.STRIDED_SLICE, OperationType.CAST)
     stored_values_from = 0
@@ -288,6 +290,7 @@ class Split(Rule):
     Note the operand order: TFLite's axis comes first. At API 28, float and quantized tensors use one
     STRIDED_SLICE per output."""
 
+    int8_shiftable = True
     fold = shape_folds.split
     nnapi_ops = (OperationType.SPLIT, OperationType.STRIDED_SLICE)
     min_api_level = 28
@@ -357,6 +360,7 @@ class SplitV(Rule):
     where NNAPI has SLICE; the delegate waits for 30), or one STRIDED_SLICE per output at API 28 (float and
     quantized). The -1 size is resolved from the static shape."""
 
+    int8_shiftable = True
     fold = shape_folds.split_v
     nnapi_ops = (OperationType.SLICE, OperationType.STRIDED_SLICE)
     min_api_level = 28

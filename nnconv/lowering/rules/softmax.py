@@ -38,6 +38,7 @@ class Softmax(Rule):
     1.0 requires).
     """
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.SOFTMAX, OperationType.RESHAPE, OperationType.DEQUANTIZE, OperationType.QUANTIZE)
     dtypes = ("float32", "uint8", "int8")
     constraints = "beta > 0; rank 1..4 (reshaped to 2-D below API 29 when not 2 or 4); quantized output 1/256"

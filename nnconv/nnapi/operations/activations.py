@@ -1,8 +1,10 @@
-"""Validate/prepare-time rules of the activations (Softmax.cpp, Activation.cpp, HardSwish.cpp,
-L2Normalization.cpp of the NNAPI reference operations): RELU / RELU1 / RELU6, whose quantized output keeps
-the input's quantization, and those with a quantized fixed-point path, SOFTMAX, LOGISTIC, TANH, HARD_SWISH
-and L2_NORMALIZATION, whose quantized outputs are fixed or bounded by the multipliers of
-`nnapi/quant_limits.py`, the same values the kernels quantize."""
+"""The activations and normalizations: RELU, RELU1, RELU6, LOGISTIC, TANH, HARD_SWISH, ELU, PRELU, SOFTMAX,
+LOG_SOFTMAX, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION and INSTANCE_NORMALIZATION, with the
+validate/prepare-time rules of Softmax.cpp, Activation.cpp, HardSwish.cpp and L2Normalization.cpp of the
+NNAPI reference operations: RELU / RELU1 / RELU6, whose quantized output keeps the input's quantization,
+and those with a quantized fixed-point path, SOFTMAX, LOGISTIC, TANH, HARD_SWISH and L2_NORMALIZATION,
+whose quantized outputs are fixed or bounded by the multipliers of `nnapi/quant_limits.py`, the same values
+the kernels quantize."""
 
 from __future__ import annotations
 
@@ -10,16 +12,20 @@ from enum import IntEnum
 
 import numpy as np
 
-from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
+from nnconv.nnapi.enums import FuseCode, OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Operand
-from nnconv.nnapi.operations.validation import OperationView, check_fixed_output, validator
+from nnconv.nnapi.operations.spec import AxisParam, SampleAxis, declare, operation
+from nnconv.nnapi.operations.view import OperationView, check_fixed_output
 from nnconv.nnapi.quantization import is_quant8, qrange
 from nnconv.nnapi.quant_limits import (hard_swish_output_multiplier, sigmoid_input_multiplier,
                                        softmax_input_multiplier)
 
 
+_T = OperationType
+
+
 class SoftmaxSlot(IntEnum):
-    """SOFTMAX's inputs; AXIS from feature level 3."""
+    """SOFTMAX's and LOG_SOFTMAX's inputs; SOFTMAX's AXIS from feature level 3."""
     INPUT = 0
     BETA = 1
     AXIS = 2
@@ -47,7 +53,8 @@ class L2NormalizationSlot(IntEnum):
     AXIS = 1
 
 
-@validator(OperationType.SOFTMAX)
+@operation(_T.SOFTMAX, level=1, inputs=SoftmaxSlot, same_type_output=True,
+           sample_axis=AxisParam(SoftmaxSlot.AXIS, -1))
 def validate_softmax(view: OperationView, feature_level: int) -> int:
     """Softmax.cpp's validate and the constant checks of its prepare: rank 1..4, beta > 0, and for a
     quantized input the output (1/256, type minimum) and an input multiplier above 1. A non-default axis
@@ -98,9 +105,17 @@ def validate_q4_activation(view: OperationView, fixed_output: dict) -> int:
     return 1
 
 
-@validator(OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
+# A standalone clamp: its spec's facts but the fused activation code that computes the same.
+_CLAMP = dict(level=1, inputs=ReluSlot, input_levels=RELU_INPUT_LEVELS, same_type_output=True, byte_op=True,
+              sample_axis=SampleAxis.FIRST_ONLY, float_batched=True)
+
+
+@operation(_T.RELU, fused_as=FuseCode.RELU, **_CLAMP)
+@operation(_T.RELU1, fused_as=FuseCode.RELU1, **_CLAMP)
+@operation(_T.RELU6, fused_as=FuseCode.RELU6, **_CLAMP)
 def validate_relu(view: OperationView, feature_level: int) -> int:
-    """Activation.cpp: float32 / quant8 from feature level 1, float16 from 3, quant8 signed from 4; rank <= 4.
+    """Activation.cpp: float32 / quant8 from feature level 1, float16 from 3, quant8 signed from 4
+    (`RELU_INPUT_LEVELS`); rank <= 4.
 
     A quantized output must have the input's scale and zero point: the spec says so at every feature level
     (HAL 1.0 to 1.3 and the AIDL / NDK levels after it; HAL 1.3's "can be different" wording is ADD's, SUB's,
@@ -116,10 +131,6 @@ def validate_relu(view: OperationView, feature_level: int) -> int:
     x, out = view.input(ReluSlot.INPUT), view.out_operands[0]
     if x is None:
         return 1
-    needed = RELU_INPUT_LEVELS.get(x.type)
-    if needed is None:
-        accepted = ", ".join(t.name for t in RELU_INPUT_LEVELS)
-        raise view.refuse(f"{view.describe(ReluSlot.INPUT)} is {x.type.name}; {view.name} takes {accepted}")
     if x.dimensions and len(x.dimensions) > RELU_MAX_RANK:
         raise view.refuse(f"{view.describe(ReluSlot.INPUT)} has rank {len(x.dimensions)}, NNAPI takes rank <= "
                           f"{RELU_MAX_RANK}")
@@ -129,7 +140,7 @@ def validate_relu(view: OperationView, feature_level: int) -> int:
             f"{view.describe(ReluSlot.INPUT)} has {x.scale:g} and {x.zero_point}: the spec requires the input's at "
             "every feature level, and the reference CPU, whose prepare gives the output the input's parameters, "
             "fails the execution ('Invalid scale for model output')")
-    return needed
+    return 1
 
 
 def same_quantization(a: Operand, b: Operand) -> bool:
@@ -138,12 +149,16 @@ def same_quantization(a: Operand, b: Operand) -> bool:
     return np.float32(a.scale) == np.float32(b.scale) and a.zero_point == b.zero_point
 
 
-@validator(OperationType.LOGISTIC)
+# LOGISTIC, TANH and HARD_SWISH: elementwise, the input's shape, byte-table members
+_UNARY = dict(inputs=UnarySlot, same_type_output=True, byte_op=True, sample_axis=SampleAxis.FIRST_ONLY)
+
+
+@operation(_T.LOGISTIC, level=1, **_UNARY)
 def validate_logistic(view: OperationView, feature_level: int) -> int:
     return validate_q4_activation(view, LOGISTIC_OUTPUT)
 
 
-@validator(OperationType.TANH)
+@operation(_T.TANH, level=1, **_UNARY)
 def validate_tanh(view: OperationView, feature_level: int) -> int:
     # Quantized TANH arrived with feature level 3 (Android 10); float TANH is in the first one.
     x = view.input(UnarySlot.INPUT)
@@ -151,7 +166,7 @@ def validate_tanh(view: OperationView, feature_level: int) -> int:
     return max(needed, validate_q4_activation(view, TANH_OUTPUT))
 
 
-@validator(OperationType.HARD_SWISH)
+@operation(_T.HARD_SWISH, level=4, **_UNARY)
 def validate_hard_swish(view: OperationView, feature_level: int) -> int:
     """HardSwish.cpp: a quantized output of the input's type whose multiplier (input_scale / 128) /
     output_scale does not exceed 1 (prepare refuses a positive exponent)."""
@@ -167,7 +182,8 @@ def validate_hard_swish(view: OperationView, feature_level: int) -> int:
     return 1
 
 
-@validator(OperationType.L2_NORMALIZATION)
+@operation(_T.L2_NORMALIZATION, level=1, inputs=L2NormalizationSlot, same_type_output=True,
+           sample_axis=AxisParam(L2NormalizationSlot.AXIS, -1))
 def validate_l2_normalization(view: OperationView, feature_level: int) -> int:
     """L2Normalization.cpp: quantized from feature level 3, onto the fixed output (1/128, 128 or 0 signed);
     a rank other than 4 or an axis needs feature level 3 too."""
@@ -181,3 +197,15 @@ def validate_l2_normalization(view: OperationView, feature_level: int) -> int:
         check_fixed_output(view, 1.0 / 128, zero_point, "1/128")
         needed = 3
     return needed
+
+
+# ELU's alpha is a scalar, PRELU's a tensor broadcast against the input
+declare(_T.ELU, level=4, inputs="INPUT ALPHA", same_type_output=True, sample_axis=SampleAxis.FIRST_ONLY)
+declare(_T.PRELU, level=3, inputs="INPUT ALPHA", same_type_output=True, sample_axis=SampleAxis.BROADCAST,
+        float_batched=True)
+declare(_T.LOG_SOFTMAX, level=3, inputs=SoftmaxSlot, same_type_output=True,
+        sample_axis=AxisParam(SoftmaxSlot.AXIS, -1))
+# the axis from feature level 3
+declare(_T.LOCAL_RESPONSE_NORMALIZATION, level=1, inputs="INPUT RADIUS BIAS ALPHA BETA AXIS", same_type_output=True,
+        sample_axis=AxisParam("AXIS", -1))
+declare(_T.INSTANCE_NORMALIZATION, level=3, inputs="INPUT GAMMA BETA EPSILON NCHW", sample_axis=SampleAxis.FIRST_ONLY)

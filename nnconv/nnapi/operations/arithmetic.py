@@ -1,18 +1,24 @@
-"""Validate/prepare-time rules of the broadcasting arithmetic ADD, SUB and MUL (Broadcast.cpp of the NNAPI
-reference operations): one quantized type throughout and an output multiplier the reference can quantize
-(`nnapi/quant_limits.py`, the same value the kernels use); TENSOR_INT32 operands from feature level 4."""
+"""The broadcasting binary operations (ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW, the comparisons and
+LOGICAL_AND / LOGICAL_OR), LOGICAL_NOT and SELECT, with the validate/prepare-time rules of ADD, SUB and MUL
+(Broadcast.cpp of the NNAPI reference operations): one quantized type throughout and an output multiplier
+the reference can quantize (`nnapi/quant_limits.py`, the same value the kernels use); TENSOR_INT32 operands
+from feature level 4."""
 
 from __future__ import annotations
 
 from enum import IntEnum
 
 from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.nnapi.operations.validation import OperationView, validator
+from nnconv.nnapi.operations.spec import SampleAxis, declare, operation
+from nnconv.nnapi.operations.view import OperationView
 from nnconv.nnapi.quant_limits import add_output_multiplier, mul_output_multiplier
 
 
+_T = OperationType
+
+
 class BinarySlot(IntEnum):
-    """ADD, SUB, MUL: two broadcastable tensors and the fused activation."""
+    """ADD, SUB, MUL, DIV: two broadcastable tensors and the fused activation."""
     INPUT1 = 0
     INPUT2 = 1
     ACTIVATION = 2
@@ -50,11 +56,32 @@ def int32_level(view: OperationView) -> int:
     return 4 if a is not None and a.type is OperandType.TENSOR_INT32 else 1
 
 
-@validator(OperationType.ADD, OperationType.SUB)
+# ADD, SUB, MUL: byte-table members (a one-value constant operand), batched as they broadcast
+_ARITHMETIC = dict(inputs=BinarySlot, byte_op=True, sample_axis=SampleAxis.BROADCAST, float_batched=True)
+
+
+@operation(_T.ADD, level=1, **_ARITHMETIC)
+@operation(_T.SUB, level=2, **_ARITHMETIC)
 def validate_add_sub(view: OperationView, feature_level: int) -> int:
     return max(validate_quant_binary(view, multiply=False), int32_level(view))
 
 
-@validator(OperationType.MUL)
+@operation(_T.MUL, level=1, **_ARITHMETIC)
 def validate_mul(view: OperationView, feature_level: int) -> int:
     return max(validate_quant_binary(view, multiply=True), int32_level(view))
+
+
+declare(_T.DIV, level=2, inputs=BinarySlot, sample_axis=SampleAxis.BROADCAST, float_batched=True)
+declare(_T.POW, level=3, inputs="BASE EXPONENT", sample_axis=SampleAxis.BROADCAST)
+# MAXIMUM, MINIMUM, the comparisons, LOGICAL_AND / LOGICAL_OR: two broadcastable tensors
+_PAIR = "INPUT1 INPUT2"
+for _op in (_T.MAXIMUM, _T.MINIMUM):
+    declare(_op, level=3, inputs=_PAIR, same_type_output=True, byte_op=True, sample_axis=SampleAxis.BROADCAST,
+            float_batched=True)
+for _op in (_T.EQUAL, _T.NOT_EQUAL, _T.GREATER, _T.GREATER_EQUAL, _T.LESS, _T.LESS_EQUAL):
+    declare(_op, level=3, inputs=_PAIR, sample_axis=SampleAxis.BROADCAST, float_batched=True)
+for _op in (_T.LOGICAL_AND, _T.LOGICAL_OR):
+    declare(_op, level=3, inputs=_PAIR, sample_axis=SampleAxis.BROADCAST)
+declare(_T.LOGICAL_NOT, level=3, inputs="INPUT", sample_axis=SampleAxis.FIRST_ONLY)
+# a TENSOR_BOOL8 condition and two tensors of its shape (no broadcasting)
+declare(_T.SELECT, level=3, inputs="CONDITION INPUT1 INPUT2", sample_axis=SampleAxis.ALL_SAMPLED, float_batched=True)

@@ -23,10 +23,13 @@ from typing import Sequence
 
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.model import Operand, Subgraph
-from nnconv.nnapi.operations.validation import OperationView, default_feature_level, validator
+from nnconv.nnapi.operations.spec import operation
+from nnconv.nnapi.operations.validation import default_feature_level
+from nnconv.nnapi.operations.view import OperationView
 
 
 class IfSlot(IntEnum):
+    """IF: the condition, the two branches, then the branch inputs from slot 3 on."""
     CONDITION = 0
     THEN = 1
     ELSE = 2
@@ -34,12 +37,13 @@ class IfSlot(IntEnum):
 
 
 class WhileSlot(IntEnum):
+    """WHILE: the condition and body subgraphs, then the loop variables from slot 2 on."""
     CONDITION = 0
     BODY = 1
     FIRST_INPUT = 2
 
 
-@validator(OperationType.IF)
+@operation(OperationType.IF, level=4, inputs=IfSlot, calls_subgraphs=True)
 def validate_if(view: OperationView, feature_level: int) -> int:
     if len(view.in_operands) < 3 or not view.out_operands:
         raise view.refuse(f"takes at least 3 inputs and 1 output, got {len(view.in_operands)} and "
@@ -55,7 +59,7 @@ def validate_if(view: OperationView, feature_level: int) -> int:
     return default_feature_level(view)
 
 
-@validator(OperationType.WHILE)
+@operation(OperationType.WHILE, level=4, inputs=WhileSlot, calls_subgraphs=True)
 def validate_while(view: OperationView, feature_level: int) -> int:
     if len(view.in_operands) < 3 or not view.out_operands:
         raise view.refuse(f"takes at least 3 inputs and 1 output, got {len(view.in_operands)} and "

@@ -1,8 +1,9 @@
-"""Validate-time rules of CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D and FULLY_CONNECTED (Conv2D.cpp,
-DepthwiseConv2D.cpp, GroupedConv2D.cpp, FullyConnected.cpp of the NNAPI reference operations): before feature
-level 3, a TENSOR_QUANT8_ASYMM operation needed output_scale > input_scale * filter_scale; the convolutions'
-scalars (their forms in `window.py`) have the types of their form, and the layout flag or dilation needs
-feature level 3."""
+"""The filter operations, CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D, TRANSPOSE_CONV_2D, FULLY_CONNECTED and
+BATCH_MATMUL, with the validate-time rules of Conv2D.cpp, DepthwiseConv2D.cpp, GroupedConv2D.cpp,
+TransposeConv2D.cpp and FullyConnected.cpp of the NNAPI reference operations: before feature level 3, a
+TENSOR_QUANT8_ASYMM operation needed output_scale > input_scale * filter_scale; the convolutions' scalars
+(their forms in `window.py`, each spec's `window`) have the types of their form, and the layout flag or
+dilation needs feature level 3."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from enum import IntEnum
 
 from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.operations import window
-from nnconv.nnapi.operations.validation import OperationView, f32, validator
+from nnconv.nnapi.operations.spec import SampleAxis, declare, operation, spec_of
+from nnconv.nnapi.operations.view import OperationView, f32
+
+_T = OperationType
 
 
 class FilterSlot(IntEnum):
@@ -43,19 +47,18 @@ def quant_filter_types(op: OperationType, input_type: OperandType) -> tuple[Oper
     return (input_type, OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL)
 
 
-# The operand signature of each windowed filter operation.
-WINDOW_SIGNATURES = {OperationType.CONV_2D: window.CONV_2D, OperationType.DEPTHWISE_CONV_2D: window.DEPTHWISE_CONV_2D,
-                     OperationType.GROUPED_CONV_2D: window.GROUPED_CONV_2D,
-                     OperationType.TRANSPOSE_CONV_2D: window.TRANSPOSE_CONV_2D}
-
-
-@validator(OperationType.GROUPED_CONV_2D, OperationType.TRANSPOSE_CONV_2D)
+@operation(_T.GROUPED_CONV_2D, level=3, window=window.GROUPED_CONV_2D, sample_axis=SampleAxis.FIRST_ONLY)
+@operation(_T.TRANSPOSE_CONV_2D, level=3, window=window.TRANSPOSE_CONV_2D, sample_axis=SampleAxis.TRANSPOSE_CONV)
 def validate_window_scalars(view: OperationView, feature_level: int) -> int:
     """The scalars of GROUPED_CONV_2D's and TRANSPOSE_CONV_2D's forms have their types."""
-    return window.window_level(view, WINDOW_SIGNATURES[view.operation.type])
+    return window.window_level(view, spec_of(view.operation.type).window)
 
 
-@validator(OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D, OperationType.FULLY_CONNECTED)
+@operation(_T.CONV_2D, level=1, window=window.CONV_2D, sample_axis=SampleAxis.FIRST_ONLY)
+@operation(_T.DEPTHWISE_CONV_2D, level=1, window=window.DEPTHWISE_CONV_2D, sample_axis=SampleAxis.FIRST_ONLY)
+# FULLY_CONNECTED flattens its input to [rows, input_size]: per sample only when a sample is one row, which
+# batched execution's leading-1 check of its output [rows, units] enforces
+@operation(_T.FULLY_CONNECTED, level=1, inputs="INPUT WEIGHTS BIAS ACTIVATION", sample_axis=SampleAxis.FIRST_ONLY)
 def validate_filter_op(view: OperationView, feature_level: int) -> int:
     """The operand type combinations of the reference's validate: a float input with a filter and bias of its
     type, a quantized input with a filter of its type (or, for the convolutions, per-channel: FullyConnected.cpp
@@ -83,6 +86,9 @@ def validate_filter_op(view: OperationView, feature_level: int) -> int:
                               f"{units} output channels")
     if x is not None and out is not None and out.type is not x.type:
         raise view.refuse(f"output 0 is {out.type.name}, {view.describe(FilterSlot.INPUT)} is {x.type.name}")
-    signature = WINDOW_SIGNATURES.get(view.operation.type)
+    signature = spec_of(view.operation.type).window
     needed = 1 if signature is None else window.window_level(view, signature)
     return max(needed, scale_relation_level(view))
+
+
+declare(_T.BATCH_MATMUL, level=6, inputs="LHS RHS ADJ_X ADJ_Y", sample_axis=SampleAxis.BATCHES)

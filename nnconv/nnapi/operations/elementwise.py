@@ -1,8 +1,8 @@
-"""Validate-time rules of the unary elementwise operations of Elementwise.cpp in the NNAPI reference
-operations: ABS, EXP, FLOOR, LOG, RSQRT, SIN and SQRT.
+"""The unary elementwise operations: those of Elementwise.cpp in the NNAPI reference operations (ABS, EXP,
+FLOOR, LOG, RSQRT, SIN, SQRT), NEG, and the type conversions CAST, DEQUANTIZE and QUANTIZE.
 
-Each takes one tensor and gives one of the same type (`SAME_TYPE_OUTPUT`); what differs is the input
-types the reference's validate lists and the feature level each type needs:
+Each of Elementwise.cpp's takes one tensor and gives one of the same type (`same_type_output`); what differs
+is the input types the reference's validate lists and the feature level each type needs (`input_levels`):
 
 | operation | types (feature level) |
 | --- | --- |
@@ -23,20 +23,12 @@ from __future__ import annotations
 from enum import IntEnum
 
 from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.nnapi.operations.validation import OperationView, validator
+from nnconv.nnapi.operations.spec import SampleAxis, declare, operation
+from nnconv.nnapi.operations.view import OperationView
 
-_T = OperandType
-_FLOAT = {_T.TENSOR_FLOAT16: 3, _T.TENSOR_FLOAT32: 3}
-# input type -> the feature level the operation needs with it (Elementwise.cpp's validate functions)
-ELEMENTWISE_INPUT_LEVELS: dict[OperationType, dict[OperandType, int]] = {
-    OperationType.EXP: _FLOAT,
-    OperationType.LOG: _FLOAT,
-    OperationType.SIN: _FLOAT,
-    OperationType.SQRT: _FLOAT,
-    OperationType.ABS: {**_FLOAT, _T.TENSOR_INT32: 4},
-    OperationType.FLOOR: {_T.TENSOR_FLOAT16: 3, _T.TENSOR_FLOAT32: 1},
-    OperationType.RSQRT: {**_FLOAT, _T.TENSOR_QUANT8_ASYMM: 7, _T.TENSOR_QUANT8_ASYMM_SIGNED: 7},
-}
+_T = OperationType
+_O = OperandType
+_FLOAT = {_O.TENSOR_FLOAT16: 3, _O.TENSOR_FLOAT32: 3}
 FLOOR_MAX_RANK = 4
 
 
@@ -45,17 +37,31 @@ class ElementwiseSlot(IntEnum):
     INPUT = 0
 
 
-@validator(*ELEMENTWISE_INPUT_LEVELS)
-def validate_elementwise(view: OperationView, feature_level: int) -> int:
-    levels = ELEMENTWISE_INPUT_LEVELS[view.operation.type]
+# Elementwise with the input's shape and type, only input 0 carrying samples.
+_UNARY = dict(inputs=ElementwiseSlot, same_type_output=True, sample_axis=SampleAxis.FIRST_ONLY)
+
+
+@operation(_T.FLOOR, level=1, input_levels={_O.TENSOR_FLOAT16: 3, _O.TENSOR_FLOAT32: 1}, byte_op=True,
+           float_batched=True, **_UNARY)
+def validate_floor(view: OperationView, feature_level: int) -> int:
     x = view.input(ElementwiseSlot.INPUT)
-    if x is None:
-        return 1
-    needed = levels.get(x.type)
-    if needed is None:
-        accepted = ", ".join(t.name for t in levels)
-        raise view.refuse(f"{view.describe(ElementwiseSlot.INPUT)} is {x.type.name}; {view.name} takes {accepted}")
-    if view.operation.type is OperationType.FLOOR and x.dimensions and len(x.dimensions) > FLOOR_MAX_RANK:
+    if x is not None and x.dimensions and len(x.dimensions) > FLOOR_MAX_RANK:
         raise view.refuse(f"{view.describe(ElementwiseSlot.INPUT)} has rank {len(x.dimensions)}; FLOOR takes rank "
                           f"<= {FLOOR_MAX_RANK}")
-    return needed
+    return 1
+
+
+declare(_T.ABS, level=3, input_levels={**_FLOAT, _O.TENSOR_INT32: 4}, byte_op=True, float_batched=True, **_UNARY)
+declare(_T.EXP, level=3, input_levels=_FLOAT, byte_op=True, **_UNARY)
+declare(_T.LOG, level=3, input_levels=_FLOAT, **_UNARY)
+declare(_T.SIN, level=3, input_levels=_FLOAT, **_UNARY)
+declare(_T.SQRT, level=3, input_levels=_FLOAT, float_batched=True, **_UNARY)
+declare(_T.RSQRT, level=3, input_levels={**_FLOAT, _O.TENSOR_QUANT8_ASYMM: 7, _O.TENSOR_QUANT8_ASYMM_SIGNED: 7},
+        **_UNARY)
+declare(_T.NEG, level=3, byte_op=True, float_batched=True, **_UNARY)
+# The type conversions: elementwise, but the output type is another (QUANTIZE, DEQUANTIZE) or any (CAST).
+declare(_T.CAST, level=3, inputs=ElementwiseSlot, sample_axis=SampleAxis.FIRST_ONLY, float_batched=True)
+declare(_T.DEQUANTIZE, level=1, inputs=ElementwiseSlot, byte_op=True, sample_axis=SampleAxis.FIRST_ONLY,
+        float_batched=True)
+declare(_T.QUANTIZE, level=3, inputs=ElementwiseSlot, byte_op=True, sample_axis=SampleAxis.FIRST_ONLY,
+        float_batched=True)

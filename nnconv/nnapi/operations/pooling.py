@@ -1,17 +1,22 @@
-"""Validate/prepare-time rules of AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D (Pooling.cpp of the NNAPI
-reference operations), for both forms of `window.POOL_2D`: explicit padding (10 or 11 inputs) and implicit
-padding (7 or 8)."""
+"""The 2-D poolings AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D, with the validate/prepare-time rules of
+Pooling.cpp of the NNAPI reference operations, for both forms of `window.POOL_2D`: explicit padding (10 or 11
+inputs) and implicit padding (7 or 8)."""
 
 from __future__ import annotations
 
 from nnconv.nnapi.enums import OperationType
-from nnconv.nnapi.operations.validation import OperationView, validator
+from nnconv.nnapi.operations.spec import SampleAxis, operation
+from nnconv.nnapi.operations.view import OperationView
 from nnconv.nnapi.operations.window import POOL_2D, PoolExplicitSlot, window_level
 
+# The output has the input's type and quantization; each sample pools alone.
+_POOL = dict(level=1, window=POOL_2D, same_type_output=True, sample_axis=SampleAxis.FIRST_ONLY)
 
-@validator(OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D)
+
+@operation(OperationType.AVERAGE_POOL_2D, **_POOL)
+@operation(OperationType.MAX_POOL_2D, float_batched=True, **_POOL)
 def validate_pooling(view: OperationView, feature_level: int) -> int:
-    """Pooling.cpp: the output of the input's type (validation.SAME_TYPE_OUTPUT), positive strides and filter sizes,
+    """Pooling.cpp: the output of the input's type (`same_type_output`), positive strides and filter sizes,
     and (prepare) each explicit padding smaller than the filter along its axis; an NCHW layout flag needs
     feature level 3. Pooling.cpp's signatures: 7 or 8 inputs (implicit padding), 10 or 11 (explicit)."""
     n = len(view.in_operands)
@@ -35,7 +40,7 @@ def validate_pooling(view: OperationView, feature_level: int) -> int:
     return needed
 
 
-@validator(OperationType.L2_POOL_2D)
+@operation(OperationType.L2_POOL_2D, **_POOL)
 def validate_l2_pool_2d(view: OperationView, feature_level: int) -> int:
     """L2_POOL_2D takes float tensors only."""
     x = view.input(PoolExplicitSlot.INPUT)

@@ -1,21 +1,106 @@
-"""Validate-time rules of QUANTIZED_LSTM (QLSTM.cpp of the NNAPI reference): 32 inputs and 3 outputs of
-fixed types; and of UNIDIRECTIONAL_SEQUENCE_LSTM (UnidirectionalSequenceLSTM.cpp), a float operation. The
-reference checks every input slot's declared type, omitted optional operands' included, so an omitted
-peephole, projection or layer-norm operand must still be declared with its slot's type."""
+"""The recurrent operations: LSTM, QUANTIZED_LSTM, QUANTIZED_16BIT_LSTM, the sequence LSTMs, RNN, SVDF and
+the sequence RNNs, with their named operand slots, and the validate-time rules of QUANTIZED_LSTM (QLSTM.cpp of
+the NNAPI reference: 32 inputs and 3 outputs of fixed types) and of UNIDIRECTIONAL_SEQUENCE_LSTM
+(UnidirectionalSequenceLSTM.cpp, a float operation). The reference checks every input slot's declared type,
+omitted optional operands' included, so an omitted peephole, projection or layer-norm operand must still be
+declared with its slot's type.
+
+The LSTMs share one block of weights, in this order: input-to-{input, forget, cell, output}, recurrent-to-*,
+cell-to-{input, forget, output} (peepholes), the four gate biases, the projection weights and bias
+(`LSTM_WEIGHTS`); a bidirectional LSTM has one block per direction (FW_..., BW_...).
+"""
 
 from __future__ import annotations
 
 import math
+from enum import IntEnum
 
 import numpy as np
 
 from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.nnapi.operations.validation import OperationView, validator
+from nnconv.nnapi.operations.spec import declare, operation
+from nnconv.nnapi.operations.view import OperationView
 
 _T = OperandType
-# Slots: 0 input; 1..8 input-to-gate and recurrent-to-gate weights; 9..11 peepholes; 12..15 gate biases;
-# 16, 17 projection weights and bias; 18, 19 output and cell state; 20..23 layer-norm weights; 24, 25 cell
-# and projection clips; 26..29 gate intermediate scales; 30, 31 hidden state zero point and scale.
+_GATES = ("INPUT", "FORGET", "CELL", "OUTPUT")
+# The 17 weights of one LSTM cell, in slot order (LSTM's slots 1..17).
+LSTM_WEIGHTS = (*(f"INPUT_TO_{g}_WEIGHTS" for g in _GATES), *(f"RECURRENT_TO_{g}_WEIGHTS" for g in _GATES),
+                "CELL_TO_INPUT_WEIGHTS", "CELL_TO_FORGET_WEIGHTS", "CELL_TO_OUTPUT_WEIGHTS",
+                "INPUT_GATE_BIAS", "FORGET_GATE_BIAS", "CELL_BIAS", "OUTPUT_GATE_BIAS",
+                "PROJECTION_WEIGHTS", "PROJECTION_BIAS")
+_LAYER_NORM = tuple(f"{g}_LAYER_NORM_WEIGHTS" for g in _GATES)
+_STATES_IN = ("OUTPUT_STATE_IN", "CELL_STATE_IN")
+
+
+def per_gate(slots: type[IntEnum], pattern: str) -> tuple[IntEnum | None, ...]:
+    """The slots `pattern` names for the gates input, forget, cell and output, in that order ("INPUT_TO_{}_WEIGHTS"
+    gives INPUT_TO_INPUT_WEIGHTS, ...); None for a gate without one (the cell gate has no peephole)."""
+    return tuple(slots.__members__.get(pattern.format(gate)) for gate in _GATES)
+
+
+def _slots(name: str, doc: str, *names: str) -> type[IntEnum]:
+    """The slot enum of an operation whose slots are `names`, numbered from 0 in order."""
+    slots = IntEnum(name, list(names), start=0, module=__name__)  # type: ignore[misc]
+    slots.__doc__ = doc
+    return slots
+
+
+def _direction(prefix: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f"{prefix}_{n}" for n in names)
+
+
+LstmSlot = _slots("LstmSlot", "LSTM: 23 inputs, 27 with the layer-norm weights (feature level 3).",
+                  "INPUT", *LSTM_WEIGHTS, *_STATES_IN, "ACTIVATION", "CELL_CLIP", "PROJ_CLIP", *_LAYER_NORM)
+LstmOutput = _slots("LstmOutput", "LSTM's outputs.", "SCRATCH_BUFFER", "OUTPUT_STATE_OUT", "CELL_STATE_OUT", "OUTPUT")
+QuantizedLstmSlot = _slots(
+    "QuantizedLstmSlot", "QUANTIZED_LSTM: LSTM's slots 0..19, then the layer-norm weights, the clips, the gates' "
+    "intermediate scales and the hidden state's quantization.",
+    "INPUT", *LSTM_WEIGHTS, *_STATES_IN, *_LAYER_NORM, "CELL_CLIP", "PROJECTION_CLIP",
+    *(f"{g}_INTERMEDIATE_SCALE" for g in _GATES), "HIDDEN_STATE_ZERO_POINT", "HIDDEN_STATE_SCALE")
+QuantizedLstmOutput = _slots("QuantizedLstmOutput", "QUANTIZED_LSTM's outputs.",
+                             "OUTPUT_STATE_OUT", "CELL_STATE_OUT", "OUTPUT")
+Quantized16BitLstmSlot = _slots(
+    "Quantized16BitLstmSlot", "QUANTIZED_16BIT_LSTM: no peepholes, projection nor layer norm.",
+    "INPUT", *LSTM_WEIGHTS[:8], *LSTM_WEIGHTS[11:15], "PREV_CELL_STATE", "PREV_OUTPUT")
+Quantized16BitLstmOutput = _slots("Quantized16BitLstmOutput", "QUANTIZED_16BIT_LSTM's outputs.",
+                                  "CELL_STATE_OUT", "OUTPUT")
+SequenceLstmSlot = _slots("SequenceLstmSlot", "UNIDIRECTIONAL_SEQUENCE_LSTM: LSTM's slots 0..22, time_major, then "
+                          "the layer-norm weights.",
+                          "INPUT", *LSTM_WEIGHTS, *_STATES_IN, "ACTIVATION", "CELL_CLIP", "PROJ_CLIP", "TIME_MAJOR",
+                          *_LAYER_NORM)
+SequenceLstmOutput = _slots("SequenceLstmOutput", "UNIDIRECTIONAL_SEQUENCE_LSTM's outputs (the states from feature "
+                            "level 4).", "OUTPUT", "OUTPUT_STATE_OUT", "CELL_STATE_OUT")
+BidirectionalLstmSlot = _slots(
+    "BidirectionalLstmSlot", "BIDIRECTIONAL_SEQUENCE_LSTM: one weight block per direction, the four states, the "
+    "aux input and its weights per direction, the scalars, then the layer-norm weights per direction.",
+    "INPUT", *_direction("FW", LSTM_WEIGHTS), *_direction("BW", LSTM_WEIGHTS), *_direction("FW", _STATES_IN),
+    *_direction("BW", _STATES_IN), "AUX_INPUT", *_direction("FW_AUX", LSTM_WEIGHTS[:4]),
+    *_direction("BW_AUX", LSTM_WEIGHTS[:4]), "ACTIVATION", "CELL_CLIP", "PROJ_CLIP", "MERGE_OUTPUTS", "TIME_MAJOR",
+    *_direction("FW", _LAYER_NORM), *_direction("BW", _LAYER_NORM))
+BidirectionalLstmOutput = _slots(
+    "BidirectionalLstmOutput", "BIDIRECTIONAL_SEQUENCE_LSTM's outputs (BW_OUTPUT absent when merging; the states "
+    "from feature level 4).", "FW_OUTPUT", "BW_OUTPUT", *_direction("FW", ("OUTPUT_STATE_OUT", "CELL_STATE_OUT")),
+    *_direction("BW", ("OUTPUT_STATE_OUT", "CELL_STATE_OUT")))
+
+_RNN_CELL = ("WEIGHTS", "RECURRENT_WEIGHTS", "BIAS", "HIDDEN_STATE_IN")
+RnnSlot = _slots("RnnSlot", "RNN: one step.", "INPUT", *_RNN_CELL, "ACTIVATION")
+RnnOutput = _slots("RnnOutput", "RNN's outputs (the same values).", "HIDDEN_STATE_OUT", "OUTPUT")
+SequenceRnnSlot = _slots("SequenceRnnSlot", "UNIDIRECTIONAL_SEQUENCE_RNN (time_major an INT32 0 / 1).",
+                         "INPUT", *_RNN_CELL, "ACTIVATION", "TIME_MAJOR")
+SequenceRnnOutput = _slots("SequenceRnnOutput", "UNIDIRECTIONAL_SEQUENCE_RNN's outputs (the state from feature "
+                           "level 4).", "OUTPUT", "HIDDEN_STATE_OUT")
+BidirectionalRnnSlot = _slots(
+    "BidirectionalRnnSlot", "BIDIRECTIONAL_SEQUENCE_RNN: one cell per direction, the aux input and its weights.",
+    "INPUT", *_direction("FW", _RNN_CELL), *_direction("BW", _RNN_CELL), "AUX_INPUT", "FW_AUX_WEIGHTS",
+    "BW_AUX_WEIGHTS", "ACTIVATION", "TIME_MAJOR", "MERGE_OUTPUTS")
+BidirectionalRnnOutput = _slots("BidirectionalRnnOutput", "BIDIRECTIONAL_SEQUENCE_RNN's outputs (BW_OUTPUT absent "
+                                "when merging; the states from feature level 4).",
+                                "FW_OUTPUT", "BW_OUTPUT", "FW_HIDDEN_STATE_OUT", "BW_HIDDEN_STATE_OUT")
+SvdfSlot = _slots("SvdfSlot", "SVDF: one time step.", "INPUT", "WEIGHTS_FEATURE", "WEIGHTS_TIME", "BIAS",
+                  "STATE_IN", "RANK", "ACTIVATION")
+SvdfOutput = _slots("SvdfOutput", "SVDF's outputs.", "STATE_OUT", "OUTPUT")
+
+# QUANTIZED_LSTM's slot types, in slot order (`QuantizedLstmSlot`)
 QUANTIZED_LSTM_INPUTS = (
     _T.TENSOR_QUANT8_ASYMM_SIGNED, *[_T.TENSOR_QUANT8_SYMM] * 8, *[_T.TENSOR_QUANT16_SYMM] * 3,
     *[_T.TENSOR_INT32] * 4, _T.TENSOR_QUANT8_SYMM, _T.TENSOR_INT32, _T.TENSOR_QUANT8_ASYMM_SIGNED,
@@ -36,7 +121,7 @@ def cell_shift(scale: float) -> int | None:
     return shift if abs(log2 - shift) < 1e-3 and shift <= -9 else None
 
 
-@validator(OperationType.QUANTIZED_LSTM)
+@operation(OperationType.QUANTIZED_LSTM, level=4, inputs=QuantizedLstmSlot, outputs=QuantizedLstmOutput)
 def validate_quantized_lstm(view: OperationView, feature_level: int) -> int:
     types = list(view.in_types) or [od.type if od is not None else None for od in view.in_operands]
     if len(types) != len(QUANTIZED_LSTM_INPUTS) or len(view.out_operands) != len(QUANTIZED_LSTM_OUTPUTS):
@@ -49,9 +134,10 @@ def validate_quantized_lstm(view: OperationView, feature_level: int) -> int:
         if od.type is not want:
             raise view.refuse(f"output {slot} is {od.type.name}, the slot takes {want.name}")
     _check_shapes(view)
-    scale = view.input(19).scale
+    scale = view.input(QuantizedLstmSlot.CELL_STATE_IN).scale
     if cell_shift(scale) is None:
-        raise view.refuse(f"input 19 (cell state) scale {scale} must be a power of two no larger than 2^-9")
+        raise view.refuse(f"input {int(QuantizedLstmSlot.CELL_STATE_IN)} (cell state) scale {scale} must be a power "
+                          "of two no larger than 2^-9")
     return 4
 
 
@@ -59,37 +145,48 @@ def _check_shapes(view: OperationView) -> None:
     """QLSTM.cpp's prepare: every operand's dimensions follow from the input [batch, input_size], the
     input-to-output weights [units, input_size] and the recurrent-to-output weights [units, output_size]
     (0 is an unknown extent)."""
-    for slot in (0, 2, 3, 4, 6, 7, 8, 13, 14, 15, 18, 19):
+    s = QuantizedLstmSlot
+    required = (s.INPUT, s.INPUT_TO_FORGET_WEIGHTS, s.INPUT_TO_CELL_WEIGHTS, s.INPUT_TO_OUTPUT_WEIGHTS,
+                s.RECURRENT_TO_FORGET_WEIGHTS, s.RECURRENT_TO_CELL_WEIGHTS, s.RECURRENT_TO_OUTPUT_WEIGHTS,
+                s.FORGET_GATE_BIAS, s.CELL_BIAS, s.OUTPUT_GATE_BIAS, s.OUTPUT_STATE_IN, s.CELL_STATE_IN)
+    for slot in required:
         if view.input(slot) is None:
-            raise view.refuse(f"input {slot} is required")
-    x, w, r = (list(view.input(s).dimensions) for s in (0, 4, 8))
+            raise view.refuse(f"input {int(slot)} is required")
+    x, w, r = (list(view.input(k).dimensions) for k in (s.INPUT, s.INPUT_TO_OUTPUT_WEIGHTS,
+                                                         s.RECURRENT_TO_OUTPUT_WEIGHTS))
     if len(x) != 2 or len(w) != 2 or len(r) != 2:
         raise view.refuse("input 0 and the input-to-output / recurrent-to-output weights (inputs 4, 8) must be 2-D")
     (batch, n_in), units, n_out = x, w[0], r[1]
-    if view.input(16) is None and units and n_out and n_out != units:
+    if view.input(s.PROJECTION_WEIGHTS) is None and units and n_out and n_out != units:
         raise view.refuse(f"without projection weights the output size ({n_out}) must be the units ({units})")
-    expected = {**{s: (units, n_in) for s in (1, 2, 3, 4)}, **{s: (units, n_out) for s in (5, 6, 7, 8)},
-                **{s: (units,) for s in (9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23)},
-                16: (n_out, units), 17: (n_out,), 18: (batch, n_out), 19: (batch, units)}
-    for slot, shape in expected.items():
+    per_unit = (s.CELL_TO_INPUT_WEIGHTS, s.CELL_TO_FORGET_WEIGHTS, s.CELL_TO_OUTPUT_WEIGHTS, s.INPUT_GATE_BIAS,
+                s.FORGET_GATE_BIAS, s.CELL_BIAS, s.OUTPUT_GATE_BIAS, *(s[f"{g}_LAYER_NORM_WEIGHTS"] for g in _GATES))
+    expected = {**{s[f"INPUT_TO_{g}_WEIGHTS"]: (units, n_in) for g in _GATES},
+                **{s[f"RECURRENT_TO_{g}_WEIGHTS"]: (units, n_out) for g in _GATES},
+                **{slot: (units,) for slot in per_unit},
+                s.PROJECTION_WEIGHTS: (n_out, units), s.PROJECTION_BIAS: (n_out,), s.OUTPUT_STATE_IN: (batch, n_out),
+                s.CELL_STATE_IN: (batch, units)}
+    for slot, shape in expected.items():  # in the order above: the first mismatch is named
         od = view.input(slot)
         if od is None:
             continue
         got = list(od.dimensions)
         if len(got) != len(shape) or any(g and e and g != e for g, e in zip(got, shape)):
-            raise view.refuse(f"input {slot} has dimensions {got}, expected {list(shape)} (0: unknown)")
+            raise view.refuse(f"input {int(slot)} has dimensions {got}, expected {list(shape)} (0: unknown)")
 
 
 # UNIDIRECTIONAL_SEQUENCE_LSTM (UnidirectionalSequenceLSTM.cpp): 28 inputs, every tensor slot of the input's
 # float type (omitted optional ones included), the scalars activation (INT32), cell and projection clips (a
 # scalar of the input's float type), time_major (BOOL); 1 output, or 3 with the final states (level 4).
-SEQUENCE_LSTM_NUM_INPUTS = 28
-_SEQUENCE_LSTM_SCALARS = {20: lambda t: _T.INT32, 21: lambda t: _FLOAT_SCALAR[t], 22: lambda t: _FLOAT_SCALAR[t],
-                          23: lambda t: _T.BOOL}
+SEQUENCE_LSTM_NUM_INPUTS = len(SequenceLstmSlot)
+_SEQUENCE_LSTM_SCALARS = {SequenceLstmSlot.ACTIVATION: lambda t: _T.INT32,
+                          SequenceLstmSlot.CELL_CLIP: lambda t: _FLOAT_SCALAR[t],
+                          SequenceLstmSlot.PROJ_CLIP: lambda t: _FLOAT_SCALAR[t],
+                          SequenceLstmSlot.TIME_MAJOR: lambda t: _T.BOOL}
 _FLOAT_SCALAR = {_T.TENSOR_FLOAT32: _T.FLOAT32, _T.TENSOR_FLOAT16: _T.FLOAT16}
 
 
-@validator(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM)
+@operation(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, level=3, inputs=SequenceLstmSlot, outputs=SequenceLstmOutput)
 def validate_unidirectional_sequence_lstm(view: OperationView, feature_level: int) -> int:
     """A float operation only, at every feature level: an 8-bit LSTM is QUANTIZED_LSTM (one step) in NNAPI;
     the reference's validate refuses any other input type (TFLite's NNAPI delegate hands it its int8
@@ -111,3 +208,13 @@ def validate_unidirectional_sequence_lstm(view: OperationView, feature_level: in
         if od.type is not x:
             raise view.refuse(f"output {slot} is {od.type.name}, the operation's outputs are {x.name}")
     return 3 if len(view.out_operands) == 1 else 4
+
+
+_O = OperationType
+declare(_O.LSTM, level=1, inputs=LstmSlot, outputs=LstmOutput)
+declare(_O.QUANTIZED_16BIT_LSTM, level=3, inputs=Quantized16BitLstmSlot, outputs=Quantized16BitLstmOutput)
+declare(_O.BIDIRECTIONAL_SEQUENCE_LSTM, level=3, inputs=BidirectionalLstmSlot, outputs=BidirectionalLstmOutput)
+declare(_O.RNN, level=1, inputs=RnnSlot, outputs=RnnOutput)
+declare(_O.UNIDIRECTIONAL_SEQUENCE_RNN, level=3, inputs=SequenceRnnSlot, outputs=SequenceRnnOutput)
+declare(_O.BIDIRECTIONAL_SEQUENCE_RNN, level=3, inputs=BidirectionalRnnSlot, outputs=BidirectionalRnnOutput)
+declare(_O.SVDF, level=1, inputs=SvdfSlot, outputs=SvdfOutput)

@@ -1,6 +1,7 @@
-"""Validate/prepare-time rules of CONCATENATION, RESIZE_BILINEAR, SQUEEZE, STRIDED_SLICE and LSH_PROJECTION
-(Concatenation.cpp, ResizeImageOps.cpp, Squeeze.cpp, StridedSlice.cpp, LSHProjection.cpp of the NNAPI
-reference operations)."""
+"""The operations that move a tensor's values without computing new ones: RESHAPE, SQUEEZE, EXPAND_DIMS,
+TRANSPOSE, CONCATENATION, SPLIT, PACK, TILE, SLICE, STRIDED_SLICE, GATHER, REVERSE, CHANNEL_SHUFFLE, and
+FILL and RANK, with the validate/prepare-time rules of Concatenation.cpp, Squeeze.cpp and StridedSlice.cpp
+of the NNAPI reference operations."""
 
 from __future__ import annotations
 
@@ -8,20 +9,26 @@ import math
 from enum import IntEnum
 
 from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.nnapi.operations.validation import OperationView, validator
+from nnconv.nnapi.operations.spec import AxisParam, SampleAxis, declare, operation
+from nnconv.nnapi.operations.view import OperationView
+
+_T = OperationType
+_O = OperandType
 
 
-class ResizeSlot(IntEnum):
-    """RESIZE_BILINEAR by output size (the by-scale form has FLOAT32 scales in slots 1, 2)."""
+class SqueezeSlot(IntEnum):
+    """SQUEEZE_DIMS is optional: omitted or empty, every size-1 dimension is squeezed."""
     INPUT = 0
-    OUTPUT_WIDTH = 1
-    OUTPUT_HEIGHT = 2
-    NCHW = 3
-    ALIGN_CORNERS = 4
-    HALF_PIXEL_CENTERS = 5
+    SQUEEZE_DIMS = 1
 
 
-@validator(OperationType.CONCATENATION)
+# A copy is exact at any size: the data movement's float steps run batched
+_MOVES = dict(float_batched=True)
+
+
+# the n tensors from slot 0 on, then the axis (slot n)
+@operation(_T.CONCATENATION, level=1, inputs="FIRST_INPUT", same_type_output=True,
+           sample_axis=SampleAxis.CONCATENATION, **_MOVES)
 def validate_concatenation(view: OperationView, feature_level: int) -> int:
     """Concatenation.cpp: quantized inputs whose (scale, zero point) differ from the output's need feature
     level 3 (before it, every input had to share the output's quantization). Slots: the n tensors, then
@@ -34,50 +41,20 @@ def validate_concatenation(view: OperationView, feature_level: int) -> int:
     return 1 if same else 3
 
 
-@validator(OperationType.RESIZE_BILINEAR)
-def validate_resize_bilinear(view: OperationView, feature_level: int) -> int:
-    """ResizeImageOps.cpp: quantized input from feature level 3, the align_corners / half_pixel_centers flags
-    from 4, and prepare refuses both flags set."""
-    x = view.input(ResizeSlot.INPUT)
-    needed = 3 if x is not None and x.type.is_quantized else 1
-    align, half = view.scalar(ResizeSlot.ALIGN_CORNERS, False), view.scalar(ResizeSlot.HALF_PIXEL_CENTERS, False)
-    if view.input(ResizeSlot.ALIGN_CORNERS) is not None or view.input(ResizeSlot.HALF_PIXEL_CENTERS) is not None:
-        needed = 4
-    if align and half:
-        raise view.refuse(f"{view.describe(ResizeSlot.ALIGN_CORNERS)} and {view.describe(ResizeSlot.HALF_PIXEL_CENTERS)}"
-                          " cannot both be true")
-    return needed
+# SQUEEZE and STRIDED_SLICE input types and the feature level each needs (Squeeze.cpp's and StridedSlice.cpp's
+# validate): no TENSOR_QUANT8_SYMM, which TFLite's NNAPI delegate gives an int8 tensor of zero point 0 below
+# API 30
+SLICING_INPUT_LEVELS = {_O.TENSOR_FLOAT32: 2, _O.TENSOR_QUANT8_ASYMM: 2, _O.TENSOR_FLOAT16: 3,
+                        _O.TENSOR_QUANT8_ASYMM_SIGNED: 4}
 
 
-# SQUEEZE input types and the feature level each needs (Squeeze.cpp's validate): no TENSOR_QUANT8_SYMM, which
-# TFLite's NNAPI delegate gives an int8 tensor of zero point 0 below API 30
-SQUEEZE_INPUT_LEVELS = {OperandType.TENSOR_FLOAT32: 2, OperandType.TENSOR_QUANT8_ASYMM: 2,
-                        OperandType.TENSOR_FLOAT16: 3, OperandType.TENSOR_QUANT8_ASYMM_SIGNED: 4}
-
-
-@validator(OperationType.SQUEEZE)
+@operation(_T.SQUEEZE, level=2, inputs=SqueezeSlot, input_levels=SLICING_INPUT_LEVELS, same_type_output=True,
+           sample_axis=SampleAxis.SQUEEZE, **_MOVES)
 def validate_squeeze(view: OperationView, feature_level: int) -> int:
-    x = view.input(0)
-    if x is None or x.type not in SQUEEZE_INPUT_LEVELS:
-        shown = x.type.name if x is not None else "omitted"
-        raise view.refuse(f"{view.describe(0)} is {shown}; SQUEEZE takes "
-                          f"{', '.join(t.name for t in SQUEEZE_INPUT_LEVELS)}")
-    return SQUEEZE_INPUT_LEVELS[x.type]
-
-
-class LshProjectionSlot(IntEnum):
-    HASH = 0
-    INPUT = 1
-    WEIGHT = 2  # may be omitted (NO_VALUE), but the slot is there
-    TYPE = 3
-
-
-@validator(OperationType.LSH_PROJECTION)
-def validate_lsh_projection(view: OperationView, feature_level: int) -> int:
-    """LSHProjection.cpp: exactly four inputs, the weight slot present even when omitted."""
-    if len(view.in_operands) != len(LshProjectionSlot):
-        raise view.refuse(f"{len(view.in_operands)} inputs; LSH_PROJECTION takes {len(LshProjectionSlot)} (hash, "
-                          "input, weight (which may be omitted), type)")
+    """Squeeze.cpp: the input is required (its types: `input_levels`)."""
+    if view.input(SqueezeSlot.INPUT) is None:
+        raise view.refuse(f"{view.describe(SqueezeSlot.INPUT)} is omitted; SQUEEZE takes "
+                          f"{', '.join(t.name for t in SLICING_INPUT_LEVELS)}")
     return 1
 
 
@@ -91,9 +68,6 @@ class StridedSliceSlot(IntEnum):
     SHRINK_AXIS_MASK = 6
 
 
-# STRIDED_SLICE input types and the feature level each needs (StridedSlice.cpp's validate)
-STRIDED_SLICE_INPUT_LEVELS = {OperandType.TENSOR_FLOAT32: 2, OperandType.TENSOR_QUANT8_ASYMM: 2,
-                              OperandType.TENSOR_FLOAT16: 3, OperandType.TENSOR_QUANT8_ASYMM_SIGNED: 4}
 STRIDED_SLICE_MAX_RANK = 4
 
 
@@ -116,25 +90,21 @@ def strided_slice_extent(dim: int, begin: int, end: int, stride: int, begin_full
     return max(0, math.ceil((e - b) / stride))
 
 
-@validator(OperationType.STRIDED_SLICE)
+@operation(_T.STRIDED_SLICE, level=2, inputs=StridedSliceSlot, input_levels=SLICING_INPUT_LEVELS,
+           same_type_output=True, sample_axis=SampleAxis.STRIDED_SLICE, **_MOVES)
 def validate_strided_slice(view: OperationView, feature_level: int) -> int:
-    """StridedSlice.cpp: float32 / quant8 from feature level 2, float16 from 3, quant8 signed from 4; rank
-    <= 4. With constant begin / end / strides / masks and a known input shape, the checks of its prepare:
-    non-zero strides, and each shrunk axis (shrink_axis_mask) sliced with a positive stride to exactly one
-    element. The spec says so ("the ith specification must define a slice of size 1, e.g. begin[i] = x,
-    end[i] = x + 1") and the reference's prepare fails the execution otherwise, before the TFLite routine it
-    runs (which would read begin's element and ignore end) is reached. TFLite's own STRIDED_SLICE ignores
-    end on a shrunk axis, so a TFLite model may well hold begin -1, end 0 there (Keras' GRU does); nnconv's
-    lowering writes end = begin + 1, TFLite's NNAPI delegate passes the model's values through."""
+    """StridedSlice.cpp: float32 / quant8 from feature level 2, float16 from 3, quant8 signed from 4
+    (`input_levels`); rank <= 4. With constant begin / end / strides / masks and a known input shape, the
+    checks of its prepare: non-zero strides, and each shrunk axis (shrink_axis_mask) sliced with a positive
+    stride to exactly one element. The spec says so ("the ith specification must define a slice of size 1,
+    e.g. begin[i] = x, end[i] = x + 1") and the reference's prepare fails the execution otherwise, before the
+    TFLite routine it runs (which would read begin's element and ignore end) is reached. TFLite's own
+    STRIDED_SLICE ignores end on a shrunk axis, so a TFLite model may well hold begin -1, end 0 there (Keras'
+    GRU does); nnconv's lowering writes end = begin + 1, TFLite's NNAPI delegate passes the model's values
+    through."""
     x = view.input(StridedSliceSlot.INPUT)
-    if x is None:
-        return 2
-    needed = STRIDED_SLICE_INPUT_LEVELS.get(x.type)
-    if needed is None:
-        accepted = ", ".join(t.name for t in STRIDED_SLICE_INPUT_LEVELS)
-        raise view.refuse(f"{view.describe(StridedSliceSlot.INPUT)} is {x.type.name}; STRIDED_SLICE takes "
-                          f"{accepted}")
-    if not x.dimensions:
+    needed = 2
+    if x is None or not x.dimensions:
         return needed
     rank = len(x.dimensions)
     if rank > STRIDED_SLICE_MAX_RANK:
@@ -164,3 +134,22 @@ def validate_strided_slice(view: OperationView, feature_level: int) -> int:
                 "element with a positive stride (begin x, end x + 1); the reference CPU's prepare fails the "
                 "execution otherwise")
     return needed
+
+
+declare(_T.RESHAPE, level=1, inputs="INPUT SHAPE", same_type_output=True, sample_axis=SampleAxis.RESHAPE, **_MOVES)
+declare(_T.EXPAND_DIMS, level=3, inputs="INPUT AXIS", sample_axis=SampleAxis.EXPAND_DIMS, **_MOVES)
+# PERM is optional: omitted or empty, the dimensions are reversed
+declare(_T.TRANSPOSE, level=2, inputs="INPUT PERM", same_type_output=True, sample_axis=SampleAxis.TRANSPOSE,
+        **_MOVES)
+declare(_T.SPLIT, level=3, inputs="INPUT AXIS NUM_SPLITS", sample_axis=AxisParam("AXIS", None), **_MOVES)
+# the axis, then the n tensors from slot 1 on
+declare(_T.PACK, level=6, inputs="AXIS FIRST_INPUT", sample_axis=SampleAxis.PACK, **_MOVES)
+declare(_T.TILE, level=3, inputs="INPUT MULTIPLES", same_type_output=True, sample_axis=SampleAxis.TILE, **_MOVES)
+declare(_T.SLICE, level=3, inputs="INPUT BEGIN SIZE", same_type_output=True, sample_axis=SampleAxis.SLICE, **_MOVES)
+declare(_T.GATHER, level=3, inputs="INPUT AXIS INDICES", sample_axis=SampleAxis.GATHER, **_MOVES)
+# an axis tensor of one value
+declare(_T.REVERSE, level=7, inputs="INPUT AXIS", sample_axis=SampleAxis.REVERSE, **_MOVES)
+declare(_T.CHANNEL_SHUFFLE, level=3, inputs="INPUT NUM_GROUPS AXIS", same_type_output=True,
+        sample_axis=AxisParam("AXIS", None))
+declare(_T.FILL, level=4, inputs="DIMS VALUE")
+declare(_T.RANK, level=4, inputs="INPUT")

@@ -4,7 +4,7 @@ TRANSPOSE_CONV_2D and the 2-D poolings, each in its implicit-padding (a SAME / V
 Android parses these operand lists once per operation into a named structure (Conv2dParam in Conv2D.cpp);
 here a `WindowSignature` per family does it, and every reader of the slots asks it: the validators, the
 kernels (`runtime/kernels/conv_2d.py`, `depthwise_conv_2d.py`, `grouped_conv_2d.py`, `pooling.py`), the
-executor's fusion and the lowering rules that order the operands (`WindowSignature.operands`).
+executor's fusion and the lowering rules that order the operands (`slots.slot_operands`).
 
 All the forms share one shape: the tensors (input, and a convolution's filter and bias), the padding (one
 scheme, or left/right/top/bottom), stride_w, stride_h, the family's own scalars (a depth multiplier, a group
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from nnconv.nnapi.enums import OperandType
-from nnconv.nnapi.operations.validation import OperationView
+from nnconv.nnapi.operations.view import OperationView
 
 
 # The parts every form is made of, in slot order: the tensors, the padding (a scheme, or four pads), the
@@ -170,15 +170,6 @@ class WindowSignature:
         return {slot: OperandType.BOOL if slot.name == "NCHW" else OperandType.INT32
                 for slot in s if slot >= first}
 
-    @staticmethod
-    def operands(by_slot: Mapping[IntEnum, int]) -> list[int]:
-        """The operation's input list from {slot: operand index}: the slots in order, with no gap (an
-        optional slot may be left out only with every one after it)."""
-        ordered = sorted(by_slot.items())
-        if [int(slot) for slot, _ in ordered] != list(range(len(ordered))):
-            missing = sorted(set(range(int(ordered[-1][0]) + 1)) - {int(slot) for slot, _ in ordered})
-            raise ValueError(f"operand slots {missing} are missing")
-        return [index for _slot, index in ordered]
 
 
 CONV_2D = WindowSignature(implicit=ConvImplicitSlot, explicit=ConvExplicitSlot)

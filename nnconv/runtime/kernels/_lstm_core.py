@@ -65,10 +65,10 @@ class LstmWeights:
         return self.recurrent_w[3].shape[1]
 
 
-def read_clips(call: KernelCall, cell_clip_slot: int) -> tuple[float, float]:
-    """(cell_clip, proj_clip) from two consecutive scalar slots; NNAPI disables clipping with 0 and
-    rejects negative values."""
-    cell_clip, proj_clip = float(call.scalar(cell_clip_slot)), float(call.scalar(cell_clip_slot + 1))
+def read_clips(call: KernelCall, cell_clip_slot: int, proj_clip_slot: int) -> tuple[float, float]:
+    """(cell_clip, proj_clip) from their scalar slots; NNAPI disables clipping with 0 and rejects negative
+    values."""
+    cell_clip, proj_clip = float(call.scalar(cell_clip_slot)), float(call.scalar(proj_clip_slot))
     if cell_clip < 0 or proj_clip < 0:
         raise call.fail("cell_clip and proj_clip must not be negative")
     return cell_clip, proj_clip
@@ -76,8 +76,9 @@ def read_clips(call: KernelCall, cell_clip_slot: int) -> tuple[float, float]:
 
 def read_weights(call: KernelCall, first: int, layer_norm_first: int | None,
                  aux_first: int | None = None) -> LstmWeights:
-    """Reads the 17 slots input-to-* (first..first+3), recurrent-to-* (+4..+7), cell-to-* (+8..+10), biases
-    (+11..+14), projection weights and bias (+15, +16), plus the four layer-norm and aux slots."""
+    """Reads one cell's block of 17 weight slots from `first` on, in `recurrent.LSTM_WEIGHTS` order: input-to-*
+    (first..first+3), recurrent-to-* (+4..+7), cell-to-* (+8..+10), biases (+11..+14), projection weights and
+    bias (+15, +16); plus the four layer-norm slots from `layer_norm_first` and aux slots from `aux_first`."""
     f = [opt_f32(call, first + k) for k in range(17)]
     ln = tuple(opt_f32(call, layer_norm_first + k) if layer_norm_first is not None
                and layer_norm_first + k < call.num_inputs else None for k in range(4))

@@ -17,33 +17,37 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.recurrent import BidirectionalLstmSlot as S
 from nnconv.runtime.kernels._lstm_core import (check_step_inputs, lstm_sequence, present, read_clips,
                                                 read_weights)
 from nnconv.runtime.kernels._sequence import bidirectional_results, sequence_input, time_major_view
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.nnapi.enums import OperationType
 
 
 @kernel(OperationType.BIDIRECTIONAL_SEQUENCE_LSTM)
 def bidirectional_sequence_lstm(call: KernelCall) -> list[np.ndarray]:
-    x = sequence_input(call, num_inputs=61)
-    act = int(call.scalar(48))
-    cell_clip, proj_clip = read_clips(call, 49)
-    merge = bool(call.scalar(51))
-    time_major = bool(call.scalar(52))
+    x = sequence_input(call, S.INPUT, num_inputs=len(S))
+    act = int(call.scalar(S.ACTIVATION))
+    cell_clip, proj_clip = read_clips(call, S.CELL_CLIP, S.PROJ_CLIP)
+    merge = bool(call.scalar(S.MERGE_OUTPUTS))
+    time_major = bool(call.scalar(S.TIME_MAJOR))
 
-    has_aux = present(call, 39)
-    has_aux_w = present(call, 41)
+    has_aux = present(call, S.AUX_INPUT)
+    has_aux_w = present(call, S.FW_AUX_INPUT_TO_FORGET_WEIGHTS)
     if has_aux_w and not has_aux:
-        raise call.fail("aux input weights are given without an aux input (slot 39)")
-    fw = read_weights(call, 1, 53, 40 if has_aux_w else None)
-    bw = read_weights(call, 18, 57, 44 if has_aux_w else None)
+        raise call.fail(f"aux input weights are given without an aux input (slot {int(S.AUX_INPUT)})")
+    fw = read_weights(call, S.FW_INPUT_TO_INPUT_WEIGHTS, S.FW_INPUT_LAYER_NORM_WEIGHTS,
+                      S.FW_AUX_INPUT_TO_INPUT_WEIGHTS if has_aux_w else None)
+    bw = read_weights(call, S.BW_INPUT_TO_INPUT_WEIGHTS, S.BW_INPUT_LAYER_NORM_WEIGHTS,
+                      S.BW_AUX_INPUT_TO_INPUT_WEIGHTS if has_aux_w else None)
     xt = time_major_view(x, time_major)
-    aux = time_major_view(call.tensor(39).astype(np.float32), time_major) if has_aux else None
+    aux = time_major_view(call.tensor(S.AUX_INPUT).astype(np.float32), time_major) if has_aux else None
     bw_x, cross_aux = xt, aux
     if has_aux and not has_aux_w:
         bw_x, cross_aux = aux, None  # parallel linking: the backward cell reads the aux input
-    states = [call.tensor(k).astype(np.float32) for k in (35, 36, 37, 38)]
+    states = [call.tensor(k).astype(np.float32) for k in (S.FW_OUTPUT_STATE_IN, S.FW_CELL_STATE_IN,
+                                                           S.BW_OUTPUT_STATE_IN, S.BW_CELL_STATE_IN)]
     check_step_inputs(call, fw, xt.shape[2], states[0], states[1], xt.shape[1], "forward ")
     check_step_inputs(call, bw, bw_x.shape[2], states[2], states[3], bw_x.shape[1], "backward ")
     if cross_aux is not None:

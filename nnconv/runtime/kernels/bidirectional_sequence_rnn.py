@@ -13,29 +13,34 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.recurrent import BidirectionalRnnSlot as S
 from nnconv.runtime.kernels._lstm_core import present
 from nnconv.runtime.kernels._rnn_core import rnn_sequence
 from nnconv.runtime.kernels._sequence import bidirectional_results, sequence_input, time_major_view
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.nnapi.enums import OperationType
+
+# One direction's cell: weights, recurrent weights, bias, hidden state.
+_FW = (S.FW_WEIGHTS, S.FW_RECURRENT_WEIGHTS, S.FW_BIAS, S.FW_HIDDEN_STATE_IN)
+_BW = (S.BW_WEIGHTS, S.BW_RECURRENT_WEIGHTS, S.BW_BIAS, S.BW_HIDDEN_STATE_IN)
 
 
 @kernel(OperationType.BIDIRECTIONAL_SEQUENCE_RNN)
 def bidirectional_sequence_rnn(call: KernelCall) -> list[np.ndarray]:
-    x = sequence_input(call)
-    fw = [call.tensor(i).astype(np.float32) for i in range(1, 5)]
-    bw = [call.tensor(i).astype(np.float32) for i in range(5, 9)]
-    act = int(call.scalar(12))
-    time_major = bool(call.scalar(13))
-    merge = bool(call.scalar(14))
+    x = sequence_input(call, S.INPUT)
+    fw = [call.tensor(i).astype(np.float32) for i in _FW]
+    bw = [call.tensor(i).astype(np.float32) for i in _BW]
+    act = int(call.scalar(S.ACTIVATION))
+    time_major = bool(call.scalar(S.TIME_MAJOR))
+    merge = bool(call.scalar(S.MERGE_OUTPUTS))
 
-    has_aux, has_aux_w = present(call, 9), present(call, 10)
+    has_aux, has_aux_w = present(call, S.AUX_INPUT), present(call, S.FW_AUX_WEIGHTS)
     if has_aux_w and not has_aux:
-        raise call.fail("aux weights are given without an aux input (slot 9)")
+        raise call.fail(f"aux weights are given without an aux input (slot {int(S.AUX_INPUT)})")
     xt = time_major_view(x, time_major)
-    aux = time_major_view(call.tensor(9).astype(np.float32), time_major) if has_aux else None
-    fw_aux_w = call.tensor(10).astype(np.float32) if has_aux_w else None
-    bw_aux_w = call.tensor(11).astype(np.float32) if has_aux_w else None
+    aux = time_major_view(call.tensor(S.AUX_INPUT).astype(np.float32), time_major) if has_aux else None
+    fw_aux_w = call.tensor(S.FW_AUX_WEIGHTS).astype(np.float32) if has_aux_w else None
+    bw_aux_w = call.tensor(S.BW_AUX_WEIGHTS).astype(np.float32) if has_aux_w else None
     bw_x = xt
     if has_aux and not has_aux_w:
         bw_x, aux = aux, None  # parallel linking

@@ -14,24 +14,28 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.recurrent import LstmOutput, LstmSlot as S
 from nnconv.runtime.kernels._lstm_core import check_step_inputs, lstm_step, read_clips, read_weights
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.nnapi.enums import OperationType
+
+# The 23-input form of feature level 1 ends with the clips; the 27-input one adds the layer-norm weights.
+_WITHOUT_LAYER_NORM = int(S.PROJ_CLIP) + 1
 
 
 @kernel(OperationType.LSTM)
 def lstm(call: KernelCall) -> list[np.ndarray]:
-    if call.num_inputs not in (23, 27):
-        raise call.fail(f"takes 23 or 27 inputs, got {call.num_inputs}")
-    x = call.tensor(0).astype(np.float32)
+    if call.num_inputs not in (_WITHOUT_LAYER_NORM, len(S)):
+        raise call.fail(f"takes {_WITHOUT_LAYER_NORM} or {len(S)} inputs, got {call.num_inputs}")
+    x = call.tensor(S.INPUT).astype(np.float32)
     if x.ndim != 2:
         raise call.fail(f"input 0 must be 2-D [batch, input], got {list(x.shape)}")
-    w = read_weights(call, 1, 23 if call.num_inputs == 27 else None)
-    h = call.tensor(18).astype(np.float32)
-    c = call.tensor(19).astype(np.float32)
-    act = int(call.scalar(20))
-    cell_clip, proj_clip = read_clips(call, 21)
+    w = read_weights(call, S.INPUT_TO_INPUT_WEIGHTS, S.INPUT_LAYER_NORM_WEIGHTS if call.num_inputs == len(S) else None)
+    h = call.tensor(S.OUTPUT_STATE_IN).astype(np.float32)
+    c = call.tensor(S.CELL_STATE_IN).astype(np.float32)
+    act = int(call.scalar(S.ACTIVATION))
+    cell_clip, proj_clip = read_clips(call, S.CELL_CLIP, S.PROJ_CLIP)
     check_step_inputs(call, w, x.shape[1], h, c, x.shape[0])
     out, new_c, scratch = lstm_step(w, x, h, c, act, cell_clip, proj_clip)
-    dt = call.out_operands[3].dtype
-    return [scratch.astype(dt), out.astype(dt), new_c.astype(dt), out.astype(dt)]
+    dt = call.out_operands[LstmOutput.OUTPUT].dtype
+    return [scratch.astype(dt), out.astype(dt), new_c.astype(dt), out.astype(dt)]  # in `LstmOutput` order

@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.recurrent import RnnSlot as S
 from nnconv.runtime.kernels._rnn_core import rnn_step
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.nnapi.enums import OperationType
 
 
 @kernel(OperationType.RNN)
 def rnn(call: KernelCall) -> list[np.ndarray]:
-    x, w, r, b, h = (call.tensor(i).astype(np.float32) for i in range(5))
+    x, w, r, b, h = (call.tensor(i).astype(np.float32) for i in (S.INPUT, S.WEIGHTS, S.RECURRENT_WEIGHTS, S.BIAS,
+                                                                   S.HIDDEN_STATE_IN))
     if x.ndim != 2 or w.ndim != 2 or r.ndim != 2 or h.ndim != 2:
         raise call.fail("input, weights, recurrent weights and hidden state must be 2-D")
     if w.shape[1] != x.shape[1] or r.shape != (w.shape[0], w.shape[0]) or b.shape != (w.shape[0],) \
             or h.shape != (x.shape[0], w.shape[0]):
         raise call.fail(f"inconsistent shapes: input {list(x.shape)}, weights {list(w.shape)}, recurrent "
                         f"{list(r.shape)}, bias {list(b.shape)}, state {list(h.shape)}")
-    y = rnn_step(x, h, w, r, b, int(call.scalar(5)))
+    y = rnn_step(x, h, w, r, b, int(call.scalar(S.ACTIVATION)))
     dt = call.out_operands[0].dtype
     return [y.astype(dt), y.astype(dt)]

@@ -14,19 +14,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.recurrent import SvdfOutput, SvdfSlot as S
 from nnconv.runtime.kernels._lstm_core import apply_activation, present
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.nnapi.enums import OperationType
 
 
 @kernel(OperationType.SVDF)
 def svdf(call: KernelCall) -> list[np.ndarray]:
-    x = call.tensor(0).astype(np.float32)
-    wf = call.tensor(1).astype(np.float32)
-    wt = call.tensor(2).astype(np.float32)
-    state = call.tensor(4).astype(np.float32)
-    rank = int(call.scalar(5))
-    act = int(call.scalar(6))
+    x = call.tensor(S.INPUT).astype(np.float32)
+    wf = call.tensor(S.WEIGHTS_FEATURE).astype(np.float32)
+    wt = call.tensor(S.WEIGHTS_TIME).astype(np.float32)
+    state = call.tensor(S.STATE_IN).astype(np.float32)
+    rank = int(call.scalar(S.RANK))
+    act = int(call.scalar(S.ACTIVATION))
     if x.ndim != 2 or wf.ndim != 2 or wt.ndim != 2:
         raise call.fail("input, weights_feature and weights_time must be 2-D")
     batch, filters, memory = x.shape[0], wf.shape[0], wt.shape[1]
@@ -40,10 +41,10 @@ def svdf(call: KernelCall) -> list[np.ndarray]:
     s[:, :, memory - 1] = x @ wf.T
     scratch = np.einsum("bfm,fm->bf", s, wt, dtype=np.float32)
     out = scratch.reshape(batch, units, rank).sum(axis=2, dtype=np.float32)
-    if present(call, 3):
-        out = call.tensor(3).astype(np.float32) + out
+    if present(call, S.BIAS):
+        out = call.tensor(S.BIAS).astype(np.float32) + out
     out = apply_activation(out.astype(np.float32), act)
     shifted = np.zeros_like(s)
     shifted[:, :, :-1] = s[:, :, 1:]
-    dt = call.out_operands[1].dtype
+    dt = call.out_operands[SvdfOutput.OUTPUT].dtype
     return [shifted.reshape(batch, memory * filters).astype(dt), out.astype(dt)]

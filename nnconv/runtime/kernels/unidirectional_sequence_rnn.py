@@ -10,22 +10,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.operations.recurrent import SequenceRnnSlot as S
 from nnconv.runtime.kernels._rnn_core import rnn_sequence
 from nnconv.runtime.kernels._sequence import sequence_input, time_major_view
 from nnconv.runtime.kernels.registry import KernelCall, kernel
-from nnconv.nnapi.enums import OperationType
 
 
 @kernel(OperationType.UNIDIRECTIONAL_SEQUENCE_RNN)
 def unidirectional_sequence_rnn(call: KernelCall) -> list[np.ndarray]:
-    x = sequence_input(call)
-    w, r, b, h = (call.tensor(i).astype(np.float32) for i in range(1, 5))
-    time_major = bool(call.scalar(6))
+    x = sequence_input(call, S.INPUT)
+    w, r, b, h = (call.tensor(i).astype(np.float32) for i in (S.WEIGHTS, S.RECURRENT_WEIGHTS, S.BIAS,
+                                                               S.HIDDEN_STATE_IN))
+    time_major = bool(call.scalar(S.TIME_MAJOR))
     xt = time_major_view(x, time_major)
     if w.shape[1] != x.shape[2] or h.shape != (xt.shape[1], w.shape[0]):
         raise call.fail(f"inconsistent shapes: input {list(x.shape)}, weights {list(w.shape)}, state "
                         f"{list(h.shape)}")
-    outs, h = rnn_sequence(xt, h, w, r, b, int(call.scalar(5)))
+    outs, h = rnn_sequence(xt, h, w, r, b, int(call.scalar(S.ACTIVATION)))
     y = time_major_view(outs, time_major)
     dt = call.out_operands[0].dtype
     results = [np.ascontiguousarray(y).astype(dt)]

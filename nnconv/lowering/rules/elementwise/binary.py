@@ -66,6 +66,7 @@ class SquaredDifference(Rule):
     QUANTIZE (API 29). The delegate's all-8-bit form (an 8-bit difference spanning +-sqrt(max output))
     measured 2 LSB off TFLite's integer kernel; the float form rounds the exact square once."""
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.SUB, OperationType.MUL, OperationType.ADD, OperationType.DEQUANTIZE,
                  OperationType.QUANTIZE)
     dtypes = ("float32", "int8", "int32")
@@ -126,6 +127,7 @@ class _MinMax(Rule):
     values requantized to the output, which agree only when both inputs and the output share their
     quantization; other cases are refused."""
 
+    int8_shiftable = True
     nnapi_op: ClassVar[OperationType]
     min_api_level = 29
     dtypes = ("float32", "uint8", "int8", "int32")

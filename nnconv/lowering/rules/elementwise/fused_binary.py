@@ -72,6 +72,7 @@ class Add(_FusedBinary):
     """TFLite ADD(x, y) -> NNAPI ADD(x, y, fuse code). Quantized inputs may each have their own scale and
     zero point; NNAPI's reference pipeline (left shift 20, per-input multipliers) is TFLite's."""
 
+    int8_shiftable = True
     fold = arithmetic_folds.add
     nnapi_op = OperationType.ADD
     dtypes = ("float32", "uint8", "int8", "int32")
@@ -82,6 +83,7 @@ class Add(_FusedBinary):
 class Sub(_FusedBinary):
     """TFLite SUB(x, y) -> NNAPI SUB(x, y, fuse code) (API 28 float, 29 quantized, 30 int32)."""
 
+    int8_shiftable = True
     fold = arithmetic_folds.sub
     nnapi_op = OperationType.SUB
     min_api_level = 28
@@ -118,6 +120,7 @@ class Mul(_FusedBinary):
     output_scale > input1_scale * input2_scale (its multiplier must be below 1); when a model breaks that,
     the product is computed in float32 between DEQUANTIZE and QUANTIZE instead (API 29)."""
 
+    int8_shiftable = True
     fold = arithmetic_folds.mul
     nnapi_op = OperationType.MUL
     nnapi_ops = (OperationType.MUL, OperationType.DEQUANTIZE, OperationType.QUANTIZE)

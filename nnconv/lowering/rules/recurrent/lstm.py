@@ -3,7 +3,8 @@ the sequence LSTMs share."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from enum import IntEnum
+from typing import Callable, Iterable, NamedTuple
 
 import numpy as np
 
@@ -17,16 +18,37 @@ from nnconv.lowering.rules.recurrent.common import (activation_code, check_activ
                                                     check_static, dim, opt_in, state_in, unread)
 from nnconv.lowering.rules.recurrent.int8_lstm_bias import MAX_WIDE_COLUMNS, bias_columns, wide_columns_needed
 from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.nnapi.operations.recurrent import cell_shift
+from nnconv.nnapi.operations.recurrent import LstmSlot, QuantizedLstmSlot, cell_shift, per_gate
+from nnconv.nnapi.operations.slots import slot_operands
 from nnconv.tflite.options import LSTMOptions
 from nnconv.tflite.ir import Quantization
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
 # -- LSTM family ------------------------------------------------------------------------------------
-LSTM_WEIGHT_SLOTS = range(1, 18)
-LSTM_STATE_SLOTS = (18, 19)
-LSTM_HYBRID_SLOTS = (*range(1, 12), 16)  # the weight matrices and peepholes a dynamic-range LSTM quantizes
+# TFLite's LSTM inputs (lstm_shared.h) are numbered as NNAPI LSTM's slots 0..19 followed by the four
+# layer-norm weights, as QUANTIZED_LSTM's slots 0..23 are: one name for a TFLite input and the NNAPI slot it
+# fills (`by_name`).
+LstmInput = IntEnum("LstmInput", list(QuantizedLstmSlot.__members__)[:24], start=0,  # type: ignore[misc]
+                    module=__name__)
+_I = LstmInput
+LSTM_WEIGHT_SLOTS = range(_I.INPUT_TO_INPUT_WEIGHTS, _I.PROJECTION_BIAS + 1)
+LSTM_STATE_SLOTS = (_I.OUTPUT_STATE_IN, _I.CELL_STATE_IN)
+LSTM_LAYER_NORM_SLOTS = range(_I.INPUT_LAYER_NORM_WEIGHTS, _I.OUTPUT_LAYER_NORM_WEIGHTS + 1)
+# the weight matrices and peepholes a dynamic-range LSTM quantizes
+LSTM_HYBRID_SLOTS = (*range(_I.INPUT_TO_INPUT_WEIGHTS, _I.CELL_TO_OUTPUT_WEIGHTS + 1), _I.PROJECTION_WEIGHTS)
+
+
+_PEEPHOLES = (_I.CELL_TO_INPUT_WEIGHTS, _I.CELL_TO_FORGET_WEIGHTS, _I.CELL_TO_OUTPUT_WEIGHTS)
+_GATE_BIASES = (_I.INPUT_GATE_BIAS, _I.FORGET_GATE_BIAS, _I.CELL_BIAS, _I.OUTPUT_GATE_BIAS)
+# the int8 weight matrices of the int8 LSTM: input-to-gate, recurrent-to-gate, projection
+_INT8_WEIGHTS = (*range(_I.INPUT_TO_INPUT_WEIGHTS, _I.RECURRENT_TO_OUTPUT_WEIGHTS + 1), _I.PROJECTION_WEIGHTS)
+
+
+def by_name(slots: type[IntEnum], inputs: Iterable[int], operand: Callable[[int], int]) -> dict[IntEnum, int]:
+    """{the NNAPI slot of `slots` named as TFLite input i: operand(i)} for each of `inputs` (`LstmInput`
+    values), made in their order."""
+    return {slots[_I(i).name]: operand(i) for i in inputs}
 
 
 def lstm_weight(c: LowerContext, i: int) -> int:
@@ -50,6 +72,12 @@ def check_lstm_weights(c: CheckContext, first: int) -> None:
                  "or both omitted (CIFG)")
     if not has(15) and has(16):
         c.refuse(Code.MISSING_OPERAND, "a projection bias needs projection weights")
+
+
+def check_lstm_layer_norm(c: CheckContext) -> bool:
+    """Whether an LSTM or UNIDIRECTIONAL_SEQUENCE_LSTM (24 inputs) has layer-norm weights (`check_layer_norm`)."""
+    return len(c.op.inputs) == len(LstmInput) and check_layer_norm(c, LSTM_LAYER_NORM_SLOTS,
+                                                                   c.input(_I.INPUT_TO_INPUT_WEIGHTS) is None)
 
 
 def check_layer_norm(c: CheckContext, slots: range, cifg: bool) -> bool:
@@ -124,9 +152,9 @@ class Lstm(Rule):
             c.require_dtype(x, FLOAT)
             check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS, LSTM_HYBRID_SLOTS)
             check_hybrid_weights(c, LSTM_HYBRID_SLOTS, "LSTM")
-            if len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None):
+            if check_lstm_layer_norm(c):
                 c.require_api(29, "layer-normalized LSTM (27-input NNAPI LSTM)")
-        check_lstm_weights(c, 1)
+        check_lstm_weights(c, _I.INPUT_TO_INPUT_WEIGHTS)
         check_state_inputs(c, LSTM_STATE_SLOTS)
         check_static(c)
         if o is not None:
@@ -136,35 +164,37 @@ class Lstm(Rule):
     @staticmethod
     def _check_int8(c: CheckContext) -> None:
         c.require_api(30, "int8 LSTM (QUANTIZED_LSTM)")
-        layer_norm = len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None)
-        expected = {0: TensorType.INT8, 18: TensorType.INT8, 19: TensorType.INT16, 17: TensorType.INT32}
-        expected.update({i: TensorType.INT8 for i in (*range(1, 9), 16)})
-        expected.update({i: TensorType.INT16 for i in (9, 10, 11, 20, 21, 22, 23)})
-        expected.update({i: TensorType.INT32 for i in range(12, 16)})
+        layer_norm = check_lstm_layer_norm(c)
+        expected = {_I.INPUT: TensorType.INT8, _I.OUTPUT_STATE_IN: TensorType.INT8,
+                    _I.CELL_STATE_IN: TensorType.INT16, _I.PROJECTION_BIAS: TensorType.INT32}
+        expected.update({i: TensorType.INT8 for i in _INT8_WEIGHTS})
+        expected.update({i: TensorType.INT16 for i in (*_PEEPHOLES, *LSTM_LAYER_NORM_SLOTS)})
+        expected.update({i: TensorType.INT32 for i in _GATE_BIASES})
         for i, tt in expected.items():
             t = c.input(i)
             if t is not None and t.type != tt:
-                c.refuse(Code.DTYPE, f"input {i} '{t.name}' is {dtype_description(t)}; the int8 LSTM takes "
+                c.refuse(Code.DTYPE, f"input {int(i)} '{t.name}' is {dtype_description(t)}; the int8 LSTM takes "
                          f"{tt.name.lower()} there", dtype_hint(t) if tt == TensorType.INT8 else "")
-        for i in (*range(1, 9), 16):
+        for i in _INT8_WEIGHTS:
             t = c.input(i)
             if t is None:
                 continue
-            c.require_const(t, f"int8 LSTM weight {i}")
+            c.require_const(t, f"int8 LSTM weight {int(i)}")
             q = t.quantization
             if q.is_per_channel or any(z != 0 for z in q.zero_point):
                 c.refuse(Code.QUANTIZATION, f"weight '{t.name}' must be per-tensor symmetric (zero point 0)")
-        for t in (c.input(0), *(c.input(i) for i in (*range(1, 12), 16, 18, 19, *range(20, 24))), c.output(0)):
+        scaled = (*LSTM_HYBRID_SLOTS, *LSTM_STATE_SLOTS, *LSTM_LAYER_NORM_SLOTS)  # the tensors quantized by a scale
+        for t in (c.input(_I.INPUT), *(c.input(i) for i in scaled), c.output(0)):
             if t is not None and not (t.quantization.scale and 0 < t.quantization.scale[0] < float("inf")):
                 c.refuse(Code.QUANTIZATION, f"'{t.name}' has no finite positive quantization scale; the int8 "
                          "LSTM needs one")
-        cell = c.input(19)
+        cell = c.input(_I.CELL_STATE_IN)
         if cell is not None and cell.quantization.scale and 0 < cell.quantization.scale[0] < float("inf"):
             shift = cell_shift(cell.quantization.scale[0])
             if shift is None:
                 c.refuse(Code.QUANTIZATION, f"the cell state scale {cell.quantization.scale[0]} must be a power "
                          "of two no larger than 2^-9")
-            elif shift < -15 and c.input(1) is None:
+            elif shift < -15 and c.input(_I.INPUT_TO_INPUT_WEIGHTS) is None:
                 # Below 2^-15 both kernels skip tanh(cell) and multiply what their input-gate buffer holds:
                 # NNAPI's 1 - forget with CIFG, TFLite's a buffer nothing wrote in this step.
                 c.refuse(Code.QUANTIZATION, f"a CIFG int8 LSTM with cell state scale {cell.quantization.scale[0]} "
@@ -179,7 +209,8 @@ class Lstm(Rule):
             # Without layer norm TFLite takes the gates in Q3.12 and reads only the hidden state's scale.
             c.refuse(Code.QUANTIZATION, "the int8 LSTM needs its 5 intermediates, quantized (the gate scales "
                      "with layer normalization, the hidden state's always)")
-        elif c.input(16) is None and inter[4].quantization.zero_point and inter[4].quantization.zero_point[0] == -128:
+        elif c.input(_I.PROJECTION_WEIGHTS) is None and inter[4].quantization.zero_point \
+                and inter[4].quantization.zero_point[0] == -128:
             # Without a projection the zero point is passed negated (see `hidden_zero_point`), and NNAPI's
             # reference reads that INT32 scalar as an int8: 128 would wrap.
             c.refuse(Code.QUANTIZATION, "an int8 LSTM without projection whose hidden state has zero point -128 "
@@ -192,28 +223,31 @@ class Lstm(Rule):
             self._lower_int8(c)
             return
         o = c.options
-        ins = [c.input_operand(0)] + [lstm_weight(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
-        ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip)]
-        layer_norm = len(c.op.inputs) == 24 and any(c.input(i) is not None for i in range(20, 24))
-        if layer_norm:
-            ins += [opt_in(c, i) for i in range(20, 24)]
+        s = LstmSlot
+        ins = {s.INPUT: c.input_operand(_I.INPUT), **by_name(s, LSTM_WEIGHT_SLOTS, lambda i: lstm_weight(c, i)),
+               **by_name(s, LSTM_STATE_SLOTS, lambda i: state_in(c, i))}
+        ins.update({s.ACTIVATION: c.i32(activation_code(o.fused_activation_function)), s.CELL_CLIP: c.f32(o.cell_clip),
+                    s.PROJ_CLIP: c.f32(o.proj_clip)})
+        if has_layer_norm(c):  # the 27-input form
+            ins.update(by_name(s, LSTM_LAYER_NORM_SLOTS, lambda i: opt_in(c, i)))
         out = c.output_operand(0)
         batch = dim(c.input(0), 0)
-        n_cell = dim(c.input(4), 0)
+        n_cell = dim(c.input(_I.INPUT_TO_OUTPUT_WEIGHTS), 0)
         n_out = dim(c.output(0), 1)
-        gates = 3 if c.input(1) is None else 4
+        gates = 3 if c.input(_I.INPUT_TO_INPUT_WEIGHTS) is None else 4  # CIFG: no input gate
         outs = [unread(c, out, (batch, gates * n_cell), "scratch"), unread(c, out, (batch, n_out), "h_out"),
                 unread(c, out, (batch, n_cell), "c_out"), out]
-        c.emit(OperationType.LSTM, ins, outs)
+        c.emit(OperationType.LSTM, slot_operands(ins), outs)
 
     @staticmethod
     def _lower_int8(c: LowerContext) -> None:
         parts = quantized_lstm_operands(c)
-        x = extended_input(c, parts, c.input_operand(0), [int(d) for d in c.input(0).shape])
+        x = extended_input(c, parts, c.input_operand(_I.INPUT), [int(d) for d in c.input(_I.INPUT).shape])
+        h, cell = state_in(c, _I.OUTPUT_STATE_IN), state_in(c, _I.CELL_STATE_IN)
         if output_matches_state(c):
-            emit_quantized_lstm(c, parts, x, state_in(c, 18), state_in(c, 19), c.output_operand(0))
+            emit_quantized_lstm(c, parts, x, h, cell, c.output_operand(0))
         else:
-            write_output(c, emit_quantized_lstm(c, parts, x, state_in(c, 18), state_in(c, 19))[2], c.output_operand(0))
+            write_output(c, emit_quantized_lstm(c, parts, x, h, cell)[2], c.output_operand(0))
 
 
 # TFLite's gate scale without layer normalization: its 8x8_16 kernel then takes the gate products in Q3.12
@@ -224,20 +258,19 @@ GATE_SCALE_WITHOUT_LAYER_NORM = 2.0 ** -12
 class QuantizedLstmParts(NamedTuple):
     """The step-independent QUANTIZED_LSTM operands of an int8 TFLite LSTM."""
 
-    weights: list[int]  # slots 1..17
-    tail: list[int]  # slots 20..31
+    by_slot: dict[IntEnum, int]  # every `QuantizedLstmSlot` but the input and the two states
     columns: np.ndarray  # int8 values appended to each input row (int8_lstm_bias), maybe none
 
 
 def has_layer_norm(c: CheckContext | LowerContext) -> bool:
-    return len(c.op.inputs) == 24 and any(c.input(i) is not None for i in range(20, 24))
+    return len(c.op.inputs) == len(LstmInput) and any(c.input(i) is not None for i in LSTM_LAYER_NORM_SLOTS)
 
 
 def check_bias_columns(c: CheckContext) -> None:
     """Without layer normalization the gate biases ride on constant input columns (`int8_lstm_bias`): they
     must be constant, and not so large that they need more than MAX_WIDE_COLUMNS columns."""
     biases = []
-    for i in range(12, 16):
+    for i in _GATE_BIASES:
         t = c.input(i)
         if t is not None:
             if not c.require_const(t, f"int8 LSTM gate bias {i} (without layer normalization NNAPI gets it as "
@@ -260,7 +293,7 @@ def hidden_zero_point(c: LowerContext, hidden: Quantization) -> int:
     q - zp (its projection bias compensates with + zp), TFLite's kernel as q + zp; without a projection that
     value is the output (the two differed by 2 * zp, measured), so the zero point is passed negated there."""
     zp = int(hidden.zero_point[0]) if hidden.zero_point else 0
-    return zp if c.input(16) is not None else -zp
+    return zp if c.input(_I.PROJECTION_WEIGHTS) is not None else -zp
 
 
 def quantized_lstm_operands(c: LowerContext) -> QuantizedLstmParts:
@@ -272,7 +305,7 @@ def quantized_lstm_operands(c: LowerContext) -> QuantizedLstmParts:
     if layer_norm:
         columns, extra = np.zeros(0, np.int8), [None] * 4
     else:
-        biases = [None if c.input(i) is None else np.asarray(c.const_value(c.input(i))) for i in range(12, 16)]
+        biases = [None if c.input(i) is None else np.asarray(c.const_value(c.input(i))) for i in _GATE_BIASES]
         columns, extra = bias_columns(biases, input_zero_point(c))
 
     def symm_weight(i: int, more: np.ndarray | None = None) -> int:
@@ -297,15 +330,22 @@ def quantized_lstm_operands(c: LowerContext) -> QuantizedLstmParts:
         # QUANTIZED_LSTM validates every slot's type, omitted operands' too
         return c.input_operand(i) if c.input(i) is not None else c.no_value(omitted)
 
-    weights = [symm_weight(i, extra[i - 1]) for i in range(1, 5)] + [symm_weight(i) for i in range(5, 9)]
-    weights += [typed(i, OperandType.TENSOR_QUANT16_SYMM) for i in range(9, 12)] + [bias(i) for i in range(12, 16)]
-    weights += [symm_weight(16), typed(17, OperandType.TENSOR_INT32)]
+    s = QuantizedLstmSlot
+    input_w = per_gate(_I, "INPUT_TO_{}_WEIGHTS")
+    ins = by_name(s, input_w, lambda i: symm_weight(i, extra[input_w.index(i)]))
+    ins.update(by_name(s, per_gate(_I, "RECURRENT_TO_{}_WEIGHTS"), symm_weight))
+    ins.update(by_name(s, _PEEPHOLES, lambda i: typed(i, OperandType.TENSOR_QUANT16_SYMM)))
+    ins.update(by_name(s, _GATE_BIASES, bias))
+    ins.update({s.PROJECTION_WEIGHTS: symm_weight(_I.PROJECTION_WEIGHTS),
+                s.PROJECTION_BIAS: typed(_I.PROJECTION_BIAS, OperandType.TENSOR_INT32)})
     inter = [c.tensor(i).quantization for i in c.op.intermediates]
     gate_scales = [q.scale[0] for q in inter[:4]] if layer_norm else [GATE_SCALE_WITHOUT_LAYER_NORM] * 4
-    tail = [typed(i, OperandType.TENSOR_QUANT16_SYMM) for i in range(20, 24)]
-    tail += [c.f32(o.cell_clip), c.f32(o.proj_clip)] + [c.f32(s) for s in gate_scales]
-    tail += [c.i32(hidden_zero_point(c, inter[4])), c.f32(inter[4].scale[0])]
-    return QuantizedLstmParts(weights, tail, columns)
+    ins.update(by_name(s, LSTM_LAYER_NORM_SLOTS, lambda i: typed(i, OperandType.TENSOR_QUANT16_SYMM)))
+    ins.update({s.CELL_CLIP: c.f32(o.cell_clip), s.PROJECTION_CLIP: c.f32(o.proj_clip)})
+    ins.update({slot: c.f32(scale) for slot, scale in zip(per_gate(s, "{}_INTERMEDIATE_SCALE"), gate_scales)})
+    ins.update({s.HIDDEN_STATE_ZERO_POINT: c.i32(hidden_zero_point(c, inter[4])),
+                s.HIDDEN_STATE_SCALE: c.f32(inter[4].scale[0])})
+    return QuantizedLstmParts(ins, columns)
 
 
 def extended_input(c: LowerContext, parts: QuantizedLstmParts, x: int, shape: list[int]) -> int:
@@ -328,13 +368,15 @@ def emit_quantized_lstm(c: LowerContext, parts: QuantizedLstmParts, x: int, h: i
     h_out = c.temp_like(h, name=f"op{c.op.index}_h_out")
     c_out = c.temp_like(cell, name=f"op{c.op.index}_c_out")
     y = c.temp_like(h, name=f"op{c.op.index}_y") if y is None else y
-    c.emit(OperationType.QUANTIZED_LSTM, [x, *parts.weights, h, cell, *parts.tail], [h_out, c_out, y])
+    s = QuantizedLstmSlot
+    ins = {s.INPUT: x, **parts.by_slot, s.OUTPUT_STATE_IN: h, s.CELL_STATE_IN: cell}
+    c.emit(OperationType.QUANTIZED_LSTM, slot_operands(ins), [h_out, c_out, y])
     return h_out, c_out, y
 
 
 def output_matches_state(c: CheckContext | LowerContext) -> bool:
     """Whether the int8 LSTM's output is quantized like its output state, as QUANTIZED_LSTM writes it."""
-    h, y = c.input(18), c.output(0)
+    h, y = c.input(_I.OUTPUT_STATE_IN), c.output(0)
     return h is None or (h.quantization.scale, h.quantization.zero_point) == \
         (y.quantization.scale, y.quantization.zero_point)
 

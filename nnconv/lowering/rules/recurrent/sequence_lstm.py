@@ -11,15 +11,18 @@ from nnconv.lowering.registry import lowering_rule
 from nnconv.lowering.rules.recurrent.common import (activation_code, check_activation, check_clips,
                                                     check_float_operands, check_hybrid_weights, check_state_inputs,
                                                     check_static, opt_in, state_in)
-from nnconv.lowering.rules.recurrent.lstm import (LSTM_HYBRID_SLOTS, LSTM_STATE_SLOTS, LSTM_WEIGHT_SLOTS, Lstm,
-                                                  check_layer_norm, check_lstm_weights, emit_quantized_lstm,
-                                                  extended_input, lstm_weight, output_matches_state,
-                                                  quantized_lstm_operands, write_output)
+from nnconv.lowering.rules.recurrent.lstm import (LSTM_HYBRID_SLOTS, LSTM_LAYER_NORM_SLOTS, LSTM_STATE_SLOTS,
+                                                  LSTM_WEIGHT_SLOTS, Lstm, LstmInput, by_name, check_lstm_layer_norm,
+                                                  check_lstm_weights, emit_quantized_lstm, extended_input,
+                                                  lstm_weight, output_matches_state, quantized_lstm_operands,
+                                                  write_output)
 from nnconv.lowering.rules.recurrent.unroll import (UNROLL_OPS, UnrolledSequence, check_unroll_steps,
                                                     check_unrolled_bidirectional,
                                                     cross_linked_steps, emit_bidirectional_outputs, joined_weight,
                                                     stack_outputs, unroll_inputs, unroll_operand, unrolled_lstm)
 from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.nnapi.operations.recurrent import BidirectionalLstmSlot, SequenceLstmSlot, per_gate
+from nnconv.nnapi.operations.slots import slot_operands
 from nnconv.tflite.options import BidirectionalSequenceLSTMOptions, UnidirectionalSequenceLSTMOptions
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
@@ -72,9 +75,9 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
             c.require_dtype(x, FLOAT)
             check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS, LSTM_HYBRID_SLOTS)
             check_hybrid_weights(c, LSTM_HYBRID_SLOTS, "UNIDIRECTIONAL_SEQUENCE_LSTM")
-            if len(c.op.inputs) == 24 and check_layer_norm(c, range(20, 24), c.input(1) is None):
+            if check_lstm_layer_norm(c):
                 c.require_api(29, "a layer-normalized UNIDIRECTIONAL_SEQUENCE_LSTM")
-        check_lstm_weights(c, 1)
+        check_lstm_weights(c, LstmInput.INPUT_TO_INPUT_WEIGHTS)
         check_state_inputs(c, LSTM_STATE_SLOTS)
         check_static(c)
         o = c.options
@@ -88,7 +91,7 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
         o = c.options
         if c.input(0).type == TensorType.INT8:
             parts = quantized_lstm_operands(c)
-            h, cell = state_in(c, 18), state_in(c, 19)
+            h, cell = (state_in(c, i) for i in LSTM_STATE_SLOTS)
             shape = [int(d) for d in c.input(0).shape]
             x = extended_input(c, parts, c.input_operand(0), shape)
             shape[2] += len(parts.columns)
@@ -104,20 +107,35 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
         if c.api_level < 29:
             self._lower_unrolled(c)
             return
-        ins = [c.input_operand(0)] + [lstm_weight(c, i) for i in LSTM_WEIGHT_SLOTS] + [state_in(c, 18), state_in(c, 19)]
-        ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip),
-                c.boolean(o.time_major)]
-        ins += [opt_in(c, i) for i in range(20, 24)]
-        c.emit(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [c.output_operand(0)])
+        s = SequenceLstmSlot
+        ins = {s.INPUT: c.input_operand(LstmInput.INPUT), **by_name(s, LSTM_WEIGHT_SLOTS, lambda i: lstm_weight(c, i)),
+               **by_name(s, LSTM_STATE_SLOTS, lambda i: state_in(c, i))}
+        ins.update({s.ACTIVATION: c.i32(activation_code(o.fused_activation_function)), s.CELL_CLIP: c.f32(o.cell_clip),
+                    s.PROJ_CLIP: c.f32(o.proj_clip), s.TIME_MAJOR: c.boolean(o.time_major)})
+        ins.update(by_name(s, LSTM_LAYER_NORM_SLOTS, lambda i: opt_in(c, i)))  # omitted operands when absent
+        c.emit(OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, slot_operands(ins), [c.output_operand(0)])
 
     @staticmethod
     def _lower_unrolled(c: LowerContext) -> None:
         o = c.options
         weights = [lstm_weight(c, i) for i in LSTM_WEIGHT_SLOTS]
         params = [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip)]
-        outs = unrolled_lstm(c, unroll_inputs(c, o.time_major), weights, state_in(c, 18), state_in(c, 19),
-                             params, cifg=c.input(1) is None)
+        xs = unroll_inputs(c, o.time_major)
+        h, cell = (state_in(c, i) for i in LSTM_STATE_SLOTS)
+        outs = unrolled_lstm(c, xs, weights, h, cell, params, cifg=c.input(LstmInput.INPUT_TO_INPUT_WEIGHTS) is None)
         stack_outputs(c, outs, o.time_major, c.output_operand(0))
+
+
+# TFLite's BIDIRECTIONAL_SEQUENCE_LSTM inputs are numbered as NNAPI's slots 0..47: one name for both.
+_B = BidirectionalLstmSlot
+_FW_WEIGHTS = range(_B.FW_INPUT_TO_INPUT_WEIGHTS, _B.FW_PROJECTION_BIAS + 1)
+_BW_WEIGHTS = range(_B.BW_INPUT_TO_INPUT_WEIGHTS, _B.BW_PROJECTION_BIAS + 1)
+_STATES = (_B.FW_OUTPUT_STATE_IN, _B.FW_CELL_STATE_IN, _B.BW_OUTPUT_STATE_IN, _B.BW_CELL_STATE_IN)
+_AUX_WEIGHTS = range(_B.FW_AUX_INPUT_TO_INPUT_WEIGHTS, _B.BW_AUX_INPUT_TO_OUTPUT_WEIGHTS + 1)
+# (input-to-gate weights, their aux-input-to-gate weights) per gate, forward then backward
+_AUX_PAIRS = [*zip(per_gate(_B, "FW_INPUT_TO_{}_WEIGHTS"), per_gate(_B, "FW_AUX_INPUT_TO_{}_WEIGHTS")),
+              *zip(per_gate(_B, "BW_INPUT_TO_{}_WEIGHTS"), per_gate(_B, "BW_AUX_INPUT_TO_{}_WEIGHTS"))]
+_TFLITE_INPUTS = int(_B.BW_AUX_INPUT_TO_OUTPUT_WEIGHTS) + 1  # 48: no scalars nor layer norm (options)
 
 
 @lowering_rule(BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM)
@@ -147,21 +165,19 @@ class BidirectionalSequenceLstm(UnrolledSequence):
     driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        if not c.require_inputs(48):
+        if not c.require_inputs(_TFLITE_INPUTS):
             return
-        check_unrolled_bidirectional(c, [(1 + k, 40 + k) for k in range(4)] + [(18 + k, 44 + k) for k in range(4)],
-                                     "BIDIRECTIONAL_SEQUENCE_LSTM")
+        check_unrolled_bidirectional(c, _AUX_PAIRS, "BIDIRECTIONAL_SEQUENCE_LSTM")
         check_unroll_steps(c)
-        x = c.input(0)
+        x = c.input(_B.INPUT)
         c.require_dtype(x, FLOAT)
         c.require_rank(x, 3, 3)
-        states = (35, 36, 37, 38)
-        check_float_operands(c, range(0, 48), states)
-        check_lstm_weights(c, 1)
-        check_lstm_weights(c, 18)
-        check_state_inputs(c, states)
-        aux_w = [c.input(i) is not None for i in range(40, 48)]
-        if any(aux_w) and c.input(39) is None:
+        check_float_operands(c, range(0, _TFLITE_INPUTS), _STATES)
+        check_lstm_weights(c, _B.FW_INPUT_TO_INPUT_WEIGHTS)
+        check_lstm_weights(c, _B.BW_INPUT_TO_INPUT_WEIGHTS)
+        check_state_inputs(c, _STATES)
+        aux_w = [c.input(i) is not None for i in _AUX_WEIGHTS]
+        if any(aux_w) and c.input(_B.AUX_INPUT) is None:
             c.refuse(Code.MISSING_OPERAND, "aux input weights without an aux input")
         check_static(c)
         o = c.options
@@ -180,25 +196,30 @@ class BidirectionalSequenceLstm(UnrolledSequence):
         if c.api_level < 29:
             params = [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip),
                       c.f32(o.proj_clip)]
-            fw_w = [opt_in(c, i) for i in range(1, 18)]
-            bw_w = [opt_in(c, i) for i in range(18, 35)]
-            if c.input(41) is not None:  # cross-linking: joined inputs and [W | W_aux] weights
-                xs = bw_xs = cross_linked_steps(c, o.time_major, 39)
-                fw_w[0:4] = [joined_weight(c, 1 + k, 40 + k) for k in range(4)]
-                bw_w[0:4] = [joined_weight(c, 18 + k, 44 + k) for k in range(4)]
+            fw_w = [opt_in(c, i) for i in _FW_WEIGHTS]
+            bw_w = [opt_in(c, i) for i in _BW_WEIGHTS]
+            if c.input(_B.FW_AUX_INPUT_TO_FORGET_WEIGHTS) is not None:  # cross-linking: joined inputs, [W | W_aux]
+                xs = bw_xs = cross_linked_steps(c, o.time_major, _B.AUX_INPUT)
+                fw_w[0:4] = [joined_weight(c, w, aux) for w, aux in _AUX_PAIRS[:4]]
+                bw_w[0:4] = [joined_weight(c, w, aux) for w, aux in _AUX_PAIRS[4:]]
             else:
                 xs = unroll_inputs(c, o.time_major)
-                bw_xs = unroll_inputs(c, o.time_major, 39) if c.input(39) is not None else xs  # parallel
-            fw = unrolled_lstm(c, xs, fw_w, state_in(c, 35), state_in(c, 36), params, cifg=c.input(1) is None)
-            bw = unrolled_lstm(c, bw_xs, bw_w, state_in(c, 37), state_in(c, 38), params,
-                               cifg=c.input(18) is None, reverse=True)
+                bw_xs = unroll_inputs(c, o.time_major, _B.AUX_INPUT) if c.input(_B.AUX_INPUT) is not None \
+                    else xs  # parallel linking
+            # each direction's states made just before its steps, which the operands' order follows
+            fw = unrolled_lstm(c, xs, fw_w, *(state_in(c, i) for i in _STATES[:2]), params,
+                               cifg=c.input(_B.FW_INPUT_TO_INPUT_WEIGHTS) is None)
+            bw = unrolled_lstm(c, bw_xs, bw_w, *(state_in(c, i) for i in _STATES[2:]), params,
+                               cifg=c.input(_B.BW_INPUT_TO_INPUT_WEIGHTS) is None, reverse=True)
             emit_bidirectional_outputs(c, fw, bw, o.time_major, o.merge_outputs)
             return
-        ins = [c.input_operand(0)] + [opt_in(c, i) for i in range(1, 35)]
-        ins += [state_in(c, i) for i in (35, 36, 37, 38)]
-        ins += [opt_in(c, i) for i in range(39, 48)]
-        ins += [c.i32(activation_code(o.fused_activation_function)), c.f32(o.cell_clip), c.f32(o.proj_clip),
-                c.boolean(o.merge_outputs), c.boolean(o.time_major)]
-        ins += [c.no_value(OperandType.TENSOR_FLOAT32) for _ in range(8)]
+        ins = {_B.INPUT: c.input_operand(_B.INPUT), **{i: opt_in(c, i) for i in (*_FW_WEIGHTS, *_BW_WEIGHTS)}}
+        ins.update({i: state_in(c, i) for i in _STATES})
+        ins.update({i: opt_in(c, i) for i in (_B.AUX_INPUT, *_AUX_WEIGHTS)})
+        ins.update({_B.ACTIVATION: c.i32(activation_code(o.fused_activation_function)),
+                    _B.CELL_CLIP: c.f32(o.cell_clip), _B.PROJ_CLIP: c.f32(o.proj_clip),
+                    _B.MERGE_OUTPUTS: c.boolean(o.merge_outputs), _B.TIME_MAJOR: c.boolean(o.time_major)})
+        # TFLite's op has no layer normalization: the eight layer-norm slots are omitted operands
+        ins.update({i: c.no_value(OperandType.TENSOR_FLOAT32) for i in _B if i >= _B.FW_INPUT_LAYER_NORM_WEIGHTS})
         outs = [c.output_operand(0)] if o.merge_outputs else [c.output_operand(0), c.output_operand(1)]
-        c.emit(OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, ins, outs)
+        c.emit(OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, slot_operands(ins), outs)

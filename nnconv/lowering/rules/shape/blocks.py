@@ -75,6 +75,7 @@ class SpaceToBatchNd(Rule):
     block [b, 1] and no padding along the unit axis, and the result back to 3-D. Quantized padding is the
     zero point in both."""
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.SPACE_TO_BATCH_ND, OperationType.RESHAPE)
     min_api_level = 28
     dtypes = FS
@@ -102,6 +103,7 @@ class BatchToSpaceNd(Rule):
     uncropped result, since cropping is taking the box [top, H - bottom) x [left, W - right). A 3-D input
     runs as [N, L, 1, C] with block [b, 1] (see SPACE_TO_BATCH_ND)."""
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.BATCH_TO_SPACE_ND, OperationType.STRIDED_SLICE, OperationType.RESHAPE)
     min_api_level = 28
     dtypes = FS
@@ -140,6 +142,7 @@ class _BlockRearrange(Rule):
     """Shared by SPACE_TO_DEPTH and DEPTH_TO_SPACE: (input [N,H,W,C]) [block_size] -> NNAPI (input,
     block_size INT32) (API 27). Both use TensorFlow's DCR ordering."""
 
+    int8_shiftable = True
     min_api_level = 27
     dtypes = FS
     constraints = "4-D input; block size >= 1"

@@ -28,6 +28,7 @@ class Concatenation(Rule):
     point differ from the output's are requantized by NNAPI from API 29 (before, all must match).
     """
 
+    int8_shiftable = True
     fold = shape_folds.concatenation
     nnapi_ops = (OperationType.CONCATENATION, OperationType.RELU, OperationType.RELU1, OperationType.RELU6)
     dtypes = FS
@@ -72,6 +73,7 @@ class Pack(Rule):
     below, each input is RESHAPEd to insert the new size-1 axis and the results are CONCATENATED along it
     (API 27, so earlier than the delegate's 30; any axis, including the last; no int32)."""
 
+    int8_shiftable = True
     fold = shape_folds.pack
     nnapi_ops = (OperationType.PACK, OperationType.RESHAPE, OperationType.CONCATENATION)
     dtypes = FSI
@@ -122,6 +124,7 @@ class Unpack(Rule):
     dtypes = FSI
     constraints = "input rank 1..4; int32 needs API 33"
     driver_notes = (MISSING_FROM_ARMNN,)
+    int8_shiftable = True
 
     def check(self, c: CheckContext) -> None:
         x = check_data_movement(c, BASIC_I32)

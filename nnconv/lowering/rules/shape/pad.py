@@ -75,6 +75,7 @@ class Pad(Rule):
     (API 28; the CTS has V1_1 quant8 PAD cases) although the delegate waits for API 29. At API 27 the
     padding is built from CONCATENATIONs with constant blocks (`concat_pad`), exact as it only copies."""
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.PAD, OperationType.CONCATENATION)
     dtypes = FS
     constraints = "constant paddings; rank <= 4; CONCATENATIONs at API 27"
@@ -103,6 +104,7 @@ class PadV2(Rule):
     carry the output's quantization). Without a value: PAD. Below API 29 the padding is built from
     CONCATENATIONs with constant blocks of the value (`concat_pad`, API 27)."""
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.PAD_V2, OperationType.PAD, OperationType.CONCATENATION)
     dtypes = FS
     constraints = "constant paddings and value; rank <= 4; CONCATENATIONs below API 29"
@@ -164,6 +166,7 @@ class MirrorPad(Rule):
     Below (from API 29, beyond the delegate): one GATHER per padded axis with constant source indices
     (`mirror_indices`), an exact composition since mirror padding only copies elements."""
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.MIRROR_PAD, OperationType.GATHER)
     min_api_level = 29
     dtypes = FSI

@@ -20,6 +20,7 @@ from nnconv.tflite.schema_enums import BuiltinOperator
 class Transpose(Rule):
     """TFLite TRANSPOSE(input, perm) -> NNAPI TRANSPOSE(input, perm TENSOR_INT32) (API 28)."""
 
+    int8_shiftable = True
     fold = shape_folds.transpose
     nnapi_ops = (OperationType.TRANSPOSE, OperationType.CAST)
     stored_values_from = 0
@@ -49,6 +50,7 @@ class ReverseV2(Rule):
     feature level 7 (API 34). Below (from API 29, beyond the delegate): GATHER(input, axis, [n-1..0]) per
     axis, exact since reversing only reorders elements. Several axes chain one op per axis."""
 
+    int8_shiftable = True
     nnapi_ops = (OperationType.REVERSE, OperationType.GATHER, OperationType.CAST)
     stored_values_from = 0
     min_api_level = 29

@@ -35,6 +35,7 @@ class Reshape(Rule):
     result becomes [1], NNAPI's smallest tensor). TENSOR_INT32 data needs feature level 6 (API 33).
     """
 
+    int8_shiftable = True
     fold = shape_folds.reshape
     nnapi_ops = (OperationType.RESHAPE, OperationType.CAST)
     stored_values_from = 0
@@ -82,6 +83,7 @@ class Squeeze(Rule):
     stored_values_from = 0
     dtypes = FS
     constraints = "rank <= 4; squeezed dimensions must be 1; RESHAPE at API 27"
+    int8_shiftable = True
 
     def check(self, c: CheckContext) -> None:
         x = check_data_movement(c, BASIC, bitcast=True)
@@ -110,6 +112,7 @@ class ExpandDims(Rule):
     float or quantized tensor gets a RESHAPE to the output shape instead (inserting a size-1 dimension only
     relabels the data); int32 data needs EXPAND_DIMS (RESHAPE takes TENSOR_INT32 only from API 33)."""
 
+    int8_shiftable = True
     fold = shape_folds.expand_dims
     nnapi_ops = (OperationType.EXPAND_DIMS, OperationType.RESHAPE)
     dtypes = FSI

@@ -40,6 +40,7 @@ class Tile(Rule):
     dtypes = FSI
     constraints = "constant multiples; rank <= 4; int32 needs API 29"
     driver_notes = (MISSING_FROM_ARMNN,)
+    int8_shiftable = True
 
     def check(self, c: CheckContext) -> None:
         if not c.require_inputs(2):
@@ -99,6 +100,7 @@ class BroadcastTo(Rule):
     Identity: broadcasting [d_0..d_k] to [D_0..D_n] equals reshaping to [1]*(n-k) + [d_0..d_k] (a pure
     relabelling) and tiling each axis by D_i / d_i, which is D_i where d_i = 1 and 1 where d_i = D_i."""
 
+    int8_shiftable = True
     fold = shape_folds.broadcast_to
     nnapi_ops = (OperationType.RESHAPE, OperationType.TILE, OperationType.CONCATENATION)
     dtypes = FS
