@@ -127,8 +127,8 @@ def load_npy(path: str, max_bytes: int) -> np.ndarray:
         dtype, shape, header_size = _read_header(path, os.path.basename(path), f)
         nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
         if nbytes > max_bytes:
-            raise InputDataError(f"{path}: array of shape {list(shape)} {dtype} needs {describe(nbytes)}, over "
-                                 f"the {describe(max_bytes)} allowed (--max-memory)")
+            raise InputDataError(f"{path}: array of shape {list(shape)} {dtype} needs {format_bytes(nbytes)}, over "
+                                 f"the {format_bytes(max_bytes)} allowed (--max-memory)")
         if header_size + nbytes != os.fstat(f.fileno()).st_size:
             raise InputDataError(f"{path}: array declares shape {list(shape)} {dtype} ({nbytes} bytes) but the "
                                  "file holds another size")

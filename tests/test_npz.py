@@ -136,3 +136,14 @@ def test_the_total_of_all_members_is_bounded(tmp_path):
     (tmp_path / "two.npz").write_bytes(f.getvalue())
     assert load_npz(str(tmp_path / "two.npz"), 20_000)
     assert "over the" in refused(str(tmp_path / "two.npz"), 12_000)
+
+
+def test_an_npy_sample_over_the_memory_bound_is_one_line(tmp_path):
+    """`verify --dataset` reads `.npy` samples with `load_npy`; one over `--max-memory` raised NameError (a helper
+    it called was never imported) instead of saying how much it needs."""
+    from nnconv.npz import load_npy
+    path = tmp_path / "sample.npy"
+    np.save(path, np.zeros((64, 64), np.float32))
+    with pytest.raises(InputDataError, match=r"needs 16 KiB, over the 1 KiB allowed \(--max-memory\)"):
+        load_npy(str(path), max_bytes=1024)
+    assert load_npy(str(path), max_bytes=1 << 20).shape == (64, 64)

@@ -1,4 +1,4 @@
-"""BATCH_TO_SPACE_ND (NNAPI OperationType 20, API 28).
+"""BATCH_TO_SPACE_ND (NNAPI OperationType 29, API 28).
 
 Slots: 0 input (float32/float16/quant8 asymm/signed, 4-D), 1 block shape (TENSOR_INT32 [2]: h, w, >= 1),
 [2 NCHW layout BOOL, API 29]. NNAPI has no crops (TFLite's are lowered only when zero). The inverse of

@@ -1,4 +1,4 @@
-"""CHANNEL_SHUFFLE (NNAPI OperationType 50, API 29).
+"""CHANNEL_SHUFFLE (NNAPI OperationType 46, API 29).
 
 Slots: 0 input (rank <= 4; float32, float16, quant8 asymm / signed), 1 num_groups INT32, 2 axis INT32.
 The axis of size G * K is viewed as [G, K] and transposed to [K, G]; quantization is unchanged.

@@ -1,4 +1,4 @@
-"""DETECTION_POSTPROCESSING (NNAPI OperationType 42): SSD box decoding and NMS (TFLite's
+"""DETECTION_POSTPROCESSING (NNAPI OperationType 47): SSD box decoding and NMS (TFLite's
 TFLite_Detection_PostProcess).
 
 Slots: 0 class scores [N, A, K] (class 0 is the background), 1 box encodings [N, A, >= 4] (ty, tx, th, tw),

@@ -1,4 +1,4 @@
-"""EXPAND_DIMS (NNAPI OperationType 52, API 29).
+"""EXPAND_DIMS (NNAPI OperationType 50, API 29).
 
 Slots: 0 input (float32/float16/quant8 asymm/signed/int32), 1 axis (INT32 scalar in [-(rank+1), rank]).
 """

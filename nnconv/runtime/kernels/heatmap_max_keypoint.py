@@ -1,4 +1,4 @@
-"""HEATMAP_MAX_KEYPOINT (NNAPI OperationType 49): keypoint locations from per-box heatmaps.
+"""HEATMAP_MAX_KEYPOINT (NNAPI OperationType 56): keypoint locations from per-box heatmaps.
 
 Slots: 0 heatmaps [R, S, S, K] (NCHW [R, K, S, S] with slot 2), 1 boxes [R, 4] (x1, y1, x2, y2), 2 NCHW bool.
 Outputs: 0 scores [R, K], 1 keypoints [R, K, 2] (x, y in image coordinates).

@@ -1,4 +1,4 @@
-"""IF (NNAPI OperationType 97, feature level 4): runs one of two referenced subgraphs.
+"""IF (NNAPI OperationType 96, feature level 4): runs one of two referenced subgraphs.
 
 Slots: 0 condition (TENSOR_BOOL8 [1]), 1 then-branch and 2 else-branch subgraph references (SUBGRAPH
 operands; the executor passes each as the index into `model.subgraphs()`), 3.. the inputs given to the

@@ -1,4 +1,4 @@
-"""INSTANCE_NORMALIZATION (NNAPI OperationType 64, API 29).
+"""INSTANCE_NORMALIZATION (NNAPI OperationType 57, API 29).
 
 Slots: 0 input [N,H,W,C] (float32 / float16), 1 gamma, 2 beta, 3 epsilon (FLOAT32, or FLOAT16 for
 float16), 4 NCHW bool. Per batch and channel over H and W:

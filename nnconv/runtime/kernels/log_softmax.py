@@ -1,4 +1,4 @@
-"""LOG_SOFTMAX (NNAPI OperationType 72, API 29).
+"""LOG_SOFTMAX (NNAPI OperationType 64, API 29).
 
 Slots: 0 input (float32 / float16), 1 beta (FLOAT32; FLOAT16 for float16), 2 axis INT32.
 out = (x - max) * beta - log(sum(exp((x - max) * beta))) along the axis; float16 computed in float32.

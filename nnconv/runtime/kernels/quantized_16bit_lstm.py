@@ -1,4 +1,4 @@
-"""QUANTIZED_16BIT_LSTM (NNAPI OperationType 77): one step of the basic quantized LSTM cell.
+"""QUANTIZED_16BIT_LSTM (NNAPI OperationType 73): one step of the basic quantized LSTM cell.
 
 Slots: 0 input [B, I] (TENSOR_QUANT8_ASYMM, scale 1/128, zero point 128); 1..4 input-to-{input, forget,
 cell, output} weights [O, I] and 5..8 recurrent-to-* weights [O, O] (TENSOR_QUANT8_ASYMM, one shared scale

@@ -1,4 +1,4 @@
-"""REDUCE_SUM / REDUCE_PROD / REDUCE_MAX / REDUCE_MIN / REDUCE_ANY / REDUCE_ALL (NNAPI 96..101, API 29).
+"""REDUCE_SUM / REDUCE_PROD / REDUCE_MAX / REDUCE_MIN / REDUCE_ANY / REDUCE_ALL (NNAPI OperationType 80 / 79 / 77 / 78 / 76 / 75, API 29).
 
 Slots: 0 input, 1 axes (TENSOR_INT32 1-D, negative allowed, duplicates ignored), 2 keep_dims (BOOL).
 SUM and PROD take float32/float16 (float16 computed in float32 and rounded back, like the reference);

@@ -1,4 +1,4 @@
-"""SLICE (NNAPI OperationType 92, API 29).
+"""SLICE (NNAPI OperationType 86, API 29).
 
 Slots: 0 input (float32/float16/int32/quant8 asymm/signed), 1 begin (TENSOR_INT32 [rank]), 2 size
 (TENSOR_INT32 [rank], -1 takes everything from begin to the end of the axis).

@@ -1,4 +1,4 @@
-"""SPLIT (NNAPI OperationType 93, API 29).
+"""SPLIT (NNAPI OperationType 87, API 29).
 
 Slots: 0 input (float32/float16/int32/quant8 asymm/signed), 1 axis (INT32 scalar, negative allowed),
 2 num_splits (INT32 scalar dividing the axis extent). Outputs: num_splits equal slices along the axis.

@@ -1,4 +1,4 @@
-"""TILE (NNAPI OperationType 95, API 29).
+"""TILE (NNAPI OperationType 89, API 29).
 
 Slots: 0 input (float32/float16/int32/quant8 asymm/signed), 1 multiples (TENSOR_INT32 [rank], >= 0).
 """

@@ -1,4 +1,4 @@
-"""TOPK_V2 (NNAPI OperationType 88, API 29).
+"""TOPK_V2 (NNAPI OperationType 90, API 29).
 
 Slots: 0 input (float32/float16/int32/quant8 asymm/signed, the last axis is searched), 1 k (INT32 scalar,
 1 <= k <= last extent). Outputs: 0 the k largest values in descending order, 1 their indices

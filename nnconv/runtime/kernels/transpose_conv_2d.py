@@ -1,4 +1,4 @@
-"""TRANSPOSE_CONV_2D (NNAPI OperationType 92, API 29).
+"""TRANSPOSE_CONV_2D (NNAPI OperationType 91, API 29).
 
 Slots: `window.TransposeExplicitSlot` (11 inputs: input [N,H,W,C], filter [O,KH,KW,C], bias [O], pads
 left/right/top/bottom, strides, fused activation, NCHW) or `TransposeImplicitSlot` (9: the output shape

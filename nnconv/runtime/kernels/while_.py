@@ -1,4 +1,4 @@
-"""WHILE (NNAPI OperationType 98, feature level 4): a loop over referenced subgraphs.
+"""WHILE (NNAPI OperationType 97, feature level 4): a loop over referenced subgraphs.
 
 Slots: 0 condition subgraph, 1 body subgraph (SUBGRAPH operands, passed as indexes into
 `model.subgraphs()`), 2.. the loop variables: m input-output operands, then k state-only operands, then
