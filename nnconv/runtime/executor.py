@@ -471,9 +471,7 @@ class Executor:
             return (a.astype(np.int16) + spec.offset).astype(np.uint8)
         if spec.dtype == "int64":
             return a.astype(np.int32)
-        if spec.dtype == "float16":
-            return a
-        return a
+        return a  # float16 included: NNAPI's TENSOR_FLOAT16 holds it as it is
 
     @staticmethod
     def _from_nnapi(spec: IoTensor, a: np.ndarray) -> np.ndarray:
