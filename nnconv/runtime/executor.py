@@ -35,7 +35,7 @@ from nnconv.errors import ExecutionError, InputDataError, InternalError
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.fusion import FUSED_TYPES, Fusion, plan_fusions
 from nnconv.runtime.tflite_way import squared_difference_fusions
-from nnconv.runtime.kernels.buffers import BufferPool
+from nnconv.runtime.buffers import BufferPool
 from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.runtime.relaxed import fp16_storage
 from nnconv.runtime.trace import Trace
@@ -71,7 +71,7 @@ class SubgraphRunner:
 
     `profile`, when set, is called as `profile(op_index, op_name, seconds)` after each kernel call of the
     main subgraph, timed on `profile_clock` (benchmarks/run.py --profile). `pool` reuses output buffers
-    across runs (see `nnconv.runtime.kernels.buffers`); it is off when a trace keeps intermediate values.
+    across runs (see `nnconv.runtime.buffers`); it is off when a trace keeps intermediate values.
 
     `kernel_overrides` replaces the kernels of some operation types for this runner only (tests inject a
     faulty kernel this way to check that per-op parity blames it); `relaxed_fp16` simulates a driver with

@@ -14,7 +14,7 @@ from nnconv.nnapi.enums import OperandLifeTime
 from nnconv.nnapi.enums import OperandType as T
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Operand, Operation
-from nnconv.runtime.kernels.buffers import BufferPool
+from nnconv.runtime.buffers import BufferPool
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.kernels._resize import resize_scale
 from nnconv.runtime.kernels.registry import ExecutionOptions

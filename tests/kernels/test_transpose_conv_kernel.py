@@ -15,7 +15,7 @@ from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Operand, Operation
 from nnconv.nnapi.quantization import conv_multipliers, requantize_accumulator
 from nnconv.runtime.kernels import KERNELS, KernelCall
-from nnconv.runtime.kernels.buffers import BufferPool
+from nnconv.runtime.buffers import BufferPool
 from nnconv.runtime.kernels.registry import ExecutionOptions
 
 OP = OperationType.TRANSPOSE_CONV_2D
