@@ -17,6 +17,12 @@ from nnconv.tflite.schema_enums import BuiltinOperator
 
 DATA = pathlib.Path(__file__).resolve().parent / "data" / "fuzz_regressions"
 
+
+def _error_lines(stderr: str) -> list[str]:
+    """The `nnconv: error:` lines of a command's stderr (each failure prints exactly one)."""
+    return [line for line in stderr.splitlines() if line.startswith("nnconv: error:")]
+
+
 CASES = [
     # (file, exit code of check --fail-on refused, of convert, a fragment of convert's error line or, for a
     # refused op, of its diagnostic above that line)
@@ -97,7 +103,7 @@ def test_mutant_has_one_documented_outcome(tmp_path, name, check_code, convert_c
     out = tmp_path / "m.nnapi"
     convert = CliRunner().invoke(main, ["convert", model, "-o", str(out), "--target", "nnconv"])
     assert convert.exit_code == convert_code, convert.stderr
-    errors = [ln for ln in convert.stderr.splitlines() if ln.startswith("nnconv: error:")]
+    errors = _error_lines(convert.stderr)
     assert len(errors) == 1 and fragment in (errors[0] if convert_code != 3 else convert.stderr), convert.stderr
     assert not out.exists()
 
@@ -201,15 +207,16 @@ def test_a_model_input_flagged_variable_converts_and_checks_alike(tmp_path):
     op alone without it as an input (variables are recurrent state, lowered as zero constants), so the
     runtime refused the partition (exit 2) while convert, which takes the subgraph inputs as they are,
     wrote the model (exit 0). The mutant also flagged constant weights variable, which TFLite's
-    InterpreterBuilder refuses ("Tensor 1 is a variable tensor with buffer"): both now refuse it alike."""
+    InterpreterBuilder refuses ("Tensor 1 is a variable tensor with buffer"): both now refuse it alike, with
+    the same exit code and the same one error line."""
     model = str(DATA / "lstm_input_flagged_variable.tflite")
     check = CliRunner().invoke(main, ["check", model, "--fail-on", "refused", "--format", "json"])
-    assert check.exit_code == 2, check.stderr
     out = tmp_path / "m.nnapi"
     convert = CliRunner().invoke(main, ["convert", model, "-o", str(out)])
-    assert convert.exit_code == 2 and not out.exists(), convert.stderr
-    assert "TFLite refuses this file: tensor 1 of subgraph 0 is a variable tensor with a constant buffer" in \
-        convert.stderr
+    assert (check.exit_code, convert.exit_code) == (2, 2) and not out.exists(), check.stderr + convert.stderr
+    assert check.stdout == "" and _error_lines(check.stderr) == _error_lines(convert.stderr) == [
+        f"nnconv: error: {model}: TFLite refuses this file: tensor 1 of subgraph 0 is a variable tensor with a "
+        "constant buffer"]
 
 
 def test_an_nnapi_file_whose_operation_the_runtime_refuses_is_bad_input(tmp_path):
@@ -220,7 +227,7 @@ def test_an_nnapi_file_whose_operation_the_runtime_refuses_is_bad_input(tmp_path
     result = CliRunner().invoke(main, ["run", str(DATA / "softmax_output_scale_bit_flip.nnapi"), "--inputs",
                                        str(tmp_path / "in.npz"), "-o", str(tmp_path / "o.npz")])
     assert result.exit_code == 2, result.stderr
-    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("nnconv: error:")]
+    errors = _error_lines(result.stderr)
     assert len(errors) == 1 and "partition 0: the NNAPI runtime refuses operation 1 SOFTMAX: output 0 must " \
         "have scale 1/256" in errors[0], result.stderr
     assert not (tmp_path / "o.npz").exists()
@@ -246,7 +253,7 @@ def test_an_operation_missing_an_operand_fails_in_one_line(tmp_path, name, input
     np.savez(tmp_path / "in.npz", **inputs)
     result = CliRunner().invoke(main, ["run", str(DATA / name), "--inputs", str(tmp_path / "in.npz"), "-o",
                                        str(tmp_path / "o.npz")])
-    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("nnconv: error:")]
+    errors = _error_lines(result.stderr)
     assert result.exit_code == 2 and len(errors) == 1 and fragment in errors[0], result.stderr
     assert not (tmp_path / "o.npz").exists()
 
@@ -255,14 +262,17 @@ def test_a_model_without_operators_converts_as_check_reports_it(tmp_path):
     """A mutant of the custom-op seed with no tensor and no operator left: check said 0 (0 ops, 100%) while
     convert --allow-partial said 3 ("none of the 0 ops can be lowered"). Its subgraph has no tensors vector at
     all, which TFLite's InterpreterBuilder refuses ("Did not get tensors in subgraph 0"): check and convert,
-    with or without --allow-partial, now refuse it alike (exit 2)."""
+    with or without --allow-partial, now refuse it alike (exit 2, the same one error line)."""
     model = str(DATA / "custom_op_model_without_ops.tflite")
     check = CliRunner().invoke(main, ["check", model, "--format", "json"])
-    assert check.exit_code == 2 and "TFLite refuses this file: subgraph 0 has no tensors vector" in check.stderr
+    refusal = [f"nnconv: error: {model}: TFLite refuses this file: subgraph 0 has no tensors vector"]
+    assert check.exit_code == 2 and _error_lines(check.stderr) == refusal, check.stderr
     for extra in ([], ["--allow-partial"]):
         out = tmp_path / "m.nnapi"
         result = CliRunner().invoke(main, ["convert", model, "-o", str(out), *extra])
         assert result.exit_code == 2 and not out.exists(), result.stderr
+        assert _error_lines(result.stderr) == refusal, result.stderr
+
 
 
 def test_zip_member_with_an_empty_name_is_one_line():

@@ -9,7 +9,6 @@ Pools are any buffer-protocol objects (numpy arrays, memoryviews of an mmap), so
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -139,7 +138,3 @@ class Model:
 
     def operation_types(self) -> list[OperationType]:
         return [op.type for sg in self.subgraphs() for op in sg.operations]
-
-
-def dims_known(dims: Sequence[int]) -> bool:
-    return all(d > 0 for d in dims)

@@ -416,12 +416,3 @@ def requantize_to(q: np.ndarray, src: Operand, dst: Operand) -> np.ndarray:
     v = q.astype(np.float32) * s - np.float32(src.zero_point) * s
     lo, hi = qrange(dst.type)
     return np.clip(round_half_away(v) + dst.zero_point, lo, hi).astype(dst.dtype)
-
-
-def tflite_requantize(q: np.ndarray, src: Operand, dst: Operand) -> np.ndarray:
-    """TFLite's `Requantize` (its QUANTIZE of a quantized tensor): (q - zp_in) times the double
-    in_scale / out_scale by `MultiplyByQuantizedMultiplier`, plus zp_out, clamped to `dst`'s type."""
-    multiplier, shift = quantize_multiplier(float(src.scale) / float(dst.scale))
-    v = multiply_by_quantized_multiplier(q.astype(np.int64) - src.zero_point, multiplier, shift) + dst.zero_point
-    lo, hi = qrange(dst.type)
-    return np.clip(v, lo, hi).astype(dst.dtype)

@@ -230,7 +230,7 @@ def _alone(prepared: PreparedConversion, subgraph: int, op_index: int, tflite_te
                  "lsb": worst.max_lsb}
         differences = ArithmeticDifferences(sg, single)
         if not alone["passed"] and differences.causes:
-            again = rows_of({**options, "options": differences.options(options.get("options"))})
+            again = rows_of(differences.executor_options(options))
             if all(r.passed for r in again):
                 off = max(again, key=lambda r: r.max_rel)
                 alone["tflite_arithmetic"] = {"max_abs": off.max_abs, "lsb": off.max_lsb}

@@ -1,19 +1,20 @@
 """Quantized outputs out of tolerance of TFLite's optimized kernels, settled as `verify` settles them: against
 TFLite's reference kernels (whose integer arithmetic the NNAPI reference CPU follows), then, still out of
 tolerance, with nnconv's executor computing TFLite's way the few operations whose NNAPI arithmetic differs
-from TFLite's reference kernels. Within tolerance then, the whole difference is NNAPI's own arithmetic, which
+from TFLite's reference kernels (tflite_arithmetic.py: kernels verify hands the executor, which itself only
+ever computes NNAPI's arithmetic). Within tolerance then, the whole difference is NNAPI's own arithmetic, which
 a phone's reference CPU shares: the output passes and its detail names the operations of this model that
 round differently, and how (`ArithmeticDifferences`), never the whole list nnconv knows.
 
-| NNAPI arithmetic | TFLite's reference kernels | ExecutionOptions |
+| NNAPI arithmetic | TFLite's reference kernels | `ArithmeticDifferences` |
 | --- | --- | --- |
-| requantization multiplier of convolutions and matmuls from input x filter scale rounded to float32 (`GetQuantizedConvolutionMultipler`) | the product kept in double | `tflite_multipliers` |
-| FULLY_CONNECTED requantized with two roundings (SRDHM, then RDBPOT) | one: (x * M + 2^(s-1)) >> s | `tflite_single_rounding` |
-| quantized RESIZE_BILINEAR: TFLite's float template, float32 weights, (sum + 0.5) converted toward zero | `ResizeBilinearInteger`: Q10 positions and weights, rounded half away from zero | `tflite_resize_integer` |
-| a QUANTIZE between quantized types: nnconv's ADD(x, 0), NNAPI's ADD pipeline | one multiplier | `tflite_requantize` |
-| int8 AVERAGE_POOL_2D carried as uint8 below API 30: rounded half up | int8: half away from zero | `tflite_signed_average` |
-| int8 SQUARED_DIFFERENCE through float (nnconv's lowering): the exact square rounded once | fixed point | `tflite_squared_difference` |
-| int8 MEAN over H and W as one AVERAGE_POOL_2D: one rounding | sum, then a multiplier: two roundings | `tflite_mean` |
+| requantization multiplier of convolutions and matmuls from input x filter scale rounded to float32 (`GetQuantizedConvolutionMultipler`) | the product kept in double | (always) |
+| FULLY_CONNECTED requantized with two roundings (SRDHM, then RDBPOT) | one: (x * M + 2^(s-1)) >> s | `fully_connected` |
+| quantized RESIZE_BILINEAR: TFLite's float template, float32 weights, (sum + 0.5) converted toward zero | `ResizeBilinearInteger`: Q10 positions and weights, rounded half away from zero | `has_resize` |
+| a QUANTIZE between quantized types: nnconv's ADD(x, 0), NNAPI's ADD pipeline | one multiplier | `requantize` |
+| int8 AVERAGE_POOL_2D carried as uint8 below API 30: rounded half up | int8: half away from zero | `signed_average` |
+| int8 SQUARED_DIFFERENCE through float (nnconv's lowering): the exact square rounded once | fixed point | `squared_difference` |
+| int8 MEAN over H and W as one AVERAGE_POOL_2D: one rounding | sum, then a multiplier: two roundings | `mean` |
 
 Measured bit-exact against TFLite's reference kernels, each op alone on TFLite's inputs
 (tests/parity/test_tflite_arithmetic_ops.py, test_tflite_multipliers.py).
@@ -21,27 +22,24 @@ Measured bit-exact against TFLite's reference kernels, each op alone on TFLite's
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
 
 from nnconv.errors import NnconvError
-from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.nnapi.quantization import is_quant8
+from nnconv.parity.tflite_arithmetic import TfliteArithmetic
+from nnconv.parity.tflite_kernels import CONV_REQUANTIZING
 from nnconv.parity.tflite_runner import REFERENCE_KERNELS
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.verify import OutputParity, ParityReport, TfliteReference, run_parity
-from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.tflite.ir import Subgraph
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 from nnconv.tflite.schema_enums import TensorType
 
 SIGNED_INT8_FROM_API = 30  # below it nnconv carries int8 tensors as uint8 (+128)
-_REQUANTIZING = frozenset({OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D, OperationType.FULLY_CONNECTED,
-                           OperationType.TRANSPOSE_CONV_2D, OperationType.GROUPED_CONV_2D,
-                           OperationType.BATCH_MATMUL})
 _OPS_NAMED = 3  # op indexes a cause lists before "and N more"
 
 
@@ -61,7 +59,7 @@ class Cause:
 
 class ArithmeticDifferences:
     """The operations of one converted model (the whole model or a partition) whose NNAPI arithmetic differs
-    from TFLite's reference kernels, and the executor options that compute them TFLite's way."""
+    from TFLite's reference kernels, and the executor's replacements that compute them TFLite's way."""
 
     def __init__(self, sg: Subgraph, converted: ConvertedModel) -> None:
         covered = set(converted.tflite_ops) or {op.index for op in sg.operators}
@@ -75,7 +73,7 @@ class ArithmeticDifferences:
                 sg.tensors[op.inputs[0]].type in (TensorType.INT8, TensorType.UINT8)
 
         main = converted.model.main
-        multipliers = sorted({o.source_op for o in main.operations if o.type in _REQUANTIZING
+        multipliers = sorted({o.source_op for o in main.operations if o.type in CONV_REQUANTIZING
                               and o.source_op is not None and is_quant8(main.operands[o.inputs[0]].type)})
         self.fully_connected = frozenset(op.index for op in ops if op.builtin is B.FULLY_CONNECTED
                                          and quantized_input(op))
@@ -107,12 +105,11 @@ class ArithmeticDifferences:
         self.causes = [c for c in causes if c.ops]
         self.has_resize = bool(resize)
 
-    def options(self, base: ExecutionOptions | None = None) -> ExecutionOptions:
-        """`base` with every difference computed TFLite's way (verify's rerun)."""
-        return replace(base or ExecutionOptions(), tflite_multipliers=True,
-                       tflite_single_rounding=self.fully_connected, tflite_resize_integer=self.has_resize,
-                       tflite_requantize=self.requantize, tflite_signed_average=self.signed_average,
-                       tflite_squared_difference=self.squared_difference, tflite_mean=self.mean)
+    def executor_options(self, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """`base` (`Executor` keyword arguments) with every difference computed TFLite's way (verify's rerun)."""
+        return {**(base or {}), "replacements": TfliteArithmetic(
+            self.fully_connected, self.has_resize, self.requantize, self.signed_average, self.squared_difference,
+            self.mean)}
 
     def describe(self) -> str:
         """`#0 RESIZE_BILINEAR: float32 weights, ...; #4 FULLY_CONNECTED: requantized with two roundings ...`."""
@@ -169,10 +166,9 @@ def compare_with_reference_kernels(report: ParityReport, reference: TfliteRefere
 def with_tflite_arithmetic(reference: TfliteReference, converted: ConvertedModel, feed: Mapping[str, np.ndarray],
                            differences: ArithmeticDifferences, overrides: ToleranceOverrides | None,
                            executor_options: Mapping[str, Any] | None) -> dict[str, OutputParity]:
-    """Our outputs computed TFLite's way (`differences.options`) against TFLite's reference kernels, by
-    output name; empty when TFLite fails."""
-    extra = dict(executor_options or {})
-    extra["options"] = differences.options(extra.get("options"))
+    """Our outputs computed TFLite's way (`differences.executor_options`) against TFLite's reference kernels,
+    by output name; empty when TFLite fails."""
+    extra = differences.executor_options(executor_options)
     try:
         report = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
                             executor_options=extra)

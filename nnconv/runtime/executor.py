@@ -34,10 +34,10 @@ from nnconv.runtime.blas_threads import default_threads, limit_blas_threads
 from nnconv.errors import ExecutionError, InputDataError, InternalError
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.fusion import FUSED_TYPES, Fusion, plan_fusions
-from nnconv.runtime.tflite_way import squared_difference_fusions
-from nnconv.runtime.kernels.buffers import BufferPool
+from nnconv.runtime.buffers import BufferPool
 from nnconv.runtime.kernels.registry import ExecutionOptions
 from nnconv.runtime.relaxed import fp16_storage
+from nnconv.runtime.replacements import Replacements
 from nnconv.runtime.trace import Trace
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.levels import MAX_FEATURE_LEVEL, feature_level
@@ -72,22 +72,25 @@ class SubgraphRunner:
 
     `profile`, when set, is called as `profile(op_index, op_name, seconds)` after each kernel call of the
     main subgraph, timed on `profile_clock` (benchmarks/run.py --profile). `pool` reuses output buffers
-    across runs (see `nnconv.runtime.kernels.buffers`); it is off when a trace keeps intermediate values.
+    across runs (see `nnconv.runtime.buffers`); it is off when a trace keeps intermediate values.
 
     `kernel_overrides` replaces the kernels of some operation types for this runner only (tests inject a
     faulty kernel this way to check that per-op parity blames it); `relaxed_fp16` simulates a driver with
     relaxed float32 precision (nnconv/runtime/relaxed.py); `options` are the execution's settings (loop
-    timeout), NNAPI's defaults when None."""
+    timeout), NNAPI's defaults when None; `replacements`, operations a caller computes its own way (verify's
+    TFLite arithmetic: nnconv/runtime/replacements.py)."""
 
     def __init__(self, model: Model, trace: Trace | None = None,
                  kernel_overrides: Mapping[OperationType, Callable] | None = None,
-                 relaxed_fp16: bool = False, options: ExecutionOptions | None = None) -> None:
+                 relaxed_fp16: bool = False, options: ExecutionOptions | None = None,
+                 replacements: Replacements | None = None) -> None:
         self.model = model
         self.trace = trace
         self.kernels = {**KERNELS, **(kernel_overrides or {})}
         self._overridden = set(kernel_overrides or {})
         self.relaxed_fp16 = relaxed_fp16
         self.options = options or ExecutionOptions()
+        self.replacements = replacements
         self._constants: dict[tuple[int, int], np.ndarray] = {}
         # (subgraph, operation index) -> that operation's `KernelCall.cache` (constant-derived values)
         self._op_caches: dict[tuple[int, int], dict] = {}
@@ -243,7 +246,7 @@ class SubgraphRunner:
                               out_operands=out_operands, runner=self,
                               cache=self._op_caches.setdefault((sg_index, k), {}))
             step = _Step(op=op, index=k, name=op.type.name if fusion is None else fusion.name,
-                         fn=self.kernels.get(op.type) if fusion is None else fusion.fn,
+                         fn=self._kernel(sg, op) if fusion is None else fusion.fn,
                          call=call, fixed=fixed, dynamic=dynamic,
                          outputs=[(o, _held_dtype(od), _checked_shape(od)) for o, od in zip(op.outputs, out_operands)],
                          release=release)
@@ -314,11 +317,18 @@ class SubgraphRunner:
         if self.batch is not None:
             return self.batch.fusions  # a single run's (`nnconv.runtime.batch`)
         fusions = plan_fusions(sg, lambda i: self._value(sg_index, sg, i, {}, "fusion"), self.kernels)
-        if self.options.tflite_squared_difference:  # verify's TFLite-way rerun: these steps take precedence
-            tflite = squared_difference_fusions(sg, self.options.tflite_squared_difference)
-            taken = {k for f in tflite for k in (*f.absorbed, f.at)}
-            fusions = tflite + [f for f in fusions if not taken & {*f.absorbed, f.at}]
+        if self.replacements is not None:  # a caller's steps take precedence
+            theirs = self.replacements.fusions(sg)
+            taken = {k for f in theirs for k in (*f.absorbed, f.at)}
+            fusions = theirs + [f for f in fusions if not taken & {*f.absorbed, f.at}]
         return fusions
+
+    def _kernel(self, sg: Subgraph, op: Operation) -> Callable | None:
+        """`op`'s kernel as its own step (None: none): a caller's replacement, unless overridden by type."""
+        kernel = self.kernels.get(op.type)
+        if self.replacements is None or op.type in self._overridden:
+            return kernel
+        return self.replacements.kernel(sg, op) or kernel
 
     def _value(self, sg_index: int, sg: Subgraph, i: int, values: dict[int, np.ndarray],
                op_name: str) -> np.ndarray | None:
@@ -392,13 +402,14 @@ class Executor:
                  blas_threads: int | None | str = "default",
                  kernel_overrides: Mapping[OperationType, Callable] | None = None,
                  relaxed_fp16: bool = False, options: ExecutionOptions | None = None,
-                 max_memory: int | None = None, name: str = "the model") -> None:
+                 max_memory: int | None = None, name: str = "the model",
+                 replacements: Replacements | None = None) -> None:
         """`blas_threads` sets numpy's BLAS pool during `run` (None: leave it alone); by default
         `default_threads()`: 1, like the single-threaded TFLite interpreter we compare with, or the N of
-        `--threads N` (see `nnconv.runtime.blas_threads`). `kernel_overrides`, `relaxed_fp16` and `options`:
-        see `SubgraphRunner`. `max_memory` (bytes): refuse, before anything runs, a model whose values need
-        more (`nnconv.nnapi.memory`: constants + the largest set of values live at once); `name` is how the
-        refusal names the model."""
+        `--threads N` (see `nnconv.runtime.blas_threads`). `kernel_overrides`, `relaxed_fp16`, `options`,
+        `replacements`: see `SubgraphRunner`. `max_memory` (bytes): refuse, before anything runs, a model
+        whose values need more (`nnconv.nnapi.memory`: constants + the largest set of values live at once);
+        `name` is how the refusal names the model."""
         if isinstance(model, Model):
             model = _bare(model)
         # What the NNAPI runtime does before it compiles a model, the validation `check`, `convert` and the
@@ -410,10 +421,11 @@ class Executor:
         if max_memory is not None:
             ensure_fits(model.model, max_memory, name)
         self.converted = model
-        self.runner = SubgraphRunner(model.model, trace, kernel_overrides, relaxed_fp16, options)
+        self.runner = SubgraphRunner(model.model, trace, kernel_overrides, relaxed_fp16, options, replacements)
         self.blas_threads = default_threads() if blas_threads == "default" else blas_threads
         self.settings = dict(blas_threads=self.blas_threads, kernel_overrides=kernel_overrides,  # for batch_plan
-                             relaxed_fp16=relaxed_fp16, options=options, max_memory=max_memory, name=name)
+                             relaxed_fp16=relaxed_fp16, options=options, max_memory=max_memory, name=name,
+                             replacements=replacements)
         self._batch_plans: dict[tuple[int, bool], BatchPlan] = {}
 
     @property
@@ -473,9 +485,7 @@ class Executor:
             return (a.astype(np.int16) + spec.offset).astype(np.uint8)
         if spec.dtype == "int64":
             return a.astype(np.int32)
-        if spec.dtype == "float16":
-            return a
-        return a
+        return a  # float16 included: NNAPI's TENSOR_FLOAT16 holds it as it is
 
     @staticmethod
     def _from_nnapi(spec: IoTensor, a: np.ndarray) -> np.ndarray:

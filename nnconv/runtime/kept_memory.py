@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from nnconv.runtime.kernels.buffers import BufferPool
+from nnconv.runtime.buffers import BufferPool
 
 
 def kept_bytes(runner: Any) -> int:

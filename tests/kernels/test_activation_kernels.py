@@ -14,7 +14,7 @@ from nnconv.nnapi.enums import OperandType as T, OperationType as Op
 from nnconv.nnapi.model import Operand, Operation
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.kernels import prelu as prelu_kernel
-from nnconv.runtime.kernels.buffers import BufferPool
+from nnconv.runtime.buffers import BufferPool
 
 EDGES = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 1e-38, -1e-38, 0.5, -0.5, 1.0, -1.0,
          6.0, -6.0, 6.5, 3e38, -3e38, 7.0, -1.5]

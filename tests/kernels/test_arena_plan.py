@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnconv.runtime.kernels.arena_plan import ALIGN, plan_offsets
+from nnconv.runtime.arena_plan import ALIGN, plan_offsets
 
 
 @st.composite

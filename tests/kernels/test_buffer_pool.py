@@ -12,9 +12,9 @@ from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Model
 from nnconv.runtime.executor import SubgraphRunner
 from nnconv.runtime.trace import Trace
-from nnconv.runtime.kernels import buffers
-from nnconv.runtime.kernels.arena_plan import ALIGN
-from nnconv.runtime.kernels.buffers import BufferPool
+from nnconv.runtime import buffers
+from nnconv.runtime.arena_plan import ALIGN
+from nnconv.runtime.buffers import BufferPool
 
 RNG = np.random.default_rng(11)
 

@@ -14,7 +14,7 @@ from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Operand, Operation
 from nnconv.nnapi.quantization import requantize_to
 from nnconv.runtime.kernels import KERNELS, KernelCall
-from nnconv.runtime.kernels.buffers import BufferPool
+from nnconv.runtime.buffers import BufferPool
 
 KINDS = {np.float32: T.TENSOR_FLOAT32, np.float16: T.TENSOR_FLOAT16, np.uint8: T.TENSOR_QUANT8_ASYMM,
          np.int8: T.TENSOR_QUANT8_ASYMM_SIGNED}

@@ -16,7 +16,7 @@ from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Operand, Operation
 from nnconv.nnapi.quantization import quantized_activation_range
 from nnconv.runtime.kernels import KERNELS, KernelCall
-from nnconv.runtime.kernels.buffers import BufferPool
+from nnconv.runtime.buffers import BufferPool
 
 AVG, MAX = OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D
 KINDS = {np.float32: T.TENSOR_FLOAT32, np.uint8: T.TENSOR_QUANT8_ASYMM, np.int8: T.TENSOR_QUANT8_ASYMM_SIGNED}

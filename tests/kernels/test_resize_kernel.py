@@ -14,10 +14,9 @@ from nnconv.nnapi.enums import OperandLifeTime
 from nnconv.nnapi.enums import OperandType as T
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Operand, Operation
-from nnconv.runtime.kernels.buffers import BufferPool
+from nnconv.runtime.buffers import BufferPool
 from nnconv.runtime.kernels import KERNELS, KernelCall
 from nnconv.runtime.kernels._resize import resize_scale
-from nnconv.runtime.kernels.registry import ExecutionOptions
 
 
 def _axis(out_size, in_size, align, half):
@@ -80,7 +79,7 @@ def run_kernel(x, out_h, out_w, align=False, half=False, nchw=False, zero_point=
     out = Operand(type=kind, dimensions=out_shape, scale=scale, zero_point=zero_point)
     runner = None
     if pool is not None:
-        runner = type("Runner", (), {"pool": pool, "options": ExecutionOptions()})()
+        runner = type("Runner", (), {"pool": pool})()
     call = KernelCall(Operation(OperationType.RESIZE_BILINEAR, list(range(6)), [6]), [x, *scalars], ods, [out],
                       runner=runner, cache=cache)
     y = KERNELS[OperationType.RESIZE_BILINEAR](call)[0]

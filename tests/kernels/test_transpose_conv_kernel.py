@@ -15,8 +15,7 @@ from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.model import Operand, Operation
 from nnconv.nnapi.quantization import conv_multipliers, requantize_accumulator
 from nnconv.runtime.kernels import KERNELS, KernelCall
-from nnconv.runtime.kernels.buffers import BufferPool
-from nnconv.runtime.kernels.registry import ExecutionOptions
+from nnconv.runtime.buffers import BufferPool
 
 OP = OperationType.TRANSPOSE_CONV_2D
 SCALES = (0.05, 0.02, 0.3)  # input, filter, output
@@ -38,7 +37,7 @@ def run_tconv(x, w, b, pads, stride, act, kind, zps=(0, 0, 0), nchw=False, pool=
     o, kh, kw, _c = w.shape
     oh, ow = h * stride[0] + kh - stride[0] - pt - pb, wd * stride[1] + kw - stride[1] - pl - pr
     out = Operand(type=kind, dimensions=(n, o, oh, ow) if nchw else (n, oh, ow, o), scale=s_out, zero_point=zps[2])
-    runner = type("Runner", (), {"pool": pool, "options": ExecutionOptions()})() if pool is not None else None
+    runner = type("Runner", (), {"pool": pool})() if pool is not None else None
     call = KernelCall(Operation(OP, list(range(11)), [11]), arrays, ods, [out], runner=runner, cache=cache)
     return KERNELS[OP](call)[0], out
 

@@ -160,7 +160,7 @@ def test_int8_fc_with_tflite_arithmetic_is_tflite_reference_bit_for_bit(per_chan
     single rounding) reproduces TFLite's reference kernels exactly, which is how verify tells that difference
     from a conversion error."""
     from nnconv.parity.tflite_runner import REFERENCE_KERNELS
-    from nnconv.runtime.kernels.registry import ExecutionOptions
+    from nnconv.parity.tflite_arithmetic import TfliteArithmetic
     rng = np.random.default_rng(1)
     rows, n_in, n_out, xs, ys = 512, 64, 48, 0.0078, 0.0061
     w = rng.integers(-127, 128, (n_out, n_in)).astype(np.int8)
@@ -176,8 +176,7 @@ def test_int8_fc_with_tflite_arithmetic_is_tflite_reference_bit_for_bit(per_chan
     want = next(iter(runner.run({runner.input_details()[0]["index"]: x}).values()))
     converted = nnconv.convert(m, api_level=30, options=nnconv_options()).converted
     nnapi = Executor(converted).run({"x": x})["y"]
-    tflite = Executor(converted, options=ExecutionOptions(tflite_multipliers=True,
-                                                          tflite_single_rounding=frozenset({0}))).run({"x": x})["y"]
+    tflite = Executor(converted, replacements=TfliteArithmetic(fully_connected=frozenset({0}))).run({"x": x})["y"]
     assert np.array_equal(tflite, want)
     assert 0 < np.count_nonzero(nnapi != want) < want.size // 200 and np.abs(nnapi.astype(int) - want).max() == 1
 

@@ -4,7 +4,7 @@ Q10 integer weights), QUANTIZE between quantized types (nnconv: NNAPI's ADD(x, 0
 multiplier) and AVERAGE_POOL_2D of int8 carried as uint8 below API 30 (NNAPI: uint8 rounding half up;
 TFLite: int8 rounding half away from zero); and, found on a litert-torch PT2E ResNet18, an int8 MEAN over
 H and W lowered as AVERAGE_POOL_2D (NNAPI: one rounding; TFLite: two). Each alone stays within 1 LSB of TFLite, and computed TFLite's
-way (verify's rerun, `ExecutionOptions`) equals TFLite's reference kernel bit for bit; verify explains an
+way (verify's rerun, `TfliteArithmetic`) equals TFLite's reference kernel bit for bit; verify explains an
 amplified difference that comes only from them, and still fails a fault on top."""
 
 from __future__ import annotations
@@ -17,17 +17,18 @@ import pytest
 from harness import QuantParams, TfliteBuilder, nnconv_options, single_op_model
 from nnconv.nnapi.enums import OperationType
 from nnconv.parity.session import VerifyOptions, verify
+from nnconv.parity.tflite_arithmetic import TfliteArithmetic
+from nnconv.parity.tflite_squared_difference import squared_difference_steps
 from nnconv.parity.tflite_runner import REFERENCE_KERNELS, TfliteRunner
 from nnconv.pipeline import prepare
 from nnconv.runtime.executor import Executor
 from nnconv.runtime.kernels import KERNELS
-from nnconv.runtime.kernels.registry import ExecutionOptions
+from nnconv.runtime.replacements import Replacements
 from nnconv.tflite.options import Pool2DOptions, ReducerOptions, ResizeBilinearOptions
 from nnconv.tflite.schema_enums import BuiltinOperator as B, Padding
 
 IN_Q = QuantParams(0.05, -3)
-TFLITE_WAY = ExecutionOptions(tflite_resize_integer=True, tflite_requantize=frozenset([0]),
-                              tflite_signed_average=frozenset([0]))
+TFLITE_WAY = TfliteArithmetic(resize=True, requantize=frozenset([0]), signed_average=frozenset([0]))
 
 
 def _resize_model() -> bytes:
@@ -50,12 +51,13 @@ def _average_model() -> bytes:
                                          filter_height=2))
 
 
-def _diffs(model: bytes, api_level: int, options: ExecutionOptions, seed: int = 0) -> np.ndarray:
-    """|ours - TFLite's reference kernel| on seeded int8 inputs of the one-op model."""
+def _diffs(model: bytes, api_level: int, tflite_way: Replacements | None = None, seed: int = 0) -> np.ndarray:
+    """|ours - TFLite's reference kernel| on seeded int8 inputs of the one-op model, computed NNAPI's way or
+    with `tflite_way`."""
     converted = prepare(model, api_level, nnconv_options()).lower_ops()
     rng = np.random.default_rng(seed)
     xs = [rng.integers(-128, 128, spec.shape, dtype=np.int8) for spec in converted.inputs]
-    ours = Executor(converted, options=options).run({s.name: x for s, x in zip(converted.inputs, xs)})[
+    ours = Executor(converted, replacements=tflite_way).run({s.name: x for s, x in zip(converted.inputs, xs)})[
         converted.outputs[0].name]
     if ours.dtype == np.uint8:  # int8 carried as uint8 below API 30
         ours = (ours.astype(np.int16) - 128).astype(np.int8)
@@ -69,7 +71,7 @@ def _diffs(model: bytes, api_level: int, options: ExecutionOptions, seed: int = 
                          ids=["resize_bilinear", "requantize", "average_pool_api29"])
 def test_nnapi_arithmetic_within_1_lsb_and_tflite_way_bit_exact(make, api_level):
     model = make()
-    nnapi = _diffs(model, api_level, ExecutionOptions())
+    nnapi = _diffs(model, api_level)
     assert nnapi.max() == 1 and np.count_nonzero(nnapi) > 0  # NNAPI's own rounding: some values one step apart
     assert _diffs(model, api_level, TFLITE_WAY).max() == 0  # TFLite's arithmetic reproduces TFLite bit for bit
 
@@ -140,11 +142,17 @@ def _squared_difference_model() -> bytes:
 @pytest.mark.parametrize("api_level", [29, 30])  # 29: int8 carried as uint8
 def test_squared_difference_tflite_way_is_bit_exact(api_level):
     """Lowered through float, the exact square rounded once, within 1 LSB of TFLite's fixed point; as one
-    step TFLite's way (`runtime/tflite_way.py`), bit for bit."""
+    step TFLite's way (`parity/tflite_squared_difference.py`), bit for bit."""
     model = _squared_difference_model()
-    nnapi = _diffs(model, api_level, ExecutionOptions())
+    nnapi = _diffs(model, api_level)
     assert nnapi.max() == 1 and np.count_nonzero(nnapi) > 0
-    assert _diffs(model, api_level, ExecutionOptions(tflite_squared_difference=frozenset([0]))).max() == 0
+    assert _diffs(model, api_level, TfliteArithmetic(squared_difference=frozenset([0]))).max() == 0
+    # the step is found in the lowering's form itself (the rule's five operations), not merely nowhere
+    converted = prepare(model, api_level, nnconv_options()).lower_ops()
+    assert [op.type.name for op in converted.model.main.operations] == [
+        "DEQUANTIZE", "DEQUANTIZE", "SUB", "MUL", "QUANTIZE"]
+    (step,) = squared_difference_steps(converted.model.main, frozenset([0]))
+    assert (step.absorbed, step.at) == ((0, 1, 2, 3), 4)
 
 
 
@@ -164,13 +172,13 @@ def _mean_model(shape: tuple[int, ...], keep_dims: bool, q: QuantParams = QuantP
 def test_int8_mean_as_average_pool_tflite_way_is_bit_exact(shape, keep_dims, api_level):
     """NNAPI's AVERAGE_POOL_2D rounds the average once; TFLite's int8 MEAN requantizes the sum with
     MultiplyByQuantizedMultiplier (two roundings: ceil(acc / 4) on 2x2), 1 LSB apart on some values; TFLite's
-    way (`tflite_mean`), bit for bit."""
+    way (`TfliteArithmetic.mean`), bit for bit."""
     model = _mean_model(shape, keep_dims)
     converted = prepare(model, api_level, nnconv_options()).lower_ops()
     assert [op.type for op in converted.model.main.operations][0] is OperationType.AVERAGE_POOL_2D
-    nnapi = _diffs(model, api_level, ExecutionOptions())
+    nnapi = _diffs(model, api_level)
     assert nnapi.max() == 1 and np.count_nonzero(nnapi) > 0
-    assert _diffs(model, api_level, ExecutionOptions(tflite_mean=frozenset([0]))).max() == 0
+    assert _diffs(model, api_level, TfliteArithmetic(mean=frozenset([0]))).max() == 0
 
 
 

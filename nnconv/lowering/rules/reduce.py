@@ -92,7 +92,8 @@ class Mean(Rule):
     truncates the average where AVERAGE_POOL_2D rounds it (measured against TFLite on [7, 7, 16] maps: 1 LSB
     on ~50% of the outputs with MEAN, ~2% with AVERAGE_POOL_2D, whose rounding half up is close to, though
     not exactly, TFLite's requantized sum; on 2x2 maps TFLite's two roundings make ceil(acc / 4), up to
-    half the outputs 1 LSB apart, which verify's rerun proves arithmetic only: `ExecutionOptions.tflite_mean`).
+    half the outputs 1 LSB apart, which verify's rerun proves arithmetic only: parity/tflite_kernels.py's
+    `int8_mean`, which recognizes this form).
     NNAPI's quantized MEAN keeps the input's scale and zero point (and truncates the average). When TFLite's
     output is quantized differently, requantizing that truncated result (the delegate's ADD) loses up to
     s_in / s_out output steps, so nnconv instead computes DEQUANTIZE -> float MEAN -> QUANTIZE into the

@@ -16,7 +16,7 @@ from nnconv.runtime.kernels import (abs, add, argmax, axis_aligned_bbox_transfor
                                     l2_normalization, less, less_equal, local_response_normalization, log, log_softmax,
                                     logical_and, logical_not, logical_or, logistic, lsh_projection, lstm, maximum, mean,
                                     minimum, mirror_pad, mul, neg, not_equal, pack, pad, pooling, pow, prelu, quantize,
-                                    quantized_16bit_lstm, quantized_lstm, random_multinomial, reduce, reduce_ops, relu,
+                                    quantized_16bit_lstm, quantized_lstm, random_multinomial, reduce, relu,
                                     relu1, relu6, reshape, resize_bilinear, resize_nearest_neighbor, reverse, rnn,
                                     roi_align, roi_pooling, rsqrt, select, sin, slice, softmax, space_to_batch_nd,
                                     space_to_depth, split, sqrt, squeeze, strided_slice, sub, svdf, tanh, tile, topk_v2,

@@ -24,17 +24,11 @@ _ACTIVATION = int(BinarySlot.ACTIVATION)
 QuantBinary = Callable[[KernelCall, int], np.ndarray]
 
 
-def arithmetic_kernel(op_type: OperationType, ufunc: np.ufunc, name: str, quant: QuantBinary,
-                      first: Callable[[KernelCall], list[np.ndarray] | None] | None = None) -> KernelFn:
+def arithmetic_kernel(op_type: OperationType, ufunc: np.ufunc, name: str, quant: QuantBinary) -> KernelFn:
     """Registers the kernel of ADD, SUB or MUL (`name`: "add", "sub", "mul"): under the executor the prepared
     float32 or quant8 path, else float (float16 computed in float32), quant8 through the pair table or
-    `quant`, or INT32 (wrap-around, activation NONE only). Slots: `BinarySlot`. `first`, when given, is
-    asked before all of them and answers for the calls it takes (verify's TFLite-arithmetic rerun)."""
+    `quant`, or INT32 (wrap-around, activation NONE only). Slots: `BinarySlot`."""
     def run(call: KernelCall) -> list[np.ndarray]:
-        if first is not None:
-            y_first = first(call)
-            if y_first is not None:
-                return y_first
         y = prepared_float32_binary(call, ufunc, _ACTIVATION)  # under the executor: the prepared path
         if y is None:
             y = prepared_quant8_binary(call, name)  # and the quant8 one, for outputs no table serves

@@ -48,7 +48,7 @@ class QuantFilter:
     # rows are float32 and each run's float32 GEMM is summed exactly in float64.
     chunks: list[tuple[int, int]] | None = None
     chunk_mats: list[np.ndarray] | None = None
-    single_rounding: bool = False  # TFLite's FULLY_CONNECTED rounding (`KernelCall.single_rounding`, verify only)
+    single_rounding: bool = False  # as the call's requantization says (`KernelCall.conv_requantization`)
 
 
 def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activation: int,
@@ -64,14 +64,13 @@ def quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray | None, activati
     w_zp = w_od.zero_point if w_od.type is not OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL else 0
     ws = w.reshape(o, -1).astype(np.int64) - w_zp
     abs_sum = np.abs(ws).sum(axis=1)
-    m, sh = call.conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
+    m, sh, single = call.conv_requantization(in_od.scale, filter_scales(call, 1), out_od.scale)
     b64 = None if b is None else b.astype(np.int64)
     lo, hi = qrange(in_od.type)
     centered_bound = abs_sum * max_abs_offset(in_od.type, in_od.zero_point)
     raw_bound = abs_sum * max(abs(lo), abs(hi))
     folded_bias = (0 if b64 is None else b64) - in_od.zero_point * ws.sum(axis=1)
     og = o // groups
-    single = call.single_rounding
     folded_rq = Requantizer.build(m, sh, folded_bias, out_od, activation, raw_bound, single)
     centered_dtype = exact_matmul_dtype(int(centered_bound.max(initial=0)))
     raw_dtype = exact_matmul_dtype(int(raw_bound.max(initial=0)))

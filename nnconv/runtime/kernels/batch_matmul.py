@@ -33,7 +33,8 @@ def batch_matmul(call: KernelCall) -> list[np.ndarray]:
     a_od, b_od, out = call.in_operands[0], call.in_operands[1], call.out_operands[0]
     if is_quant8(a_od.type):
         acc = np.matmul(a.astype(np.int64) - a_od.zero_point, b.astype(np.int64) - b_od.zero_point)
-        m, s = call.conv_multipliers(a_od.scale, np.asarray([b_od.scale]), out.scale)
+        # the multipliers and shifts (TFLite's single rounding is its FULLY_CONNECTED's: `ConvRequantization`)
+        m, s = call.conv_requantization(a_od.scale, np.asarray([b_od.scale]), out.scale)[:2]
         return [requantize_accumulator(acc, m, s, out, 0)]
     if a_od.type is OperandType.TENSOR_INT32:
         return [wrap32(np.matmul(a.astype(np.int64), b.astype(np.int64))).astype(np.int32)]

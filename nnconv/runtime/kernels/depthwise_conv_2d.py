@@ -56,7 +56,8 @@ def quant_depthwise(call: KernelCall, w: np.ndarray, b: np.ndarray | None, c: in
     ws = w.reshape(kh * kw, oc).astype(np.int64) - w_zp
     bound = np.abs(ws).sum(axis=0) * max_abs_offset(in_od.type, in_od.zero_point)
     dtype = np.int32 if int(bound.max(initial=0)) < (1 << 31) else np.int64
-    m, sh = call.conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
+    # the multipliers and shifts (TFLite's single rounding is its FULLY_CONNECTED's: `ConvRequantization`)
+    m, sh = call.conv_requantization(in_od.scale, filter_scales(call, 1), out_od.scale)[:2]
     return QuantDepthwise(ws.astype(dtype).reshape(kh, kw, c, multiplier), dtype,
                           Requantizer.build(m, sh, b, out_od, activation, bound), m, sh)
 

@@ -79,7 +79,7 @@ class QuantWeights:
     # classifier: 0.6 -> 0.3 ms)
     chunks: list[tuple[int, int]] | None = None
     chunk_matrices: list[np.ndarray] | None = None
-    single_rounding: bool = False  # TFLite's own rounding (`KernelCall.single_rounding`, verify only)
+    single_rounding: bool = False  # as the call's requantization says (`KernelCall.conv_requantization`)
 
 
 def _quant_weights(call: KernelCall, w: np.ndarray, b: np.ndarray | None, act: int) -> QuantWeights:
@@ -88,11 +88,10 @@ def _quant_weights(call: KernelCall, w: np.ndarray, b: np.ndarray | None, act: i
     ws = w.astype(np.int64) - w_od.zero_point
     bound = np.abs(ws).sum(axis=1) * max_abs_offset(in_od.type, in_od.zero_point)
     dtype = exact_matmul_dtype(int(bound.max(initial=0)))
-    m, sh = call.conv_multipliers(in_od.scale, np.asarray([w_od.scale]), out_od.scale)
+    m, sh, single = call.conv_requantization(in_od.scale, np.asarray([w_od.scale]), out_od.scale)
     chunks = None
     if dtype is np.float64:
         chunks = float32_chunks(np.abs(ws).max(axis=0, initial=0) * max_abs_offset(in_od.type, in_od.zero_point))
     mats = None if chunks is None else [np.ascontiguousarray(ws[:, k0:k1].T, dtype=np.float32) for k0, k1 in chunks]
     return QuantWeights(None if chunks is not None else np.ascontiguousarray(ws.T, dtype=dtype), dtype,
-                        Requantizer.build(m, sh, b, out_od, act, bound, call.single_rounding), m, sh, chunks, mats,
-                        call.single_rounding)
+                        Requantizer.build(m, sh, b, out_od, act, bound, single), m, sh, chunks, mats, single)

@@ -16,7 +16,7 @@ import numpy as np
 
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.quantization import is_quant8, requantize_to
-from nnconv.runtime.kernels.reduce_ops import finish_reduction, reduction_axes
+from nnconv.runtime.kernels._reduction import finish_reduction, reduction_axes
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 

@@ -19,8 +19,7 @@ import numpy as np
 
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.operations import window
-from nnconv.nnapi.quantization import (is_quant8, multiply_by_quantized_multiplier, qrange, quantize_multiplier,
-                                       quantized_activation_range)
+from nnconv.nnapi.quantization import is_quant8, qrange, quantized_activation_range
 from nnconv.runtime.kernels._float_activation import apply_float_activation
 from nnconv.runtime.kernels._spatial import (conv_output_size, extract_patches, implicit_padding, nchw_to_nhwc,
                                              nhwc_to_nchw, pad_spatial, window_params)
@@ -169,26 +168,10 @@ def _quantized_average(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndar
     1 / (2 count) from the nearest k + 1/2, more than the float32 error of the division and the two steps
     for |q| <= 256 (3 * 2**-17) while count <= 2**14; larger windows use float64."""
     out = call.out_operands[0]
-    if call.runner is not None and call.operation.source_op is not None \
-            and call.operation.source_op in call.runner.options.tflite_mean:
-        return _tflite_int8_mean(call, x, g)
     dtype = np.float32 if g.filter_h * g.filter_w <= 2 ** 14 else np.float64
-    # verify's TFLite-arithmetic rerun (`ExecutionOptions.tflite_signed_average`): an int8 tensor carried
-    # as uint8 (+128, below API 30) is averaged as TFLite's int8 kernel does, in the signed domain, where
-    # rounding half away from zero differs from uint8's half up for negative averages
-    signed = out.dtype == np.uint8 and call.runner is not None and call.operation.source_op is not None \
-        and call.operation.source_op in call.runner.options.tflite_signed_average
-    if signed:
-        x = x.astype(np.int16) - 128
     q = _reduce_windows(call, x, g, 0, np.add, dtype)
     # a window wholly in the padding sums to 0 and averages to 0
     np.divide(q, np.maximum(_in_bounds_count(call, g, x.shape[1], x.shape[2]), 1), out=q)
-    if signed:
-        negative = np.signbit(q)
-        np.add(q, dtype(0.5), out=q)
-        np.subtract(q, negative, out=q)
-        lo, hi = quantized_activation_range(g.activation, out)
-        return (np.clip(np.trunc(q) + 128, lo, hi)).astype(np.uint8)
     negative = np.signbit(q) if out.dtype != np.uint8 else None  # uint8: q >= 0
     np.add(q, dtype(0.5), out=q)
     if negative is not None:
@@ -199,25 +182,6 @@ def _quantized_average(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndar
     y = q.astype(out.dtype)  # truncates toward zero
     call.give_back(q)
     return y
-
-
-def _tflite_int8_mean(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndarray:
-    """verify's TFLite-arithmetic rerun (`ExecutionOptions.tflite_mean`): an int8 MEAN over H and W, lowered
-    as one whole-window AVERAGE_POOL_2D, computed as TFLite's int8 MEAN kernel does (reference kernels, and
-    the optimized ones without keep_dims): acc = sum(q - zp_in); M, s = QuantizeMultiplier(s_in / s_out);
-    sh = min(floor(log2 n), 32, 31 + s); out = MultiplyByQuantizedMultiplier(acc, (M << sh) // n, s - sh)
-    + zp_out. Its two roundings (ties up, then half away from zero) make ceil(acc / 4) of a 2x2 window where
-    NNAPI rounds acc / 4 once. Only differences from the zero points enter, so int8 carried as uint8 (+128,
-    below API 30) computes the same values in its carrier's range."""
-    x_op, out = call.in_operands[0], call.out_operands[0]
-    n = g.filter_h * g.filter_w
-    acc = _reduce_windows(call, x.astype(np.int64) - x_op.zero_point, g, 0, np.add, np.int64)
-    mult, shift = quantize_multiplier(float(np.float32(x_op.scale)) / float(np.float32(out.scale)))
-    sh = min(n.bit_length() - 1, 32, 31 + shift)
-    y = multiply_by_quantized_multiplier(acc, (mult << sh) // n, shift - sh) + out.zero_point
-    call.give_back(acc)
-    lo, hi = quantized_activation_range(g.activation, out)
-    return np.clip(y, lo, hi).astype(out.dtype)
 
 
 def _average(call: KernelCall, x: np.ndarray, g: _Geometry) -> np.ndarray:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Hashable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -37,33 +37,17 @@ class ExecutionOptions:
     # What the loop timeout is measured with (seconds, monotonic). Tests inject a clock that advances per
     # reading so that a loop's fate does not depend on how loaded the machine is.
     clock: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
-    # Not an NNAPI setting: requantization multipliers of convolutions and matmuls from TFLite's double
-    # product input_scale * filter_scale instead of NNAPI's float32 one (`conv_multipliers`). Only
-    # `verify` sets it, to tell that arithmetic difference apart from a conversion error.
-    tflite_multipliers: bool = False
-    # Not an NNAPI setting either: the TFLite operators (by index) whose NNAPI operations requantize with
-    # TFLite's single rounding (x * M + 2^(s-1)) >> s, as TFLite's FULLY_CONNECTED kernels do, instead of
-    # NNAPI's double rounding (SRDHM then RDBPOT). `verify` sets it with `tflite_multipliers`.
-    tflite_single_rounding: frozenset[int] = frozenset()
-    # Not an NNAPI setting: quantized RESIZE_BILINEAR interpolates in TFLite's Q10 integer arithmetic
-    # (`_resize_tflite`) instead of NNAPI's float32 weights. `verify` sets it with `tflite_multipliers`.
-    tflite_resize_integer: bool = False
-    # Not an NNAPI setting: the TFLite QUANTIZE operators (by index) of a quantized input, lowered as
-    # ADD(x, 0) (NNAPI has no requantization), computed as TFLite's Requantize does instead: one
-    # MultiplyByQuantizedMultiplier by the double in_scale / out_scale. `verify` sets it with the others.
-    tflite_requantize: frozenset[int] = frozenset()
-    # Not an NNAPI setting: the TFLite AVERAGE_POOL_2D operators (by index) of int8 tensors whose uint8
-    # carriers (+128, below API 30) average with TFLite's int8 rounding (half away from zero in the
-    # signed domain) instead of NNAPI's uint8 one (half up). `verify` sets it with the others.
-    tflite_signed_average: frozenset[int] = frozenset()
-    # Not an NNAPI setting: the TFLite int8 SQUARED_DIFFERENCE operators (by index) whose lowered composite
-    # runs as one step in TFLite's fixed-point arithmetic (`nnconv.runtime.tflite_way`), only in runs
-    # without a trace. `verify` sets it with the others.
-    tflite_squared_difference: frozenset[int] = frozenset()
-    # Not an NNAPI setting: the TFLite int8 MEAN operators (by index) over H and W, lowered as one
-    # whole-window AVERAGE_POOL_2D, computed with TFLite's int8 mean arithmetic (two roundings) instead of
-    # NNAPI's average (one rounding). `verify` sets it with the others.
-    tflite_mean: frozenset[int] = frozenset()
+
+
+class ConvRequantization(NamedTuple):
+    """How a convolution or matmul requantizes its int32 accumulators (`KernelCall.conv_requantization`)."""
+
+    multipliers: np.ndarray  # per output channel (one value per tensor: one entry)
+    shifts: np.ndarray
+    # x * M rounded once, (x * M + 2^(s-1)) >> s, where NNAPI's reference rounds twice (SRDHM, then RDBPOT):
+    # TFLite's FULLY_CONNECTED kernels' rounding, which only the kernels of the operations nnconv lowers it to
+    # (FULLY_CONNECTED, CONV_2D) take; the other convolutions and BATCH_MATMUL use the multipliers alone
+    single_rounding: bool
 
 
 def kernel(op_type: OperationType) -> Callable[[KernelFn], KernelFn]:
@@ -127,17 +111,15 @@ class KernelCall:
         value = self.cache[key] = make()
         return value
 
-    def conv_multipliers(self, in_scale: float, filter_scales: np.ndarray,
-                         out_scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """`conv_multipliers` with the execution's choice of product (`ExecutionOptions.tflite_multipliers`)."""
-        tflite = self.runner is not None and self.runner.options.tflite_multipliers
-        return conv_multipliers(in_scale, filter_scales, out_scale, float32_product=not tflite)
-
-    @property
-    def single_rounding(self) -> bool:
-        """This operation requantizes as TFLite's FULLY_CONNECTED does (`ExecutionOptions.tflite_single_rounding`)."""
-        return (self.runner is not None and self.operation.source_op is not None
-                and self.operation.source_op in self.runner.options.tflite_single_rounding)
+    def conv_requantization(self, in_scale: float, filter_scales: np.ndarray,
+                            out_scale: float) -> ConvRequantization:
+        """NNAPI's requantization of a convolution's or matmul's accumulators: the multipliers of
+        `GetQuantizedConvolutionMultipler` (input x filter scale rounded to float32: `conv_multipliers`),
+        applied with two roundings. The kernels ask their call for it so that a caller computing another
+        arithmetic can hand them a call answering otherwise (verify's TFLite arithmetic,
+        nnconv/parity/tflite_kernels.py); the executor's own calls always answer NNAPI's."""
+        multipliers, shifts = conv_multipliers(in_scale, filter_scales, out_scale)
+        return ConvRequantization(multipliers, shifts, single_rounding=False)
 
     def run_prepared(self, key: str) -> np.ndarray | None:
         """The output of the operation prepared under `key` in its cache (a small-map convolution), when it
@@ -147,13 +129,6 @@ class KernelCall:
             return None
         x = self.tensor(0)
         return prepared.run(self, x) if prepared.accepts(x) else None
-
-    @property
-    def tflite_requantize(self) -> bool:
-        """This ADD stands for a TFLite requantizing QUANTIZE to be computed TFLite's way
-        (`ExecutionOptions.tflite_requantize`)."""
-        return (self.runner is not None and self.operation.source_op is not None
-                and self.operation.source_op in self.runner.options.tflite_requantize)
 
     def is_constant(self, i: int) -> bool:
         """Input `i` is a constant operand (its value is the same on every run)."""

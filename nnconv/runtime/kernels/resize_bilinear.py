@@ -15,7 +15,7 @@ it includes `runtime_shape.h`). So quantized results keep the input's quantizati
 up, and int8 ones below -0.5 come out one step above the nearest integer. TFLite's int8 kernels differ from
 that by their Q10 positions too, which drift by up to one position step per 2048 output steps (docs/verify.md:
 a 33x33 -> 257x257 resize of random int8 values, 44 LSB apart); `verify` proves such a difference is this
-arithmetic alone by computing the op TFLite's way (`_resize_tflite.py`, parity/settle.py).
+arithmetic alone by computing the op TFLite's way (nnconv/parity/tflite_resize.py, parity/settle.py).
 
 Speed: the per-axis indices and weights depend only on the geometry and are kept per operation. Float is
 computed separably (interpolate along one axis, then the other, the smaller intermediate first): two
@@ -35,7 +35,6 @@ import numpy as np
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.quantization import is_quant8, qrange
 from nnconv.runtime.kernels._resize import parse_resize, resize_scale
-from nnconv.runtime.kernels._resize_tflite import resize_bilinear_integer
 from nnconv.runtime.kernels._spatial import nhwc_to_nchw
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
@@ -161,10 +160,7 @@ def resize_bilinear(call: KernelCall) -> list[np.ndarray]:
     plan: _Plan = call.memo(("resize_bilinear", x.shape), range(1, call.num_inputs),
                             lambda: _plan(x.shape, p.out_h, p.out_w, p.align_corners, p.half_pixel))
     out = call.out_operands[0]
-    if is_quant8(call.type(0)) and call.runner is not None and call.runner.options.tflite_resize_integer:
-        y = resize_bilinear_integer(x, p.out_h, p.out_w, p.align_corners, p.half_pixel,
-                                    *qrange(out.type)).astype(out.dtype)
-    elif is_quant8(call.type(0)):
+    if is_quant8(call.type(0)):
         y = _quantized(call, x, plan, p.out_h, p.out_w)
     else:
         with np.errstate(invalid="ignore", over="ignore"):  # inf / NaN results are the defined float behaviour

@@ -157,5 +157,6 @@ def _quant_filter(call: KernelCall, w: np.ndarray, b: np.ndarray, act: int) -> _
     bound = np.abs(ws).reshape(o, -1).sum(axis=1) * max_abs_offset(in_od.type, in_od.zero_point)
     dtype = exact_matmul_dtype(int(bound.max(initial=0)))
     matrix = _tap_matrix(ws, dtype)
-    m, sh = call.conv_multipliers(in_od.scale, filter_scales(call, 1), out_od.scale)
+    # the multipliers and shifts (TFLite's single rounding is its FULLY_CONNECTED's: `ConvRequantization`)
+    m, sh = call.conv_requantization(in_od.scale, filter_scales(call, 1), out_od.scale)[:2]
     return _QuantTransposeFilter(matrix, dtype, Requantizer.build(m, sh, b, out_od, act, bound), m, sh)

@@ -1,17 +1,22 @@
 """TFLite's integer RESIZE_BILINEAR (its reference kernel for int8 / int16, `ResizeBilinearInteger`), which
-`verify` runs instead of NNAPI's float interpolation to prove a difference is arithmetic only
-(`ExecutionOptions.tflite_resize_integer`); never an NNAPI semantics.
+`verify`'s rerun computes quantized RESIZE_BILINEAR operations with instead of NNAPI's float interpolation, to
+prove a difference is arithmetic only (nnconv/parity/tflite_arithmetic.py); never an NNAPI semantics.
 
 Positions in Q10: scale_10 = (1024 * in + out // 2) // out (align_corners: (in - 1) and (out - 1));
 src = x * scale_10 (+ scale_10 // 2 - 512 with half_pixel_centers); x0 = max(trunc(src / 1024), 0),
 x1 = min(trunc((src + 1023) / 1024), in - 1); the four products in Q20 are summed in int64 and rounded
 half away from zero ((v +- 2^19) / 2^20, C division). NNAPI's reference weighs in float32 and rounds the
-float sum, so ~1% of values of an upsampling land one step apart.
+float sum (nnconv/runtime/kernels/resize_bilinear.py), so ~1% of values of an upsampling land one step apart.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from nnconv.nnapi.quantization import qrange
+from nnconv.runtime.kernels._resize import parse_resize
+from nnconv.runtime.kernels._spatial import nhwc_to_nchw
+from nnconv.runtime.kernels.registry import KernelCall
 
 ONE_Q10 = 1 << 10
 
@@ -46,3 +51,12 @@ def resize_bilinear_integer(x: np.ndarray, out_h: int, out_w: int, align: bool, 
     acc += np.where(acc > 0, half_unit, -half_unit)
     out = np.sign(acc) * (np.abs(acc) >> 20)  # C division by 2^20: toward zero
     return np.clip(out, lo, hi)
+
+
+def resize_bilinear_integer_kernel(call: KernelCall) -> list[np.ndarray]:
+    """A quantized RESIZE_BILINEAR (either layout, NNAPI's operands) computed by `resize_bilinear_integer`."""
+    p = parse_resize(call)
+    out = call.out_operands[0]
+    y = resize_bilinear_integer(p.x, p.out_h, p.out_w, p.align_corners, p.half_pixel, *qrange(out.type))
+    y = y.astype(out.dtype)
+    return [nhwc_to_nchw(y) if p.nchw else y]

@@ -26,7 +26,7 @@ import weakref
 
 import numpy as np
 
-from nnconv.runtime.kernels.arena_plan import plan_offsets
+from nnconv.runtime.arena_plan import plan_offsets
 
 
 # Smaller arrays come from numpy's allocator: the C library serves them from its heap without faulting
