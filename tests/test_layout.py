@@ -81,8 +81,8 @@ def _operation_tables() -> dict[str, str]:
 PATTERN_TABLES = {
     "EPILOGUE_PRODUCERS": "the producers the executor's fused epilogue kernels finish an activation on",
     "FUSED_TYPES": "every operation some fused step of the executor matches (its patterns' members)",
-    "_COMPOSITE": "the operation sequence the int8 SQUARED_DIFFERENCE lowering emits (TFLite-arithmetic rerun)",
-    "_REQUANTIZING": "the operations verify's TFLite-arithmetic rerun requantizes TFLite's way (parity/, issue 36b)",
+    "CONV_REQUANTIZING": "the quantized operations whose kernels requantize through the call's conv requantization, "
+                         "which verify's TFLite-arithmetic rerun hands TFLite's multipliers",
 }
 
 
