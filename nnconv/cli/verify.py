@@ -14,13 +14,13 @@ from rich.markup import escape
 from rich.text import Text
 
 from nnconv.cli import common
-from nnconv.cli.common import (api_level_option, conversion_options, feature_level_option, target_option,
-                               fold_weights_option, input_shape_option, handle_errors, max_memory_option,
-                               resolve_api_level, resolve_max_memory, threads_option, verbosity_options,
-                               warn_deprecated, warn_inapplicable)
-from nnconv.cli.image_options import image_options, image_preprocessing
-from nnconv.cli.npz_io import load_npz, save_npz
-from nnconv.cli.scale import Batch, scale_options
+from nnconv.cli.common import (api_level_option, feature_level_option, target_option, fold_weights_option,
+                               input_shape_option, handle_errors, max_memory_option, parsed, threads_option,
+                               verbosity_options)
+from nnconv.cli.image_options import image_options
+from nnconv.cli.npz_io import save_npz
+from nnconv.cli.scale import scale_options
+from nnconv.cli.verify_options import VerifyCommand
 from nnconv.errors import EXIT_BAD_INPUT, EXIT_FAILURE, failure_line
 from nnconv.fmt import format_number, format_shape, print_wrapped
 from nnconv.report.junit import verify_cases
@@ -29,7 +29,7 @@ from nnconv.report.tables import Col, fitted_table
 
 if TYPE_CHECKING:  # the parity stage is imported lazily, when verify runs
     from nnconv.parity.per_op import PerOpReport
-    from nnconv.parity.session import VerifyOptions, VerifyReport
+    from nnconv.parity.session import VerifyReport
     from nnconv.parity.verify import OutputParity, ParityReport
 
 TOP_OPS = 5  # ops by error shown besides the first divergent one
@@ -100,62 +100,21 @@ Examples:
 @max_memory_option
 @verbosity_options
 @handle_errors
-def verify(models: tuple[str, ...], api_level: int | None, feature_level: int | None, inputs_path: str | None,
-           seed: int | None, input_range: tuple[float, float] | None, image: str | None,
-           reference_path: str | None, save_reference: str | None, kernels: str, per_op: bool, relax_fp16: bool,
-           atol: float | None, rtol: float | None, max_lsb: int | None, allow_partial: bool, jobs: int,
-           node_data: str | None, fmt: str, target: str, fold_weights: bool, input_shapes: tuple[str, ...], threads: int,
-           max_memory: str | None, shard: tuple[int, int] | None, junit: str | None, dataset: str | None,
-           samples: int | None, save_repro: str | None, scheduler: str | None, fail_on: str | None) -> None:
+@parsed(VerifyCommand.from_params)
+def verify(command: VerifyCommand) -> None:
     """Convert MODELS (files or folders), run them on our executor and on TFLite, and compare every output."""
-    from nnconv.tflite.model_paths import named_models
-    from nnconv.parity.session import VerifyOptions, option_conflicts
-    from nnconv.parity.tolerances import ToleranceOverrides
-    level = resolve_api_level(api_level, feature_level)
-    preprocessing = image_preprocessing()
-    conflicts = option_conflicts(inputs=inputs_path is not None, seed=seed is not None, image=image is not None,
-                                 input_range=input_range is not None, reference=reference_path is not None,
-                                 per_op=per_op, relax_fp16=relax_fp16, node_data=node_data is not None,
-                                 dataset=dataset is not None, samples=samples is not None,
-                                 save_repro=save_repro is not None, preprocessing=preprocessing is not None)
-    if conflicts:
-        raise click.UsageError(conflicts[0])
-    named = named_models(models, shard)
-    paths = [path for path, _ in named]
-    several = len(paths) != 1 or shard is not None or scheduler is not None or \
-        any(os.path.isdir(m) for m in models)
-    if several and any(x is not None for x in (inputs_path, image, reference_path, save_reference, node_data,
-                                                save_repro)):
-        raise click.UsageError("--inputs, --image, --reference, --save-reference, --save-repro and --node-data "
-                               "take one model")
-    warn_deprecated(level)
-    warn_inapplicable(level, relax_fp16=relax_fp16)
-    overrides = ToleranceOverrides(atol, rtol, max_lsb) if (atol, rtol, max_lsb) != (None, None, None) else None
-    limit = resolve_max_memory(max_memory)
-    options = VerifyOptions(
-        api_level=level, conversion=conversion_options(fold_weights, relax_fp16, input_shapes, target), kernels=kernels,
-        seed=seed,
-        input_range=input_range, inputs=load_npz(inputs_path, limit) if inputs_path else None,
-        inputs_source=inputs_path or "", image=image,
-        reference=load_npz(reference_path, limit) if reference_path else None,
-        reference_source=reference_path or "", per_op=per_op, relax_fp16=relax_fp16, allow_partial=allow_partial,
-        overrides=overrides, threads=threads, executor_options={"max_memory": limit}, dataset=dataset,
-        samples=samples, max_bytes=limit, save_repro=save_repro, fail_on_uninformative=fail_on == "uninformative",
-        preprocessing=preprocessing)
-    batch = Batch(shard, junit, scheduler)
-    if several:
-        code = _verify_several(paths, [name for _, name in named], options, jobs, fmt, batch)
-    else:
-        code = _verify_one(paths[0], options, fmt, save_reference, node_data, batch, save_repro)
+    code = _verify_several(command) if command.several else _verify_one(command)
     if code:
         raise SystemExit(code)
 
 
-def _verify_one(path: str, options: VerifyOptions, fmt: str, save_reference: str | None, node_data: str | None,
-                batch: Batch, save_repro: str | None = None) -> int:
+def _verify_one(command: VerifyCommand) -> int:
+    """One model's report (its table, or JSON), and the files it was asked to write."""
     from nnconv.parity.batch import ERROR, FAIL, PASS, ModelResult
     from nnconv.cli.verify_dataset import print_dataset_report, sample_progress
     from nnconv.parity.session import save_reference_outputs, verify as verify_model
+    (path, _), options, batch = command.models[0], command.options, command.batch
+    save_reference, node_data, save_repro = command.save_reference, command.node_data, options.save_repro
     try:
         with sample_progress() as advance:
             report = verify_model(path, options, advance)
@@ -179,7 +138,7 @@ def _verify_one(path: str, options: VerifyOptions, fmt: str, save_reference: str
     if node_data is not None:
         from nnconv.report.node_data import per_op_node_data, write_node_data
         common.info(write_node_data(node_data, per_op_node_data(report, path), path))
-    if fmt == "json":
+    if command.fmt == "json":
         common.emit(json.dumps(report.to_json(), indent=2))
     elif common.verbosity == common.QUIET:
         common.out.print(report.verdict, markup=False)
@@ -214,18 +173,19 @@ def _print_details(report: VerifyReport) -> None:
         common.record_timing(phase, seconds)
 
 
-def _verify_several(paths: Sequence[str], names: Sequence[str], options: VerifyOptions, jobs: int, fmt: str,
-                    batch: Batch) -> int:
+def _verify_several(command: VerifyCommand) -> int:
     """One row per model, named as `named_models` names it (relative to the folder given), never truncated;
     -q prints one line per model."""
     from nnconv.parity.batch import ERROR, batch_json, exit_code, summary, verify_one
     from nnconv.report.render import progress
-    results = progress(paths, common.err, functools.partial(verify_one, options=options), jobs, verb="verifying",
-                       scheduler=batch.scheduler)
+    paths, names = [path for path, _ in command.models], [name for _, name in command.models]
+    options, batch = command.options, command.batch
+    results = progress(paths, common.err, functools.partial(verify_one, options=options), command.jobs,
+                       verb="verifying", scheduler=batch.scheduler)
     for r, name in zip(results, names):
         r.name = name
     batch.write_junit("nnconv.verify", verify_cases(results, options.api_level, dict(zip(paths, names))))
-    if fmt == "json":
+    if command.fmt == "json":
         common.emit(json.dumps(batch_json(results), indent=2))
         return exit_code(results)
     rows, styles = [], []

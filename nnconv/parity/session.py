@@ -19,7 +19,7 @@ import functools
 import os
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import AbstractSet, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -89,40 +89,73 @@ class VerifyOptions:
         not exist, the model computes in float32, and no relaxed driver is simulated (the CLI warns)."""
         return self.relax_fp16 and self.api_level >= RELAX_FP16_MIN_API
 
+    def given(self) -> set[str]:
+        """The options set, by the names the command line gives them (what `option_conflicts` reads)."""
+        fields = {"--inputs": self.inputs, "--seed": self.seed, "--image": self.image,
+                  "--input-range": self.input_range, "--reference": self.reference, "--dataset": self.dataset,
+                  "--samples": self.samples, "--save-repro": self.save_repro,
+                  "--per-op": self.per_op or None, "--relax-fp16": self.relax_fp16 or None}
+        if self.preprocessing is not None:
+            fields.update({"--input-layout": self.preprocessing.layout, "--input-mean": self.preprocessing.mean,
+                           "--input-std": self.preprocessing.std})
+        return {name for name, value in fields.items() if value is not None}
+
     def check(self) -> None:
-        conflicts = option_conflicts(inputs=self.inputs is not None, seed=self.seed is not None,
-                                     image=self.image is not None, input_range=self.input_range is not None,
-                                     reference=self.reference is not None, per_op=self.per_op,
-                                     relax_fp16=self.relax_fp16, dataset=self.dataset is not None,
-                                     samples=self.samples is not None, save_repro=self.save_repro is not None,
-                                     preprocessing=self.preprocessing is not None)
+        conflicts = option_conflicts(self.given())
         if conflicts:
             raise InputDataError(conflicts[0])
         if self.image is not None or self.dataset is not None:
             self.image_preprocessing().check()
 
 
-def option_conflicts(*, inputs: bool = False, seed: bool = False, image: bool = False, input_range: bool = False,
-                     reference: bool = False, per_op: bool = False, relax_fp16: bool = False,
-                     node_data: bool = False, dataset: bool = False, samples: bool = False,
-                     save_repro: bool = False, preprocessing: bool = False) -> list[str]:
-    """Every pair of `verify` options that exclude each other, given which were set: the one list of them, asked
-    by the command line (before it loads any file) and by `VerifyOptions.check` (library callers)."""
-    rules = [
-        (inputs and seed, "--inputs and --seed exclude each other: the inputs are given, nothing is random"),
-        (image and (inputs or seed), "--image excludes --inputs and --seed"),
-        (inputs and input_range, "--input-range applies to random inputs, not to --inputs"),
-        (reference and (per_op or relax_fp16), "--reference compares outputs only: it excludes --per-op and "
-                                               "--relax-fp16"),
-        (node_data and not per_op, "--node-data needs --per-op (the overlay shows each op's error)"),
-        (dataset and (inputs or image or seed or reference or relax_fp16),
-         "--dataset gives the inputs: it excludes --inputs, --image, --seed, --reference and --relax-fp16"),
-        (samples and not dataset, "--samples needs --dataset"),
-        (save_repro and not per_op, "--save-repro needs --per-op (the repro is the first divergent op)"),
-        (preprocessing and not (image or dataset), "--input-layout, --input-mean and --input-std say how images "
-                                                   "become inputs: they need --image or --dataset"),
-    ]
-    return [message for broken, message in rules if broken]
+# Not an option: the command line verifies several models (several given, a folder, a shard, a cluster).
+SEVERAL_MODELS = "MODELS..."
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """Options that do not go together: when any of `given` is set, none of `excludes` may be, and one of
+    `needs` must be (when there are any)."""
+
+    given: frozenset[str]
+    message: str
+    excludes: frozenset[str] = frozenset()
+    needs: frozenset[str] = frozenset()
+
+    def broken(self, options: AbstractSet[str]) -> bool:
+        return bool(self.given & options) and bool(self.excludes & options or self.needs and
+                                                   not self.needs & options)
+
+
+def _rule(given: str, message: str, excludes: str = "", needs: str = "") -> _Rule:
+    return _Rule(frozenset(given.split()), message, frozenset(excludes.split()), frozenset(needs.split()))
+
+
+# Every pair of `verify` options that exclude each other: the one list, which the command line asks before it
+# reads any file (and again, with SEVERAL_MODELS, once it has listed the models) and `VerifyOptions.check`
+# for library callers. The first broken rule is the one reported.
+VERIFY_RULES = (
+    _rule("--inputs", "--inputs and --seed exclude each other: the inputs are given, nothing is random",
+          excludes="--seed"),
+    _rule("--image", "--image excludes --inputs and --seed", excludes="--inputs --seed"),
+    _rule("--inputs", "--input-range applies to random inputs, not to --inputs", excludes="--input-range"),
+    _rule("--reference", "--reference compares outputs only: it excludes --per-op and --relax-fp16",
+          excludes="--per-op --relax-fp16"),
+    _rule("--node-data", "--node-data needs --per-op (the overlay shows each op's error)", needs="--per-op"),
+    _rule("--dataset", "--dataset gives the inputs: it excludes --inputs, --image, --seed, --reference and "
+                       "--relax-fp16", excludes="--inputs --image --seed --reference --relax-fp16"),
+    _rule("--samples", "--samples needs --dataset", needs="--dataset"),
+    _rule("--save-repro", "--save-repro needs --per-op (the repro is the first divergent op)", needs="--per-op"),
+    _rule("--input-layout --input-mean --input-std", "--input-layout, --input-mean and --input-std say how "
+          "images become inputs: they need --image or --dataset", needs="--image --dataset"),
+    _rule(SEVERAL_MODELS, "--inputs, --image, --reference, --save-reference, --save-repro and --node-data take "
+                          "one model", excludes="--inputs --image --reference --save-reference --save-repro --node-data"),
+)
+
+
+def option_conflicts(given: AbstractSet[str]) -> list[str]:
+    """What `VERIFY_RULES` says of the options `given` (command-line names), first broken rule first."""
+    return [rule.message for rule in VERIFY_RULES if rule.broken(given)]
 
 
 def verify(model: str | os.PathLike, options: VerifyOptions | None = None,
