@@ -12,7 +12,8 @@ from nnconv.cli.check import check
 from nnconv.cli.ops import ops
 from nnconv.devices.render import DEVICE_FORMATS, DeviceFormat, device_format
 from nnconv.errors import InputDataError, InternalError
-from nnconv.parity.session import SEVERAL_MODELS, VerifyOptions, option_conflicts
+from nnconv.parity.conflicts import SEVERAL_MODELS, option_conflicts
+from nnconv.parity.session import VerifyOptions
 from nnconv.report.formats import CHECK_FORMATS, CheckFormat
 from nnconv.report.ops_doc import OPS_FORMATS
 

@@ -112,12 +112,13 @@ def _verify_one(command: VerifyCommand) -> int:
     """One model's report (its table, or JSON), and the files it was asked to write."""
     from nnconv.parity.batch import ERROR, FAIL, PASS, ModelResult
     from nnconv.cli.verify_dataset import print_dataset_report, sample_progress
-    from nnconv.parity.session import save_reference_outputs, verify as verify_model
+    from nnconv.parity.session import Verification
     (path, _), options, batch = command.models[0], command.options, command.batch
     save_reference, node_data, save_repro = command.save_reference, command.node_data, options.save_repro
+    verification = Verification(path, options)  # prepared once, for the report and --save-reference
     try:
         with sample_progress() as advance:
-            report = verify_model(path, options, advance)
+            report = verification.report(advance)
     except Exception as e:  # the JUnit report still records the model, in error; the error ends the command
         line, code = failure_line(e)
         batch.write_junit("nnconv.verify", verify_cases([ModelResult(path, ERROR, 0.0, error=line, exit_code=code)],
@@ -132,7 +133,7 @@ def _verify_one(command: VerifyCommand) -> int:
     result = ModelResult(path, PASS if report.passed else FAIL, report.seconds, report.to_json())
     batch.write_junit("nnconv.verify", verify_cases([result], options.api_level))
     if save_reference is not None:
-        saved = save_reference_outputs(path, options)
+        saved = verification.tflite_outputs()
         save_npz(save_reference, saved)
         common.info(f"wrote {save_reference}: TFLite's outputs " + ", ".join(saved) + " (--reference reads it)")
     if node_data is not None:

@@ -1,7 +1,7 @@
 """What `nnconv verify` was asked, parsed once into a `VerifyCommand` (`from_params`, the command's `parsed`
 builder): the models, what each model's verify is asked (`VerifyOptions`, nnconv/parity/session.py), and
 what the command does around them (format, processes, JUnit report, files it writes). Options that do not go
-together are refused by the one list of them (`session.VERIFY_RULES`) before any file is read."""
+together are refused by the one list of them (nnconv/parity/conflicts.py) before any file is read."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ class VerifyCommand:
     def from_params(cls, params: Mapping[str, Any]) -> "VerifyCommand":
         """The command's click parameters, in the order their errors are reported: the level, the conflicts
         (before any file is read), the models, the warnings, then the files the options name."""
-        from nnconv.parity.session import SEVERAL_MODELS, VerifyOptions, option_conflicts
+        from nnconv.parity.conflicts import SEVERAL_MODELS, option_conflicts
+        from nnconv.parity.session import VerifyOptions
         from nnconv.parity.tolerances import ToleranceOverrides
         from nnconv.tflite.model_paths import named_models
         level = resolve_api_level(params["api_level"], params["feature_level"])

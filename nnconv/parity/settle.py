@@ -30,6 +30,7 @@ from nnconv.errors import NnconvError
 from nnconv.nnapi.enums import OperationType
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.nnapi.quantization import is_quant8
+from nnconv.parity.executors import Executors, KernelSet
 from nnconv.parity.tflite_runner import REFERENCE_KERNELS
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.verify import OutputParity, ParityReport, TfliteReference, run_parity
@@ -114,6 +115,11 @@ class ArithmeticDifferences:
                        tflite_requantize=self.requantize, tflite_signed_average=self.signed_average,
                        tflite_squared_difference=self.squared_difference, tflite_mean=self.mean)
 
+    def kernel_set(self, base: ExecutionOptions | None = None) -> KernelSet:
+        """Our executor computing every difference TFLite's way (`options`), as one kernel set of the
+        verify's executors (parity/executors.py)."""
+        return KernelSet("TFLite's arithmetic", {"options": self.options(base)})
+
     def describe(self) -> str:
         """`#0 RESIZE_BILINEAR: float32 weights, ...; #4 FULLY_CONNECTED: requantized with two roundings ...`."""
         return "; ".join(c.describe() for c in self.causes) or "no operation known to round differently"
@@ -125,22 +131,24 @@ def differences_of(reference: TfliteReference, converted: ConvertedModel) -> Ari
 
 def compare_with_reference_kernels(report: ParityReport, reference: TfliteReference, converted: ConvertedModel,
                                    feed: Mapping[str, np.ndarray], overrides: ToleranceOverrides | None = None,
-                                   executor_options: Mapping[str, Any] | None = None) -> None:
+                                   executors: Executors | None = None) -> None:
     """Settles the quantized outputs of `report` (compared with TFLite's optimized builtin or XNNPACK
     kernels) that are out of tolerance: within tolerance of TFLite's reference kernels, they pass and say
     which kernels they matched; else within tolerance of them computed TFLite's way (the module docstring),
     they pass naming the operations of this model whose NNAPI arithmetic differs. Rows are updated in place;
-    an interpreter that cannot run the model leaves them as they are."""
+    an interpreter that cannot run the model leaves them as they are. `executors`: our side of the verify,
+    whose outputs on `feed` `report` compared (parity/executors.py)."""
+    executors = executors or Executors()
     try:
         ref = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
-                         executor_options=executor_options)
+                         executors=executors)
     except NnconvError:
         return
     by_name = {o.name: o for o in ref.outputs}
     unexplained = {o.name for o in report.outputs if not o.passed and o.max_lsb is not None
                    and o.name in by_name and not by_name[o.name].passed}
     differences = differences_of(reference, converted)
-    tflite_way = with_tflite_arithmetic(reference, converted, feed, differences, overrides, executor_options) \
+    tflite_way = with_tflite_arithmetic(reference, converted, feed, differences, overrides, executors) \
         if unexplained else {}
     for o in report.outputs:
         r = by_name.get(o.name)
@@ -168,14 +176,13 @@ def compare_with_reference_kernels(report: ParityReport, reference: TfliteRefere
 
 def with_tflite_arithmetic(reference: TfliteReference, converted: ConvertedModel, feed: Mapping[str, np.ndarray],
                            differences: ArithmeticDifferences, overrides: ToleranceOverrides | None,
-                           executor_options: Mapping[str, Any] | None) -> dict[str, OutputParity]:
-    """Our outputs computed TFLite's way (`differences.options`) against TFLite's reference kernels, by
+                           executors: Executors) -> dict[str, OutputParity]:
+    """Our outputs computed TFLite's way (`differences.kernel_set`) against TFLite's reference kernels, by
     output name; empty when TFLite fails."""
-    extra = dict(executor_options or {})
-    extra["options"] = differences.options(extra.get("options"))
+    tflite_way = differences.kernel_set(executors.options.get("options"))
     try:
         report = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
-                            executor_options=extra)
+                            executors=executors, our_kernels=tflite_way)
     except NnconvError:
         return {}
     return {o.name: o for o in report.outputs}
