@@ -10,6 +10,8 @@ from click.testing import CliRunner
 from nnconv.cli import main
 from nnconv.cli.check import check
 from nnconv.cli.ops import ops
+from nnconv.cli.verify import verify
+from nnconv.cli.verify_render import VERIFY_FORMATS, VerifyFormat
 from nnconv.devices.render import DEVICE_FORMATS, DeviceFormat, device_format
 from nnconv.errors import InputDataError, InternalError
 from nnconv.parity.conflicts import SEVERAL_MODELS, option_conflicts
@@ -26,7 +28,9 @@ def _format_choices(command: click.Command) -> list[str]:
 def test_the_commands_offer_their_registries() -> None:
     assert _format_choices(check) == list(CHECK_FORMATS) == ["table", "json", "csv", "md"]
     assert _format_choices(ops) == list(OPS_FORMATS)
+    assert _format_choices(verify) == list(VERIFY_FORMATS) == ["table", "json"]
     assert all(isinstance(f, CheckFormat) and f.name == name for name, f in CHECK_FORMATS.items())
+    assert all(isinstance(f, VerifyFormat) and f.name == name for name, f in VERIFY_FORMATS.items())
 
 
 def test_check_device_renders_every_check_format() -> None:
