@@ -28,6 +28,7 @@ class _Rule:
 
 
 def _rule(given: str, message: str, excludes: str = "", needs: str = "") -> _Rule:
+    """A rule whose option names are written apart by spaces."""
     return _Rule(frozenset(given.split()), message, frozenset(excludes.split()), frozenset(needs.split()))
 
 
@@ -47,7 +48,8 @@ VERIFY_RULES = (
     _rule("--input-layout --input-mean --input-std", "--input-layout, --input-mean and --input-std say how "
           "images become inputs: they need --image or --dataset", needs="--image --dataset"),
     _rule(SEVERAL_MODELS, "--inputs, --image, --reference, --save-reference, --save-repro and --node-data take "
-                          "one model", excludes="--inputs --image --reference --save-reference --save-repro --node-data"),
+                          "one model",
+          excludes="--inputs --image --reference --save-reference --save-repro --node-data"),
 )
 
 

@@ -296,7 +296,8 @@ class Verification:
             if kernels != opts.kernels:
                 report.per_op.kernels_note = (f"not --kernels {opts.kernels}, which hides the intermediate tensors it "
                                               f"computes")
-            if kernels == BUILTIN_KERNELS and any(e.status != PASS and e.lsb is not None for e in report.per_op.entries):
+            if kernels == BUILTIN_KERNELS and any(e.status != PASS and e.lsb is not None
+                                                  for e in report.per_op.entries):
                 # As for outputs (partitioned.py): quantized tensors are judged against TFLite's reference kernels,
                 # whose integer arithmetic the NNAPI reference follows, when they explain more of the differences.
                 try:
