@@ -44,7 +44,8 @@ def check_devices(model, devices, api_level: int = DEFAULT_API_LEVEL, options=No
     `ConversionOptions`."""
     from nnconv.devices.device_check import check_with_devices
     from nnconv.devices.profile import resolve_profiles
-    return check_with_devices(model, int(api_level), resolve_profiles(list(devices)), options)
+    from nnconv.lowering.convert import target_level
+    return check_with_devices(model, target_level(api_level), resolve_profiles(list(devices)), options)
 
 
 def rewrite_model(model, api_level: int = DEFAULT_API_LEVEL, input_shapes=(), seed: int = 0, inputs=None):

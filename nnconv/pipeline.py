@@ -16,7 +16,6 @@ model twice, and partition-wise `verify` lowers with the user's own options.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence, SupportsInt
 
@@ -24,9 +23,9 @@ from nnconv.delegate.conversion import DelegateConversion
 from nnconv.errors import ConversionError
 from nnconv.lowering.check_report import ConversionResult, Lowered, Report, check_ops
 from nnconv.lowering.context import ConversionState
-from nnconv.lowering.convert import ConversionOptions, io_spec, lower_ops, make_state, state_at_level
+from nnconv.lowering.convert import ConversionOptions, io_spec, lower_ops, make_state, state_at_level, target_level
 from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, build_plan
-from nnconv.nnapi.levels import DEFAULT_API_LEVEL
+from nnconv.nnapi.levels import DEFAULT_API_LEVEL, ApiLevel
 from nnconv.nnapi.program import ConvertedModel, IoTensor
 from nnconv.targets import Target
 from nnconv.tflite.input_shapes import resize_inputs
@@ -42,7 +41,7 @@ class PreparedConversion:
 
     target = Target.NNCONV
 
-    def __init__(self, model: TfliteModel, api_level: int, options: ConversionOptions,
+    def __init__(self, model: TfliteModel, api_level: ApiLevel, options: ConversionOptions,
                  source: str | os.PathLike | bytes | None = None, rewritten: ConversionState | None = None) -> None:
         # inputs at the shapes the user chose (`--input-shape`), as TFLite's strict input resize allows them
         self.model = resize_inputs(model, options.input_shapes) if rewritten is None else model
@@ -60,7 +59,7 @@ class PreparedConversion:
     def at_level(self, api_level: SupportsInt) -> "PreparedConversion":
         """The same model and options at another API level (`check --api-level all`): the read and rewritten
         model and every op check already made at any level are shared, not redone."""
-        return PreparedConversion(self.model, _api_level_int(api_level), self.options, self.source, self.state)
+        return PreparedConversion(self.model, target_level(api_level), self.options, self.source, self.state)
 
     # -- check ----------------------------------------------------------------------------------------
     @cached_property
@@ -156,24 +155,22 @@ class PreparedConversion:
         return [io_spec(self.state, sg, t) for t in tensors]
 
 
-def _api_level_int(api_level: SupportsInt) -> int:
-    return int(api_level)  # an int or an ApiLevel: the lowering works on the plain number
-
-
 def prepare(model: ModelSource, api_level: SupportsInt = DEFAULT_API_LEVEL,
             options: ConversionOptions | None = None) -> "PreparedConversion | DelegateConversion":
     """Reads `model` (a path, bytes, or an already read TfliteModel) for `api_level` and the target of
     `options` (default: TFLite's NNAPI delegate, what phones run): a `DelegateConversion`, or for
-    `Target.NNCONV` a `PreparedConversion` (read and rewritten). Every later stage runs on demand."""
+    `Target.NNCONV` a `PreparedConversion` (read and rewritten). Every later stage runs on demand.
+    `api_level`: an `ApiLevel` (what the command line parses), which every stage takes as it is, or a number."""
     options = options or ConversionOptions()
+    level = target_level(api_level)
     if isinstance(model, TfliteModel):
         read, source = model, None
     else:
         source = bytes(model) if isinstance(model, (bytes, bytearray, memoryview)) else model
         read = read_model(source)
     if options.target is Target.DELEGATE:
-        return DelegateConversion(read, api_level, options, source=source)
-    return PreparedConversion(read, _api_level_int(api_level), options, source=source)
+        return DelegateConversion(read, level, options, source=source)
+    return PreparedConversion(read, level, options, source=source)
 
 
 # -- the Python API ---------------------------------------------------------------------------------

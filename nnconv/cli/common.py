@@ -1,5 +1,5 @@
 """What every `nnconv` command shares: the consoles, the one-line error handling with its exit codes, the API
-level options and the conversion options.
+level options and the conversion options, and `parsed`: a command's options as one object.
 
 Commands read the consoles as `common.out` / `common.err` (module attributes), since `main` rebuilds them on
 every invocation.
@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 import click
 from rich.console import Console
@@ -243,6 +243,23 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+Options = TypeVar("Options")
+
+
+def parsed(build: Callable[[Mapping[str, Any]], Options]) -> Callable[[Callable[[Options], None]],
+                                                                     Callable[..., None]]:
+    """A command whose function takes one options object. click calls a command's function with a keyword per
+    option; `build` turns them, all at once, into the command's options, where they are parsed and checked
+    against each other, so that no function passes a dozen of them along. Goes below `handle_errors`, which
+    then reports `build`'s errors as the command's."""
+    def decorate(fn: Callable[[Options], None]) -> Callable[..., None]:
+        @functools.wraps(fn)
+        def command(**params: Any) -> None:
+            fn(build(params))
+        return command
+    return decorate
+
+
 def resolve_api_level(api_level: int | str | None, feature_level: int | None, also: str = "") -> ApiLevel:
     """The target of --api-level / --feature-level (`ApiLevel.resolve`: default 30, 32 reported as 32), for
     every command; `also` names what else the command's --api-level takes (check: " or 'all'")."""
@@ -256,8 +273,8 @@ def resolve_api_level(api_level: int | str | None, feature_level: int | None, al
         raise click.BadParameter(f"{e}{also}", param_hint="--api-level") from None
 
 
-def warn_deprecated(level: int) -> None:
-    warning = ApiLevel(level).deprecation_warning()
+def warn_deprecated(level: ApiLevel) -> None:
+    warning = level.deprecation_warning()
     if warning:
         warn(warning)
 

@@ -5,6 +5,8 @@ against nnconv's host recorder with --check-c."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 import click
 
@@ -16,6 +18,7 @@ from nnconv.cli.common import (
     fold_weights_option,
     input_shape_option,
     handle_errors,
+    parsed,
     relax_option,
     resolve_api_level,
     target_option,
@@ -24,6 +27,8 @@ from nnconv.cli.common import (
     warn_inapplicable,
 )
 from nnconv.errors import ConversionError, NnconvError
+from nnconv.lowering.convert import ConversionOptions
+from nnconv.nnapi.levels import ApiLevel
 from nnconv.fmt import plural
 from nnconv.report.render import ops_range
 
@@ -31,6 +36,45 @@ EPILOG = """\b
 Examples:
   nnconv convert model.tflite -o model.nnapi --api-level 29
   nnconv convert model.tflite -o model.nnapi --allow-partial --emit-c model.c --check-c"""
+
+
+@dataclass(frozen=True)
+class ConvertCommand:
+    """What one `nnconv convert` writes, parsed and checked before anything is converted (`from_params`)."""
+
+    model: str
+    output: str
+    level: ApiLevel
+    conversion: ConversionOptions
+    allow_partial: bool = False
+    emit_c: str | None = None  # the C source to write beside the .nnapi file
+    c_prefix: str = ""  # the C symbols' prefix, checked
+    check_c: bool = False
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> "ConvertCommand":
+        """The command's click parameters, checked in the order their errors are reported: the C options,
+        the output paths and the compiler (so a bad one leaves no output behind), then the level and the
+        conversion options."""
+        from nnconv.nnapi.emit_c import c_prefix_for, check_c_prefix, header_path_for
+        from nnconv.safe_write import output_target
+        output, emit_c, c_prefix = params["output"], params["emit_c_path"], params["c_prefix"]
+        if (params["check_c"] or c_prefix is not None) and not emit_c:
+            raise NnconvError("--check-c and --c-prefix apply to the C source: add --emit-c OUT.c")
+        prefix = check_c_prefix(c_prefix if c_prefix is not None else c_prefix_for(params["model"]))
+        for path in (output, emit_c, emit_c and header_path_for(emit_c)):
+            if path:
+                output_target(path)  # a directory or device is refused before the conversion, not after it
+        if params["check_c"]:
+            from nnconv.nnapi.ndk.check import find_compiler
+            find_compiler()  # no compiler: say so before converting anything
+        level = resolve_api_level(params["api_level"], params["feature_level"])
+        warn_deprecated(level)
+        warn_inapplicable(level, relax_fp16=params["relax_fp16"])
+        conversion = conversion_options(params["fold_weights"], params["relax_fp16"], params["input_shapes"],
+                                        params["target"])
+        return cls(params["model"], output, level, conversion, params["allow_partial"], emit_c, prefix,
+                   params["check_c"])
 
 
 @click.command(short_help="Convert a .tflite model into an NNAPI model file (.nnapi).", epilog=EPILOG)
@@ -55,28 +99,13 @@ Examples:
                    ".nnapi file: exit 1 with the first difference.")
 @verbosity_options
 @handle_errors
-def convert(model: str, output: str, api_level: int | None, feature_level: int | None, allow_partial: bool,
-            target: str, fold_weights: bool, input_shapes: tuple[str, ...], relax_fp16: bool, emit_c_path: str | None,
-            c_prefix: str | None, check_c: bool) -> None:
+@parsed(ConvertCommand.from_params)
+def convert(command: ConvertCommand) -> None:
     """Convert MODEL (.tflite) into an NNAPI model file (.nnapi)."""
     from nnconv.nnapi import serialize
-    from nnconv.nnapi.emit_c import c_prefix_for, check_c_prefix, header_path_for
-    from nnconv.safe_write import output_target
-    if (check_c or c_prefix is not None) and not emit_c_path:
-        raise NnconvError("--check-c and --c-prefix apply to the C source: add --emit-c OUT.c")
-    # Checked before converting, so a bad prefix or output path leaves no output behind.
-    prefix = check_c_prefix(c_prefix if c_prefix is not None else c_prefix_for(model))
-    for path in (output, emit_c_path, emit_c_path and header_path_for(emit_c_path)):
-        if path:
-            output_target(path)  # a directory or device is refused before the conversion, not after it
-    if check_c:
-        from nnconv.nnapi.ndk.check import find_compiler
-        find_compiler()  # no compiler: say so before converting anything
     from nnconv.pipeline import prepare
-    level = resolve_api_level(api_level, feature_level)
-    warn_deprecated(level)
-    warn_inapplicable(level, relax_fp16=relax_fp16)
-    prepared = prepare(model, level, conversion_options(fold_weights, relax_fp16, input_shapes, target))
+    output, level, allow_partial = command.output, command.level, command.allow_partial
+    prepared = prepare(command.model, level, command.conversion)
     try:
         with common.timed("convert"):
             lowered = prepared.lowered(allow_partial)
@@ -104,24 +133,26 @@ def convert(model: str, output: str, api_level: int | None, feature_level: int |
         n_ops = len(converted.model.main.operations)
         common.info(f"wrote {output}: {len(report.ops)} TFLite ops -> {n_ops} NNAPI operations at API {level}")
         common.detail(f"  NNAPI operations: {_nnapi_histogram(converted)}")
-    if emit_c_path:
+    if command.emit_c:
         from nnconv.nnapi.emit_c import write_c
         # From the file just written, so the C code's pool offsets are those of the file on disk.
         loaded = serialize.load(output)
         with common.timed("emit C"):
-            header = write_c(emit_c_path, loaded, output, prefix)
-        common.info(f"wrote {emit_c_path} and {header}: NDK C source ({prefix}_p<k>_create) reading its "
-                    f"weights from {output}")
-        if check_c:
-            _check_c(emit_c_path, header, prefix, output, loaded)
+            header = write_c(command.emit_c, loaded, output, command.c_prefix)
+        common.info(f"wrote {command.emit_c} and {header}: NDK C source ({command.c_prefix}_p<k>_create) reading "
+                    f"its weights from {output}")
+        if command.check_c:
+            _check_c(command, header, loaded)
 
 
-def _check_c(c_path: str, header: str, prefix: str, output: str, loaded) -> None:
+def _check_c(command: ConvertCommand, header: str, loaded) -> None:
     """--check-c: the C must build exactly the models of the file just written."""
     import pathlib
 
     from nnconv.nnapi.ndk.check import CheckError, GeneratedC, check_generated_c
-    generated = GeneratedC(pathlib.Path(c_path), pathlib.Path(header), prefix, pathlib.Path(output), loaded)
+    c_path, output = command.emit_c, command.output
+    generated = GeneratedC(pathlib.Path(c_path), pathlib.Path(header), command.c_prefix, pathlib.Path(output),
+                           loaded)
     difference = check_generated_c([generated])
     if difference:
         raise CheckError(f"--check-c: {c_path} does not build {output}: {difference}")

@@ -62,7 +62,7 @@ class DelegateConversion:
 
     target = Target.DELEGATE
 
-    def __init__(self, model: TfliteModel, api_level: SupportsInt, options: ConversionOptions,
+    def __init__(self, model: TfliteModel, api_level: ApiLevel, options: ConversionOptions,
                  source: str | os.PathLike | bytes | None = None, graph: DelegateGraph | None = None,
                  shared: dict | None = None, device_feature_level: int | None = None) -> None:
         if options.fold_dynamic_range_weights:
@@ -70,7 +70,7 @@ class DelegateConversion:
                               "--target nnconv with it (the delegate keeps int8 weights behind DEQUANTIZE)")
         self.model = resize_inputs(model, options.input_shapes) if graph is None else model
         self.options = options
-        self.api_level = ApiLevel(int(api_level))
+        self.api_level = ApiLevel.of(api_level)
         self.source = source if source is not None else (model.path or None)
         self.graph = graph if graph is not None else DelegateGraph(self.model)
         self._plans: dict[tuple[int, int], DelegatePlan] = {}
@@ -79,12 +79,13 @@ class DelegateConversion:
 
     def at_level(self, api_level: SupportsInt) -> "DelegateConversion":
         """The same model at another level: TFLite's Prepare does not depend on it, so it is shared."""
-        return DelegateConversion(self.model, api_level, self.options, self.source, self.graph, self._shared)
+        return DelegateConversion(self.model, ApiLevel.of(api_level), self.options, self.source, self.graph,
+                                  self._shared)
 
     def for_device(self, feature_level: int | None) -> "DelegateConversion":
         """The model as the delegate handles it for a device of this NNAPI feature level (1..8): from API 29
         it targets the device's level when that is below the runtime's (`GetTargetFeatureLevel`)."""
-        if feature_level is None or DelegateSetup(int(self.api_level), device_feature_level=feature_level) \
+        if feature_level is None or DelegateSetup(self.api_level, device_feature_level=feature_level) \
                 .feature_level == self.setup().feature_level:
             return self
         return DelegateConversion(self.model, self.api_level, self.options, self.source, self.graph, self._shared,
@@ -98,12 +99,12 @@ class DelegateConversion:
         state = self._shared.get("nnconv_state")
         if state is None:
             options = replace(self.options, target=Target.NNCONV)
-            state = self._shared["nnconv_state"] = make_state(self.model, int(self.api_level), options)
-        report = check_ops(state_at_level(state, int(self.api_level)))
+            state = self._shared["nnconv_state"] = make_state(self.model, self.api_level, options)
+        report = check_ops(state_at_level(state, self.api_level))
         return {r.index for r in report.ops if r.supported}
 
     def setup(self, max_partitions: int = DEFAULT_MAX_PARTITIONS) -> DelegateSetup:
-        return DelegateSetup(int(self.api_level), max_partitions, self.options.relax_float32_to_float16,
+        return DelegateSetup(self.api_level, max_partitions, self.options.relax_float32_to_float16,
                              self.device_feature_level)
 
     def delegate_plan(self, max_partitions: int = DEFAULT_MAX_PARTITIONS,
@@ -161,7 +162,7 @@ class DelegateConversion:
                 return int(self.api_level)
             if not accepted and level <= self.api_level:
                 continue
-            if validate(graph, seen, DelegateSetup(level)).supported:
+            if validate(graph, seen, DelegateSetup(ApiLevel(level))).supported:
                 return level
         return None
 

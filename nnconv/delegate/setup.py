@@ -30,7 +30,7 @@ _DELEGATE_NUMBER_OF_FEATURE_LEVEL = {1: 27, 2: 28, 3: 29, 4: 30, 5: 31, 6: FL6, 
 class DelegateSetup:
     """The numbers the delegate decides with at one API level."""
 
-    api_level: int
+    api_level: ApiLevel
     max_partitions: int = DEFAULT_MAX_PARTITIONS
     allow_fp16: bool = False  # Options::allow_fp16: relaxComputationFloat32toFloat16 (from API 28)
     # The NNAPI feature level (1..8) of the device the delegate targets, when known (`check --device`):
@@ -77,4 +77,4 @@ class DelegateSetup:
 
     @property
     def level(self) -> ApiLevel:
-        return ApiLevel(self.api_level)
+        return ApiLevel.of(self.api_level)

@@ -24,7 +24,7 @@ from nnconv.lowering.convert import ConversionOptions
 from nnconv.lowering.diagnostics import Verdict
 from nnconv.lowering.partition import DEFAULT_MAX_PARTITIONS, PartitionPlan, build_plan
 from nnconv.nnapi.enums import OperandType, OperationType
-from nnconv.nnapi.levels import api_level_of_feature_level, feature_level
+from nnconv.nnapi.levels import ApiLevel, api_level_of_feature_level, feature_level
 from nnconv.nnapi.model import Model
 from nnconv.nnapi.operations import OperationRefused, OperationView, spec_of, validate_operation
 from nnconv.nnapi.program import ConvertedModel
@@ -275,7 +275,7 @@ def _check_device_delegate(prepared: DelegateConversion, check: ModelCheck, prof
     return DeviceCheck(profile, ops, plan)
 
 
-def check_with_devices(path: "str | bytes", level: int, profiles: list[DeviceProfile],
+def check_with_devices(path: "str | bytes", level: ApiLevel, profiles: list[DeviceProfile],
                        options: ConversionOptions | None = None,
                        max_partitions: int = DEFAULT_MAX_PARTITIONS) -> DeviceModelCheck:
     """`check --device` on one model (picklable for `--jobs`)."""

@@ -1,20 +1,23 @@
 """Rendering of `check --device` (the spec report itself is `report/render.py`'s) and of `nnconv devices`:
-a table comparing the devices side by side per op, each device's partition plan, JSON, CSV and Markdown.
-The JSON fields are documented in docs/report-schema.md ("devices")."""
+a table comparing the devices side by side per op, each device's partition plan, JSON, CSV and Markdown,
+one renderer per `check --format` in `DEVICE_FORMATS`. The JSON fields are documented in
+docs/report-schema.md ("devices")."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+from abc import ABC, abstractmethod
 from typing import Sequence
 
 from rich.console import Console
 from rich.markup import escape
 
+from nnconv.errors import InternalError
 from nnconv.fmt import format_bytes, print_wrapped
 from nnconv.nnapi.levels import feature_level
-from nnconv.report.analysis import SCHEMA_VERSION, deprecation_warning
+from nnconv.report.analysis import SCHEMA_VERSION, deprecation_warning, summary_line
 from nnconv.report.render import display_name, ops_range, print_raw, render_md, render_table, totals
 from nnconv.report.tables import Col, fitted_table
 
@@ -46,26 +49,78 @@ def device_report_json(d: DeviceModelCheck) -> dict:
     return d.to_json()
 
 
-def render_devices(results: Sequence[DeviceModelCheck], fmt: str, out: Console, err: Console,
-                   verbose: bool = False) -> None:
-    if fmt == "json":
+class DeviceFormat(ABC):
+    """`check --device` in one `--format` of `nnconv check`: the spec report and every device's verdicts and
+    plan. The format's name is that of `report.formats.CHECK_FORMATS`, whose keys are the command's choices."""
+
+    name: str
+
+    @abstractmethod
+    def render(self, results: Sequence[DeviceModelCheck], out: Console, err: Console, verbose: bool,
+               quiet: bool) -> None:
+        """Every model's report with its devices."""
+
+
+class DeviceTable(DeviceFormat):
+    name = "table"
+
+    def render(self, results: Sequence[DeviceModelCheck], out: Console, err: Console, verbose: bool,
+               quiet: bool) -> None:
+        for d in results:
+            if quiet:  # verdicts only: the spec's line, then one per device
+                out.print(f"{d.check.label}: API {d.check.api_level}: {summary_line(d.check)}", markup=False)
+                for dc in d.devices:
+                    out.print(f"{d.check.label}: API {d.check.api_level}: {dc.summary_line()}", markup=False)
+                continue
+            render_table(d.check, out, err, verbose=verbose)
+            render_devices_table(d, out, verbose)
+
+
+class DeviceJson(DeviceFormat):
+    name = "json"
+
+    def render(self, results: Sequence[DeviceModelCheck], out: Console, err: Console, verbose: bool,
+               quiet: bool) -> None:
         level = results[0].check.api_level
         data = (device_report_json(results[0]) if len(results) == 1 else
                 {"schema_version": SCHEMA_VERSION, "api_level": level, "feature_level": feature_level(level),
                  "warnings": [w for w in [deprecation_warning(level)] if w],
                  "models": [device_report_json(d) for d in results], "total": totals([d.check for d in results])})
         print_raw(out, json.dumps(data, indent=2))
-    elif fmt == "csv":
+
+
+class DeviceCsv(DeviceFormat):
+    """One row per (model, device, op); each device's summary line on stderr (CSV has no room for it)."""
+
+    name = "csv"
+
+    def render(self, results: Sequence[DeviceModelCheck], out: Console, err: Console, verbose: bool,
+               quiet: bool) -> None:
         print_raw(out, render_devices_csv(results), end="")
         for d in results:
             for dc in d.devices:
                 err.print(f"{d.check.label}: {dc.summary_line()}", markup=False)
-    elif fmt == "md":
+
+
+class DeviceMarkdown(DeviceFormat):
+    name = "md"
+
+    def render(self, results: Sequence[DeviceModelCheck], out: Console, err: Console, verbose: bool,
+               quiet: bool) -> None:
         print_raw(out, "\n".join(render_devices_md(d) for d in results))
-    else:
-        for d in results:
-            render_table(d.check, out, err, verbose=verbose)
-            render_devices_table(d, out, verbose)
+
+
+DEVICE_FORMATS: dict[str, DeviceFormat] = {f.name: f for f in (DeviceTable(), DeviceJson(), DeviceCsv(),
+                                                                 DeviceMarkdown())}
+
+
+def device_format(name: str) -> DeviceFormat:
+    """The `check --device` renderer of `check --format NAME`. Every check format has one (a test holds the
+    two registries to the same names): a missing one is a bug of ours, never a quiet fall back to the table."""
+    found = DEVICE_FORMATS.get(name)
+    if found is None:
+        raise InternalError(f"check --format {name} has no renderer for --device (nnconv/devices/render.py)")
+    return found
 
 
 # -- CSV --------------------------------------------------------------------------------------------

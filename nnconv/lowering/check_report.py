@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from nnconv.lowering.context import CheckContext, ConversionState, dtype_name
 from nnconv.lowering.convert import check_op, checked, constant_producers, is_folded, rule_for
 from nnconv.lowering.diagnostics import Diagnostic, Verdict
-from nnconv.nnapi.levels import API_LEVELS, rule_level
+from nnconv.nnapi.levels import API_LEVELS, ApiLevel, rule_level
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.tflite.ir import Operator, Subgraph
 
@@ -107,7 +107,7 @@ def lowest_accepting_level(state: ConversionState, sg: Subgraph, op: Operator) -
     for level in API_LEVELS:
         if level <= state.api_level:
             continue
-        probe = replace(state, api_level=level)
+        probe = replace(state, api_level=ApiLevel(level))
         if not any(d.is_error for d in check_op(probe, sg, op)):
             return level
     return None
@@ -185,7 +185,7 @@ def _lowest_passing(state: ConversionState, sg: Subgraph, op: Operator) -> int:
     for level in API_LEVELS:
         if level >= state.api_level:
             return state.api_level
-        if not any(d.is_error for d in check_op(replace(state, api_level=level), sg, op)):
+        if not any(d.is_error for d in check_op(replace(state, api_level=ApiLevel(level)), sg, op)):
             return level
     return state.api_level
 

@@ -27,7 +27,7 @@ from nnconv.lowering.diagnostics import Code, Diagnostic
 from nnconv.tflite.kernel_refusals import clamp_overflow
 from nnconv.nnapi.builder import SubgraphBuilder
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
-from nnconv.nnapi.levels import feature_level, rule_level
+from nnconv.nnapi.levels import ApiLevel, feature_level
 from nnconv.nnapi.model import Operand, SymmPerChannelQuantParams
 from nnconv.nnapi.program import INT8_SHIFT  # noqa: F401  (re-exported: rules import it from here)
 from nnconv.rewrite.state import ConversionState
@@ -136,9 +136,9 @@ class CheckContext:
 
     # -- target -----------------------------------------------------------------------------------
     @property
-    def api_level(self) -> int:
-        """The level rules decide at: the target's, except that 32 decides as 31 (`levels.rule_level`)."""
-        return rule_level(self.state.api_level)
+    def api_level(self) -> ApiLevel:
+        """The level rules decide at: the target's, except that 32 decides as 31 (`ApiLevel.rule_level`)."""
+        return self.state.api_level.rule_level
 
     @property
     def feature_level(self) -> int:

@@ -9,7 +9,7 @@ inputs and outputs) and validates the result. `nnconv.pipeline.prepare` drives t
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, SupportsInt
 
 import numpy as np
 
@@ -38,24 +38,26 @@ def rule_for(op: Operator) -> Rule | None:
     return RULES.get(op.builtin_code)
 
 
-def _api_level(api_level: int) -> ApiLevel:
+def target_level(api_level: SupportsInt) -> ApiLevel:
+    """The target level as the one type every stage takes: an `ApiLevel` (what the command line parses) as it
+    is; a library caller's plain number checked once, here (NnconvError for a level NNAPI does not have)."""
     try:
-        return ApiLevel(api_level)
+        return ApiLevel.of(api_level)
     except LevelError as e:
         raise NnconvError(f"API level {e}") from None
 
 
-def make_state(model: TfliteModel, api_level: int, options: ConversionOptions | None = None) -> ConversionState:
-    state = ConversionState(model=model, api_level=_api_level(api_level), options=options or ConversionOptions())
+def make_state(model: TfliteModel, api_level: SupportsInt, options: ConversionOptions | None = None) -> ConversionState:
+    state = ConversionState(model=model, api_level=target_level(api_level), options=options or ConversionOptions())
     from nnconv.rewrite.pipeline import rewrite
     rewrite(state)
     return state
 
 
-def state_at_level(state: ConversionState, api_level: int) -> ConversionState:
+def state_at_level(state: ConversionState, api_level: SupportsInt) -> ConversionState:
     """The same rewritten model and options at another API level. The rewrite stage does not depend on the
     level, so it is not run again, and the two states share what was derived from it (`state.memo`)."""
-    return replace(state, api_level=_api_level(api_level))
+    return replace(state, api_level=target_level(api_level))
 
 
 def check_op(state: ConversionState, sg: Subgraph, op: Operator) -> list[Diagnostic]:

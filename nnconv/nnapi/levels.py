@@ -10,6 +10,8 @@ the lowest API level that accepts an op is never 32. From Android 13 the NDK's f
 
 from __future__ import annotations
 
+from typing import SupportsInt
+
 # Every level a user may target, and the levels at which NNAPI changed (32 adds nothing to 31): the
 # lowest accepting level of an op is searched among the latter.
 ALL_API_LEVELS: tuple[int, ...] = (27, 28, 29, 30, 31, 32, 33, 34, 35)
@@ -45,6 +47,12 @@ class ApiLevel(int):
         return super().__new__(cls, int(value))
 
     @classmethod
+    def of(cls, value: SupportsInt) -> "ApiLevel":
+        """`value` as an ApiLevel: itself when it is one already (the command line parses every level into
+        one, and it travels unchanged to the rules), else checked (a library caller's plain number)."""
+        return value if isinstance(value, ApiLevel) else cls(int(value))
+
+    @classmethod
     def parse(cls, text: str | int) -> "ApiLevel":
         """An `--api-level` value: a number ('all', the table of every level, is the caller's: `is_all`)."""
         try:
@@ -75,9 +83,9 @@ class ApiLevel(int):
         return _API_TO_FEATURE_LEVEL[int(self)]
 
     @property
-    def rule_level(self) -> int:
+    def rule_level(self) -> "ApiLevel":
         """The level the lowering rules decide at: 32 decides as 31 (the same feature level)."""
-        return rule_level(self)
+        return ApiLevel(rule_level(self))
 
     @property
     def deprecated(self) -> bool:

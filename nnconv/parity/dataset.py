@@ -31,13 +31,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from nnconv.errors import InputDataError, NnconvError
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity.metrics import abs_diff
+from nnconv.parity.executors import Executors
 from nnconv.parity.samples import Feed, Sample
 from nnconv.parity.kernel_spread import settle_with_kernel_spread
 from nnconv.parity.settle import compare_with_reference_kernels
@@ -61,13 +62,13 @@ STRIDE_ABOVE = 1 << 16  # elements per sample kept (as float32) for the percenti
 
 
 def settle(report: ParityReport, reference: TfliteReference, converted: ConvertedModel, feed: Feed,
-           overrides: ToleranceOverrides | None, executor_options: Mapping[str, Any] | None) -> None:
+           overrides: ToleranceOverrides | None, executors: Executors) -> None:
     """A sample's failing outputs re-judged as one verify re-judges them: quantized ones against TFLite's
     reference kernels (and NNAPI's own requantization arithmetic), float ones against TFLite's kernel
     spread (parity/partitioned.py, parity/kernel_spread.py); rows are updated in place."""
     if report.kernels != REFERENCE_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
-        compare_with_reference_kernels(report, reference, converted, feed, overrides, executor_options)
-    settle_with_kernel_spread(report, reference, converted, feed, overrides, executor_options)
+        compare_with_reference_kernels(report, reference, converted, feed, overrides, executors)
+    settle_with_kernel_spread(report, reference, converted, feed, overrides, executors)
 
 
 @dataclass
@@ -86,7 +87,7 @@ class Batching:
 
 
 def run_samples(converted: ConvertedModel, reference: TfliteReference, feeds: Iterable[Feed], kernels: str,
-                executor_options: Mapping[str, Any] | None = None, batching: Batching | None = None,
+                executors: Executors | None = None, batching: Batching | None = None,
                 started: Callable[[int], None] | None = None
                 ) -> Iterator[tuple[Feed, dict[str, np.ndarray], dict[str, np.ndarray], bool]]:
     """Yields (feed, ours, TFLite's, hybrid) outputs by output name for each feed, in order. `feeds` is
@@ -97,7 +98,7 @@ def run_samples(converted: ConvertedModel, reference: TfliteReference, feeds: It
     Dynamic-range models compare with TFLite on their float twin (parity/twin.py) when TFLite takes it
     (hybrid False), else with TFLite's hybrid kernels (hybrid True: the looser tolerance), as one verify does."""
     batching = batching if batching is not None else Batching()
-    executor = Executor(converted, **dict(executor_options or {}))
+    executor = (executors or Executors()).executor(converted)
     runner, hybrid = None, reference.hybrid
     if reference.twin is not None:
         try:
@@ -244,12 +245,14 @@ class DatasetResult:
 
 
 def compare_dataset(path: str, converted: ConvertedModel, reference: TfliteReference, samples: Sequence[Sample],
-                    kernels: str, overrides: ToleranceOverrides | None = None,
-                    executor_options: Mapping[str, Any] | None = None,
+                    kernels: str, overrides: ToleranceOverrides | None = None, executors: Executors | None = None,
                     advance: Callable[[str, int], None] | None = None,
                     max_batch: int = DEFAULT_MAX_BATCH) -> DatasetResult:
     """Every sample through both engines (`run_samples`, our executor in chunks of `max_batch`), compared output
-    by output. `advance(name, total)` is called as each sample's work begins (the CLI's progress bar)."""
+    by output. `advance(name, total)` is called as each sample's work begins (the CLI's progress bar).
+    `executors`: our side of the verify (parity/executors.py), whose executor of `converted` runs every sample
+    and every sample's settlement."""
+    executors = executors or Executors()
     stats = [OutputStats(s.name) for s in converted.model_outputs]
     batching = Batching(max(1, min(max_batch, len(samples))))  # no chunk larger than the dataset
     compared: list[Sample] = []
@@ -267,13 +270,14 @@ def compare_dataset(path: str, converted: ConvertedModel, reference: TfliteRefer
             compared.append(s)
             yield feed
     badness = []
-    for feed, ours, theirs, hybrid in run_samples(converted, reference, feeds(), kernels, executor_options,
+    for feed, ours, theirs, hybrid in run_samples(converted, reference, feeds(), kernels, executors,
                                                   batching, started):
         rows = [compare(s.name, ours[s.name], theirs[s.name], hybrid, overrides,
                         reference.dequantized(converted.subgraph, s.tflite_tensor)) for s in converted.model_outputs]
         if not all(r.passed for r in rows):  # settled as one verify settles them (partitioned.verify_prepared)
+            executors.remember(converted, feed, ours)  # the sample's outputs, bit for bit what a run gives
             settle(ParityReport(path, converted.api_level, kernels, rows), reference, converted, feed, overrides,
-                   executor_options)
+                   executors)
         for st, spec, row in zip(stats, converted.model_outputs, rows):
             st.add(row, np.asarray(ours[spec.name]), np.asarray(theirs[spec.name]))
         badness.append(max((not r.passed, r.max_rel) for r in rows))

@@ -18,15 +18,15 @@ ties do not matter can see that every mismatch is one.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
 from nnconv.errors import NnconvError
 from nnconv.nnapi.program import ConvertedModel
+from nnconv.parity.executors import Executors
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, XNNPACK, TfliteRunner
 from nnconv.parity.verify import OutputParity, ParityReport, TfliteReference, tflite_feed
-from nnconv.runtime.executor import Executor
 from nnconv.tflite.ir import Operator, Subgraph
 from nnconv.tflite.schema_enums import BuiltinOperator as B
 
@@ -36,10 +36,10 @@ _SHOWN = 3  # mismatches whose values the detail gives
 
 
 def diagnose_failures(report: ParityReport, reference: TfliteReference, converted: ConvertedModel,
-                      feed: Mapping[str, np.ndarray], kernels: str,
-                      executor_options: Mapping[str, Any] | None = None) -> None:
+                      feed: Mapping[str, np.ndarray], kernels: str, executors: Executors | None = None) -> None:
     """Adds to the failing outputs of `report` what TFLite's intermediates show (the module docstring). Rows
-    are updated in place; nothing is added when TFLite cannot run the model keeping its tensors."""
+    are updated in place; nothing is added when TFLite cannot run the model keeping its tensors.
+    `executors`: our side of the verify, whose outputs on `feed` `report` compared."""
     failing = {o.name: o for o in report.outputs if not o.passed}
     if not failing:
         return
@@ -49,7 +49,7 @@ def diagnose_failures(report: ParityReport, reference: TfliteReference, converte
     try:
         runner = TfliteRunner(reference.source, kernels=kernels, preserve_all_tensors=True)
         runner.run(tflite_feed(runner, converted, feed))
-        ours = Executor(converted, **dict(executor_options or {})).run(dict(feed))
+        ours = (executors or Executors()).run(converted, feed)
     except (NnconvError, ValueError, RuntimeError):
         return
     appears = first_non_finite(sg, runner.tensor)

@@ -18,12 +18,13 @@ are compared with their float twin and skip this (their detail already reports t
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 
 from nnconv.errors import NnconvError
 from nnconv.nnapi.program import ConvertedModel
+from nnconv.parity.executors import Executors
 from nnconv.parity.metrics import abs_diff
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
 from nnconv.parity.tolerances import ToleranceOverrides
@@ -33,10 +34,11 @@ from nnconv.parity.verify import (ParityReport, TfliteReference, run_parity, tfl
 
 def settle_with_kernel_spread(report: ParityReport, reference: TfliteReference, converted: ConvertedModel,
                               feed: Mapping[str, np.ndarray], overrides: ToleranceOverrides | None = None,
-                              executor_options: Mapping[str, Any] | None = None) -> None:
+                              executors: Executors | None = None) -> None:
     """Re-judges `report`'s failing float outputs (compared with `report.kernels`) against the spread
     between those kernels and TFLite's other kernel set (the module docstring); marks the ones within it
-    passed and says so in their detail. Never fails louder: an interpreter error leaves the report as is."""
+    passed and says so in their detail. Never fails louder: an interpreter error leaves the report as is.
+    `executors`: our side of the verify, whose outputs on `feed` `report` compared."""
     failing = [o for o in report.outputs if not o.passed and o.tolerance.kind == "float"]
     if not failing or reference.twin is not None or reference.hybrid:
         return
@@ -47,8 +49,7 @@ def settle_with_kernel_spread(report: ParityReport, reference: TfliteReference, 
         first = _tflite_outputs(reference, converted, feed, report.kernels)
         second = _tflite_outputs(reference, converted, feed, other)
         ours_vs_other = {o.name: o for o in run_parity(reference, converted, feed, kernels=other,
-                                                         overrides=overrides,
-                                                         executor_options=executor_options).outputs}
+                                                         overrides=overrides, executors=executors).outputs}
     except (NnconvError, ValueError, RuntimeError):
         return
     for o in failing:

@@ -18,10 +18,10 @@ import numpy as np
 
 from nnconv.errors import InputDataError, NnconvError
 from nnconv.fmt import plural
-from nnconv.runtime.executor import Executor
 from nnconv.lowering.convert import ConversionOptions
 from nnconv.nnapi.program import ConvertedModel, IoTensor, bind_inputs
 from nnconv.parity.diagnose import diagnose_failures
+from nnconv.parity.executors import Executors
 from nnconv.parity.kernel_spread import settle_with_kernel_spread
 from nnconv.parity.settle import compare_with_reference_kernels
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, REFERENCE_KERNELS, TfliteRunner
@@ -82,22 +82,25 @@ def verify_model(path: str | os.PathLike, api_level: int, options: ConversionOpt
                  kernels: str = BUILTIN_KERNELS, overrides: ToleranceOverrides | None = None,
                  executor_options: Mapping[str, Any] | None = None, allow_partial: bool = True) -> ParityReport:
     """Verifies a .tflite model (whole, or partition by partition when full conversion is refused and
-    `allow_partial`) or a .nnapi file against its source model. `overrides` and `executor_options`: see
-    `run_parity`."""
+    `allow_partial`) or a .nnapi file against its source model. `overrides`: see `run_parity`;
+    `executor_options`: what each of the verify's executors is built with (parity/executors.py)."""
+    executors = Executors(executor_options)
     if is_nnapi_file(path):
         return verify_nnapi_file(path, inputs=inputs, seed=seed, kernels=kernels, overrides=overrides,
-                                 executor_options=executor_options)
+                                 executors=executors)
     return verify_prepared(prepare(path, api_level, options), inputs=inputs, seed=seed, kernels=kernels,
-                           overrides=overrides, executor_options=executor_options, allow_partial=allow_partial)
+                           overrides=overrides, executors=executors, allow_partial=allow_partial)
 
 
 def verify_prepared(prepared: PreparedConversion, inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
                     kernels: str = BUILTIN_KERNELS, overrides: ToleranceOverrides | None = None,
-                    executor_options: Mapping[str, Any] | None = None, allow_partial: bool = True,
+                    executors: Executors | None = None, allow_partial: bool = True,
                     reference: TfliteReference | None = None) -> ParityReport:
     """Verifies a prepared conversion: the whole model when it converts, else (`allow_partial`) each
-    delegated partition on TFLite's own boundary tensors."""
-    extra = dict(overrides=overrides, executor_options=executor_options)
+    delegated partition on TFLite's own boundary tensors. `executors`: our side of the verify (one executor
+    per model and kernel set, parity/executors.py), which every comparison below shares."""
+    executors = executors or Executors()
+    extra = dict(overrides=overrides, executors=executors)
     lowered = prepared.lowered(allow_partial=allow_partial, prefer_whole=True)
     reference = reference or TfliteReference.of(prepared.model, prepared.source)
     if lowered.whole is None:
@@ -113,25 +116,23 @@ def verify_prepared(prepared: PreparedConversion, inputs: Mapping[str, np.ndarra
         return verify_partitions(prepared, plan.converted, inputs=inputs, seed=seed, kernels=kernels, note=note,
                                  reference=reference, **extra)
     converted = lowered.whole.converted
-    feed = dict(inputs) if inputs is not None else random_inputs(converted.inputs, seed)
-    if inputs is not None:
-        feed = _named(Executor(converted), feed)
+    feed = _named(converted, inputs) if inputs is not None else random_inputs(converted.inputs, seed)
     report = run_parity(reference, converted, feed, kernels=kernels, **extra)
     if kernels != REFERENCE_KERNELS and any(not o.passed and o.max_lsb is not None for o in report.outputs):
         compare_with_reference_kernels(report, reference, converted, feed, **extra)
     settle_with_kernel_spread(report, reference, converted, feed, **extra)
-    diagnose_failures(report, reference, converted, feed, kernels, executor_options)
+    diagnose_failures(report, reference, converted, feed, kernels, executors)
     return report
 
 
 def verify_partitions(prepared: PreparedConversion, partitions: Sequence[ConvertedModel],
                       inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
                       kernels: str = BUILTIN_KERNELS, note: str = "", overrides: ToleranceOverrides | None = None,
-                      executor_options: Mapping[str, Any] | None = None,
+                      executors: Executors | None = None,
                       reference: TfliteReference | None = None) -> PartitionedParityReport:
     """Runs TFLite once on the model inputs keeping every tensor, then each partition on the interpreter's
     tensors at its boundary, comparing each partition output with the interpreter's value."""
-    opts = dict(executor_options or {})
+    executors = executors or Executors()
     reference = reference or TfliteReference.of(prepared.model, prepared.source)
     subgraph = partitions[0].subgraph if partitions else 0
     model_inputs = prepared.io_specs(prepared.model.subgraphs[subgraph].inputs, subgraph)
@@ -149,7 +150,7 @@ def verify_partitions(prepared: PreparedConversion, partitions: Sequence[Convert
         if unfit:  # converted for a shape TFLite does not produce: nothing to run it on
             rows.append(_unfit_partition(k, cm, unfit))
             continue
-        ours = Executor(cm, **opts).run(boundary)
+        ours = executors.run(cm, boundary)
         outs = []
         for spec in cm.model_outputs:
             expected, arranged = _as_converted(runner.tensor(spec.tflite_tensor), spec, "partition output")
@@ -163,11 +164,11 @@ def verify_partitions(prepared: PreparedConversion, partitions: Sequence[Convert
     failing_quant = [(cm, row) for cm, row in zip(partitions, rows)
                      if any(not o.passed and o.max_lsb is not None for o in row.outputs)]
     if failing_quant and kernels != REFERENCE_KERNELS:
-        _recheck_with_reference_kernels(failing_quant, source, model_inputs, feed, hybrid, overrides, opts,
+        _recheck_with_reference_kernels(failing_quant, source, model_inputs, feed, hybrid, overrides, executors,
                                         kernels)
     for cm, row in zip(partitions, rows):
         if not row.passed and not row.diagnosis:
-            _localize(row, prepared, cm, runner, hybrid, overrides, opts)
+            _localize(row, prepared, cm, runner, hybrid, overrides, executors)
     return PartitionedParityReport(model=reference.name, api_level=prepared.api_level, kernels=kernels,
                                    outputs=[o for r in rows for o in r.outputs], partitions=rows, note=note)
 
@@ -216,8 +217,8 @@ def _unfit_partition(k: int, cm: ConvertedModel, why: str) -> PartitionParity:
 
 def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[IoTensor],
                                     feed: Mapping[str, np.ndarray], hybrid: bool,
-                                    overrides: ToleranceOverrides | None = None,
-                                    opts: Mapping[str, Any] | None = None, kernels: str = BUILTIN_KERNELS) -> None:
+                                    overrides: ToleranceOverrides | None, executors: Executors,
+                                    kernels: str = BUILTIN_KERNELS) -> None:
     """The partition-wise twin of `settle.compare_with_reference_kernels`: a partition whose quantized outputs
     miss TFLite's optimized kernels passes when, fed and compared with TFLite's reference kernels' own
     tensors, it is within tolerance (the NNAPI reference arithmetic); its outputs' details say so."""
@@ -227,8 +228,8 @@ def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[Io
     except NnconvError:
         return
     for cm, row in failing:
-        ours = Executor(cm, **dict(opts or {})).run({spec.name: ref.tensor(spec.tflite_tensor)
-                                                      for spec in cm.inputs if not spec.variable})
+        ours = executors.run(cm, {spec.name: ref.tensor(spec.tflite_tensor) for spec in cm.inputs
+                                  if not spec.variable})
         again = [compare(o.name, ours[spec.name], ref.tensor(spec.tflite_tensor), hybrid, overrides)
                  for o, spec in zip(row.outputs, cm.model_outputs)]
         if all(a.passed for a in again):
@@ -242,15 +243,14 @@ def _recheck_with_reference_kernels(failing: list, source, model_inputs: list[Io
 
 
 def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedModel, runner: TfliteRunner,
-              hybrid: bool = False, overrides: ToleranceOverrides | None = None,
-              opts: Mapping[str, Any] | None = None) -> None:
+              hybrid: bool, overrides: ToleranceOverrides | None, executors: Executors) -> None:
     """Explains a failing partition. Re-converts its ops from the source model: if that passes, the given
     partition (e.g. from an older .nnapi file) is not what nnconv produces now. Otherwise runs each op
     alone, re-converted and fed TFLite's own tensors, to tell a faulty op from rounding differences that
     only add up across several ops."""
     try:
-        fresh = prepared.lower_ops(cm.tflite_ops, cm.subgraph)
-        ours = Executor(fresh, **dict(opts or {})).run(_boundary_values(fresh, runner)[0])
+        fresh = executors.lowered_alone(prepared, cm.tflite_ops, cm.subgraph)
+        ours = executors.run(fresh, _boundary_values(fresh, runner)[0])
     except NnconvError:
         fresh = None  # the ops no longer convert or run together: the op-by-op diagnosis below says which
     if fresh is not None and all(compare(s.name, ours[s.name], _as_converted(runner.tensor(s.tflite_tensor), s, "")[0],
@@ -261,11 +261,11 @@ def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedM
     for k in cm.tflite_ops:
         op = prepared.model.subgraphs[cm.subgraph].operators[k]
         try:
-            single = prepared.lower_ops([k], cm.subgraph)
+            single = executors.lowered_alone(prepared, [k], cm.subgraph)
         except Exception:  # noqa: BLE001 - e.g. an op whose outputs are all folded: nothing to compare
             continue
         try:
-            ours = Executor(single, **dict(opts or {})).run(_boundary_values(single, runner)[0])
+            ours = executors.run(single, _boundary_values(single, runner)[0])
         except NnconvError:  # converted for a shape TFLite does not give its inputs: not run alone
             continue
         for spec in single.model_outputs:
@@ -285,7 +285,7 @@ def _localize(row: PartitionParity, prepared: PreparedConversion, cm: ConvertedM
 def verify_nnapi_file(path: str | os.PathLike, tflite_path: str | os.PathLike | None = None,
                       inputs: Mapping[str, np.ndarray] | None = None, seed: int = 0,
                       kernels: str = BUILTIN_KERNELS, overrides: ToleranceOverrides | None = None,
-                      executor_options: Mapping[str, Any] | None = None) -> PartitionedParityReport:
+                      executors: Executors | None = None) -> PartitionedParityReport:
     """Verifies every partition of a .nnapi file against its source .tflite (named by the file's partition
     plan, or given), partition by partition."""
     from nnconv.nnapi import serialize
@@ -296,7 +296,7 @@ def verify_nnapi_file(path: str | os.PathLike, tflite_path: str | os.PathLike | 
     # The file records no conversion options: the source is prepared with the defaults, only to describe
     # its inputs and to re-lower ops when diagnosing a failing partition.
     return verify_partitions(prepare(source, loaded.api_level), loaded.partitions, inputs=inputs, seed=seed,
-                             kernels=kernels, note=note, overrides=overrides, executor_options=executor_options)
+                             kernels=kernels, note=note, overrides=overrides, executors=executors)
 
 
 def _source_of(path: str | os.PathLike, plan: dict | None) -> str:
@@ -338,7 +338,7 @@ def bind_model_inputs(specs: Sequence[IoTensor], inputs: Mapping[str, np.ndarray
     return out
 
 
-def _named(ex, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Accepts positional `arr_k` names as well as input names; returns arrays keyed by input name."""
-    arrays = ex._bind(feed)
-    return {spec.name: a for spec, a in zip(ex.input_specs, arrays)}
+def _named(converted: ConvertedModel, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Accepts positional `arr_k` names as well as input names; returns arrays keyed by input name, as the
+    executor binds them (`bind_inputs`)."""
+    return {spec.name: a for spec, a in zip(converted.inputs, bind_inputs(converted.inputs, feed))}

@@ -22,7 +22,7 @@ inputs are then out of tolerance.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -30,12 +30,11 @@ from nnconv.errors import NnconvError
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity.dequantized import DequantizedFrom, dequantized_sources
 from nnconv.parity.diagnose import non_finite_counts, tflite_value
+from nnconv.parity.executors import NNAPI, Executors, KernelSet
 from nnconv.parity.settle import ArithmeticDifferences
 from nnconv.parity.tolerances import ToleranceOverrides
 from nnconv.parity.verify import OutputParity, compare
 from nnconv.pipeline import PreparedConversion
-from nnconv.runtime.executor import Executor
-from nnconv.runtime.trace import Trace
 from nnconv.tflite.ir import Subgraph
 
 PASS, DIVERGENT, PROPAGATED, AMPLIFIED, ARITHMETIC = "pass", "divergent", "propagated", "amplified", "arithmetic"
@@ -121,22 +120,21 @@ TensorSource = Callable[[int], np.ndarray]
 
 def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedModel], tflite_tensor: TensorSource,
                   hybrid: bool = False, overrides: ToleranceOverrides | None = None,
-                  executor_options: Mapping[str, Any] | None = None) -> PerOpReport:
+                  executors: Executors | None = None, kernels: KernelSet = NNAPI) -> PerOpReport:
     """Runs each converted model (the whole model, or each partition) on TFLite's own values at its inputs,
-    keeping every intermediate, and compares every TFLite tensor it computes. `executor_options` are passed
-    to each `Executor` (e.g. `relaxed_fp16`, or a test's `kernel_overrides`)."""
-    options = dict(executor_options or {})
+    keeping every intermediate, and compares every TFLite tensor it computes. `executors`: our side of the
+    verify (parity/executors.py), whose executors with `kernels` (e.g. `RELAXED_FP16`) run the models."""
+    executors = executors or Executors()
     ours: dict[int, np.ndarray] = {}
     partition_of: dict[int, int] = {}
     subgraph = partitions[0].subgraph if partitions else 0
     sg = prepared.model.subgraphs[subgraph]
     for k, cm in enumerate(partitions):
-        trace = Trace(keep=True)
-        Executor(cm, trace=trace, **options).run({s.name: tflite_tensor(s.tflite_tensor) for s in cm.inputs
-                                                          if not s.variable})
+        computed = executors.intermediates(cm, {s.name: tflite_tensor(s.tflite_tensor) for s in cm.inputs
+                                                if not s.variable}, kernels)
         for tensor, operand in cm.tensor_operands.items():
-            if operand in trace.values:  # computed by an operation (not a constant, not an input)
-                ours[tensor] = trace.values[operand]
+            if operand in computed:  # computed by an operation (not a constant, not an input)
+                ours[tensor] = computed[operand]
                 partition_of[tensor] = k
     report = PerOpReport()
     out_of_tolerance: set[int] = set()
@@ -171,7 +169,7 @@ def per_op_parity(prepared: PreparedConversion, partitions: Sequence[ConvertedMo
             if any(t in out_of_tolerance or t in nan_read for t in read):
                 entry.status = PROPAGATED
             else:
-                alone = _alone(prepared, subgraph, op.index, tflite_tensor, hybrid, overrides, options)
+                alone = _alone(prepared, subgraph, op.index, tflite_tensor, hybrid, overrides, executors, kernels)
                 entry.confirmed_alone = alone
                 entry.status = AMPLIFIED if alone is not None and alone["passed"] else \
                     ARITHMETIC if alone is not None and alone.get("tflite_arithmetic") else DIVERGENT
@@ -207,22 +205,22 @@ def as_tflite_value(value: np.ndarray, expected: np.ndarray) -> np.ndarray:
 
 
 def _alone(prepared: PreparedConversion, subgraph: int, op_index: int, tflite_tensor: TensorSource, hybrid: bool,
-           overrides: ToleranceOverrides | None, options: Mapping[str, Any]) -> dict | None:
+           overrides: ToleranceOverrides | None, executors: Executors, kernels: KernelSet) -> dict | None:
     """The op lowered alone and fed TFLite's own inputs: {"passed", "max_abs", "max_rel", "lsb"} of its
     worst output, or None when it cannot run alone (then the in-graph result stands). Out of tolerance, and
     within it computed TFLite's way where NNAPI's arithmetic differs (parity/settle.py), it adds
     "tflite_arithmetic": {"max_abs", "lsb"} and "arithmetic": which op computes what differently."""
     try:
-        single = prepared.lower_ops([op_index], subgraph)
+        single = executors.lowered_alone(prepared, [op_index], subgraph)
         feed = {s.name: tflite_tensor(s.tflite_tensor) for s in single.inputs if not s.variable}
         sg = prepared.model.subgraphs[subgraph]
         sources = dequantized_sources(sg)
 
-        def rows_of(run_options: Mapping[str, Any]) -> list[OutputParity]:
-            ours = Executor(single, **run_options).run(dict(feed))
+        def rows_of(arithmetic: KernelSet) -> list[OutputParity]:
+            ours = executors.run(single, feed, arithmetic)
             return [compare(s.name, ours[s.name], tflite_tensor(s.tflite_tensor), hybrid, overrides,
                             sources.get(s.tflite_tensor)) for s in single.model_outputs]
-        rows = rows_of(options)
+        rows = rows_of(kernels)
         if not rows:
             return None
         worst = next((r for r in rows if not r.passed), max(rows, key=lambda r: r.max_rel))
@@ -230,7 +228,7 @@ def _alone(prepared: PreparedConversion, subgraph: int, op_index: int, tflite_te
                  "lsb": worst.max_lsb}
         differences = ArithmeticDifferences(sg, single)
         if not alone["passed"] and differences.causes:
-            again = rows_of(differences.executor_options(options))
+            again = rows_of(kernels.with_(differences.kernel_set()))
             if all(r.passed for r in again):
                 off = max(again, key=lambda r: r.max_rel)
                 alone["tflite_arithmetic"] = {"max_abs": off.max_abs, "lsb": off.max_lsb}

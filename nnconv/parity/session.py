@@ -19,17 +19,21 @@ import functools
 import os
 import time
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from nnconv.errors import ConversionError, InputDataError, NnconvError
 from nnconv.lowering.convert import ConversionOptions
-from nnconv.nnapi.levels import DEFAULT_API_LEVEL, RELAX_FP16_MIN_API
+from nnconv.nnapi.levels import DEFAULT_API_LEVEL, RELAX_FP16_MIN_API, ApiLevel
 from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.delegate.conversion import DelegateConversion
+from nnconv.parity.conflicts import option_conflicts
+from nnconv.parity.executors import RELAXED_FP16, Executors
 from nnconv.parity.inputs import bind_reference, image_inputs, ranged_inputs
 from nnconv.parity.partitioned import bind_model_inputs, is_nnapi_file, verify_model, verify_prepared
-from nnconv.parity.per_op import PASS, PerOpReport, per_op_parity
+from nnconv.parity.per_op import PASS, per_op_parity
 from nnconv.parity.preprocess import ImagePreprocessing
 from nnconv.parity.tflite_runner import (
     BUILTIN_KERNELS,
@@ -54,7 +58,8 @@ class VerifyOptions:
     `reference` replaces TFLite by saved outputs; `executor_options` go to every `Executor` (tests inject
     a faulty kernel with `{"kernel_overrides": {...}}`)."""
 
-    api_level: int = DEFAULT_API_LEVEL
+    # the command line's ApiLevel, passed on as it is; a library caller's number is checked once, by `prepare`
+    api_level: ApiLevel | int = DEFAULT_API_LEVEL
     conversion: ConversionOptions | None = None
     kernels: str = BUILTIN_KERNELS
     seed: int | None = None
@@ -89,154 +94,253 @@ class VerifyOptions:
         not exist, the model computes in float32, and no relaxed driver is simulated (the CLI warns)."""
         return self.relax_fp16 and self.api_level >= RELAX_FP16_MIN_API
 
+    def given(self) -> set[str]:
+        """The options set, by the names the command line gives them (what `option_conflicts` reads)."""
+        fields = {"--inputs": self.inputs, "--seed": self.seed, "--image": self.image,
+                  "--input-range": self.input_range, "--reference": self.reference, "--dataset": self.dataset,
+                  "--samples": self.samples, "--save-repro": self.save_repro,
+                  "--per-op": self.per_op or None, "--relax-fp16": self.relax_fp16 or None}
+        if self.preprocessing is not None:
+            fields.update({"--input-layout": self.preprocessing.layout, "--input-mean": self.preprocessing.mean,
+                           "--input-std": self.preprocessing.std})
+        return {name for name, value in fields.items() if value is not None}
+
     def check(self) -> None:
-        conflicts = option_conflicts(inputs=self.inputs is not None, seed=self.seed is not None,
-                                     image=self.image is not None, input_range=self.input_range is not None,
-                                     reference=self.reference is not None, per_op=self.per_op,
-                                     relax_fp16=self.relax_fp16, dataset=self.dataset is not None,
-                                     samples=self.samples is not None, save_repro=self.save_repro is not None,
-                                     preprocessing=self.preprocessing is not None)
+        conflicts = option_conflicts(self.given())
         if conflicts:
             raise InputDataError(conflicts[0])
         if self.image is not None or self.dataset is not None:
             self.image_preprocessing().check()
 
 
-def option_conflicts(*, inputs: bool = False, seed: bool = False, image: bool = False, input_range: bool = False,
-                     reference: bool = False, per_op: bool = False, relax_fp16: bool = False,
-                     node_data: bool = False, dataset: bool = False, samples: bool = False,
-                     save_repro: bool = False, preprocessing: bool = False) -> list[str]:
-    """Every pair of `verify` options that exclude each other, given which were set: the one list of them, asked
-    by the command line (before it loads any file) and by `VerifyOptions.check` (library callers)."""
-    rules = [
-        (inputs and seed, "--inputs and --seed exclude each other: the inputs are given, nothing is random"),
-        (image and (inputs or seed), "--image excludes --inputs and --seed"),
-        (inputs and input_range, "--input-range applies to random inputs, not to --inputs"),
-        (reference and (per_op or relax_fp16), "--reference compares outputs only: it excludes --per-op and "
-                                               "--relax-fp16"),
-        (node_data and not per_op, "--node-data needs --per-op (the overlay shows each op's error)"),
-        (dataset and (inputs or image or seed or reference or relax_fp16),
-         "--dataset gives the inputs: it excludes --inputs, --image, --seed, --reference and --relax-fp16"),
-        (samples and not dataset, "--samples needs --dataset"),
-        (save_repro and not per_op, "--save-repro needs --per-op (the repro is the first divergent op)"),
-        (preprocessing and not (image or dataset), "--input-layout, --input-mean and --input-std say how images "
-                                                   "become inputs: they need --image or --dataset"),
-    ]
-    return [message for broken, message in rules if broken]
-
-
 def verify(model: str | os.PathLike, options: VerifyOptions | None = None,
            advance: Callable[[str, int], None] | None = None) -> VerifyReport:
     """Verifies one model (.tflite, or a .nnapi file with its source) as `nnconv verify` does. `advance`:
     called with each `--dataset` sample's name and the count before it runs (a progress bar)."""
-    opts = options or VerifyOptions()
-    with use_threads(opts.threads):  # set here, in the process that runs: --jobs workers are spawned
-        report = _verify_dataset(model, opts, advance) if opts.dataset is not None else _verify(model, opts)
-    report.fail_on_uninformative = opts.fail_on_uninformative
-    return report
+    return Verification(model, options or VerifyOptions()).report(advance)
 
 
-def _verify_dataset(model: str | os.PathLike, opts: VerifyOptions,
-                    advance: Callable[[str, int], None] | None) -> VerifyReport:
-    """Every sample of the dataset compared (parity/dataset.py), then one ordinary verify of the worst sample
-    (with `--per-op` if asked): its report carries the dataset's summary."""
-    from nnconv.parity.dataset import compare_dataset
-    from nnconv.parity.samples import dataset_samples
-    from nnconv.limits import default_max_memory
-    opts.check()
-    start = time.monotonic()
-    path = os.fspath(model)
-    if is_nnapi_file(path):
-        raise InputDataError(f"{path}: --dataset needs the .tflite model")
-    prepared = prepare(path, opts.api_level, opts.conversion)
-    try:
-        lowered = prepared.lowered(allow_partial=False, prefer_whole=True)
-    except ConversionError as e:
-        raise ConversionError(f"{e}; --dataset needs a model that lowers whole", e.diagnostics) from None
-    converted = lowered.whole.converted
-    samples = dataset_samples(opts.dataset, converted.inputs, opts.image_preprocessing(),
-                              opts.max_bytes or default_max_memory(), opts.samples)
-    prepared_at = time.monotonic()
-    result = compare_dataset(os.fspath(opts.dataset), converted, TfliteReference.of(prepared.model, prepared.source),
-                             samples, opts.kernels, opts.overrides, opts.executor_options, advance, opts.batch)
-    dataset_seconds = time.monotonic() - prepared_at
-    again = replace(opts, dataset=None, samples=None, input_range=None, preprocessing=None,
-                    inputs=next(s for s in samples if s.name == result.names[result.worst]).load(),
-                    inputs_source=f"{opts.dataset} sample {result.names[result.worst]}")
-    report = _verify(model, again)
-    report.meta["inputs"] = {"dataset": opts.dataset, "range": list(opts.input_range) if opts.input_range else None,
-                             "preprocessing": opts.image_preprocessing().describe()}
-    report.dataset = result.to_json()
-    report.timings[1:1] = [("dataset", dataset_seconds)]
-    report.seconds = time.monotonic() - start
-    return report
+def save_reference_outputs(path: str | os.PathLike, opts: VerifyOptions) -> dict[str, np.ndarray]:
+    """TFLite's outputs (by output name) on the inputs `opts` describe: what `--save-reference` writes."""
+    return Verification(path, opts).tflite_outputs()
 
 
-def _verify(model: str | os.PathLike, opts: VerifyOptions) -> VerifyReport:
-    opts.check()
-    start = time.monotonic()
-    path = os.fspath(model)
-    if is_nnapi_file(path):
-        if opts.per_op or opts.relax_fp16 or opts.reference is not None or opts.image is not None or \
-                opts.input_range is not None:
-            raise InputDataError(f"{path}: --per-op, --relax-fp16, --reference, --image and --input-range need "
-                                 "the .tflite model (a .nnapi file is verified against its source on seeded inputs)")
-        parity = verify_model(path, opts.api_level, opts.conversion, inputs=opts.inputs, seed=opts.seed or 0,
-                              kernels=opts.kernels, overrides=opts.overrides,
-                              executor_options=opts.executor_options)
-        return VerifyReport(parity, _meta(opts, path), seconds=time.monotonic() - start)
-    # Read, rewritten, checked and lowered once (nnconv/pipeline.py); TFLite's side worked out once.
-    prepared = prepare(path, opts.api_level, opts.conversion)
-    try:
-        lowered = prepared.lowered(allow_partial=opts.allow_partial, prefer_whole=True)
-    except ConversionError as e:
-        if opts.allow_partial:
-            raise
-        raise ConversionError(f"{e}; {_partial_hint(prepared)}", e.diagnostics) from None
-    reference = TfliteReference.of(prepared.model, prepared.source)
-    whole = lowered.whole is not None
-    partitions = lowered.models
-    # (a recurrent state the delegate feeds as an input is no model input: it starts at zero, `bind_inputs`)
-    specs = [s for s in partitions[0].inputs if not s.variable] if whole else \
-        prepared.io_specs(prepared.model.subgraphs[0].inputs)
-    feed = model_inputs(specs, opts)
-    meta = {**_meta(opts, path), "model_inputs": [_input_json(s) for s in specs]}
-    timings = [("convert", time.monotonic() - start)]
-    if opts.reference is not None:
-        if not whole:
-            raise InputDataError("--reference compares the model's outputs: the model must lower whole")
-        parity = _compare_with_reference(path, partitions[0], feed, opts, reference)
+class Verification:
+    """One verify of one model with one set of options, prepared once and shared by every comparison it
+    makes (`--dataset`'s worst sample and `--save-reference` included): the conversion (read, rewritten,
+    checked, lowered and validated once, nnconv/pipeline.py), TFLite's side (`TfliteReference`) and ours
+    (`Executors`: one executor per model and kernel set, parity/executors.py)."""
+
+    def __init__(self, model: str | os.PathLike, options: VerifyOptions) -> None:
+        self.path = os.fspath(model)
+        self.options = options
+        self.executors = Executors(options.executor_options)
+
+    @cached_property
+    def conversion(self) -> PreparedConversion | DelegateConversion:
+        return prepare(self.path, self.options.api_level, self.options.conversion)
+
+    @cached_property
+    def reference(self) -> TfliteReference:
+        return TfliteReference.of(self.conversion.model, self.conversion.source)
+
+    def report(self, advance: Callable[[str, int], None] | None = None) -> VerifyReport:
+        """The verify's report. `advance`: called with each `--dataset` sample's name and the count before it
+        runs (a progress bar)."""
+        opts = self.options
+        with use_threads(opts.threads):  # set here, in the process that runs: --jobs workers are spawned
+            report = self._dataset(advance) if opts.dataset is not None else self._verify(opts)
+        report.fail_on_uninformative = opts.fail_on_uninformative
+        return report
+
+    def tflite_outputs(self) -> dict[str, np.ndarray]:
+        """TFLite's outputs (by output name) on the inputs the options describe (`--save-reference`)."""
+        prepared, opts = self.conversion, self.options
+        sg = prepared.model.subgraphs[0]
+        specs = prepared.io_specs(sg.inputs)
+        feed = model_inputs(specs, opts)
+        # a model with MediaPipe custom ops runs as its builtin twin (parity/builtin_twin.py)
+        runner = TfliteRunner(self.reference.source, kernels=opts.kernels)
+        runner.run({s.tflite_tensor: feed[s.name] for s in specs})
+        return {spec.name: runner.tensor(t) for spec, t in zip(prepared.io_specs(sg.outputs), sg.outputs)}
+
+    def _dataset(self, advance: Callable[[str, int], None] | None) -> VerifyReport:
+        """Every sample of the dataset compared (parity/dataset.py), then one ordinary verify of the worst
+        sample (with `--per-op` if asked) on the same conversion and executors: its report carries the
+        dataset's summary."""
+        from nnconv.parity.dataset import compare_dataset
+        from nnconv.parity.samples import dataset_samples
+        from nnconv.limits import default_max_memory
+        opts, path = self.options, self.path
+        opts.check()
+        start = time.monotonic()
+        if is_nnapi_file(path):
+            raise InputDataError(f"{path}: --dataset needs the .tflite model")
+        prepared = self.conversion
+        try:
+            lowered = prepared.lowered(allow_partial=False, prefer_whole=True)
+        except ConversionError as e:
+            raise ConversionError(f"{e}; --dataset needs a model that lowers whole", e.diagnostics) from None
+        converted = lowered.whole.converted
+        samples = dataset_samples(opts.dataset, converted.inputs, opts.image_preprocessing(),
+                                  opts.max_bytes or default_max_memory(), opts.samples)
+        prepared_at = time.monotonic()
+        result = compare_dataset(os.fspath(opts.dataset), converted, self.reference, samples, opts.kernels,
+                                 opts.overrides, self.executors, advance, opts.batch)
+        dataset_seconds = time.monotonic() - prepared_at
+        again = replace(opts, dataset=None, samples=None, input_range=None, preprocessing=None,
+                        inputs=next(s for s in samples if s.name == result.names[result.worst]).load(),
+                        inputs_source=f"{opts.dataset} sample {result.names[result.worst]}")
+        report = self._verify(again)
+        report.meta["inputs"] = {"dataset": opts.dataset,
+                                 "range": list(opts.input_range) if opts.input_range else None,
+                                 "preprocessing": opts.image_preprocessing().describe()}
+        report.dataset = result.to_json()
+        report.timings[1:1] = [("dataset", dataset_seconds)]
+        report.seconds = time.monotonic() - start
+        return report
+
+    def _verify(self, opts: VerifyOptions) -> VerifyReport:
+        """One comparison on one set of inputs: `self.options`, or those of `--dataset`'s worst sample."""
+        opts.check()
+        start = time.monotonic()
+        path = self.path
+        if is_nnapi_file(path):
+            if opts.per_op or opts.relax_fp16 or opts.reference is not None or opts.image is not None or \
+                    opts.input_range is not None:
+                raise InputDataError(f"{path}: --per-op, --relax-fp16, --reference, --image and --input-range need "
+                                     "the .tflite model (a .nnapi file is verified against its source on seeded "
+                                     "inputs)")
+            parity = verify_model(path, opts.api_level, opts.conversion, inputs=opts.inputs, seed=opts.seed or 0,
+                                  kernels=opts.kernels, overrides=opts.overrides,
+                                  executor_options=opts.executor_options)
+            return VerifyReport(parity, _meta(opts, path), seconds=time.monotonic() - start)
+        prepared = self.conversion
+        try:
+            lowered = prepared.lowered(allow_partial=opts.allow_partial, prefer_whole=True)
+        except ConversionError as e:
+            if opts.allow_partial:
+                raise
+            raise ConversionError(f"{e}; {self._partial_hint()}", e.diagnostics) from None
+        reference = self.reference
+        whole = lowered.whole is not None
+        partitions = lowered.models
+        # (a recurrent state the delegate feeds as an input is no model input: it starts at zero, `bind_inputs`)
+        specs = [s for s in partitions[0].inputs if not s.variable] if whole else \
+            prepared.io_specs(prepared.model.subgraphs[0].inputs)
+        feed = model_inputs(specs, opts)
+        meta = {**_meta(opts, path), "model_inputs": [_input_json(s) for s in specs]}
+        timings = [("convert", time.monotonic() - start)]
+        if opts.reference is not None:
+            if not whole:
+                raise InputDataError("--reference compares the model's outputs: the model must lower whole")
+            parity = self._compare_with_reference(partitions[0], feed, opts)
+            timings.append(("compare", time.monotonic() - start - timings[0][1]))
+            return VerifyReport(parity, meta, seconds=time.monotonic() - start, timings=timings)
+        parity = verify_prepared(prepared, inputs=feed, kernels=opts.kernels, overrides=opts.overrides,
+                                 executors=self.executors, allow_partial=opts.allow_partial, reference=reference)
+        report = VerifyReport(parity, meta, timings=timings)
         timings.append(("compare", time.monotonic() - start - timings[0][1]))
-        return VerifyReport(parity, meta, seconds=time.monotonic() - start, timings=timings)
-    parity = verify_prepared(prepared, inputs=feed, kernels=opts.kernels, overrides=opts.overrides,
-                             executor_options=opts.executor_options, allow_partial=opts.allow_partial,
-                             reference=reference)
-    report = VerifyReport(parity, meta, timings=timings)
-    timings.append(("compare", time.monotonic() - start - timings[0][1]))
-    if opts.per_op or opts.simulates_relaxed:
-        deep = time.monotonic()
-        _deep_checks(report, prepared, reference, partitions, specs, feed, opts, whole)
-        timings.append(("per-op and relaxed fp16" if opts.per_op and opts.simulates_relaxed else
-                        "per-op" if opts.per_op else "relaxed fp16", time.monotonic() - deep))
-    if report.per_op is not None:  # the intermediates were compared: an uninformative output says what they show
-        from nnconv.parity.verify import INPUTS_HINT, UNINFORMATIVE_HINT
-        for row in report.parity.outputs:
-            if row.uninformative:
-                row.detail = row.detail.replace(UNINFORMATIVE_HINT, f"{INPUTS_HINT}; {report.per_op.summary()}")
-        report.per_op.notes += settlement_notes(report.parity.outputs, report.per_op)
-    report.seconds = time.monotonic() - start
-    return report
+        if opts.per_op or opts.simulates_relaxed:
+            deep = time.monotonic()
+            self._deep_checks(report, partitions, specs, feed, opts, whole)
+            timings.append(("per-op and relaxed fp16" if opts.per_op and opts.simulates_relaxed else
+                            "per-op" if opts.per_op else "relaxed fp16", time.monotonic() - deep))
+        if report.per_op is not None:  # the intermediates were compared: an uninformative output says what they show
+            from nnconv.parity.verify import INPUTS_HINT, UNINFORMATIVE_HINT
+            for row in report.parity.outputs:
+                if row.uninformative:
+                    row.detail = row.detail.replace(UNINFORMATIVE_HINT, f"{INPUTS_HINT}; {report.per_op.summary()}")
+            report.per_op.notes += settlement_notes(report.parity.outputs, report.per_op)
+        report.seconds = time.monotonic() - start
+        return report
 
+    def _partial_hint(self) -> str:
+        """The way on for a model that does not lower whole: --allow-partial, unless TFLite cannot run the
+        model either (a custom op its interpreter lacks), where --allow-partial would only end in TFLite's
+        refusal."""
+        try:
+            TfliteRunner(self.reference.source)
+        except NnconvError as e:
+            return (f"TFLite cannot run it either ({e}), so there is nothing to verify against; `nnconv check` "
+                    "reports which ops NNAPI takes")
+        return "verify it partition by partition with --allow-partial"
 
-def _partial_hint(prepared: PreparedConversion) -> str:
-    """The way on for a model that does not lower whole: --allow-partial, unless TFLite cannot run the model
-    either (a custom op its interpreter lacks), where --allow-partial would only end in TFLite's refusal."""
-    try:
-        TfliteRunner(TfliteReference.of(prepared.model, prepared.source).source)
-    except NnconvError as e:
-        return (f"TFLite cannot run it either ({e}), so there is nothing to verify against; `nnconv check` "
-                "reports which ops NNAPI takes")
-    return "verify it partition by partition with --allow-partial"
+    def _compare_with_reference(self, converted: ConvertedModel, feed: Mapping[str, np.ndarray],
+                                opts: VerifyOptions) -> ParityReport:
+        """Our executor against saved outputs (`--reference`), with the tolerance policy of TFLite's."""
+        expected = bind_reference(opts.reference or {}, converted.model_outputs)
+        ours = self.executors.run(converted, feed)
+        reference = self.reference
+        outputs = attach_operands([compare(s.name, ours[s.name], expected[s.name], reference.hybrid, opts.overrides,
+                                           reference.dequantized(converted.subgraph, s.tflite_tensor))
+                                   for s in converted.model_outputs], converted)
+        return ParityReport(model=self.path, api_level=converted.api_level,
+                            kernels=f"reference outputs {opts.reference_source or '(given)'}", outputs=outputs)
+
+    def _deep_checks(self, report: VerifyReport, partitions: Sequence[ConvertedModel], specs: Sequence[IoTensor],
+                     feed: Mapping[str, np.ndarray], opts: VerifyOptions, whole: bool) -> None:
+        """Per-op parity and the relaxed-fp16 simulation, both on TFLite's own tensors (kept by the
+        interpreter): each converted model is fed the interpreter's values at its inputs."""
+        prepared, reference, executors = self.conversion, self.reference, self.executors
+        twin = reference.twin
+        source = twin if twin is not None else reference.source
+        # Intermediates are only readable from TFLite's own kernels (a delegate hides the tensors it computes).
+        kernels = BUILTIN_KERNELS if opts.kernels == XNNPACK else opts.kernels
+        runner = TfliteRunner(source, kernels=kernels, preserve_all_tensors=True)
+        runner.run({s.tflite_tensor: np.asarray(feed[s.name]) for s in specs})
+        loose = reference.hybrid and twin is None
+        per_op_runner = runner
+        if opts.per_op:
+            report.per_op = per_op_parity(prepared, partitions, runner.tensor, loose, opts.overrides, executors)
+            report.per_op.kernels = kernels
+            if kernels != opts.kernels:
+                report.per_op.kernels_note = (f"not --kernels {opts.kernels}, which hides the intermediate tensors it "
+                                              f"computes")
+            if kernels == BUILTIN_KERNELS and any(e.status != PASS and e.lsb is not None
+                                                  for e in report.per_op.entries):
+                # As for outputs (partitioned.py): quantized tensors are judged against TFLite's reference kernels,
+                # whose integer arithmetic the NNAPI reference follows, when they explain more of the differences.
+                try:
+                    ref_runner = TfliteRunner(source, kernels=REFERENCE_KERNELS, preserve_all_tensors=True)
+                    ref_runner.run({s.tflite_tensor: np.asarray(feed[s.name]) for s in specs})
+                except NnconvError:  # TFLite's reference kernels cannot run the model (reference_probe.py)
+                    ref_runner = None
+                again = None if ref_runner is None else \
+                    per_op_parity(prepared, partitions, ref_runner.tensor, loose, opts.overrides, executors)
+                if again is not None and again.out_of_tolerance < report.per_op.out_of_tolerance:
+                    again.kernels = REFERENCE_KERNELS
+                    again.kernels_note = (f"not --kernels {opts.kernels}: against TFLite's builtin kernels "
+                                          f"{report.per_op.out_of_tolerance} ops were out of tolerance, against its "
+                                          f"reference kernels, whose integer arithmetic NNAPI follows, "
+                                          f"{again.out_of_tolerance}")
+                    report.per_op = again
+                    per_op_runner = ref_runner
+            first = report.per_op.first_divergent
+            if opts.save_repro is not None and first is not None:
+                from nnconv.parity.repro import save_repro
+                report.repro = save_repro(opts.save_repro, prepared.model, partitions[0].subgraph, first.op_index,
+                                          per_op_runner.tensor, functools.partial(_run_repro, opts=opts))
+                report.repro["command"] = (f"nnconv verify {os.path.join(opts.save_repro, 'repro.tflite')} --inputs "
+                                           f"{os.path.join(opts.save_repro, 'inputs.npz')} --api-level "
+                                           f"{opts.api_level} --kernels {report.per_op.kernels}")
+        if opts.simulates_relaxed:
+            fp32 = {o.name: o for o in report.parity.outputs}
+            rows = []
+            for k, cm in enumerate(partitions):
+                ours = executors.run(cm, {s.name: runner.tensor(s.tflite_tensor) for s in cm.inputs if not s.variable},
+                                     RELAXED_FP16)
+                for s in cm.model_outputs:
+                    name = s.name if whole else f"p{k}/{s.name}"
+                    row = compare(name, ours[s.name], runner.tensor(s.tflite_tensor), loose, RELAXED_TOLERANCE)
+                    before = fp32.get(name)
+                    if before is not None and np.isfinite(row.max_abs):
+                        row.detail = f"extra max |diff| over the float32 executor: {row.max_abs - before.max_abs:.3g}"
+                    rows.append(row)
+            report.relaxed = rows
+            if opts.per_op:
+                report.relaxed_per_op = per_op_parity(prepared, partitions, runner.tensor, loose, RELAXED_TOLERANCE,
+                                                      executors, RELAXED_FP16)
 
 
 def model_inputs(specs: Sequence[IoTensor], opts: VerifyOptions) -> dict[str, np.ndarray]:
@@ -249,95 +353,6 @@ def model_inputs(specs: Sequence[IoTensor], opts: VerifyOptions) -> dict[str, np
     if opts.input_range is not None:
         return ranged_inputs(specs, seed, *opts.input_range)
     return random_inputs(list(specs), seed)
-
-
-def save_reference_outputs(path: str | os.PathLike, opts: VerifyOptions) -> dict[str, np.ndarray]:
-    """TFLite's outputs (by output name) on the inputs `opts` describe: what `--save-reference` writes."""
-    prepared = prepare(path, opts.api_level, opts.conversion)
-    sg = prepared.model.subgraphs[0]
-    specs = prepared.io_specs(sg.inputs)
-    feed = model_inputs(specs, opts)
-    # a model with MediaPipe custom ops runs as its builtin twin (parity/builtin_twin.py)
-    runner = TfliteRunner(TfliteReference.of(prepared.model, path).source, kernels=opts.kernels)
-    runner.run({s.tflite_tensor: feed[s.name] for s in specs})
-    return {spec.name: runner.tensor(t) for spec, t in zip(prepared.io_specs(sg.outputs), sg.outputs)}
-
-
-def _compare_with_reference(path: str, converted: ConvertedModel, feed: Mapping[str, np.ndarray],
-                            opts: VerifyOptions, reference: TfliteReference) -> ParityReport:
-    """Our executor against saved outputs (`--reference`), with the tolerance policy of TFLite's."""
-    expected = bind_reference(opts.reference or {}, converted.model_outputs)
-    ours = Executor(converted, **dict(opts.executor_options)).run(feed)
-    outputs = attach_operands([compare(s.name, ours[s.name], expected[s.name], reference.hybrid, opts.overrides,
-                                       reference.dequantized(converted.subgraph, s.tflite_tensor))
-                               for s in converted.model_outputs], converted)
-    return ParityReport(model=path, api_level=converted.api_level,
-                        kernels=f"reference outputs {opts.reference_source or '(given)'}", outputs=outputs)
-
-
-def _deep_checks(report: VerifyReport, prepared: PreparedConversion, reference: TfliteReference,
-                 partitions: Sequence[ConvertedModel], specs: Sequence[IoTensor], feed: Mapping[str, np.ndarray],
-                 opts: VerifyOptions, whole: bool) -> None:
-    """Per-op parity and the relaxed-fp16 simulation, both on TFLite's own tensors (kept by the
-    interpreter): each converted model is fed the interpreter's values at its inputs."""
-    twin = reference.twin
-    source = twin if twin is not None else reference.source
-    # Intermediates are only readable from TFLite's own kernels (a delegate hides the tensors it computes).
-    kernels = BUILTIN_KERNELS if opts.kernels == XNNPACK else opts.kernels
-    runner = TfliteRunner(source, kernels=kernels, preserve_all_tensors=True)
-    runner.run({s.tflite_tensor: np.asarray(feed[s.name]) for s in specs})
-    loose = reference.hybrid and twin is None
-    base = dict(opts.executor_options)
-    per_op_runner = runner
-    if opts.per_op:
-        report.per_op = per_op_parity(prepared, partitions, runner.tensor, loose, opts.overrides, base)
-        report.per_op.kernels = kernels
-        if kernels != opts.kernels:
-            report.per_op.kernels_note = (f"not --kernels {opts.kernels}, which hides the intermediate tensors it "
-                                          f"computes")
-        if kernels == BUILTIN_KERNELS and any(e.status != PASS and e.lsb is not None for e in report.per_op.entries):
-            # As for outputs (partitioned.py): quantized tensors are judged against TFLite's reference kernels,
-            # whose integer arithmetic the NNAPI reference follows, when they explain more of the differences.
-            try:
-                ref_runner = TfliteRunner(source, kernels=REFERENCE_KERNELS, preserve_all_tensors=True)
-                ref_runner.run({s.tflite_tensor: np.asarray(feed[s.name]) for s in specs})
-            except NnconvError:  # TFLite's reference kernels cannot run the model (reference_probe.py)
-                ref_runner = None
-            again = None if ref_runner is None else \
-                per_op_parity(prepared, partitions, ref_runner.tensor, loose, opts.overrides, base)
-            if again is not None and again.out_of_tolerance < report.per_op.out_of_tolerance:
-                again.kernels = REFERENCE_KERNELS
-                again.kernels_note = (f"not --kernels {opts.kernels}: against TFLite's builtin kernels "
-                                      f"{report.per_op.out_of_tolerance} ops were out of tolerance, against its "
-                                      f"reference kernels, whose integer arithmetic NNAPI follows, "
-                                      f"{again.out_of_tolerance}")
-                report.per_op = again
-                per_op_runner = ref_runner
-        first = report.per_op.first_divergent
-        if opts.save_repro is not None and first is not None:
-            from nnconv.parity.repro import save_repro
-            report.repro = save_repro(opts.save_repro, prepared.model, partitions[0].subgraph, first.op_index,
-                                      per_op_runner.tensor, functools.partial(_run_repro, opts=opts))
-            report.repro["command"] = (f"nnconv verify {os.path.join(opts.save_repro, 'repro.tflite')} --inputs "
-                                       f"{os.path.join(opts.save_repro, 'inputs.npz')} --api-level "
-                                       f"{opts.api_level} --kernels {report.per_op.kernels}")
-    if opts.simulates_relaxed:
-        fp32 = {o.name: o for o in report.parity.outputs}
-        rows = []
-        for k, cm in enumerate(partitions):
-            ours = Executor(cm, relaxed_fp16=True, **base).run({s.name: runner.tensor(s.tflite_tensor)
-                                                                 for s in cm.inputs if not s.variable})
-            for s in cm.model_outputs:
-                name = s.name if whole else f"p{k}/{s.name}"
-                row = compare(name, ours[s.name], runner.tensor(s.tflite_tensor), loose, RELAXED_TOLERANCE)
-                before = fp32.get(name)
-                if before is not None and np.isfinite(row.max_abs):
-                    row.detail = f"extra max |diff| over the float32 executor: {row.max_abs - before.max_abs:.3g}"
-                rows.append(row)
-        report.relaxed = rows
-        if opts.per_op:
-            report.relaxed_per_op = per_op_parity(prepared, partitions, runner.tensor, loose, RELAXED_TOLERANCE,
-                                                  {**base, "relaxed_fp16": True})
 
 
 def _run_repro(data: bytes, inputs: Mapping[str, np.ndarray], opts: VerifyOptions) -> Mapping[str, np.ndarray]:

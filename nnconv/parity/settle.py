@@ -30,6 +30,7 @@ import numpy as np
 from nnconv.errors import NnconvError
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.nnapi.quantization import is_quant8
+from nnconv.parity.executors import Executors, KernelSet
 from nnconv.parity.tflite_arithmetic import TfliteArithmetic
 from nnconv.parity.tflite_kernels import CONV_REQUANTIZING
 from nnconv.parity.tflite_runner import REFERENCE_KERNELS
@@ -105,11 +106,12 @@ class ArithmeticDifferences:
         self.causes = [c for c in causes if c.ops]
         self.has_resize = bool(resize)
 
-    def executor_options(self, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """`base` (`Executor` keyword arguments) with every difference computed TFLite's way (verify's rerun)."""
-        return {**(base or {}), "replacements": TfliteArithmetic(
+    def kernel_set(self) -> KernelSet:
+        """Our executor computing every difference TFLite's way (verify's rerun: the executor's replacements),
+        as one kernel set of the verify's executors (parity/executors.py)."""
+        return KernelSet("TFLite's arithmetic", {"replacements": TfliteArithmetic(
             self.fully_connected, self.has_resize, self.requantize, self.signed_average, self.squared_difference,
-            self.mean)}
+            self.mean)})
 
     def describe(self) -> str:
         """`#0 RESIZE_BILINEAR: float32 weights, ...; #4 FULLY_CONNECTED: requantized with two roundings ...`."""
@@ -122,22 +124,24 @@ def differences_of(reference: TfliteReference, converted: ConvertedModel) -> Ari
 
 def compare_with_reference_kernels(report: ParityReport, reference: TfliteReference, converted: ConvertedModel,
                                    feed: Mapping[str, np.ndarray], overrides: ToleranceOverrides | None = None,
-                                   executor_options: Mapping[str, Any] | None = None) -> None:
+                                   executors: Executors | None = None) -> None:
     """Settles the quantized outputs of `report` (compared with TFLite's optimized builtin or XNNPACK
     kernels) that are out of tolerance: within tolerance of TFLite's reference kernels, they pass and say
     which kernels they matched; else within tolerance of them computed TFLite's way (the module docstring),
     they pass naming the operations of this model whose NNAPI arithmetic differs. Rows are updated in place;
-    an interpreter that cannot run the model leaves them as they are."""
+    an interpreter that cannot run the model leaves them as they are. `executors`: our side of the verify,
+    whose outputs on `feed` `report` compared (parity/executors.py)."""
+    executors = executors or Executors()
     try:
         ref = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
-                         executor_options=executor_options)
+                         executors=executors)
     except NnconvError:
         return
     by_name = {o.name: o for o in ref.outputs}
     unexplained = {o.name for o in report.outputs if not o.passed and o.max_lsb is not None
                    and o.name in by_name and not by_name[o.name].passed}
     differences = differences_of(reference, converted)
-    tflite_way = with_tflite_arithmetic(reference, converted, feed, differences, overrides, executor_options) \
+    tflite_way = with_tflite_arithmetic(reference, converted, feed, differences, overrides, executors) \
         if unexplained else {}
     for o in report.outputs:
         r = by_name.get(o.name)
@@ -165,13 +169,13 @@ def compare_with_reference_kernels(report: ParityReport, reference: TfliteRefere
 
 def with_tflite_arithmetic(reference: TfliteReference, converted: ConvertedModel, feed: Mapping[str, np.ndarray],
                            differences: ArithmeticDifferences, overrides: ToleranceOverrides | None,
-                           executor_options: Mapping[str, Any] | None) -> dict[str, OutputParity]:
-    """Our outputs computed TFLite's way (`differences.executor_options`) against TFLite's reference kernels,
-    by output name; empty when TFLite fails."""
-    extra = differences.executor_options(executor_options)
+                           executors: Executors) -> dict[str, OutputParity]:
+    """Our outputs computed TFLite's way (`differences.kernel_set`) against TFLite's reference kernels, by
+    output name; empty when TFLite fails."""
+    tflite_way = differences.kernel_set()
     try:
         report = run_parity(reference, converted, feed, kernels=REFERENCE_KERNELS, overrides=overrides,
-                            executor_options=extra)
+                            executors=executors, our_kernels=tflite_way)
     except NnconvError:
         return {}
     return {o.name: o for o in report.outputs}

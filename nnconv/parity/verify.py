@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from nnconv.errors import NnconvError
 from nnconv.fmt import plural
-from nnconv.runtime.executor import Executor
 from nnconv.nnapi.program import ConvertedModel, IoTensor
+from nnconv.parity.executors import NNAPI, Executors, KernelSet
 from nnconv.parity.tflite_runner import BUILTIN_KERNELS, TfliteRunner
 from nnconv.parity.metrics import is_uninformative, tensor_metrics
 from nnconv.parity.tolerances import Tolerance, ToleranceOverrides, tolerance_for
@@ -242,13 +242,15 @@ def tflite_feed(runner: TfliteRunner, converted: ConvertedModel,
 def run_parity(reference: TfliteReference | str | os.PathLike | bytes, converted: ConvertedModel,
                inputs: Mapping[str, np.ndarray], kernels: str = BUILTIN_KERNELS,
                runner: TfliteRunner | None = None, overrides: ToleranceOverrides | None = None,
-               executor_options: Mapping[str, Any] | None = None) -> ParityReport:
+               executors: Executors | None = None, our_kernels: KernelSet = NNAPI) -> ParityReport:
     """Runs both engines on `inputs` (keyed by input name) and compares every output of `converted`.
-    `overrides`: the user's tolerances; `executor_options`: passed to `Executor` (e.g. a test's faulty
-    `kernel_overrides`). `reference` is TFLite's side (a path or bytes is read here, for one-off calls)."""
+    `overrides`: the user's tolerances; `executors`: our side of the verify (parity/executors.py: its
+    executor of `converted` with `our_kernels`, and our outputs on `inputs` when another comparison already
+    ran them), a fresh one for one-off calls. `reference` is TFLite's side (a path or bytes is read here,
+    for one-off calls)."""
     if not isinstance(reference, TfliteReference):
         reference = TfliteReference.of(read_model(reference), reference)
-    ours = Executor(converted, **dict(executor_options or {})).run(dict(inputs))
+    ours = (executors or Executors()).run(converted, inputs, our_kernels)
     runner = runner or TfliteRunner(reference.source, kernels=kernels)
     feed = tflite_feed(runner, converted, inputs)
     theirs = runner.run(feed)

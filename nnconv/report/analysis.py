@@ -78,7 +78,7 @@ class ModelCheck:
                 "line": self.plan.summary_line()}
 
 
-def check_one(path: str, level: int, options: ConversionOptions | None = None,
+def check_one(path: str, level: ApiLevel, options: ConversionOptions | None = None,
               max_partitions: int = DEFAULT_MAX_PARTITIONS, lower: bool = True) -> ModelCheck:
     prepared = prepare(path, level, options)
     return ModelCheck(path, prepared.report, prepared.plan(max_partitions, lower=lower), prepared.whole_refusal)

@@ -4,8 +4,10 @@
 
 Each renders the three reports `check` prints: one model at one API level (`one`), several models at one
 level (`several`: one row per model and a total), and the op x API level matrix of `--api-level all`
-(`matrix`: one model or several). Machine-readable formats write byte for byte (`print_raw`); logs and
-warnings that have no place in them go to `err`.
+(`matrix`: one model or several), and says, in its own way, which models could not be checked when none
+could (`nothing_checked`). Machine-readable formats write byte for byte (`print_raw`); logs and warnings
+that have no place in them go to `err`. `check --device` renders through the same names
+(`nnconv.devices.render.DEVICE_FORMATS`, which has one renderer per format here).
 """
 
 from __future__ import annotations
@@ -47,8 +49,20 @@ class CheckFormat(ABC):
         machine-readable formats list."""
 
     @abstractmethod
-    def matrix(self, mats: Sequence[LevelMatrix], out: Console, failures: Sequence[Failed] = ()) -> None:
-        """The op x API level matrix of `--api-level all`, one model or several."""
+    def matrix(self, mats: Sequence[LevelMatrix], out: Console, failures: Sequence[Failed] = (),
+               quiet: bool = False) -> None:
+        """The op x API level matrix of `--api-level all`, one model or several; `failures`: the models that
+        could not be checked, which every format lists in its own way."""
+
+    def nothing_checked(self, failures: Sequence[Failed], out: Console) -> None:
+        """What the output holds when no model could be checked (the errors themselves go to stderr):
+        nothing, except for formats a program reads, which still print a document listing the errors."""
+
+
+def _error_rows(failures: Sequence[Failed], out: Console) -> None:
+    """A row of its own after the matrix for each model that could not be checked (table and Markdown)."""
+    for f in failures:
+        out.print(f"{f.label}: ERROR {f.error}", markup=False)
 
 
 def _several_title(checks: Sequence[ModelCheck], failures: Sequence[Failed] = ()) -> str:
@@ -156,13 +170,23 @@ class TableFormat(CheckFormat):
             out.print(table)
         _print_deprecation(err, checks[0].api_level)
 
-    def matrix(self, mats: Sequence[LevelMatrix], out: Console, failures: Sequence[Failed] = ()) -> None:
-        if len(mats) > 1:
+    def matrix(self, mats: Sequence[LevelMatrix], out: Console, failures: Sequence[Failed] = (),
+               quiet: bool = False) -> None:
+        if quiet:  # verdicts only: a line per model and level
+            for mat in mats:
+                for lv, c in mat.checks.items():
+                    out.print(f"{mat.label}: API {lv}: {summary_line(c)}", markup=False)
+        elif len(mats) > 1:
             self._matrix_multi(mats, out)
-            return
+        else:
+            self._matrix_one(mats[0], out)
+        _error_rows(failures, out)
+
+    @staticmethod
+    def _matrix_one(mat: LevelMatrix, out: Console) -> None:
         levels = list(ALL_API_LEVELS)
-        rows, cov, parts = _matrix_rows(mats[0])
-        title = _matrix_title(mats[0])
+        rows, cov, parts = _matrix_rows(mat)
+        title = _matrix_title(mat)
         plain = [[*head, *(SYMBOLS[v] for v in cells), first] for head, cells, first in rows]
         plain += [["", "coverage", *cov, ""], ["", "partitions", *parts, ""]]
         cols = [Col("#", justify="right"), Col("op"), *(Col(str(lv), justify="center") for lv in levels),
@@ -241,11 +265,16 @@ class JsonFormat(CheckFormat):
                 "errors": [f.to_json() for f in failures]}
         print_raw(out, json.dumps(data, indent=2))
 
-    def matrix(self, mats: Sequence[LevelMatrix], out: Console, failures: Sequence[Failed] = ()) -> None:
+    def matrix(self, mats: Sequence[LevelMatrix], out: Console, failures: Sequence[Failed] = (),
+               quiet: bool = False) -> None:
         data: Any = mats[0].to_json() if len(mats) == 1 and not failures else {
             "schema_version": SCHEMA_VERSION, "api_level": "all", "levels": list(ALL_API_LEVELS),
             "models": [m.to_json() for m in mats], "errors": [f.to_json() for f in failures]}
         print_raw(out, json.dumps(data, indent=2))
+
+    def nothing_checked(self, failures: Sequence[Failed], out: Console) -> None:
+        print_raw(out, json.dumps({"schema_version": SCHEMA_VERSION, "models": [],
+                                   "errors": [f.to_json() for f in failures]}, indent=2))
 
 
 class CsvFormat(CheckFormat):
@@ -270,7 +299,8 @@ class CsvFormat(CheckFormat):
         if deprecation_warning(level):
             err.print(f"warning: {deprecation_warning(level)}", markup=False)
 
-    def matrix(self, mats: Sequence[LevelMatrix], out: Console, failures: Sequence[Failed] = ()) -> None:
+    def matrix(self, mats: Sequence[LevelMatrix], out: Console, failures: Sequence[Failed] = (),
+               quiet: bool = False) -> None:
         if len(mats) > 1:
             header, multi = _matrix_multi_rows(mats)
             print_raw(out, _csv([header, *multi]), end="")
@@ -298,14 +328,20 @@ class MarkdownFormat(CheckFormat):
         print_raw(out, "\n".join(lines) + "\n")
         _print_deprecation(err, checks[0].api_level)
 
-    def matrix(self, mats: Sequence[LevelMatrix], out: Console, failures: Sequence[Failed] = ()) -> None:
+    def matrix(self, mats: Sequence[LevelMatrix], out: Console, failures: Sequence[Failed] = (),
+               quiet: bool = False) -> None:
         if len(mats) > 1:
             header, rows = _matrix_multi_rows(mats)
             print_raw(out, "\n".join(_md_table(header, rows)) + "\n\ncells: coverage of ops delegated / partitions\n")
-            return
-        rows, cov, parts = _matrix_rows(mats[0])
+        else:
+            self._matrix_one(mats[0], out)
+        _error_rows(failures, out)
+
+    @staticmethod
+    def _matrix_one(mat: LevelMatrix, out: Console) -> None:
+        rows, cov, parts = _matrix_rows(mat)
         header = ["#", "op", *map(str, ALL_API_LEVELS), "from API"]
-        lines = [f"## {_matrix_title(mats[0])}", "", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+        lines = [f"## {_matrix_title(mat)}", "", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
         for head, cells, first in rows:
             lines.append("| " + " | ".join([*head, *(SYMBOLS[v] for v in cells), first]) + " |")
         lines.append("| | **coverage** | " + " | ".join(cov) + " | |")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nnconv.nnapi.levels import ApiLevel
 from nnconv.targets import DEFAULT_TARGET, Target
 from nnconv.tflite.ir import TfliteModel
 
@@ -36,7 +37,7 @@ class ConversionState:
     """Shared by every operator of one conversion."""
 
     model: TfliteModel
-    api_level: int
+    api_level: ApiLevel  # the target, as the command line parsed it (`lowering.convert.target_level`)
     options: ConversionOptions
     folded: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # (subgraph, tensor) -> value
     # Non-constant int64 tensors whose values always fit int32 (indices), carried as TENSOR_INT32; see
