@@ -25,7 +25,7 @@ def built(monkeypatch):
     real = Executor.__init__
 
     def counting(self, model, trace=None, *args, **options):
-        tflite_way = options.get("options") is not None and options["options"].tflite_multipliers
+        tflite_way = options.get("replacements") is not None
         found.append((id(model), bool(options.get("relaxed_fp16")), trace is not None, tflite_way))
         real(self, model, trace, *args, **options)
     monkeypatch.setattr(Executor, "__init__", counting)
