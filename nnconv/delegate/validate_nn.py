@@ -20,26 +20,26 @@ def _no_activation_for_int32(c: NodeCheck) -> None:
                  "No activation function supported")
 
 
-@validator(B.ADD)
-def _add(c: NodeCheck) -> None:
-    c.max_version(2)
+def _add_or_mul_types(c: NodeCheck) -> None:
+    """ADD's and MUL's operand checks, the same in the delegate: int32 from SDK 30, without activation."""
     if c.sdk >= SDK_30:
         c.float_quant8_or_int32_op()
         _no_activation_for_int32(c)
     else:
         c.float_or_quant8_op()
     c.input_ranks_at_most_4()
+
+
+@validator(B.ADD)
+def _add(c: NodeCheck) -> None:
+    c.max_version(2)
+    _add_or_mul_types(c)
 
 
 @validator(B.MUL)
 def _mul(c: NodeCheck) -> None:
     c.max_version(3 if c.accelerator else 2)
-    if c.sdk >= SDK_30:
-        c.float_quant8_or_int32_op()
-        _no_activation_for_int32(c)
-    else:
-        c.float_or_quant8_op()
-    c.input_ranks_at_most_4()
+    _add_or_mul_types(c)
 
 
 @validator(B.SUB)
