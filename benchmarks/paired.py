@@ -50,7 +50,7 @@ def bench(path: str, rounds: int, batch: int, api_level: int) -> dict:
     row["quantized"] = bool(converted.inputs) and np.dtype(converted.inputs[0].np_dtype).kind in "iu"
     feed = random_inputs(converted.inputs, seed=0)
     executor = nnconv.Executor(converted, blas_threads=1)
-    stacked = {s.name: np.stack([feed[s.name]] * batch) for s in converted.inputs}
+    stacked = {name: np.stack([x] * batch) for name, x in feed.items()}  # recurrent state: not fed
     engines = {key: TfliteRunner(path, kernels=kernels, num_threads=1)
                for key, kernels in (("xnnpack", XNNPACK), ("builtin", BUILTIN_KERNELS))}
     feeds = {key: tflite_feed(r, converted, feed) for key, r in engines.items()}
@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--api-level", type=int, default=30)
     ap.add_argument("--json", metavar="FILE", default=None)
     args = ap.parse_args(argv)
+    if args.batch < 1:
+        ap.error("--batch takes 1 or more samples (the batched figures are part of every row)")
     from threadpoolctl import threadpool_limits
     threadpool_limits(1)
     print(f"# {' '.join(cpu_flags())}; numpy {np.__version__}; 1 thread; cpu clock; {args.rounds} rounds; "
