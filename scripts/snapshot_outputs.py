@@ -8,7 +8,9 @@ For every `.tflite` of the given folders, every level and target, OUT_DIR/<folde
 holds the `check --format json` report (`.json`), the `.nnapi` file `convert` writes (`.nnapi`, with
 `--allow-partial` for the nnconv target), the NDK C source of `--emit-c` (`.c`, `.h`) and each command's exit
 code and stderr (`.log`). Timings are taken out of the report; everything else must be byte-identical.
-The commands run in-process (click's test runner), one process per model with `--jobs`.
+The commands run in-process (click's test runner), one process per model with `--jobs`, on the nnconv of
+the checkout the script is in. A `.nnapi` file's plan names the model's absolute path: take both snapshots in
+the same checkout (`git checkout` the other commit there) to compare them byte for byte.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's nnconv, not an installed one (a worktree measures itself)
 DEFAULT_MODELS = "examples/models,tests/data/zoo,tests/data/delegate/ops"
 TIMING_KEYS = {"seconds", "timings", "elapsed"}
 
