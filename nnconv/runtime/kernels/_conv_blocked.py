@@ -77,8 +77,8 @@ def blocked_conv(call: KernelCall, x: np.ndarray, p: ConvParams, plan: ConvPlan)
     acc_buf = np.empty((block_h * ow, o), dtype=np.float64 if plan.chunked else plan.dtype) \
         if quant or plan.groups > 1 else None
     part_buf = np.empty((block_h * ow, o), dtype=np.float32) if plan.chunked else None
-    patches = None if plan.one_by_one else extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w,
-                                                           p.out_h, p.out_w)
+    patches = None if plan.one_by_one else extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dilation_h,
+                                                           p.dilation_w, p.out_h, p.out_w)
     for i in range(n):
         for r0 in range(0, p.out_h, block_h):
             r1 = min(p.out_h, r0 + block_h)

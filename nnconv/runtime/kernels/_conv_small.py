@@ -17,7 +17,7 @@ so the results are the general path's bit for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from nnconv.runtime.kernels._float_activation import add_bias_and_activate
 from nnconv.runtime.kernels._spatial import extract_patches
 
 if TYPE_CHECKING:
+    from nnconv.runtime.kernels._conv_blocked import ConvPlan
     from nnconv.runtime.kernels.conv_2d import ConvParams
     from nnconv.runtime.kernels.registry import KernelCall
 
@@ -34,28 +35,47 @@ CACHE_KEY = "conv_small"
 
 # (accumulators [rows, O], output rows [rows, O]) -> None: the epilogue of a quantized layout
 Requantize = Callable[[np.ndarray, np.ndarray], object]
+FLOAT32 = np.dtype(np.float32)  # a float layout's buffer and output dtype
 
 
 @dataclass(kw_only=True)
 class ConvLayout:
-    """What `conv_nhwc` chose for one operation (one group, one block): the matrix operands and epilogue."""
+    """What `conv_nhwc` chose for one operation (one group, one block): the matrix operands and epilogue.
+    The defaults are a float32 layout with nothing quantized: a quantized one names its `zero_point`,
+    `requantize` and `out_dtype` (and `chunks`, `border` where they apply). Built by `of_plan` (the general
+    path's `ConvPlan`) or `pointwise` (a 1x1 convolution reading its input's rows)."""
 
     kh: int
     kw: int
     o: int
-    dtype: type  # the GEMM's dtype (float32, or float64 for an exact quantized product)
     mat: np.ndarray | None  # [K (+1), O]; None where the float32 `chunks` replace it
-    ones: bool  # a column of ones after the im2col rows (the float bias row, or the scaled filter's kappa)
-    reads_rows: bool  # 1x1 stride 1 unpadded: the (centered) input rows are the GEMM's operand
-    tap_major: bool
-    buffer_dtype: np.dtype  # of the padded buffer the input is copied (or centered) into
-    zero_point: int | None  # quantized: the input zero point subtracted there, None: a plain copy
-    border: float | int  # the padding value in the buffer (0, or the zero point where the filter folds it)
-    chunks: list[tuple[tuple[int, int], np.ndarray]] | None  # quantized: exact float32 runs of the reduction
-    bias: np.ndarray | None  # float: tiled along an output row, when not inside the GEMM
     activation: int
-    requantize: Requantize | None  # quantized: the fused requantization
-    out_dtype: np.dtype
+    dtype: type = np.float32  # the GEMM's dtype (float32, or float64 for an exact quantized product)
+    ones: bool = False  # a column of ones after the im2col rows (the float bias row, or the scaled filter's kappa)
+    reads_rows: bool = False  # 1x1 stride 1 unpadded: the (centered) input rows are the GEMM's operand
+    tap_major: bool = False
+    buffer_dtype: np.dtype = FLOAT32  # of the padded buffer the input is copied (or centered) into
+    zero_point: int | None = None  # quantized: the input zero point subtracted there, None: a plain copy
+    border: float | int = 0  # the padding value in the buffer (0, or the zero point where the filter folds it)
+    chunks: list[tuple[tuple[int, int], np.ndarray]] | None = None  # quantized: exact float32 runs of the reduction
+    bias: np.ndarray | None = None  # float: tiled along an output row, when not inside the GEMM
+    requantize: Requantize | None = None  # quantized: the fused requantization
+    out_dtype: np.dtype = FLOAT32
+
+    @classmethod
+    def of_plan(cls, plan: ConvPlan, activation: int, **quantized: Any) -> ConvLayout:
+        """The general path's layout of a one-group `plan`; `quantized`: the fields a quantized plan adds."""
+        return cls(kh=plan.kh, kw=plan.kw, o=plan.o, mat=plan.mats[0], activation=activation, dtype=plan.dtype,
+                   ones=plan.bias_row or plan.scaled, reads_rows=plan.direct and plan.in_place,
+                   tap_major=plan.tap_major, buffer_dtype=plan.rows_dtype, bias=plan.bias, **quantized)
+
+    @classmethod
+    def pointwise(cls, mat: np.ndarray, activation: int, dtype: type = np.float32, **epilogue: Any) -> ConvLayout:
+        """A 1x1 convolution whose GEMM reads the input's rows with the [C, O] `mat`: x's own rows, or their
+        copy in the GEMM's `dtype` (centered where a quantized layout gives `zero_point`). `epilogue`: the
+        float bias, or the quantized fields."""
+        return cls(kh=1, kw=1, o=mat.shape[1], mat=mat, activation=activation, dtype=dtype,
+                   buffer_dtype=np.dtype(dtype), reads_rows=True, **epilogue)
 
 
 @dataclass
@@ -147,7 +167,8 @@ def prepare_small_conv(call: KernelCall, x: np.ndarray, p: ConvParams, layout: C
         elif kh == kw == 1:
             view = padded[0, 0:(p.out_h - 1) * p.stride_h + 1:p.stride_h, 0:(p.out_w - 1) * p.stride_w + 1:p.stride_w]
         else:
-            view = extract_patches(padded, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.out_h, p.out_w)[0]
+            view = extract_patches(padded, kh, kw, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.out_h,
+                                   p.out_w)[0]
         if rows_view is None:
             extra = int(layout.ones)
             cols = call.kept((k + extra, rows) if layout.tap_major else (rows, k + extra), layout.dtype, None,

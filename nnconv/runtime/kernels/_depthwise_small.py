@@ -123,20 +123,20 @@ def prepare_small_depthwise(call: KernelCall, x: np.ndarray, wk: np.ndarray, bia
         if p.stride_w > 1:
             # `_depthwise_float._column_windows`' copy of the KW columns each tap reads, kept: column kx of
             # copied row y holds the OW input pixels kx*dil_w + ox*stride_w
-            read = (p.out_h - 1) * p.stride_h + (kh - 1) * p.dil_h + 1
+            read = (p.out_h - 1) * p.stride_h + (kh - 1) * p.dilation_h + 1
             column_view = window_view(padded[0, :read], (read, kw, p.out_w, c),
-                                      (s[0], s[1] * p.dil_w, s[1] * p.stride_w, s[2]))
+                                      (s[0], s[1] * p.dilation_w, s[1] * p.stride_w, s[2]))
             columns = call.kept(column_view.shape, acc_dtype, None, "depthwise columns")
             t = columns.strides
-            windows = window_view(columns, (p.out_h, kh, kw, run), (t[0] * p.stride_h, t[0] * p.dil_h, t[1], t[3]))
+            windows = window_view(columns, (p.out_h, kh, kw, run), (t[0] * p.stride_h, t[0] * p.dilation_h, t[1], t[3]))
         else:
-            windows = window_view(source, (p.out_h, kh, kw, run), (s[0] * p.stride_h, s[0] * p.dil_h,
-                                                                   s[1] * p.dil_w, s[2]))
+            windows = window_view(source, (p.out_h, kh, kw, run), (s[0] * p.stride_h, s[0] * p.dilation_h,
+                                                                   s[1] * p.dilation_w, s[2]))
         subscripts, sums_shape = "rijl,ijl->rl", (p.out_h, run)
     else:
         s = padded.strides
         windows = window_view(padded[0], (p.out_h, p.out_w, kh, kw, c),
-                              (s[1] * p.stride_h, s[2] * p.stride_w, s[1] * p.dil_h, s[2] * p.dil_w, s[3]))
+                              (s[1] * p.stride_h, s[2] * p.stride_w, s[1] * p.dilation_h, s[2] * p.dilation_w, s[3]))
         taps = np.ascontiguousarray(wk)
         subscripts, sums_shape = "hwijc,ijcm->hwcm", (p.out_h, p.out_w, c, multiplier)
     tiled = None if bias is None else np.tile(bias, p.out_w)

@@ -8,6 +8,7 @@ forms apart. Quantized: int32 accumulation of (q - zp) products, the reference p
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -25,18 +26,13 @@ from nnconv.runtime.kernels._spatial import (conv_output_size, implicit_padding,
 from nnconv.runtime.kernels.registry import KernelCall, kernel
 
 
-@dataclass(frozen=True)
-class ConvParams:
-    pad_top: int
-    pad_bottom: int
-    pad_left: int
-    pad_right: int
-    stride_h: int
-    stride_w: int
-    dil_h: int
-    dil_w: int
-    activation: int
-    nchw: bool
+@dataclass(frozen=True, kw_only=True)
+class ConvParams(WindowParams):
+    """A convolution's `WindowParams` resolved against one input and filter size: the padding made explicit
+    (an implicit scheme's pads computed, `padding_scheme` dropped) and the output size it gives. The
+    kernels read it from `parse_conv_params`, which keeps it with the operation. A subclass rather than a
+    holder of the WindowParams: the per-run code reads `p.stride_h` as one plain attribute."""
+
     out_h: int
     out_w: int
 
@@ -62,7 +58,9 @@ def _conv_geometry(call: KernelCall, wp: WindowParams, in_h: int, in_w: int, kh:
     out_w = conv_output_size(in_w, kw, sw, dw, pl, pr)
     if out_h < 0 or out_w < 0:
         raise call.fail("the filter is larger than the padded input")
-    return ConvParams(pt, pb, pl, pr, sh, sw, dh, dw, wp.activation, wp.nchw, out_h, out_w)
+    # the scalars as read (vars: the fields of a WindowParams), with the padding resolved
+    return ConvParams(**dict(vars(wp), explicit=True, padding_scheme=None, pad_left=pl, pad_right=pr, pad_top=pt,
+                             pad_bottom=pb, out_h=out_h, out_w=out_w))
 
 
 # Bytes of matmul output per block of output rows: small enough that the im2col rows, the accumulators and
@@ -211,20 +209,24 @@ def _prepare_small_map(call: KernelCall, x: np.ndarray, p: ConvParams, plan: Con
     qf = plan.qf
     if not (plan.groups == 1 and _preparable(call, x, p) and (qf is None or qf.requantizer is not None)):
         return None
-    in_od, out_od = call.in_operands[0], call.out_operands[0]
-    reads_rows = plan.direct and plan.in_place
-    layout = ConvLayout(
-        kh=plan.kh, kw=plan.kw, o=plan.o, dtype=plan.dtype, mat=plan.mats[0], ones=plan.bias_row or plan.scaled,
-        reads_rows=reads_rows, tap_major=plan.tap_major, buffer_dtype=plan.rows_dtype,
-        zero_point=None if qf is None or qf.folded else in_od.zero_point,
-        border=in_od.zero_point if qf is not None and qf.folded else 0,
-        chunks=list(zip(qf.chunks, qf.chunk_mats)) if plan.chunked else None, bias=plan.bias,
-        activation=p.activation, requantize=quant_epilogue(qf, p.out_h * p.out_w) if qf is not None else None,
-        out_dtype=np.dtype(out_od.dtype if qf is not None else np.float32))
-    small = call.cache[SMALL_KEY] = prepare_small_conv(call, x, p, layout,
-                                                       rows_in_place=reads_rows and qf is None and not _padded(p),
-                                                       one_block=plan.block_h >= p.out_h)
+    if qf is None:
+        layout = ConvLayout.of_plan(plan, p.activation)
+    else:
+        zero_point = call.in_operands[0].zero_point
+        layout = ConvLayout.of_plan(plan, p.activation, border=zero_point if qf.folded else 0,
+                                    chunks=list(zip(qf.chunks, qf.chunk_mats)) if plan.chunked else None,
+                                    **_quant_epilogue_fields(call, qf, p.out_h * p.out_w))
+    small = call.cache[SMALL_KEY] = prepare_small_conv(
+        call, x, p, layout, rows_in_place=layout.reads_rows and qf is None and not _padded(p),
+        one_block=plan.block_h >= p.out_h)
     return small
+
+
+def _quant_epilogue_fields(call: KernelCall, qf: QuantFilter, pixels: int) -> dict[str, Any]:
+    """The `ConvLayout` fields every quantized layout gives: the input zero point its copy subtracts (none
+    where the filter folds it), the fused requantization of `pixels` output pixels and the output dtype."""
+    return dict(zero_point=None if qf.folded else call.in_operands[0].zero_point,
+                requantize=quant_epilogue(qf, pixels), out_dtype=np.dtype(call.out_operands[0].dtype))
 
 
 def _small_pointwise(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray | None,
@@ -240,10 +242,8 @@ def _small_pointwise(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarr
     mat = call.memo("conv_float_pointwise", (1,), lambda: _pointwise_matrix(w, o, c))
     if _preparable(call, x, p):
         tiled = None if b is None else call.memo(("conv_bias_rows", p.out_w), (2,), lambda: np.tile(b, p.out_w))
-        layout = ConvLayout(kh=1, kw=1, o=o, dtype=np.float32, mat=mat, ones=False, reads_rows=True, tap_major=False,
-                            buffer_dtype=np.dtype(np.float32), zero_point=None, border=0, chunks=None,
-                            bias=None if tiled is None else tiled.astype(np.float32, copy=False),
-                            activation=p.activation, requantize=None, out_dtype=np.dtype(np.float32))
+        layout = ConvLayout.pointwise(mat, p.activation,
+                                      bias=None if tiled is None else tiled.astype(np.float32, copy=False))
         small = call.cache[SMALL_KEY] = prepare_small_conv(call, x, p, layout, rows_in_place=x.flags.c_contiguous,
                                                            one_block=True)
         if small is not None:
@@ -269,11 +269,7 @@ def _small_quant_pointwise(call: KernelCall, x: np.ndarray, qf: QuantFilter, p: 
     n, h, wd, c = x.shape
     mat = qf.mats[0]
     if _preparable(call, x, p):
-        layout = ConvLayout(kh=1, kw=1, o=mat.shape[1], dtype=qf.dtype, mat=mat, ones=False, reads_rows=True,
-                            tap_major=False, buffer_dtype=np.dtype(qf.dtype),
-                            zero_point=None if qf.folded else call.in_operands[0].zero_point, border=0, chunks=None,
-                            bias=None, activation=p.activation, requantize=quant_epilogue(qf, n * h * wd),
-                            out_dtype=np.dtype(call.out_operands[0].dtype))
+        layout = ConvLayout.pointwise(mat, p.activation, dtype=qf.dtype, **_quant_epilogue_fields(call, qf, n * h * wd))
         small = call.cache[SMALL_KEY] = prepare_small_conv(call, x, p, layout, rows_in_place=False)
         if small is not None:
             return small.run(call, x)

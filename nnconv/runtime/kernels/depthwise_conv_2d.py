@@ -106,12 +106,12 @@ def depthwise_nhwc(call: KernelCall, x: np.ndarray, w: np.ndarray, b: np.ndarray
     if quant and rows:
         # row runs in int32 (in situ 2-4x the tap-by-tap or im2col einsum); exact in any summation order.
         # Strided maps too: their row runs copy the taps' columns first (see _depthwise_float)
-        depthwise_rows(call, xs, wk, None, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.activation, out,
+        depthwise_rows(call, xs, wk, None, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.activation, out,
                        lambda acc, dest: _requantize(call, qd, acc, b, p, out=dest),
                        in_od.zero_point if xs is xp else None)
     elif rows:
         depthwise_rows(call, xs, wk, None if b is None else b.astype(np.float32, copy=False), p.stride_h,
-                       p.stride_w, p.dil_h, p.dil_w, p.activation, out)
+                       p.stride_w, p.dilation_h, p.dilation_w, p.activation, out)
     elif oc >= EINSUM_MIN_CHANNELS or p.out_h * p.out_w <= EINSUM_MAX_PIXELS:
         _depthwise_einsum(call, xs, wk, b, p, qd if quant else None, out)
     else:
@@ -132,7 +132,7 @@ def _depthwise_einsum(call: KernelCall, xs: np.ndarray, wk: np.ndarray, b: np.nd
     bias = None if quant or b is None else b.astype(np.float32, copy=False)
     # Per block of output rows, so that the requantization or the bias and activation find the block
     # in cache.
-    patches = extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.out_h, p.out_w)
+    patches = extract_patches(xs, kh, kw, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.out_h, p.out_w)
     # float blocks accumulate in the output itself, and fewer einsum calls win there (see
     # FLOAT_ROW_BLOCK_BYTES)
     block_bytes = DEPTHWISE_BLOCK_BYTES if quant else FLOAT_ROW_BLOCK_BYTES
@@ -190,7 +190,7 @@ def _depthwise_taps(call: KernelCall, xs: np.ndarray, wk: np.ndarray, b: np.ndar
             first = True
             for ky in range(kh):  # taps summed in row-major order (float: the same order on every path)
                 for kx in range(kw):
-                    y0, x0 = ky * p.dil_h + r0 * p.stride_h, kx * p.dil_w
+                    y0, x0 = ky * p.dilation_h + r0 * p.stride_h, kx * p.dilation_w
                     if strided:
                         ph = phases[(y0 % p.stride_h, x0 % p.stride_w)][i]
                         oy, ox = y0 // p.stride_h, x0 // p.stride_w
