@@ -57,5 +57,5 @@ def check_int8(c: CheckContext, shiftable: bool | None = None) -> None:
     has_int8 = any(t is not None and t.type == TensorType.INT8 and not t.quantization.is_per_channel
                    and not c.is_const(t) for t in [*c.inputs, *c.outputs])
     if has_int8 and not shiftable:
-        c.require_api(30, f"int8 {c.op.name} (TENSOR_QUANT8_ASYMM_SIGNED)",
-                      hint="raise --api-level to 30, or requantize the model to uint8")
+        c.require_operand_type(OperandType.TENSOR_QUANT8_ASYMM_SIGNED, f"int8 {c.op.name} (TENSOR_QUANT8_ASYMM_SIGNED)",
+                               hint="raise --api-level to 30, or requantize the model to uint8")

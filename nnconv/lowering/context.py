@@ -27,8 +27,9 @@ from nnconv.lowering.diagnostics import Code, Diagnostic
 from nnconv.tflite.kernel_refusals import clamp_overflow
 from nnconv.nnapi.builder import SubgraphBuilder
 from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
-from nnconv.nnapi.levels import ApiLevel, feature_level
+from nnconv.nnapi.levels import ApiLevel, api_level_of_feature_level, feature_level
 from nnconv.nnapi.model import Operand, SymmPerChannelQuantParams
+from nnconv.nnapi.operations import spec_of
 from nnconv.nnapi.program import INT8_SHIFT  # noqa: F401  (re-exported: rules import it from here)
 from nnconv.rewrite.state import ConversionState
 from nnconv.tflite.int4 import unpack_int4
@@ -114,6 +115,28 @@ def dtype_description(t: Tensor) -> str:
 def dtype_hint(t: Tensor, hint: str = "") -> str:
     """The hint of a dtype refusal of `t`: the caller's, else INT16_HINT for a quantized int16 tensor."""
     return hint or (INT16_HINT if _int16_activation(t) else "")
+
+
+def spec_api_level(ops: OperationType | Iterable[OperationType], input_type: OperandType | None = None) -> int:
+    """The Android API level at which NNAPI takes `ops` (the highest over several), from their `OperationSpec`s:
+    each operation's own feature level and, given input 0's type, the type's own level and the level the
+    spec's `input_levels` lists for it. A level that a validator decides from the operands themselves (int32
+    ADD / SUB / MUL, a CONCATENATION requantizing its inputs) is not a declared fact, so it is not included."""
+    ops = (ops,) if isinstance(ops, OperationType) else tuple(ops)
+    levels = [spec_of(op).level for op in ops]
+    if input_type is not None:
+        levels.append(input_type.min_feature_level)
+        for op in ops:
+            table = spec_of(op).input_levels
+            if table is not None:
+                if input_type not in table:
+                    raise ValueError(f"{op.name} takes no {input_type.name} input at any level")
+                levels.append(table[input_type])
+    return api_level_of_feature_level(max(levels))
+
+
+def _op_names(ops: OperationType | Iterable[OperationType]) -> str:
+    return ops.name if isinstance(ops, OperationType) else " / ".join(op.name for op in ops)
 
 
 class CheckContext:
@@ -266,6 +289,21 @@ class CheckContext:
         self.refuse(Code.API_LEVEL, f"{what} needs API {level}",
                     hint or f"raise --api-level to {level} or above", min_api_level=level)
         return False
+
+    def require_operation(self, ops: OperationType | Iterable[OperationType], what: str | None = None,
+                          hint: str = "") -> bool:
+        """`require_api` at the level the operation(s) the rule emits need, from their specs: the highest of
+        their feature levels (`spec_api_level`); `what` defaults to the operation's name."""
+        return self.require_api(spec_api_level(ops), what or _op_names(ops), hint)
+
+    def require_signature(self, op: OperationType, input_type: OperandType, what: str, hint: str = "") -> bool:
+        """`require_api` at the level `op` needs with input 0 of `input_type`, from its spec (`spec_api_level`):
+        e.g. TENSOR_INT32 ABS at API 30."""
+        return self.require_api(spec_api_level(op, input_type), what, hint)
+
+    def require_operand_type(self, t: OperandType, what: str, hint: str = "") -> bool:
+        """`require_api` at the level that introduced operand type `t` (`OperandType.min_feature_level`)."""
+        return self.require_api(api_level_of_feature_level(t.min_feature_level), what, hint)
 
     def require_inputs(self, minimum: int, maximum: int | None = None) -> bool:
         n = len(self.op.inputs)

@@ -58,7 +58,7 @@ def check_fixed_quant_io(c: CheckContext, what: str, scale: float, zero_points: 
         c.require_dtype(out, (x.type,), "output")
         if x.type != TensorType.FLOAT32:
             if quant_api is not None:
-                c.require_api(quant_api, f"quantized {what}")
+                c.require_api(quant_api, f"quantized {what}")  # the caller's level (its rule's quantized form)
             check_fixed_output_quant(c, what, out, scale, zero_points[x.type])
     c.require_rank(x, 4, 1)
     c.require_static_shapes()

@@ -16,6 +16,7 @@ import numpy as np
 from nnconv.lowering.common import BOOL, F32, I8, I32, I64, U8, check_int8  # noqa: F401 (re-exported)
 from nnconv.lowering.context import CheckContext
 from nnconv.lowering.diagnostics import Code
+from nnconv.nnapi.enums import OperationType
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import TensorType
 
@@ -46,8 +47,8 @@ def check_same_quant(c: CheckContext, a: Tensor | None, b: Tensor | None, what: 
     if same_quant(a, b):
         return True
     if bitcast and b.type == a.type:
-        return c.require_api(29, f"{what} '{b.name}' quantized differently from the input whose stored values "
-                             "it takes (carried over by a CAST)")
+        return c.require_operation(OperationType.CAST, f"{what} '{b.name}' quantized differently from the input whose "
+                                   "stored values it takes (carried over by a CAST)")
     c.refuse(Code.QUANTIZATION, f"{what} '{b.name}' has scale/zero point {quant_params(b)} but input "
              f"'{a.name}' has {quant_params(a)}; the op copies stored values, so they must match")
     return False

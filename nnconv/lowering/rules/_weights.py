@@ -103,9 +103,10 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
             else:
                 c.require_const(w, f"dynamic-range (hybrid) {what} weights")
             if not folding_weights(c):
-                c.require_api(29, f"dynamic-range (hybrid) {what}: DEQUANTIZE of the weights",
-                              hint="raise --api-level to 29, or pass --fold-weights to dequantize the weights "
-                                   "into float32 constants at conversion time")
+                c.require_signature(OperationType.DEQUANTIZE, OperandType.TENSOR_QUANT8_SYMM,
+                                    f"dynamic-range (hybrid) {what}: DEQUANTIZE of the weights",
+                                    hint="raise --api-level to 29, or pass --fold-weights to dequantize the "
+                                         "weights into float32 constants at conversion time")
         else:
             c.require_dtype(w, FLOAT_WEIGHTS + HYBRID_WEIGHTS, "weights")
         c.require_dtype(out, (TensorType.FLOAT32,), "output")
@@ -128,7 +129,8 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
     if w.quantization.is_per_channel:
         if not per_channel:
             c.refuse(Code.QUANTIZATION, f"{what} takes per-tensor quantized weights only")
-        elif c.require_api(29, "per-channel quantized weights (TENSOR_QUANT8_SYMM_PER_CHANNEL)"):
+        elif c.require_operand_type(OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+                                    "per-channel quantized weights (TENSOR_QUANT8_SYMM_PER_CHANNEL)"):
             if any(z != 0 for z in w.quantization.zero_point):
                 c.refuse(Code.QUANTIZATION, "per-channel weights must be symmetric (zero point 0)")
         return
@@ -137,6 +139,7 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
         return
     product = float(np.float32(x.quantization.scale[0]) * np.float32(w.quantization.scale[0]))
     if product >= out.quantization.scale[0]:
+        # hand-written: the scale relation's level 3 is a rule of the validators (scale_relation_level)
         c.require_api(29, f"quantized {what} with input_scale * filter_scale >= output_scale")
     if bias is not None and x.type in bias_scale_checked:
         warning = bias_scale_mismatch(x, w, bias, out)

@@ -112,13 +112,13 @@ class _Sigmoidal(Rule):
             return
         y = c.output(0)
         if is_quant(y):
-            c.require_api(self.quant_api, f"quantized {self.op.name}")
+            c.require_api(self.quant_api, f"quantized {self.op.name}")  # hand-written: per rule (quant_api)
             check_fixed_output_quant(c, self.op.name, y, *self.fixed_output[_NNAPI_QUANT8[y.type]])
             why = self._through_float(c.input(0), y)
             if why:
                 scale = c.input(0).quantization.scale[0]
                 what = f"quantized {self.op.name} with input scale {scale:g} ({why}) through float"
-                if c.require_api(29, what):
+                if c.require_operation((OperationType.DEQUANTIZE, self.nnapi_op, OperationType.QUANTIZE), what):
                     c.note(f"{what}: DEQUANTIZE, {self.op.name}, QUANTIZE (within 1 LSB of TFLite)")
 
     def lower(self, c: LowerContext) -> None:
@@ -185,6 +185,10 @@ class Tanh(_Sigmoidal):
                    "point (below 2^-27, from 8) through float")
 
 
+# ELU below API 30: RELU(x) + EXP(MINIMUM(x, 0)) - 1
+_ELU_COMPOSITE = (OperationType.RELU, OperationType.MINIMUM, OperationType.EXP, OperationType.ADD)
+
+
 @lowering_rule(BuiltinOperator.ELU)
 class Elu(Rule):
     """TFLite ELU(x) -> NNAPI ELU(x, alpha = 1.0) (API 30, float32). TFLite's int8 ELU (a lookup table of
@@ -206,7 +210,8 @@ class Elu(Rule):
         quant = is_quant(c.input(0))
         # int8 goes through DEQUANTIZE/QUANTIZE, exact on the uint8 + 128 form that carries int8 below API 30
         if check_common(c, 1, (F32, I8), max_rank=4 if quant else None, int8_shiftable=True):
-            if c.api_level < 30 and c.require_api(29, "ELU (below API 30 as RELU(x) + EXP(MINIMUM(x, 0)) - 1)"):
+            if c.api_level < 30 and c.require_operation(_ELU_COMPOSITE,
+                                                        "ELU (below API 30 as RELU(x) + EXP(MINIMUM(x, 0)) - 1)"):
                 c.note("NNAPI has ELU from API 30: lowered as RELU(x) + EXP(MINIMUM(x, 0)) - 1")
 
     def lower(self, c: LowerContext) -> None:
@@ -273,7 +278,8 @@ class HardSwish(Rule):
             return
         x, out = c.input(0), c.output(0)
         if is_quant(x):
-            c.require_api(29, "quantized HARD_SWISH (API 30) or its lookup table (CAST / GATHER)")
+            c.require_operation((OperationType.CAST, OperationType.GATHER),
+                                "quantized HARD_SWISH (API 30) or its lookup table (CAST / GATHER)")
             if hard_swish_output_multiplier(x.quantization.scale[0], out.quantization.scale[0])[1] > 0:
                 c.refuse(Code.QUANTIZATION, f"quantized HARD_SWISH output scale {out.quantization.scale[0]:g} is "
                          f"too small for input scale {x.quantization.scale[0]:g}: the fixed-point output "
@@ -336,9 +342,9 @@ class Prelu(Rule):
             return
         if c.api_level < 29:
             if is_quant(c.input(0)):
-                c.require_api(29, "quantized PRELU")
+                c.require_operation(OperationType.PRELU, "quantized PRELU")
             elif not c.is_const(c.input(1)):
-                c.require_api(29, "PRELU with a non-constant alpha")
+                c.require_operation(OperationType.PRELU, "PRELU with a non-constant alpha")
             else:
                 for t in (c.input(0), c.input(1), c.output(0)):
                     c.require_rank(t, 4, 0)
@@ -371,7 +377,7 @@ class LeakyRelu(Rule):
         if not check_common(c, 1, (F32, U8, I8), max_rank=None if c.api_level >= 29 else 4):
             return
         if is_quant(c.input(0)):
-            c.require_api(29, "quantized LEAKY_RELU (PRELU)")
+            c.require_operation(OperationType.PRELU, "quantized LEAKY_RELU (PRELU)")
 
     def _alpha_operand(self, c: LowerContext, x: int) -> int:
         alpha = float(c.options.alpha)
@@ -423,9 +429,10 @@ class Gelu(Rule):
         if not check_common(c, 1, (F32, U8, I8), int8_shiftable=True):
             return
         if is_quant(c.input(0)):
-            c.require_api(29, "quantized GELU (DEQUANTIZE / QUANTIZE)")
+            c.require_operation((OperationType.DEQUANTIZE, OperationType.QUANTIZE),
+                                "quantized GELU (DEQUANTIZE / QUANTIZE)")
         elif not c.options.approximate:
-            c.require_api(29, "GELU with erf (ABS / EXP)")
+            c.require_operation((OperationType.ABS, OperationType.EXP), "GELU with erf (ABS / EXP)")
 
     def lower(self, c: LowerContext) -> None:
         if is_quant(c.input(0)):

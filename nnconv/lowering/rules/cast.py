@@ -42,7 +42,7 @@ class Cast(Rule):
         out = c.output(0)
         if not (out is not None and out.type == TensorType.INT64 and c.nnapi_type(out) is not None):
             c.require_dtype(out, (F32, F16, I32, U8, TensorType.BOOL), "output")
-        c.require_api(29, "CAST")
+        c.require_operation(OperationType.CAST)
 
     def lower(self, c: LowerContext) -> None:
         x, out = c.input_operand(0), c.output_operand(0)
@@ -77,7 +77,8 @@ class _FillLike(Rule):
             return
         if c.op.outputs[0] in c.subgraph.outputs:
             if c.output(0).type == I32:
-                c.require_api(29, f"{self.op.name} into an int32 model output (MAXIMUM copy)")
+                c.require_signature(OperationType.MAXIMUM, OperandType.TENSOR_INT32,
+                                    f"{self.op.name} into an int32 model output (MAXIMUM copy)")
             else:
                 c.require_rank(c.output(0), 4, 0, "output")  # the ADD copy
 

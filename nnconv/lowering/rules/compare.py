@@ -47,7 +47,7 @@ class _Compare(Rule):
         if c.input(0).type != c.input(1).type:
             c.refuse(Code.DTYPE, "both inputs must have the same element type")
         c.require_dtype(c.output(0), (BOOL,), "output")
-        c.require_api(29, self.op.name)
+        c.require_operation(self.nnapi_op, self.op.name)
 
     def lower(self, c: LowerContext) -> None:
         c.emit(self.nnapi_op, [c.input_operand(0), c.input_operand(1)], [c.output_operand(0)])
@@ -72,7 +72,7 @@ class _Logical(Rule):
 
     def check(self, c: CheckContext) -> None:
         if check_common(c, self.arity, (BOOL,), max_rank=None):
-            c.require_api(29, self.op.name)
+            c.require_operation(self.nnapi_op, self.op.name)
 
     def lower(self, c: LowerContext) -> None:
         c.emit(self.nnapi_op, [c.input_operand(k) for k in range(self.arity)], [c.output_operand(0)])
@@ -141,7 +141,7 @@ class _Select(Rule):
                      "values and the output")
         c.require_static_shapes()
         check_int8(c, shiftable=True)  # SELECT's int8 values are carried as uint8 + 128 below API 30
-        c.require_api(29, self.op.name)
+        c.require_operation(OperationType.SELECT, self.op.name)
         return ok
 
 

@@ -134,7 +134,7 @@ class While(Rule):
         return (OperationType.WHILE,)  # the copy operations appear only for pass-through values
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(CONTROL_FLOW_API, "WHILE (NNAPI control flow)")
+        c.require_operation(OperationType.WHILE, "WHILE (NNAPI control flow)")
         o = c.options
         if o is None:
             c.refuse(Code.OPTION, "WHILE without options")
@@ -238,7 +238,7 @@ class If(Rule):
         return (OperationType.IF,)  # the copy operations appear only for pass-through values
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(CONTROL_FLOW_API, "IF (NNAPI control flow)")
+        c.require_operation(OperationType.IF, "IF (NNAPI control flow)")
         o = c.options
         if o is None or not c.op.inputs:
             c.refuse(Code.OPTION, "IF without options or condition")

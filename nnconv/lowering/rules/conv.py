@@ -111,10 +111,11 @@ class Conv2D(_Convolution):
             return
         (x, w), o = operands, c.options
         if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
+            # hand-written: the dilation operands' level 3 is a rule of the window validator (window_level)
             c.require_api(29, "dilated CONV_2D")
         if x is not None and w is not None and x.rank == 4 and w.rank == 4 and x.shape[3] != w.shape[3]:
             if w.shape[3] and x.shape[3] % w.shape[3] == 0:
-                c.require_api(29, "grouped convolution (GROUPED_CONV_2D)")
+                c.require_operation(OperationType.GROUPED_CONV_2D, "grouped convolution (GROUPED_CONV_2D)")
                 if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
                     c.refuse(Code.OPTION, "dilated grouped convolution: GROUPED_CONV_2D has no dilation")
             else:
@@ -171,6 +172,7 @@ class DepthwiseConv2D(_Convolution):
             if w.shape[0] != 1 or x.shape[3] == 0 or w.shape[3] % x.shape[3]:
                 c.refuse(Code.OPERAND_VALUE, f"filter {list(w.shape)} is not [1, KH, KW, {x.shape[3]} * M]")
         if o.dilation_w_factor != 1 or o.dilation_h_factor != 1:
+            # hand-written: the dilation operands' level 3 is a rule of the window validator (window_level)
             c.require_api(29, "dilated DEPTHWISE_CONV_2D")
         c.check_fused_activation(o.fused_activation_function)
         check_window_options(c, o)
@@ -224,7 +226,7 @@ def _emit_transpose_conv(c: LowerContext, x_slot: int, w_slot: int, bias_slot: i
 
 
 def _check_transpose_conv(c: CheckContext, x_slot: int, w_slot: int, bias_slot: int, act: int) -> None:
-    c.require_api(29, "TRANSPOSE_CONV_2D")
+    c.require_operation(OperationType.TRANSPOSE_CONV_2D)
     x, w = check_conv_operands(c, x_slot, w_slot, bias_slot, "TRANSPOSE_CONV")
     if w is not None and w.type == TensorType.INT4:
         # unlike CONV_2D's and FULLY_CONNECTED's, TFLite's kernel fails to prepare with them (measured)

@@ -62,7 +62,7 @@ class Cumsum(Rule):
             c.refuse(Code.OPERAND_VALUE, f"CUMSUM over {length} elements: its {length}x{length} triangular matrix would "
                      f"exceed the {MAX_CUMSUM_LENGTH}x{MAX_CUMSUM_LENGTH} bound")
         if axis != x.rank - 1:
-            c.require_api(28, "CUMSUM over an axis other than the last (TRANSPOSE)")
+            c.require_operation(OperationType.TRANSPOSE, "CUMSUM over an axis other than the last (TRANSPOSE)")
 
     def lower(self, c: LowerContext) -> None:
         x_t = c.input(0)

@@ -76,7 +76,7 @@ class TfliteDetectionPostProcess(Rule):
     driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "DETECTION_POSTPROCESSING")
+        c.require_operation(OperationType.DETECTION_POSTPROCESSING)
         if not c.require_inputs(3, 3):
             return
         if not c.require(len(c.op.outputs) == 4, Code.MISSING_OPERAND,

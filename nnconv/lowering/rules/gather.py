@@ -86,11 +86,13 @@ class Gather(Rule):
         runs = _const_gather_runs(c)
         if c.api_level < 29:
             if x.type == I32 or runs is None or len(runs) > MAX_SLICE_RUNS:
-                c.require_api(29, "GATHER (below API 29 only a few runs of constant indices on float or "
-                              "quantized data, as STRIDED_SLICEs)")
+                c.require_operation(OperationType.GATHER, "GATHER (below API 29 only a few runs of constant indices on "
+                                    "float or quantized data, as STRIDED_SLICEs)")
             else:
-                c.require_api(28, "GATHER of constant indices (STRIDED_SLICE + CONCATENATION)")
+                c.require_operation((OperationType.STRIDED_SLICE, OperationType.CONCATENATION),
+                                    "GATHER of constant indices (STRIDED_SLICE + CONCATENATION)")
         if idx.rank == 0 and x.type == I32:
+            # hand-written: RESHAPE's spec lists no input type levels (NNAPI: TENSOR_INT32 from feature level 6)
             c.require_api(33, "GATHER of int32 params with scalar indices (RESHAPE of int32)")
         o = c.options
         axis = o.axis if o is not None else 0
@@ -157,7 +159,7 @@ class GatherNd(Rule):
     constraints = "constant in-range indices; rank <= 4; int32 params with k > 1 need API 33"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "GATHER_ND (RESHAPE + GATHER)")
+        c.require_operation((OperationType.RESHAPE, OperationType.GATHER), "GATHER_ND (RESHAPE + GATHER)")
         if not c.require_inputs(2):
             return
         x = check_data_movement(c, BASIC_I32)
@@ -174,6 +176,7 @@ class GatherNd(Rule):
         if v.ndim == 1:
             c.refuse(Code.RANK, "indices of rank 1 give a GATHER with scalar indices, which NNAPI lacks")
         if k > 1 and x.type == I32:
+            # hand-written: RESHAPE's spec lists no input type levels (NNAPI: TENSOR_INT32 from feature level 6)
             c.require_api(33, "GATHER_ND of int32 params (RESHAPE of int32, feature level 6)")
 
     def lower(self, c: LowerContext) -> None:

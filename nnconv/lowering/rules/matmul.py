@@ -104,10 +104,11 @@ class BatchMatMul(Rule):
             return
         split_level = _split_fc_level(c)
         if split_level is not None and c.api_level < 33:
+            # hand-written: the split form's level, computed from the operations it emits (_split_fc_level)
             c.require_api(split_level, "BATCH_MATMUL of two computed tensors as FULLY_CONNECTED per batch element")
             return
-        c.require_api(33, "BATCH_MATMUL (NNAPI feature level 6)",
-                      hint="raise --api-level to 33; a constant right-hand side without adj_x lowers earlier")
+        c.require_operation(OperationType.BATCH_MATMUL, "BATCH_MATMUL (NNAPI feature level 6)",
+                            hint="raise --api-level to 33; a constant right-hand side without adj_x lowers earlier")
         if x.shape[:-2] != y.shape[:-2]:
             c.refuse(Code.OPERAND_VALUE, f"batch dimensions {list(x.shape[:-2])} and {list(y.shape[:-2])} differ; "
                      "NNAPI's BATCH_MATMUL does not broadcast")

@@ -59,9 +59,10 @@ class Quantize(Rule):
             return
         x = c.input(0)
         if x.type in (F32, F16):
-            c.require_api(29, "QUANTIZE of a float tensor")
+            c.require_operation(OperationType.QUANTIZE, "QUANTIZE of a float tensor")
         elif c.nnapi_type(x) is not c.nnapi_type(y):
-            c.require_api(29, "requantization between uint8 and int8 operand types (DEQUANTIZE + QUANTIZE)")
+            c.require_operation((OperationType.DEQUANTIZE, OperationType.QUANTIZE),
+                                "requantization between uint8 and int8 operand types (DEQUANTIZE + QUANTIZE)")
         else:
             c.require_rank(x, 4, 0)  # the ADD form
 
@@ -120,9 +121,10 @@ class Dequantize(Rule):
             return
         c.require_rank(x, 4, 0)
         if x.type == F16:
-            c.require_api(29, "DEQUANTIZE of a float16 tensor (CAST)")
+            c.require_operation(OperationType.CAST, "DEQUANTIZE of a float16 tensor (CAST)")
         elif x.quantization.is_per_channel:
-            c.require_api(29, "DEQUANTIZE of a per-channel tensor")
+            c.require_signature(OperationType.DEQUANTIZE, OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+                                "DEQUANTIZE of a per-channel tensor")
 
     def lower(self, c: LowerContext) -> None:
         x_t = c.input(0)

@@ -117,9 +117,11 @@ class Mean(Rule):
             c.refuse(Code.QUANTIZATION, "quantized input and output need a scale")
             return
         if x.type != F32 and not same_quant(x, c.output()):
-            c.require_api(29, "quantized MEAN with an output quantized differently from its input")
+            c.require_operation((OperationType.DEQUANTIZE, OperationType.MEAN, OperationType.QUANTIZE),
+                                "quantized MEAN with an output quantized differently from its input")
         elif not _is_spatial_mean(c):
-            c.require_api(28, "MEAN (at API 27 only the H,W mean of a 4-D tensor, as AVERAGE_POOL_2D)")
+            c.require_operation(OperationType.MEAN,
+                                "MEAN (at API 27 only the H,W mean of a 4-D tensor, as AVERAGE_POOL_2D)")
 
     def lower(self, c: LowerContext) -> None:
         x, out_t = c.input(0), c.output()
@@ -219,7 +221,7 @@ class _Reduce(Rule):
     allowed: tuple = (F32,)
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, self.nnapi_op.name)
+        c.require_operation(self.nnapi_op)
         if not c.require_inputs(2):
             return
         x = check_data_movement(c, self.allowed)
@@ -249,7 +251,7 @@ class Sum(_Reduce):
     constraints = "constant axes; rank <= 4; quantized through float"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "REDUCE_SUM")
+        c.require_operation(OperationType.REDUCE_SUM)
         x = _check_float_or_quant_reduction(c)
         if x is None:
             return
@@ -298,7 +300,8 @@ class ReduceProd(_Reduce):
         if c.input(0) is None or c.input(0).type != TensorType.INT8:
             super().check(c)
             return
-        c.require_api(29, "int8 REDUCE_PROD (DEQUANTIZE, REDUCE_PROD, QUANTIZE)")
+        c.require_operation((OperationType.DEQUANTIZE, OperationType.REDUCE_PROD, OperationType.QUANTIZE),
+                            "int8 REDUCE_PROD (DEQUANTIZE, REDUCE_PROD, QUANTIZE)")
         x, y = _check_float_or_quant_reduction(c), c.output()
         if x is None or y.type != x.type or x.has_dynamic_shape or y.has_dynamic_shape:
             return
@@ -389,10 +392,10 @@ ReduceAll = family_rule(_Reduce, BuiltinOperator.REDUCE_ALL, nnapi_op=OperationT
                         beyond_delegate=True, **_BOOL_REDUCE)
 
 
-def _check_indexed_input(c: CheckContext, what: str) -> Tensor | None:
+def _check_indexed_input(c: CheckContext, op: OperationType) -> Tensor | None:
     """ARG_MAX / ARG_MIN / TOPK_V2 (API 29): the input and a second operand, the input float32 / uint8 / int8 /
     int32 of rank 1..4. Returns the input, None when the checks cannot go on."""
-    c.require_api(29, what)
+    c.require_operation(op)
     if not c.require_inputs(2):
         return None
     x = c.input(0)
@@ -415,7 +418,7 @@ class _ArgReduce(Rule):
     nnapi_op: OperationType
 
     def check(self, c: CheckContext) -> None:
-        x = _check_indexed_input(c, self.nnapi_op.name)
+        x = _check_indexed_input(c, self.nnapi_op)
         if x is None:
             return
         c.require_dtype(c.output(), (I32, I64), "output")
@@ -449,7 +452,7 @@ class TopKV2(Rule):
     driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        x = _check_indexed_input(c, "TOPK_V2")
+        x = _check_indexed_input(c, OperationType.TOPK_V2)
         if x is None:
             return
         check_same_quant(c, x, c.output(0), "values")

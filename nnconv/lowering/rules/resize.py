@@ -33,7 +33,7 @@ class _Resize(Rule):
         if c.require_dtype(x, FLOAT_OR_QUANT8):
             c.require_dtype(out, (x.type,), "output")
             if x.type != TensorType.FLOAT32:
-                c.require_api(self.quant_level(c), f"quantized {c.op.name}")
+                c.require_api(self.quant_level(c), f"quantized {c.op.name}")  # hand-written: per rule (quant_level)
                 xq, oq = x.quantization, out.quantization
                 if (list(xq.scale), list(xq.zero_point)) != (list(oq.scale), list(oq.zero_point)):
                     c.refuse(Code.QUANTIZATION, "the output's scale and zero point differ from the input's")
@@ -45,6 +45,7 @@ class _Resize(Rule):
                 c.refuse(Code.OPERAND_VALUE, f"size {value.tolist()} is not two positive extents")
         o = c.options
         if o is not None and (o.align_corners or o.half_pixel_centers) and self.flags_matter(c):
+            # hand-written: per rule (flags_level); the flag operands' level is not a declared spec fact
             c.require_api(self.flags_level(c), f"{c.op.name} with align_corners / half_pixel_centers")
             if o.align_corners and o.half_pixel_centers:
                 c.refuse(Code.OPTION, "align_corners and half_pixel_centers together")
@@ -152,8 +153,9 @@ class ResizeNearestNeighbor(_Resize):
 
     def check_level(self, c: CheckContext) -> None:
         if integer_upscale(c) is None:
-            c.require_api(29, "RESIZE_NEAREST_NEIGHBOR", hint="raise --api-level to 29; below 29 only an equal "
-                          "integer upscale of both axes lowers (CONCATENATION + DEPTH_TO_SPACE)")
+            c.require_operation(OperationType.RESIZE_NEAREST_NEIGHBOR,
+                                hint="raise --api-level to 29; below 29 only an equal integer upscale of both axes "
+                                     "lowers (CONCATENATION + DEPTH_TO_SPACE)")
 
     def quant_level(self, c: CheckContext) -> int:
         return 27 if integer_upscale(c) is not None else 29

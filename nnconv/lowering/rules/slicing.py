@@ -145,7 +145,7 @@ class StridedSlice(Rule):
     driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(28, "STRIDED_SLICE")
+        c.require_operation(OperationType.STRIDED_SLICE)
         if not c.require_inputs(4):
             return
         x = check_data_movement(c, (*BASIC, I32, BOOL), bitcast=True)
@@ -161,10 +161,13 @@ class StridedSlice(Rule):
             c.refuse(Code.OPERAND_VALUE, f"computed output shape {d.final_shape} differs from the output "
                      f"tensor's {list(c.output().shape)}")
         elif x.type == BOOL:
-            c.require_api(29, "STRIDED_SLICE of bool (SELECT to uint8, STRIDED_SLICE, NOT_EQUAL)")
+            c.require_operation((OperationType.SELECT, OperationType.STRIDED_SLICE, OperationType.NOT_EQUAL),
+                                "STRIDED_SLICE of bool (SELECT to uint8, STRIDED_SLICE, NOT_EQUAL)")
         elif x.type == I32:
-            c.require_api(29, "STRIDED_SLICE of int32 (SLICE or GATHER: NNAPI's STRIDED_SLICE has no int32)")
+            c.require_operation((OperationType.SLICE, OperationType.GATHER),
+                                "STRIDED_SLICE of int32 (SLICE or GATHER: NNAPI's STRIDED_SLICE has no int32)")
             if _int32_box_shape(x.shape, d) != out_dims(c.output()):
+                # hand-written: RESHAPE's spec lists no input type levels (NNAPI: TENSOR_INT32 from feature level 6)
                 c.require_api(33, "STRIDED_SLICE of int32 that changes the rank (RESHAPE of int32, feature "
                               "level 6)")
 
@@ -234,12 +237,17 @@ def emit_box_slice(c: LowerContext, src: int, begin: list[int], size: list[int],
                                          c.i32(0), c.i32(0), c.i32(0)], [dst])
 
 
+# The operation that takes a box of int32 data natively (API 29), per TFLite op checked by `_check_box_level`
+_NATIVE_BOX = {"SLICE": OperationType.SLICE, "SPLIT": OperationType.SPLIT, "SPLIT_V": OperationType.SLICE}
+
+
 def _check_box_level(c: CheckContext, x, what: str) -> None:
-    """Native at API 29; float/quantized also at 28 through STRIDED_SLICE (int32 has no STRIDED_SLICE)."""
+    """Native at API 29 (`_NATIVE_BOX[what]`); float/quantized also at 28 through STRIDED_SLICE (int32 has no
+    STRIDED_SLICE)."""
     if x is not None and x.type == I32:
-        c.require_api(29, f"{what} of int32 data")
+        c.require_signature(_NATIVE_BOX[what], OperandType.TENSOR_INT32, f"{what} of int32 data")
     else:
-        c.require_api(28, f"{what} (STRIDED_SLICE below API 29)")
+        c.require_operation(OperationType.STRIDED_SLICE, f"{what} (STRIDED_SLICE below API 29)")
 
 
 @lowering_rule(BuiltinOperator.SLICE)

@@ -58,7 +58,7 @@ class Softmax(Rule):
             what = (f"quantized SOFTMAX with input scale {scale:g} (beta * scale * 2^26 = "
                     f"{softmax_input_multiplier(beta, scale):.3g} is not above 1, which the reference's "
                     "fixed-point kernel refuses; TFLite's lookup table computes it) through float")
-            if c.require_api(29, what):
+            if c.require_operation((OperationType.DEQUANTIZE, OperationType.SOFTMAX, OperationType.QUANTIZE), what):
                 c.note(f"{what}: DEQUANTIZE, SOFTMAX, QUANTIZE (within 1 LSB of TFLite)")
 
     def lower(self, c: LowerContext) -> None:
@@ -97,7 +97,7 @@ class LogSoftmax(Rule):
     constraints = "API 29; quantized through float (output scale 16/256, zero point 127 int8 / 255 uint8)"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "LOG_SOFTMAX")
+        c.require_operation(OperationType.LOG_SOFTMAX)
         if not c.require_inputs(1):
             return
         x, out = c.input(0), c.output(0)

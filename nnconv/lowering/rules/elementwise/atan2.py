@@ -44,7 +44,8 @@ class Atan2(Rule):
     def check(self, c: CheckContext) -> None:
         if not check_common(c, 2, (F32,)):
             return
-        c.require_api(29, "ATAN2 (polynomial of ABS / MINIMUM / MAXIMUM / SELECT)")
+        c.require_operation((OperationType.ABS, OperationType.MINIMUM, OperationType.MAXIMUM, OperationType.SELECT),
+                            "ATAN2 (polynomial of ABS / MINIMUM / MAXIMUM / SELECT)")
         y, x = c.input(0), c.input(1)
         if y.shape != x.shape:  # TFLite's kernel refuses it too (its Prepare); SELECT would need equal shapes
             c.refuse(Code.MALFORMED, f"ATAN2 of shapes {list(y.shape)} and {list(x.shape)}: TFLite's kernel "

@@ -29,6 +29,7 @@ class AddN(Rule):
         if not check_common(c, (1, 64), (F32, I32)):
             return
         if c.input(0).type == I32:
+            # hand-written: int32 ADD's level 4 is a rule of ADD's validator (int32_level), not a declared spec fact
             c.require_api(30, "int32 ADD_N (int32 ADD)")
 
     def lower(self, c: LowerContext) -> None:
@@ -77,8 +78,10 @@ class SquaredDifference(Rule):
             return
         t = c.input(0).type
         if t == I8:
-            c.require_api(29, "quantized SQUARED_DIFFERENCE (DEQUANTIZE / QUANTIZE)")
+            c.require_operation((OperationType.DEQUANTIZE, OperationType.QUANTIZE),
+                                "quantized SQUARED_DIFFERENCE (DEQUANTIZE / QUANTIZE)")
         elif t == I32:
+            # hand-written: int32 SUB / MUL's level 4 is a rule of their validators (int32_level), not a spec fact
             c.require_api(30, "int32 SQUARED_DIFFERENCE")
 
     def lower(self, c: LowerContext) -> None:
@@ -116,7 +119,7 @@ class Pow(Rule):
 
     def check(self, c: CheckContext) -> None:
         if check_common(c, 2, (F32,), max_rank=None):
-            c.require_api(29, "POW")
+            c.require_operation(OperationType.POW)
 
     def lower(self, c: LowerContext) -> None:
         c.emit(OperationType.POW, [c.input_operand(0), c.input_operand(1)], [c.output_operand(0)])
@@ -136,7 +139,7 @@ class _MinMax(Rule):
     def check(self, c: CheckContext) -> None:
         if not check_common(c, 2, (F32, U8, I8, I32), max_rank=None):
             return
-        c.require_api(29, self.op.name)
+        c.require_operation(self.nnapi_op, self.op.name)
         if is_quant(c.input(0)) and not same_quant(c.input(0), c.input(1), c.output(0)):
             c.refuse(Code.QUANTIZATION, f"quantized {self.op.name} needs one scale and zero point for both "
                      "inputs and the output (TFLite compares stored values)")

@@ -46,6 +46,7 @@ class _FusedBinary(Rule):
         x = c.input(0)
         name = self.op.name
         act = c.options.fused_activation_function
+        # hand-written: per rule (float_api, quant_api, int32_api), the levels its table of ops shows
         if x.type == F32:
             c.require_api(self.float_api, f"float32 {name}")
         elif is_quant(x):
@@ -130,8 +131,9 @@ class Mul(_FusedBinary):
 
     def check_quant(self, c: CheckContext) -> None:
         if not _mul_scales_ok(c):
-            c.require_api(29, "quantized MUL with output scale <= product of input scales (float form)",
-                          "raise --api-level to 29, or requantize the model's output range")
+            c.require_operation((OperationType.DEQUANTIZE, OperationType.MUL, OperationType.QUANTIZE),
+                                "quantized MUL with output scale <= product of input scales (float form)",
+                                "raise --api-level to 29, or requantize the model's output range")
 
     def lower(self, c: LowerContext) -> None:
         if is_quant(c.input(0)) and not _mul_scales_ok(c):

@@ -32,8 +32,9 @@ class FloorDiv(Rule):
         if not check_common(c, 2, (F32, I32)):
             return
         if c.input(0).type == F32:
-            c.require_api(28, "float32 FLOOR_DIV (DIV)")
+            c.require_operation((OperationType.DIV, OperationType.FLOOR), "float32 FLOOR_DIV (DIV)")
         else:
+            # hand-written: DIV's spec lists no input type levels (NNAPI takes TENSOR_INT32 from feature level 4)
             c.require_api(30, "int32 FLOOR_DIV (int32 DIV)")
 
     def lower(self, c: LowerContext) -> None:
@@ -90,11 +91,14 @@ class FloorMod(Rule):
         if not check_common(c, 2, (F32, I32, I8), int8_shiftable=True):
             return
         if c.input(0).type == I32:
+            # hand-written: int32 DIV is not in DIV's spec, int32 MUL / SUB is a rule of their validators (level 4)
             c.require_api(30, "int32 FLOOR_MOD (int32 DIV / MUL / SUB)")
         elif c.input(0).type == I8:
-            c.require_api(29, "int8 FLOOR_MOD (stored values through float: CAST, DEQUANTIZE, QUANTIZE)")
+            c.require_operation((OperationType.CAST, OperationType.DEQUANTIZE, OperationType.QUANTIZE),
+                                "int8 FLOOR_MOD (stored values through float: CAST, DEQUANTIZE, QUANTIZE)")
         else:
-            c.require_api(29, "float32 FLOOR_MOD (FLOOR / DIV, sign fixed with LESS / SELECT)")
+            c.require_operation((OperationType.FLOOR, OperationType.DIV, OperationType.LESS, OperationType.SELECT),
+                                "float32 FLOOR_MOD (FLOOR / DIV, sign fixed with LESS / SELECT)")
 
     def lower(self, c: LowerContext) -> None:
         x, y, out = c.input_operand(0), c.input_operand(1), c.output_operand(0)
@@ -183,7 +187,8 @@ class Sign(Rule):
 
     def check(self, c: CheckContext) -> None:
         if check_common(c, 1, (F32, I32), max_rank=None):
-            c.require_api(29, "SIGN (comparisons and SELECT)")
+            c.require_operation((OperationType.LESS, OperationType.GREATER, OperationType.SELECT),
+                                "SIGN (comparisons and SELECT)")
 
     def lower(self, c: LowerContext) -> None:
         x, out = c.input_operand(0), c.output_operand(0)
@@ -221,7 +226,8 @@ class Round(Rule):
 
     def check(self, c: CheckContext) -> None:
         if check_common(c, 1, (F32,)):
-            c.require_api(29, "ROUND (ABS / NEG / LESS / SELECT)")
+            c.require_operation((OperationType.ABS, OperationType.NEG, OperationType.LESS, OperationType.SELECT),
+                                "ROUND (ABS / NEG / LESS / SELECT)")
 
     def lower(self, c: LowerContext) -> None:
         x, out = c.input_operand(0), c.output_operand(0)

@@ -10,7 +10,7 @@ from nnconv.lowering.context import CheckContext, LowerContext
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._arith import (F32, I32, I8, FloatOnlyBeyondDelegate, check_common, is_quant, negate,
                                           scalar_tensor, via_float)
-from nnconv.nnapi.enums import FuseCode, OperationType
+from nnconv.nnapi.enums import FuseCode, OperandType, OperationType
 from nnconv.rewrite.folds import arithmetic as arithmetic_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -33,6 +33,7 @@ class _UnaryFloat(Rule):
         # DEQUANTIZE / QUANTIZE take rank <= 4; their int8 operands may travel as uint8 + 128.
         if not check_common(c, 1, allowed, max_rank=4 if quant else self.max_rank, int8_shiftable=True):
             return
+        # hand-written: per rule (min_api_level, quant_api), the levels its table of ops shows
         c.require_api(self.min_api_level, self.op.name)
         if is_quant(c.input(0)):
             c.require_api(self.quant_api, f"int8 {self.op.name} (DEQUANTIZE / QUANTIZE)")
@@ -109,7 +110,7 @@ class Neg(Rule):
 
     def check(self, c: CheckContext) -> None:
         if check_common(c, 1, (F32, I32), max_rank=None) and c.input(0).type == I32:
-            c.require_api(29, "int32 NEG")
+            c.require_signature(OperationType.NEG, OperandType.TENSOR_INT32, "int32 NEG")
         if c.api_level < 29 and c.input(0) is not None:
             c.require_rank(c.input(0), 4, 0)  # the MUL form
 
@@ -140,9 +141,10 @@ class Abs(Rule):
         if not check_common(c, 1, (F32, I8, I32), max_rank=4 if quant else None, int8_shiftable=True):
             return
         if c.input(0).type == I32:
-            c.require_api(30, "int32 ABS")
+            c.require_signature(OperationType.ABS, OperandType.TENSOR_INT32, "int32 ABS")
         elif quant:
-            c.require_api(29, "int8 ABS (DEQUANTIZE / ABS / QUANTIZE)")
+            c.require_operation((OperationType.DEQUANTIZE, OperationType.ABS, OperationType.QUANTIZE),
+                                "int8 ABS (DEQUANTIZE / ABS / QUANTIZE)")
         elif c.api_level < 29:
             c.require_rank(c.input(0), 4, 0)
 

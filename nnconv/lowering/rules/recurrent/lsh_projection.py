@@ -8,7 +8,7 @@ from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules.recurrent.common import check_static, opt_in
-from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.tflite.options import LSHProjectionOptions
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -39,13 +39,15 @@ class LshProjection(Rule):
             c.refuse(Code.DTYPE, "the input's type has no NNAPI operand type")
         elif c.int8_shifted(x):
             # The projection hashes raw bytes, so the +128 shift of int8 carried as uint8 would change them.
-            c.require_api(30, "an int8 LSH_PROJECTION input (hashed as raw bytes, so it cannot be shifted to uint8)")
+            c.require_operand_type(OperandType.TENSOR_QUANT8_ASYMM_SIGNED, "an int8 LSH_PROJECTION input (hashed as "
+                                   "raw bytes, so it cannot be shifted to uint8)")
         elif x.rank < 1:
             c.refuse(Code.RANK, "input must have at least one dimension")
         if w is not None:
             c.require_dtype(w, FLOAT, "weight")
         kind = c.options.type if c.options is not None else 0
         if kind == 1:
+            # hand-written: LSH_PROJECTION's spec has no level for its type operand (NNAPI: type 3 from feature level 3)
             c.require_api(29, "sparse LSH_PROJECTION (NNAPI type 3)")
             if w is not None:  # NNAPI's sparse projection takes exactly hash, input and type (as the delegate)
                 c.refuse(Code.OPERAND_VALUE, "NNAPI's sparse LSH_PROJECTION takes no weight tensor")

@@ -131,7 +131,7 @@ class Lstm(Rule):
                    "state from zero (variables)")
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(28, "LSTM (as TFLite's NNAPI delegate)")
+        c.require_api(28, "LSTM (as TFLite's NNAPI delegate)")  # hand-written: the delegate's level, not the spec's
         o = c.options
         if o is not None and o.kernel_type == 1:
             # The uint8 basic kernel would map to QUANTIZED_16BIT_LSTM, but NNAPI's reference (and its CTS
@@ -153,6 +153,7 @@ class Lstm(Rule):
             check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS, LSTM_HYBRID_SLOTS)
             check_hybrid_weights(c, LSTM_HYBRID_SLOTS, "LSTM")
             if check_lstm_layer_norm(c):
+                # hand-written: LSTM's spec has no level for its 27-input (layer norm) form (NNAPI: feature level 3)
                 c.require_api(29, "layer-normalized LSTM (27-input NNAPI LSTM)")
         check_lstm_weights(c, _I.INPUT_TO_INPUT_WEIGHTS)
         check_state_inputs(c, LSTM_STATE_SLOTS)
@@ -163,7 +164,7 @@ class Lstm(Rule):
 
     @staticmethod
     def _check_int8(c: CheckContext) -> None:
-        c.require_api(30, "int8 LSTM (QUANTIZED_LSTM)")
+        c.require_operation(OperationType.QUANTIZED_LSTM, "int8 LSTM (QUANTIZED_LSTM)")
         layer_norm = check_lstm_layer_norm(c)
         expected = {_I.INPUT: TensorType.INT8, _I.OUTPUT_STATE_IN: TensorType.INT8,
                     _I.CELL_STATE_IN: TensorType.INT16, _I.PROJECTION_BIAS: TensorType.INT32}

@@ -62,6 +62,7 @@ class UnidirectionalSequenceRnn(UnrolledSequence):
     driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
+        # hand-written: the unrolled form's level (RNN steps, as TFLite's NNAPI delegate lowers the sequence)
         c.require_api(28, "UNIDIRECTIONAL_SEQUENCE_RNN (unrolled into RNN steps below API 29)")
         check_state_cell(c, 3)
         check_unroll_steps(c)

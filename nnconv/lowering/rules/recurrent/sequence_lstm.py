@@ -63,6 +63,7 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
     native_ops = (OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM, OperationType.QUANTIZED_LSTM)
 
     def check(self, c: CheckContext) -> None:
+        # hand-written: the unrolled form's level (LSTM steps as TFLite's NNAPI delegate emits them)
         c.require_api(28, "UNIDIRECTIONAL_SEQUENCE_LSTM (unrolled into LSTM steps below API 29)")
         if not c.require_inputs(20, 24):
             return
@@ -76,6 +77,7 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
             check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS, LSTM_HYBRID_SLOTS)
             check_hybrid_weights(c, LSTM_HYBRID_SLOTS, "UNIDIRECTIONAL_SEQUENCE_LSTM")
             if check_lstm_layer_norm(c):
+                # hand-written: LSTM's spec has no level for its 27-input (layer norm) form (NNAPI: feature level 3)
                 c.require_api(29, "a layer-normalized UNIDIRECTIONAL_SEQUENCE_LSTM")
         check_lstm_weights(c, LstmInput.INPUT_TO_INPUT_WEIGHTS)
         check_state_inputs(c, LSTM_STATE_SLOTS)

@@ -29,7 +29,7 @@ class Svdf(Rule):
     driver_notes = (MISSING_FROM_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(28, "SVDF (as TFLite's NNAPI delegate)")
+        c.require_api(28, "SVDF (as TFLite's NNAPI delegate)")  # hand-written: the delegate's level, not the spec's
         if not check_state_cell(c, 2):
             return
         o = c.options

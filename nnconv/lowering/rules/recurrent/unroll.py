@@ -39,7 +39,7 @@ def check_unroll_steps(c: CheckContext, always: bool = False) -> None:
     if always:
         c.refuse(Code.OPERAND_VALUE, what)
     else:
-        c.require_api(29, what)
+        c.require_api(29, what)  # hand-written: the native sequence operations' level, for any of them
 
 
 class UnrolledSequence(Rule):
@@ -162,7 +162,7 @@ def check_unrolled_bidirectional(c: CheckContext, pairs: list[tuple[int, int]], 
     matrix, so both must be constant and given together."""
     if c.api_level >= 29:
         return
-    c.require_api(28, f"{op_name} (unrolled into single-step cells below API 29)")
+    c.require_api(28, f"{op_name} (unrolled into single-step cells below API 29)")  # hand-written: the unrolled form's
     if all(c.input(a) is None for _, a in pairs):
         return
     for w_slot, a_slot in pairs:

@@ -19,7 +19,7 @@ def check_block_op(c: CheckContext, name: str, amounts: str) -> tuple[Tensor, li
     (1 or 2), input 2 constant non-negative `amounts` (paddings or crops, [axes, 2]). Returns (input,
     block, amounts) when all hold, both widened to two spatial axes (a 3-D [N, L, C] input runs as [N, L, 1,
     C] with block [b, 1]: TensorFlow's converter writes a dilated Conv1D that way)."""
-    c.require_api(28, name)
+    c.require_operation(OperationType[name], name)
     if not c.require_inputs(3):
         return None
     x = check_data_movement(c, BASIC)

@@ -53,6 +53,7 @@ class Concatenation(Rule):
         if out.type in (U8, I8) and any(t is not None and (t.quantization.scale, t.quantization.zero_point)
                                         != (out.quantization.scale, out.quantization.zero_point)
                                         for t in c.inputs):
+            # hand-written: requantizing inputs is a rule of CONCATENATION's validator (level 3), not a spec fact
             c.require_api(29, "CONCATENATION of inputs quantized differently from the output")
 
     def lower(self, c: LowerContext) -> None:
@@ -92,7 +93,7 @@ class Pack(Rule):
         c.require_static_shapes()
         check_int8(c)
         if x.type == I32:
-            c.require_api(33, "PACK of int32 tensors (feature level 6)")
+            c.require_operation(OperationType.PACK, "PACK of int32 tensors (feature level 6)")
 
     def lower(self, c: LowerContext) -> None:
         out_t = c.output()
@@ -132,9 +133,10 @@ class Unpack(Rule):
             return
         c.require_rank(x, 4, 1)
         if x.type == I32:
+            # hand-written: RESHAPE's spec lists no input type levels (NNAPI takes TENSOR_INT32 from feature level 6)
             c.require_api(33, "UNPACK of int32 tensors (SPLIT + RESHAPE of int32, feature level 6)")
         else:
-            c.require_api(28, "UNPACK (STRIDED_SLICE per output)")
+            c.require_operation(OperationType.STRIDED_SLICE, "UNPACK (STRIDED_SLICE per output)")
 
     def lower(self, c: LowerContext) -> None:
         x = c.input(0)

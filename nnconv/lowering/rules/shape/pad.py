@@ -63,7 +63,7 @@ def _check_pad_common(c: CheckContext, x) -> list[int] | None:
     _no_zero_sized(c)
     pads = _check_paddings(c, x.rank)
     if pads is not None and not any(pads) and c.api_level < 28:
-        c.require_api(28, "PAD without any padding (an identity PAD)")
+        c.require_operation(OperationType.PAD, "PAD without any padding (an identity PAD)")
     return pads
 
 
@@ -174,7 +174,7 @@ class MirrorPad(Rule):
     driver_notes = (FEATURE_LEVEL_6_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "MIRROR_PAD (GATHER per axis below API 34)")
+        c.require_operation(OperationType.GATHER, "MIRROR_PAD (GATHER per axis below API 34)")
         if not c.require_inputs(2):
             return
         x = check_data_movement(c, BASIC_I32)

@@ -30,7 +30,7 @@ class Transpose(Rule):
     driver_notes = (NO_FLOAT16_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(28, "TRANSPOSE")
+        c.require_operation(OperationType.TRANSPOSE)
         if not c.require_inputs(2):
             return
         x = check_data_movement(c, BASIC, bitcast=True)
@@ -59,7 +59,7 @@ class ReverseV2(Rule):
     driver_notes = (FEATURE_LEVEL_6_ARMNN,)
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(29, "REVERSE_V2 (GATHER below API 34)")
+        c.require_operation(OperationType.GATHER, "REVERSE_V2 (GATHER below API 34)")
         if not c.require_inputs(2):
             return
         x = check_data_movement(c, BASIC_I32, bitcast=True)

@@ -49,6 +49,7 @@ class Reshape(Rule):
         if x is None:
             return
         if x.type == I32:
+            # hand-written: RESHAPE's spec lists no input type levels (NNAPI takes TENSOR_INT32 from feature level 6)
             c.require_api(33, "RESHAPE of int32 data (feature level 6)")
         shape_t = c.input(1)
         if shape_t is not None:
@@ -126,7 +127,7 @@ class ExpandDims(Rule):
         if x is not None and axis is not None and (len(axis) != 1 or not -x.rank - 1 <= axis[0] <= x.rank):
             c.refuse(Code.OPERAND_VALUE, f"axis {axis} is out of range for rank {x.rank}")
         if x is not None and x.type == I32:
-            c.require_api(29, "EXPAND_DIMS of int32 data")
+            c.require_signature(OperationType.EXPAND_DIMS, OperandType.TENSOR_INT32, "EXPAND_DIMS of int32 data")
 
     def lower(self, c: LowerContext) -> None:
         if c.api_level < 29:
@@ -161,6 +162,7 @@ class Shape(Rule):
                      "only known at run time; NNAPI has no SHAPE operation", STATIC_SHAPES_HINT)
             return
         c.require_dtype(c.output(), (I32,), "output", hint="an int64 SHAPE result is only usable when folded")
+        # hand-written: int32 ADD's level 4 is a rule of ADD's validator (int32_level), not a declared spec fact
         c.require_api(30, "an unfolded SHAPE (ADD of a constant on TENSOR_INT32)")
 
     def lower(self, c: LowerContext) -> None:
@@ -199,6 +201,7 @@ class BroadcastArgs(Rule):
             c.refuse(Code.OPERAND_VALUE, f"shapes {shapes[0]} and {shapes[1]} do not broadcast")
             return
         c.require_dtype(c.output(), (I32,), "output", hint="an int64 BROADCAST_ARGS result is only usable when folded")
+        # hand-written: int32 ADD's level 4 is a rule of ADD's validator (int32_level), not a declared spec fact
         c.require_api(30, "an unfolded BROADCAST_ARGS (ADD of a constant on TENSOR_INT32)")
 
     def lower(self, c: LowerContext) -> None:

@@ -10,7 +10,7 @@ from nnconv.lowering.driver_support import MISSING_FROM_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, F32, FS, FSI, I32, check_data_movement, const_ints,
                                                  out_dims, require_const_ints)
-from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.rewrite.folds import shape as shape_folds
 from nnconv.tflite.schema_enums import BuiltinOperator
 
@@ -50,9 +50,9 @@ class Tile(Rule):
         if x is not None and reps is not None and (len(reps) != x.rank or min(reps, default=1) < 1):
             c.refuse(Code.OPERAND_VALUE, f"multiples {reps} must be {x.rank} positive values")
         if x is not None and x.type == I32:
-            c.require_api(29, "TILE of int32 data")
+            c.require_signature(OperationType.TILE, OperandType.TENSOR_INT32, "TILE of int32 data")
         if reps is not None and all(m == 1 for m in reps):
-            c.require_api(29, "TILE by all-ones multiples (an identity TILE)")
+            c.require_operation(OperationType.TILE, "TILE by all-ones multiples (an identity TILE)")
 
     def lower(self, c: LowerContext) -> None:
         reps = const_ints(c, c.input(1))
@@ -75,7 +75,7 @@ class Fill(Rule):
     constraints = "constant dims and value; float32 or int32 value"
 
     def check(self, c: CheckContext) -> None:
-        c.require_api(30, "FILL")
+        c.require_operation(OperationType.FILL)
         if not c.require_inputs(2):
             return
         dims = require_const_ints(c, 0, "dims")
@@ -116,7 +116,7 @@ class BroadcastTo(Rule):
         if any(d != 1 and d != o for d, o in zip(padded, out.shape)):
             c.refuse(Code.OPERAND_VALUE, f"shape {list(x.shape)} does not broadcast to {list(out.shape)}")
         elif list(padded) == list(out.shape) and out.rank == x.rank:
-            c.require_api(29, "BROADCAST_TO its own shape (an identity TILE)")
+            c.require_operation(OperationType.TILE, "BROADCAST_TO its own shape (an identity TILE)")
 
     def lower(self, c: LowerContext) -> None:
         x, out = c.input(0), c.output()
