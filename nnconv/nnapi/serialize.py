@@ -312,10 +312,7 @@ class _Decoder(GuardedDecoder):
         n = self.count(self.guarded(what, length), what, 4)
         out = []
         for i in range(n):
-            item = self.guarded(f"{what}[{i}]", lambda i=i: get(i))
-            if item is None:
-                raise self.fail(f"{what}[{i}] is missing")
-            out.append(item)
+            out.append(self.present(self.guarded(f"{what}[{i}]", lambda i=i: get(i)), f"{what}[{i}]"))
         return out
 
     def decode(self) -> NnapiFile:
