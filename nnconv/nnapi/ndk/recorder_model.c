@@ -233,13 +233,15 @@ static int check_value_length(ANeuralNetworksModel* model, int32_t index, const 
   return ANEURALNETWORKS_NO_ERROR;
 }
 
-static void clear_value(RecordedOperand* operand) {
+/* Drops the value a set-value call replaces (a later call wins, as in the runtime) and records the kind of
+   the new one: VALUE_NONE while a copy is still to be made. */
+static void replace_value(RecordedOperand* operand, ValueKind kind) {
   free(operand->copy);
   operand->copy = NULL;
   operand->pointer = NULL;
   operand->memory = NULL;
   operand->model = NULL;
-  operand->kind = VALUE_NONE;
+  operand->kind = kind;
 }
 
 int ANeuralNetworksModel_setOperandValue(ANeuralNetworksModel* model, int32_t index, const void* buffer,
@@ -249,8 +251,7 @@ int ANeuralNetworksModel_setOperandValue(ANeuralNetworksModel* model, int32_t in
                             buffer == NULL && length != 0 ? "buffer" : NULL, &operand);
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
   if (buffer == NULL) { /* an omitted optional operand (lifetime NO_VALUE) */
-    clear_value(operand);
-    operand->kind = VALUE_OMITTED;
+    replace_value(operand, VALUE_OMITTED);
     return ANEURALNETWORKS_NO_ERROR;
   }
   if (operand->type == ANEURALNETWORKS_MODEL)
@@ -258,7 +259,7 @@ int ANeuralNetworksModel_setOperandValue(ANeuralNetworksModel* model, int32_t in
                       "ANeuralNetworksModel_setOperandValue: operand %u is a model reference", (uint32_t)index);
   status = check_value_length(model, index, operand, length);
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
-  clear_value(operand);
+  replace_value(operand, VALUE_NONE);
   operand->length = length;
   if (length <= ANEURALNETWORKS_MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES) {
     operand->copy = malloc(length ? length : 1);
@@ -286,8 +287,7 @@ int ANeuralNetworksModel_setOperandValueFromMemory(ANeuralNetworksModel* model, 
     return invalidate(model, ANEURALNETWORKS_BAD_DATA,
                       "ANeuralNetworksModel_setOperandValueFromMemory(%u): offset + length exceeds the memory",
                       (uint32_t)index);
-  clear_value(operand);
-  operand->kind = VALUE_MEMORY;
+  replace_value(operand, VALUE_MEMORY);
   operand->memory = memory;
   operand->offset = offset;
   operand->length = length;
@@ -308,8 +308,7 @@ int ANeuralNetworksModel_setOperandValueFromModel(ANeuralNetworksModel* model, i
     return invalidate(model, ANEURALNETWORKS_BAD_DATA,
                       "ANeuralNetworksModel_setOperandValueFromModel(%u): the referenced model is not finished",
                       (uint32_t)index);
-  clear_value(operand);
-  operand->kind = VALUE_MODEL;
+  replace_value(operand, VALUE_MODEL);
   operand->model = value;
   return ANEURALNETWORKS_NO_ERROR;
 }
