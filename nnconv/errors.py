@@ -7,6 +7,9 @@ docs/errors.md lists the error classes.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
@@ -40,6 +43,21 @@ class ModelFormatError(NnconvError):
 
 class InputDataError(NnconvError):
     """Input arrays that do not fit the model (missing, wrong dtype or shape, unreadable `.npz`)."""
+
+
+@contextmanager
+def reading(name: str, kind: str, error: Callable[[str], NnconvError]) -> Iterator[None]:
+    """Turns the OSError of opening or reading the file `name` into `error`'s one line, worded alike for
+    every input file: no such file, a directory where `kind` ("an .npz file") was expected, or the
+    system's reason."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise error(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{name}: is a directory, not {kind}") from None
+    except OSError as e:
+        raise error(f"{name}: cannot read ({e.strerror or e})") from None
 
 
 class OutputError(NnconvError):

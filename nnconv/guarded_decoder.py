@@ -45,6 +45,13 @@ class GuardedDecoder:
                       if isinstance(e, (struct.error, IndexError, ValueError)) else type(e).__name__)
             raise self.fail(f"{what} is corrupt ({detail}; truncated or not {self.kind}?)") from None
 
+    def present(self, table: _T | None, what: str) -> _T:
+        """`table`, an entry a vector of tables holds; flatbuffers reads a null entry as None, which in a
+        well-formed file never happens: the file is corrupt, and `what` names the entry."""
+        if table is None:
+            raise self.fail(f"{what} is missing")
+        return table
+
     def count(self, n: int, what: str, elem_size: int = 4) -> int:
         """Checks a vector's claimed length `n` (entries of `elem_size` bytes; 4 for a table vector) against
         the file size and the remaining budget, and charges it; returns `n`."""

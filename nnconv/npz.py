@@ -19,7 +19,7 @@ from typing import Mapping
 
 import numpy as np
 
-from nnconv.errors import InputDataError
+from nnconv.errors import InputDataError, reading
 from nnconv.fmt import format_bytes
 from nnconv.safe_write import atomic_output
 
@@ -30,14 +30,8 @@ _NUMERIC_KINDS = frozenset("biufc")  # bool, signed, unsigned, float, complex
 
 def load_npz(path: str, max_bytes: int) -> dict[str, np.ndarray]:
     """The arrays of an `.npz` by key (the member name without `.npy`); at most `max_bytes` in total."""
-    try:
+    with reading(path, "an .npz file", InputDataError):
         f = open(path, "rb")
-    except FileNotFoundError:
-        raise InputDataError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputDataError(f"{path}: is a directory, not an .npz file") from None
-    except OSError as e:
-        raise InputDataError(f"{path}: cannot read ({e.strerror or e})") from None
     with f:
         magic = f.read(6)
         if magic.startswith(_NPY_MAGIC):

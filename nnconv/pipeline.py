@@ -110,11 +110,8 @@ class PreparedConversion:
             return self._whole
         report = self.report
         if not report.ok:
-            refused = [r for r in report.ops if not r.supported]
-            err = ConversionError(f"{len(refused)} of {len(report.ops)} ops cannot be lowered at API "
-                                  f"{self.api_level}", report.errors)
-            err.report = report  # type: ignore[attr-defined]
-            raise err
+            raise report.refusal(f"{report.ops_refused} of {len(report.ops)} ops cannot be lowered at API "
+                                 f"{self.api_level}")
         if self.whole_refusal:
             raise ConversionError(self.whole_refusal)
         converted = lower_ops(self.state)

@@ -279,6 +279,14 @@ def warn_deprecated(level: ApiLevel) -> None:
         warn(warning)
 
 
+def target_level(api_level: int | str | None, feature_level: int | None) -> ApiLevel:
+    """The level --api-level / --feature-level choose (`resolve_api_level`), warned about when deprecated:
+    what convert, rewrite and probe target (verify warns later, after its option conflicts)."""
+    level = resolve_api_level(api_level, feature_level)
+    warn_deprecated(level)
+    return level
+
+
 def inapplicable_options(level: int, relax_fp16: bool = False) -> list[str]:
     """Options the user gave that have no effect at `level`, each with the reason (printed as warnings
     instead of dropping them silently)."""
@@ -298,6 +306,12 @@ api_level_option = click.option("--api-level", type=int, default=None,
                                  help="Target Android API level 27..35 (33/34/35 = feature levels 6/7/8). Default 30.")
 feature_level_option = click.option("--feature-level", type=click.IntRange(MIN_FEATURE_LEVEL, MAX_FEATURE_LEVEL), default=None,
                                     help="Target NNAPI feature level 1..8 (alias of --api-level).")
+
+
+def level_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--api-level and --feature-level: two spellings of one target level, which go together (check has its
+    own --api-level, which also takes 'all')."""
+    return api_level_option(feature_level_option(fn))
 
 
 def conversion_options(fold_weights: bool, relax_fp16: bool, input_shapes: Sequence[str] = (),

@@ -12,18 +12,16 @@ import click
 
 from nnconv.cli import common
 from nnconv.cli.common import (
-    api_level_option,
     conversion_options,
-    feature_level_option,
     fold_weights_option,
     input_shape_option,
     handle_errors,
+    level_options,
     parsed,
     relax_option,
-    resolve_api_level,
+    target_level,
     target_option,
     verbosity_options,
-    warn_deprecated,
     warn_inapplicable,
 )
 from nnconv.errors import ConversionError, NnconvError
@@ -68,8 +66,7 @@ class ConvertCommand:
         if params["check_c"]:
             from nnconv.nnapi.ndk.check import find_compiler
             find_compiler()  # no compiler: say so before converting anything
-        level = resolve_api_level(params["api_level"], params["feature_level"])
-        warn_deprecated(level)
+        level = target_level(params["api_level"], params["feature_level"])
         warn_inapplicable(level, relax_fp16=params["relax_fp16"])
         conversion = conversion_options(params["fold_weights"], params["relax_fp16"], params["input_shapes"],
                                         params["target"])
@@ -80,8 +77,7 @@ class ConvertCommand:
 @click.command(short_help="Convert a .tflite model into an NNAPI model file (.nnapi).", epilog=EPILOG)
 @click.argument("model", type=click.Path())
 @click.option("-o", "--output", type=click.Path(), required=True, help="The .nnapi file to write.")
-@api_level_option
-@feature_level_option
+@level_options
 @click.option("--allow-partial", is_flag=True, help="Write the supported partitions and the partition plan "
                                                      "instead of failing on refused ops.")
 @target_option

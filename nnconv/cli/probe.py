@@ -7,12 +7,11 @@ import click
 
 from nnconv.cli import common
 from nnconv.cli.common import (
-    api_level_option,
     conversion_options,
-    feature_level_option,
     handle_errors,
     input_shape_option,
-    resolve_api_level,
+    level_options,
+    target_level,
     target_option,
     verbosity_options,
 )
@@ -29,8 +28,7 @@ Examples:
                epilog=EPILOG)
 @click.argument("model", type=click.Path())
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(), help="Folder to write the probe into.")
-@api_level_option
-@feature_level_option
+@level_options
 @target_option
 @input_shape_option
 @verbosity_options
@@ -44,8 +42,7 @@ def probe(model: str, out_dir: str, api_level: int | None, feature_level: int | 
     records whole-model compilation only. Also writes build.sh (the NDK's clang) and run_on_device.sh (adb:
     push, run, pull; written whether or not adb is on this machine's PATH)."""
     from nnconv.devices.probe import write_probe
-    level = resolve_api_level(api_level, feature_level)
-    common.warn_deprecated(level)
+    level = target_level(api_level, feature_level)
     with common.timed("probe"):
         written = write_probe(model, out_dir, level, conversion_options(False, False, input_shapes, target))
     n_ops = sum(len(p.model.main.operations) for p in written.nnapi.partitions)

@@ -11,14 +11,12 @@ import click
 
 from nnconv.cli import common
 from nnconv.cli.common import (
-    api_level_option,
-    feature_level_option,
     handle_errors,
     input_shape_option,
+    level_options,
     parsed,
-    resolve_api_level,
+    target_level,
     verbosity_options,
-    warn_deprecated,
 )
 from nnconv.errors import EXIT_FAILURE
 from nnconv.nnapi.levels import ApiLevel
@@ -51,8 +49,7 @@ class RewriteCommand:
         if params["inputs_path"] is not None and params["seed"] is not None:
             raise click.UsageError("--inputs and --seed both choose the proof's inputs: give one")
         output_target(params["output"])  # a directory or device is refused before any work
-        level = resolve_api_level(params["api_level"], params["feature_level"])
-        warn_deprecated(level)
+        level = target_level(params["api_level"], params["feature_level"])
         shapes = tuple(parse_input_shape(t) for t in params["input_shapes"])
         return cls(params["model"], params["output"], level, shapes, params["inputs_path"], params["seed"] or 0,
                    params["fmt"])
@@ -61,8 +58,7 @@ class RewriteCommand:
 @click.command(short_help="Rewrite a .tflite so TFLite's own NNAPI delegate takes more of it.", epilog=EPILOG)
 @click.argument("model", type=click.Path())
 @click.option("-o", "--output", type=click.Path(), required=True, help="The .tflite file to write.")
-@api_level_option
-@feature_level_option
+@level_options
 @input_shape_option
 @click.option("--inputs", "inputs_path", type=click.Path(), default=None,
               help="An .npz of inputs (by input name or arr_0, arr_1, ...) to prove the rewrite on instead of "

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 import click
 
 from nnconv.cli import common
-from nnconv.cli.common import (api_level_option, feature_level_option, target_option, fold_weights_option,
-                               input_shape_option, handle_errors, max_memory_option, parsed, threads_option,
-                               verbosity_options)
+from nnconv.cli.common import (level_options, target_option, fold_weights_option, input_shape_option, handle_errors,
+                               max_memory_option, parsed, threads_option, verbosity_options)
 from nnconv.cli.image_options import image_options
 from nnconv.cli.npz_io import save_npz
 from nnconv.cli.scale import scale_options
@@ -39,8 +38,7 @@ Examples:
 @click.command(short_help="Convert models, run them on our executor and on TFLite, and compare every output.",
                epilog=EPILOG)
 @click.argument("models", nargs=-1, required=True, type=click.Path())
-@api_level_option
-@feature_level_option
+@level_options
 @click.option("--inputs", "inputs_path", type=click.Path(), default=None,
               help=".npz of inputs by name or arr_0, arr_1, ... (default: seeded random inputs).")
 @click.option("--seed", type=int, default=None, help="Seed of the random inputs (default 0).")

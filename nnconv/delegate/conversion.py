@@ -311,11 +311,8 @@ class DelegateConversion:
         if self.tflite_refusal():
             raise InputDataError(f"TFLite cannot prepare this model: {self.tflite_refusal()}")
         if not report.ok:
-            refused = [r for r in report.ops if not r.supported]
-            err = ConversionError(f"TFLite's NNAPI delegate refuses {len(refused)} of {len(report.ops)} ops at API "
-                                  f"{self.api_level}", report.errors)
-            err.report = report  # type: ignore[attr-defined]
-            raise err
+            raise report.refusal(f"TFLite's NNAPI delegate refuses {report.ops_refused} of {len(report.ops)} ops "
+                                 f"at API {self.api_level}")
         if self.whole_refusal:
             raise ConversionError(self.whole_refusal, [d for d in self.plan().diagnostics if d.is_error])
         found = self.partial()

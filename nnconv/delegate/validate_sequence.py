@@ -66,20 +66,24 @@ def _lstm(c: NodeCheck) -> None:
         c.expect(weights in (T.FLOAT32, T.UINT8), F.UNSUPPORTED_INPUT_TYPE, "Weight has to be Float32 or UINT8")
 
 
+def _float32_weights(c: NodeCheck) -> None:
+    """RNN's and SVDF's weights check (input 1), which the delegate makes only when that input exists."""
+    if c.n_inputs >= 2:
+        c.expect(c.in_type(1) == T.FLOAT32, F.UNSUPPORTED_INPUT_TYPE, "NNAPI only support float32 weights.")
+
+
 @validator(B.RNN)
 def _rnn(c: NodeCheck) -> None:
     c.op_version(1)
     c.expect(c.n_inputs == 5, F.UNSUPPORTED_OPERATOR_VARIANT, "Expected 5 input")
-    if c.n_inputs >= 2:
-        c.expect(c.in_type(1) == T.FLOAT32, F.UNSUPPORTED_INPUT_TYPE, "NNAPI only support float32 weights.")
+    _float32_weights(c)
 
 
 @validator(B.SVDF)
 def _svdf(c: NodeCheck) -> None:
     c.op_version(1)
     c.expect(c.n_inputs == 5, F.UNSUPPORTED_OPERAND_RANK, "Expected input of rank 5")
-    if c.n_inputs >= 2:
-        c.expect(c.in_type(1) == T.FLOAT32, F.UNSUPPORTED_INPUT_TYPE, "NNAPI only support float32 weights.")
+    _float32_weights(c)
     c.expect(c.sdk >= SDK_28, F.UNSUPPORTED_OPERAND_RANK, "SVDF does not support rank > 1 on NNAPI 1.0.")
     c.expect(c.in_type(1) == T.FLOAT32, F.UNSUPPORTED_INPUT_TYPE, "Weights should be Float32")
 

@@ -8,6 +8,7 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from nnconv.errors import ConversionError
 from nnconv.lowering.context import CheckContext, ConversionState, dtype_name
 from nnconv.lowering.convert import check_op, checked, constant_producers, is_folded, rule_for
 from nnconv.lowering.diagnostics import Diagnostic, Verdict
@@ -73,6 +74,17 @@ class Report:
     @property
     def ops_lowered(self) -> int:
         return sum(1 for r in self.ops if r.supported)
+
+    @property
+    def ops_refused(self) -> int:
+        return len(self.ops) - self.ops_lowered
+
+    def refusal(self, message: str) -> ConversionError:
+        """The error of a whole conversion this report refuses: its error diagnostics, and the report itself
+        as `.report` (the per-op table the CLI and the Python API show)."""
+        err = ConversionError(message, self.errors)
+        err.report = self  # type: ignore[attr-defined]
+        return err
 
 
 @dataclass

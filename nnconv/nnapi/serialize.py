@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import flatbuffers
 import numpy as np
 
-from nnconv.errors import ModelFormatError, ModelValidationError, NnconvError
+from nnconv.errors import ModelFormatError, ModelValidationError, NnconvError, reading
 from nnconv.guarded_decoder import GuardedDecoder
 from nnconv.nnapi.enums import OperandLifeTime, OperandType, OperationType
 from nnconv.nnapi.levels import MAX_API_LEVEL, MIN_API_LEVEL, feature_level
@@ -260,18 +260,11 @@ class _Writer:
 def load(path: str | os.PathLike) -> NnapiFile:
     """Maps a `.nnapi` file and decodes it; pools are zero-copy views of the mapping."""
     name = os.fspath(path)
-    try:
-        with open(name, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size < 8:
-                raise ModelFormatError(f"{name}: {size} bytes, too short for an .nnapi file")
-            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except FileNotFoundError:
-        raise ModelFormatError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise ModelFormatError(f"{name}: is a directory, not an .nnapi file") from None
-    except OSError as e:
-        raise ModelFormatError(f"{name}: cannot read ({e.strerror or e})") from None
+    with reading(name, "an .nnapi file", ModelFormatError), open(name, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < 8:
+            raise ModelFormatError(f"{name}: {size} bytes, too short for an .nnapi file")
+        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     return loads(buf, name)
 
 
@@ -319,10 +312,7 @@ class _Decoder(GuardedDecoder):
         n = self.count(self.guarded(what, length), what, 4)
         out = []
         for i in range(n):
-            item = self.guarded(f"{what}[{i}]", lambda i=i: get(i))
-            if item is None:
-                raise self.fail(f"{what}[{i}] is missing")
-            out.append(item)
+            out.append(self.present(self.guarded(f"{what}[{i}]", lambda i=i: get(i)), f"{what}[{i}]"))
         return out
 
     def decode(self) -> NnapiFile:

@@ -115,13 +115,9 @@ def _fill(n: Node) -> None:
     n.ensure_eq(n.rank(value), 0, "NumDimensions(value)", "0")
     n.set_type(out, n.type(value))
     n.same_quant(value, out)
-    if not n.const(dims):
-        n.set_dynamic(out)
-        return
-    shape = n.ints(dims)
-    if any(d < 0 for d in shape):
-        raise PrepareFailure("Fill dimensions must be >= 0")
-    n.resize(out, shape)
+    shape = n.shape_value(dims, out, "Fill dimensions must be >= 0")
+    if shape is not None:
+        n.resize(out, shape)
 
 
 @kernel(B.BROADCAST_TO)

@@ -20,13 +20,9 @@ _INDEX_TYPES = (T.INT32, T.INT64)
 
 def _shape_from_value(n: Node, shape_t: int, out: int, what: str) -> None:
     """Resizes `out` to the values of `shape_t`, or marks it dynamic when they are not known at Prepare."""
-    if not n.const(shape_t):
-        n.set_dynamic(out)
-        return
-    dims = n.ints(shape_t)
-    if any(d < 0 for d in dims):
-        raise PrepareFailure(f"{what} has a negative dimension")
-    n.resize(out, dims)
+    dims = n.shape_value(shape_t, out, f"{what} has a negative dimension")
+    if dims is not None:
+        n.resize(out, dims)
 
 
 @kernel(B.SPARSE_TO_DENSE)
@@ -228,12 +224,9 @@ def _conv3d_transpose(n: Node) -> None:
     n.ensure_eq(n.dim(x, 4), n.dim(f, 4), "SizeOfDimension(input, 4)", "SizeOfDimension(filter, 4)")
     n.ensure(n.type(x) == n.type(f) == T.FLOAT32 and n.type(shape_t) == T.INT32, "types")
     n.same_type(out, x)
-    if not n.const(shape_t):
-        n.set_dynamic(out)
+    dims = n.shape_value(shape_t, out, "Conv3DTranspose output shape has a negative dimension.")
+    if dims is None:
         return
-    dims = n.ints(shape_t)
-    if any(d < 0 for d in dims):
-        raise PrepareFailure("Conv3DTranspose output shape has a negative dimension.")
     n.ensure_eq(dims[0], n.dim(x, 0), "shape_data[0]", "SizeOfDimension(input, 0)")
     n.ensure_eq(dims[4], n.dim(f, 3), "shape_data[4]", "filter_output_channels")
     # the requested output must convolve back to the input's spatial size

@@ -34,13 +34,20 @@ def _spatial(n: Node, h: int, w: int, kh: int, kw: int, dh: int = 1, dw: int = 1
     return out_size(_padding(n), h, kh, n.param("stride_h"), dh), ow
 
 
-@kernel(B.CONV_2D)
-def _conv(n: Node) -> None:
-    n.ensure(n.n_in in (2, 3), "has_bias || node->inputs->size == 2")
+def _conv_tensors(n: Node, rank: int, inputs_check: str) -> tuple[int, int, int]:
+    """(output, input, filter) after the first checks conv.cc and conv3d.cc share: two or three inputs
+    (`inputs_check` is the kernel's own wording), one output, input and filter of `rank` dimensions."""
+    n.ensure(n.n_in in (2, 3), inputs_check)
     n.arity(None, 1)
     out, x, f = n.output(0), n.input(0), n.input(1)
-    n.ensure_eq(n.rank(x), 4, "input->dims->size", "4")
-    n.ensure_eq(n.rank(f), 4, "filter->dims->size", "4")
+    n.ensure_eq(n.rank(x), rank, "input->dims->size", str(rank))
+    n.ensure_eq(n.rank(f), rank, "filter->dims->size", str(rank))
+    return out, x, f
+
+
+@kernel(B.CONV_2D)
+def _conv(n: Node) -> None:
+    out, x, f = _conv_tensors(n, 4, "has_bias || node->inputs->size == 2")
     (b, h, w, c), (co, kh, kw, ci) = n.shape(x), n.shape(f)
     n.ensure(h > 0 and w > 0 and c > 0 and kh > 0 and kw > 0 and co > 0 and ci > 0, "dims > 0")
     n.ensure_eq(c % ci, 0, "input_channel % filter_input_channel", "0")
@@ -120,11 +127,7 @@ def _pool(n: Node) -> None:
 
 @kernel(B.CONV_3D)
 def _conv3d(n: Node) -> None:
-    n.ensure(n.n_in in (2, 3), "node->inputs->size == 2 || 3")
-    n.arity(None, 1)
-    out, x, f = n.output(0), n.input(0), n.input(1)
-    n.ensure_eq(n.rank(x), 5, "input->dims->size", "5")
-    n.ensure_eq(n.rank(f), 5, "filter->dims->size", "5")
+    out, x, f = _conv_tensors(n, 5, "node->inputs->size == 2 || 3")
     (b, d, h, w, c), (kd, kh, kw, ci, co) = n.shape(x), n.shape(f)
     n.ensure_eq(c, ci, "input->dims->data[4]", "filter->dims->data[3]")
     n.ensure(min(d, h, w, c, kd, kh, kw, ci, co) > 0, "dims > 0")

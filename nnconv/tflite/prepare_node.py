@@ -152,14 +152,20 @@ class Node:
         self.ensure_eq(za, zb, "input->params.zero_point", "output->params.zero_point")
 
     # -- tensors of the node --------------------------------------------------------------------
-    def input(self, k: int) -> int:
-        """GetInputSafe: the tensor at input slot `k`; an omitted or missing input fails."""
-        if not 0 <= k < self.n_in:
-            raise PrepareFailure(f"Invalid tensor index {k} (not in [0, {self.n_in}))")
-        t = self.op.inputs[k]
+    @staticmethod
+    def _required(slots: Sequence[int], k: int) -> int:
+        """The tensor at slot `k` of `slots` (the node's inputs or outputs); TFLite fails a slot past the
+        end and an omitted (-1) one alike, for inputs and outputs."""
+        if not 0 <= k < len(slots):
+            raise PrepareFailure(f"Invalid tensor index {k} (not in [0, {len(slots)}))")
+        t = slots[k]
         if t < 0:
             raise PrepareFailure(f"Tensor at index {k} was optional but was expected")
         return t
+
+    def input(self, k: int) -> int:
+        """GetInputSafe: the tensor at input slot `k`; an omitted or missing input fails."""
+        return self._required(self.op.inputs, k)
 
     def opt_input(self, k: int) -> int | None:
         """GetInput / GetOptionalInputTensor: None for an omitted input (or a slot past the end)."""
@@ -168,12 +174,8 @@ class Node:
         return self.op.inputs[k]
 
     def output(self, k: int) -> int:
-        if not 0 <= k < self.n_out:
-            raise PrepareFailure(f"Invalid tensor index {k} (not in [0, {self.n_out}))")
-        t = self.op.outputs[k]
-        if t < 0:
-            raise PrepareFailure(f"Tensor at index {k} was optional but was expected")
-        return t
+        """GetOutputSafe: the tensor at output slot `k`."""
+        return self._required(self.op.outputs, k)
 
     def outputs(self) -> list[int]:
         return [self.output(k) for k in range(self.n_out)]
@@ -224,6 +226,18 @@ class Node:
 
     def ints(self, t: int) -> list[int]:
         return [int(x) for x in self.value(t).reshape(-1)]
+
+    def shape_value(self, t: int, out: int, negative: str) -> list[int] | None:
+        """The dimensions a shape input `t` holds, for the kernels that size `out` from it: None after
+        marking `out` dynamic when `t` is not constant or persistent (its values wait for Eval), and
+        PrepareFailure(`negative`) when one is below zero."""
+        if not self.const(t):
+            self.set_dynamic(out)
+            return None
+        dims = self.ints(t)
+        if any(d < 0 for d in dims):
+            raise PrepareFailure(negative)
+        return dims
 
     def unspecified(self, t: int) -> bool:
         """HasUnspecifiedDimension: a -1 in dims_signature, which only read-write tensors carry."""

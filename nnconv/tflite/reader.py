@@ -163,9 +163,7 @@ class _Decoder(GuardedDecoder):
 
     def decode_opcodes(self, m: Any) -> list[tuple[int, str | None, int]]:
         def one(i: int) -> tuple[int, str | None, int]:
-            oc = m.OperatorCodes(i)
-            if oc is None:
-                raise self.fail(f"operator code {i} is missing")
+            oc = self.present(m.OperatorCodes(i), f"operator code {i}")
             # Opcode quirk: builtin codes above 127 live only in `builtin_code`; older files have only
             # the int8 `deprecated_builtin_code` (and builtin_code 0); newer writers (AI Edge Quantizer)
             # set only `builtin_code`. TFLite takes the larger of the two raw fields. The `tflite`
@@ -178,9 +176,7 @@ class _Decoder(GuardedDecoder):
 
     # -- subgraphs --------------------------------------------------------------------------------
     def decode_subgraph(self, m: Any, si: int, buffers: list, opcodes: list) -> Subgraph:
-        sg = self.guarded(f"subgraph {si}", lambda: m.Subgraphs(si))
-        if sg is None:
-            raise self.fail(f"subgraph {si} is missing")
+        sg = self.present(self.guarded(f"subgraph {si}", lambda: m.Subgraphs(si)), f"subgraph {si}")
         n_t = self.count(self.guarded("tensor table", sg.TensorsLength), f"subgraph {si} tensor table")
         tensors = tuple(self.decode_tensor(sg, si, ti, buffers) for ti in range(n_t))
         n_op = self.count(self.guarded("operator table", sg.OperatorsLength), f"subgraph {si} operator table")
@@ -203,9 +199,7 @@ class _Decoder(GuardedDecoder):
 
     def decode_tensor(self, sg: Any, si: int, ti: int, buffers: list) -> Tensor:
         def one() -> Tensor:
-            t = sg.Tensors(ti)
-            if t is None:
-                raise self.fail(f"tensor {ti} of subgraph {si} is missing")
+            t = self.present(sg.Tensors(ti), f"tensor {ti} of subgraph {si}")
             shape = tuple(int(d) for d in self.values(t.ShapeAsNumpy(), "tensor shape"))
             sig_arr = t.ShapeSignatureAsNumpy()
             sig = None if isinstance(sig_arr, int) else tuple(int(d) for d in self.values(sig_arr, "shape signature"))
@@ -304,9 +298,7 @@ class _Decoder(GuardedDecoder):
             return tuple(int(v) for v in self.values(fn(), "sparsity parameters"))
         dims = []
         for i in range(self.count(s.DimMetadataLength(), "sparsity metadata")):
-            d = s.DimMetadata(i)
-            if d is None:
-                raise self.fail(f"sparsity dimension {i} is missing")
+            d = self.present(s.DimMetadata(i), f"sparsity dimension {i}")
             segs = idx = ()
             if d.ArraySegmentsType():
                 seg_tab = d.ArraySegments()
@@ -354,9 +346,7 @@ class _Decoder(GuardedDecoder):
 
     def decode_operator(self, sg: Any, si: int, k: int, n_tensors: int, opcodes: list) -> Operator:
         def one() -> Operator:
-            op = sg.Operators(k)
-            if op is None:
-                raise self.fail(f"operator {k} of subgraph {si} is missing")
+            op = self.present(sg.Operators(k), f"operator {k} of subgraph {si}")
             oi = op.OpcodeIndex()
             if oi >= len(opcodes):
                 raise self.fail(f"operator {k} of subgraph {si} uses opcode {oi}, but the model has "
@@ -401,9 +391,7 @@ class _Decoder(GuardedDecoder):
     def decode_metadata(self, m: Any, buffers: list[tuple[int, int] | None]) -> tuple[tuple[str, int], ...]:
         """(name, byte size) of each Model.metadata entry (min_runtime_version, TFLite Support's metadata...)."""
         def one(i: int) -> tuple[str, int]:
-            entry = m.Metadata(i)
-            if entry is None:
-                raise self.fail(f"metadata entry {i} is missing")
+            entry = self.present(m.Metadata(i), f"metadata entry {i}")
             b = entry.Buffer()
             if b >= len(buffers):
                 raise self.fail(f"metadata entry {i} names buffer {b}, but the model has {len(buffers)}")
@@ -413,9 +401,7 @@ class _Decoder(GuardedDecoder):
 
     def decode_signatures(self, m: Any, subgraphs: tuple[Subgraph, ...]) -> tuple[SignatureDef, ...]:
         def one(i: int) -> SignatureDef:
-            s = m.SignatureDefs(i)
-            if s is None:
-                raise self.fail(f"signature {i} is missing")
+            s = self.present(m.SignatureDefs(i), f"signature {i}")
             si = s.SubgraphIndex()
             if si >= len(subgraphs):
                 raise self.fail(f"signature {i} names subgraph {si}, which does not exist")
@@ -424,9 +410,7 @@ class _Decoder(GuardedDecoder):
             def maps(length: Callable[[], int], get: Callable[[int], Any]) -> tuple:
                 items = []
                 for j in range(self.count(length(), "signature tensor map")):
-                    tm = get(j)
-                    if tm is None:
-                        raise self.fail(f"signature {i} tensor map {j} is missing")
+                    tm = self.present(get(j), f"signature {i} tensor map {j}")
                     ti = tm.TensorIndex()
                     if ti >= n_tensors:
                         raise self.fail(f"signature {i} names tensor {ti}, but subgraph {si} has "

@@ -196,8 +196,14 @@ int ANeuralNetworksModel_addOperand(ANeuralNetworksModel* model, const ANeuralNe
   return ANEURALNETWORKS_NO_ERROR;
 }
 
-/* The operand a value is being set on, after the checks shared by the setOperandValue* calls. */
-static int value_target(ANeuralNetworksModel* model, int32_t index, const char* call, RecordedOperand** operand) {
+/* The operand a value is being set on, after the checks shared by the setOperandValue* calls:
+   `null_argument` names the call's pointer argument when it is NULL where the call needs one (UNEXPECTED_NULL,
+   before the model is looked at), else is NULL; then a mutable model, a valid index and an operand the model
+   computes. */
+static int value_target(ANeuralNetworksModel* model, int32_t index, const char* call, const char* null_argument,
+                        RecordedOperand** operand) {
+  if (null_argument != NULL)
+    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL, "%s(%d): %s is NULL", call, index, null_argument);
   int status = nnconv_recorder_check_mutable(model, call);
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
   if (index < 0 || (uint32_t)index >= model->operand_count)
@@ -227,26 +233,25 @@ static int check_value_length(ANeuralNetworksModel* model, int32_t index, const 
   return ANEURALNETWORKS_NO_ERROR;
 }
 
-static void clear_value(RecordedOperand* operand) {
+/* Drops the value a set-value call replaces (a later call wins, as in the runtime) and records the kind of
+   the new one: VALUE_NONE while a copy is still to be made. */
+static void replace_value(RecordedOperand* operand, ValueKind kind) {
   free(operand->copy);
   operand->copy = NULL;
   operand->pointer = NULL;
   operand->memory = NULL;
   operand->model = NULL;
-  operand->kind = VALUE_NONE;
+  operand->kind = kind;
 }
 
 int ANeuralNetworksModel_setOperandValue(ANeuralNetworksModel* model, int32_t index, const void* buffer,
                                          size_t length) {
-  if (buffer == NULL && length != 0)
-    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL,
-                                "ANeuralNetworksModel_setOperandValue(%d): buffer is NULL", index);
   RecordedOperand* operand = NULL;
-  int status = value_target(model, index, "ANeuralNetworksModel_setOperandValue", &operand);
+  int status = value_target(model, index, "ANeuralNetworksModel_setOperandValue",
+                            buffer == NULL && length != 0 ? "buffer" : NULL, &operand);
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
   if (buffer == NULL) { /* an omitted optional operand (lifetime NO_VALUE) */
-    clear_value(operand);
-    operand->kind = VALUE_OMITTED;
+    replace_value(operand, VALUE_OMITTED);
     return ANEURALNETWORKS_NO_ERROR;
   }
   if (operand->type == ANEURALNETWORKS_MODEL)
@@ -254,7 +259,7 @@ int ANeuralNetworksModel_setOperandValue(ANeuralNetworksModel* model, int32_t in
                       "ANeuralNetworksModel_setOperandValue: operand %u is a model reference", (uint32_t)index);
   status = check_value_length(model, index, operand, length);
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
-  clear_value(operand);
+  replace_value(operand, VALUE_NONE);
   operand->length = length;
   if (length <= ANEURALNETWORKS_MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES) {
     operand->copy = malloc(length ? length : 1);
@@ -272,11 +277,9 @@ int ANeuralNetworksModel_setOperandValue(ANeuralNetworksModel* model, int32_t in
 int ANeuralNetworksModel_setOperandValueFromMemory(ANeuralNetworksModel* model, int32_t index,
                                                    const ANeuralNetworksMemory* memory, size_t offset,
                                                    size_t length) {
-  if (memory == NULL)
-    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL,
-                                "ANeuralNetworksModel_setOperandValueFromMemory(%d): memory is NULL", index);
   RecordedOperand* operand = NULL;
-  int status = value_target(model, index, "ANeuralNetworksModel_setOperandValueFromMemory", &operand);
+  int status = value_target(model, index, "ANeuralNetworksModel_setOperandValueFromMemory",
+                            memory == NULL ? "memory" : NULL, &operand);
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
   status = check_value_length(model, index, operand, length);
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
@@ -284,8 +287,7 @@ int ANeuralNetworksModel_setOperandValueFromMemory(ANeuralNetworksModel* model, 
     return invalidate(model, ANEURALNETWORKS_BAD_DATA,
                       "ANeuralNetworksModel_setOperandValueFromMemory(%u): offset + length exceeds the memory",
                       (uint32_t)index);
-  clear_value(operand);
-  operand->kind = VALUE_MEMORY;
+  replace_value(operand, VALUE_MEMORY);
   operand->memory = memory;
   operand->offset = offset;
   operand->length = length;
@@ -294,11 +296,9 @@ int ANeuralNetworksModel_setOperandValueFromMemory(ANeuralNetworksModel* model, 
 
 int ANeuralNetworksModel_setOperandValueFromModel(ANeuralNetworksModel* model, int32_t index,
                                                   const ANeuralNetworksModel* value) {
-  if (value == NULL)
-    return nnconv_recorder_fail(ANEURALNETWORKS_UNEXPECTED_NULL,
-                                "ANeuralNetworksModel_setOperandValueFromModel(%d): value is NULL", index);
   RecordedOperand* operand = NULL;
-  int status = value_target(model, index, "ANeuralNetworksModel_setOperandValueFromModel", &operand);
+  int status = value_target(model, index, "ANeuralNetworksModel_setOperandValueFromModel",
+                            value == NULL ? "value" : NULL, &operand);
   if (status != ANEURALNETWORKS_NO_ERROR) return status;
   if (operand->type != ANEURALNETWORKS_MODEL)
     return invalidate(model, ANEURALNETWORKS_BAD_DATA,
@@ -308,8 +308,7 @@ int ANeuralNetworksModel_setOperandValueFromModel(ANeuralNetworksModel* model, i
     return invalidate(model, ANEURALNETWORKS_BAD_DATA,
                       "ANeuralNetworksModel_setOperandValueFromModel(%u): the referenced model is not finished",
                       (uint32_t)index);
-  clear_value(operand);
-  operand->kind = VALUE_MODEL;
+  replace_value(operand, VALUE_MODEL);
   operand->model = value;
   return ANEURALNETWORKS_NO_ERROR;
 }

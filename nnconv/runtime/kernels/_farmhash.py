@@ -64,23 +64,24 @@ def _len0to16(s: np.ndarray, n: int) -> np.ndarray:
     return np.full(rows, K2, dtype=U64)
 
 
-def _len17to32(s: np.ndarray, n: int) -> np.ndarray:
+def _ends(s: np.ndarray, n: int, k: np.uint64) -> tuple[np.uint64, np.ndarray, np.ndarray, np.ndarray]:
+    """The mix of the first and the last 16 bytes that HashLen17to32 returns (as z) and HashLen33to64 starts
+    from; they differ only in the first word's multiplier `k` (K1, K2). Returns (mul, a, y, z)."""
     mul = K2 + U64(n * 2)
-    a = _f64(s, 0) * K1
-    b = _f64(s, 8)
-    c = _f64(s, n - 8) * mul
-    d = _f64(s, n - 16) * K2
-    return _len16(_rot(a + b, 43) + _rot(c, 30) + d, a + _rot(b + K2, 18) + c, mul)
-
-
-def _len33to64(s: np.ndarray, n: int) -> np.ndarray:
-    mul = K2 + U64(n * 2)
-    a = _f64(s, 0) * K2
+    a = _f64(s, 0) * k
     b = _f64(s, 8)
     c = _f64(s, n - 8) * mul
     d = _f64(s, n - 16) * K2
     y = _rot(a + b, 43) + _rot(c, 30) + d
-    z = _len16(y, a + _rot(b + K2, 18) + c, mul)
+    return mul, a, y, _len16(y, a + _rot(b + K2, 18) + c, mul)
+
+
+def _len17to32(s: np.ndarray, n: int) -> np.ndarray:
+    return _ends(s, n, K1)[3]
+
+
+def _len33to64(s: np.ndarray, n: int) -> np.ndarray:
+    mul, a, y, z = _ends(s, n, K2)
     e = _f64(s, 16) * mul
     f = _f64(s, 24)
     g = (y + _f64(s, n - 32)) * mul
