@@ -120,8 +120,8 @@ def dtype_hint(t: Tensor, hint: str = "") -> str:
 def spec_api_level(ops: OperationType | Iterable[OperationType], input_type: OperandType | None = None) -> int:
     """The Android API level at which NNAPI takes `ops` (the highest over several), from their `OperationSpec`s:
     each operation's own feature level and, given input 0's type, the type's own level and the level the
-    spec's `input_levels` lists for it. A level that a validator decides from the operands themselves (int32
-    ADD / SUB / MUL, a CONCATENATION requantizing its inputs) is not a declared fact, so it is not included."""
+    spec's `input_levels` lists for it. A level that a validator decides from the operands themselves (a
+    CONCATENATION requantizing its inputs, LSTM's layer-norm form) is not a declared fact, so it is not included."""
     ops = (ops,) if isinstance(ops, OperationType) else tuple(ops)
     levels = [spec_of(op).level for op in ops]
     if input_type is not None:
@@ -296,9 +296,10 @@ class CheckContext:
         their feature levels (`spec_api_level`); `what` defaults to the operation's name."""
         return self.require_api(spec_api_level(ops), what or _op_names(ops), hint)
 
-    def require_signature(self, op: OperationType, input_type: OperandType, what: str, hint: str = "") -> bool:
-        """`require_api` at the level `op` needs with input 0 of `input_type`, from its spec (`spec_api_level`):
-        e.g. TENSOR_INT32 ABS at API 30."""
+    def require_signature(self, op: OperationType | Iterable[OperationType], input_type: OperandType, what: str,
+                          hint: str = "") -> bool:
+        """`require_api` at the level `op` (the highest over several) needs with input 0 of `input_type`, from
+        its spec (`spec_api_level`): e.g. TENSOR_INT32 ABS at API 30."""
         return self.require_api(spec_api_level(op, input_type), what, hint)
 
     def require_operand_type(self, t: OperandType, what: str, hint: str = "") -> bool:

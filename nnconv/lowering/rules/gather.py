@@ -92,8 +92,8 @@ class Gather(Rule):
                 c.require_operation((OperationType.STRIDED_SLICE, OperationType.CONCATENATION),
                                     "GATHER of constant indices (STRIDED_SLICE + CONCATENATION)")
         if idx.rank == 0 and x.type == I32:
-            # hand-written: RESHAPE's spec lists no input type levels (NNAPI: TENSOR_INT32 from feature level 6)
-            c.require_api(33, "GATHER of int32 params with scalar indices (RESHAPE of int32)")
+            c.require_signature(OperationType.RESHAPE, OperandType.TENSOR_INT32,
+                                "GATHER of int32 params with scalar indices (RESHAPE of int32)")
         o = c.options
         axis = o.axis if o is not None else 0
         if not -x.rank <= axis < x.rank:
@@ -176,8 +176,8 @@ class GatherNd(Rule):
         if v.ndim == 1:
             c.refuse(Code.RANK, "indices of rank 1 give a GATHER with scalar indices, which NNAPI lacks")
         if k > 1 and x.type == I32:
-            # hand-written: RESHAPE's spec lists no input type levels (NNAPI: TENSOR_INT32 from feature level 6)
-            c.require_api(33, "GATHER_ND of int32 params (RESHAPE of int32, feature level 6)")
+            c.require_signature(OperationType.RESHAPE, OperandType.TENSOR_INT32,
+                                "GATHER_ND of int32 params (RESHAPE of int32, feature level 6)")
 
     def lower(self, c: LowerContext) -> None:
         x = c.input(0)

@@ -167,9 +167,9 @@ class StridedSlice(Rule):
             c.require_operation((OperationType.SLICE, OperationType.GATHER),
                                 "STRIDED_SLICE of int32 (SLICE or GATHER: NNAPI's STRIDED_SLICE has no int32)")
             if _int32_box_shape(x.shape, d) != out_dims(c.output()):
-                # hand-written: RESHAPE's spec lists no input type levels (NNAPI: TENSOR_INT32 from feature level 6)
-                c.require_api(33, "STRIDED_SLICE of int32 that changes the rank (RESHAPE of int32, feature "
-                              "level 6)")
+                c.require_signature(OperationType.RESHAPE, OperandType.TENSOR_INT32,
+                                    "STRIDED_SLICE of int32 that changes the rank (RESHAPE of int32, feature "
+                                    "level 6)")
 
     def lower(self, c: LowerContext) -> None:
         x = c.input(0)

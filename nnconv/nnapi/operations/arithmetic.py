@@ -49,29 +49,30 @@ def validate_quant_binary(view: OperationView, multiply: bool) -> int:
     return 1
 
 
-def int32_level(view: OperationView) -> int:
-    """Broadcast.cpp's validate: TENSOR_INT32 ADD / SUB / MUL exist from feature level 4 (Android 11), although
-    the type itself is as old as NNAPI (so the type's own level does not say it)."""
-    a = view.input(BinarySlot.INPUT1)
-    return 4 if a is not None and a.type is OperandType.TENSOR_INT32 else 1
-
-
 # ADD, SUB, MUL: byte-table members (a one-value constant operand), batched as they broadcast
 _ARITHMETIC = dict(inputs=BinarySlot, byte_op=True, sample_axis=SampleAxis.BROADCAST, float_batched=True)
+# Broadcast.cpp's validate, per input type: float16 from feature level 3, signed quant8 and int32 from 4;
+# SUB's unsigned quant8 from 3 (SUB itself is 2); DIV takes no quantized type at all.
+_O = OperandType
+_ADD_MUL_LEVELS = {_O.TENSOR_FLOAT32: 1, _O.TENSOR_FLOAT16: 3, _O.TENSOR_QUANT8_ASYMM: 1,
+                   _O.TENSOR_QUANT8_ASYMM_SIGNED: 4, _O.TENSOR_INT32: 4}
+_SUB_LEVELS = {**_ADD_MUL_LEVELS, _O.TENSOR_QUANT8_ASYMM: 3}
+_DIV_LEVELS = {_O.TENSOR_FLOAT32: 1, _O.TENSOR_FLOAT16: 3, _O.TENSOR_INT32: 4}
 
 
-@operation(_T.ADD, level=1, **_ARITHMETIC)
-@operation(_T.SUB, level=2, **_ARITHMETIC)
+@operation(_T.ADD, level=1, input_levels=_ADD_MUL_LEVELS, **_ARITHMETIC)
+@operation(_T.SUB, level=2, input_levels=_SUB_LEVELS, **_ARITHMETIC)
 def validate_add_sub(view: OperationView, feature_level: int) -> int:
-    return max(validate_quant_binary(view, multiply=False), int32_level(view))
+    return validate_quant_binary(view, multiply=False)
 
 
-@operation(_T.MUL, level=1, **_ARITHMETIC)
+@operation(_T.MUL, level=1, input_levels=_ADD_MUL_LEVELS, **_ARITHMETIC)
 def validate_mul(view: OperationView, feature_level: int) -> int:
-    return max(validate_quant_binary(view, multiply=True), int32_level(view))
+    return validate_quant_binary(view, multiply=True)
 
 
-declare(_T.DIV, level=2, inputs=BinarySlot, sample_axis=SampleAxis.BROADCAST, float_batched=True)
+declare(_T.DIV, level=2, inputs=BinarySlot, input_levels=_DIV_LEVELS, sample_axis=SampleAxis.BROADCAST,
+        float_batched=True)
 declare(_T.POW, level=3, inputs="BASE EXPONENT", sample_axis=SampleAxis.BROADCAST)
 # MAXIMUM, MINIMUM, the comparisons, LOGICAL_AND / LOGICAL_OR: two broadcastable tensors
 _PAIR = "INPUT1 INPUT2"

@@ -211,7 +211,20 @@ def validate_unidirectional_sequence_lstm(view: OperationView, feature_level: in
 
 
 _O = OperationType
-declare(_O.LSTM, level=1, inputs=LstmSlot, outputs=LstmOutput)
+
+
+@operation(_O.LSTM, level=1, inputs=LstmSlot, outputs=LstmOutput)
+def validate_lstm(view: OperationView, feature_level: int) -> int:
+    """LegacyUtils.cpp's LSTM case: 23 inputs (feature level 1) or 27 with the layer-norm weights (level 3),
+    four outputs, float32 or float16 (level 3) data."""
+    n_in, n_out = len(view.in_operands), len(view.out_operands)
+    if n_in not in (23, 27) or n_out != len(LstmOutput):
+        raise view.refuse(f"takes 23 or 27 inputs and {len(LstmOutput)} outputs, got {n_in} and {n_out}")
+    x = view.input(LstmSlot.INPUT)
+    if x is not None and x.type not in (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16):
+        raise view.refuse(f"{view.describe(LstmSlot.INPUT)} is {x.type.name}; LSTM takes TENSOR_FLOAT32 or "
+                          "TENSOR_FLOAT16 only")
+    return 3 if n_in == 27 else 1
 declare(_O.QUANTIZED_16BIT_LSTM, level=3, inputs=Quantized16BitLstmSlot, outputs=Quantized16BitLstmOutput)
 declare(_O.BIDIRECTIONAL_SEQUENCE_LSTM, level=3, inputs=BidirectionalLstmSlot, outputs=BidirectionalLstmOutput)
 declare(_O.RNN, level=1, inputs=RnnSlot, outputs=RnnOutput)

@@ -29,8 +29,7 @@ class AddN(Rule):
         if not check_common(c, (1, 64), (F32, I32)):
             return
         if c.input(0).type == I32:
-            # hand-written: int32 ADD's level 4 is a rule of ADD's validator (int32_level), not a declared spec fact
-            c.require_api(30, "int32 ADD_N (int32 ADD)")
+            c.require_signature(OperationType.ADD, OperandType.TENSOR_INT32, "int32 ADD_N (int32 ADD)")
 
     def lower(self, c: LowerContext) -> None:
         n = len(c.op.inputs)
@@ -81,8 +80,8 @@ class SquaredDifference(Rule):
             c.require_operation((OperationType.DEQUANTIZE, OperationType.QUANTIZE),
                                 "quantized SQUARED_DIFFERENCE (DEQUANTIZE / QUANTIZE)")
         elif t == I32:
-            # hand-written: int32 SUB / MUL's level 4 is a rule of their validators (int32_level), not a spec fact
-            c.require_api(30, "int32 SQUARED_DIFFERENCE")
+            c.require_signature((OperationType.SUB, OperationType.MUL), OperandType.TENSOR_INT32,
+                                "int32 SQUARED_DIFFERENCE")
 
     def lower(self, c: LowerContext) -> None:
         x, y, out = c.input_operand(0), c.input_operand(1), c.output_operand(0)

@@ -34,8 +34,7 @@ class FloorDiv(Rule):
         if c.input(0).type == F32:
             c.require_operation((OperationType.DIV, OperationType.FLOOR), "float32 FLOOR_DIV (DIV)")
         else:
-            # hand-written: DIV's spec lists no input type levels (NNAPI takes TENSOR_INT32 from feature level 4)
-            c.require_api(30, "int32 FLOOR_DIV (int32 DIV)")
+            c.require_signature(OperationType.DIV, OperandType.TENSOR_INT32, "int32 FLOOR_DIV (int32 DIV)")
 
     def lower(self, c: LowerContext) -> None:
         x, y, out = c.input_operand(0), c.input_operand(1), c.output_operand(0)
@@ -91,8 +90,8 @@ class FloorMod(Rule):
         if not check_common(c, 2, (F32, I32, I8), int8_shiftable=True):
             return
         if c.input(0).type == I32:
-            # hand-written: int32 DIV is not in DIV's spec, int32 MUL / SUB is a rule of their validators (level 4)
-            c.require_api(30, "int32 FLOOR_MOD (int32 DIV / MUL / SUB)")
+            c.require_signature((OperationType.DIV, OperationType.MUL, OperationType.SUB), OperandType.TENSOR_INT32,
+                                "int32 FLOOR_MOD (int32 DIV / MUL / SUB)")
         elif c.input(0).type == I8:
             c.require_operation((OperationType.CAST, OperationType.DEQUANTIZE, OperationType.QUANTIZE),
                                 "int8 FLOOR_MOD (stored values through float: CAST, DEQUANTIZE, QUANTIZE)")

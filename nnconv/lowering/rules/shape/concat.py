@@ -9,7 +9,7 @@ from nnconv.lowering.driver_support import MISSING_FROM_ARMNN, NATIVE_PACK_ARMNN
 from nnconv.lowering.registry import Rule, lowering_rule
 from nnconv.lowering.rules._shape_common import (BASIC, BASIC_I32, FS, FSI, I32, I8, U8, check_data_movement,
                                                  check_same_quant, out_dims)
-from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.rewrite.folds import shape as shape_folds
 from nnconv.tflite.schema_enums import ActivationFunctionType, BuiltinOperator
 
@@ -133,8 +133,8 @@ class Unpack(Rule):
             return
         c.require_rank(x, 4, 1)
         if x.type == I32:
-            # hand-written: RESHAPE's spec lists no input type levels (NNAPI takes TENSOR_INT32 from feature level 6)
-            c.require_api(33, "UNPACK of int32 tensors (SPLIT + RESHAPE of int32, feature level 6)")
+            c.require_signature(OperationType.RESHAPE, OperandType.TENSOR_INT32,
+                                "UNPACK of int32 tensors (SPLIT + RESHAPE of int32, feature level 6)")
         else:
             c.require_operation(OperationType.STRIDED_SLICE, "UNPACK (STRIDED_SLICE per output)")
 

@@ -49,8 +49,8 @@ class Reshape(Rule):
         if x is None:
             return
         if x.type == I32:
-            # hand-written: RESHAPE's spec lists no input type levels (NNAPI takes TENSOR_INT32 from feature level 6)
-            c.require_api(33, "RESHAPE of int32 data (feature level 6)")
+            c.require_signature(OperationType.RESHAPE, OperandType.TENSOR_INT32,
+                                "RESHAPE of int32 data (feature level 6)")
         shape_t = c.input(1)
         if shape_t is not None:
             if not c.require_const(shape_t, "shape"):
@@ -162,8 +162,8 @@ class Shape(Rule):
                      "only known at run time; NNAPI has no SHAPE operation", STATIC_SHAPES_HINT)
             return
         c.require_dtype(c.output(), (I32,), "output", hint="an int64 SHAPE result is only usable when folded")
-        # hand-written: int32 ADD's level 4 is a rule of ADD's validator (int32_level), not a declared spec fact
-        c.require_api(30, "an unfolded SHAPE (ADD of a constant on TENSOR_INT32)")
+        c.require_signature(OperationType.ADD, OperandType.TENSOR_INT32,
+                            "an unfolded SHAPE (ADD of a constant on TENSOR_INT32)")
 
     def lower(self, c: LowerContext) -> None:
         emit_known_int32(c, c.input(0).shape)
@@ -201,8 +201,8 @@ class BroadcastArgs(Rule):
             c.refuse(Code.OPERAND_VALUE, f"shapes {shapes[0]} and {shapes[1]} do not broadcast")
             return
         c.require_dtype(c.output(), (I32,), "output", hint="an int64 BROADCAST_ARGS result is only usable when folded")
-        # hand-written: int32 ADD's level 4 is a rule of ADD's validator (int32_level), not a declared spec fact
-        c.require_api(30, "an unfolded BROADCAST_ARGS (ADD of a constant on TENSOR_INT32)")
+        c.require_signature(OperationType.ADD, OperandType.TENSOR_INT32,
+                            "an unfolded BROADCAST_ARGS (ADD of a constant on TENSOR_INT32)")
 
     def lower(self, c: LowerContext) -> None:
         emit_known_int32(c, np.broadcast_shapes(tuple(const_ints(c, c.input(0))), tuple(const_ints(c, c.input(1)))))
