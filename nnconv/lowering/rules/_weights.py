@@ -73,6 +73,16 @@ def folding_weights(c: CheckContext) -> bool:
     return bool(getattr(c.state.options, "fold_dynamic_range_weights", False))
 
 
+def require_weight_dequantize(c: CheckContext, what: str) -> None:
+    """Dynamic-range (hybrid) weights reach NNAPI as TENSOR_QUANT8_SYMM constants behind a DEQUANTIZE, whose
+    level that type needs, unless --fold-weights turns them into float32 constants here."""
+    if not folding_weights(c):
+        c.require_signature(OperationType.DEQUANTIZE, OperandType.TENSOR_QUANT8_SYMM,
+                            f"dynamic-range (hybrid) {what}: DEQUANTIZE of the weights",
+                            hint="raise --api-level to 29, or pass --fold-weights to dequantize the weights into "
+                                 "float32 constants at conversion time")
+
+
 def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias: Tensor | None, what: str,
                       per_channel: bool = True,
                       bias_scale_checked: tuple[TensorType, ...] = (TensorType.UINT8,),
@@ -102,11 +112,7 @@ def check_weighted_op(c: CheckContext, x: Tensor | None, w: Tensor | None, bias:
                 check_int4(c, w, f"dynamic-range (hybrid) {what} weights")
             else:
                 c.require_const(w, f"dynamic-range (hybrid) {what} weights")
-            if not folding_weights(c):
-                c.require_signature(OperationType.DEQUANTIZE, OperandType.TENSOR_QUANT8_SYMM,
-                                    f"dynamic-range (hybrid) {what}: DEQUANTIZE of the weights",
-                                    hint="raise --api-level to 29, or pass --fold-weights to dequantize the "
-                                         "weights into float32 constants at conversion time")
+            require_weight_dequantize(c, what)
         else:
             c.require_dtype(w, FLOAT_WEIGHTS + HYBRID_WEIGHTS, "weights")
         c.require_dtype(out, (TensorType.FLOAT32,), "output")

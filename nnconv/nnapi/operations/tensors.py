@@ -138,8 +138,8 @@ def validate_strided_slice(view: OperationView, feature_level: int) -> int:
 
 # Reshape.cpp's validateReshape: int32 data from feature level 6 only (the type is older), no bool at all
 declare(_T.RESHAPE, level=1, inputs="INPUT SHAPE", same_type_output=True, sample_axis=SampleAxis.RESHAPE,
-        input_levels={_O.TENSOR_FLOAT32: 1, _O.TENSOR_FLOAT16: 3, _O.TENSOR_QUANT8_ASYMM: 1, _O.TENSOR_QUANT8_ASYMM_SIGNED: 4,
-                      _O.TENSOR_INT32: 6}, **_MOVES)
+        input_levels={_O.TENSOR_FLOAT32: 1, _O.TENSOR_FLOAT16: 3, _O.TENSOR_QUANT8_ASYMM: 1,
+                      _O.TENSOR_QUANT8_ASYMM_SIGNED: 4, _O.TENSOR_INT32: 6}, **_MOVES)
 declare(_T.EXPAND_DIMS, level=3, inputs="INPUT AXIS", sample_axis=SampleAxis.EXPAND_DIMS, **_MOVES)
 # PERM is optional: omitted or empty, the dimensions are reversed
 declare(_T.TRANSPOSE, level=2, inputs="INPUT PERM", same_type_output=True, sample_axis=SampleAxis.TRANSPOSE,

@@ -10,8 +10,8 @@ from nnconv.lowering.context import (INT8_SHIFT, STATIC_SHAPES_HINT, CheckContex
                                      dtype_hint)
 from nnconv.lowering.diagnostics import Code
 from nnconv.lowering.rules._arith import quant_params
-from nnconv.lowering.rules._weights import folding_weights
-from nnconv.nnapi.enums import OperandType, OperationType
+from nnconv.lowering.rules._weights import require_weight_dequantize
+from nnconv.nnapi.enums import OperandType
 from nnconv.nnapi.model import STORAGE_DTYPE
 from nnconv.tflite.ir import Tensor
 from nnconv.tflite.schema_enums import TensorType
@@ -84,11 +84,7 @@ def check_hybrid_weights(c: CheckContext, slots: tuple[int, ...], what: str) -> 
         return
     for t in hybrid:
         c.require_const(t, f"dynamic-range (hybrid) {what} weight '{t.name}'")
-    if not folding_weights(c):
-        c.require_signature(OperationType.DEQUANTIZE, OperandType.TENSOR_QUANT8_SYMM,
-                            f"dynamic-range (hybrid) {what}: DEQUANTIZE of the weights",
-                            hint="raise --api-level to 29, or pass --fold-weights to dequantize the weights into "
-                                 "float32 constants at conversion time")
+    require_weight_dequantize(c, what)
 
 
 def check_state_inputs(c: CheckContext, slots: tuple[int, ...]) -> None:

@@ -21,7 +21,7 @@ from nnconv.nnapi.enums import OperandType, OperationType
 from nnconv.nnapi.operations.recurrent import LstmSlot, QuantizedLstmSlot, cell_shift, per_gate
 from nnconv.nnapi.operations.slots import slot_operands
 from nnconv.tflite.options import LSTMOptions
-from nnconv.tflite.ir import Quantization
+from nnconv.tflite.ir import Quantization, Tensor
 from nnconv.tflite.schema_enums import BuiltinOperator, TensorType
 
 
@@ -146,21 +146,27 @@ class Lstm(Rule):
             return
         x = c.input(0)
         c.require_rank(x, 2, 2)
-        if x is not None and x.type == TensorType.INT8:
-            self._check_int8(c)
-        else:
-            c.require_dtype(x, FLOAT)
-            check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS, LSTM_HYBRID_SLOTS)
-            check_hybrid_weights(c, LSTM_HYBRID_SLOTS, "LSTM")
-            if check_lstm_layer_norm(c):
-                # hand-written: LSTM's spec has no level for its 27-input (layer norm) form (NNAPI: feature level 3)
-                c.require_api(29, "layer-normalized LSTM (27-input NNAPI LSTM)")
-        check_lstm_weights(c, _I.INPUT_TO_INPUT_WEIGHTS)
-        check_state_inputs(c, LSTM_STATE_SLOTS)
-        check_static(c)
+        self.check_cell_operands(c, x, "LSTM", "layer-normalized LSTM (27-input NNAPI LSTM)")
         if o is not None:
             check_activation(c, o.fused_activation_function, lstm=True)
             check_clips(c)
+
+    @staticmethod
+    def check_cell_operands(c: CheckContext, x: Tensor | None, name: str, layer_norm_what: str) -> None:
+        """The operands of one LSTM cell: TFLite's LSTM, and UNIDIRECTIONAL_SEQUENCE_LSTM, whose NNAPI forms
+        (the sequence operation or its unrolled LSTM steps) take the same weights, states and layer norm."""
+        if x is not None and x.type == TensorType.INT8:
+            Lstm._check_int8(c)
+        else:
+            c.require_dtype(x, FLOAT)
+            check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS, LSTM_HYBRID_SLOTS)
+            check_hybrid_weights(c, LSTM_HYBRID_SLOTS, name)
+            if check_lstm_layer_norm(c):
+                # hand-written: the 27-input (layer norm) form's feature level 3 is a rule of LSTM's validator
+                c.require_api(29, layer_norm_what)
+        check_lstm_weights(c, _I.INPUT_TO_INPUT_WEIGHTS)
+        check_state_inputs(c, LSTM_STATE_SLOTS)
+        check_static(c)
 
     @staticmethod
     def _check_int8(c: CheckContext) -> None:

@@ -11,11 +11,10 @@ from nnconv.lowering.registry import lowering_rule
 from nnconv.lowering.rules.recurrent.common import (activation_code, check_activation, check_clips,
                                                     check_float_operands, check_hybrid_weights, check_state_inputs,
                                                     check_static, opt_in, state_in)
-from nnconv.lowering.rules.recurrent.lstm import (LSTM_HYBRID_SLOTS, LSTM_LAYER_NORM_SLOTS, LSTM_STATE_SLOTS,
-                                                  LSTM_WEIGHT_SLOTS, Lstm, LstmInput, by_name, check_lstm_layer_norm,
-                                                  check_lstm_weights, emit_quantized_lstm, extended_input,
-                                                  lstm_weight, output_matches_state, quantized_lstm_operands,
-                                                  write_output)
+from nnconv.lowering.rules.recurrent.lstm import (LSTM_LAYER_NORM_SLOTS, LSTM_STATE_SLOTS, LSTM_WEIGHT_SLOTS, Lstm,
+                                                  LstmInput, by_name, check_lstm_weights, emit_quantized_lstm,
+                                                  extended_input, lstm_weight, output_matches_state,
+                                                  quantized_lstm_operands, write_output)
 from nnconv.lowering.rules.recurrent.unroll import (UNROLL_OPS, UnrolledSequence, check_unroll_steps,
                                                     check_unrolled_bidirectional,
                                                     cross_linked_steps, emit_bidirectional_outputs, joined_weight,
@@ -70,18 +69,8 @@ class UnidirectionalSequenceLstm(UnrolledSequence):
         x = c.input(0)
         c.require_rank(x, 3, 3)
         check_unroll_steps(c, always=x is not None and x.type == TensorType.INT8)  # int8 is always unrolled
-        if x is not None and x.type == TensorType.INT8:
-            Lstm._check_int8(c)
-        else:
-            c.require_dtype(x, FLOAT)
-            check_float_operands(c, range(0, len(c.op.inputs)), LSTM_STATE_SLOTS, LSTM_HYBRID_SLOTS)
-            check_hybrid_weights(c, LSTM_HYBRID_SLOTS, "UNIDIRECTIONAL_SEQUENCE_LSTM")
-            if check_lstm_layer_norm(c):
-                # hand-written: LSTM's spec has no level for its 27-input (layer norm) form (NNAPI: feature level 3)
-                c.require_api(29, "a layer-normalized UNIDIRECTIONAL_SEQUENCE_LSTM")
-        check_lstm_weights(c, LstmInput.INPUT_TO_INPUT_WEIGHTS)
-        check_state_inputs(c, LSTM_STATE_SLOTS)
-        check_static(c)
+        Lstm.check_cell_operands(c, x, "UNIDIRECTIONAL_SEQUENCE_LSTM",
+                                 "a layer-normalized UNIDIRECTIONAL_SEQUENCE_LSTM")
         o = c.options
         if o is not None:
             check_activation(c, o.fused_activation_function, lstm=True)
