@@ -15,6 +15,7 @@ from nnconv.lowering.convert import ConversionOptions, rule_for
 from nnconv.targets import Target
 from nnconv.lowering.diagnostics import Code
 from nnconv.nnapi.levels import feature_level
+from nnconv.tflite.ir import DimensionMetadata, Sparsity
 from nnconv.nnapi.operations import operation_level
 from nnconv.nnapi.program import ConvertedModel
 from nnconv.parity import random_inputs, run_parity
@@ -184,3 +185,15 @@ def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(np.signbit(got[~np.isnan(got)]), np.signbit(want[~np.isnan(want)]))
     np.testing.assert_array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
+
+
+def filter_csr(dense: np.ndarray) -> tuple[np.ndarray, Sparsity]:
+    """A 4-D filter [O, KH, KW, C] sparse along C: levels O, KH, KW dense and C as CSR."""
+    o, kh, kw, ch = dense.shape
+    flat = dense.reshape(-1, ch)
+    rows, cols = np.nonzero(flat)
+    segs = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=flat.shape[0]))])
+    sp = Sparsity(traversal_order=(0, 1, 2, 3), block_map=(),
+                  dim_metadata=(DimensionMetadata(0, o), DimensionMetadata(0, kh), DimensionMetadata(0, kw),
+                                DimensionMetadata(1, 0, tuple(int(s) for s in segs), tuple(int(c) for c in cols))))
+    return flat[rows, cols], sp

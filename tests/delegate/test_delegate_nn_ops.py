@@ -15,9 +15,8 @@ import math
 import numpy as np
 import pytest
 
-from harness import QuantParams, TfliteBuilder, single_op_model
+from harness import QuantParams, TfliteBuilder, filter_csr, single_op_model
 from nnconv.runtime.executor import Executor
-from nnconv.tflite.ir import DimensionMetadata, Sparsity
 from nnconv.tflite.options import (Conv2DOptions, CosOptions, DensifyOptions, DepthwiseConv2DOptions,
                                    FullyConnectedOptions, HardSwishOptions, LeakyReluOptions, Pool2DOptions,
                                    SquaredDifferenceOptions, TransposeConvOptions)
@@ -436,18 +435,6 @@ def test_depthwise_dilated_parity(api):
 
 
 # -- DENSIFY feeding CONV_2D --------------------------------------------------------------------------------
-def filter_csr(dense: np.ndarray) -> tuple[np.ndarray, Sparsity]:
-    """A 4-D filter [O, KH, KW, C] sparse along C: levels O, KH, KW dense and C as CSR."""
-    o, kh, kw, ch = dense.shape
-    flat = dense.reshape(-1, ch)
-    rows, cols = np.nonzero(flat)
-    segs = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=flat.shape[0]))])
-    sp = Sparsity(traversal_order=(0, 1, 2, 3), block_map=(),
-                  dim_metadata=(DimensionMetadata(0, o), DimensionMetadata(0, kh), DimensionMetadata(0, kw),
-                                DimensionMetadata(1, 0, tuple(int(s) for s in segs), tuple(int(c) for c in cols))))
-    return flat[rows, cols], sp
-
-
 _DENSE = rng(7)
 DENSE_W = (_DENSE.standard_normal((5, 3, 2, 4)) * (_DENSE.random((5, 3, 2, 4)) < 0.4)).astype(np.float32)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import assert_parity, assert_refused
+from harness import assert_parity, assert_refused, filter_csr
 from nnconv.lowering.diagnostics import Code
 from nnconv.tflite.builder import TfliteBuilder
 from nnconv.tflite.ir import DimensionMetadata, Sparsity
@@ -39,18 +39,6 @@ def block_csr(dense: np.ndarray, block: int) -> tuple[np.ndarray, Sparsity]:
                                 DimensionMetadata(1, 0, tuple(int(s) for s in segs), tuple(int(c) for c in bcols)),
                                 DimensionMetadata(0, block)))
     return blocks[rows, bcols].reshape(-1), sp
-
-
-def filter_csr(dense: np.ndarray) -> tuple[np.ndarray, Sparsity]:
-    """A 4-D filter [O, KH, KW, C] sparse along C: levels O, KH, KW dense and C as CSR."""
-    o, kh, kw, ch = dense.shape
-    flat = dense.reshape(-1, ch)
-    rows, cols = np.nonzero(flat)
-    segs = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=flat.shape[0]))])
-    sp = Sparsity(traversal_order=(0, 1, 2, 3), block_map=(),
-                  dim_metadata=(DimensionMetadata(0, o), DimensionMetadata(0, kh), DimensionMetadata(0, kw),
-                                DimensionMetadata(1, 0, tuple(int(s) for s in segs), tuple(int(c) for c in cols))))
-    return flat[rows, cols], sp
 
 
 def sparse_matrix(shape, density=0.3, block=1) -> np.ndarray:
