@@ -317,9 +317,12 @@ class SubgraphRunner:
         if self.batch is not None:
             return self.batch.fusions  # a single run's (`nnconv.runtime.batch`)
         fusions = plan_fusions(sg, lambda i: self._value(sg_index, sg, i, {}, "fusion"), self.kernels)
-        if self.replacements is not None:  # a caller's steps take precedence
+        if self.replacements is not None:
+            # A caller's steps take precedence, and an operation it replaces runs as its own step: a fused
+            # step (a quant8 byte table, say) would compute it with the executor's kernel instead.
             theirs = self.replacements.fusions(sg)
             taken = {k for f in theirs for k in (*f.absorbed, f.at)}
+            taken |= {k for k, op in enumerate(sg.operations) if self._kernel(sg, op) is not self.kernels.get(op.type)}
             fusions = theirs + [f for f in fusions if not taken & {*f.absorbed, f.at}]
         return fusions
 

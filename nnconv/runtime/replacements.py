@@ -5,10 +5,10 @@ also reruns a model with TFLite's arithmetic where NNAPI's differs (nnconv/parit
 tell a rounding difference from a conversion error: it hands the executor a `Replacements`, which the runner
 asks once per subgraph, when it plans it:
 
-- `kernel(sg, op)`: the kernel of `op` where it runs as its own step, or None for the executor's. A fused
-  step (nnconv.runtime.fusion) keeps computing the operations it absorbs with the executor's kernels, and
-  an operation whose type a kernel override replaces (`kernel_overrides`: a test's faulty kernel) keeps
-  that override: the fault stays in every run, the rerun included.
+- `kernel(sg, op)`: the kernel of `op`, or None for the executor's. An operation it replaces runs as its
+  own step, out of the executor's fusions (which compute with the executor's kernels); an operation whose
+  type a kernel override replaces (`kernel_overrides`: a test's faulty kernel) keeps that override: the
+  fault stays in every run, the rerun included.
 - `fusions(sg)`: groups of operations each computed as one step (an operation lowered as several NNAPI
   operations, computed as TFLite computes the one it stands for), in place of the executor's own fusions
   of those operations; planned only where the executor fuses at all (no trace, no relaxed float16, no

@@ -15,9 +15,12 @@ import numpy as np
 import pytest
 
 from harness import QuantParams, TfliteBuilder, nnconv_options, single_op_model
-from nnconv.nnapi.enums import OperationType
+from nnconv.nnapi.builder import ModelBuilder
+from nnconv.nnapi.enums import OperandType as O, OperationType
+from nnconv.nnapi.model import Model
 from nnconv.parity.session import VerifyOptions, verify
 from nnconv.parity.tflite_arithmetic import TfliteArithmetic
+from nnconv.parity.tflite_kernels import tflite_requantize
 from nnconv.parity.tflite_squared_difference import squared_difference_steps
 from nnconv.parity.tflite_runner import REFERENCE_KERNELS, TfliteRunner
 from nnconv.pipeline import prepare
@@ -237,3 +240,33 @@ def test_a_faulty_resize_is_still_divergent(tmp_path):
     report = verify(str(path), VerifyOptions(conversion=nnconv_options(), per_op=True, executor_options={
         "kernel_overrides": {OperationType.RESIZE_BILINEAR: faulty}}))
     assert not report.passed and report.per_op.entries[0].status == "divergent"
+
+
+def _requantize_then_relu() -> Model:
+    """int8 x -> ADD(x, real 0) (a lowered requantizing QUANTIZE, TFLite op 0) -> RELU: a chain of byte
+    operations, which the executor computes as one 256-entry table. Scales where NNAPI's ADD and TFLite's
+    one-multiplier requantization differ on some bytes."""
+    mb = ModelBuilder()
+    g = mb.main
+    x = g.add_tensor(O.TENSOR_QUANT8_ASYMM_SIGNED, (1, 256), scale=0.0026362359, zero_point=5)
+    zero = g.add_constant(O.TENSOR_QUANT8_ASYMM_SIGNED, np.array([5], np.int8), scale=0.0026362359, zero_point=5)
+    mid = g.add_tensor(O.TENSOR_QUANT8_ASYMM_SIGNED, (1, 256), scale=0.0815137537, zero_point=16)
+    g.add_operation(OperationType.ADD, [x, zero, g.add_scalar(0)], [mid], source_op=0)
+    y = g.add_tensor(O.TENSOR_QUANT8_ASYMM_SIGNED, (1, 256), scale=0.0815137537, zero_point=16)
+    g.add_operation(OperationType.RELU, [mid], [y], source_op=1)
+    g.set_io([x], [y])
+    return mb.finish()
+
+
+def test_a_replaced_operation_is_not_fused_away():
+    """The TFLite-arithmetic rerun replaces the requantizing ADD; inside the executor's byte table it would be
+    computed with NNAPI's ADD again (the replacement lost), so a replaced operation runs as its own step."""
+    model = _requantize_then_relu()
+    ops = model.main.operands
+    xs = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
+    want = np.maximum(tflite_requantize(xs, ops[0], ops[2]), 16)  # RELU on the output's grid: max(q, zp)
+    nnapi = Executor(model)
+    name = nnapi.converted.inputs[0].name
+    assert (next(iter(nnapi.run({name: xs}).values())) != want).any(), "NNAPI's ADD rounds like TFLite here"
+    tflite_way = Executor(model, replacements=TfliteArithmetic(requantize=frozenset([0])))
+    np.testing.assert_array_equal(next(iter(tflite_way.run({name: xs}).values())), want)
